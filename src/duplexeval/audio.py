@@ -1,0 +1,105 @@
+"""Audio I/O: read any rate, resample with soxr, write exact-length 16 kHz PCM16 deterministically."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+
+from duplexeval.errors import InputError
+
+SAMPLE_RATE = 16000
+FRAME_MS = 80
+FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000  # 1280 samples per 80 ms frame at 16 kHz
+
+
+def read_audio(path: str | os.PathLike[str]) -> tuple[np.ndarray, int]:
+    """Read a sound file as mono float32 in [-1, 1] with its own sample rate (channels averaged)."""
+    import soundfile as sf
+
+    path = Path(path)
+    try:
+        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except (RuntimeError, sf.LibsndfileError, OSError) as exc:  # type: ignore[attr-defined]
+        raise InputError(f"{path}: cannot read audio: {exc}") from None
+    if data.shape[1] == 0:
+        raise InputError(f"{path}: audio has no channels")
+    mono = data.mean(axis=1, dtype=np.float32) if data.shape[1] > 1 else data[:, 0]
+    return np.ascontiguousarray(mono, dtype=np.float32), int(sr)
+
+
+def audio_info(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """(frames, sample rate) of a sound file without reading its samples."""
+    import soundfile as sf
+
+    try:
+        info = sf.info(str(path))
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except (RuntimeError, OSError) as exc:
+        raise InputError(f"{path}: cannot read audio: {exc}") from None
+    return int(info.frames), int(info.samplerate)
+
+
+def resample(audio: np.ndarray, sr_in: int, sr_out: int = SAMPLE_RATE) -> np.ndarray:
+    """Resample mono float32 audio with soxr (HQ); a no-op when the rates match."""
+    if sr_in == sr_out:
+        return np.asarray(audio, dtype=np.float32)
+    import soxr
+
+    return np.asarray(soxr.resample(np.asarray(audio, dtype=np.float32), sr_in, sr_out, quality="HQ"), dtype=np.float32)
+
+
+def read_audio_16k(path: str | os.PathLike[str]) -> np.ndarray:
+    """Read a file and return mono float32 at 16 kHz."""
+    audio, sr = read_audio(path)
+    return resample(audio, sr, SAMPLE_RATE)
+
+
+def to_pcm16(audio: np.ndarray) -> np.ndarray:
+    """Float [-1, 1] to int16 by clipping and rounding half to even (deterministic); int16 passes through."""
+    a = np.asarray(audio)
+    if a.dtype == np.int16:
+        return a
+    return np.clip(np.rint(a.astype(np.float64) * 32767.0), -32768, 32767).astype(np.int16)
+
+
+def from_pcm16(pcm: np.ndarray) -> np.ndarray:
+    """int16 to float32 in [-1, 1]."""
+    return np.asarray(pcm, dtype=np.int16).astype(np.float32) / 32768.0
+
+
+def fit_length(audio: np.ndarray, n_samples: int) -> np.ndarray:
+    """Crop or zero-pad to exactly n_samples."""
+    if audio.shape[0] >= n_samples:
+        return audio[:n_samples]
+    out = np.zeros(n_samples, dtype=audio.dtype)
+    out[: audio.shape[0]] = audio
+    return out
+
+
+def n_samples_for(T: float, sr: int = SAMPLE_RATE) -> int:
+    """The exact sample count of a T-second output: round(T * sr)."""
+    return int(round(T * sr))
+
+
+def wav_bytes_pcm16(audio: np.ndarray, sr: int = SAMPLE_RATE) -> bytes:
+    """A mono PCM16 WAV as bytes (the same samples always give the same bytes)."""
+    import soundfile as sf
+
+    buf = io.BytesIO()
+    sf.write(buf, to_pcm16(audio), sr, subtype="PCM_16", format="WAV")
+    return buf.getvalue()
+
+
+def write_wav_pcm16(path: str | os.PathLike[str], audio: np.ndarray, sr: int = SAMPLE_RATE) -> str:
+    """Atomically write mono PCM16 WAV; returns its SHA-256."""
+    from duplexeval.jsonio import atomic_write_bytes, sha256_bytes
+
+    data = wav_bytes_pcm16(audio, sr)
+    atomic_write_bytes(path, data)
+    return sha256_bytes(data)

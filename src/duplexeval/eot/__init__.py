@@ -1,0 +1,1 @@
+"""eot package."""

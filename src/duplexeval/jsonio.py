@@ -1,0 +1,90 @@
+"""Deterministic JSON, atomic writes and SHA-256: the file conventions every stage shares."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def dumps(obj: Any) -> str:
+    """Canonical JSON text: insertion-ordered keys, 2-space indent, no NaN/Infinity, trailing newline."""
+    return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def dumps_line(obj: Any) -> str:
+    """One compact JSON line (for .jsonl files), deterministic, no NaN/Infinity."""
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write to a temporary file in the same folder, fsync, then rename: a killed run never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Atomic UTF-8 text write."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: str | os.PathLike[str], obj: Any) -> str:
+    """Write canonical JSON atomically; returns the SHA-256 of the bytes written."""
+    data = dumps(obj).encode("utf-8")
+    atomic_write_bytes(path, data)
+    return sha256_bytes(data)
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Read a JSON file; raises InputError naming the file on a missing file or bad JSON."""
+    from duplexeval.errors import InputError
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex SHA-256 of bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """Hex SHA-256 of a file's bytes, streamed."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def finite_or_none(x: float | None) -> float | None:
+    """JSON has no infinity: map non-finite floats to None (callers flag what None means)."""
+    if x is None or not math.isfinite(x):
+        return None
+    return float(x)
