@@ -61,10 +61,12 @@ def _make_app() -> typer.Typer:
 COMMAND_MODULES: tuple[str, ...] = (
     "duplexeval.fdb.score_cli",
     "duplexeval.fdb.asr_cli",
+    "duplexeval.fdb.synth_cli",
     "duplexeval.fdb.export_cli",
     "duplexeval.fdb.evaluate_cli",
     "duplexeval.eot.cli",
     "duplexeval.controller.cli",
+    "duplexeval.controller.tools_cli",
     "duplexeval.demo_cli",
 )
 
