@@ -1,7 +1,34 @@
-"""Command registration for this feature (filled in by the feature's owner)."""
+"""`duplexeval demo`: the main job - every FDB v1.0 stage on the built-in demo set, systems side by side."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def demo_command(
+    out: Path = typer.Option(Path("duplexeval-demo"), "--out", help="Folder for the trees (default ./duplexeval-demo)."),
+    systems: Optional[list[str]] = typer.Option(
+        None, "--systems", "--system",
+        help="Systems to compare, NAME[:key=value,...], repeatable (default: silent, turn-based, talk-over, backchannel).",
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or stage lines; only the table."),
+) -> None:
+    """Make the demo set, export it with each baseline, run ASR, official and unified scoring; print one table."""
+    import sys
+
+    from duplexeval.demo import DEFAULT_SYSTEMS, print_report, run_demo
+
+    def say(line: str) -> None:
+        if not quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    result = run_demo(out, systems or DEFAULT_SYSTEMS, progress=not quiet, say=say)
+    print_report(result)
+
 
 def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
-    """Add this feature's commands to the CLI."""
+    """Add the top-level `duplexeval demo`."""
+    apps.root.command("demo")(demo_command)

@@ -1,7 +1,159 @@
-"""Command registration for this feature (filled in by the feature's owner)."""
+"""`duplexeval controller evaluate | calibrate | compare` (spec 002 core); heavy imports stay inside commands."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import typer
+
+
+def _policy(path: Path | None, mode: str | None):  # noqa: ANN202
+    from duplexeval.controller.policy import EvaluationPolicy, load_policy
+
+    pol = load_policy(path) if path is not None else EvaluationPolicy()
+    return pol.with_(endpoint_mode=mode) if mode else pol
+
+
+def controller_evaluate(
+    data: Path = typer.Argument(..., help="Controller data folder (dataset.json, clips.jsonl, frames/)."),
+    policy: Path | None = typer.Option(None, "--policy", help="Frozen policy JSON (default: spec 002 offline operating point)."),
+    mode: str | None = typer.Option(None, "--mode", help="Primary endpoint mode: head_only or fallback_on (overrides the policy)."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
+    rows: Path | None = typer.Option(None, "--rows", help="Write per-clip evidence (one JSON line per clip) here."),
+) -> None:
+    """Frame metrics and replayed event metrics of a controller's outputs under a frozen policy."""
+    from duplexeval.controller.data import load_data
+    from duplexeval.controller.events import evidence_row
+    from duplexeval.controller.report import evaluate, format_report
+    from duplexeval.jsonio import atomic_write_text, dumps_line, write_json
+
+    pol = _policy(policy, mode)
+    evs: list = []
+    rep = evaluate(load_data(data), pol, evidence=evs)
+    typer.echo(format_report(rep))
+    if json_out is not None:
+        write_json(json_out, rep)
+    if rows is not None:
+        atomic_write_text(rows, "".join(dumps_line(evidence_row(e)) for e in evs))
+
+
+def _grid(text: str) -> list[float]:
+    from duplexeval.errors import InputError
+
+    try:
+        if ":" in text:
+            a, b, step = (float(x) for x in text.split(":"))
+            n = int(round((b - a) / step)) + 1
+            return [round(a + k * step, 6) for k in range(n)]
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"--grid: expected 'start:stop:step' or a comma list, got {text!r}") from None
+
+
+def controller_calibrate(
+    dev: Path = typer.Argument(..., help="Development data folder with the candidate controller's outputs."),
+    out: Path = typer.Option(..., "--out", help="Where to write the frozen policy JSON."),
+    base_policy: Path | None = typer.Option(None, "--base-policy", help="Policy whose non-threshold settings are kept."),
+    reference: Path | None = typer.Option(None, "--reference", help="Reference system's outputs on the same dev clips: its event rates become the targets."),
+    reference_policy: Path | None = typer.Option(None, "--reference-policy", help="Policy for the reference (default: spec 002 operating point)."),
+    pause_cutin_ceiling: float | None = typer.Option(None, "--pause-cutin-ceiling", help="Max share of pause probes with a false endpoint."),
+    yield_false_per_hour: float | None = typer.Option(None, "--yield-false-per-hour", help="Max yield false events per hour."),
+    backchannel_ack_per_hour: float | None = typer.Option(None, "--backchannel-ack-per-hour", help="Max acknowledgments per LISTEN hour."),
+    grid: str = typer.Option("0.05:0.99:0.01", "--grid", help="Thresholds to try: start:stop:step or a comma list."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the calibration table here."),
+) -> None:
+    """Pick thresholds on development data by spec 002's rules and write a frozen policy for `evaluate`."""
+    from duplexeval.controller.calibrate import Targets, calibrate, targets_from_report
+    from duplexeval.controller.data import load_data
+    from duplexeval.controller.events import evaluate_events
+    from duplexeval.controller.policy import save_policy
+    from duplexeval.errors import InputError
+    from duplexeval.jsonio import sha256_file, write_json
+
+    base = _policy(base_policy, None)
+    t = Targets(pause_cutin_ceiling, yield_false_per_hour, backchannel_ack_per_hour)
+    ref_info = None
+    if reference is not None:
+        ref = load_data(reference)
+        rpol = _policy(reference_policy, base.endpoint_mode)
+        _evs, agg = evaluate_events(ref.iter_clips(), rpol)
+        rt = targets_from_report(agg, rpol.endpoint_mode)
+        t = Targets(
+            t.pause_cutin_ceiling if t.pause_cutin_ceiling is not None else rt.pause_cutin_ceiling,
+            t.yield_false_per_hour if t.yield_false_per_hour is not None else rt.yield_false_per_hour,
+            t.backchannel_ack_per_hour if t.backchannel_ack_per_hour is not None else rt.backchannel_ack_per_hour,
+        )
+        ref_info = {"path": str(reference), "clips_sha256": sha256_file(ref.root / "clips.jsonl"), "policy": rpol.to_json()}
+    if t.pause_cutin_ceiling is None and t.yield_false_per_hour is None and t.backchannel_ack_per_hour is None:
+        raise InputError("calibrate: give --reference or at least one target (--pause-cutin-ceiling, --yield-false-per-hour, --backchannel-ack-per-hour)")
+    d = load_data(dev)
+    pol, info = calibrate(d.iter_clips(), base, t, _grid(grid))
+    prov = {"calibration": {"dev": str(dev), "dev_clips_sha256": sha256_file(d.root / "clips.jsonl"), "reference": ref_info,
+                            "targets": info["targets"], "chosen": info["chosen"], "mode": info["mode"]}}  # fmt: skip
+    save_policy(out, pol, prov)
+    for head, c in info["chosen"].items():
+        typer.echo(f"{head}: threshold {c['threshold']} ({c['rule']})")
+    typer.echo(f"policy written to {out}")
+    if json_out is not None:
+        write_json(json_out, {**prov, "evaluation_policy": pol.to_json(), "table": info["table"]})
+
+
+def controller_compare(
+    a: Path = typer.Argument(..., help="Data folder with controller A's outputs."),
+    b: Path = typer.Argument(..., help="Data folder with controller B's outputs on the same clips."),
+    policy: Path | None = typer.Option(None, "--policy", help="Frozen policy for both (default: spec 002 operating point)."),
+    policy_b: Path | None = typer.Option(None, "--policy-b", help="A separate frozen policy for B."),
+    mode: str | None = typer.Option(None, "--mode", help="Endpoint mode for both: head_only or fallback_on."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the JSON comparison here."),
+) -> None:
+    """Differences B - A with a conversation-grouped paired bootstrap (same clips, labels and groups required)."""
+    from duplexeval.controller.compare import paired_bootstrap
+    from duplexeval.controller.data import load_data
+    from duplexeval.controller.report import run_clips
+    from duplexeval.errors import InputError
+    from duplexeval.jsonio import write_json
+
+    pa = _policy(policy, mode)
+    pb = _policy(policy_b, mode) if policy_b is not None else pa
+    da, db = load_data(a), load_data(b)
+    ja = [{k: v for k, v in c.to_json().items() if k != "extra"} for c in da.clips]
+    jb = [{k: v for k, v in c.to_json().items() if k != "extra"} for c in db.clips]
+    if ja != jb:
+        bad = next((x["id"] for x, y in zip(ja, jb) if x != y), None) if len(ja) == len(jb) else None
+        what = f"clip {bad} differs" if bad else f"{len(ja)} vs {len(jb)} clips"
+        raise InputError(f"compare: {a} and {b} must hold the same clips, events and groups ({what})")
+    ea, fa = run_clips(da.iter_clips(), pa)
+    eb, fb = run_clips(db.iter_clips(), pb)
+    res = paired_bootstrap(ea, eb, pa, pb)
+    frame = {}
+    for key, get in (("state.macro_f1", lambda f: (f.get("state") or {}).get("macro_f1")),
+                     ("endpoint.roc_auc", lambda f: (f.get("endpoint") or {}).get("roc_auc")),
+                     ("yield.roc_auc", lambda f: (f.get("yield") or {}).get("roc_auc")),
+                     ("backchannel.roc_auc", lambda f: (f.get("backchannel") or {}).get("roc_auc"))):  # fmt: skip
+        va, vb = get(fa), get(fb)
+        frame[key] = {"a": va, "b": vb, "diff_b_minus_a": None if va is None or vb is None else vb - va}
+    out = {
+        "kind": "duplexeval.controller.compare",
+        "schema_version": 1,
+        "a": {"path": str(a), "evaluation_policy": pa.to_json()},
+        "b": {"path": str(b), "evaluation_policy": pb.to_json()},
+        "event_metrics": res,
+        "frame_metrics_point_only": frame,
+    }
+    typer.echo(f"B - A over {res['clips']} clips in {res['groups']} groups (95% grouped paired bootstrap):")
+    for k, m in res["metrics"].items():
+        if m["a"] is None and m["b"] is None:
+            continue
+        d = "n/a" if m["diff_b_minus_a"] is None else f"{m['diff_b_minus_a']:+.4g}"
+        ci = "" if m["ci95"] is None else f"  [{m['ci95'][0]:+.4g}, {m['ci95'][1]:+.4g}]"
+        fmt = lambda v: "n/a" if v is None else f"{v:.4g}"  # noqa: E731
+        typer.echo(f"  {k:<46} A {fmt(m['a']):>9}  B {fmt(m['b']):>9}  diff {d}{ci}")
+    if json_out is not None:
+        write_json(json_out, out)
+
 
 def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
-    """Add this feature's commands to the CLI."""
+    """Add `controller evaluate`, `calibrate`, `compare`."""
+    apps.controller.command("evaluate")(controller_evaluate)
+    apps.controller.command("calibrate")(controller_calibrate)
+    apps.controller.command("compare")(controller_compare)

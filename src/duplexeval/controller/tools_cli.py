@@ -1,7 +1,164 @@
-"""Command registration for this feature (filled in by the feature's owner)."""
+"""`duplexeval controller label | run | bench | demo`: labels from two-channel conversations or the FDB CANDOR
+subsets, a streaming controller run into a data folder, the compute benchmark, and the offline demo."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import typer
+
+
+def _options(items: list[str] | None, flag: str) -> dict:
+    """key=value pairs; values parsed as JSON when they are (numbers, true/false, null), else kept as strings."""
+    from duplexeval.errors import InputError
+
+    out = {}
+    for item in items or []:
+        k, sep, v = item.partition("=")
+        if not sep or not k:
+            raise InputError(f"{flag}: expected key=value, got {item!r}")
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
+def _rules(items: list[str] | None):  # noqa: ANN202
+    from dataclasses import fields
+
+    from duplexeval.controller.labels import LabelRules
+    from duplexeval.errors import InputError
+
+    opts = _options(items, "--rule")
+    names = {f.name for f in fields(LabelRules)}
+    bad = sorted(set(opts) - names)
+    if bad:
+        raise InputError(f"--rule: unknown rule(s) {', '.join(bad)} (known: {', '.join(sorted(names))})")
+    for k, v in opts.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise InputError(f"--rule {k}: must be a number >= 0, got {v!r}")
+    return LabelRules(**opts)
+
+
+def _check_out(out: Path, force: bool) -> None:
+    from duplexeval.errors import RefusalError
+
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
+        raise RefusalError(f"{out}: exists and is not empty; give --force to overwrite")
+
+
+def _clips(conversations: Path | None, fdb: Path | None, controller, rules):  # noqa: ANN001, ANN202
+    from duplexeval.errors import InputError
+
+    if (conversations is None) == (fdb is None):
+        raise InputError("give exactly one of --conversations MANIFEST or --fdb DATASET")
+    if conversations is not None:
+        from duplexeval.controller.sources import conversation_clips, read_manifest
+
+        return conversation_clips(read_manifest(conversations), controller, rules), {"conversations": str(conversations)}
+    from duplexeval.controller.fdb_bridge import bridge_dataset
+    from duplexeval.controller.runner import run
+
+    def gen():  # noqa: ANN202
+        for bc in bridge_dataset(str(fdb)):
+            if controller is not None:
+                run(controller, bc.audio16k, None, bc.clip.meta.n_frames, None, name=getattr(controller, "name", "controller")).apply(bc.clip.frames)
+            yield bc.clip
+
+    return gen(), {"fdb": str(fdb), "fdb_subsets": ["candor_turn_taking", "candor_pause_handling"]}
+
+
+def controller_label(
+    out: Path = typer.Argument(..., help="Data folder to write (dataset.json, clips.jsonl, frames/)."),
+    conversations: Path | None = typer.Option(None, "--conversations", help="Conversation manifest (JSONL or JSON list; docs/controller-labels.md)."),
+    fdb: Path | None = typer.Option(None, "--fdb", help="FDB v1.0 folder: bridge candor_turn_taking and candor_pause_handling."),
+    rule: list[str] | None = typer.Option(None, "--rule", help="Override a derivation rule, e.g. --rule max_pause_s=2.5 (repeatable)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite a non-empty OUT."),
+) -> None:
+    """Derive frame truth, masks and events (no controller scores) from conversations or the FDB CANDOR subsets."""
+    from duplexeval.controller.data import load_data, write_data
+
+    _check_out(out, force)
+    rules = _rules(rule)
+    clips, info = _clips(conversations, fdb, None, rules)
+    write_data(out, clips, info={**info, "label_rules": rules.to_json()})
+    d = load_data(out)
+    typer.echo(_summary(d, out))
+
+
+def _summary(d, out: Path) -> str:  # noqa: ANN001
+    n_turn = sum(len(c.turn_probes) for c in d.clips)
+    n_pause = sum(len(c.pause_probes) for c in d.clips)
+    n_y = sum(len(c.yield_onsets) for c in d.clips)
+    n_b = sum(len(c.backchannel_onsets) for c in d.clips)
+    return (f"wrote {out}: {len(d.clips)} clips, {n_turn} turn probes, {n_pause} pause probes, {n_y} yield onsets, "
+            f"{n_b} backchannel onsets, reference {d.reference_s() / 3600:.5f} h")  # fmt: skip
+
+
+def controller_run(
+    controller: str = typer.Argument(..., help="baseline:silence, baseline:silero, FILE.onnx, or package.module:factory."),
+    out: Path = typer.Argument(..., help="Data folder to write, ready for `controller evaluate`."),
+    conversations: Path | None = typer.Option(None, "--conversations", help="Conversation manifest with audio."),
+    fdb: Path | None = typer.Option(None, "--fdb", help="FDB v1.0 folder (CANDOR turn-taking and pause subsets)."),
+    option: list[str] | None = typer.Option(None, "--option", help="Controller keyword option key=value (repeatable)."),
+    rule: list[str] | None = typer.Option(None, "--rule", help="Override a derivation rule key=value (repeatable)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite a non-empty OUT."),
+) -> None:
+    """Run a streaming controller over two-channel audio (state/yield teacher-forced, endpoint/backchannel with
+    LISTEN forced) and write its scores with the derived labels."""
+    from duplexeval.controller.data import load_data, write_data
+    from duplexeval.controller.runner import load_controller
+
+    _check_out(out, force)
+    ctl = load_controller(controller, _options(option, "--option"))
+    rules = _rules(rule)
+    clips, info = _clips(conversations, fdb, ctl, rules)
+    cfg = ctl.config() if hasattr(ctl, "config") else None
+    write_data(out, clips, info={**info, "controller": controller, "controller_config": cfg, "label_rules": rules.to_json()})
+    typer.echo(_summary(load_data(out), out))
+
+
+def controller_bench(
+    controller: str = typer.Argument(..., help="baseline:silence, baseline:silero, FILE.onnx, or package.module:factory."),
+    option: list[str] | None = typer.Option(None, "--option", help="Controller keyword option key=value (repeatable)."),
+    prefill: int = typer.Option(64, "--prefill", help="Prefill frames before the timed updates."),
+    updates: int = typer.Option(200, "--updates", help="Timed one-frame updates per repeat."),
+    repeats: int = typer.Option(3, "--repeats", help="Repeats."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
+) -> None:
+    """Compute cost by spec 002's protocol: batch 1, 64 prefill frames, 3 x 200 one-frame updates."""
+    from duplexeval.controller.bench import bench, format_bench
+    from duplexeval.controller.runner import load_controller
+    from duplexeval.jsonio import write_json
+
+    rep = bench(load_controller(controller, _options(option, "--option")), prefill, updates, repeats)
+    rep["controller_spec"] = controller
+    typer.echo(format_bench(rep))
+    if json_out is not None:
+        write_json(json_out, rep)
+
+
+def controller_demo(
+    out: Path = typer.Argument(Path("controller-demo"), help="Folder for conversations, data, reports."),
+    n: int = typer.Option(4, "--conversations", help="How many conversations to make."),
+    exchanges: int = typer.Option(4, "--exchanges", help="Exchanges per conversation."),
+    seed: int = typer.Option(0, "--seed", help="Seed for voices, rates, gaps and event types."),
+    force: bool = typer.Option(False, "--force", help="Overwrite a non-empty OUT."),
+) -> None:
+    """espeak-ng two-channel conversations, labels derived from them, both baselines evaluated and compared."""
+    from duplexeval.controller.demo import format_demo, run_demo
+    from duplexeval.errors import InputError
+
+    if n < 1 or exchanges < 1:
+        raise InputError("--conversations and --exchanges must be >= 1")
+    typer.echo(format_demo(run_demo(out, n, exchanges, seed, force)))
+
 
 def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
-    """Add this feature's commands to the CLI."""
+    """Add `controller label`, `run`, `bench`, `demo`."""
+    apps.controller.command("label")(controller_label)
+    apps.controller.command("run")(controller_run)
+    apps.controller.command("bench")(controller_bench)
+    apps.controller.command("demo")(controller_demo)

@@ -1,7 +1,45 @@
-"""Command registration for this feature (filled in by the feature's owner)."""
+"""`duplexeval fdb asr` (alias `reference-asr`): word timestamps for every eligible sample of a tree."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def asr_command(
+    tree: Path = typer.Option(..., "--tree", help="The tree written by `duplexeval fdb export` or `import`."),
+    backend: str = typer.Option("whisper-align", "--backend",
+                                help="whisper-align (default, offline) | pocketsphinx | faster-whisper | parakeet | import."),
+    model: Optional[str] = typer.Option(None, "--model",
+                                         help="faster-whisper/whisper-align: a CTranslate2 model directory; "
+                                              "parakeet: a .nemo file (or a hub id)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", help="Worker processes (default: the number of cores)."),
+    force: bool = typer.Option(False, "--force", help="Transcribe again even if asr.json or other outputs exist."),
+    declare: Optional[str] = typer.Option(None, "--declare",
+                                          help="With --backend import: the ASR that made the files (e.g. parakeet-tdt-0.6b-v2)."),
+    device: str = typer.Option("cpu", "--device", help="parakeet only: cpu or cuda."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+) -> None:
+    """Transcribe each eligible sample's output.wav into output.json, then write asr.json.
+
+    Exits 1 with a summary if any sample failed (its reason is in asr.json); the others are kept.
+    """
+    from duplexeval.fdb.asr_stage import run
+
+    result = run(tree, backend=backend, model=model, jobs=jobs, force=force, progress=not no_progress,
+                 declare=declare, device=device)
+    typer.echo(result.summary())
+    if result.failed:
+        for key, reason in result.errors[:20]:
+            typer.echo(f"  failed: {reason}", err=True)
+        if len(result.errors) > 20:
+            typer.echo(f"  ... and {len(result.errors) - 20} more (see {tree / 'asr.json'})", err=True)
+        raise typer.Exit(1)
+
 
 def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
-    """Add this feature's commands to the CLI."""
+    """Add `fdb asr` and its hidden alias `fdb reference-asr`."""
+    apps.fdb.command("asr")(asr_command)
+    apps.fdb.command("reference-asr", hidden=True)(asr_command)

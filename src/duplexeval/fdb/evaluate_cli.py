@@ -1,7 +1,82 @@
-"""Command registration for this feature (filled in by the feature's owner)."""
+"""`duplexeval fdb evaluate` (alias `reference-evaluate`): the official v1.0 rules -> TREE/summary.json."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+BACKCHANNEL_RULES = ("2025-06", "2026-02")
+
+
+def evaluate_command(
+    tree: Path = typer.Option(..., "--tree", help="A tree written by export/import and transcribed by `fdb asr`."),
+    subset: Optional[list[str]] = typer.Option(None, "--subset", help="Evaluate only this subset (repeatable)."),
+    judge: str = typer.Option("none", "--judge", help="Interruption judge: none (ratings not judged) or openai."),
+    judge_model: str = typer.Option("gpt-4-turbo", "--judge-model", help="Chat model of the judge."),
+    base_url: str = typer.Option("https://api.openai.com/v1", "--base-url", help="OpenAI-compatible API base URL."),
+    api_key_env: str = typer.Option(
+        "OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key (the key is never written)."
+    ),
+    judge_seed: int = typer.Option(0, "--judge-seed", help="Seed sent to the judge (the official run used 0)."),
+    judge_timeout: float = typer.Option(60.0, "--judge-timeout", help="Seconds per judge request."),
+    reference_source: Optional[Path] = typer.Option(
+        None, "--reference-source", help="Local checkout of the official repository; its judge prompt is used."
+    ),
+    icc_gt: Optional[Path] = typer.Option(
+        None, "--icc-gt", help="The official icc_gt_distribution.json (CC BY-NC, not shipped); default TREE/icc_gt_distribution.json."
+    ),
+    backchannel_rules: str = typer.Option(
+        "2025-06", "--backchannel-rules", help="Backchannel loop: 2025-06 (v1.0 table) or 2026-02 (HEAD)."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines."),
+) -> None:
+    """Reproduce the official Full-Duplex-Bench v1.0 evaluator rules and write TREE/summary.json."""
+    from duplexeval.errors import InputError
+    from duplexeval.fdb.official import evaluate
+
+    if backchannel_rules not in BACKCHANNEL_RULES:
+        raise InputError(f"--backchannel-rules {backchannel_rules!r}: expected one of {', '.join(BACKCHANNEL_RULES)}")
+    summary = evaluate(
+        tree,
+        subsets=list(subset) if subset else None,
+        judge=judge,
+        icc_gt=icc_gt,
+        backchannel_rules=backchannel_rules,
+        progress=not quiet,
+        model=judge_model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        seed=judge_seed,
+        timeout_s=judge_timeout,
+        reference_source=str(reference_source) if reference_source else None,
+    )
+    for line in format_summary(summary):
+        typer.echo(line)
+    typer.echo(f"wrote {tree / 'summary.json'}")
+
+
+def _fmt(x: Any) -> str:
+    return "null" if x is None else f"{x:.4f}"
+
+
+def format_summary(summary: dict[str, Any]) -> list[str]:
+    """One line per metric, as `subset  name  value [± std]  (n)  note`."""
+    lines = [f"official rules: {summary['rules']['name']} (backchannel loop {summary['rules']['backchannel_rules']})"]
+    for name, sub in summary["subsets"].items():
+        c = sub["counts"]
+        lines.append(f"{name}: evaluated {sub['n_evaluated']} of {c['selected']} selected ({c['declared']} declared)")
+        if "judge" in sub:
+            lines.append(f"  judge: {sub['judge']['label']}")
+        for metric, m in sub["metrics"].items():
+            val = _fmt(m["value"]) + (f" ± {_fmt(m['std'])}" if m["std"] is not None else "")
+            note = f"  [{m['note']}]" if m["note"] else ""
+            lines.append(f"  {metric}: {val}  (n={m['n']}){note}")
+    return lines
+
 
 def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
-    """Add this feature's commands to the CLI."""
+    """Add `fdb evaluate` and its hidden alias `fdb reference-evaluate`."""
+    apps.fdb.command("evaluate")(evaluate_command)
+    apps.fdb.command("reference-evaluate", hidden=True)(evaluate_command)

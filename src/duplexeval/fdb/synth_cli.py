@@ -1,7 +1,42 @@
-"""Command registration for this feature (filled in by the feature's owner)."""
+"""`duplexeval fdb synth`: build FDB-v1.0-shaped stimuli from a script, or build/locate the demo set."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def synth(
+    script: Optional[str] = typer.Argument(
+        None, help="YAML/JSON synth script (format: docs/synth.md), or 'demo' for the built-in demo set."
+    ),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output folder (required for a script; for the demo, write there instead of the cache)."),
+    demo: bool = typer.Option(False, "--demo", help="Build or locate the built-in demo set and print its path."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing synth output folder (or rebuild the cached demo)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
+) -> None:
+    """Generate FDB v1.0 input folders (input.wav + annotation + transcription.json) with espeak-ng; prints the folder."""
+    from duplexeval.errors import InputError
+    from duplexeval.fdb import synth as S
+
+    if demo or script == "demo":
+        if demo and script not in (None, "demo"):
+            raise InputError("give either a script or --demo, not both")
+        if out is None:
+            path = S.ensure_demo(force=force, progress=not quiet)
+        else:
+            path = S.synthesize_dataset(S.load_script(S.DEMO_SCRIPT), out, force=force, progress=not quiet)
+    else:
+        if script is None:
+            raise InputError("give a synth script (YAML/JSON) or 'demo'; see docs/synth.md")
+        if out is None:
+            raise InputError("--out DIR is required when synthesizing a script")
+        path = S.synthesize_dataset(script, out, force=force, progress=not quiet)
+    typer.echo(str(path))
+
 
 def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
-    """Add this feature's commands to the CLI."""
+    """Add `duplexeval fdb synth`."""
+    apps.fdb.command("synth")(synth)

@@ -1,0 +1,169 @@
+"""Time `duplexeval fdb score` on a full-size FDB v1.0 tree (727 samples) with real speech in the outputs.
+
+The tree is built once into a cache folder (default .cache/bench-full-tree, reused when present):
+every subset at its declared size, realistic lengths (interruption about 28 s, turn-taking about
+10 s, pauses 5 to 20 s, backchannel 20 to 60 s), espeak-ng speech placed in output.wav, and
+output.json written from espeak's own word times (so the timing covers the scorer, not ASR).
+
+    .venv/bin/python benchmarks/score_full_tree.py [--cache DIR] [--rebuild] [--jobs N]
+
+Prints samples per second, the wall time of the CLI, and the VAD real-time factor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from duplexeval.audio import n_samples_for, write_wav_pcm16
+from duplexeval.fdb.transcript import Word, transcript_bytes
+from duplexeval.fdb.tree import SUBSETS, AsrRecord, AsrSample, Manifest, SampleEntry, write_asr, write_manifest
+from duplexeval.jsonio import atomic_write_bytes, dumps, sha256_bytes
+
+SR = 16000
+SENTENCES = [
+    "Sure, I can help with that.",
+    "The weather tomorrow looks sunny with a light breeze in the afternoon.",
+    "Let me think about it for a moment.",
+    "Once upon a time there was a small village by the sea, and the people fished every day.",
+    "Okay.",
+    "That is a great question, and the short answer is yes.",
+    "Right, so the next step is to book the train tickets before Friday.",
+    "Hmm, yeah.",
+]
+
+
+def _speech():
+    from duplexeval.tts import synthesize
+
+    return [synthesize(s) for s in SENTENCES]
+
+
+def _place(out: np.ndarray, words: list[Word], speech, start: float, cut: float | None = None) -> None:
+    """Add an utterance at `start` s (cropped at the end of the output, or at `cut` s); collect its words."""
+    i = int(round(start * SR))
+    audio = speech.audio
+    stop = len(out) if cut is None else min(len(out), int(round(cut * SR)))
+    n = max(0, min(len(audio), stop - i))
+    out[i : i + n] += audio[:n]
+    for w in speech.words:
+        ws = start + w.start_s
+        if ws * SR < i + n:
+            words.append(Word(w.text, round(ws, 3), round(min(start + w.end_s, (i + n) / SR), 3)))
+
+
+def build(root: Path, seed: int = 0) -> None:
+    """Write the full-size tree (manifest.json, annotations, output.wav, output.json, asr.json)."""
+    rng = np.random.default_rng(seed)
+    speech = _speech()
+    entries: list[SampleEntry] = []
+    asr: dict[str, AsrSample] = {}
+    for subset, info in SUBSETS.items():
+        for k in range(info.declared):
+            sid = str(k)
+            if subset == "synthetic_user_interruption":
+                T = round(float(rng.uniform(26.5, 29.5)), 2)
+            elif subset == "candor_turn_taking":
+                T = round(float(rng.uniform(9.0, 11.5)), 2)
+            elif subset == "icc_backchannel":
+                T = round(float(rng.uniform(20.0, 60.0)), 2)
+            else:
+                T = round(float(rng.uniform(5.0, 20.0)), 2)
+            out = np.zeros(n_samples_for(T), dtype=np.float32)
+            words: list[Word] = []
+            ann = None
+            cut = 0.0
+            if info.task == "pause_handling":
+                a = round(float(rng.uniform(1.0, T / 2)), 2)
+                b = round(min(T, a + float(rng.uniform(0.3, 2.0))), 2)
+                pauses = [[a, b]]
+                if T > b + 3 and rng.random() < 0.4:
+                    a2 = round(b + float(rng.uniform(1.0, 2.0)), 2)
+                    pauses.append([a2, round(min(T, a2 + float(rng.uniform(0.3, 1.0))), 2)])
+                ann = [{"text": "[PAUSE]", "timestamp": p} for p in pauses]
+                if rng.random() < 0.5:
+                    _place(out, words, speech[int(rng.integers(len(speech)))], float(rng.uniform(0.0, T - 0.5)))
+            elif info.task == "smooth_turn_taking":
+                E = round(float(rng.uniform(1.5, T - 5.0)), 2)
+                ann = [{"text": "[TURN-TAKING]", "timestamp": [E, E + 0.4]}]
+                if rng.random() < 0.85:
+                    _place(out, words, speech[int(rng.integers(len(speech)))], E + float(rng.uniform(-0.5, 3.0)))
+            elif info.task == "user_interruption":
+                S = round(float(rng.uniform(9.0, 11.0)), 2)
+                R = round(S + float(rng.uniform(1.5, 3.0)), 2)
+                cut = R
+                ann = [{"context": "tell me a story", "interrupt": "wait, what about the weather", "timestamp": [S, R]}]
+                first = speech[3]
+                start = S - float(rng.uniform(-1.0, first.audio.size / SR - 0.5))
+                stop_at = S + float(rng.uniform(0.2, 3.5)) if rng.random() < 0.8 else None
+                spoken: list[Word] = []
+                _place(out, spoken, first, max(0.5, start), cut=stop_at)
+                if rng.random() < 0.9:
+                    _place(out, spoken, speech[int(rng.integers(len(speech)))], R + float(rng.uniform(0.2, 2.0)))
+                words = [w for w in spoken if w.start >= R]
+            eligible = rng.random() > 0.03
+            files: dict[str, str] = {}
+            d = root / subset / sid
+            d.mkdir(parents=True, exist_ok=True)
+            if ann is not None:
+                data = dumps(ann).encode()
+                atomic_write_bytes(d / info.annotation, data)
+                files[info.annotation] = sha256_bytes(data)
+            files["output.wav"] = write_wav_pcm16(d / "output.wav", np.clip(out, -1, 1))
+            entries.append(SampleEntry(subset, sid, T, eligible, [] if eligible else ["pacing"], files))
+            tb = transcript_bytes(words)
+            atomic_write_bytes(d / "output.json", tb)
+            asr[f"{subset}/{sid}"] = AsrSample("ok", sha256_bytes(tb), None, {"audio_sha256": files["output.wav"], "cut_s": cut})
+    manifest = Manifest("bench-full", {s: i.declared for s, i in SUBSETS.items()}, entries, {"system": {"name": "bench"}})
+    msha = write_manifest(root, manifest)
+    write_asr(root, AsrRecord(msha, {"name": "espeak-word-events"}, asr))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cache", type=Path, default=Path(".cache/bench-full-tree"))
+    ap.add_argument("--rebuild", action="store_true")
+    ap.add_argument("--jobs", type=int, default=0, help="VAD threads (0: one per CPU)")
+    args = ap.parse_args()
+    root = args.cache
+    if args.rebuild or not (root / "asr.json").is_file():
+        t0 = time.perf_counter()
+        build(root)
+        print(f"built {root} in {time.perf_counter() - t0:.1f} s")
+    n = sum(SUBSETS[s].declared for s in SUBSETS)
+
+    cmd = [sys.executable, "-m", "duplexeval", "fdb", "score", "--tree", str(root), "--no-write"]
+    if args.jobs:
+        cmd += ["--jobs", str(args.jobs)]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+
+    # In-process breakdown: load + checks, VAD, the rest.
+    from duplexeval.fdb.unified import score, speech
+    from duplexeval.fdb.unified.load import InterruptionInput, load_tree
+
+    t0 = time.perf_counter()
+    loaded = load_tree(root)
+    t_load = time.perf_counter() - t0
+    paths = [ls.input.wav_path for ls in loaded.samples if isinstance(ls.input, InterruptionInput)]
+    audio_s = sum(ls.input.n_samples for ls in loaded.samples if isinstance(ls.input, InterruptionInput)) / SR
+    t0 = time.perf_counter()
+    segs = speech.segment_files(paths, jobs=args.jobs or None)
+    t_vad = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    score(root, write=False, segmenter=lambda ps: segs)
+    t_rest = time.perf_counter() - t0  # load again + rows + statistics, VAD excluded
+    print(f"samples: {n} ({len(paths)} interruption outputs, {audio_s:.0f} s of audio through VAD)")
+    print(f"`duplexeval fdb score` wall time: {wall:.2f} s -> {n / wall:.0f} samples/s")
+    print(f"in process: load+checks {t_load:.2f} s, VAD {t_vad:.2f} s (RTF {t_vad / audio_s:.4f}), "
+          f"score without VAD {t_rest:.2f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Speed of duplexeval.vad on 28 s clips (the FDB output length), one onnxruntime thread.
+
+    .venv/bin/python benchmarks/vad_speed.py [--files 16] [--seconds 28]
+
+Clips are the committed VAD fixtures (tests/data/vad) concatenated and cut to length, each file starting at a
+different offset. Prints x real time for `probs` one file at a time, for `probs_many` (files stepped as one
+batch), and for the segmentation alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from duplexeval.audio import read_audio
+from duplexeval.vad import SCORER_SETTINGS, load_vad, timestamps_from_probs
+
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "vad"
+
+
+def make_files(n_files: int, seconds: float) -> list[np.ndarray]:
+    pool = np.concatenate([read_audio(p)[0] for p in sorted(DATA.glob("*.flac"))])
+    n = int(seconds * 16000)
+    pool = np.tile(pool, int(np.ceil((n + n_files * 7919) / pool.size)) + 1)
+    return [np.ascontiguousarray(pool[k * 7919 : k * 7919 + n]) for k in range(n_files)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=16)
+    ap.add_argument("--seconds", type=float, default=28.0)
+    ap.add_argument("--batch", type=int, default=16)
+    args = ap.parse_args()
+    files = make_files(args.files, args.seconds)
+    audio_s = sum(f.size for f in files) / 16000
+    vad = load_vad()
+    vad.probs(files[0][:16000])  # warm-up
+
+    t0 = time.perf_counter()
+    single = [vad.probs(f) for f in files]
+    t_single = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    many = vad.probs_many(files, batch=args.batch)
+    t_many = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    segs = [timestamps_from_probs(p, f.size, SCORER_SETTINGS) for p, f in zip(single, files)]
+    t_seg = time.perf_counter() - t0
+
+    same = all(np.array_equal(a, b) for a, b in zip(single, many))
+    print(f"{args.files} files x {args.seconds:g} s = {audio_s:.0f} s of audio, {sum(map(len, segs))} scorer segments")
+    print(f"probs, one file at a time : {t_single:6.2f} s  {audio_s / t_single:7.0f} x real time")
+    print(f"probs_many, batch {args.batch:<3d}     : {t_many:6.2f} s  {audio_s / t_many:7.0f} x real time  (identical: {same})")
+    print(f"timestamps_from_probs     : {t_seg:6.3f} s  {audio_s / t_seg:7.0f} x real time")
+
+
+if __name__ == "__main__":
+    main()

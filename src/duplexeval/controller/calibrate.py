@@ -1,0 +1,122 @@
+"""Threshold calibration on development data (spec 002): endpoint = lowest replay latency under a pause cut-in
+ceiling; yield = the lowest threshold whose false-event rate does not exceed a target; backchannel = the lowest
+threshold whose acknowledgment rate does not exceed a target. The result is a frozen policy for ``evaluate``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from duplexeval.controller.data import Clip
+from duplexeval.controller.events import ClipEvidence, aggregate, clip_events
+from duplexeval.controller.policy import EvaluationPolicy
+from duplexeval.errors import RefusalError
+from duplexeval.stats import quantile_rule
+
+DEFAULT_GRID: tuple[float, ...] = tuple(round(0.05 + 0.01 * k, 2) for k in range(95))  # 0.05 .. 0.99
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What the thresholds must match; None leaves that head at the base policy's threshold."""
+
+    pause_cutin_ceiling: float | None = None  # share of pause probes with a false endpoint
+    yield_false_per_hour: float | None = None
+    backchannel_ack_per_hour: float | None = None
+
+    def to_json(self) -> dict:
+        """JSON object."""
+        return {
+            "pause_cutin_ceiling": self.pause_cutin_ceiling,
+            "yield_false_per_hour": self.yield_false_per_hour,
+            "backchannel_ack_per_hour": self.backchannel_ack_per_hour,
+        }
+
+
+def targets_from_report(events: dict, mode: str) -> Targets:
+    """Targets equal to a reference system's development event metrics (its pause cut-in share, false yields and
+    acknowledgments per hour)."""
+    ep = events.get("endpoint", {}).get(mode, {})
+    pause = ep.get("pause_false_endpoints", {}).get("rate") if ep else None
+    y = events.get("yield", {}).get("false_events", {}).get("per_hour") if "yield" in events else None
+    b = events.get("backchannel", {}).get("acknowledgment_rate", {}).get("per_hour") if "backchannel" in events else None
+    return Targets(pause, y, b)
+
+
+def endpoint_latency_key(ev_section: dict, evs: Sequence[ClipEvidence], mode: str) -> float:
+    """Replay latency for selection: quantile-rule median over *all* turn probes, a missing endpoint counting as
+    +inf, so a threshold cannot win by rarely firing. +inf when the median is not reached."""
+    lat = [(math.inf if x is None else x / 1000.0) for e in evs for x in e.endpoint[mode].turn_latency_us]
+    v = quantile_rule(lat, 0.5)
+    return math.inf if v is None else v
+
+
+def sweep(clips: Iterable[Clip], base: EvaluationPolicy, grid: Sequence[float]) -> list[tuple[float, list[ClipEvidence]]]:
+    """Replay every clip at every grid threshold (all three heads set to it; the heads are independent)."""
+    per: list[list[ClipEvidence]] = [[] for _ in grid]
+    seen: list[set[str]] = [set() for _ in grid]
+    for clip in clips:
+        for k, t in enumerate(grid):
+            pol = base.with_(endpoint_threshold=t, yield_threshold=t, backchannel_threshold=t)
+            per[k].append(clip_events(clip, pol, seen[k], modes=(base.endpoint_mode,), dense=False))
+    return list(zip(grid, per))
+
+
+def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets, grid: Sequence[float] = DEFAULT_GRID) -> tuple[EvaluationPolicy, dict]:
+    """Pick thresholds by the rules above; returns the frozen policy and a table of every grid point."""
+    grid = sorted({float(t) for t in grid})
+    if not grid:
+        raise RefusalError("calibrate: empty threshold grid")
+    mode = base.endpoint_mode
+    table = []
+    for t, evs in sweep(clips, base, grid):
+        pol = base.with_(endpoint_threshold=t, yield_threshold=t, backchannel_threshold=t)
+        agg = aggregate(evs, pol)
+        row: dict = {"threshold": t}
+        if "endpoint" in agg:
+            e = agg["endpoint"][mode]
+            row["endpoint_median_latency_all_ms"] = _f(endpoint_latency_key(agg, evs, mode))
+            row["pause_cutin"] = e["pause_false_endpoints"]["rate"]
+            row["early_cutin"] = e["early_cutin"]["rate"]
+            row["no_endpoint"] = e["no_endpoint"]["rate"]
+        if "yield" in agg:
+            row["yield_detection"] = agg["yield"]["detection"]["rate"]
+            row["yield_false_per_hour"] = agg["yield"]["false_events"]["per_hour"]
+        if "backchannel" in agg:
+            row["backchannel_recall"] = agg["backchannel"]["recall"]["rate"]
+            row["backchannel_ack_per_hour"] = agg["backchannel"]["acknowledgment_rate"]["per_hour"]
+        table.append(row)
+    chosen: dict = {}
+    changes: dict = {}
+    if targets.pause_cutin_ceiling is not None:
+        ok = [r for r in table if r.get("pause_cutin") is not None and r["pause_cutin"] <= targets.pause_cutin_ceiling + 1e-12]
+        if not ok:
+            raise RefusalError(f"calibrate: no grid threshold keeps the pause cut-in share <= {targets.pause_cutin_ceiling} (or the data has no pause probes)")
+        lat = lambda r: math.inf if r["endpoint_median_latency_all_ms"] is None else r["endpoint_median_latency_all_ms"]  # noqa: E731
+        best = min(ok, key=lambda r: (lat(r), -r["threshold"]))
+        changes["endpoint_threshold"] = best["threshold"]
+        chosen["endpoint"] = {"threshold": best["threshold"], "rule": "lowest median replay latency (no endpoint = +inf) with pause cut-in share <= ceiling; ties: higher threshold"}
+    if targets.yield_false_per_hour is not None:
+        ok = [r for r in table if r.get("yield_false_per_hour") is not None and r["yield_false_per_hour"] <= targets.yield_false_per_hour + 1e-9]
+        if not ok:
+            raise RefusalError(f"calibrate: no grid threshold keeps yield false events <= {targets.yield_false_per_hour}/h (or no yield data)")
+        best = min(ok, key=lambda r: r["threshold"])
+        changes["yield_threshold"] = best["threshold"]
+        chosen["yield"] = {"threshold": best["threshold"], "rule": "lowest threshold with false events per hour <= target"}
+    if targets.backchannel_ack_per_hour is not None:
+        ok = [r for r in table if r.get("backchannel_ack_per_hour") is not None and r["backchannel_ack_per_hour"] <= targets.backchannel_ack_per_hour + 1e-9]
+        if not ok:
+            raise RefusalError(f"calibrate: no grid threshold keeps acknowledgments <= {targets.backchannel_ack_per_hour}/h (or no backchannel data)")
+        best = min(ok, key=lambda r: r["threshold"])
+        changes["backchannel_threshold"] = best["threshold"]
+        chosen["backchannel"] = {"threshold": best["threshold"], "rule": "lowest threshold with acknowledgments per LISTEN hour <= target"}
+    policy = base.with_(**changes, notes=(base.notes + " " if base.notes else "") + "calibrated on development data")
+    return policy, {"targets": targets.to_json(), "grid": grid, "chosen": chosen, "table": table, "mode": mode}
+
+
+def _f(x: float) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(x)

@@ -1,0 +1,169 @@
+"""Two controllers on the same clips: metric differences (B - A) with a conversation-grouped paired bootstrap.
+
+Groups (conversations) are resampled whole, with the ``duplexeval.stats`` conventions (2000 resamples, a fresh
+``default_rng(0)``, one ``integers(0, G, (2000, G))`` matrix, percentile endpoints by the quantile rule); the same
+resampled groups are used for A and B, so the interval is for the paired difference. Resamples where either
+side's metric is undefined (empty denominator) are skipped and counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from duplexeval.controller.events import HOUR_US, ClipEvidence
+from duplexeval.controller.policy import EvaluationPolicy
+from duplexeval.stats import bootstrap_indices, percentile_interval
+
+# name -> (numerator column, denominator column, scale); ratios of sums over resampled groups
+_COLS = (
+    "turns", "early", "none", "eligible", "miss", "pauses", "pause_false", "floor_us",
+    "y_on", "y_match", "y_fire_false", "y_region_us", "b_on", "b_match", "b_fire", "listen_us",
+)  # fmt: skip
+RATIO_METRICS: dict[str, tuple[str, str, float]] = {
+    "endpoint.early_cutin_rate": ("early", "turns", 1.0),
+    "endpoint.no_endpoint_rate": ("none", "turns", 1.0),
+    "endpoint.miss_within_deadline_rate": ("miss", "eligible", 1.0),
+    "endpoint.pause_false_endpoint_rate": ("pause_false", "pauses", 1.0),
+    "endpoint.pause_false_endpoints_per_hour": ("pause_false", "floor_us", float(HOUR_US)),
+    "yield.detection": ("y_match", "y_on", 1.0),
+    "yield.false_events_per_hour": ("y_fire_false", "y_region_us", float(HOUR_US)),
+    "backchannel.recall": ("b_match", "b_on", 1.0),
+    "backchannel.acknowledgments_per_listen_hour": ("b_fire", "listen_us", float(HOUR_US)),
+}
+LATENCY_METRICS = ("endpoint.latency_median_ms", "endpoint.latency_mean_ms", "yield.latency_median_ms",
+                   "backchannel.latency_median_ms")  # fmt: skip
+
+
+class _Groups:
+    """Per-group sums and latency lists of one system."""
+
+    def __init__(self, evs: Sequence[ClipEvidence], groups: list[str], policy: EvaluationPolicy) -> None:
+        gi = {g: k for k, g in enumerate(groups)}
+        G = len(groups)
+        self.M = np.zeros((G, len(_COLS)), dtype=np.float64)
+        self.lat: dict[str, list[list[float]]] = {k: [[] for _ in range(G)] for k in ("endpoint", "yield", "backchannel")}
+        c = {name: k for k, name in enumerate(_COLS)}
+        mode = policy.endpoint_mode
+        deadline = policy.miss_deadline_ms * 1000
+        for ev in evs:
+            g = gi[ev.group]
+            row = self.M[g]
+            e = ev.endpoint[mode]
+            row[c["turns"]] += len(e.turn_source)
+            row[c["early"]] += sum(e.turn_early)
+            row[c["none"]] += sum(1 for s in e.turn_source if s is None)
+            for obs, lt in zip(e.turn_observe_us, e.turn_latency_us):
+                if obs >= deadline:
+                    row[c["eligible"]] += 1
+                    row[c["miss"]] += int(lt is None or lt > deadline)
+            row[c["pauses"]] += len(e.pause_false_cut)
+            row[c["pause_false"]] += sum(e.pause_false_cut)
+            row[c["floor_us"]] += ev.floor_us
+            row[c["y_on"]] += ev.yield_onsets
+            row[c["y_match"]] += len(ev.yield_latency_us)
+            row[c["y_fire_false"]] += ev.yield_firings - len(ev.yield_latency_us)
+            row[c["y_region_us"]] += ev.yield_region_us
+            row[c["b_on"]] += ev.backchannel_onsets
+            row[c["b_match"]] += len(ev.backchannel_latency_us)
+            row[c["b_fire"]] += ev.backchannel_firings
+            row[c["listen_us"]] += ev.listen_us
+            self.lat["endpoint"][g] += [x / 1000.0 for x in e.turn_latency_us if x is not None]
+            self.lat["yield"][g] += [x / 1000.0 for x in ev.yield_latency_us]
+            self.lat["backchannel"][g] += [x / 1000.0 for x in ev.backchannel_latency_us]
+        self.col = c
+
+    def ratios(self, counts: np.ndarray) -> dict[str, np.ndarray]:
+        """Every ratio metric for each row of group draw counts (NaN where the denominator is 0)."""
+        S = counts @ self.M
+        out = {}
+        for name, (num, den, scale) in RATIO_METRICS.items():
+            n, d = S[..., self.col[num]], S[..., self.col[den]]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[name] = np.where(d > 0, n * scale / np.where(d > 0, d, 1.0), np.nan)
+        return out
+
+    def latencies(self, counts: np.ndarray) -> dict[str, np.ndarray]:
+        """Latency metrics for each row of group draw counts: quantile-rule median (and mean for endpoint)."""
+        out = {}
+        R = counts.shape[0]
+        for key in ("endpoint", "yield", "backchannel"):
+            vals = np.asarray([v for g in self.lat[key] for v in g], dtype=float)
+            gid = np.asarray([k for k, g in enumerate(self.lat[key]) for _ in g], dtype=np.int64)
+            med = np.full(R, np.nan)
+            mean = np.full(R, np.nan)
+            if vals.size:
+                order = np.argsort(vals, kind="stable")
+                vals, gid = vals[order], gid[order]
+                block = max(1, 2_000_000 // vals.size)  # bound the (rows, L) weight matrix in memory
+                for r0 in range(0, R, block):
+                    w = counts[r0 : r0 + block, gid]  # multiplicity of each latency in each resample
+                    cw = np.cumsum(w, axis=1)
+                    n = cw[:, -1]
+                    ok = n > 0
+                    k = np.ceil(0.5 * n)
+                    pos = np.array([np.searchsorted(cw[r], k[r]) if ok[r] else 0 for r in range(w.shape[0])])
+                    med[r0 : r0 + block] = np.where(ok, vals[np.minimum(pos, vals.size - 1)], np.nan)
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        mean[r0 : r0 + block] = np.where(ok, (w @ vals) / np.where(ok, n, 1.0), np.nan)
+            out[f"{key}.latency_median_ms"] = med
+            if key == "endpoint":
+                out["endpoint.latency_mean_ms"] = mean
+        return out
+
+
+def group_counts(idx: np.ndarray, G: int) -> np.ndarray:
+    """(R, G) matrix: how often each group is drawn in each resample row of ``idx``."""
+    R = idx.shape[0]
+    flat = (idx + np.arange(R)[:, None] * G).ravel()
+    return np.bincount(flat, minlength=R * G).reshape(R, G).astype(np.float64)
+
+
+def _nn(x: float) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def paired_bootstrap(
+    evs_a: Sequence[ClipEvidence], evs_b: Sequence[ClipEvidence], policy_a: EvaluationPolicy, policy_b: EvaluationPolicy
+) -> dict:
+    """Point values of A and B, their difference B - A, and its grouped paired-bootstrap 95% interval."""
+    if [e.clip_id for e in evs_a] != [e.clip_id for e in evs_b] or [e.group for e in evs_a] != [e.group for e in evs_b]:
+        raise ValueError("compare: A and B must cover the same clips and groups in the same order")
+    groups = sorted({e.group for e in evs_a})
+    A, B = _Groups(evs_a, groups, policy_a), _Groups(evs_b, groups, policy_b)
+    G = len(groups)
+    one = np.ones((1, G))
+    point_a = {k: float(v[0]) for k, v in {**A.ratios(one), **A.latencies(one)}.items()}
+    point_b = {k: float(v[0]) for k, v in {**B.ratios(one), **B.latencies(one)}.items()}
+    boot: dict[str, np.ndarray] = {}
+    if G:
+        counts = group_counts(bootstrap_indices(G), G)
+        ra = {**A.ratios(counts), **A.latencies(counts)}
+        rb = {**B.ratios(counts), **B.latencies(counts)}
+        for k in list(RATIO_METRICS) + list(LATENCY_METRICS):
+            boot[k] = rb[k] - ra[k]
+    metrics = {}
+    for k in list(RATIO_METRICS) + list(LATENCY_METRICS):
+        a, b = point_a[k], point_b[k]
+        d = b - a if np.isfinite(a) and np.isfinite(b) else float("nan")
+        ci = None
+        skipped = None
+        if k in boot and np.isfinite(d):
+            ci = percentile_interval(boot[k])
+            skipped = int(np.isnan(boot[k]).sum())
+        metrics[k] = {
+            "a": _nn(a),
+            "b": _nn(b),
+            "diff_b_minus_a": _nn(d),
+            "ci95": None if ci is None else [float(ci[0]), float(ci[1])],
+            "resamples_skipped": skipped,
+        }
+    return {
+        "method": "conversation-grouped paired percentile bootstrap, 2000 resamples, default_rng(0), quantile-rule endpoints",
+        "groups": G,
+        "clips": len(evs_a),
+        "endpoint_mode_a": policy_a.endpoint_mode,
+        "endpoint_mode_b": policy_b.endpoint_mode,
+        "metrics": metrics,
+    }

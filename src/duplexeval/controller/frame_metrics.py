@@ -1,0 +1,114 @@
+"""Frame metrics of spec 002: state macro-F1 and confusion (rows truth, columns prediction, LISTEN/HOLD/SPEAK/
+BACKCHANNEL), and ROC-AUC / average precision per head over its valid mask, with positive and masked counts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from duplexeval.controller.data import HEADS, NO_LABEL, STATES, ClipFrames
+
+
+class FrameAccumulator:
+    """Collects the frames that count (valid and labelled) across clips; ``result()`` computes the metrics."""
+
+    def __init__(self) -> None:
+        self.truth: list[np.ndarray] = []
+        self.pred: list[np.ndarray] = []
+        self.state_frames = 0
+        self.state_masked = 0
+        self.state_unlabelled = 0
+        self.head_scores: dict[str, list[np.ndarray]] = {h: [] for h in HEADS}
+        self.head_labels: dict[str, list[np.ndarray]] = {h: [] for h in HEADS}
+        self.head_frames = {h: 0 for h in HEADS}
+        self.head_masked = {h: 0 for h in HEADS}
+        self.head_missing = {h: 0 for h in HEADS}  # clips with a score but no label (or the reverse)
+
+    def add(self, fr: ClipFrames) -> None:
+        """Add one clip's frames."""
+        if fr.state_probs is not None and fr.truth_state is not None:
+            valid = fr.valid("state")
+            self.state_frames += fr.n_frames
+            self.state_masked += int((~valid).sum())
+            labelled = valid & (fr.truth_state != NO_LABEL)
+            self.state_unlabelled += int((valid & (fr.truth_state == NO_LABEL)).sum())
+            self.truth.append(fr.truth_state[labelled].astype(np.int64))
+            self.pred.append(np.argmax(fr.state_probs[labelled], axis=1).astype(np.int64))
+        for h in HEADS:
+            s, lab = fr.score(h), fr.get(f"label_{h}")
+            if s is None and lab is None:
+                continue
+            if s is None or lab is None:
+                self.head_missing[h] += 1
+                continue
+            valid = fr.valid(h)
+            self.head_frames[h] += fr.n_frames
+            self.head_masked[h] += int((~valid).sum())
+            self.head_scores[h].append(np.asarray(s, dtype=float)[valid])
+            self.head_labels[h].append(np.asarray(lab, dtype=bool)[valid])
+
+    def result(self) -> dict:
+        """The frame-metric report section."""
+        from sklearn.metrics import average_precision_score, confusion_matrix, f1_score, roc_auc_score
+
+        out: dict = {}
+        if self.truth:
+            t = np.concatenate(self.truth)
+            p = np.concatenate(self.pred)
+            labels = list(range(len(STATES)))
+            if t.size:
+                per = f1_score(t, p, labels=labels, average=None, zero_division=0.0)
+                cm = confusion_matrix(t, p, labels=labels)
+                macro = float(np.mean(per))
+            else:
+                per, cm, macro = [None] * 4, np.zeros((4, 4), dtype=int), None
+            out["state"] = {
+                "order": list(STATES),
+                "frames": self.state_frames,
+                "masked": self.state_masked,
+                "unlabelled": self.state_unlabelled,
+                "scored": int(t.size),
+                "macro_f1": macro,
+                "f1": {s: (None if v is None else float(v)) for s, v in zip(STATES, per)},
+                "support": {s: int((t == k).sum()) for k, s in enumerate(STATES)},
+                "confusion": {"rows": "truth", "columns": "prediction", "matrix": cm.astype(int).tolist()},
+                "note": "F1 of a class absent from both truth and prediction counts as 0 (zero_division=0)",
+            }
+        else:
+            out["state"] = None
+        for h in HEADS:
+            if not self.head_scores[h]:
+                out[h] = None if not self.head_missing[h] else {"reason": f"{self.head_missing[h]} clip(s) have a score or a label but not both"}
+                continue
+            s = np.concatenate(self.head_scores[h])
+            y = np.concatenate(self.head_labels[h])
+            pos = int(y.sum())
+            row: dict = {
+                "frames": self.head_frames[h],
+                "masked": self.head_masked[h],
+                "scored": int(y.size),
+                "positives": pos,
+                "negatives": int(y.size - pos),
+                "roc_auc": None,
+                "average_precision": None,
+                "reason": None,
+                "clips_missing_score_or_label": self.head_missing[h],
+            }
+            if y.size == 0:
+                row["reason"] = "no valid frames"
+            elif pos == 0 or pos == y.size:
+                row["reason"] = "only one class among valid frames: ROC-AUC and AP undefined"
+            else:
+                row["roc_auc"] = float(roc_auc_score(y, s))
+                row["average_precision"] = float(average_precision_score(y, s))
+            out[h] = row
+        return out
+
+
+def frame_metrics(frames: Iterable[ClipFrames]) -> dict:
+    """Frame metrics over clips."""
+    acc = FrameAccumulator()
+    for fr in frames:
+        acc.add(fr)
+    return acc.result()

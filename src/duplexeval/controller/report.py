@@ -1,0 +1,112 @@
+"""`controller evaluate`: one pass over a data folder gives frame metrics, event metrics and the policy used."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from duplexeval import __version__
+from duplexeval.controller.data import Clip, ControllerData
+from duplexeval.controller.events import ClipEvidence, aggregate, clip_events
+from duplexeval.controller.frame_metrics import FrameAccumulator
+from duplexeval.controller.policy import EvaluationPolicy
+
+REPORT_KIND = "duplexeval.controller.report"
+
+
+def run_clips(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[ClipEvidence], dict]:
+    """Replay and frame-score every clip in one pass (one clip's arrays in memory at a time)."""
+    acc = FrameAccumulator()
+    seen: set[str] = set()
+    evs: list[ClipEvidence] = []
+    for clip in clips:
+        acc.add(clip.frames)
+        evs.append(clip_events(clip, policy, seen))
+    return evs, acc.result()
+
+
+def evaluate(
+    data: ControllerData, policy: EvaluationPolicy, *, data_label: str | None = None, evidence: list | None = None
+) -> dict:
+    """The full JSON report for a loaded data folder under a policy (per-clip evidence appended to ``evidence``)."""
+    from duplexeval.jsonio import sha256_file
+
+    evs, frames = run_clips(data.iter_clips(), policy)
+    if evidence is not None:
+        evidence.extend(evs)
+    return {
+        "kind": REPORT_KIND,
+        "schema_version": 1,
+        "duplexeval_version": __version__,
+        "data": {
+            "path": data_label if data_label is not None else str(data.root),
+            "clips_sha256": sha256_file(data.root / "clips.jsonl"),
+            "clips": len(data.clips),
+            "groups": len({c.group_id for c in data.clips}),
+            "reference_hours": data.reference_s() / 3600.0,
+        },
+        "evaluation_policy": policy.to_json(),
+        "frame_metrics": frames,
+        "event_metrics": aggregate(evs, policy),
+    }
+
+
+def _pct(sh: dict | None) -> str:
+    if not sh or sh.get("rate") is None:
+        return "n/a"
+    return f"{sh['rate'] * 100:.1f}% ({sh['count']}/{sh['n']})"
+
+
+def _ms(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.0f} ms"
+
+
+def _rate(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f}/h"
+
+
+def format_report(rep: dict) -> str:
+    """A compact text summary of a report."""
+    lines = [f"controller report: {rep['data']['clips']} clips, {rep['data']['groups']} groups"]
+    fm = rep["frame_metrics"]
+    if fm.get("state"):
+        s = fm["state"]
+        mf = "n/a" if s["macro_f1"] is None else f"{s['macro_f1']:.3f}"
+        lines.append(f"  state macro-F1 {mf} over {s['scored']} frames ({s['masked']} masked)")
+    for h in ("endpoint", "yield", "backchannel"):
+        r = fm.get(h)
+        if r and "scored" in r:
+            auc = "n/a" if r["roc_auc"] is None else f"{r['roc_auc']:.3f}"
+            ap = "n/a" if r["average_precision"] is None else f"{r['average_precision']:.3f}"
+            lines.append(f"  {h:<11} ROC-AUC {auc}  AP {ap}  ({r['positives']} pos / {r['scored']} frames)")
+    em = rep["event_metrics"]
+    if "endpoint" in em:
+        for mode in ("head_only", "fallback_on"):
+            e = em["endpoint"][mode]
+            star = "*" if mode == em["endpoint"]["primary_mode"] else " "
+            lat = e["latency"]
+            lines.append(
+                f" {star}endpoint[{mode}] latency mean {_ms(lat['mean_ms'])} median {_ms(lat['median_ms'])} "
+                f"p90 {_ms(lat['p90_ms'])} (n={lat['n']}); early {_pct(e['early_cutin'])}; none {_pct(e['no_endpoint'])}; "
+                f"miss<=1.2s {_pct(e['miss_within_deadline'])} ({e['miss_within_deadline']['censored']} censored); "
+                f"head {_pct(e['head'])} fallback {_pct(e['fallback'])}; "
+                f"pause false {_pct(e['pause_false_endpoints'])} = {_rate(e['pause_false_endpoints']['per_hour'])}"
+            )
+        d = em["dense_scan"]
+        if d["user_pauses"]:
+            lines.append(
+                f"  dense scan: false endpoints {_rate(d['false_endpoints']['per_hour'])}, "
+                f"filler floor-takings {_rate(d['filler_floor_takings']['per_hour'])} ({d['filler_floor_takings']['count']})"
+            )
+    if "yield" in em:
+        y = em["yield"]
+        lines.append(
+            f"  yield detection {_pct(y['detection'])}, median latency {_ms(y['latency']['median_ms'])}, "
+            f"false events {_rate(y['false_events']['per_hour'])}"
+        )
+    if "backchannel" in em:
+        b = em["backchannel"]
+        lines.append(
+            f"  backchannel recall {_pct(b['recall'])}, median latency {_ms(b['latency']['median_ms'])}, "
+            f"acknowledgments {_rate(b['acknowledgment_rate']['per_hour'])} per LISTEN hour"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,176 @@
+"""Conversation manifests (two-channel recordings with word times or VAD) to controller clips, with or without a
+controller's scores. The manifest format is in docs/controller-labels.md ("Conversation manifest")."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from duplexeval.controller.data import Clip, validate_clip_id
+from duplexeval.controller.labels import Activity, LabelRules, derive, n_frames_for, to_clip
+from duplexeval.errors import InputError
+
+CHANNELS = ("user", "agent")
+
+
+@dataclass
+class Conversation:
+    """One two-channel conversation: 16 kHz audio per channel (or None) and each channel's speech."""
+
+    id: str
+    group: str
+    duration_s: float
+    user: Activity
+    agent: Activity
+    user_audio: np.ndarray | None = None
+    agent_audio: np.ndarray | None = None
+    both_assignments: bool = False
+    events_end_s: float | None = None
+    label_source: str = "words"
+
+    def swapped(self) -> Conversation:
+        """The other channel assignment (the agent's channel as the user)."""
+        return Conversation(self.id, self.group, self.duration_s, self.agent, self.user, self.agent_audio,
+                            self.user_audio, False, self.events_end_s, self.label_source)  # fmt: skip
+
+
+def _read_channels(path: Path, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """A stereo file's two channels at 16 kHz (channel 0 user, channel 1 agent)."""
+    import soundfile as sf
+
+    from duplexeval.audio import resample
+
+    try:
+        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+    except (RuntimeError, OSError) as exc:
+        raise InputError(f"{where}: cannot read {path}: {' '.join(str(exc).split())}") from None
+    if data.shape[1] != 2:
+        raise InputError(f"{where}: {path} has {data.shape[1]} channel(s); 'audio' must be stereo (user, agent)")
+    return resample(data[:, 0].copy(), sr), resample(data[:, 1].copy(), sr)
+
+
+def _activity(spec: Any, audio: np.ndarray | None, where: str) -> tuple[Activity, str]:
+    if spec is None:
+        if audio is None:
+            raise InputError(f"{where}: needs 'words' or 'segments', or audio to run Silero VAD on")
+        from duplexeval.vad import OFFICIAL_SETTINGS, load_vad
+
+        return Activity.from_segments(load_vad().segments_s(audio, OFFICIAL_SETTINGS), where), "silero-vad"
+    if not isinstance(spec, dict) or not ({"words", "segments"} & set(spec)):
+        raise InputError(f"{where}: must be an object with 'words' or 'segments'")
+    if "words" in spec:
+        words = spec["words"]
+        if not isinstance(words, list) or not all(isinstance(w, list) and len(w) == 3 for w in words):
+            raise InputError(f"{where}: words must be a list of [text, start_s, end_s]")
+        return Activity.from_words(words, f"{where}.words"), "words"
+    segs = spec["segments"]
+    if not isinstance(segs, list):
+        raise InputError(f"{where}: segments must be a list of [start_s, end_s]")
+    return Activity.from_segments(segs, f"{where}.segments"), "segments"
+
+
+def parse_entry(obj: Any, base: Path, where: str) -> Conversation:
+    """One manifest entry; audio paths are relative to the manifest's folder."""
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: each entry must be an object")
+    cid = validate_clip_id(obj.get("id"), where)
+    where = f"{where}: conversation {cid}"
+    ua = aa = None
+    if "audio" in obj:
+        ua, aa = _read_channels(base / str(obj["audio"]), where)
+    else:
+        from duplexeval.audio import read_audio_16k
+
+        if "user_audio" in obj:
+            ua = read_audio_16k(base / str(obj["user_audio"]))
+        if "agent_audio" in obj:
+            aa = read_audio_16k(base / str(obj["agent_audio"]))
+    dur = obj.get("duration_s")
+    if dur is None:
+        lengths = [a.size for a in (ua, aa) if a is not None]
+        if not lengths:
+            raise InputError(f"{where}: needs duration_s when there is no audio")
+        dur = max(lengths) / 16000
+    if isinstance(dur, bool) or not isinstance(dur, (int, float)) or not math.isfinite(dur) or dur <= 0:
+        raise InputError(f"{where}: duration_s must be a positive number, got {dur!r}")
+    user, src_u = _activity(obj.get("user"), ua, f"{where}: user")
+    agent, src_a = _activity(obj.get("agent"), aa, f"{where}: agent")
+    ee = obj.get("events_end_s")
+    if ee is not None and (isinstance(ee, bool) or not isinstance(ee, (int, float)) or ee < 0):
+        raise InputError(f"{where}: events_end_s must be a number >= 0")
+    both = obj.get("assignments", "user")
+    if both not in ("user", "both"):
+        raise InputError(f"{where}: assignments must be 'user' or 'both', got {both!r}")
+    group = obj.get("group") or cid
+    if not isinstance(group, str):
+        raise InputError(f"{where}: group must be a string")
+    return Conversation(cid, group, float(dur), user, agent, ua, aa, both == "both",
+                        None if ee is None else min(float(ee), float(dur)), f"user:{src_u},agent:{src_a}")  # fmt: skip
+
+
+def read_manifest(path: str | Path) -> Iterator[Conversation]:
+    """Conversations from a JSONL file (one object per line) or a JSON list."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{p}: file not found") from None
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            entries = list(enumerate(json.loads(text), 1))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{p}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        label = "entry"
+    else:
+        entries = []
+        for k, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    entries.append((k, json.loads(line)))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{p}: line {k}: invalid JSON: {exc.msg}") from None
+        label = "line"
+    if not entries:
+        raise InputError(f"{p}: no conversations")
+    for k, obj in entries:
+        yield parse_entry(obj, p.parent, f"{p}: {label} {k}")
+
+
+def assignments(conv: Conversation) -> list[tuple[str, Conversation]]:
+    """(clip id, conversation) per channel assignment: '<id>' or '<id>.a' / '<id>.b' for both."""
+    if not conv.both_assignments:
+        return [(conv.id, conv)]
+    return [(f"{conv.id}.a", conv), (f"{conv.id}.b", conv.swapped())]
+
+
+def conversation_clips(
+    convs: Sequence[Conversation] | Iterator[Conversation],
+    controller: Any = None,
+    rules: LabelRules | None = None,
+) -> Iterator[Clip]:
+    """Derive labels (and level_db when audio exists) per assignment; with a controller, add its scores."""
+    from duplexeval.controller.runner import frame_level_db, run
+
+    for conv in convs:
+        for clip_id, c in assignments(conv):
+            lab = derive(c.user, c.agent, c.duration_s, rules)
+            level = frame_level_db(c.user_audio, lab.n_frames) if c.user_audio is not None else None
+            clip = to_clip(lab, clip_id, group=c.group, level_db=level, events_end_s=c.events_end_s,
+                           extra={"label_source": c.label_source})  # fmt: skip
+            if controller is not None:
+                if c.user_audio is None:
+                    raise InputError(f"conversation {c.id}: running a controller needs the user audio")
+                res = run(controller, c.user_audio, c.agent_audio, lab.n_frames, lab.truth_state,
+                          name=getattr(controller, "name", "controller"))  # fmt: skip
+                res.apply(clip.frames)
+            yield clip
+
+
+__all__ = ["Conversation", "read_manifest", "parse_entry", "assignments", "conversation_clips", "n_frames_for"]

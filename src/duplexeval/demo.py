@@ -1,0 +1,252 @@
+"""`duplexeval demo`: the whole FDB v1.0 pipeline, offline, on the built-in demo set, for each baseline.
+
+Make (or find) the demo set, export it with each system, transcribe, apply the official rules and the
+unified rules, then print one table comparing the systems side by side. Every stage resumes: a
+second run reuses what the first wrote when nothing changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duplexeval.errors import InputError
+from duplexeval.jsonio import read_json
+
+DEFAULT_OUT = Path("duplexeval-demo")
+DEFAULT_SYSTEMS: tuple[str, ...] = ("silent", "turn-based", "talk-over", "backchannel")
+
+# (subset, metric, label) of the unified headline rows, in table order.
+UNIFIED_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("synthetic_pause_handling", "pause_intrusion_rate", "pause_intrusion_rate"),
+    ("candor_pause_handling", "pause_intrusion_rate", "pause_intrusion_rate"),
+    ("candor_turn_taking", "early_start_rate", "early_start_rate"),
+    ("candor_turn_taking", "response_rate_2s", "response_rate_2s"),
+    ("candor_turn_taking", "no_response_rate", "no_response_rate"),
+    ("candor_turn_taking", "response_latency_s", "response_latency_s (median)"),
+    ("synthetic_user_interruption", "exercised_rate", "exercised_rate"),
+    ("synthetic_user_interruption", "speaking_at_end_rate", "speaking_at_end_rate"),
+    ("synthetic_user_interruption", "response_rate_2s", "response_rate_2s"),
+    ("synthetic_user_interruption", "no_response_rate", "no_response_rate"),
+    ("synthetic_user_interruption", "stop_latency_s", "stop_latency_s (median)"),
+    ("synthetic_user_interruption", "response_latency_s", "response_latency_s (median)"),
+)
+
+SHORT_SUBSET = {
+    "synthetic_pause_handling": "pause (synthetic)",
+    "candor_pause_handling": "pause (candor)",
+    "candor_turn_taking": "turn-taking",
+    "synthetic_user_interruption": "interruption",
+    "icc_backchannel": "backchannel",
+}
+
+
+@dataclass
+class SystemRun:
+    """One system's tree and what each stage did to it."""
+
+    spec: str
+    label: str
+    tree: Path
+    stages: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class DemoResult:
+    out: Path
+    dataset_root: Path
+    runs: list[SystemRun]
+    seconds: float
+
+
+def tree_name(spec: str) -> str:
+    """A folder name for a system spec: the bare name, or name + a short hash when it has parameters."""
+    name, _, rest = spec.partition(":")
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name.strip()) or "system"
+    if not rest.strip():
+        return safe
+    return f"{safe}-{hashlib.sha256(spec.encode('utf-8')).hexdigest()[:8]}"
+
+
+def _stage(module: str, attr: str) -> Callable[..., Any] | None:
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _asr_is_current(tree: Path) -> bool:
+    from duplexeval.fdb.tree import ASR_FILE, MANIFEST_FILE
+    from duplexeval.jsonio import sha256_file
+
+    asr = tree / ASR_FILE
+    if not asr.is_file():
+        return False
+    try:
+        return read_json(asr).get("manifest_sha256") == sha256_file(tree / MANIFEST_FILE)
+    except Exception:  # noqa: BLE001 - unreadable: transcribe again
+        return False
+
+
+def run_demo(
+    out: str | Path = DEFAULT_OUT,
+    systems: Sequence[str] = DEFAULT_SYSTEMS,
+    progress: bool = True,
+    say: Callable[[str], None] = print,
+    dataset: Any = "demo",
+    asr_backend: str | None = None,
+) -> DemoResult:
+    """Run every stage for each system; returns where everything is (render it with `comparison_table`)."""
+    from duplexeval.fdb.export import export, resolve_dataset
+    from duplexeval.systems.registry import make_system
+
+    t0 = time.monotonic()
+    if not systems:
+        raise InputError("--systems: give at least one system")
+    made = [(spec, make_system(spec)) for spec in systems]  # check every spec before any work
+    labels = [tree_name(spec) for spec in systems]
+    if len(set(labels)) != len(labels):
+        raise InputError(f"--systems: the same system is listed twice ({', '.join(systems)})")
+    out = Path(out)
+    say("demo: making or finding the demo set (espeak-ng)")
+    ds = resolve_dataset(dataset)
+    say(f"demo: dataset {ds.name!r}: {len(ds.samples())} samples in {Path(ds.root)}")
+    asr_run = _stage("duplexeval.fdb.asr_stage", "run")
+    evaluate = _stage("duplexeval.fdb.official", "evaluate")
+    score = _stage("duplexeval.fdb.unified", "score")
+    runs: list[SystemRun] = []
+    for (spec, system), label in zip(made, labels):
+        run = SystemRun(spec, label, out / label)
+        runs.append(run)
+        say(f"demo: [{label}] export")
+        res = export(system, ds, run.tree, progress=progress)
+        run.stages["export"] = f"{res.ran} run, {res.reused} reused"
+        if asr_run is None:
+            say("demo: stage asr not available")
+            run.stages["asr"] = "not available"
+            continue
+        if _asr_is_current(run.tree):
+            run.stages["asr"] = "reused"
+        else:
+            say(f"demo: [{label}] asr")
+            kwargs: dict[str, Any] = {"progress": progress, "force": True}
+            if asr_backend is not None:
+                kwargs["backend"] = asr_backend
+            asr_run(run.tree, **kwargs)
+            run.stages["asr"] = "done"
+        if evaluate is None:
+            say("demo: stage evaluate (official rules) not available")
+            run.stages["evaluate"] = "not available"
+        else:
+            say(f"demo: [{label}] evaluate (official rules)")
+            evaluate(run.tree, progress=progress)
+            run.stages["evaluate"] = "done"
+        if score is None:
+            say("demo: stage score (unified rules) not available")
+            run.stages["score"] = "not available"
+        else:
+            say(f"demo: [{label}] score (unified rules)")
+            score(run.tree)
+            run.stages["score"] = "done"
+    return DemoResult(out, Path(ds.root), runs, time.monotonic() - t0)
+
+
+# ---------------------------------------------------------------- the side-by-side table (pure)
+
+
+def _num(x: float | None, digits: int = 2) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def format_metric(m: dict[str, Any] | None) -> str:
+    """One table cell: a share `value [lo, hi] (count/n)`, a latency `median [lo, hi] (n)`, or a ratio."""
+    if not isinstance(m, dict):
+        return "—"
+    if "median" in m:
+        n = m.get("n")
+        if m.get("median") is None:
+            return f"not reached ({n})" if n else "— (0)"
+        lo, hi = (m.get("median_interval") or [None, None])[:2]
+        return f"{_num(m['median'])} s [{_num(lo)}, {_num(hi)}] ({n})"
+    if "count" in m:
+        if m.get("value") is None:
+            return f"— (0/{m.get('n', 0)})"
+        lo, hi = (m.get("interval") or [None, None])[:2]
+        return f"{_num(m['value'])} [{_num(lo)}, {_num(hi)}] ({m['count']}/{m['n']})"
+    if "value" in m:
+        lo, hi = (m.get("interval") or [None, None])[:2]
+        if m.get("std") is not None or "note" in m:  # official reference metric: mean ± std (n)
+            std = "" if m.get("std") is None else f" ± {_num(m['std'])}"
+            return f"{_num(m.get('value'))}{std} ({m.get('n', '?')})"
+        return f"{_num(m.get('value'))} [{_num(lo)}, {_num(hi)}]"
+    return "—"
+
+
+def _load(tree: Path, name: str) -> dict[str, Any] | None:
+    p = tree / name
+    if not p.is_file():
+        return None
+    obj = read_json(p)
+    return obj if isinstance(obj, dict) else None
+
+
+def comparison_rows(trees: Sequence[Path]) -> list[tuple[str, str, list[str]]]:
+    """(subset, metric, one cell per tree) for the unified headline metrics and every official metric."""
+    unified = [_load(t, "unified.json") for t in trees]
+    summary = [_load(t, "summary.json") for t in trees]
+    rows: list[tuple[str, str, list[str]]] = []
+    for subset, metric, label in UNIFIED_ROWS:
+        if not any(u and subset in u.get("subsets", {}) for u in unified):
+            continue
+        cells = [format_metric(((u or {}).get("subsets", {}).get(subset, {}).get("metrics", {}) or {}).get(metric)) for u in unified]
+        rows.append((SHORT_SUBSET.get(subset, subset), label, cells))
+    official_keys: list[tuple[str, str]] = []
+    for s in summary:
+        for subset, block in ((s or {}).get("subsets") or {}).items():
+            for name in (block.get("metrics") or {}):
+                if (subset, name) not in official_keys:
+                    official_keys.append((subset, name))
+    from duplexeval.fdb.tree import SUBSET_ORDER
+
+    official_keys.sort(key=lambda k: SUBSET_ORDER.index(k[0]) if k[0] in SUBSET_ORDER else 99)
+    for subset, name in official_keys:
+        cells = [format_metric((((s or {}).get("subsets") or {}).get(subset, {}).get("metrics") or {}).get(name)) for s in summary]
+        rows.append((SHORT_SUBSET.get(subset, subset), f"official: {name}", cells))
+    return rows
+
+
+def comparison_table(result: DemoResult) -> Any:
+    """A rich Table: rows = metrics, columns = systems; cells `value [lo, hi] (n)`."""
+    from rich.table import Table
+
+    table = Table(title="duplexeval demo: systems side by side (95% intervals; counts in parentheses)", show_lines=False)
+    table.add_column("subset", style="bold")
+    table.add_column("metric")
+    for run in result.runs:
+        table.add_column(run.label, justify="right")
+    prev = None
+    for subset, metric, cells in comparison_rows([r.tree for r in result.runs]):
+        table.add_row(subset if subset != prev else "", metric, *cells)
+        prev = subset
+    return table
+
+
+def print_report(result: DemoResult, console: Any | None = None) -> None:
+    """The table, then where each tree is and what each stage did."""
+    from rich.console import Console
+
+    console = console or Console()
+    console.print(comparison_table(result))
+    console.print(f"dataset: {result.dataset_root}")
+    for run in result.runs:
+        stages = ", ".join(f"{k} {v}" for k, v in run.stages.items())
+        console.print(f"{run.label}: {run.tree}  ({stages})")
+    console.print(f"done in {result.seconds:.1f} s. Per-sample rows: <tree>/unified-samples.jsonl; "
+                  f"rescore with `duplexeval fdb score --tree <tree>`.")

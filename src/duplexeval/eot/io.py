@@ -1,0 +1,81 @@
+"""Read end-of-turn pairs from CSV or JSONL with line-numbered one-line errors (never a dropped row)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from duplexeval.eot.pairs import EOTPair
+from duplexeval.errors import InputError
+
+TRUE_KEYS = ("true_turn_end_s", "true_end_s")
+COMMIT_KEYS = ("detector_commit_s", "commit_s")
+
+
+def _pick(row: dict[str, Any], keys: tuple[str, ...], where: str) -> float:
+    present = [k for k in keys if k in row]
+    if not present:
+        raise InputError(f"{where}: missing column {keys[0]} (or {', '.join(keys[1:])})")
+    if len(present) > 1:
+        raise InputError(f"{where}: both {present[0]} and {present[1]} given; use one")
+    v = row[present[0]]
+    if isinstance(v, str):
+        try:
+            v = float(v.strip())
+        except ValueError:
+            raise InputError(f"{where}: {present[0]} is not a number: {row[present[0]]!r}") from None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
+        raise InputError(f"{where}: {present[0]} must be a finite number, got {row[present[0]]!r}")
+    return float(v)
+
+
+def pair_from_row(row: dict[str, Any], where: str) -> tuple[EOTPair, str | None]:
+    """One pair (and its optional ``id``) from a CSV/JSONL row."""
+    pair = EOTPair(_pick(row, TRUE_KEYS, where), _pick(row, COMMIT_KEYS, where))
+    rid = row.get("id")
+    return pair, (None if rid in (None, "") else str(rid))
+
+
+def read_pairs(path: str | Path) -> tuple[list[EOTPair], list[str | None]]:
+    """Pairs and ids from a ``.csv`` (header row) or ``.jsonl``/``.json`` (one object per line) file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    pairs: list[EOTPair] = []
+    ids: list[str | None] = []
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        reader = csv.DictReader(text.splitlines())
+        if reader.fieldnames is None:
+            return pairs, ids
+        for row in reader:
+            where = f"{path}: line {reader.line_num}"
+            if None in row or any(v is None for v in row.values()):
+                raise InputError(f"{where}: expected {len(reader.fieldnames)} columns")
+            p, rid = pair_from_row(row, where)
+            pairs.append(p)
+            ids.append(rid)
+    elif suffix in (".jsonl", ".json", ".ndjson"):
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            where = f"{path}: line {lineno}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{where}: invalid JSON: {exc.msg}") from None
+            if not isinstance(obj, dict):
+                raise InputError(f"{where}: each line must be a JSON object")
+            p, rid = pair_from_row(obj, where)
+            pairs.append(p)
+            ids.append(rid)
+    else:
+        raise InputError(f"{path}: unknown pair file type {suffix!r} (use .csv or .jsonl)")
+    return pairs, ids

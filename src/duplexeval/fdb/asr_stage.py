@@ -1,0 +1,360 @@
+"""The ASR stage: `output.wav` -> `output.json` (official shape) for each eligible sample, then `asr.json`.
+
+Official semantics: `synthetic_user_interruption` audio is cut at R = interrupt.json[0].timestamp[1]
+and R is added back to every word time. Word times are validated, never clipped; a bad one fails
+that sample only. Each finished sample leaves a record in TREE/.asr-progress/, so a killed run
+resumes where it stopped; asr.json is written last.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duplexeval import __version__
+from duplexeval.asr.base import check_words, round_words
+from duplexeval.asr.registry import BACKENDS, DEFAULT_BACKEND, IMPORT, backend_spec, make_backend
+from duplexeval.errors import DuplexEvalError, InputError, RefusalError
+from duplexeval.fdb.transcript import parse_output_json, transcript_bytes
+from duplexeval.fdb.tree import (
+    ASR_FILE,
+    OUTPUT_JSON,
+    OUTPUT_WAV,
+    SUBSETS,
+    USER_INTERRUPTION,
+    AsrRecord,
+    AsrSample,
+    load_manifest,
+    write_asr,
+)
+from duplexeval.jsonio import atomic_write_bytes, dumps, read_json, sha256_bytes, sha256_file, write_json
+
+ASR_KIND = "duplexeval.fdb.asr"
+PROGRESS_DIR = ".asr-progress"
+RUN_FILE = "run.json"
+SAMPLE_RATE = 16000
+
+
+@dataclass(frozen=True)
+class SampleTask:
+    """Everything a worker needs for one sample (paths inside the tree, validated ids)."""
+
+    key: str
+    subset: str
+    id: str
+    T: float
+    dir: str
+    wav_sha256: str
+    annotation: str | None
+    annotation_sha256: str | None
+    generate: bool  # False: import the existing output.json
+
+
+@dataclass
+class StageResult:
+    """What a run did: counts, the failed samples with reasons, and the asr.json hash."""
+
+    n_eligible: int
+    n_ok: int
+    n_error: int
+    n_resumed: int
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    asr_sha256: str = ""
+    backend: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return self.n_error > 0
+
+    def summary(self) -> str:
+        """One line for the command line."""
+        return (f"asr: {self.n_ok} ok, {self.n_error} failed of {self.n_eligible} eligible samples "
+                f"({self.n_resumed} resumed) with {self.backend.get('name')}")
+
+
+# -- per-sample work (runs in workers) --------------------------------------------------------------
+_WORKER: dict[str, Any] = {}
+
+
+def _read_cut(task: SampleTask) -> float:
+    """R for the interruption subset (end of the user's interrupt), else 0.0; InputError when malformed."""
+    if SUBSETS[task.subset].task != USER_INTERRUPTION:
+        return 0.0
+    path = Path(task.dir) / str(task.annotation)
+    if task.annotation_sha256 is not None and sha256_file(path) != task.annotation_sha256:
+        raise InputError(f"{path}: SHA-256 differs from manifest.json (the tree changed after export)")
+    ann = read_json(path)
+    try:
+        R = ann[0]["timestamp"][1]
+    except (KeyError, IndexError, TypeError):
+        raise InputError(f"{path}: expected [{{'timestamp': [start, end], ...}}]") from None
+    if isinstance(R, bool) or not isinstance(R, (int, float)) or not math.isfinite(R) or not 0 <= R < task.T:
+        raise InputError(f"{path}: interrupt end R={R!r} is not a finite time inside [0, T={task.T})")
+    return float(R)
+
+
+def process_sample(backend: Any, task: SampleTask) -> dict[str, Any]:
+    """Transcribe (or import) one sample; returns its asr.json record. Only sample-level failures are caught."""
+    rec: dict[str, Any] = {"status": "error", "output.json": None, "error": None, "audio_sha256": None, "cut_s": None}
+    out_path = Path(task.dir) / OUTPUT_JSON
+    try:
+        wav = Path(task.dir) / OUTPUT_WAV
+        if not wav.is_file():
+            raise InputError(f"{wav}: file not found")
+        rec["audio_sha256"] = sha256_file(wav)
+        if rec["audio_sha256"] != task.wav_sha256:
+            raise InputError(f"{wav}: SHA-256 differs from manifest.json (the tree changed after export)")
+        cut = _read_cut(task)
+        rec["cut_s"] = cut
+        if task.generate:
+            words = _transcribe(backend, wav, task.T, cut)
+            problem = check_words(words, task.T)
+            if problem:
+                raise InputError(f"backend {backend.name!r} returned a bad time: {problem}")
+            digest = sha256_bytes(data := transcript_bytes(words))
+            atomic_write_bytes(out_path, data)
+            stats = getattr(backend, "last_stats", {}) or {}
+            rec.update({"status": "ok", "output.json": digest, "n_words": len(words)})
+            if "unaligned" in stats:
+                rec["unaligned_words"] = int(stats["unaligned"])
+        else:
+            if not out_path.is_file():
+                raise InputError(f"{out_path}: no output.json to import")
+            digest = sha256_file(out_path)
+            words = parse_output_json(read_json(out_path), out_path)
+            problem = check_words(words, task.T, allow_null_end=True)
+            if problem:
+                raise InputError(f"{out_path}: {problem}")
+            rec.update({"status": "ok", "output.json": digest, "n_words": len(words),
+                        "null_ends": sum(1 for w in words if w.end is None),
+                        "words_before_cut": sum(1 for w in words if w.start < cut)})
+    except DuplexEvalError as exc:
+        rec["error"] = f"sample {task.key}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - a backend crash fails this sample, the run goes on
+        rec["error"] = f"sample {task.key}: backend failed: {type(exc).__name__}: {exc}"
+    if rec["status"] == "error" and task.generate and out_path.is_file():
+        out_path.unlink()  # never leave a transcript that asr.json does not vouch for
+    return rec
+
+
+def _transcribe(backend: Any, wav: Path, T: float, cut: float) -> list[Any]:
+    from duplexeval.audio import read_audio, resample
+
+    audio, sr = read_audio(wav)
+    audio = resample(audio, sr, SAMPLE_RATE)
+    # output.wav holds round(T*16000) samples; drop a last sample that would end past T.
+    audio = audio[: int(math.floor(T * SAMPLE_RATE + 1e-6))]
+    audio = audio[int(cut * SAMPLE_RATE):]  # official: wav[int(R*sr):], offset R
+    return round_words(list(backend.transcribe(audio, offset_s=cut)))
+
+
+def _init_worker(spec: Any) -> None:
+    _WORKER["backend"] = _build(spec)
+    if hasattr(_WORKER["backend"], "load"):
+        _WORKER["backend"].load()
+
+
+def _worker_task(task: SampleTask) -> tuple[str, dict[str, Any]]:
+    return task.key, process_sample(_WORKER.get("backend"), task)
+
+
+def _build(spec: Any) -> Any:
+    if spec is None:  # import
+        return None
+    if isinstance(spec, tuple) and len(spec) == 4 and isinstance(spec[0], str):
+        return make_backend(spec[0], spec[1], spec[2], spec[3])
+    return spec  # a picklable backend object
+
+
+# -- the stage -----------------------------------------------------------------------------------
+def _import_signature(declare: str) -> dict[str, Any]:
+    return {
+        "name": declare,
+        "source": "import",
+        "declared_by": "user (--declare)",
+        "packages": {"duplexeval": __version__},
+        "options": {"validation": "finite starts, null or finite ends, start <= end, inside [0, T]"},
+    }
+
+
+def _progress_path(tree: Path, key: str) -> Path:
+    subset, sid = key.split("/")
+    return tree / PROGRESS_DIR / f"{subset}__{sid}.json"
+
+
+def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str | os.PathLike[str] | None = None,
+        jobs: int | None = None, force: bool = False, progress: bool = True, declare: str | None = None,
+        device: str = "cpu") -> StageResult:
+    """Transcribe every eligible sample of the tree, write output.json files and asr.json.
+
+    `backend` is a name from BACKENDS or a Backend object (tests). Failed samples are recorded with
+    their reason and do not stop the run; check `StageResult.failed`.
+    """
+    tree = Path(tree)
+    manifest, manifest_sha = load_manifest(tree)
+    if (tree / ASR_FILE).exists() and not force:
+        raise RefusalError(f"{tree / ASR_FILE} exists; rerun with --force to transcribe again")
+    ncpu = os.cpu_count() or 1
+    jobs = ncpu if jobs is None else int(jobs)
+    if jobs < 1:
+        raise InputError(f"--jobs must be >= 1, got {jobs}")
+
+    generate = True
+    if isinstance(backend, str):
+        if backend == IMPORT:
+            if not declare:
+                raise InputError("--backend import needs --declare NAME (the ASR that made the files, e.g. parakeet-tdt-0.6b-v2)")
+            if model is not None:
+                raise InputError("--model is not used with --backend import")
+            generate, obj, spec = False, None, None
+            signature = _import_signature(declare)
+        else:
+            if backend not in BACKENDS:
+                raise InputError(f"unknown ASR backend {backend!r} (expected one of {', '.join(BACKENDS)})")
+            if declare:
+                raise InputError("--declare is only for --backend import")
+            threads = max(1, ncpu // jobs)
+            spec = backend_spec(backend, model, device, threads)
+            obj = _build(spec)
+            signature = obj.signature()
+    else:
+        obj = spec = backend
+        signature = obj.signature()
+
+    eligible = [s for s in manifest.samples if s.eligible]
+    tasks = [
+        SampleTask(
+            key=s.key, subset=s.subset, id=s.id, T=s.T, dir=str(s.dir(tree)), wav_sha256=s.files[OUTPUT_WAV],
+            annotation=s.annotation, annotation_sha256=s.files.get(s.annotation) if s.annotation else None,
+            generate=generate,
+        )
+        for s in eligible
+    ]
+
+    # Resume bookkeeping: the run record pins manifest and backend; per-sample records hold results.
+    pdir = tree / PROGRESS_DIR
+    run_rec = {"kind": "duplexeval.fdb.asr-progress", "manifest_sha256": manifest_sha, "backend": signature}
+    run_path = pdir / RUN_FILE
+    if force and pdir.exists():
+        shutil.rmtree(pdir)
+    if run_path.is_file():
+        if dumps(read_json(run_path)) != dumps(run_rec):
+            raise RefusalError(
+                f"{pdir}: an interrupted ASR run with a different backend, model, settings or manifest is in this tree; "
+                "rerun it with the same options to resume, or use --force to start over"
+            )
+    else:
+        if generate:
+            foreign = [t.key for t in tasks if (Path(t.dir) / OUTPUT_JSON).exists()]
+            if foreign and not force:
+                raise RefusalError(
+                    f"{tree}: {len(foreign)} samples already have an output.json made elsewhere (first: {foreign[0]}); "
+                    "adopt them with --backend import --declare NAME, or overwrite with --force"
+                )
+        write_json(run_path, run_rec)
+
+    records: dict[str, dict[str, Any]] = {}
+    todo: list[SampleTask] = []
+    for t in tasks:
+        rec = _resumable(tree, t)
+        if rec is not None:
+            records[t.key] = rec
+        else:
+            todo.append(t)
+    n_resumed = len(records)
+
+    def finish(key: str, rec: dict[str, Any]) -> None:
+        records[key] = rec
+        write_json(_progress_path(tree, key), rec)
+
+    with _ProgressBar(progress, len(tasks), n_resumed, signature.get("name", "?")) as advance:
+        if jobs == 1 or len(todo) <= 1:
+            if obj is not None and hasattr(obj, "load") and todo:
+                obj.load()
+            for t in todo:
+                finish(t.key, process_sample(obj, t))
+                advance()
+        else:
+            _run_pool(todo, spec, min(jobs, len(todo)), finish, advance)
+
+    samples = {t.key: _asr_sample(records[t.key]) for t in tasks}
+    errors = [(k, s.error or "") for k, s in samples.items() if s.status == "error"]
+    n_ok = sum(1 for s in samples.values() if s.status == "ok")
+    record = AsrRecord(
+        manifest_sha256=manifest_sha,
+        backend=signature,
+        samples=samples,
+        extra={"kind": ASR_KIND, "schema_version": 1,
+               "summary": {"eligible": len(tasks), "ok": n_ok, "error": len(errors)}},
+    )
+    asr_sha = write_asr(tree, record)
+    shutil.rmtree(pdir, ignore_errors=True)
+    return StageResult(len(tasks), n_ok, len(errors), n_resumed, errors, asr_sha, signature)
+
+
+def _resumable(tree: Path, t: SampleTask) -> dict[str, Any] | None:
+    """The finished record of a sample from an interrupted run, if its files still match it."""
+    path = _progress_path(tree, t.key)
+    if not path.is_file():
+        return None
+    try:
+        rec = read_json(path)
+    except InputError:
+        return None
+    if not isinstance(rec, dict) or rec.get("status") != "ok" or rec.get("audio_sha256") != t.wav_sha256:
+        return None  # failed samples are retried on resume
+    out = Path(t.dir) / OUTPUT_JSON
+    if not out.is_file() or sha256_file(out) != rec.get("output.json"):
+        return None
+    return rec
+
+
+def _asr_sample(rec: dict[str, Any]) -> AsrSample:
+    extra = {k: v for k, v in rec.items() if k not in ("status", "output.json", "error")}
+    return AsrSample(rec["status"], rec["output.json"], rec["error"], extra)
+
+
+def _run_pool(todo: list[SampleTask], spec: Any, jobs: int, finish: Any, advance: Any) -> None:
+    """Run tasks in `jobs` spawned processes, each loading the backend once."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    ctx = mp.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(spec,)) as pool:
+        futures = [pool.submit(_worker_task, t) for t in todo]
+        try:
+            for fut in as_completed(futures):
+                key, rec = fut.result()
+                finish(key, rec)
+                advance()
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+
+
+class _ProgressBar:
+    """A rich progress bar over samples (a no-op when progress is off)."""
+
+    def __init__(self, enabled: bool, total: int, done: int, label: str) -> None:
+        self.enabled, self.total, self.done, self.label = enabled, total, done, label
+        self._p: Any = None
+
+    def __enter__(self) -> Any:
+        if not self.enabled:
+            return lambda: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._p = Progress(TextColumn(f"asr ({self.label})"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                           transient=False)
+        self._p.start()
+        tid = self._p.add_task("asr", total=self.total, completed=self.done)
+        return lambda: self._p.advance(tid)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._p is not None:
+            self._p.stop()

@@ -1,0 +1,252 @@
+"""One interface to FDB v1.0 inputs: a real FDB v1.0 folder (either nesting depth) or a synth/demo set.
+
+Loading validates everything a later stage relies on, with one-line errors naming file and sample:
+sample ids, the input's own sample rate and length, annotation files, backchannel ids and the
+backchannel ground truth. Nothing is skipped silently.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from duplexeval.errors import InputError
+from duplexeval.fdb.tree import (
+    BACKCHANNEL,
+    PAUSE_HANDLING,
+    SUBSET_ORDER,
+    SUBSETS,
+    TURN_TAKING,
+    USER_INTERRUPTION,
+    validate_sample_id,
+)
+from duplexeval.jsonio import read_json, sha256_bytes
+
+INPUT_FILE = "input.wav"
+ICC_GT_FILE = "icc_gt_distribution.json"
+DATASET_FILE = "dataset.json"
+BACKCHANNEL_DIR = "icc_backchannel"
+# Annotation times may overshoot the input's end by this much (rounding in the published files).
+TIME_TOLERANCE_S = 0.05
+
+
+@dataclass(frozen=True)
+class DatasetSample:
+    """One input sample: its folder, input file (own rate `sr`, length `T` seconds) and annotation file."""
+
+    subset: str
+    id: str
+    dir: Path
+    input_path: Path
+    annotation_path: Path | None
+    T: float
+    sr: int
+    n_samples: int
+    annotation: Any = None  # the validated annotation object (None for backchannel)
+    annotation_sha256: str | None = None
+
+    @property
+    def task(self) -> str:
+        return SUBSETS[self.subset].task
+
+    @property
+    def key(self) -> str:
+        return f"{self.subset}/{self.id}"
+
+    def read_input_16k(self) -> np.ndarray:
+        """The input as mono float32 at 16 kHz (resampled with soxr from its own rate)."""
+        from duplexeval.audio import read_audio_16k
+
+        return read_audio_16k(self.input_path)
+
+
+@dataclass
+class Dataset:
+    """A set of FDB v1.0 input samples; `declared` is the published size (real) or what dataset.json says (synth)."""
+
+    name: str
+    root: Path
+    declared: dict[str, int]
+    kind: str  # "fdb-v1.0" or "synth"
+    _samples: list[DatasetSample]
+    icc_gt_path: Path | None = None
+    info: dict[str, Any] | None = None
+
+    def samples(self, subset: str | None = None) -> list[DatasetSample]:
+        """Samples in canonical subset order, ids in natural order; one subset if given."""
+        if subset is not None and subset not in SUBSETS:
+            raise InputError(f"unknown subset {subset!r} (expected one of {', '.join(SUBSET_ORDER)})")
+        return [s for s in self._samples if subset is None or s.subset == subset]
+
+    def subsets(self) -> list[str]:
+        """Subsets with at least one sample, canonical order."""
+        present = {s.subset for s in self._samples}
+        return [s for s in SUBSET_ORDER if s in present]
+
+    def icc_gt(self) -> dict[str, list[float]] | None:
+        """The validated backchannel ground truth, if the dataset has one."""
+        return None if self.icc_gt_path is None else read_icc_gt(self.icc_gt_path)
+
+
+def _id_key(sid: str) -> tuple[int, int, str]:
+    return (0, int(sid), "") if sid.isdigit() else (1, 0, sid)
+
+
+def _finite(x: Any) -> bool:
+    return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def _span(obj: dict[str, Any], i: int, where: str, T: float) -> tuple[float, float]:
+    ts = obj.get("timestamp")
+    if ts is None:
+        hint = " (found 'timestamps'; v1.0 files use 'timestamp')" if "timestamps" in obj else ""
+        raise InputError(f"{where}: item {i} has no 'timestamp'{hint}")
+    if not isinstance(ts, list) or len(ts) != 2 or not all(_finite(x) for x in ts):
+        raise InputError(f"{where}: item {i} 'timestamp' must be [start, end] with finite numbers, got {ts!r}")
+    a, b = float(ts[0]), float(ts[1])
+    if a < 0:
+        raise InputError(f"{where}: item {i} starts before 0 ({a})")
+    if a > b:
+        raise InputError(f"{where}: item {i} has start {a} after end {b}")
+    if a > T + TIME_TOLERANCE_S:
+        raise InputError(f"{where}: item {i} starts at {a} s, after the input's end T = {T:.6f} s")
+    return a, b
+
+
+def validate_annotation(obj: Any, subset: str, T: float, where: str) -> Any:
+    """Check an annotation object for its task; returns it unchanged (error messages name `where`)."""
+    task = SUBSETS[subset].task
+    if not isinstance(obj, list) or not obj:
+        raise InputError(f"{where}: must be a non-empty JSON list of objects")
+    for i, item in enumerate(obj):
+        if not isinstance(item, dict):
+            raise InputError(f"{where}: item {i} must be an object")
+    if task == PAUSE_HANDLING:
+        prev_end = -math.inf
+        for i, item in enumerate(obj):
+            a, b = _span(item, i, where, T)
+            if b > T + TIME_TOLERANCE_S:
+                raise InputError(f"{where}: pause {i} ends at {b} s, after the input's end T = {T:.6f} s")
+            if a < prev_end:
+                raise InputError(f"{where}: pauses are not sorted and disjoint (pause {i} starts at {a} before the previous end {prev_end})")
+            prev_end = b
+    elif task == TURN_TAKING:
+        if len(obj) != 1:
+            raise InputError(f"{where}: expected exactly one [TURN-TAKING] item, found {len(obj)}")
+        _span(obj[0], 0, where, T)
+    elif task == USER_INTERRUPTION:
+        if len(obj) != 1:
+            raise InputError(f"{where}: expected exactly one interruption item, found {len(obj)}")
+        item = obj[0]
+        for key in ("context", "interrupt"):
+            if not isinstance(item.get(key), str):
+                raise InputError(f"{where}: item 0 needs a string '{key}'")
+        a, b = _span(item, 0, where, T)
+        if b > T + TIME_TOLERANCE_S:
+            raise InputError(f"{where}: interruption ends at {b} s, after the input's end T = {T:.6f} s")
+    return obj
+
+
+def read_icc_gt(path: str | os.PathLike[str]) -> dict[str, list[float]]:
+    """`icc_gt_distribution.json`: {digit id: list of >= 1 finite non-negative numbers with a positive sum}."""
+    obj = read_json(path)
+    if not isinstance(obj, dict):
+        raise InputError(f"{path}: must be a JSON object mapping sample ids to distributions")
+    for k, v in obj.items():
+        if not isinstance(k, str) or not k.isdigit():
+            raise InputError(f"{path}: key {k!r} is not a digit string (backchannel ids are digits)")
+        if not isinstance(v, list) or not v or not all(_finite(x) and x >= 0 for x in v) or not sum(v) > 0:
+            raise InputError(f"{path}: sample icc_backchannel/{k}: must be a non-empty list of finite non-negative numbers with a positive sum")
+    return obj
+
+
+def _subset_dirs(root: Path) -> dict[str, Path]:
+    """Subset folders at either depth: `<root>/<subset>/<id>` or `<root>/<subset>/<subset>/<id>`."""
+    found = {}
+    for subset in SUBSET_ORDER:
+        d = root / subset
+        if d.is_dir():
+            found[subset] = d / subset if (d / subset).is_dir() else d
+    return found
+
+
+def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
+    from duplexeval.audio import audio_info
+
+    sid = validate_sample_id(d.name, f"{where_root}: {subset}")
+    where = f"sample {subset}/{sid}"
+    info = SUBSETS[subset]
+    if info.task == BACKCHANNEL and not sid.isdigit():
+        raise InputError(f"{d}: {where}: backchannel sample ids must be digit strings (the official evaluator skips others)")
+    inp = d / INPUT_FILE
+    if not inp.is_file():
+        raise InputError(f"{inp}: {where}: missing {INPUT_FILE}")
+    frames, sr = audio_info(inp)
+    if frames <= 0 or sr <= 0:
+        raise InputError(f"{inp}: {where}: input audio is empty")
+    T = frames / sr
+    ann_path = None
+    ann = None
+    ann_sha = None
+    if info.annotation is not None:
+        ann_path = d / info.annotation
+        if not ann_path.is_file():
+            raise InputError(f"{ann_path}: {where}: missing {info.annotation}")
+        data = ann_path.read_bytes()
+        ann_sha = sha256_bytes(data)
+        try:
+            obj = read_json(ann_path)
+        except InputError as exc:  # name the sample too
+            msg = str(exc)
+            prefix = f"{ann_path}: "
+            raise InputError(f"{prefix}{where}: {msg[len(prefix):]}" if msg.startswith(prefix) else f"{msg} ({where})") from None
+        ann = validate_annotation(obj, subset, T, f"{ann_path}: {where}")
+    return DatasetSample(subset, sid, d, inp, ann_path, T, int(sr), int(frames), ann, ann_sha)
+
+
+def load_dataset(path: str | os.PathLike[str]) -> Dataset:
+    """Load `"demo"` (built or found in the cache), a synth folder (has dataset.json) or a real FDB v1.0 folder."""
+    if str(path) == "demo":
+        from duplexeval.fdb.synth import ensure_demo
+
+        return load_dataset(ensure_demo())
+    root = Path(path)
+    if not root.is_dir():
+        raise InputError(f"{root}: dataset folder not found (give an FDB v1.0 folder, a synth output folder, or 'demo')")
+    info = None
+    if (root / DATASET_FILE).is_file():
+        info = read_json(root / DATASET_FILE)
+        if not isinstance(info, dict) or not isinstance(info.get("declared"), dict):
+            raise InputError(f"{root / DATASET_FILE}: not a duplexeval dataset description (needs 'declared')")
+    dirs = _subset_dirs(root)
+    if not dirs:
+        raise InputError(f"{root}: no FDB v1.0 subset folders found (expected some of {', '.join(SUBSET_ORDER)})")
+    samples: list[DatasetSample] = []
+    for subset, sdir in dirs.items():
+        kids = sorted((p for p in sdir.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: _id_key(p.name))
+        samples.extend(_load_sample(subset, k, str(root)) for k in kids)
+    gt_path = next((p for p in (root / ICC_GT_FILE, root / BACKCHANNEL_DIR / ICC_GT_FILE) if p.is_file()), None)
+    if gt_path is not None:
+        gt = read_icc_gt(gt_path)
+        missing = [s.id for s in samples if s.subset == "icc_backchannel" and s.id not in gt]
+        if missing:
+            raise InputError(f"{gt_path}: no ground truth for sample icc_backchannel/{missing[0]} ({len(missing)} missing)")
+    if info is not None:
+        declared = {}
+        for k, v in info["declared"].items():
+            if k not in SUBSETS or isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise InputError(f"{root / DATASET_FILE}: bad declared entry {k!r}: {v!r}")
+            declared[k] = v
+        name = str(info.get("name") or root.name)
+        kind = "synth"
+    else:
+        declared = {s: SUBSETS[s].declared for s in SUBSET_ORDER}
+        name = "fdb-v1.0"
+        kind = "fdb-v1.0"
+    return Dataset(name=name, root=root, declared=declared, kind=kind, _samples=samples, icc_gt_path=gt_path, info=info)
+

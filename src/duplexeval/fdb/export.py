@@ -1,0 +1,343 @@
+"""`duplexeval fdb export`: drive a system over a dataset and write an FDB v1.0 tree.
+
+Per sample: the input is fed as 80 ms frames on the virtual clock, the received output is played
+out FIFO from receipt time (gaps silent, cropped at T, exactly round(T * 16000) samples), the
+annotation is copied byte for byte, and a `trace.json` records what was received, dropped and
+cropped. `trace.json` is written last and is the journal: a rerun reuses every sample whose trace
+matches this run and whose files still have their recorded hashes, so an interrupted export
+resumes. `manifest.json` is rebuilt from the traces at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.tree import (
+    MANIFEST_FILE,
+    OUTPUT_WAV,
+    SUBSET_ORDER,
+    SUBSETS,
+    Manifest,
+    SampleEntry,
+    validate_sample_id,
+    validate_subset,
+    write_manifest,
+)
+from duplexeval.jsonio import atomic_write_bytes, dumps, read_json, sha256_bytes, sha256_file, write_json
+
+TRACE_FILE = "trace.json"
+RUN_FILE = ".duplexeval-export.json"  # what made this tree (system + dataset); checked before writing
+TRACE_KIND = "duplexeval.systems.trace"
+PLAYOUT_POLICY = "fifo-from-receipt-crop-at-T-v1"
+ICC_FILE = "icc_gt_distribution.json"
+
+# Reasons a sample is ineligible (docs/systems.md lists them).
+REASON_SYSTEM_ERROR = "system_error"
+REASON_PACING = "input_pacing_late"
+REASON_MISSING_ANNOTATION = "missing_annotation"
+REASON_ANNOTATION_HASH = "annotation_hash_mismatch"
+REASON_MISSING_OUTPUT = "missing_output"
+REASON_LENGTH = "length_mismatch"
+REASON_BAD_OUTPUT = "unreadable_output"
+
+
+@dataclass
+class ExportResult:
+    """What a run wrote: the tree, the manifest hash, per-subset counts and how much was reused."""
+
+    tree: Path
+    manifest_sha256: str
+    counts: dict[str, dict[str, int]]
+    ran: int
+    reused: int
+
+
+# ---------------------------------------------------------------- shared with import_outputs
+
+
+def resolve_dataset(dataset: Any) -> Any:
+    """A Dataset object as is, or load one from a path / "demo"."""
+    if hasattr(dataset, "samples") and hasattr(dataset, "declared"):
+        return dataset
+    from duplexeval.fdb.dataset import load_dataset
+
+    return load_dataset(dataset)
+
+
+def select_samples(ds: Any, subsets: Iterable[str] | None, limit: int | None) -> list[Any]:
+    """The dataset's samples in canonical subset order; `limit` is the first N of each subset."""
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit must be at least 1, got {limit}")
+    wanted = None if subsets is None else [validate_subset(s, "--subset") for s in subsets]
+    chosen: list[Any] = []
+    for subset in SUBSET_ORDER:
+        if wanted is not None and subset not in wanted:
+            continue
+        rows = list(ds.samples(subset))
+        for s in rows:
+            validate_sample_id(s.id, f"{getattr(ds, 'root', ds)}: {subset}")
+        chosen.extend(rows[:limit] if limit is not None else rows)
+    if wanted is not None:
+        empty = [s for s in wanted if not any(c.subset == s for c in chosen)]
+        if empty:
+            raise InputError(f"--subset: dataset {ds.name!r} has no samples in {', '.join(empty)}")
+    if not chosen:
+        raise InputError(f"dataset {ds.name!r}: no samples selected")
+    return chosen
+
+
+def dataset_identity(ds: Any) -> dict[str, Any]:
+    """The dataset's name plus the hash of its dataset.json when it has one (no absolute paths)."""
+    ident: dict[str, Any] = {"name": ds.name}
+    root = Path(getattr(ds, "root", "."))
+    dj = root / "dataset.json"
+    ident["dataset_json_sha256"] = sha256_file(dj) if dj.is_file() else None
+    return ident
+
+
+def copy_annotation(sample: Any, dest_dir: Path) -> tuple[dict[str, str], list[str], str | None]:
+    """Copy the annotation byte for byte; returns (files, reasons, source sha256)."""
+    info = SUBSETS[sample.subset]
+    if info.annotation is None:
+        return {}, [], None
+    src = getattr(sample, "annotation_path", None)
+    if src is None or not Path(src).is_file():
+        return {}, [REASON_MISSING_ANNOTATION], None
+    data = Path(src).read_bytes()
+    src_sha = sha256_bytes(data)
+    expected = getattr(sample, "annotation_sha256", None)
+    dest = dest_dir / info.annotation
+    atomic_write_bytes(dest, data)
+    got = sha256_file(dest)
+    reasons = []
+    if got != src_sha or (expected is not None and expected != src_sha):
+        reasons.append(REASON_ANNOTATION_HASH)
+    return {info.annotation: got}, reasons, src_sha
+
+
+def copy_icc(ds: Any, out: Path) -> dict[str, Any]:
+    """Copy the dataset's icc_gt_distribution.json into the tree; returns the manifest key, if any."""
+    src = Path(getattr(ds, "root", ".")) / ICC_FILE
+    if not src.is_file():
+        return {}
+    data = src.read_bytes()
+    atomic_write_bytes(out / ICC_FILE, data)
+    return {"icc_gt_distribution": sha256_bytes(data)}
+
+
+def counts_of(entries: list[SampleEntry]) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {}
+    for e in entries:
+        c = counts.setdefault(e.subset, {"selected": 0, "eligible": 0})
+        c["selected"] += 1
+        c["eligible"] += int(e.eligible)
+    return counts
+
+
+def declared_of(ds: Any, entries: list[SampleEntry]) -> dict[str, int]:
+    declared = dict(getattr(ds, "declared", {}) or {})
+    for sub in {e.subset for e in entries}:
+        declared.setdefault(sub, SUBSETS[sub].declared)
+    return {k: int(declared[k]) for k in SUBSET_ORDER if k in declared}
+
+
+def check_run_file(out: Path, run: dict[str, Any], force: bool, what: str) -> None:
+    """Refuse to write into a tree made by a different system or dataset, unless forced."""
+    path = out / RUN_FILE
+    if path.is_file():
+        old = read_json(path)
+        if old != run and not force:
+            diff = [k for k in ("tool", "system", "dataset") if old.get(k) != run.get(k)]
+            raise RefusalError(
+                f"{out}: this tree was made by a different {' and '.join(diff) or 'run'}; "
+                f"use another --out or pass --force to overwrite it"
+            )
+    elif (out / MANIFEST_FILE).is_file() and not force:
+        raise RefusalError(f"{out}: has a manifest.json not written by `duplexeval fdb {what}`; use another --out or --force")
+    write_json(path, run)
+
+
+@contextmanager
+def progress_bar(total: int, label: str, enabled: bool) -> Iterator[Any]:
+    """A rich progress bar on stderr (a no-op when disabled); yields `advance(description)`."""
+    if not enabled:
+        yield lambda _desc="": None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=Console(stderr=True), transient=True,
+    ) as prog:
+        task = prog.add_task(label, total=total)
+
+        def advance(desc: str = "") -> None:
+            prog.update(task, advance=1, description=f"{label} {desc}".strip())
+
+        yield advance
+
+
+def entry_from_json(obj: dict[str, Any]) -> SampleEntry:
+    return SampleEntry(obj["subset"], obj["id"], float(obj["T"]), bool(obj["eligible"]), list(obj["reasons"]),
+                       dict(obj["files"]), dict(obj.get("extra", {})))
+
+
+def entry_json(e: SampleEntry) -> dict[str, Any]:
+    return {"subset": e.subset, "id": e.id, "T": e.T, "eligible": e.eligible, "reasons": e.reasons,
+            "files": e.files, "extra": e.extra}
+
+
+def reuse_entry(sample_dir: Path, run_sha: str, input_sha: str) -> SampleEntry | None:
+    """The sample's entry from its trace.json when it belongs to this run and its files are intact."""
+    path = sample_dir / TRACE_FILE
+    if not path.is_file():
+        return None
+    try:
+        trace = read_json(path)
+        if trace.get("run_sha256") != run_sha or trace.get("input_sha256") != input_sha:
+            return None
+        entry = entry_from_json(trace["result"])
+        for name, digest in entry.files.items():
+            f = sample_dir / name
+            if not f.is_file() or sha256_file(f) != digest:
+                return None
+        return entry
+    except (InputError, KeyError, TypeError, ValueError):
+        return None
+
+
+def finish_tree(out: Path, ds: Any, entries: list[SampleEntry], extra: dict[str, Any]) -> str:
+    """Write manifest.json (plus the icc distribution) from the per-sample entries; returns its hash."""
+    extra = dict(extra)
+    extra.update(copy_icc(ds, out))
+    manifest = Manifest(ds.name, declared_of(ds, entries), entries, extra)
+    return write_manifest(out, manifest)
+
+
+# ---------------------------------------------------------------- export
+
+
+def _resolve_system(system: Any) -> Any:
+    if isinstance(system, str):
+        from duplexeval.systems.registry import make_system
+
+        return make_system(system)
+    return system
+
+
+def system_json(system: Any) -> dict[str, Any]:
+    return {"name": system.name, "params": system.params(), "version": system.version()}
+
+
+def _export_one(system: Any, sample: Any, out: Path, run_sha: str, input_sha: str) -> SampleEntry:
+    import numpy as np
+
+    from duplexeval.audio import SAMPLE_RATE, fit_length, n_samples_for, to_pcm16, write_wav_pcm16
+    from duplexeval.systems.base import SampleInfo
+    from duplexeval.systems.playout import placements_json, playout
+    from duplexeval.systems.runner import MAX_SEND_LATENESS_S, run_session
+
+    sdir = out / sample.subset / sample.id
+    sdir.mkdir(parents=True, exist_ok=True)
+    stale = sdir / TRACE_FILE
+    if stale.exists():
+        stale.unlink()  # the journal entry goes first, so a crash below leaves the sample to be redone
+    T = float(sample.T)
+    n = n_samples_for(T)
+    audio = np.asarray(sample.read_input_16k(), dtype=np.float32)
+    input_len = int(audio.shape[0])
+    pcm = to_pcm16(fit_length(audio, n))
+    trace = run_session(system, pcm, SampleInfo(sample.subset, sample.id, T, n))
+    files, reasons, ann_sha = copy_annotation(sample, sdir)
+    if trace.error is not None:
+        reasons.append(REASON_SYSTEM_ERROR)
+    if trace.max_send_lateness_s > MAX_SEND_LATENESS_S:
+        reasons.append(REASON_PACING)
+    pl = playout(trace.items, n, T)
+    wav = sdir / OUTPUT_WAV
+    if trace.error is None:
+        files = {OUTPUT_WAV: write_wav_pcm16(wav, pl.audio, SAMPLE_RATE), **files}
+    elif wav.exists():
+        wav.unlink()
+    summary = {
+        "clock": trace.clock,
+        **pl.stats,
+        "error": trace.error,
+    }
+    entry = SampleEntry(sample.subset, sample.id, T, not reasons, sorted(set(reasons)), files, {"export": summary})
+    doc = {
+        "kind": TRACE_KIND,
+        "schema_version": 1,
+        "run_sha256": run_sha,
+        "subset": sample.subset,
+        "id": sample.id,
+        "T": T,
+        "n_samples": n,
+        "input_sha256": input_sha,
+        "input_samples_16k": input_len,
+        "annotation_sha256": ann_sha,
+        "input": trace.input_json(),
+        "playout_policy": PLAYOUT_POLICY,
+        "items": placements_json(trace.items, pl),
+        "playout": pl.stats,
+        "error": trace.error,
+        "error_at_s": trace.error_at_s,
+        "result": entry_json(entry),
+    }
+    write_json(sdir / TRACE_FILE, doc)
+    return entry
+
+
+def export(
+    system: Any,
+    dataset: Any,
+    out: str | Path,
+    subsets: Iterable[str] | None = None,
+    limit: int | None = None,
+    force: bool = False,
+    progress: bool = True,
+) -> ExportResult:
+    """Drive `system` (a System or a `NAME[:k=v,...]` spec) over `dataset` and write the tree `out`."""
+    system = _resolve_system(system)
+    ds = resolve_dataset(dataset)
+    chosen = select_samples(ds, subsets, limit)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sysj = system_json(system)
+    run = {"tool": "export", "system": sysj, "dataset": dataset_identity(ds)}
+    check_run_file(out, run, force, "export")
+    run_sha = sha256_bytes(dumps(run).encode("utf-8"))
+    entries: list[SampleEntry] = []
+    ran = reused = 0
+    with progress_bar(len(chosen), f"export {system.name}", progress) as advance:
+        for sample in chosen:
+            sdir = out / sample.subset / sample.id
+            input_sha = sha256_file(sample.input_path)
+            entry = None if force else reuse_entry(sdir, run_sha, input_sha)
+            if entry is None:
+                entry = _export_one(system, sample, out, run_sha, input_sha)
+                ran += 1
+            else:
+                reused += 1
+            entries.append(entry)
+            advance(f"{sample.subset}/{sample.id}")
+    counts = counts_of(entries)
+    extra = {
+        "system": sysj,
+        "export": {
+            "tool": "duplexeval fdb export",
+            "clock": "virtual",
+            "frame_samples": 1280,
+            "playout": PLAYOUT_POLICY,
+            "selection": {"subsets": sorted({e.subset for e in entries}, key=SUBSET_ORDER.index), "limit": limit},
+            "counts": counts,
+        },
+    }
+    msha = finish_tree(out, ds, entries, extra)
+    return ExportResult(out, msha, counts, ran, reused)

@@ -1,0 +1,28 @@
+"""The official Full-Duplex-Bench v1.0 evaluator rules, reproduced in our own code (the reference column).
+
+`evaluate(tree, ...)` writes TREE/summary.json; the rules are pure functions in `rules`, `pause`,
+`turn_taking`, `interruption` and `backchannel`; the interruption judge is in `judge`.
+See docs/official.md for every rule and quirk.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
+
+def evaluate(
+    tree: str | Path,
+    subsets: list[str] | None = None,
+    judge: str = "none",
+    icc_gt: str | Path | None = None,
+    backchannel_rules: str = "2025-06",
+    progress: bool = True,
+    **judge_opts: Any,
+) -> dict[str, Any]:
+    """Apply the official v1.0 rules to a transcribed tree and write TREE/summary.json (see run.evaluate)."""
+    from duplexeval.fdb.official.run import evaluate as _evaluate
+
+    return _evaluate(tree, subsets, judge, icc_gt, backchannel_rules, progress, **judge_opts)

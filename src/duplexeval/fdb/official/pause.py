@@ -1,0 +1,45 @@
+"""Official pause-handling rule (`eval_pause_handling.py`): the take-turn rule on the whole transcript.
+
+`pause.json` is never read, so qualifying speech anywhere in the window counts as a takeover.
+A null last end falls back to the last word's start (the only script that guards against it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from duplexeval.fdb.official.metric import NO_SAMPLES, Metric, plain_mean
+from duplexeval.fdb.official.rules import TakeTurn, take_turn
+from duplexeval.fdb.transcript import Word
+
+AVERAGE_TAKE_TURN = "Average take turn"
+
+
+@dataclass(frozen=True)
+class PauseSample:
+    """One evaluated pause sample: its take-turn decision."""
+
+    id: str
+    turn: TakeTurn
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "evaluated": True,
+            "tor": self.turn.tor,
+            "n_words": self.turn.n_words,
+            "span_s": self.turn.span_s,
+            "null_last_end": self.turn.null_last_end,
+        }
+
+
+def pause_sample(sample_id: str, words: Sequence[Word]) -> PauseSample:
+    """Per-sample TOR with the pause script's null-end fallback."""
+    return PauseSample(sample_id, take_turn(words, null_last_end_uses_start=True))
+
+
+def pause_metrics(samples: Sequence[PauseSample]) -> dict[str, Metric]:
+    """`Average take turn` = mean TOR over the samples (lower is better)."""
+    return {AVERAGE_TAKE_TURN: plain_mean([s.turn.tor for s in samples], NO_SAMPLES)}  # type: ignore[misc]

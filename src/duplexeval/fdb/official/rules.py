@@ -1,0 +1,60 @@
+"""The shared take-turn rule of the official FDB v1.0 evaluators (pause, turn-taking, interruption).
+
+Reproduced number for number: plain float arithmetic on the transcript times as written (no
+microsecond rounding, unlike the unified rules), so a span of 0.9999999999999998 s is under 1 s
+exactly as it is for the official scripts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from duplexeval.fdb.transcript import Word
+
+TURN_DURATION_THRESHOLD_S = 1  # `turn_duration_threshold`
+TURN_NUM_WORDS_THRESHOLD = 3  # `turn_num_words_threshold`
+
+# Why a per-sample value could not be computed the official way (the official script raises here).
+CRASH_NULL_LAST_END = "the last word has a null end: the official script raises a TypeError here"
+
+
+@dataclass(frozen=True)
+class TakeTurn:
+    """One sample's take-turn decision: `tor` is 0/1, or None when the official code would crash."""
+
+    tor: int | None
+    n_words: int
+    span_s: float | None  # last word end (or start, see below) minus first word start
+    first_start_s: float | None
+    null_last_end: bool = False
+    crash: str | None = None
+
+
+def take_turn(words: Sequence[Word], *, null_last_end_uses_start: bool) -> TakeTurn:
+    """TOR = 1 when the whole transcript spans >= 1 s, or spans less but has more than 3 words.
+
+    `null_last_end_uses_start`: pause handling replaces a null last end with the last start;
+    turn-taking and interruption subtract None and crash, which is reported as `crash`.
+    """
+    n = len(words)
+    if n == 0:
+        return TakeTurn(0, 0, None, None)
+    first = words[0].start
+    last_end = words[-1].end
+    null_last = last_end is None
+    if last_end is None:
+        if not null_last_end_uses_start:
+            return TakeTurn(None, n, None, first, null_last_end=True, crash=CRASH_NULL_LAST_END)
+        last_end = words[-1].start
+    span = last_end - first
+    if span < TURN_DURATION_THRESHOLD_S:
+        tor = 0 if n <= TURN_NUM_WORDS_THRESHOLD else 1
+    else:
+        tor = 1
+    return TakeTurn(tor, n, span, first, null_last_end=null_last)
+
+
+def clamp_latency(latency_s: float) -> float:
+    """A negative latency (reply started before the reference time) counts as 0 and stays in the mean."""
+    return 0.0 if latency_s < 0 else latency_s

@@ -1,0 +1,311 @@
+"""`evaluate(tree)`: read a transcribed tree, apply the official v1.0 rules per subset, write summary.json.
+
+I/O lives here; the rules themselves are pure functions in the sibling modules.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.official import backchannel as bc
+from duplexeval.fdb.official.interruption import interruption_metrics, interruption_sample
+from duplexeval.fdb.official.judge import Judge, JudgeConfig
+from duplexeval.fdb.official.pause import pause_metrics, pause_sample
+from duplexeval.fdb.official.summary import NOT_JUDGED, SubsetSummary, build_summary, rules_block, write_summary
+from duplexeval.fdb.official.turn_taking import turn_taking_metrics, turn_taking_sample
+from duplexeval.fdb.transcript import Word, parse_output_json
+from duplexeval.fdb.tree import (
+    BACKCHANNEL,
+    OUTPUT_JSON,
+    OUTPUT_WAV,
+    PAUSE_HANDLING,
+    SUBSETS,
+    TURN_TAKING,
+    USER_INTERRUPTION,
+    Manifest,
+    SampleEntry,
+    load_asr,
+    load_manifest,
+    validate_subset,
+)
+from duplexeval.jsonio import read_json, sha256_file
+
+ICC_GT_FILE = "icc_gt_distribution.json"
+JUDGES = ("none", "openai")
+ICC_GT_MISSING = (
+    "icc_backchannel needs the official human backchannel distribution icc_gt_distribution.json. It comes from the "
+    "official repository (DanielLin94144/Full-Duplex-Bench, folder evaluation/, or v1_v1.5/evaluation/ at HEAD) "
+    "under CC BY-NC 4.0, so duplexeval does not ship it: pass it with --icc-gt PATH, or copy it to "
+    "TREE/icc_gt_distribution.json (export copies it there when the dataset has one)"
+)
+
+
+def _num(x: Any) -> bool:
+    return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def _check_file(entry: SampleEntry, tree: Path, name: str, expected: str | None, what: str) -> Path:
+    path = entry.dir(tree) / name
+    if not path.is_file():
+        raise RefusalError(f"{path}: sample {entry.key}: {name} is missing ({what})")
+    if expected is not None and sha256_file(path) != expected:
+        raise RefusalError(f"{path}: sample {entry.key}: {name} differs from the hash in {what}; rerun that stage")
+    return path
+
+
+def _read_transcript(entry: SampleEntry, tree: Path, digest: str) -> tuple[list[Word], str]:
+    path = _check_file(entry, tree, OUTPUT_JSON, digest, "asr.json")
+    obj = read_json(path)
+    words = parse_output_json(obj, f"{path}: sample {entry.key}")
+    text = obj.get("text")
+    if not isinstance(text, str):
+        raise InputError(f"{path}: sample {entry.key}: 'text' must be a string")
+    return words, text
+
+
+def _annotation(entry: SampleEntry, tree: Path) -> Any:
+    name = entry.annotation
+    assert name is not None
+    return read_json(_check_file(entry, tree, name, entry.files.get(name), "manifest.json"))
+
+
+def _turn_end(obj: Any, where: str) -> float:
+    """`turn_taking.json[0].timestamp[0]`: the end of the user's turn."""
+    try:
+        t = obj[0]["timestamp"][0]
+    except (KeyError, IndexError, TypeError):
+        raise InputError(f"{where}: expected a list whose first object has 'timestamp': [end, next]") from None
+    if not _num(t):
+        raise InputError(f"{where}: timestamp[0] must be a finite number, got {t!r}")
+    return float(t)
+
+
+def _interrupt(obj: Any, where: str) -> tuple[float, str, str]:
+    """(R, context text, interrupt text) from `interrupt.json[0]`."""
+    try:
+        first = obj[0]
+        ts, context, interrupt = first["timestamp"], first["context"], first["interrupt"]
+    except (KeyError, IndexError, TypeError):
+        raise InputError(f"{where}: expected a list whose first object has 'context', 'interrupt' and 'timestamp'") from None
+    if not isinstance(ts, list) or len(ts) != 2 or not all(_num(t) for t in ts):
+        raise InputError(f"{where}: timestamp must be [start, end] in seconds, got {ts!r}")
+    if not isinstance(context, str) or not isinstance(interrupt, str):
+        raise InputError(f"{where}: 'context' and 'interrupt' must be strings")
+    return float(ts[1]), context, interrupt
+
+
+def load_icc_gt(icc_gt: str | Path | None, tree: Path, manifest: Manifest) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    """The ground-truth distributions and where they came from: --icc-gt, else TREE/icc_gt_distribution.json."""
+    if icc_gt is not None:
+        path, source = Path(icc_gt), "--icc-gt"
+        if not path.is_file():
+            raise RefusalError(f"{path}: --icc-gt file not found. {ICC_GT_MISSING}")
+    else:
+        path, source = tree / ICC_GT_FILE, "tree"
+        if not path.is_file():
+            raise RefusalError(f"{path}: not found. {ICC_GT_MISSING}")
+    digest = sha256_file(path)
+    expected = manifest.extra.get("icc_gt_distribution")
+    if source == "tree" and isinstance(expected, str) and expected != digest:
+        raise RefusalError(f"{path}: differs from the hash recorded in manifest.json (icc_gt_distribution)")
+    gt = bc.validate_gt(read_json(path), str(path))
+    return gt, {"source": source, "file": path.name, "sha256": digest}
+
+
+def read_output_raw(path: Path, key: str) -> tuple[Any, int]:
+    """output.wav samples as float32 at the file's own rate, as the official torchaudio load gives them."""
+    import numpy as np
+    import soundfile as sf
+
+    try:
+        data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+    except (RuntimeError, sf.LibsndfileError) as exc:  # type: ignore[attr-defined]
+        raise InputError(f"{path}: sample {key}: cannot read audio: {exc}") from None
+    if data.shape[1] != 1:
+        raise InputError(f"{path}: sample {key}: output.wav has {data.shape[1]} channels; the official VAD call needs mono")
+    return np.ascontiguousarray(data[:, 0]), int(rate)
+
+
+class _Progress:
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    def __call__(self, msg: str) -> None:
+        if self.on:
+            print(f"evaluate: {msg}", file=sys.stderr, flush=True)
+
+
+def _base_counts(subset: str, manifest: Manifest, entries: Sequence[SampleEntry]) -> dict[str, Any]:
+    reasons = Counter(r for e in entries if not e.eligible for r in e.reasons)
+    return {
+        "declared": manifest.declared.get(subset, SUBSETS[subset].declared),
+        "selected": len(entries),
+        "eligible": sum(1 for e in entries if e.eligible),
+        "ineligible": sum(1 for e in entries if not e.eligible),
+        "ineligible_reasons": dict(sorted(reasons.items())),
+        "asr_error": 0,
+        "evaluated": 0,
+    }
+
+
+def evaluate(
+    tree: str | Path,
+    subsets: Sequence[str] | None = None,
+    judge: str = "none",
+    icc_gt: str | Path | None = None,
+    backchannel_rules: str = bc.RULES_2025_06,
+    progress: bool = True,
+    **judge_opts: Any,
+) -> dict[str, Any]:
+    """Apply the official v1.0 rules to every eligible, transcribed sample; write and return summary.json.
+
+    `judge_opts` are JudgeConfig fields: model, base_url, api_key_env, seed, timeout_s, max_attempts,
+    reference_source.
+    """
+    tree = Path(tree)
+    say = _Progress(progress)
+    if judge not in JUDGES:
+        raise InputError(f"--judge {judge!r}: expected one of {', '.join(JUDGES)}")
+    if backchannel_rules not in bc.BACKCHANNEL_RULES:
+        raise InputError(f"--backchannel-rules {backchannel_rules!r}: expected one of {', '.join(bc.BACKCHANNEL_RULES)}")
+    manifest, manifest_sha = load_manifest(tree)
+    asr, asr_sha = load_asr(tree)
+    if asr.manifest_sha256 != manifest_sha:
+        raise RefusalError(
+            f"{tree / 'asr.json'}: made from a different manifest.json (sha256 {asr.manifest_sha256[:12]}..., "
+            f"now {manifest_sha[:12]}...); rerun `duplexeval fdb asr --tree {tree}`"
+        )
+    if subsets:
+        chosen = [validate_subset(s, "--subset") for s in dict.fromkeys(subsets)]
+        for s in chosen:
+            if not manifest.by_subset(s):
+                raise InputError(f"--subset {s}: the tree has no selected sample of this subset")
+        chosen = [s for s in manifest.subsets() if s in chosen]
+    else:
+        chosen = manifest.subsets()
+    unknown = set(judge_opts) - set(JudgeConfig.__dataclass_fields__)
+    if unknown:
+        raise InputError(f"unknown judge option(s): {', '.join(sorted(unknown))}")
+    config = JudgeConfig(**{k: v for k, v in judge_opts.items() if v is not None})
+    judge_obj = None
+    if judge == "openai" and USER_INTERRUPTION in {SUBSETS[s].task for s in chosen}:
+        judge_obj = Judge.create(config, tree)
+
+    results: dict[str, SubsetSummary] = {}
+    bc_info: dict[str, Any] | None = None
+    for subset in chosen:
+        entries = manifest.by_subset(subset)
+        task = SUBSETS[subset].task
+        say(f"{subset}: {len(entries)} selected sample(s)")
+        counts = _base_counts(subset, manifest, entries)
+        rows: list[dict[str, Any]] = []
+        ready: list[tuple[SampleEntry, list[Word], str]] = []
+        for e in entries:
+            if not e.eligible:
+                rows.append({"id": e.id, "evaluated": False, "reason": "ineligible: " + "; ".join(e.reasons)})
+                continue
+            rec = asr.samples.get(e.key)
+            if rec is None:
+                raise RefusalError(f"{tree / 'asr.json'}: eligible sample {e.key} was not transcribed; rerun asr")
+            if rec.status != "ok" or rec.output_json is None:
+                counts["asr_error"] += 1
+                rows.append({"id": e.id, "evaluated": False, "reason": f"asr error: {rec.error}"})
+                continue
+            words, text = _read_transcript(e, tree, rec.output_json)
+            ready.append((e, words, text))
+        if task == PAUSE_HANDLING:
+            done = [pause_sample(e.id, w) for e, w, _ in ready]
+            metrics = pause_metrics(done)
+            judge_block = None
+        elif task == TURN_TAKING:
+            done = [turn_taking_sample(e.id, w, _turn_end(_annotation(e, tree), f"{e.dir(tree) / 'turn_taking.json'}: sample {e.key}")) for e, w, _ in ready]  # type: ignore[misc]
+            metrics = turn_taking_metrics(done)  # type: ignore[arg-type]
+            judge_block = None
+        elif task == USER_INTERRUPTION:
+            done = []
+            for e, w, text in ready:
+                r, context, interrupt = _interrupt(_annotation(e, tree), f"{e.dir(tree) / 'interrupt.json'}: sample {e.key}")
+                done.append(interruption_sample(e.id, w, text, r, context, interrupt))  # type: ignore[arg-type]
+            if judge_obj is not None:
+                judge_obj.log_run_start(subset)
+                takeovers = [(e, s) for (e, _, _), s in zip(ready, done) if s.turn.tor == 1]  # type: ignore[union-attr]
+                for i, (e, s) in enumerate(takeovers, 1):
+                    say(f"{subset}: judging {e.id} ({i}/{len(takeovers)})")
+                    s.judge = judge_obj.rate(e.key, e.dir(tree), s.context, s.interrupt, s.response_text)  # type: ignore[union-attr]
+                stats = dict(judge_obj.stats)
+                judge_block = judge_obj.signature()
+                judge_block["rated"] = sum(1 for _, s in takeovers if s.judge and s.judge.rating is not None)  # type: ignore[union-attr]
+                judge_block["failed"] = len(takeovers) - judge_block["rated"]
+                judge_block["retried_samples"] = sum(1 for _, s in takeovers if s.judge and s.judge.attempts > 1)  # type: ignore[union-attr]
+                say(f"{subset}: judge requests {stats['requests']}, retries {stats['retries']}, reused {stats['reused']}, failed {stats['failed']}")
+            else:
+                judge_block = dict(NOT_JUDGED)
+            metrics = interruption_metrics(done, judged=judge_obj is not None)  # type: ignore[arg-type]
+        elif task == BACKCHANNEL:
+            done, counts_extra, bc_info = _backchannel(subset, tree, manifest, ready, icc_gt, backchannel_rules, rows, say)
+            counts.update(counts_extra)
+            metrics = bc.backchannel_metrics(done)  # type: ignore[arg-type]
+            judge_block = None
+        else:  # pragma: no cover - SUBSETS only holds the four tasks
+            raise AssertionError(task)
+        counts["evaluated"] = len(done)
+        rows.extend(s.to_json() for s in done)
+        order = {e.id: i for i, e in enumerate(entries)}
+        rows.sort(key=lambda r: order[r["id"]])
+        results[subset] = SubsetSummary(task, counts, metrics, rows, judge_block)
+        say(f"{subset}: evaluated {len(done)}: " + ", ".join(f"{k} {m.value if m.value is not None else 'null'}" for k, m in metrics.items()))
+
+    summary = build_summary(manifest_sha, asr_sha, rules_block(backchannel_rules, bc_info), results)
+    write_summary(tree, summary)
+    return summary
+
+
+def _backchannel(
+    subset: str,
+    tree: Path,
+    manifest: Manifest,
+    ready: list[tuple[SampleEntry, list[Word], str]],
+    icc_gt: str | Path | None,
+    rules: str,
+    rows: list[dict[str, Any]],
+    say: _Progress,
+) -> tuple[list[bc.BackchannelSample], dict[str, Any], dict[str, Any] | None]:
+    """VAD (official settings, 16 kHz assumed as the official call does) on each output.wav, then the loop."""
+    digit = [(e, w) for e, w, _ in ready if e.id.isdigit()]
+    for e, _, _ in ready:
+        if not e.id.isdigit():
+            rows.append({"id": e.id, "evaluated": False, "reason": "id is not all digits: the official script skips it"})
+    extra = {"skipped_non_digit_id": len(ready) - len(digit)}
+    if not digit:
+        return [], extra, None
+    from duplexeval import vad as vadmod
+
+    gt, gt_info = load_icc_gt(icc_gt, tree, manifest)
+    model = vadmod.load_vad()
+    info = {
+        "vad": vadmod.vad_signature(vadmod.OFFICIAL_SETTINGS),
+        "vad_rounding": "round(seconds, 1) as get_speech_timestamps(return_seconds=True)",
+        "vad_sampling_rate_assumed": vadmod.SAMPLE_RATE,
+        "icc_gt": gt_info,
+    }
+    done: list[bc.BackchannelSample] = []
+    for i, (e, words) in enumerate(digit, 1):
+        path = _check_file(e, tree, OUTPUT_WAV, e.files.get(OUTPUT_WAV), "manifest.json")
+        audio, rate = read_output_raw(path, e.key)
+        segments = model.segments_s(audio, vadmod.OFFICIAL_SETTINGS, official_rounding=True)
+        try:
+            done.append(bc.backchannel_sample(e.id, segments, words, len(audio), rate, gt.get(e.id), rules))
+        except KeyError:
+            raise InputError(f"{gt_info['file']}: has no distribution for sample {e.key} (keys are folder ids)") from None
+        if i % 10 == 0:
+            say(f"{subset}: VAD {i}/{len(digit)}")
+    return done, extra, info
+
+
+__all__ = ["evaluate", "load_icc_gt", "ICC_GT_MISSING"]

@@ -1,0 +1,89 @@
+"""`summary.json`: the official-rule numbers, with the hashes of the inputs they were made from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duplexeval.fdb.official.metric import Metric
+from duplexeval.fdb.tree import SUMMARY_FILE
+from duplexeval.jsonio import write_json
+
+SUMMARY_KIND = "duplexeval.fdb.summary"
+SUMMARY_SCHEMA_VERSION = 1
+RULES_NAME = "fdb-v1.0-official"
+REPRODUCES = "DanielLin94144/Full-Duplex-Bench evaluation/ at f582595 (2025-06-11), the code behind the v1.0 table"
+NOT_JUDGED = {"label": "not judged", "mode": "none"}
+
+
+@dataclass
+class SubsetSummary:
+    """One subset's block: counts of every selected sample, the printed metrics, per-sample values."""
+
+    task: str
+    counts: dict[str, Any]
+    metrics: dict[str, Metric]
+    samples: list[dict[str, Any]]
+    judge: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_evaluated(self) -> int:
+        return sum(1 for s in self.samples if s.get("evaluated"))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "task": self.task,
+            "n_evaluated": self.n_evaluated,
+            "counts": self.counts,
+            "metrics": {k: m.to_json() for k, m in self.metrics.items()},
+        }
+        if self.judge is not None:
+            out["judge"] = self.judge
+        out.update(self.extra)
+        out["samples"] = self.samples
+        return out
+
+
+def rules_block(backchannel_rules: str, backchannel: dict[str, Any] | None) -> dict[str, Any]:
+    """What rule set the numbers reproduce, and every constant that matters."""
+    from duplexeval.fdb.official import backchannel as bc
+    from duplexeval.fdb.official import rules
+
+    out: dict[str, Any] = {
+        "name": RULES_NAME,
+        "reproduces": REPRODUCES,
+        "take_turn": {
+            "turn_duration_threshold_s": rules.TURN_DURATION_THRESHOLD_S,
+            "turn_num_words_threshold": rules.TURN_NUM_WORDS_THRESHOLD,
+        },
+        "times": "float arithmetic on the output.json times as written (no microsecond rounding)",
+        "backchannel_rules": backchannel_rules,
+        "backchannel": {
+            "window_s": bc.WINDOW_S,
+            "epsilon": bc.EPSILON,
+            "time_threshold_s": bc.TIME_THRESHOLD_S,
+            "no_backchannel_jsd": bc.NO_BACKCHANNEL_JSD,
+        },
+    }
+    if backchannel is not None:
+        out["backchannel"].update(backchannel)
+    return out
+
+
+def build_summary(manifest_sha256: str, asr_sha256: str, rules: dict[str, Any], subsets: dict[str, SubsetSummary]) -> dict[str, Any]:
+    """The summary.json object (key order fixed, so the bytes are deterministic)."""
+    return {
+        "kind": SUMMARY_KIND,
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "manifest_sha256": manifest_sha256,
+        "asr_sha256": asr_sha256,
+        "rules": rules,
+        "subsets": {name: s.to_json() for name, s in subsets.items()},
+    }
+
+
+def write_summary(tree: str | Path, summary: dict[str, Any]) -> str:
+    """Write TREE/summary.json atomically; returns its SHA-256."""
+    return write_json(Path(tree) / SUMMARY_FILE, summary)

@@ -1,0 +1,80 @@
+"""Official smooth turn-taking rule (`eval_smooth_turn_taking.py`).
+
+Latency = first word start minus `turn_taking.json[0].timestamp[0]`, clamped at 0 (and still
+averaged), over takeovers only; no takeover in the subset is a division by zero for the script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from duplexeval.fdb.official.metric import NO_SAMPLES, Metric, null_metric, plain_mean
+from duplexeval.fdb.official.rules import TakeTurn, clamp_latency, take_turn
+from duplexeval.fdb.transcript import Word
+
+AVERAGE_TAKE_TURN = "Average take turn"
+AVERAGE_LATENCY = "Average latency"
+NO_TAKEOVER = "no takeover: the official script divides by zero here (and prints no result for this subset)"
+NOT_PRINTED = "computed as the official script does, but it crashes before printing it (no takeover in the subset)"
+
+
+@dataclass(frozen=True)
+class TurnTakingSample:
+    """One evaluated turn-taking sample."""
+
+    id: str
+    turn_end_s: float
+    turn: TakeTurn
+    latency_s: float | None  # raw, may be negative; None without a takeover
+    latency_clamped_s: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "evaluated": True,
+            "tor": self.turn.tor,
+            "n_words": self.turn.n_words,
+            "span_s": self.turn.span_s,
+            "turn_end_s": self.turn_end_s,
+            "first_word_s": self.turn.first_start_s,
+            "latency_s": self.latency_s,
+            "latency_clamped_s": self.latency_clamped_s,
+            "official_crash": self.turn.crash,
+        }
+
+
+def latency_sample(turn: TakeTurn, reference_s: float) -> tuple[float | None, float | None]:
+    """(raw, clamped) latency of a takeover: first word start minus the reference time."""
+    if turn.tor != 1 or turn.first_start_s is None:
+        return None, None
+    raw = turn.first_start_s - reference_s
+    return raw, clamp_latency(raw)
+
+
+def turn_taking_sample(sample_id: str, words: Sequence[Word], turn_end_s: float) -> TurnTakingSample:
+    """Per-sample TOR and latency; a null last end is an official crash (TOR None)."""
+    turn = take_turn(words, null_last_end_uses_start=False)
+    raw, clamped = latency_sample(turn, turn_end_s)
+    return TurnTakingSample(sample_id, turn_end_s, turn, raw, clamped)
+
+
+def crash_note(samples: Sequence[Any]) -> str | None:
+    """If any sample would crash the official script, the note naming the first one."""
+    for s in samples:
+        if s.turn.crash:
+            return f"sample {s.id}: {s.turn.crash} (and prints no result for this subset)"
+    return None
+
+
+def turn_taking_metrics(samples: Sequence[TurnTakingSample]) -> dict[str, Metric]:
+    """`Average take turn` over all samples (higher is better), `Average latency` over takeovers."""
+    crash = crash_note(samples)
+    if crash:
+        return {AVERAGE_TAKE_TURN: null_metric(len(samples), crash), AVERAGE_LATENCY: null_metric(0, crash)}
+    lat = [s.latency_clamped_s for s in samples if s.turn.tor == 1]
+    tor_note = NOT_PRINTED if samples and not lat else None
+    tor = plain_mean([s.turn.tor for s in samples], NO_SAMPLES, tor_note)  # type: ignore[misc]
+    latency = plain_mean(lat, NO_SAMPLES if not samples else NO_TAKEOVER)  # type: ignore[arg-type]
+    return {AVERAGE_TAKE_TURN: tor, AVERAGE_LATENCY: latency}

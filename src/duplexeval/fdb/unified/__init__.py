@@ -1,0 +1,135 @@
+"""The unified Full-Duplex-Bench v1.0 scorer (spec 000): `score(tree)` writes unified.json and unified-samples.jsonl.
+
+Stages: `load` (refusals, hash and time checks, integer µs) -> `pause` / `turn_taking` / `interruption`
+(pure per-sample rows; interruption also takes VAD segments from `speech`) -> `aggregate` (metrics with
+their statistics) -> `report` (the printed tables). Same tree in, same bytes out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duplexeval.fdb.tree import (
+    SUBSET_ORDER,
+    SUBSETS,
+    UNIFIED_FILE,
+    UNIFIED_SAMPLES_FILE,
+    USER_INTERRUPTION,
+    BACKCHANNEL,
+    PAUSE_HANDLING,
+    TURN_TAKING,
+)
+from duplexeval.fdb.unified.aggregate import subset_block
+from duplexeval.fdb.unified.interruption import score_interruption
+from duplexeval.fdb.unified.load import InterruptionInput, LoadedTree, PauseInput, TurnInput, load_tree
+from duplexeval.fdb.unified.pause import score_pause
+from duplexeval.fdb.unified.speech import Segmenter
+from duplexeval.fdb.unified.turn_taking import score_turn
+from duplexeval.jsonio import atomic_write_text, dumps_line, write_json
+
+DEFINITIONS = "fdb-v1.0-unified-4"
+
+__all__ = ["DEFINITIONS", "UnifiedResult", "score"]
+
+
+@dataclass
+class UnifiedResult:
+    """The scorer's output: `to_json()` is unified.json, `rows` the lines of unified-samples.jsonl."""
+
+    tree: Path
+    unified: dict[str, Any]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.unified
+
+    def samples_jsonl(self) -> str:
+        """unified-samples.jsonl text: one compact JSON object per selected sample of the scored subsets."""
+        return "".join(dumps_line(r) for r in self.rows)
+
+    def subset(self, name: str) -> dict[str, Any]:
+        return self.unified["subsets"][name]
+
+
+def _rows_and_blocks(loaded: LoadedTree, segmenter: Segmenter | None, jobs: int | None) -> tuple[dict, list]:
+    from duplexeval.fdb.unified import speech
+
+    inter = [ls for ls in loaded.samples if isinstance(ls.input, InterruptionInput)]
+    if inter:
+        paths = [ls.input.wav_path for ls in inter]  # type: ignore[union-attr]
+        segs = segmenter(paths) if segmenter is not None else speech.segment_files(paths, jobs)
+        seg_of = {id(ls): s for ls, s in zip(inter, segs)}
+    else:
+        seg_of = {}
+
+    blocks: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    for subset in SUBSET_ORDER:
+        members = [ls for ls in loaded.samples if ls.entry.subset == subset]
+        if not members:
+            continue
+        task = SUBSETS[subset].task
+        scored = []
+        for ls in members:
+            row = None
+            inp = ls.input
+            if isinstance(inp, PauseInput):
+                row = score_pause(inp)
+            elif isinstance(inp, TurnInput):
+                row = score_turn(inp)
+            elif isinstance(inp, InterruptionInput):
+                row = score_interruption(inp, seg_of[id(ls)])
+            if row is not None:
+                scored.append(row)
+            if task == BACKCHANNEL:
+                continue
+            out = {
+                "subset": subset,
+                "sample_id": ls.entry.id,
+                "task": task,
+                "eligible": ls.entry.eligible,
+                "reasons": list(ls.entry.reasons),
+            }
+            if row is not None:
+                out.update(row.to_json())
+            rows.append(out)
+        blocks[subset] = subset_block(subset, [ls.entry for ls in members], scored,
+                                      loaded.manifest.declared.get(subset))
+    return blocks, rows
+
+
+def score(
+    tree: str | Path,
+    *,
+    write: bool = True,
+    segmenter: Segmenter | None = None,
+    jobs: int | None = None,
+) -> UnifiedResult:
+    """Score a tree by the unified rules; writes TREE/unified.json and TREE/unified-samples.jsonl when `write`.
+
+    `segmenter` replaces the Silero VAD (tests); `jobs` caps VAD worker processes.
+    """
+    loaded = load_tree(tree)
+    blocks, rows = _rows_and_blocks(loaded, segmenter, jobs)
+    if segmenter is None:
+        from duplexeval.fdb.unified import speech
+
+        vad = speech.signature()
+    else:
+        vad = getattr(segmenter, "signature", {"package": "injected", "note": "segments supplied by the caller"})
+    unified = {
+        "definitions": DEFINITIONS,
+        "manifest_sha256": loaded.manifest_sha256,
+        "asr_sha256": loaded.asr_sha256,
+        "vad": vad,
+        "subsets": blocks,
+    }
+    result = UnifiedResult(loaded.root, unified, rows)
+    if write:
+        write_json(loaded.root / UNIFIED_FILE, unified)
+        atomic_write_text(loaded.root / UNIFIED_SAMPLES_FILE, result.samples_jsonl())
+    return result
+
+

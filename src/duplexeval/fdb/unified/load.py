@@ -1,0 +1,300 @@
+"""Load a tree for the unified scorer: refusals, hash checks and time checks, into integer-µs inputs.
+
+Every comparison in the scorer is on integers: transcript and annotation times are rounded to the
+microsecond (`to_us`), and VAD sample indices are compared in half-microsecond ticks (see
+`interruption.py`). A failed check raises one line naming the file, the sample and the problem.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.transcript import parse_output_json, to_us
+from duplexeval.fdb.tree import (
+    ASR_FILE,
+    MANIFEST_FILE,
+    OUTPUT_JSON,
+    OUTPUT_WAV,
+    PAUSE_HANDLING,
+    SUBSETS,
+    TURN_TAKING,
+    USER_INTERRUPTION,
+    AsrRecord,
+    Manifest,
+    SampleEntry,
+    load_asr,
+    load_manifest,
+)
+from duplexeval.jsonio import sha256_bytes
+
+SAMPLE_RATE = 16000
+SCORED_TASKS = (PAUSE_HANDLING, TURN_TAKING, USER_INTERRUPTION)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A transcript word in integer µs; `end_us` equals `start_us` for a null end (zero-length word)."""
+
+    start_us: int
+    end_us: int
+
+
+@dataclass(frozen=True)
+class PauseInput:
+    """A pause-handling sample: T, the model's words and the annotated pauses `[a, b]`, all in µs."""
+
+    T_us: int
+    words: tuple[Span, ...]
+    pauses: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """A turn-taking sample: T, the model's words and the reference E (end of the user's turn), in µs."""
+
+    T_us: int
+    words: tuple[Span, ...]
+    E_us: int
+
+
+@dataclass(frozen=True)
+class InterruptionInput:
+    """An interruption sample: T, words (all at or after R), S and R in µs, and the checked output.wav."""
+
+    T_us: int
+    words: tuple[Span, ...]
+    S_us: int
+    R_us: int
+    n_samples: int
+    wav_path: Path
+
+
+SampleInput = PauseInput | TurnInput | InterruptionInput
+
+
+@dataclass
+class LoadedSample:
+    """One selected sample: its manifest entry and, when eligible and scored, its checked input."""
+
+    entry: SampleEntry
+    input: SampleInput | None
+
+
+@dataclass
+class LoadedTree:
+    """The checked tree: the manifest, the file hashes and every selected sample in manifest order."""
+
+    root: Path
+    manifest: Manifest
+    manifest_sha256: str
+    asr: AsrRecord
+    asr_sha256: str
+    samples: list[LoadedSample]
+
+
+def _where(path: Path, entry: SampleEntry) -> str:
+    return f"{path}: sample {entry.key}"
+
+
+def _read_checked(path: Path, entry: SampleEntry, expected: str, against: str) -> bytes:
+    """Read a file and refuse when its SHA-256 differs from the hash recorded in `against`."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{_where(path, entry)}: file not found") from None
+    except OSError as exc:
+        raise InputError(f"{_where(path, entry)}: cannot read: {exc}") from None
+    digest = sha256_bytes(data)
+    if digest != expected:
+        raise RefusalError(
+            f"{_where(path, entry)}: file differs from {against} (sha256 {digest[:12]}..., "
+            f"recorded {expected[:12]}...); rerun the stage that wrote it"
+        )
+    return data
+
+
+def _json(data: bytes, path: Path, entry: SampleEntry) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{_where(path, entry)}: invalid JSON: {exc}") from None
+
+
+def _number(x: Any) -> bool:
+    return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def _timestamp_pair(item: Any, path: Path, entry: SampleEntry, what: str) -> tuple[float, float]:
+    """The two numbers of an annotation item's `timestamp`, as written (messages quote them as in the file)."""
+    ts = item.get("timestamp") if isinstance(item, dict) else None
+    if not isinstance(ts, list) or len(ts) != 2 or not all(_number(v) for v in ts):
+        raise InputError(f"{_where(path, entry)}: {what} needs 'timestamp': [start, end] with two finite numbers")
+    return ts[0], ts[1]
+
+
+def _first_item(obj: Any, path: Path, entry: SampleEntry) -> Any:
+    if not isinstance(obj, list) or not obj:
+        raise InputError(f"{_where(path, entry)}: annotation must be a non-empty list")
+    return obj[0]
+
+
+def _in_window(t_us: int, T_us: int) -> bool:
+    return 0 <= t_us <= T_us
+
+
+def fmt_s(us: int) -> str:
+    """A µs time as seconds for messages."""
+    return f"{us / 1e6:.6f}".rstrip("0").rstrip(".") + " s"
+
+
+def parse_pauses(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> tuple[tuple[int, int], ...]:
+    """pause.json: at least one pause, each [a, b] with a <= b inside [0, T], sorted, not overlapping."""
+    if not isinstance(obj, list) or not obj:
+        raise InputError(f"{_where(path, entry)}: pause.json lists no pause")
+    pauses: list[tuple[int, int]] = []
+    for i, item in enumerate(obj):
+        a, b = _timestamp_pair(item, path, entry, f"pause {i}")
+        a_us, b_us = to_us(a), to_us(b)
+        if a_us > b_us:
+            raise InputError(f"{_where(path, entry)}: pause {i} ends before it starts ({a!r} > {b!r})")
+        if not (_in_window(a_us, T_us) and _in_window(b_us, T_us)):
+            raise InputError(f"{_where(path, entry)}: pause {i} [{a!r}, {b!r}] is not inside [0, T={fmt_s(T_us)}]")
+        if pauses and a_us < pauses[-1][1]:
+            raise InputError(
+                f"{_where(path, entry)}: pause {i} [{a!r}, {b!r}] starts before pause {i - 1} ends "
+                "(pauses must be sorted and not overlapping)"
+            )
+        pauses.append((a_us, b_us))
+    return tuple(pauses)
+
+
+def parse_turn_taking(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> int:
+    """turn_taking.json: E = [0].timestamp[0] inside [0, T]."""
+    E, _ = _timestamp_pair(_first_item(obj, path, entry), path, entry, "turn_taking.json[0]")
+    E_us = to_us(E)
+    if not _in_window(E_us, T_us):
+        raise InputError(f"{_where(path, entry)}: E={E!r} is not inside [0, T={fmt_s(T_us)}]")
+    return E_us
+
+
+def parse_interrupt(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> tuple[int, int]:
+    """interrupt.json: [0].timestamp = [S, R] inside [0, T] with S <= R."""
+    S, R = _timestamp_pair(_first_item(obj, path, entry), path, entry, "interrupt.json[0]")
+    S_us, R_us = to_us(S), to_us(R)
+    for name, v, v_us in (("S", S, S_us), ("R", R, R_us)):
+        if not _in_window(v_us, T_us):
+            raise InputError(f"{_where(path, entry)}: {name}={v!r} is not inside [0, T={fmt_s(T_us)}]")
+    if S_us > R_us:
+        raise InputError(f"{_where(path, entry)}: S={S!r} is after R={R!r}")
+    return S_us, R_us
+
+
+def parse_words(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> tuple[Span, ...]:
+    """output.json words in µs; every word must start in [0, T]; a null end is zero-length at the start.
+
+    An end before its start (never written by our ASR) is treated like a null end: the word covers no time.
+    """
+    words = parse_output_json(obj, f"{_where(path, entry)}")
+    spans: list[Span] = []
+    for i, w in enumerate(words):
+        s_us = to_us(w.start)
+        if not _in_window(s_us, T_us):
+            raise InputError(
+                f"{_where(path, entry)}: word {i} ({w.text.strip()!r}) starts at {w.start!r}, "
+                f"outside [0, T={fmt_s(T_us)}]"
+            )
+        e_us = s_us if w.end is None else max(s_us, to_us(w.end))
+        spans.append(Span(s_us, e_us))
+    return tuple(spans)
+
+
+def check_wav(data: bytes, T_us: int, path: Path, entry: SampleEntry) -> int:
+    """output.wav must be mono 16 kHz with exactly round(T * 16000) samples; returns that count."""
+    import soundfile as sf
+
+    try:
+        info = sf.info(io.BytesIO(data))
+    except (RuntimeError, OSError) as exc:
+        raise InputError(f"{_where(path, entry)}: cannot read audio: {exc}") from None
+    T = entry.T
+    want = int(round(T * SAMPLE_RATE))
+    if info.samplerate != SAMPLE_RATE:
+        raise InputError(f"{_where(path, entry)}: sample rate {info.samplerate} Hz, expected {SAMPLE_RATE} Hz")
+    if info.channels != 1:
+        raise InputError(f"{_where(path, entry)}: {info.channels} channels, expected mono")
+    if info.frames != want:
+        raise InputError(
+            f"{_where(path, entry)}: {info.frames} samples, expected exactly round(T*16000) = {want} (T={T!r} s)"
+        )
+    return want
+
+
+def load_sample(root: Path, entry: SampleEntry, asr: AsrRecord) -> SampleInput:
+    """Check one eligible sample of a scored subset (hashes first, then times) and build its input."""
+    sdir = root / entry.subset / entry.id
+    T_us = to_us(entry.T)
+    ann_name = SUBSETS[entry.subset].annotation
+    assert ann_name is not None
+    ann_path = sdir / ann_name
+    ann = _json(_read_checked(ann_path, entry, entry.files[ann_name], MANIFEST_FILE), ann_path, entry)
+
+    oj_path = sdir / OUTPUT_JSON
+    rec = asr.samples.get(entry.key)
+    if rec is None:
+        raise RefusalError(f"{root / ASR_FILE}: sample {entry.key}: eligible sample is not in asr.json; rerun asr")
+    if rec.status != "ok" or rec.output_json is None:
+        raise RefusalError(
+            f"{root / ASR_FILE}: sample {entry.key}: ASR failed ({rec.error}); rerun asr before scoring"
+        )
+    transcript = _json(_read_checked(oj_path, entry, rec.output_json, ASR_FILE), oj_path, entry)
+
+    task = entry.task
+    if task == PAUSE_HANDLING:
+        pauses = parse_pauses(ann, T_us, ann_path, entry)
+        return PauseInput(T_us, parse_words(transcript, T_us, oj_path, entry), pauses)
+    if task == TURN_TAKING:
+        E_us = parse_turn_taking(ann, T_us, ann_path, entry)
+        return TurnInput(T_us, parse_words(transcript, T_us, oj_path, entry), E_us)
+    assert task == USER_INTERRUPTION
+    S_us, R_us = parse_interrupt(ann, T_us, ann_path, entry)
+    words = parse_words(transcript, T_us, oj_path, entry)
+    for i, w in enumerate(words):
+        if w.start_us < R_us:
+            raise InputError(
+                f"{_where(oj_path, entry)}: word {i} starts at {fmt_s(w.start_us)}, before R={fmt_s(R_us)} "
+                "(interruption transcripts hold only words from R on)"
+            )
+    wav_path = sdir / OUTPUT_WAV
+    data = _read_checked(wav_path, entry, entry.files[OUTPUT_WAV], MANIFEST_FILE)
+    audio_sha = rec.extra.get("audio_sha256")
+    if isinstance(audio_sha, str) and audio_sha != entry.files[OUTPUT_WAV]:
+        raise RefusalError(
+            f"{root / ASR_FILE}: sample {entry.key}: transcribed a different output.wav than manifest.json records; rerun asr"
+        )
+    n = check_wav(data, T_us, wav_path, entry)
+    return InterruptionInput(T_us, words, S_us, R_us, n, wav_path)
+
+
+def load_tree(tree: str | Path) -> LoadedTree:
+    """Load manifest.json and asr.json (refusing a tree without asr.json) and check every eligible scored sample."""
+    root = Path(tree)
+    manifest, msha = load_manifest(root)
+    asr, asha = load_asr(root)
+    if asr.manifest_sha256 != msha:
+        raise RefusalError(
+            f"{root / ASR_FILE}: made from a different manifest.json (recorded {asr.manifest_sha256[:12]}..., "
+            f"current {msha[:12]}...); rerun asr"
+        )
+    samples: list[LoadedSample] = []
+    for entry in manifest.samples:
+        inp = None
+        if entry.eligible and entry.task in SCORED_TASKS:
+            inp = load_sample(root, entry, asr)
+        samples.append(LoadedSample(entry, inp))
+    return LoadedTree(root, manifest, msha, asr, asha, samples)

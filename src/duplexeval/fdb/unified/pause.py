@@ -1,0 +1,106 @@
+"""Pause handling per sample (spec 000): intrusion flags, owned intervals and pause coverage, in integer µs.
+
+The window is a non-yielding user turn: from the first pause start to T, a model word onset takes the
+floor too early. Pause i owns [a_i, a_{i+1}); the last pause owns [a_n, T] (closed, so a word at T counts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from duplexeval.fdb.unified.load import PauseInput, Span
+
+
+@dataclass(frozen=True)
+class PauseRow:
+    """The per-sample pause quantities; the flags feed the sample shares, the counts the pooled ratios."""
+
+    pause_intrusion: bool
+    inside_pause_onset: bool
+    pre_pause_speech: bool
+    carry_in: bool
+    any_speech: bool
+    intrusion_words: int
+    n_pauses: int
+    pauses_intruded: int
+    pause_us: int
+    covered_us: int
+    first_pause_us: int
+    pauses: tuple[tuple[int, int], ...]
+    n_words: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The spec's per-sample fields for unified-samples.jsonl (times in seconds)."""
+        return {
+            "pause_intrusion": self.pause_intrusion,
+            "inside_pause_onset": self.inside_pause_onset,
+            "pre_pause_speech": self.pre_pause_speech,
+            "carry_in": self.carry_in,
+            "any_speech": self.any_speech,
+            "intrusion_words": self.intrusion_words,
+            "n_words": self.n_words,
+            "first_pause_s": self.first_pause_us / 1e6,
+            "pauses": [[a / 1e6, b / 1e6] for a, b in self.pauses],
+            "n_pauses": self.n_pauses,
+            "pauses_intruded": self.pauses_intruded,
+            "pause_s": self.pause_us / 1e6,
+            "intrusion_s": self.covered_us / 1e6,
+        }
+
+
+def union_length_inside(spans: list[tuple[int, int]], windows: tuple[tuple[int, int], ...]) -> int:
+    """Length of (union of spans) ∩ (union of disjoint windows); zero-length spans add nothing."""
+    merged: list[list[int]] = []
+    for s, e in sorted(sp for sp in spans if sp[1] > sp[0]):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    total = 0
+    for a, b in windows:
+        for s, e in merged:
+            lo, hi = max(a, s), min(b, e)
+            if hi > lo:
+                total += hi - lo
+    return total
+
+
+def owned_intervals(pauses: tuple[tuple[int, int], ...], T_us: int) -> list[tuple[int, int, bool]]:
+    """(start, end, end_closed) for each pause's owned time: to the next pause start, the last to T inclusive."""
+    out: list[tuple[int, int, bool]] = []
+    for i, (a, _) in enumerate(pauses):
+        if i + 1 < len(pauses):
+            out.append((a, pauses[i + 1][0], False))
+        else:
+            out.append((a, T_us, True))
+    return out
+
+
+def score_pause(inp: PauseInput) -> PauseRow:
+    """All pause-handling quantities of one eligible sample."""
+    words: tuple[Span, ...] = inp.words
+    p1 = inp.pauses[0][0]
+    starts = [w.start_us for w in words]
+    intruding = [s for s in starts if s >= p1]
+    inside = any(a <= s < b for s in starts for a, b in inp.pauses)
+    carry = any(w.start_us < p1 < w.end_us for w in words)
+    intruded = 0
+    for lo, hi, closed in owned_intervals(inp.pauses, inp.T_us):
+        if any(lo <= s and (s <= hi if closed else s < hi) for s in starts):
+            intruded += 1
+    return PauseRow(
+        pause_intrusion=bool(intruding),
+        inside_pause_onset=inside,
+        pre_pause_speech=any(s < p1 for s in starts),
+        carry_in=carry,
+        any_speech=bool(words),
+        intrusion_words=len(intruding),
+        n_pauses=len(inp.pauses),
+        pauses_intruded=intruded,
+        pause_us=sum(b - a for a, b in inp.pauses),
+        covered_us=union_length_inside([(w.start_us, w.end_us) for w in words], inp.pauses),
+        first_pause_us=p1,
+        pauses=inp.pauses,
+        n_words=len(words),
+    )

@@ -1,0 +1,141 @@
+"""The printed unified report (rich): per subset, each metric's value, interval, count and selected bounds,
+with the official numbers from summary.json under them when it was made from the same inputs.
+
+summary.json is only displayed, never used for scoring; a missing or mismatched one leaves one line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from duplexeval.fdb.tree import SUMMARY_FILE, USER_INTERRUPTION
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The reference column: the summary's subsets when usable, else a one-line reason it is left out."""
+
+    subsets: dict[str, Any] | None
+    message: str | None
+
+
+def load_reference(tree: str | Path, manifest_sha256: str, asr_sha256: str) -> Reference:
+    """Read TREE/summary.json for display; usable only when both of its input hashes match the current files."""
+    from duplexeval.errors import InputError
+    from duplexeval.jsonio import read_json
+
+    path = Path(tree) / SUMMARY_FILE
+    if not path.is_file():
+        return Reference(None, "No summary.json, so no reference column (run `duplexeval fdb evaluate` first).")
+    try:
+        obj = read_json(path)
+    except InputError as exc:
+        return Reference(None, f"Reference column left out: {exc}")
+    if not isinstance(obj, dict) or not isinstance(obj.get("subsets"), dict):
+        return Reference(None, "Reference column left out: summary.json has no 'subsets' object.")
+    changed = [
+        name
+        for name, key, current in (("manifest.json", "manifest_sha256", manifest_sha256), ("asr.json", "asr_sha256", asr_sha256))
+        if obj.get(key) != current
+    ]
+    if changed:
+        return Reference(
+            None,
+            f"Reference column left out: {' and '.join(changed)} changed since summary.json was written "
+            "(rerun `duplexeval fdb evaluate`).",
+        )
+    return Reference(obj["subsets"], None)
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return str(x)
+    return f"{x:.{digits}f}"
+
+
+def _iv(iv: Any, unit: str = "") -> str:
+    if iv is None:
+        return "—"
+    lo, hi = iv
+    return f"[{_num(lo) if lo is not None else 'not reached'}, {_num(hi) if hi is not None else 'not reached'}]{unit}"
+
+
+def metric_cells(m: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(value, interval, count, selected bounds) strings for a share, pooled ratio or latency."""
+    if "selected_bounds" in m:  # share of samples
+        return _num(m["value"]), _iv(m["interval"]), f"{m['count']}/{m['n']}", _iv(m["selected_bounds"])
+    if "median" in m:  # latency
+        if m["n"] == 0:
+            return "—", "—", "n=0", ""
+        med = "not reached" if m["median"] is None else f"{_num(m['median'])} s"
+        p90 = "not reached" if m["p90"] is None else f"{_num(m['p90'])} s"
+        return f"median {med}, p90 {p90}", _iv(m["median_interval"], " s"), f"n={m['n']}", ""
+    if "numerator_s" in m:
+        return _num(m["value"]), _iv(m["interval"]), f"{_num(m['numerator_s'], 2)}/{_num(m['denominator_s'], 2)} s", ""
+    return _num(m["value"]), _iv(m["interval"]), f"{m['numerator']}/{m['denominator']} pauses", ""
+
+
+def _counts_line(block: dict[str, Any]) -> str:
+    c = block["counts"]
+    cov = block.get("coverage")
+    parts = [
+        f"selected {c['selected']} of {c['declared'] if c['declared'] is not None else '?'} declared",
+        f"eligible {c['eligible']}" + (f" (coverage {cov:.3f})" if cov is not None else ""),
+        f"ineligible {c['ineligible']}",
+    ]
+    if c["ineligible_reasons"]:
+        parts.append("reasons: " + ", ".join(f"{k} {v}" for k, v in c["ineligible_reasons"].items()))
+    skip = {"selected", "eligible", "ineligible", "ineligible_reasons", "declared"}
+    extra = [f"{k} {v}" for k, v in c.items() if k not in skip]
+    if extra:
+        parts.append(", ".join(extra))
+    if block.get("min_observable_s") is not None:
+        parts.append(f"min_observable_s {block['min_observable_s']:.3f}")
+    return "; ".join(parts)
+
+
+def _reference_table(subset: str, ref: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    title = f"reference: official rules (summary.json), {ref.get('n_evaluated', '?')} evaluated"
+    if subset == USER_INTERRUPTION or "judge" in ref:
+        label = (ref.get("judge") or {}).get("label", "not judged")
+        title += f"; judge: {label}"
+    t = Table(title=title, title_justify="left", show_edge=False)
+    for col in ("metric", "value", "std", "n", "note"):
+        t.add_column(col)
+    for name, m in (ref.get("metrics") or {}).items():
+        if isinstance(m, dict):
+            t.add_row(name, _num(m.get("value")), _num(m.get("std")), str(m.get("n", "")), str(m.get("note") or ""))
+    return t
+
+
+def render(result: Any, reference: Reference, console: Any = None) -> None:
+    """Print every subset's unified metrics (and the reference column when usable) with rich tables."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    u = result.to_json()
+    console.print(f"[bold]Unified FDB v1.0 metrics[/bold] ({u['definitions']}), tree {result.tree}")
+    for subset, block in u["subsets"].items():
+        console.print()
+        console.print(f"[bold]{subset}[/bold] ({block['task']}): {_counts_line(block)}")
+        if block["metrics"]:
+            t = Table(show_edge=False)
+            for col in ("metric", "value", "95% interval", "count", "bounds (all selected)"):
+                t.add_column(col)
+            for name, m in block["metrics"].items():
+                t.add_row(name, *metric_cells(m))
+            console.print(t)
+        else:
+            console.print("  counted only: no unified metric (the official frequency and JSD are the reference)")
+        if reference.subsets is not None and isinstance(reference.subsets.get(subset), dict):
+            console.print(_reference_table(subset, reference.subsets[subset]))
+    if reference.message:
+        console.print()
+        console.print(reference.message)

@@ -1,0 +1,96 @@
+"""Build a system from `NAME[:key=value,...]`, with one-line errors for unknown names, keys and bad values."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from typing import Any
+
+from duplexeval.errors import InputError
+from duplexeval.systems.base import System
+
+# Commas separate parameters only where the next part starts with `key=`, so a text value may hold commas.
+_SPLIT = re.compile(r",(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+_FACTORIES: dict[str, type] = {}
+
+
+def register_system(name: str, cls: type) -> None:
+    """Make a dataclass system available under `name` (network adapters will register here)."""
+    _FACTORIES[name] = cls
+
+
+def _ensure_builtins() -> None:
+    if not _FACTORIES:
+        from duplexeval.systems.baselines import BASELINES
+
+        for name, cls in BASELINES.items():
+            register_system(name, cls)
+
+
+def system_names() -> list[str]:
+    _ensure_builtins()
+    return list(_FACTORIES)
+
+
+def _coerce(spec: str, key: str, raw: str, default: Any) -> Any:
+    kind = type(default)
+    try:
+        if kind is bool:
+            low = raw.strip().lower()
+            if low not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError
+            return low in ("true", "1", "yes")
+        if kind is int:
+            return int(raw.strip())
+        if kind is float:
+            value = float(raw.strip())
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError
+            return value
+        return raw
+    except ValueError:
+        raise InputError(f"--system {spec!r}: {key}={raw!r} is not a valid {kind.__name__}") from None
+
+
+def parse_system_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """Split `NAME[:k=v,...]` into the name and raw values (no type checks yet)."""
+    name, _, rest = spec.partition(":")
+    name = name.strip()
+    raw: dict[str, str] = {}
+    if rest.strip():
+        for part in _SPLIT.split(rest):
+            key, eq, value = part.partition("=")
+            key = key.strip()
+            if not eq or not _KEY.match(key):
+                raise InputError(f"--system {spec!r}: expected key=value, got {part!r}")
+            if key in raw:
+                raise InputError(f"--system {spec!r}: {key} given twice")
+            raw[key] = value
+    return name, raw
+
+
+def make_system(spec: str) -> System:
+    """Build the system `spec` names, with every parameter checked."""
+    _ensure_builtins()
+    name, raw = parse_system_spec(spec)
+    if name not in _FACTORIES:
+        raise InputError(f"--system {spec!r}: unknown system {name!r} (known: {', '.join(_FACTORIES)})")
+    cls = _FACTORIES[name]
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in fields:
+            known = ", ".join(fields) or "none"
+            raise InputError(f"--system {spec!r}: {name} has no parameter {key!r} (known: {known})")
+        kwargs[key] = _coerce(spec, key, value, fields[key].default)
+    system = cls(**kwargs)
+    check: Callable[[], None] | None = getattr(system, "validate", None)
+    if check is not None:
+        try:
+            check()
+        except ValueError as exc:
+            raise InputError(f"--system {spec!r}: {exc}") from None
+    return system

@@ -1,0 +1,152 @@
+"""Drive one session over one input: push 80 ms frames on a clock, poll output, record a trace.
+
+FDB feeds only the input: after the last frame the runner keeps polling until T and then closes
+the session; nothing received after T is observed. An exception inside the system is recorded
+in the trace (the sample becomes ineligible with reason `system_error`), never raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from duplexeval.systems.base import (
+    EVENT_KINDS,
+    FRAME_SAMPLES,
+    INPUT_SAMPLE_RATE,
+    ControlEvent,
+    OutputChunk,
+    ProtocolViolation,
+    SampleInfo,
+    System,
+)
+from duplexeval.systems.clock import VirtualClock
+
+# A wall-clock send later than this past its slot makes the sample ineligible (`input_pacing_late`).
+MAX_SEND_LATENESS_S = 0.080
+
+
+@dataclass
+class ReceivedItem:
+    """One item as received: audio (`pcm` int16 at `sample_rate`) or a control event."""
+
+    kind: str  # "audio" or a ControlEvent kind
+    emitted_at_s: float
+    received_at_s: float
+    sample_rate: int = 0
+    pcm: np.ndarray | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_samples(self) -> int:
+        return 0 if self.pcm is None else int(self.pcm.shape[0])
+
+
+@dataclass
+class SessionTrace:
+    """Everything observed in one session, in receipt order, plus input pacing and any error."""
+
+    clock: str
+    n_frames: int
+    pad_samples: int
+    max_send_lateness_s: float
+    items: list[ReceivedItem]
+    error: str | None = None
+    error_at_s: float | None = None
+
+    def input_json(self) -> dict[str, Any]:
+        return {
+            "frames": self.n_frames,
+            "frame_samples": FRAME_SAMPLES,
+            "last_frame_padding_samples": self.pad_samples,
+            "max_send_lateness_s": round(self.max_send_lateness_s, 6),
+        }
+
+
+def _frames(pcm: np.ndarray) -> tuple[list[bytes], int]:
+    """Split int16 PCM into 1280-sample frames, zero-padding the last one; returns (frames, padding)."""
+    n = int(pcm.shape[0])
+    n_frames = max(1, math.ceil(n / FRAME_SAMPLES))
+    pad = n_frames * FRAME_SAMPLES - n
+    padded = np.concatenate([pcm.astype("<i2"), np.zeros(pad, dtype="<i2")]) if pad else pcm.astype("<i2")
+    data = padded.tobytes()
+    step = FRAME_SAMPLES * 2
+    return [data[i * step : (i + 1) * step] for i in range(n_frames)], pad
+
+
+def _to_item(obj: object, received_at: float) -> ReceivedItem:
+    if isinstance(obj, OutputChunk):
+        if not isinstance(obj.pcm16, (bytes, bytearray)) or len(obj.pcm16) % 2:
+            raise ProtocolViolation("output chunk is not whole PCM16 samples")
+        if not isinstance(obj.sample_rate, int) or obj.sample_rate <= 0:
+            raise ProtocolViolation(f"output chunk has a bad sample rate {obj.sample_rate!r}")
+        pcm = np.frombuffer(bytes(obj.pcm16), dtype="<i2").astype(np.int16)
+        return ReceivedItem("audio", float(obj.emitted_at_s), received_at, obj.sample_rate, pcm)
+    if isinstance(obj, ControlEvent):
+        if obj.kind not in EVENT_KINDS:
+            raise ProtocolViolation(f"unknown control event {obj.kind!r}")
+        return ReceivedItem(obj.kind, float(obj.emitted_at_s), received_at, detail=dict(obj.detail))
+    raise ProtocolViolation(f"poll_output returned {type(obj).__name__}, expected OutputChunk or ControlEvent")
+
+
+async def run_session_async(system: System, pcm16: np.ndarray, info: SampleInfo, clock: Any = None) -> SessionTrace:
+    """Feed `pcm16` (int16, 16 kHz) to a new session frame by frame on `clock`; poll after every frame and at T."""
+    clock = clock or VirtualClock()
+    frames, pad = _frames(pcm16)
+    T = info.T
+    items: list[ReceivedItem] = []
+    trace = SessionTrace(getattr(clock, "name", type(clock).__name__), len(frames), pad, 0.0, items)
+    prev_poll = 0.0
+    last_received = 0.0
+
+    async def poll(t: float) -> None:
+        nonlocal prev_poll, last_received
+        got = await session.poll_output(t)
+        now = clock.now()
+        for obj in got:
+            emitted = float(getattr(obj, "emitted_at_s", math.nan))
+            if not math.isfinite(emitted):
+                raise ProtocolViolation("emitted_at_s is not a finite number")
+            if clock.exact_receipt:
+                if emitted > now + 1e-9:
+                    raise ProtocolViolation(f"item emitted at {emitted:.6f} s returned by a poll at {now:.6f} s")
+                received = min(max(emitted, prev_poll), now)
+            else:
+                received = now
+            received = max(received, last_received)
+            last_received = received
+            items.append(_to_item(obj, received))
+        prev_poll = now
+
+    session = None
+    try:
+        session = await system.open_session(info)
+        for i, frame in enumerate(frames):
+            t = i * FRAME_SAMPLES / INPUT_SAMPLE_RATE
+            await clock.sleep_until(t)
+            trace.max_send_lateness_s = max(trace.max_send_lateness_s, clock.now() - t)
+            await session.push_input(frame, t)
+            await poll(t)
+        await clock.sleep_until(T)
+        await poll(T)
+    except Exception as exc:  # noqa: BLE001 - a broken system is a recorded outcome, not a crash
+        trace.error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+        trace.error_at_s = round(clock.now(), 6)
+    finally:
+        if session is not None:
+            try:
+                await session.close()
+            except Exception as exc:  # noqa: BLE001
+                if trace.error is None:
+                    trace.error = f"close: {type(exc).__name__}: {exc}"[:500]
+                    trace.error_at_s = round(clock.now(), 6)
+    return trace
+
+
+def run_session(system: System, pcm16: np.ndarray, info: SampleInfo, clock: Any = None) -> SessionTrace:
+    """Synchronous wrapper around `run_session_async` (one event loop per call)."""
+    return asyncio.run(run_session_async(system, pcm16, info, clock))

@@ -1,0 +1,61 @@
+"""espeak-ng conversations: derived labels recover the script's events; the demo runs end to end, deterministically."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from duplexeval.controller.conversations import make_conversation
+from duplexeval.controller.labels import derive
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, 4])
+def test_labels_recover_the_script(index):
+    c = make_conversation(index, seed=0, exchanges=4)
+    user, agent = c.activities()
+    lab = derive(user, agent, c.duration_s)
+
+    def first_word(who, start):  # the scripted utterance's first spoken word
+        words = c.user_words if who == "user" else c.agent_words
+        return min(w[1] for w in words if w[1] >= start - 1e-6)
+
+    barge = [first_word("user", s["start_s"]) for s in c.script if s["kind"] == "barge_in"]
+    agent_bc = [first_word("agent", s["start_s"]) for s in c.script if s["kind"] == "backchannel" and s["who"] == "agent"]
+    user_bc = [first_word("user", s["start_s"]) for s in c.script if s["kind"] == "backchannel" and s["who"] == "user"]
+    assert lab.yield_onsets == pytest.approx(barge)
+    assert lab.backchannel_onsets == pytest.approx(agent_bc)
+    assert [v.start_s for v in lab.vocalizations if v.speaker == "user" and v.kind == "backchannel"] == pytest.approx(user_bc)
+    # every agent reply follows a user turn end: one turn probe each
+    assert len(lab.turn_probes) == sum(1 for s in c.script if s["kind"] == "agent_turn")
+    assert len(lab.pause_probes) >= sum(1 for s in c.script if s["kind"] == "user_turn") - len(lab.turn_probes)
+    assert 25.0 < c.duration_s < 60.0
+
+
+def test_conversations_vary_voice_and_rate():
+    cs = [make_conversation(i, seed=0) for i in range(4)]
+    voices = {(s["voice"], s["rate"]) for c in cs for s in c.script}
+    assert len({v for v, _ in voices}) >= 3 and len({r for _, r in voices}) >= 4
+    again = make_conversation(1, seed=0)
+    assert (again.user_audio == cs[1].user_audio).all() and again.script == cs[1].script
+
+
+def test_demo_end_to_end_deterministic(tmp_path):
+    from duplexeval.cli import main
+
+    outs = [tmp_path / "a", tmp_path / "b"]
+    for out in outs:
+        with pytest.raises(SystemExit) as ex:
+            main(["controller", "demo", str(out), "--conversations", "2", "--exchanges", "3"])
+        assert ex.value.code == 0
+    for name in ("report-silence.json", "report-silero.json", "compare.json", "data-silero/clips.jsonl"):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+    rep = json.loads((outs[0] / "report-silero.json").read_text())
+    assert rep["data"]["clips"] == 2 and rep["evaluation_policy"]["endpoint_threshold"] == 0.91
+    ep = rep["event_metrics"]["endpoint"]["fallback_on"]
+    assert ep["turn_probes"] >= 4 and ep["latency"]["n"] + ep["no_endpoint"]["count"] == ep["turn_probes"]
+    cmp = json.loads((outs[0] / "compare.json").read_text())
+    assert cmp["groups"] == 2 and cmp["a"] == "baseline:silence" and cmp["b"] == "baseline:silero"
+    with pytest.raises(SystemExit) as ex:  # refuses to overwrite
+        main(["controller", "demo", str(outs[0]), "--conversations", "1"])
+    assert ex.value.code == 2

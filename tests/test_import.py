@@ -1,0 +1,105 @@
+"""`fdb import`: adopt outputs made elsewhere - missing, too short, 24 kHz, output.json carried along."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import soxr
+
+from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.import_outputs import import_outputs
+from duplexeval.fdb.tree import load_manifest
+
+from systems_fixtures import Dataset, small_dataset
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
+    return small_dataset(tmp_path_factory.mktemp("dataset"))
+
+
+def tone(seconds: float, sr: int) -> np.ndarray:
+    t = np.arange(int(round(seconds * sr))) / sr
+    return (0.3 * np.sin(2 * np.pi * 300 * t)).astype(np.float32)
+
+
+def make_outputs(ds: Dataset, root: Path) -> Path:
+    """pause/1: 24 kHz, 50 ms long; tt/1: 16 kHz exact + output.json; tt/2: 0.5 s short; int/1: missing;
+    backchannel/1: 16 kHz, 30 ms short."""
+    by = {(s.subset, s.id): s for s in ds.rows}
+
+    def put(key: tuple[str, str], audio: np.ndarray, sr: int) -> Path:
+        d = root / key[0] / key[1]
+        d.mkdir(parents=True, exist_ok=True)
+        sf.write(str(d / "output.wav"), audio, sr, subtype="PCM_16")
+        return d
+
+    p = by[("synthetic_pause_handling", "1")]
+    put(("synthetic_pause_handling", "1"), tone(p.T + 0.05, 24000), 24000)
+    t1 = by[("candor_turn_taking", "1")]
+    d = put(("candor_turn_taking", "1"), tone(t1.T, 16000), 16000)
+    (d / "output.json").write_bytes(b'{"text": "hi", "chunks": [{"text": "hi", "timestamp": [1.0, 1.2]}]}\n')
+    put(("candor_turn_taking", "2"), tone(by[("candor_turn_taking", "2")].T - 0.5, 16000), 16000)
+    put(("icc_backchannel", "1"), tone(by[("icc_backchannel", "1")].T - 0.03, 16000), 16000)
+    return root
+
+
+def test_import_keeps_every_sample_with_its_reason(ds: Dataset, tmp_path: Path) -> None:
+    outputs = make_outputs(ds, tmp_path / "outputs")
+    res = import_outputs(ds, outputs, tmp_path / "t", name="my-model", progress=False)
+    manifest, msha = load_manifest(tmp_path / "t")
+    assert msha == res.manifest_sha256
+    got = {(e.subset, e.id): e for e in manifest.samples}
+    assert len(got) == len(ds.rows)  # nothing dropped
+    assert got[("synthetic_user_interruption", "1")].reasons == ["missing_output"]
+    assert got[("candor_turn_taking", "2")].reasons == ["length_mismatch"]
+    assert got[("candor_turn_taking", "2")].extra["import"]["length_fix_samples"] == 8000
+    for key in [("synthetic_pause_handling", "1"), ("candor_turn_taking", "1"), ("icc_backchannel", "1")]:
+        e = got[key]
+        assert e.eligible, e.reasons
+        wav = tmp_path / "t" / key[0] / key[1] / "output.wav"
+        info = sf.info(str(wav))
+        assert (info.samplerate, info.frames, info.subtype) == (16000, round(e.T * 16000), "PCM_16")
+        assert e.files["output.wav"] == hashlib.sha256(wav.read_bytes()).hexdigest()
+    # the 24 kHz file was resampled (not reinterpreted) and cropped by 50 ms
+    e = got[("synthetic_pause_handling", "1")]
+    assert e.extra["import"]["source_sample_rate"] == 24000
+    assert e.extra["import"]["length_fix_samples"] == -800
+    audio, _ = sf.read(str(tmp_path / "t" / "synthetic_pause_handling" / "1" / "output.wav"), dtype="float32")
+    ref = soxr.resample(tone(e.T + 0.05, 24000), 24000, 16000, quality="HQ")[: len(audio)]
+    assert np.max(np.abs(audio[100:-100] - ref[100:-100])) < 2e-4
+    # output.json comes along byte for byte; annotations too
+    src = outputs / "candor_turn_taking" / "1" / "output.json"
+    assert (tmp_path / "t" / "candor_turn_taking" / "1" / "output.json").read_bytes() == src.read_bytes()
+    assert got[("candor_turn_taking", "1")].extra["import"]["output_json"] is True
+    ann = ds.samples("candor_turn_taking")[1].annotation_path
+    assert (tmp_path / "t" / "candor_turn_taking" / "2" / "turn_taking.json").read_bytes() == ann.read_bytes()
+    assert manifest.extra["system"] == {"name": "import", "params": {"outputs": "outputs", "label": "my-model"},
+                                        "version": manifest.extra["system"]["version"]}
+
+
+def test_import_is_deterministic_resumable_and_refuses_other_runs(ds: Dataset, tmp_path: Path) -> None:
+    outputs = make_outputs(ds, tmp_path / "outputs")
+    import_outputs(ds, outputs, tmp_path / "a", progress=False)
+    import_outputs(ds, outputs, tmp_path / "b", progress=False)
+    files = lambda t: {str(p.relative_to(t)): p.read_bytes() for p in sorted(t.rglob("*")) if p.is_file()}  # noqa: E731
+    assert files(tmp_path / "a") == files(tmp_path / "b")
+    # the missing output arrives: only that sample is redone
+    d = outputs / "synthetic_user_interruption" / "1"
+    d.mkdir(parents=True)
+    T = ds.samples("synthetic_user_interruption")[0].T
+    sf.write(str(d / "output.wav"), tone(T, 16000), 16000, subtype="PCM_16")
+    res = import_outputs(ds, outputs, tmp_path / "a", progress=False)
+    assert (res.ran, res.reused) == (1, 4)
+    manifest, _ = load_manifest(tmp_path / "a")
+    assert all(e.eligible for e in manifest.samples if e.subset == "synthetic_user_interruption")
+    with pytest.raises(RefusalError, match="different system"):
+        import_outputs(ds, outputs, tmp_path / "a", name="other", progress=False)
+    with pytest.raises(InputError, match="must be a folder"):
+        import_outputs(ds, tmp_path / "nowhere", tmp_path / "c", progress=False)
+    json.loads((tmp_path / "a" / "manifest.json").read_text())
