@@ -129,6 +129,7 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=Path(".cache/bench-full-tree"))
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--jobs", type=int, default=0, help="VAD threads (0: one per CPU)")
+    ap.add_argument("--verify", action="store_true", help="also scan whole files and compare the segments")
     args = ap.parse_args()
     root = args.cache
     if args.rebuild or not (root / "asr.json").is_file():
@@ -140,29 +141,49 @@ def main() -> None:
     cmd = [sys.executable, "-m", "duplexeval", "fdb", "score", "--tree", str(root), "--no-write"]
     if args.jobs:
         cmd += ["--jobs", str(args.jobs)]
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
     # In-process breakdown: load + checks, VAD, the rest.
     from duplexeval.fdb.unified import score, speech
+    from duplexeval.fdb.unified.interruption import r_limit_sample
     from duplexeval.fdb.unified.load import InterruptionInput, load_tree
 
     t0 = time.perf_counter()
     loaded = load_tree(root)
     t_load = time.perf_counter() - t0
-    paths = [ls.input.wav_path for ls in loaded.samples if isinstance(ls.input, InterruptionInput)]
-    audio_s = sum(ls.input.n_samples for ls in loaded.samples if isinstance(ls.input, InterruptionInput)) / SR
-    t0 = time.perf_counter()
-    segs = speech.segment_files(paths, jobs=args.jobs or None)
-    t_vad = time.perf_counter() - t0
+    inter = [ls.input for ls in loaded.samples if isinstance(ls.input, InterruptionInput)]
+    paths = [i.wav_path for i in inter]
+    audio_s = sum(i.n_samples for i in inter) / SR
+    t0, c0 = time.perf_counter(), time.process_time()
+    # as the scorer does: each file scanned until its segments starting at or before R are final
+    segs = speech.segment_files(paths, jobs=args.jobs or None, limits=[r_limit_sample(i.R_us) for i in inter])
+    t_vad, c_vad = time.perf_counter() - t0, time.process_time() - c0
     t0 = time.perf_counter()
     score(root, write=False, segmenter=lambda ps: segs)
     t_rest = time.perf_counter() - t0  # load again + rows + statistics, VAD excluded
     print(f"samples: {n} ({len(paths)} interruption outputs, {audio_s:.0f} s of audio through VAD)")
-    print(f"`duplexeval fdb score` wall time: {wall:.2f} s -> {n / wall:.0f} samples/s")
-    print(f"in process: load+checks {t_load:.2f} s, VAD {t_vad:.2f} s (RTF {t_vad / audio_s:.4f}), "
-          f"score without VAD {t_rest:.2f} s")
+    print(f"`duplexeval fdb score`: wall {wall:.2f} s -> {n / wall:.0f} samples/s; CPU time {cpu:.2f} s "
+          f"(user+sys, all threads)")
+    print(f"in process: load+checks {t_load:.2f} s, VAD wall {t_vad:.2f} s (RTF {t_vad / audio_s:.4f} of the full outputs) "
+          f"CPU {c_vad:.2f} s (CPU RTF {c_vad / audio_s:.4f}), score without VAD {t_rest:.2f} s")
+    if args.verify:
+        limits = [r_limit_sample(i.R_us) for i in inter]
+        t0, c0 = time.perf_counter(), time.process_time()
+        full = speech.segment_files(paths, jobs=args.jobs or None)
+        c_full = time.process_time() - c0
+        bad = sum(1 for e, f, lim in zip(segs, full, limits) if e != [(s, x) for s, x in f if s <= lim])
+        print(f"whole-file VAD: wall {time.perf_counter() - t0:.2f} s, CPU {c_full:.2f} s; "
+              f"{bad} of {len(paths)} files differ from the early-stopped segments")
+    import os
+
+    print(f"load average now: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (timings are inflated when it exceeds the CPUs)")
 
 
 if __name__ == "__main__":

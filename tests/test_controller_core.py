@@ -270,3 +270,12 @@ def test_missing_scores_or_level_are_one_line_errors():
         clip_events(Clip(meta, ClipFrames(10)), POL)
     with pytest.raises(InputError, match="level_db is missing"):
         clip_events(Clip(meta, ClipFrames(10, endpoint=np.zeros(10))), POL)
+
+
+def test_clip_with_all_false_task_mask_and_no_onsets_is_left_out():
+    s = np.zeros(50)
+    s[10:12] = 0.99
+    labelled = Clip(ClipMeta("a", 50), ClipFrames(50, yield_=s))
+    unlabelled = Clip(ClipMeta("b", 50), ClipFrames(50, yield_=s, valid_yield=np.zeros(50, bool)))
+    agg = aggregate([clip_events(labelled, POL), clip_events(unlabelled, POL)], POL)["yield"]
+    assert agg["firings"] == 1 and agg["false_events"]["hours"] == pytest.approx(4.0 / 3600)

@@ -17,7 +17,7 @@ from duplexeval.controller.data import (
     load_data,
     write_data,
 )
-from duplexeval.controller.events import aggregate, clip_events
+from duplexeval.controller.events import clip_events
 from duplexeval.controller.frame_metrics import frame_metrics
 from duplexeval.controller.policy import EvaluationPolicy, load_policy, save_policy
 from duplexeval.errors import InputError
@@ -297,3 +297,81 @@ def test_evaluate_report_is_deterministic_and_rows_add_up(tmp_path):
     assert early == rep["event_metrics"]["endpoint"][mode]["early_cutin"]["count"] > 0
     lat = sorted(t["latency_ms"] for r in rows for t in r[mode]["turns"] if t["latency_ms"] is not None)
     assert rep["event_metrics"]["endpoint"][mode]["latency"]["median_ms"] == lat[(len(lat) + 1) // 2 - 1]
+
+
+def test_macro_f1_bootstrap_uses_group_confusions():
+    from sklearn.metrics import f1_score
+
+    from duplexeval.controller.compare import paired_bootstrap
+    from duplexeval.controller.frame_metrics import macro_f1_from_confusion
+    from duplexeval.controller.report import run_clips
+
+    rng = np.random.default_rng(3)
+    clips_a, clips_b, per_group = [], [], {}
+    for k in range(8):
+        t = rng.integers(0, 4, 40)
+        pa = np.where(rng.uniform(size=40) < 0.6, t, rng.integers(0, 4, 40))
+        pb = np.where(rng.uniform(size=40) < 0.8, t, rng.integers(0, 4, 40))
+        g = f"g{k // 2}"
+        per_group.setdefault(g, []).append((t, pa, pb))
+        for out, p in ((clips_a, pa), (clips_b, pb)):
+            out.append(Clip(ClipMeta(f"c{k}", 40, group=g), ClipFrames(40, state_probs=np.eye(4)[p], truth_state=t)))
+    ea, fa = run_clips(clips_a, EvaluationPolicy())
+    eb, _ = run_clips(clips_b, EvaluationPolicy())
+    m = paired_bootstrap(ea, eb, EvaluationPolicy(), EvaluationPolicy())["metrics"]["state.macro_f1"]
+    assert m["a"] == pytest.approx(fa["state"]["macro_f1"])
+    gs = sorted(per_group)
+    diffs = []
+    for row in bootstrap_indices(len(gs)):
+        t = np.concatenate([x[0] for i in row for x in per_group[gs[i]]])
+        va = f1_score(t, np.concatenate([x[1] for i in row for x in per_group[gs[i]]]), labels=[0, 1, 2, 3], average="macro", zero_division=0.0)
+        vb = f1_score(t, np.concatenate([x[2] for i in row for x in per_group[gs[i]]]), labels=[0, 1, 2, 3], average="macro", zero_division=0.0)
+        diffs.append(vb - va)
+        if len(diffs) == 60:
+            break
+    # the first 60 resamples agree one by one with scikit-learn; the interval uses all 2000
+    cm = np.zeros((len(gs), 16))
+    for ev in ea:
+        cm[gs.index(ev.group)] += np.asarray(ev.state_confusion).ravel()
+    cmb = np.zeros((len(gs), 16))
+    for ev in eb:
+        cmb[gs.index(ev.group)] += np.asarray(ev.state_confusion).ravel()
+    from duplexeval.controller.compare import group_counts
+
+    counts = group_counts(bootstrap_indices(len(gs)), len(gs))
+    mine = macro_f1_from_confusion((counts @ cmb).reshape(-1, 4, 4)) - macro_f1_from_confusion((counts @ cm).reshape(-1, 4, 4))
+    assert np.allclose(mine[:60], diffs)
+    lo, hi = percentile_interval(mine)
+    assert m["ci95"] == [pytest.approx(lo), pytest.approx(hi)]
+
+
+def test_compare_refuses_different_frame_labels():
+    from duplexeval.controller.compare import paired_bootstrap
+
+    pol = EvaluationPolicy()
+    a = _turn_clip("c", "g", 30)
+    b = _turn_clip("c", "g", 30)
+    b.frames.label_endpoint = np.zeros(60, bool)
+    with pytest.raises(InputError, match="clip c: A and B have different frame labels"):
+        paired_bootstrap([clip_events(a, pol)], [clip_events(b, pol)], pol, pol)
+
+
+def test_macro_f1_equals_scikit_learn_over_several_clips():
+    from sklearn.metrics import confusion_matrix, f1_score
+
+    rng = np.random.default_rng(11)
+    frames, ts, ps = [], [], []
+    for k in range(5):
+        n = 100 + k
+        t = rng.choice([0, 1, 3, -1], size=n)  # SPEAK never labelled; -1 unlabelled
+        probs = rng.dirichlet(np.ones(4), size=n)
+        valid = rng.uniform(size=n) < 0.8
+        frames.append(ClipFrames(n, state_probs=probs, truth_state=t, valid_state=valid))
+        keep = valid & (t != -1)
+        ts.append(t[keep])
+        ps.append(probs[keep].argmax(axis=1))
+    st = frame_metrics(frames)["state"]
+    t, p = np.concatenate(ts), np.concatenate(ps)
+    assert st["macro_f1"] == pytest.approx(f1_score(t, p, labels=[0, 1, 2, 3], average="macro", zero_division=0.0))
+    assert st["confusion"]["matrix"] == confusion_matrix(t, p, labels=[0, 1, 2, 3]).tolist()
+    assert st["scored"] == t.size

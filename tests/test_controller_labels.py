@@ -63,6 +63,9 @@ def test_silence_below_ipu_gap_is_no_pause_and_lapse_is_no_shift():
     assert [t.ended_by for t in lab.turns] == ["lapse", "end"]
     assert lab.pause_probes == [] and lab.turn_probes == [] and lab.user_pauses == []
     assert lab.truth_state[20] == LISTEN  # 1.6 s: no floor -> LISTEN, not HOLD
+    lab = derive(seg((0.0, 1.0)), seg((4.5, 5.0)), 6.0)  # a reply after a long silence is still a shift
+    assert [t.ended_by for t in lab.turns] == ["shift", "end"]
+    assert lab.turn_probes == [cdata.TurnProbe(1.0, 0.0, 3.0)]
 
 
 def test_pause_min_rule():
@@ -162,3 +165,26 @@ def test_deterministic_and_assignment_symmetric():
     # what is a turn probe for one assignment is the agent's turn end for the other
     assert [p.turn_end_s for p in l1.turn_probes] == [2.0]
     assert [p.turn_end_s for p in swapped.turn_probes] == [5.5]
+
+
+def test_short_probe_window_is_censored_in_the_replay():
+    from duplexeval.controller.baselines import silence_timeout_scores
+    from duplexeval.controller.events import evaluate_events
+    from duplexeval.controller.policy import EvaluationPolicy
+
+    # turn 1 ends at 1.0 s and the user barges in at 2.0 s (< 1.0 + 1.2): its window cannot show the deadline;
+    # turn 2 ends at 4.0 s with 3 s of silence after it: eligible
+    user, agent = seg((0.0, 1.0), (2.0, 4.0)), seg((1.2, 2.5), (4.3, 5.0))
+    lab = derive(user, agent, 7.0)
+    assert [(p.turn_end_s, p.window_end_s) for p in lab.turn_probes] == [(1.0, 2.0), (4.0, 6.0)]
+    assert lab.yield_onsets == [2.0]
+    clip = to_clip(lab, "c")
+    voiced = np.zeros(lab.n_frames, dtype=bool)
+    for a, b in user.intervals:
+        voiced[int(round(a / 0.08)) : int(round(b / 0.08))] = True
+    clip.frames.level_db = np.where(voiced, -20.0, -np.inf)
+    clip.frames.endpoint = silence_timeout_scores(voiced, 2.0)  # never reaches 0.91 inside turn 1's window
+    clip.frames.yield_ = clip.frames.backchannel = np.zeros(lab.n_frames)
+    _, agg = evaluate_events([clip], EvaluationPolicy(endpoint_mode="head_only"))
+    miss = agg["endpoint"]["head_only"]["miss_within_deadline"]
+    assert (miss["eligible"], miss["censored"]) == (1, 1)

@@ -162,3 +162,11 @@ def test_load_controller_specs(tmp_path, monkeypatch):
         load_controller("myctl")
     with pytest.raises(InputError, match="not found"):
         load_controller(str(tmp_path / "x.onnx"))
+
+
+def test_unlabelled_previous_frame_forces_listen():
+    c = Recorder()
+    run(c, np.zeros(1280 * 3, np.float32), None, 3, np.array([2, -1, 1], np.int8))
+    assert [x[2] for x in c.calls[:3]] == [LISTEN, SPEAK, LISTEN]
+    with pytest.raises(InputError, match="truth_state has 2 frames"):
+        run(c, np.zeros(1280 * 3, np.float32), None, 3, np.array([0, 0], np.int8))

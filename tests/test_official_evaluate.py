@@ -243,3 +243,45 @@ def test_judge_end_to_end_key_never_written(tmp_path, monkeypatch, capsys):
     for f in root.rglob("*"):
         if f.is_file():
             assert KEY.encode() not in f.read_bytes(), f
+
+
+def _replace_wav(root: Path, subset: str, sid: str, data: np.ndarray, rate: int) -> None:
+    """Overwrite a sample's output.wav and re-record its hash in manifest.json (and asr.json's manifest hash)."""
+    import soundfile as sf
+
+    from duplexeval.jsonio import write_json
+
+    path = root / subset / sid / "output.wav"
+    sf.write(str(path), data, rate, subtype="PCM_16")
+    m = json.loads((root / "manifest.json").read_text())
+    for s in m["samples"]:
+        if (s["subset"], s["id"]) == (subset, sid):
+            s["files"]["output.wav"] = sha256_file(path)
+    msha = write_json(root / "manifest.json", m)
+    a = json.loads((root / "asr.json").read_text())
+    a["manifest_sha256"] = msha
+    write_json(root / "asr.json", a)
+
+
+def test_24khz_output_is_stretched_like_the_official_vad_call(tmp_path, speech):
+    import soxr
+
+    root = write_tree(tmp_path / "t", [FixtureSample(BC, "1", 10.0, None, words=[("yeah", 2.0, 2.35)])])
+    yeah24 = soxr.resample(speech["yeah"], 16000, 24000)
+    out = np.zeros(24000 * 10, dtype=np.float32)
+    out[24000 * 2 : 24000 * 2 + len(yeah24)] = yeah24
+    _replace_wav(root, BC, "1", out, 24000)
+    s = evaluate(root, icc_gt=_gt_file(tmp_path), progress=False)
+    row = s["subsets"][BC]["samples"][0]
+    assert row["output_rate"] == 24000 and row["output_duration_s"] == 10.0
+    # the VAD is told 16 kHz, so the "yeah" at 2.0 s shows up at about 3.0 s
+    start, end = row["segments"][0][:2]
+    assert start == pytest.approx(3.0, abs=0.11)
+    assert row["frequency"] == pytest.approx(1 / 10.0)  # frequency uses the true duration
+
+
+def test_stereo_output_is_an_error(tmp_path, speech):
+    root = write_tree(tmp_path / "t", [FixtureSample(BC, "1", 4.0, None, words=[])])
+    _replace_wav(root, BC, "1", np.zeros((16000 * 4, 2), dtype=np.float32), 16000)
+    with pytest.raises(InputError, match="2 channels"):
+        evaluate(root, icc_gt=_gt_file(tmp_path), progress=False)

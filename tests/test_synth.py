@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb import synth as S
@@ -143,6 +145,29 @@ def test_backchannel_gt_rule_known_answer():
     expect = (raw + S.BC_EPSILON) / (raw + S.BC_EPSILON).sum()
     assert np.allclose(gt, expect, rtol=1e-12, atol=0)
     assert gt[5] < 1e-11 and gt[10] > 0.1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.0, 2.0), st.floats(0.01, 1.5)), min_size=1, max_size=12), st.floats(0.0, 3.0))
+def test_backchannel_gt_is_a_distribution(steps, tail):
+    words, t = [], 0.0
+    for gap, dur in steps:
+        words.append(("w", t + gap, t + gap + dur))
+        t += gap + dur
+    T = t + tail
+    gt = np.array(S.backchannel_gt(words, T))
+    assert gt.shape == (int(T / 0.2) + 1,)
+    assert np.all(gt > 0) and abs(gt.sum() - 1.0) < 1e-12
+    touched = set()
+    for a, b in zip(words, words[1:]):
+        g = b[1] - a[2]
+        if g >= S.BC_MIN_GAP_S:
+            touched |= {min(k, len(gt) - 1) for k in range(int(a[2] / 0.2), int((a[2] + min(g, 0.6)) / 0.2) + 1)}
+    if touched:  # the mass sits in the bins right after pauses; every other bin holds only epsilon
+        assert int(gt.argmax()) in touched
+        assert all(gt[k] < 1e-9 for k in range(len(gt)) if k not in touched)
+    else:
+        assert gt.max() - gt.min() < 1e-15
 
 
 def test_backchannel_gt_without_pauses_is_uniform():

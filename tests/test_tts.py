@@ -136,3 +136,13 @@ def test_deterministic_across_processes_and_time():
     time.sleep(1.05)
     here = hashlib.sha256(synthesize("Hello there, how are you?", voice="en-us+f3").audio.tobytes()).hexdigest()
     assert here == other
+
+
+def test_leading_token_without_event_joins_the_next():
+    pcm = np.zeros(100, dtype=np.int16)
+    pcm[10:40] = 1
+    pcm[60:90] = 1
+    # "ab cd": only "cd" (position 4) has an event at sample 10; "ef" at 60.
+    got = word_times("ab cd ef", pcm, [(1, 4, 10), (1, 7, 60)], sr=100)
+    assert [(w.text, w.exact) for w in got] == [("ab", False), ("cd", False), ("ef", True)]
+    assert (got[0].start_s, got[1].end_s, got[2].start_s, got[2].end_s) == (0.1, 0.4, 0.6, 0.9)

@@ -202,7 +202,7 @@ def test_report_prints_reference_and_judge_label(tmp_path):
     assert "pause_intrusion_rate" in text and "1/3" in text and "[0.250, 0.500]" in text
     assert "Average take turn" in text and "0.750" in text
     assert "judge: gpt-4o-mini" in text
-    assert "median 1.500 s, p90 not reached" in text
+    assert "response_latency_s median" in text and "1.500" in text
 
 
 def _cli(argv, capsys):
@@ -216,7 +216,7 @@ def test_cli_json_and_errors(tmp_path, capsys, monkeypatch):
     root = _hand_tree(tmp_path / "tree")
     import duplexeval.fdb.unified.speech as speech
 
-    monkeypatch.setattr(speech, "segment_files", lambda paths, jobs=None: SEGS(paths))
+    monkeypatch.setattr(speech, "segment_files", lambda paths, jobs=None, limits=None: SEGS(paths))
     code, out, _ = _cli(["fdb", "score", "--tree", str(root), "--json", "--no-write"], capsys)
     assert code in (0, None)
     u = json.loads(out)
@@ -227,3 +227,8 @@ def test_cli_json_and_errors(tmp_path, capsys, monkeypatch):
     (root / "asr.json").unlink()
     code, out, err = _cli(["fdb", "score", "--tree", str(root)], capsys)
     assert code == 2 and err.startswith("duplexeval: error: ") and "no asr.json" in err and "Traceback" not in err
+
+
+def test_cli_help_lists_score_and_hides_the_alias(capsys):
+    code, out, _ = _cli(["fdb", "--help"], capsys)
+    assert code == 0 and " score " in out and "unified-score" not in out

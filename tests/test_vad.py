@@ -320,6 +320,8 @@ def test_probs_many_equals_probs():
         assert p.shape == our_probs(n).shape
         np.testing.assert_allclose(p, our_probs(n), rtol=0, atol=1e-6)
     assert load_vad().probs_many([]) == []
+    segs = load_vad().segments_many(audios + [np.zeros(0, np.float32)], SCORER_SETTINGS, batch=3)
+    assert segs == [expected(n, "scorer") for n in names] + [[]]
 
 
 # ------------------------------------------------------------------------------------------ errors

@@ -247,6 +247,9 @@ def word_times(
             groups.append([i])
         else:
             groups[-1].append(i)
+    if len(groups) > 1 and not any(i in tok_events for i in groups[0]):
+        groups[1] = groups[0] + groups[1]
+        del groups[0]
     words: list[SpokenWord] = []
     for g in groups:
         samples = [s for i in g for s in tok_events.get(i, [])]

@@ -361,6 +361,13 @@ class SileroVad:
         a = _as_audio(audio16k)
         return timestamps_from_probs(self.probs(a), a.size, settings)
 
+    def segments_many(
+        self, audios: Sequence[np.ndarray], settings: VadSettings, batch: int = 16
+    ) -> list[list[tuple[int, int]]]:
+        """`segments` of several clips, with their probabilities computed by `probs_many` (same result, faster)."""
+        clips = [_as_audio(a) for a in audios]
+        return [timestamps_from_probs(p, a.size, settings) for p, a in zip(self.probs_many(clips, batch), clips)]
+
     def segments_s(
         self,
         audio16k: np.ndarray,

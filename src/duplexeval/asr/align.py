@@ -15,6 +15,8 @@ from duplexeval.audio import to_pcm16
 
 SAMPLE_RATE = 16000
 FRAME_S = 0.01  # pocketsphinx: 100 frames per second
+# A frame stands for the middle of its 25.6 ms analysis window: frame i -> i * 10 ms + 12.8 ms.
+FRAME_CENTER_S = 0.0128
 # Dither amplitude (int16 LSB): exact digital silence breaks pocketsphinx's features, and
 # alignment then stops early; a fixed-seed whisper of noise keeps it deterministic.
 DITHER_LSB = 3.0
@@ -123,8 +125,8 @@ class Aligner:
                 spans.append(None)
                 continue
             a, b = hit
-            start = words[a][1] * FRAME_S
-            end = min(dur, (words[b - 1][2] + 1) * FRAME_S)
+            start = min(dur, words[a][1] * FRAME_S + FRAME_CENTER_S)
+            end = min(dur, (words[b - 1][2] + 1) * FRAME_S + FRAME_CENTER_S)
             spans.append((start, max(start, end)))
             p = b
         return spans

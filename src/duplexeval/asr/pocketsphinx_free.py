@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.asr.align import DITHER_LSB, FRAME_S, dithered_pcm
+from duplexeval.asr.align import DITHER_LSB, FRAME_CENTER_S, FRAME_S, dithered_pcm
 from duplexeval.asr.base import Word, package_versions
 from duplexeval.asr.regions import RegionSettings, regions_signature, speech_regions
 
@@ -61,8 +61,8 @@ class PocketsphinxBackend:
                 w = re.sub(r"\(\d+\)$", "", g.word)
                 if _SKIP.match(w):
                     continue
-                s = g.start_frame * FRAME_S
-                e = min(dur, (g.end_frame + 1) * FRAME_S)
+                s = min(dur, g.start_frame * FRAME_S + FRAME_CENTER_S)
+                e = min(dur, (g.end_frame + 1) * FRAME_S + FRAME_CENTER_S)
                 words.append(Word(w, base + s, base + max(s, e)))
         self.last_stats = {"regions": len(regions), "words": len(words), "unaligned": 0}
         return words

@@ -134,6 +134,7 @@ class SileroController:
         from duplexeval.vad import VadSettings, vad_signature
 
         sig = vad_signature(VadSettings(threshold=self.threshold, neg_threshold=self.neg_threshold))
+        sig.pop("settings", None)  # segment settings do not apply: this baseline reads frame probabilities only
         return {"baseline": "silero", "timeout_s": self.timeout_s, "threshold": self.threshold,
                 "neg_threshold": self.neg_threshold, "barge_in_s": self.barge_in_s, "vad": sig}  # fmt: skip
 

@@ -126,8 +126,7 @@ def controller_compare(
     eb, fb = run_clips(db.iter_clips(), pb)
     res = paired_bootstrap(ea, eb, pa, pb)
     frame = {}
-    for key, get in (("state.macro_f1", lambda f: (f.get("state") or {}).get("macro_f1")),
-                     ("endpoint.roc_auc", lambda f: (f.get("endpoint") or {}).get("roc_auc")),
+    for key, get in (("endpoint.roc_auc", lambda f: (f.get("endpoint") or {}).get("roc_auc")),
                      ("yield.roc_auc", lambda f: (f.get("yield") or {}).get("roc_auc")),
                      ("backchannel.roc_auc", lambda f: (f.get("backchannel") or {}).get("roc_auc"))):  # fmt: skip
         va, vb = get(fa), get(fb)
@@ -138,7 +137,7 @@ def controller_compare(
         "a": {"path": str(a), "evaluation_policy": pa.to_json()},
         "b": {"path": str(b), "evaluation_policy": pb.to_json()},
         "event_metrics": res,
-        "frame_metrics_point_only": frame,
+        "head_ranking_point_only": frame,
     }
     typer.echo(f"B - A over {res['clips']} clips in {res['groups']} groups (95% grouped paired bootstrap):")
     for k, m in res["metrics"].items():

@@ -36,6 +36,10 @@ LATENCY_METRICS = ("endpoint.latency_median_ms", "endpoint.latency_mean_ms", "yi
                    "backchannel.latency_median_ms")  # fmt: skip
 
 
+STATE_METRIC = "state.macro_f1"
+ALL_METRICS = (STATE_METRIC, *RATIO_METRICS, *LATENCY_METRICS)
+
+
 class _Groups:
     """Per-group sums and latency lists of one system."""
 
@@ -73,6 +77,20 @@ class _Groups:
             self.lat["yield"][g] += [x / 1000.0 for x in ev.yield_latency_us]
             self.lat["backchannel"][g] += [x / 1000.0 for x in ev.backchannel_latency_us]
         self.col = c
+        self.cm = np.zeros((G, 16), dtype=np.float64)
+        self.has_states = False
+        for ev in evs:
+            if ev.state_confusion is not None:
+                self.cm[gi[ev.group]] += np.asarray(ev.state_confusion, dtype=np.float64).ravel()
+                self.has_states = True
+
+    def macro_f1(self, counts: np.ndarray) -> np.ndarray:
+        """State macro-F1 from the resampled groups' summed confusion matrices (NaN when none)."""
+        from duplexeval.controller.frame_metrics import macro_f1_from_confusion
+
+        if not self.has_states:
+            return np.full(counts.shape[0], np.nan)
+        return macro_f1_from_confusion((counts @ self.cm).reshape(-1, 4, 4))
 
     def ratios(self, counts: np.ndarray) -> dict[str, np.ndarray]:
         """Every ratio metric for each row of group draw counts (NaN where the denominator is 0)."""
@@ -130,21 +148,26 @@ def paired_bootstrap(
     """Point values of A and B, their difference B - A, and its grouped paired-bootstrap 95% interval."""
     if [e.clip_id for e in evs_a] != [e.clip_id for e in evs_b] or [e.group for e in evs_a] != [e.group for e in evs_b]:
         raise ValueError("compare: A and B must cover the same clips and groups in the same order")
+    for x, y in zip(evs_a, evs_b):
+        if x.labels_sha256 != y.labels_sha256:
+            from duplexeval.errors import InputError
+
+            raise InputError(f"compare: clip {x.clip_id}: A and B have different frame labels or masks")
     groups = sorted({e.group for e in evs_a})
     A, B = _Groups(evs_a, groups, policy_a), _Groups(evs_b, groups, policy_b)
     G = len(groups)
     one = np.ones((1, G))
-    point_a = {k: float(v[0]) for k, v in {**A.ratios(one), **A.latencies(one)}.items()}
-    point_b = {k: float(v[0]) for k, v in {**B.ratios(one), **B.latencies(one)}.items()}
+    point_a = {k: float(v[0]) for k, v in {**A.ratios(one), **A.latencies(one), STATE_METRIC: A.macro_f1(one)}.items()}
+    point_b = {k: float(v[0]) for k, v in {**B.ratios(one), **B.latencies(one), STATE_METRIC: B.macro_f1(one)}.items()}
     boot: dict[str, np.ndarray] = {}
     if G:
         counts = group_counts(bootstrap_indices(G), G)
-        ra = {**A.ratios(counts), **A.latencies(counts)}
-        rb = {**B.ratios(counts), **B.latencies(counts)}
-        for k in list(RATIO_METRICS) + list(LATENCY_METRICS):
+        ra = {**A.ratios(counts), **A.latencies(counts), STATE_METRIC: A.macro_f1(counts)}
+        rb = {**B.ratios(counts), **B.latencies(counts), STATE_METRIC: B.macro_f1(counts)}
+        for k in ALL_METRICS:
             boot[k] = rb[k] - ra[k]
     metrics = {}
-    for k in list(RATIO_METRICS) + list(LATENCY_METRICS):
+    for k in ALL_METRICS:
         a, b = point_a[k], point_b[k]
         d = b - a if np.isfinite(a) and np.isfinite(b) else float("nan")
         ci = None

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from duplexeval.controller.data import Clip, frame_end_us, frames_in_window, to_us
+from duplexeval.controller.data import Clip, ClipFrames, frame_end_us, frames_in_window, to_us
 from duplexeval.controller.policy import MODES, EvaluationPolicy
 from duplexeval.controller.replay import (
     HEAD,
+    EndpointReplayer,
     backchannel_firings,
-    endpoint_firings,
     replay_pause,
     replay_turn,
     voiced_frames,
@@ -69,6 +69,8 @@ class ClipEvidence:
     has_endpoint: bool = False
     has_yield: bool = False
     has_backchannel: bool = False
+    state_confusion: list[list[int]] | None = None  # this clip's 4x4 state confusion (set by report.run_clips)
+    labels_sha256: str = ""  # digest of the clip's truth, masks and frame labels (compare checks A and B agree)
 
 
 def match_onsets(onsets_us: Sequence[int], firings_us: Sequence[int], window_us: tuple[int, int]) -> list[int]:
@@ -91,6 +93,23 @@ def match_onsets(onsets_us: Sequence[int], firings_us: Sequence[int], window_us:
     return out
 
 
+LABEL_ARRAYS = ("truth_state", "valid_state", "valid_endpoint", "valid_yield", "valid_backchannel",
+                "label_endpoint", "label_yield", "label_backchannel")  # fmt: skip
+
+
+def labels_digest(fr: ClipFrames) -> str:
+    """SHA-256 over the clip's label arrays (name, dtype-normalised bytes); absent arrays hash as absent."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name in LABEL_ARRAYS:
+        arr = fr.get(name)
+        h.update(name.encode() + (b"-" if arr is None else b"+"))
+        if arr is not None:
+            h.update(np.ascontiguousarray(np.asarray(arr).astype(np.int8)).tobytes())
+    return h.hexdigest()
+
+
 def _window(clip: Clip, ws: float, we: float | None) -> tuple[int, int]:
     return frames_in_window(ws, clip.meta.duration_s if we is None else we, clip.meta.n_frames)
 
@@ -110,6 +129,7 @@ def clip_events(
             floor_us = 0
         counted_sources.add(src)
     ev = ClipEvidence(m.id, m.group_id, src, floor_us, {mode: EndpointEvidence() for mode in MODES})
+    ev.labels_sha256 = labels_digest(fr)
     needs_endpoint = bool(m.turn_probes or m.pause_probes or m.user_pauses)
     if needs_endpoint:
         if fr.endpoint is None:
@@ -119,24 +139,24 @@ def clip_events(
         except ValueError:
             raise InputError(f"{where}: level_db is missing; the voice-activity gate needs it (or set vad_gate_db to null)") from None
         ev.has_endpoint = True
-        above = np.asarray(fr.endpoint, dtype=float) >= float(policy.endpoint_threshold)
+        rp = EndpointReplayer(fr.endpoint, voiced, policy)
         for mode in modes:
             fb = mode == "fallback_on"
             e = ev.endpoint[mode]
             for p in m.turn_probes:
-                o = replay_turn(fr.endpoint, voiced, n, p.turn_end_s, _window(clip, p.window_start_s, p.window_end_s), policy, fb, above)
+                o = replay_turn(fr.endpoint, voiced, n, p.turn_end_s, _window(clip, p.window_start_s, p.window_end_s), policy, fb, rp)
                 e.turn_early.append(o.early > 0)
                 e.turn_early_firings.append(o.early)
                 e.turn_source.append(None if o.final is None else o.final.source)
                 e.turn_latency_us.append(o.latency_us)
                 e.turn_observe_us.append(o.observe_us)
             for q in m.pause_probes:
-                o2 = replay_pause(fr.endpoint, voiced, q.pause_start_s, q.pause_end_s, _window(clip, q.window_start_s, q.window_end_s), policy, fb, above)
+                o2 = replay_pause(fr.endpoint, voiced, q.pause_start_s, q.pause_end_s, _window(clip, q.window_start_s, q.window_end_s), policy, fb, rp)
                 e.pause_false_cut.append(o2.false_cut)
                 e.pause_pre_firings.append(o2.pre_pause)
         if m.user_pauses and dense:
             fb = policy.endpoint_mode == "fallback_on"
-            fir = endpoint_firings(fr.endpoint, voiced, 0, n, policy, fb, above=above)
+            fir = rp.firings(0, n, fb)
             stamps = np.asarray([f.t_us for f in fir], dtype=np.int64)
             for up in m.user_pauses:
                 a, b = to_us(up.start_s), to_us(up.end_s)
@@ -155,7 +175,12 @@ def clip_events(
         ev.onsets_outside_region += len(us) - len(keep)
         return keep
 
-    if m.yield_onsets or fr.yield_ is not None:
+    def takes_part(onsets: list[float], score: object, mask: np.ndarray | None) -> bool:
+        # a clip whose task mask is present and all False (e.g. bridged FDB clips for yield/backchannel) has no
+        # labels for that task: its firings would be false events of nothing, so it is left out unless it has onsets
+        return bool(onsets) or (score is not None and (mask is None or bool(mask.any())))
+
+    if takes_part(m.yield_onsets, fr.yield_, fr.valid_yield):
         if fr.yield_ is None:
             raise InputError(f"{where}: has yield onsets but no yield scores")
         ev.has_yield = True
@@ -165,7 +190,7 @@ def clip_events(
         ev.yield_latency_us = match_onsets(on, fy.tolist(), YIELD_WINDOW_US)
         ev.yield_firings = int(fy.size)
         ev.yield_region_us = (r1 - r0) * 80_000
-    if m.backchannel_onsets or fr.backchannel is not None:
+    if takes_part(m.backchannel_onsets, fr.backchannel, fr.valid_backchannel):
         if fr.backchannel is None:
             raise InputError(f"{where}: has backchannel onsets but no backchannel scores")
         ev.has_backchannel = True

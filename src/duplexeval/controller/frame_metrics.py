@@ -14,8 +14,8 @@ class FrameAccumulator:
     """Collects the frames that count (valid and labelled) across clips; ``result()`` computes the metrics."""
 
     def __init__(self) -> None:
-        self.truth: list[np.ndarray] = []
-        self.pred: list[np.ndarray] = []
+        self.confusion = np.zeros((len(STATES), len(STATES)), dtype=np.int64)
+        self.has_states = False
         self.state_frames = 0
         self.state_masked = 0
         self.state_unlabelled = 0
@@ -25,16 +25,22 @@ class FrameAccumulator:
         self.head_masked = {h: 0 for h in HEADS}
         self.head_missing = {h: 0 for h in HEADS}  # clips with a score but no label (or the reverse)
 
-    def add(self, fr: ClipFrames) -> None:
-        """Add one clip's frames."""
+    def add(self, fr: ClipFrames) -> list[list[int]] | None:
+        """Add one clip's frames; returns its 4x4 state confusion counts (rows truth), or None without states."""
+        cm_rows = None
         if fr.state_probs is not None and fr.truth_state is not None:
             valid = fr.valid("state")
             self.state_frames += fr.n_frames
             self.state_masked += int((~valid).sum())
             labelled = valid & (fr.truth_state != NO_LABEL)
             self.state_unlabelled += int((valid & (fr.truth_state == NO_LABEL)).sum())
-            self.truth.append(fr.truth_state[labelled].astype(np.int64))
-            self.pred.append(np.argmax(fr.state_probs[labelled], axis=1).astype(np.int64))
+            t = fr.truth_state[labelled].astype(np.int64)
+            p = np.argmax(fr.state_probs[labelled], axis=1).astype(np.int64)
+            k = len(STATES)
+            cm = np.bincount(t * k + p, minlength=k * k).reshape(k, k)
+            self.confusion += cm
+            self.has_states = True
+            cm_rows = cm.astype(int).tolist()
         for h in HEADS:
             s, lab = fr.score(h), fr.get(f"label_{h}")
             if s is None and lab is None:
@@ -45,35 +51,33 @@ class FrameAccumulator:
             valid = fr.valid(h)
             self.head_frames[h] += fr.n_frames
             self.head_masked[h] += int((~valid).sum())
-            self.head_scores[h].append(np.asarray(s, dtype=float)[valid])
+            self.head_scores[h].append(np.asarray(s, dtype=np.float32)[valid])  # files hold float32: exact
             self.head_labels[h].append(np.asarray(lab, dtype=bool)[valid])
+        return cm_rows
 
     def result(self) -> dict:
         """The frame-metric report section."""
-        from sklearn.metrics import average_precision_score, confusion_matrix, f1_score, roc_auc_score
+        from sklearn.metrics import average_precision_score, roc_auc_score
 
         out: dict = {}
-        if self.truth:
-            t = np.concatenate(self.truth)
-            p = np.concatenate(self.pred)
-            labels = list(range(len(STATES)))
-            if t.size:
-                per = f1_score(t, p, labels=labels, average=None, zero_division=0.0)
-                cm = confusion_matrix(t, p, labels=labels)
-                macro = float(np.mean(per))
-            else:
-                per, cm, macro = [None] * 4, np.zeros((4, 4), dtype=int), None
+        if self.has_states:
+            cm = self.confusion
+            scored = int(cm.sum())
+            tp = np.diagonal(cm).astype(float)
+            den = (cm.sum(axis=1) + cm.sum(axis=0)).astype(float)
+            per = np.where(den > 0, 2 * tp / np.where(den > 0, den, 1.0), 0.0)
             out["state"] = {
                 "order": list(STATES),
                 "frames": self.state_frames,
                 "masked": self.state_masked,
                 "unlabelled": self.state_unlabelled,
-                "scored": int(t.size),
-                "macro_f1": macro,
-                "f1": {s: (None if v is None else float(v)) for s, v in zip(STATES, per)},
-                "support": {s: int((t == k).sum()) for k, s in enumerate(STATES)},
+                "scored": scored,
+                "macro_f1": float(per.mean()) if scored else None,
+                "f1": {s: (float(v) if scored else None) for s, v in zip(STATES, per)},
+                "support": {s: int(cm[k].sum()) for k, s in enumerate(STATES)},
                 "confusion": {"rows": "truth", "columns": "prediction", "matrix": cm.astype(int).tolist()},
-                "note": "F1 of a class absent from both truth and prediction counts as 0 (zero_division=0)",
+                "note": "F1 = 2TP / (2TP + FP + FN) per class from the summed confusion (scikit-learn's value); "
+                "a class absent from both truth and prediction counts as 0",
             }
         else:
             out["state"] = None
@@ -104,6 +108,18 @@ class FrameAccumulator:
                 row["average_precision"] = float(average_precision_score(y, s))
             out[h] = row
         return out
+
+
+def macro_f1_from_confusion(cm: np.ndarray) -> np.ndarray:
+    """Macro-F1 from (..., 4, 4) confusion counts (rows truth): mean of 2TP / (row + column), 0 where both are 0;
+    NaN where the matrix is empty. Same value as scikit-learn's f1_score(average=None, zero_division=0) mean."""
+    cm = np.asarray(cm, dtype=np.float64)
+    tp = np.diagonal(cm, axis1=-2, axis2=-1)
+    den = cm.sum(axis=-1) + cm.sum(axis=-2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f1 = np.where(den > 0, 2 * tp / np.where(den > 0, den, 1.0), 0.0)
+    total = cm.sum(axis=(-2, -1))
+    return np.where(total > 0, f1.mean(axis=-1), np.nan)
 
 
 def frame_metrics(frames: Iterable[ClipFrames]) -> dict:

@@ -159,11 +159,17 @@ def _merge(intervals: list[tuple[float, float]], gap_us: int) -> list[tuple[floa
     return out
 
 
-def _count_words(words: tuple[tuple[str, float, float], ...] | None, a: float, b: float) -> int | None:
+def _word_mids(words: tuple[tuple[str, float, float], ...] | None) -> np.ndarray | None:
+    """Sorted word midpoints in microseconds (a word belongs to the run that holds its midpoint)."""
     if words is None:
         return None
-    lo, hi = to_us(a), to_us(b)
-    return sum(1 for _, s, e in words if lo <= (to_us(s) + to_us(e)) // 2 <= hi)
+    return np.sort(np.asarray([(to_us(s) + to_us(e)) // 2 for _, s, e in words], dtype=np.int64))
+
+
+def _count_words(mids: np.ndarray | None, a: float, b: float) -> int | None:
+    if mids is None:
+        return None
+    return int(np.searchsorted(mids, to_us(b), "right") - np.searchsorted(mids, to_us(a), "left"))
 
 
 def _covers(runs: list[tuple[float, float]], t_us: int) -> bool:
@@ -178,7 +184,7 @@ def vocalizations(user: Activity, agent: Activity, rules: LabelRules) -> list[Vo
     """R1 + R2: speech runs per channel, each marked backchannel or not (turn/overlap decided by the floor)."""
     gap = to_us(rules.ipu_gap_s)
     runs = {USER: _merge(list(user.intervals), gap), AGENT: _merge(list(agent.intervals), gap)}
-    words = {USER: user.words, AGENT: agent.words}
+    words = {USER: _word_mids(user.words), AGENT: _word_mids(agent.words)}
     items = sorted(
         ((spk, a, b) for spk in (USER, AGENT) for a, b in runs[spk]),
         key=lambda x: (to_us(x[1]), to_us(x[2]), x[0]),
@@ -213,10 +219,10 @@ def vocalizations(user: Activity, agent: Activity, rules: LabelRules) -> list[Vo
     return out
 
 
-def turns(vocs: list[Vocalization], duration_s: float, rules: LabelRules) -> tuple[list[Turn], list[Vocalization]]:
+def turns(vocs: list[Vocalization], rules: LabelRules) -> tuple[list[Turn], list[Vocalization]]:
     """R3 + R4: the floor from the non-backchannel runs. A run of the other speaker takes the floor when the
-    holder's speech begun before it has stopped by its end (it outlasts the holder); otherwise it is an 'overlap'. A silence longer than
-    max_pause_s ends a turn without a shift (lapse)."""
+    holder's speech begun before it has stopped by its end (it outlasts the holder); otherwise it is an
+    'overlap'. A silence longer than max_pause_s before the same speaker's next run ends a turn by a lapse."""
     lapse = to_us(rules.max_pause_s)
     runs = [v for v in vocs if v.kind != "backchannel"]
     holder_runs: dict[str, list[tuple[float, float]]] = {USER: [], AGENT: []}
@@ -252,11 +258,7 @@ def turns(vocs: list[Vocalization], duration_s: float, rules: LabelRules) -> tup
         if _covers([r for r in holder_runs[cur_spk] if to_us(r[0]) < a_us], b_us):
             out_vocs.append(Vocalization(v.speaker, v.start_s, v.end_s, "overlap", v.n_words))
             continue
-        last_end = max(to_us(b) for _, b in cur)
-        if a_us - last_end > lapse:
-            close("lapse", None)
-        else:
-            close("shift", v.start_s)
+        close("shift", v.start_s)  # however long the gap: the other speaker took the turn
         cur_spk, cur = v.speaker, [(v.start_s, v.end_s)]
         out_vocs.append(v)
     close("end", None)
@@ -301,7 +303,7 @@ def derive(user: Activity, agent: Activity, duration_s: float, rules: LabelRules
     n_frames = n_frames_for(duration_s)
     n_ticks = n_frames * TICKS_PER_FRAME
     vocs = vocalizations(user, agent, rules)
-    tlist, vocs = turns(vocs, duration_s, rules)
+    tlist, vocs = turns(vocs, rules)
 
     # R8: frame states by majority of 10 ms ticks.
     def spans(spk: str, kinds: tuple[str, ...]) -> list[tuple[float, float]]:

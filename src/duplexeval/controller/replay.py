@@ -1,7 +1,8 @@
 """Offline replay of a controller's per-frame scores into events, by the rules of docs/controller.md section 2.
 
-Pure functions on numpy arrays; each call scans a frame range with vectorised cumulative sums, and the only
-Python loop is over firings (a restart after each early endpoint, one step per backchannel candidate).
+Pure functions on numpy arrays. The endpoint replay indexes a clip once (vectorised run lengths and cumulative
+sums) and then finds each firing with binary searches; the only Python loops are over firings (a restart after
+each early endpoint, one step per backchannel candidate).
 """
 
 from __future__ import annotations
@@ -34,47 +35,82 @@ def voiced_frames(level_db: np.ndarray | None, n: int, policy: EvaluationPolicy)
     return np.asarray(level_db, dtype=float) > float(policy.vad_gate_db)
 
 
-def _first_from(
-    above: np.ndarray, voiced: np.ndarray, start: int, stop: int, policy: EvaluationPolicy, fallback: bool
-) -> Firing | None:
-    """First endpoint firing in [start, stop) after a fresh (re)start at ``start``; scans growing horizons."""
-    warm = policy.warmup_frames
-    deb = policy.debounce_frames
-    min_voiced = policy.min_voiced_ms * 1000
-    fb_frames = -(-policy.fallback_silence_ms * 1000 // FRAME_US)  # frames of silence needed (ceil)
-    horizon = 256
-    while True:
-        end = min(stop, start + horizon)
-        if end <= start:
+def _run_lengths(flags: np.ndarray) -> np.ndarray:
+    """Length of the run of True ending at each frame (0 where False)."""
+    r = np.arange(flags.size)
+    last_false = np.maximum.accumulate(np.where(flags, -1, r)) if flags.size else r
+    return r - last_false
+
+
+class EndpointReplayer:
+    """Endpoint replay of one clip, indexed once so that each (re)start costs O(log n).
+
+    After a (re)start at frame s (warmup W, debounce D, voiced minimum K frames, fallback F silent frames):
+
+    - the head can fire at j when the above-threshold run ending at j, counted from s+W on, is >= D, i.e. the
+      clip-wide run at j is >= D and j >= s+W+D-1;
+    - the fallback can fire at j when the unvoiced run counted from s is >= F, i.e. the clip-wide unvoiced run at
+      j is >= F and j >= s+F-1, and j >= s+W;
+    - either needs >= K voiced frames in [s, j], i.e. j >= the first frame where the voiced count since s reaches K.
+
+    So the first firing is a ``searchsorted`` in three precomputed index arrays. ``tests/test_controller_core_props``
+    checks this against a frame-by-frame state machine.
+    """
+
+    def __init__(self, score: np.ndarray, voiced: np.ndarray, policy: EvaluationPolicy, above: np.ndarray | None = None) -> None:
+        if above is None:
+            above = np.asarray(score, dtype=float) >= float(policy.endpoint_threshold)
+        voiced = np.asarray(voiced, dtype=bool)
+        self.policy = policy
+        self.n = int(voiced.size)
+        self.warm = policy.warmup_frames
+        self.deb = policy.debounce_frames
+        self.need_voiced = -(-policy.min_voiced_ms * 1000 // FRAME_US)  # voiced frames needed (ceil)
+        self.fb_frames = -(-policy.fallback_silence_ms * 1000 // FRAME_US)  # silent frames needed (ceil)
+        self.cum_voiced = np.cumsum(voiced, dtype=np.int64)
+        self.head_at = np.flatnonzero(_run_lengths(np.asarray(above, dtype=bool)) >= self.deb)
+        self.fb_at = np.flatnonzero(_run_lengths(~voiced) >= self.fb_frames)
+
+    def _voiced_ready(self, s: int) -> int:
+        """First frame j >= s with at least ``need_voiced`` voiced frames in [s, j] (n if never)."""
+        if self.need_voiced <= 0:
+            return s
+        base = int(self.cum_voiced[s - 1]) if s > 0 else 0
+        return int(np.searchsorted(self.cum_voiced, base + self.need_voiced, side="left"))
+
+    @staticmethod
+    def _first_at_or_after(idx: np.ndarray, lo: int) -> int | None:
+        k = int(np.searchsorted(idx, lo, side="left"))
+        return int(idx[k]) if k < idx.size else None
+
+    def first(self, start: int, stop: int, fallback: bool) -> Firing | None:
+        """First firing in [start, stop) after a fresh (re)start at ``start``."""
+        if start >= stop:
             return None
-        ab = above[start:end].copy()
-        ab[: min(warm, ab.size)] = False  # warmup frames' scores are ignored
-        v = voiced[start:end]
-        r = np.arange(end - start)
-        cv = np.cumsum(v)
-        ok_voiced = cv.astype(np.int64) * FRAME_US >= min_voiced
-        # length of the above-threshold run ending at each frame
-        lastbelow = np.maximum.accumulate(np.where(ab, -1, r))
-        run = r - lastbelow
-        cand = (run >= deb) & ok_voiced & (r >= warm)
-        head_idx = np.flatnonzero(cand)
-        fb_idx = np.empty(0, dtype=np.int64)
+        ready = self._voiced_ready(start)
+        h = self._first_at_or_after(self.head_at, max(start + self.warm + self.deb - 1, ready))
+        f = None
         if fallback:
-            lastvoiced = np.maximum.accumulate(np.where(v, r, -1))
-            silence = r - lastvoiced
-            fb = (silence >= fb_frames) & ok_voiced & (r >= warm)
-            fb_idx = np.flatnonzero(fb)
-        h = int(head_idx[0]) if head_idx.size else None
-        f = int(fb_idx[0]) if fb_idx.size else None
-        if h is not None and (f is None or h <= f):
-            j = start + h
-            return Firing(j, int(frame_end_us(j)), HEAD)
-        if f is not None:
-            j = start + f
-            return Firing(j, int(frame_end_us(j)), FALLBACK)
-        if end >= stop:
-            return None
-        horizon *= 4
+            f = self._first_at_or_after(self.fb_at, max(start + self.fb_frames - 1, start + self.warm, ready))
+        if h is not None and h < stop and (f is None or h <= f):
+            return Firing(h, int(frame_end_us(h)), HEAD)
+        if f is not None and f < stop:
+            return Firing(f, int(frame_end_us(f)), FALLBACK)
+        return None
+
+    def firings(self, start: int, stop: int, fallback: bool, until_us: int | None = None) -> list[Firing]:
+        """Every firing in [start, stop), resetting after each; stops after the first stamped >= ``until_us``."""
+        out: list[Firing] = []
+        s = start
+        while s < stop:
+            f = self.first(s, stop, fallback)
+            if f is None:
+                break
+            out.append(f)
+            if until_us is not None and f.t_us >= until_us:
+                break
+            s = f.frame + 1
+        return out
 
 
 def endpoint_firings(
@@ -86,25 +122,15 @@ def endpoint_firings(
     fallback: bool,
     until_us: int | None = None,
     above: np.ndarray | None = None,
+    replayer: EndpointReplayer | None = None,
 ) -> list[Firing]:
     """Every firing in [start, stop), resetting after each (warmup, debounce, voiced and silence counters restart).
 
-    Stops after the first firing stamped at or after ``until_us`` (the final endpoint) when it is given.
-    ``above`` (score >= threshold, precomputed per clip) saves recomputing it for every probe.
+    Stops after the first firing stamped at or after ``until_us`` (the final endpoint) when it is given. Pass a
+    ``replayer`` built once per clip to replay many probes of one clip cheaply.
     """
-    if above is None:
-        above = np.asarray(score, dtype=float) >= float(policy.endpoint_threshold)
-    out: list[Firing] = []
-    s = start
-    while s < stop:
-        f = _first_from(above, voiced, s, stop, policy, fallback)
-        if f is None:
-            break
-        out.append(f)
-        if until_us is not None and f.t_us >= until_us:
-            break
-        s = f.frame + 1
-    return out
+    rp = replayer if replayer is not None else EndpointReplayer(score, voiced, policy, above)
+    return rp.firings(start, stop, fallback, until_us)
 
 
 @dataclass(frozen=True)
@@ -119,12 +145,12 @@ class TurnOutcome:
 
 def replay_turn(
     score: np.ndarray, voiced: np.ndarray, n_frames: int, turn_end_s: float, window: tuple[int, int],
-    policy: EvaluationPolicy, fallback: bool, above: np.ndarray | None = None,
+    policy: EvaluationPolicy, fallback: bool, replayer: EndpointReplayer | None = None,
 ) -> TurnOutcome:  # fmt: skip
     """Replay one turn probe over its frame window; early endpoints reset the replay, which goes on."""
     te = to_us(turn_end_s)
     i0, i1 = window
-    fir = endpoint_firings(score, voiced, i0, i1, policy, fallback, until_us=te, above=above)
+    fir = endpoint_firings(score, voiced, i0, i1, policy, fallback, until_us=te, replayer=replayer)
     early = sum(1 for f in fir if f.t_us < te)
     final = fir[-1] if fir and fir[-1].t_us >= te else None
     observe = i1 * FRAME_US - te
@@ -142,13 +168,13 @@ class PauseOutcome:
 
 def replay_pause(
     score: np.ndarray, voiced: np.ndarray, a_s: float, b_s: float, window: tuple[int, int],
-    policy: EvaluationPolicy, fallback: bool, above: np.ndarray | None = None,
+    policy: EvaluationPolicy, fallback: bool, replayer: EndpointReplayer | None = None,
 ) -> PauseOutcome:  # fmt: skip
     """Replay from the window start to the pause end; a firing stamped in [a, b) is the probe's false cut."""
     a, b = to_us(a_s), to_us(b_s)
     i0, i1 = window
-    stop = min(i1, -(-b // FRAME_US))  # frames stamped <= b; a stamp == b is outside [a, b)
-    fir = endpoint_firings(score, voiced, i0, stop, policy, fallback, until_us=a, above=above)
+    stop = min(i1, -(-b // FRAME_US))  # up to the frame whose audio holds b; stamps >= b are not false cuts
+    fir = endpoint_firings(score, voiced, i0, stop, policy, fallback, until_us=a, replayer=replayer)
     pre = sum(1 for f in fir if f.t_us < a)
     last = fir[-1] if fir else None
     if last is not None and a <= last.t_us < b:

@@ -19,8 +19,10 @@ def run_clips(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[Cli
     seen: set[str] = set()
     evs: list[ClipEvidence] = []
     for clip in clips:
-        acc.add(clip.frames)
-        evs.append(clip_events(clip, policy, seen))
+        cm = acc.add(clip.frames)
+        ev = clip_events(clip, policy, seen)
+        ev.state_confusion = cm
+        evs.append(ev)
     return evs, acc.result()
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.controller.data import Clip, validate_clip_id
-from duplexeval.controller.labels import Activity, LabelRules, derive, n_frames_for, to_clip
+from duplexeval.controller.labels import Activity, LabelRules, derive, to_clip
 from duplexeval.errors import InputError
 
 CHANNELS = ("user", "agent")
@@ -172,5 +172,3 @@ def conversation_clips(
                 res.apply(clip.frames)
             yield clip
 
-
-__all__ = ["Conversation", "read_manifest", "parse_entry", "assignments", "conversation_clips", "n_frames_for"]

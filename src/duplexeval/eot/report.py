@@ -94,7 +94,8 @@ def format_report(rep: dict) -> str:
     lines.append(f"  false cutoff      {fmt(rep['false_cutoff'])}")
     for band, sh in rep["hang_at_ms"].items():
         lines.append(f"  hang > {band:>5} ms  {fmt(sh)}")
-    lines.append(f"  median latency    {s['median_latency_ms']:.1f} ms (spec 003 median)")
+    why = "spec 003 median" if s["n"] else "spec 003 value for no pairs"
+    lines.append(f"  median latency    {s['median_latency_ms']:.1f} ms ({why})")
     qs = rep["latency_ms"]["quantiles"]
     lines.append(
         "  latency quantiles " + "  ".join(f"{k}={'n/a' if v is None else f'{v:.1f}'}" for k, v in qs.items()) + " ms"

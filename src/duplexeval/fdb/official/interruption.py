@@ -102,8 +102,9 @@ def interruption_metrics(samples: Sequence[InterruptionSample], judged: bool) ->
                 f"{failed} takeover sample(s) got no parsable rating within the attempt limit and are left out "
                 "(the official script would retry them forever)"
             )
-        rating = plain_mean(rated, empty if not takeovers else (note or empty), note)  # type: ignore[arg-type]
+        # with no rating at all the note says why: no takeover (division by zero), or every attempt failed
+        rating = plain_mean(rated, note or empty, note)
     tor_note = NOT_PRINTED if samples and not takeovers else None
-    tor = plain_mean([s.turn.tor for s in samples], NO_SAMPLES, tor_note)  # type: ignore[misc]
-    latency = plain_mean([s.latency_clamped_s for s in takeovers], empty)  # type: ignore[misc]
+    tor = plain_mean([s.turn.took_turn for s in samples], NO_SAMPLES, tor_note)
+    latency = plain_mean([s.latency_clamped_s for s in takeovers if s.latency_clamped_s is not None], empty)
     return {AVERAGE_RATING: rating, AVERAGE_TAKE_TURN: tor, AVERAGE_LATENCY: latency}

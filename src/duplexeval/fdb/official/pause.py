@@ -42,4 +42,4 @@ def pause_sample(sample_id: str, words: Sequence[Word]) -> PauseSample:
 
 def pause_metrics(samples: Sequence[PauseSample]) -> dict[str, Metric]:
     """`Average take turn` = mean TOR over the samples (lower is better)."""
-    return {AVERAGE_TAKE_TURN: plain_mean([s.turn.tor for s in samples], NO_SAMPLES)}  # type: ignore[misc]
+    return {AVERAGE_TAKE_TURN: plain_mean([s.turn.took_turn for s in samples], NO_SAMPLES)}

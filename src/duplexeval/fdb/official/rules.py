@@ -30,6 +30,13 @@ class TakeTurn:
     null_last_end: bool = False
     crash: str | None = None
 
+    @property
+    def took_turn(self) -> int:
+        """TOR as 0/1 for averaging; only valid when the official code would not crash."""
+        if self.tor is None:
+            raise ValueError(f"no TOR: {self.crash}")
+        return self.tor
+
 
 def take_turn(words: Sequence[Word], *, null_last_end_uses_start: bool) -> TakeTurn:
     """TOR = 1 when the whole transcript spans >= 1 s, or spans less but has more than 3 words.

@@ -14,7 +14,7 @@ from typing import Any
 
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.official import backchannel as bc
-from duplexeval.fdb.official.interruption import interruption_metrics, interruption_sample
+from duplexeval.fdb.official.interruption import InterruptionSample, interruption_metrics, interruption_sample
 from duplexeval.fdb.official.judge import Judge, JudgeConfig
 from duplexeval.fdb.official.pause import pause_metrics, pause_sample
 from duplexeval.fdb.official.summary import NOT_JUDGED, SubsetSummary, build_summary, rules_block, write_summary
@@ -29,6 +29,7 @@ from duplexeval.fdb.tree import (
     TURN_TAKING,
     USER_INTERRUPTION,
     Manifest,
+    AsrRecord,
     SampleEntry,
     load_asr,
     load_manifest,
@@ -37,6 +38,7 @@ from duplexeval.fdb.tree import (
 from duplexeval.jsonio import read_json, sha256_file
 
 ICC_GT_FILE = "icc_gt_distribution.json"
+BC_SUBSET = "icc_backchannel"
 JUDGES = ("none", "openai")
 ICC_GT_MISSING = (
     "icc_backchannel needs the official human backchannel distribution icc_gt_distribution.json. It comes from the "
@@ -125,7 +127,7 @@ def read_output_raw(path: Path, key: str) -> tuple[Any, int]:
 
     try:
         data, rate = sf.read(str(path), dtype="float32", always_2d=True)
-    except (RuntimeError, sf.LibsndfileError) as exc:  # type: ignore[attr-defined]
+    except (RuntimeError, OSError) as exc:  # soundfile errors are RuntimeErrors
         raise InputError(f"{path}: sample {key}: cannot read audio: {exc}") from None
     if data.shape[1] != 1:
         raise InputError(f"{path}: sample {key}: output.wav has {data.shape[1]} channels; the official VAD call needs mono")
@@ -197,6 +199,10 @@ def evaluate(
     if judge == "openai" and USER_INTERRUPTION in {SUBSETS[s].task for s in chosen}:
         judge_obj = Judge.create(config, tree)
 
+    gt = None
+    if BC_SUBSET in chosen and any(e.eligible for e in manifest.by_subset(BC_SUBSET)):
+        gt = load_icc_gt(icc_gt, tree, manifest)  # before any work (or judge spending) is done
+
     results: dict[str, SubsetSummary] = {}
     bc_info: dict[str, Any] | None = None
     for subset in chosen:
@@ -205,53 +211,22 @@ def evaluate(
         say(f"{subset}: {len(entries)} selected sample(s)")
         counts = _base_counts(subset, manifest, entries)
         rows: list[dict[str, Any]] = []
-        ready: list[tuple[SampleEntry, list[Word], str]] = []
-        for e in entries:
-            if not e.eligible:
-                rows.append({"id": e.id, "evaluated": False, "reason": "ineligible: " + "; ".join(e.reasons)})
-                continue
-            rec = asr.samples.get(e.key)
-            if rec is None:
-                raise RefusalError(f"{tree / 'asr.json'}: eligible sample {e.key} was not transcribed; rerun asr")
-            if rec.status != "ok" or rec.output_json is None:
-                counts["asr_error"] += 1
-                rows.append({"id": e.id, "evaluated": False, "reason": f"asr error: {rec.error}"})
-                continue
-            words, text = _read_transcript(e, tree, rec.output_json)
-            ready.append((e, words, text))
+        ready = _transcribed(tree, asr, entries, counts, rows)
+        judge_block: dict[str, Any] | None = None
+        done: Sequence[Any]
         if task == PAUSE_HANDLING:
             done = [pause_sample(e.id, w) for e, w, _ in ready]
             metrics = pause_metrics(done)
-            judge_block = None
         elif task == TURN_TAKING:
-            done = [turn_taking_sample(e.id, w, _turn_end(_annotation(e, tree), f"{e.dir(tree) / 'turn_taking.json'}: sample {e.key}")) for e, w, _ in ready]  # type: ignore[misc]
-            metrics = turn_taking_metrics(done)  # type: ignore[arg-type]
-            judge_block = None
+            done = [turn_taking_sample(e.id, w, _turn_end(_annotation(e, tree), _where(e, tree))) for e, w, _ in ready]
+            metrics = turn_taking_metrics(done)
         elif task == USER_INTERRUPTION:
-            done = []
-            for e, w, text in ready:
-                r, context, interrupt = _interrupt(_annotation(e, tree), f"{e.dir(tree) / 'interrupt.json'}: sample {e.key}")
-                done.append(interruption_sample(e.id, w, text, r, context, interrupt))  # type: ignore[arg-type]
-            if judge_obj is not None:
-                judge_obj.log_run_start(subset)
-                takeovers = [(e, s) for (e, _, _), s in zip(ready, done) if s.turn.tor == 1]  # type: ignore[union-attr]
-                for i, (e, s) in enumerate(takeovers, 1):
-                    say(f"{subset}: judging {e.id} ({i}/{len(takeovers)})")
-                    s.judge = judge_obj.rate(e.key, e.dir(tree), s.context, s.interrupt, s.response_text)  # type: ignore[union-attr]
-                stats = dict(judge_obj.stats)
-                judge_block = judge_obj.signature()
-                judge_block["rated"] = sum(1 for _, s in takeovers if s.judge and s.judge.rating is not None)  # type: ignore[union-attr]
-                judge_block["failed"] = len(takeovers) - judge_block["rated"]
-                judge_block["retried_samples"] = sum(1 for _, s in takeovers if s.judge and s.judge.attempts > 1)  # type: ignore[union-attr]
-                say(f"{subset}: judge requests {stats['requests']}, retries {stats['retries']}, reused {stats['reused']}, failed {stats['failed']}")
-            else:
-                judge_block = dict(NOT_JUDGED)
-            metrics = interruption_metrics(done, judged=judge_obj is not None)  # type: ignore[arg-type]
+            done, judge_block = _interruption(subset, tree, ready, judge_obj, say)
+            metrics = interruption_metrics(done, judged=judge_obj is not None)
         elif task == BACKCHANNEL:
-            done, counts_extra, bc_info = _backchannel(subset, tree, manifest, ready, icc_gt, backchannel_rules, rows, say)
+            done, counts_extra, bc_info = _backchannel(subset, tree, ready, gt, backchannel_rules, rows, say)
             counts.update(counts_extra)
-            metrics = bc.backchannel_metrics(done)  # type: ignore[arg-type]
-            judge_block = None
+            metrics = bc.backchannel_metrics(done)
         else:  # pragma: no cover - SUBSETS only holds the four tasks
             raise AssertionError(task)
         counts["evaluated"] = len(done)
@@ -266,12 +241,62 @@ def evaluate(
     return summary
 
 
+Ready = list[tuple[SampleEntry, list[Word], str]]
+
+
+def _where(e: SampleEntry, tree: Path) -> str:
+    return f"{e.dir(tree) / (e.annotation or '')}: sample {e.key}"
+
+
+def _transcribed(tree: Path, asr: AsrRecord, entries: Sequence[SampleEntry], counts: dict[str, Any], rows: list[dict[str, Any]]) -> Ready:
+    """The eligible, transcribed samples with their words; the others become counted, not-evaluated rows."""
+    ready: Ready = []
+    for e in entries:
+        if not e.eligible:
+            rows.append({"id": e.id, "evaluated": False, "reason": "ineligible: " + "; ".join(e.reasons)})
+            continue
+        rec = asr.samples.get(e.key)
+        if rec is None:
+            raise RefusalError(f"{tree / 'asr.json'}: eligible sample {e.key} was not transcribed; rerun asr")
+        if rec.status != "ok" or rec.output_json is None:
+            counts["asr_error"] += 1
+            rows.append({"id": e.id, "evaluated": False, "reason": f"asr error: {rec.error}"})
+            continue
+        words, text = _read_transcript(e, tree, rec.output_json)
+        ready.append((e, words, text))
+    return ready
+
+
+def _interruption(
+    subset: str, tree: Path, ready: Ready, judge: Judge | None, say: _Progress
+) -> tuple[list[InterruptionSample], dict[str, Any]]:
+    """TOR and latency per sample, then the judge on the takeovers (when one is configured)."""
+    done: list[InterruptionSample] = []
+    for e, words, text in ready:
+        r, context, interrupt = _interrupt(_annotation(e, tree), _where(e, tree))
+        done.append(interruption_sample(e.id, words, text, r, context, interrupt))
+    if judge is None:
+        return done, dict(NOT_JUDGED)
+    judge.log_run_start(subset)
+    takeovers = [(e, s) for (e, _, _), s in zip(ready, done) if s.turn.tor == 1]
+    for i, (e, s) in enumerate(takeovers, 1):
+        say(f"{subset}: judging {e.id} ({i}/{len(takeovers)})")
+        s.judge = judge.rate(e.key, e.dir(tree), s.context, s.interrupt, s.response_text)
+    ratings = [s.judge for _, s in takeovers if s.judge is not None]
+    block = judge.signature()
+    block["rated"] = sum(1 for r in ratings if r.rating is not None)
+    block["failed"] = len(takeovers) - block["rated"]
+    block["retried_samples"] = sum(1 for r in ratings if r.attempts > 1)
+    st = judge.stats
+    say(f"{subset}: judge requests {st['requests']}, retries {st['retries']}, reused {st['reused']}, failed {st['failed']}")
+    return done, block
+
+
 def _backchannel(
     subset: str,
     tree: Path,
-    manifest: Manifest,
-    ready: list[tuple[SampleEntry, list[Word], str]],
-    icc_gt: str | Path | None,
+    ready: Ready,
+    gt_loaded: tuple[dict[str, list[float]], dict[str, Any]] | None,
     rules: str,
     rows: list[dict[str, Any]],
     say: _Progress,
@@ -286,7 +311,8 @@ def _backchannel(
         return [], extra, None
     from duplexeval import vad as vadmod
 
-    gt, gt_info = load_icc_gt(icc_gt, tree, manifest)
+    assert gt_loaded is not None  # loaded up front whenever the subset has eligible samples
+    gt, gt_info = gt_loaded
     model = vadmod.load_vad()
     info = {
         "vad": vadmod.vad_signature(vadmod.OFFICIAL_SETTINGS),

@@ -14,6 +14,10 @@ SUMMARY_KIND = "duplexeval.fdb.summary"
 SUMMARY_SCHEMA_VERSION = 1
 RULES_NAME = "fdb-v1.0-official"
 REPRODUCES = "DanielLin94144/Full-Duplex-Bench evaluation/ at f582595 (2025-06-11), the code behind the v1.0 table"
+BACKCHANNEL_LOOPS = {
+    "2025-06": "v1.0 loop (f582595): a segment classed as a turn erases the backchannels found before it",
+    "2026-02": "HEAD loop (2026-02-22, d7336bd): every segment up to 3 s is a backchannel, whatever its class",
+}
 NOT_JUDGED = {"label": "not judged", "mode": "none"}
 
 
@@ -60,6 +64,7 @@ def rules_block(backchannel_rules: str, backchannel: dict[str, Any] | None) -> d
         },
         "times": "float arithmetic on the output.json times as written (no microsecond rounding)",
         "backchannel_rules": backchannel_rules,
+        "backchannel_loop": BACKCHANNEL_LOOPS[backchannel_rules],
         "backchannel": {
             "window_s": bc.WINDOW_S,
             "epsilon": bc.EPSILON,

@@ -73,8 +73,8 @@ def turn_taking_metrics(samples: Sequence[TurnTakingSample]) -> dict[str, Metric
     crash = crash_note(samples)
     if crash:
         return {AVERAGE_TAKE_TURN: null_metric(len(samples), crash), AVERAGE_LATENCY: null_metric(0, crash)}
-    lat = [s.latency_clamped_s for s in samples if s.turn.tor == 1]
+    lat = [s.latency_clamped_s for s in samples if s.latency_clamped_s is not None]
     tor_note = NOT_PRINTED if samples and not lat else None
-    tor = plain_mean([s.turn.tor for s in samples], NO_SAMPLES, tor_note)  # type: ignore[misc]
-    latency = plain_mean(lat, NO_SAMPLES if not samples else NO_TAKEOVER)  # type: ignore[arg-type]
+    tor = plain_mean([s.turn.took_turn for s in samples], NO_SAMPLES, tor_note)
+    latency = plain_mean(lat, NO_SAMPLES if not samples else NO_TAKEOVER)
     return {AVERAGE_TAKE_TURN: tor, AVERAGE_LATENCY: latency}

@@ -11,18 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from duplexeval.fdb.tree import (
-    SUBSET_ORDER,
-    SUBSETS,
-    UNIFIED_FILE,
-    UNIFIED_SAMPLES_FILE,
-    USER_INTERRUPTION,
-    BACKCHANNEL,
-    PAUSE_HANDLING,
-    TURN_TAKING,
-)
+from duplexeval.fdb.tree import BACKCHANNEL, SUBSET_ORDER, SUBSETS, UNIFIED_FILE, UNIFIED_SAMPLES_FILE
 from duplexeval.fdb.unified.aggregate import subset_block
-from duplexeval.fdb.unified.interruption import score_interruption
+from duplexeval.fdb.unified.interruption import r_limit_sample, score_interruption
 from duplexeval.fdb.unified.load import InterruptionInput, LoadedTree, PauseInput, TurnInput, load_tree
 from duplexeval.fdb.unified.pause import score_pause
 from duplexeval.fdb.unified.speech import Segmenter
@@ -59,7 +50,11 @@ def _rows_and_blocks(loaded: LoadedTree, segmenter: Segmenter | None, jobs: int 
     inter = [ls for ls in loaded.samples if isinstance(ls.input, InterruptionInput)]
     if inter:
         paths = [ls.input.wav_path for ls in inter]  # type: ignore[union-attr]
-        segs = segmenter(paths) if segmenter is not None else speech.segment_files(paths, jobs)
+        if segmenter is not None:
+            segs = segmenter(paths)
+        else:  # only segments starting at or before R enter any quantity: the scan may stop there
+            limits = [r_limit_sample(ls.input.R_us) for ls in inter]  # type: ignore[union-attr]
+            segs = speech.segment_files(paths, jobs, limits=limits)
         seg_of = {id(ls): s for ls, s in zip(inter, segs)}
     else:
         seg_of = {}

@@ -71,6 +71,11 @@ class InterruptionRow:
         }
 
 
+def r_limit_sample(R_us: int) -> int:
+    """The last 16 kHz sample index at or before R (exact: 125 * i <= 2 * R_us)."""
+    return (R_us * TICKS_PER_US) // TICKS_PER_SAMPLE
+
+
 def score_interruption(inp: InterruptionInput, segments: Sequence[tuple[int, int]]) -> InterruptionRow:
     """Classify one eligible interruption sample from its VAD segments (sample indices, end exclusive).
 
@@ -78,6 +83,8 @@ def score_interruption(inp: InterruptionInput, segments: Sequence[tuple[int, int
     - speech_before_onset: detected speech anywhere in [0, S), i.e. a segment starting before S.
     - stop: end of the segment covering S minus S; no observed stop when that segment runs to T.
     - speech in [S, R]: total overlap of segments with [S, R]; restarts: segments starting inside (S, R).
+
+    Only segments starting at or before R enter any of these; the row keeps just those (`vad_segments`).
     """
     S = inp.S_us * TICKS_PER_US
     R = inp.R_us * TICKS_PER_US
@@ -121,5 +128,5 @@ def score_interruption(inp: InterruptionInput, segments: Sequence[tuple[int, int
         first_word_us=first,
         latency_us=latency,
         n_words=len(inp.words),
-        segments=segs,
+        segments=tuple((s, e) for s, e in segs if s * TICKS_PER_SAMPLE <= R),
     )

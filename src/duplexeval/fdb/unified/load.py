@@ -214,7 +214,7 @@ def parse_words(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> tuple[Sp
     return tuple(spans)
 
 
-def check_wav(data: bytes, T_us: int, path: Path, entry: SampleEntry) -> int:
+def check_wav(data: bytes, path: Path, entry: SampleEntry) -> int:
     """output.wav must be mono 16 kHz with exactly round(T * 16000) samples; returns that count."""
     import soundfile as sf
 
@@ -277,7 +277,7 @@ def load_sample(root: Path, entry: SampleEntry, asr: AsrRecord) -> SampleInput:
         raise RefusalError(
             f"{root / ASR_FILE}: sample {entry.key}: transcribed a different output.wav than manifest.json records; rerun asr"
         )
-    n = check_wav(data, T_us, wav_path, entry)
+    n = check_wav(data, wav_path, entry)
     return InterruptionInput(T_us, words, S_us, R_us, n, wav_path)
 
 

@@ -57,26 +57,35 @@ def _num(x: Any, digits: int = 3) -> str:
     return f"{x:.{digits}f}"
 
 
-def _iv(iv: Any, unit: str = "") -> str:
+NOT_REACHED = "n/r"
+
+
+def _iv(iv: Any) -> str:
     if iv is None:
         return "—"
     lo, hi = iv
-    return f"[{_num(lo) if lo is not None else 'not reached'}, {_num(hi) if hi is not None else 'not reached'}]{unit}"
+    return f"[{_num(lo) if lo is not None else NOT_REACHED}, {_num(hi) if hi is not None else NOT_REACHED}]"
 
 
-def metric_cells(m: dict[str, Any]) -> tuple[str, str, str, str]:
-    """(value, interval, count, selected bounds) strings for a share, pooled ratio or latency."""
+def _latency_value(x: Any, n: int) -> str:
+    if n == 0:
+        return "—"
+    return NOT_REACHED if x is None else _num(x)
+
+
+def metric_rows(name: str, m: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """Table rows (metric, value, interval, count, selected bounds) for a share, pooled ratio or latency."""
     if "selected_bounds" in m:  # share of samples
-        return _num(m["value"]), _iv(m["interval"]), f"{m['count']}/{m['n']}", _iv(m["selected_bounds"])
-    if "median" in m:  # latency
-        if m["n"] == 0:
-            return "—", "—", "n=0", ""
-        med = "not reached" if m["median"] is None else f"{_num(m['median'])} s"
-        p90 = "not reached" if m["p90"] is None else f"{_num(m['p90'])} s"
-        return f"median {med}, p90 {p90}", _iv(m["median_interval"], " s"), f"n={m['n']}", ""
+        return [(name, _num(m["value"]), _iv(m["interval"]), f"{m['count']}/{m['n']}", _iv(m["selected_bounds"]))]
+    if "median" in m:  # latency: median with its interval, then p90 (no interval)
+        return [
+            (f"{name} median", _latency_value(m["median"], m["n"]), _iv(m["median_interval"]), f"n={m['n']}", ""),
+            (f"{name} p90", _latency_value(m["p90"], m["n"]), "", f"n={m['n']}", ""),
+        ]
     if "numerator_s" in m:
-        return _num(m["value"]), _iv(m["interval"]), f"{_num(m['numerator_s'], 2)}/{_num(m['denominator_s'], 2)} s", ""
-    return _num(m["value"]), _iv(m["interval"]), f"{m['numerator']}/{m['denominator']} pauses", ""
+        count = f"{_num(m['numerator_s'], 2)}/{_num(m['denominator_s'], 2)}"
+        return [(name, _num(m["value"]), _iv(m["interval"]), count, "")]
+    return [(name, _num(m["value"]), _iv(m["interval"]), f"{m['numerator']}/{m['denominator']}", "")]
 
 
 def _counts_line(block: dict[str, Any]) -> str:
@@ -126,16 +135,23 @@ def render(result: Any, reference: Reference, console: Any = None) -> None:
         console.print()
         console.print(f"[bold]{subset}[/bold] ({block['task']}): {_counts_line(block)}")
         if block["metrics"]:
-            t = Table(show_edge=False)
-            for col in ("metric", "value", "95% interval", "count", "bounds (all selected)"):
-                t.add_column(col)
+            t = Table(show_edge=False, pad_edge=False)
+            t.add_column("metric", overflow="fold")
+            for col in ("value", "95% interval", "count", "selected bounds"):
+                t.add_column(col, no_wrap=True)
             for name, m in block["metrics"].items():
-                t.add_row(name, *metric_cells(m))
+                for row in metric_rows(name, m):
+                    t.add_row(*row)
             console.print(t)
         else:
             console.print("  counted only: no unified metric (the official frequency and JSD are the reference)")
         if reference.subsets is not None and isinstance(reference.subsets.get(subset), dict):
             console.print(_reference_table(subset, reference.subsets[subset]))
+    console.print()
+    console.print(
+        f"{NOT_REACHED} = not reached: the quantile falls on a sample that never responded (or never stopped). "
+        "Shares are over eligible samples (interruption: exercised); selected bounds count unknown outcomes "
+        "as no, then yes."
+    )
     if reference.message:
-        console.print()
         console.print(reference.message)

@@ -1,14 +1,22 @@
 """Silero VAD segments of interruption outputs, with the scorer settings (threshold 0.5, 250/100 ms, no pad).
 
-Speed: the model is a recurrent net stepped once per 512-sample frame, so one file at a time spends
-most of its time in per-call overhead. We step a batch of files together (the model's batch axis; each
-row keeps its own state), which gives bit-identical probabilities to `SileroVad.probs` (tested), then
-cut each row to its own length and apply Silero's segmentation (`duplexeval.vad.timestamps_from_probs`).
-Batches run in threads (onnxruntime releases the GIL). Results do not depend on batch size or threads.
+Speed, without changing a single segment:
+
+- Batching. The model is a recurrent net stepped once per 512-sample frame, and one file at a time
+  spends most of its time in per-call overhead. We step up to 64 files together through the model's
+  batch axis (each row keeps its own state); the probabilities are bit-identical to
+  `SileroVad.probs` (tested). Batches run in threads (onnxruntime releases the GIL).
+- Stopping early. The interruption outcome only uses segments that start at or before R. Silero's
+  probabilities are causal, and with no padding and no maximum speech length its segmentation
+  finalises a segment when the silence after it reaches the minimum: later audio can only add new
+  segments. So once the prefix scanned reaches more than the minimum speech length past R and no
+  segment that starts at or before R is still open, those segments equal the whole file's (tested
+  against full scans). With other settings the whole file is always scanned.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,9 +28,11 @@ import numpy as np
 Segments = list[tuple[int, int]]
 Segmenter = Callable[[Sequence[Path]], list[Segments]]
 
-BATCH_FILES = 32
+BATCH_FILES = 64  # per-call overhead stops shrinking around here (measured: benchmarks/README.md)
 WINDOW = 512
 CONTEXT = 64
+CHECK_EVERY = 16  # frames (0.5 s) between checks whether a file's needed segments are final
+_SCALE = np.float32(1.0 / 32768.0)
 
 
 def _settings() -> Any:
@@ -35,50 +45,123 @@ def signature() -> dict[str, Any]:
     """The VAD package, version, model hash and the scorer settings, for the top of unified.json."""
     from duplexeval.vad import vad_signature
 
-    return vad_signature(_settings())
+    sig = vad_signature(_settings())
+    if _early_stop_ok(_settings()):
+        sig["scan"] = "each output.wav until its segments starting at or before R are final (= whole-file segments)"
+    return sig
+
+
+def _frames(audios: Sequence[np.ndarray]) -> tuple[np.ndarray, list[int]]:
+    """(B, F, 512) zero-padded frames (int16 when every input is int16, else float32) and each file's frame count."""
+    n_frames = [-(-a.size // WINDOW) for a in audios]
+    F = max(n_frames, default=0)
+    pcm = all(a.dtype == np.int16 for a in audios)
+    frames = np.zeros((len(audios), F * WINDOW), dtype=np.int16 if pcm else np.float32)
+    for j, a in enumerate(audios):
+        frames[j, : a.size] = a
+    return frames.reshape(len(audios), F, WINDOW), n_frames
+
+
+class _Stepper:
+    """Steps a shrinking set of rows of a frame batch through the model, one frame at a time."""
+
+    def __init__(self, vad: Any, frames: np.ndarray) -> None:
+        self.vad, self.frames = vad, frames
+        self.rows = list(range(frames.shape[0]))
+        self.x = np.zeros((len(self.rows), CONTEXT + WINDOW), dtype=np.float32)
+        self.state = np.zeros((2, len(self.rows), 128), dtype=np.float32)
+        self.probs = np.zeros(frames.shape[:2], dtype=np.float32)
+        self.i = 0  # frames stepped so far
+
+    def step(self) -> None:
+        x, i = self.x, self.i
+        x[:, :CONTEXT] = x[:, WINDOW:]  # previous frame's last 64 samples (zeros before the first frame)
+        block = self.frames[self.rows, i] if len(self.rows) != self.frames.shape[0] else self.frames[:, i]
+        if block.dtype == np.int16:  # x / 32768: what soundfile returns as float32 for PCM16
+            np.multiply(block, _SCALE, out=x[:, CONTEXT:], casting="unsafe")
+        else:
+            x[:, CONTEXT:] = block
+        prob, self.state = self.vad._run(x, self.state)
+        self.probs[self.rows, i] = prob[:, 0]
+        self.i += 1
+
+    def drop(self, done: set[int]) -> None:
+        """Stop stepping the rows in `done` (file indices)."""
+        keep = [k for k, r in enumerate(self.rows) if r not in done]
+        self.rows = [self.rows[k] for k in keep]
+        self.x = np.ascontiguousarray(self.x[keep])
+        self.state = np.ascontiguousarray(self.state[:, keep])
 
 
 def batch_probs(vad: Any, audios: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Per-frame speech probabilities of several 16 kHz signals, stepped together through the batch axis.
+    """Per-frame speech probabilities of several 16 kHz signals, stepped together; equal to `vad.probs(a)` each."""
+    frames, n_frames = _frames(audios)
+    st = _Stepper(vad, frames)
+    while st.i < frames.shape[1]:
+        st.step()
+    return [st.probs[j, : n_frames[j]] for j in range(len(audios))]
 
-    Equal to `vad.probs(a)` for each signal: rows are independent, a shorter signal is zero-padded and
-    its probabilities past its own last (zero-padded) frame are dropped.
+
+def _early_stop_ok(settings: Any) -> bool:
+    return settings.speech_pad_ms == 0 and math.isinf(settings.max_speech_s)
+
+
+def batch_segments(vad: Any, audios: Sequence[np.ndarray], limits: Sequence[int | None], settings: Any) -> list[Segments]:
+    """Segments of each signal; with a limit L (a sample index), only the segments starting at or before L.
+
+    A file with a limit stops being stepped once those segments are final (see the module docstring).
     """
-    n_frames = [-(-a.size // WINDOW) for a in audios]
-    B, F = len(audios), max(n_frames, default=0)
-    out = np.zeros((B, F), dtype=np.float32)
-    if F == 0:
-        return [out[j, :0] for j in range(B)]
-    frames = np.zeros((B, F * WINDOW), dtype=np.float32)
-    for j, a in enumerate(audios):
-        frames[j, : a.size] = a
-    frames = frames.reshape(B, F, WINDOW)
-    x = np.zeros((B, CONTEXT + WINDOW), dtype=np.float32)
-    state = np.zeros((2, B, 128), dtype=np.float32)
-    for i in range(F):
-        x[:, :CONTEXT] = x[:, WINDOW:]  # previous frame's last 64 samples (zeros before the first frame)
-        x[:, CONTEXT:] = frames[:, i]
-        prob, state = vad._run(x, state)
-        out[:, i] = prob[:, 0]
-    return [out[j, : n_frames[j]] for j in range(B)]
+    from duplexeval.vad import timestamps_from_probs
+
+    frames, n_frames = _frames(audios)
+    early = _early_stop_ok(settings)
+    min_speech = 16000 * settings.min_speech_ms / 1000
+    first_check = [
+        None if (lim is None or not early) else int((lim + min_speech) // WINDOW) + 1 for lim in limits
+    ]
+    out: list[Segments | None] = [None] * len(audios)
+    st = _Stepper(vad, frames)
+
+    def keep(j: int, segs: list[tuple[int, int]]) -> Segments:
+        lim = limits[j]
+        return [(int(s), int(e)) for s, e in segs if lim is None or s <= lim]
+
+    while st.rows:
+        st.step()
+        i = st.i
+        done: set[int] = set()
+        for j in st.rows:
+            if i == n_frames[j]:
+                out[j] = keep(j, timestamps_from_probs(st.probs[j, :i], audios[j].size, settings))
+                done.add(j)
+            elif first_check[j] is not None and i >= first_check[j] and (i - first_check[j]) % CHECK_EVERY == 0:
+                end = i * WINDOW
+                segs = timestamps_from_probs(st.probs[j, :i], end, settings)
+                lim = limits[j]
+                if not any(s <= lim and e == end for s, e in segs):  # nothing needed is still open
+                    out[j] = keep(j, segs)
+                    done.add(j)
+        if done:
+            st.drop(done)
+    return [o if o is not None else [] for o in out]
 
 
 def _read(path: Path) -> np.ndarray:
-    from duplexeval.audio import read_audio
+    """A 16 kHz mono file: PCM16 as int16 samples (exact, half the memory), any other encoding as float32."""
+    import soundfile as sf
 
-    audio, sr = read_audio(path)
-    if sr != 16000:  # checked on load; guards against a file changed since
-        raise ValueError(f"{path}: expected 16 kHz, got {sr}")
-    return audio
+    dtype = "int16" if sf.info(str(path)).subtype == "PCM_16" else "float32"
+    data, sr = sf.read(str(path), dtype=dtype, always_2d=True)
+    if sr != 16000 or data.shape[1] != 1:
+        raise ValueError(f"{path}: expected mono 16 kHz, got {data.shape[1]} channels at {sr} Hz")
+    return np.ascontiguousarray(data[:, 0])
 
 
-def _segment_batch(paths: Sequence[Path]) -> list[Segments]:
-    from duplexeval.vad import load_vad, timestamps_from_probs
+def _segment_group(group: Sequence[tuple[Path, int | None]]) -> list[Segments]:
+    from duplexeval.vad import load_vad
 
-    audios = [_read(p) for p in paths]
-    probs = batch_probs(load_vad(), audios)
-    settings = _settings()
-    return [[(int(s), int(e)) for s, e in timestamps_from_probs(p, a.size, settings)] for p, a in zip(probs, audios)]
+    audios = [_read(p) for p, _ in group]
+    return batch_segments(load_vad(), audios, [lim for _, lim in group], _settings())
 
 
 def default_jobs() -> int:
@@ -92,16 +175,25 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def segment_files(paths: Sequence[Path], jobs: int | None = None, batch: int = BATCH_FILES) -> list[Segments]:
-    """VAD segments (16 kHz sample indices, end exclusive) of each file, in order."""
+def segment_files(
+    paths: Sequence[Path],
+    jobs: int | None = None,
+    batch: int = BATCH_FILES,
+    limits: Sequence[int | None] | None = None,
+) -> list[Segments]:
+    """VAD segments (16 kHz sample indices, end exclusive) of each file, in order.
+
+    With `limits`, file k only gets its segments that start at or before sample `limits[k]`.
+    """
     jobs = default_jobs() if jobs is None else max(1, jobs)
-    paths = list(paths)
-    # Spread files so every thread gets work: batches of at most `batch`, at least `jobs` batches.
-    size = max(1, min(batch, -(-len(paths) // jobs)))
-    groups = [paths[i : i + size] for i in range(0, len(paths), size)]
-    if jobs == 1 or len(groups) == 1:
-        results = [_segment_batch(g) for g in groups]
+    items = list(zip(paths, limits if limits is not None else [None] * len(paths)))
+    # Equal batches of at most `batch` files, a multiple of `jobs` of them, so the threads finish together.
+    n_groups = jobs * -(-len(items) // (jobs * batch)) if items else 0
+    size = max(1, -(-len(items) // n_groups)) if n_groups else 1
+    groups = [items[i : i + size] for i in range(0, len(items), size)]
+    if jobs == 1 or len(groups) <= 1:
+        results = [_segment_group(g) for g in groups]
     else:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(_segment_batch, groups))
+            results = list(pool.map(_segment_group, groups))
     return [segs for group in results for segs in group]

@@ -1,0 +1,114 @@
+"""Real models on short espeak-ng speech (all shipped in wheels): words, times, cut at R, silence, noise.
+
+Tolerances come from benchmarks/asr_accuracy.py (first-word onset error p90 ~35 ms, max ~150 ms on
+espeak speech); each test's margin is a few times the error measured on its own clip.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from duplexeval.asr.numbers import readings
+from duplexeval.errors import RefusalError
+from duplexeval.fdb import asr_stage
+from duplexeval.fdb.transcript import transcript_bytes
+from duplexeval.fdb.tree import load_asr
+from duplexeval.tts import synthesize
+from fdb_fixtures import FixtureSample, interrupt_ann, place, write_tree
+
+SR = 16000
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def whisper_align():
+    from duplexeval.asr.whisper_align import WhisperAlignBackend
+
+    be = WhisperAlignBackend(threads=2)
+    be.load()
+    return be
+
+
+@pytest.fixture(scope="module")
+def reply():
+    """A reply that starts 1.2 s into a 5 s output."""
+    sp = synthesize("Sure, I can help you with that.", rate=170)
+    at = 1.2
+    return place(5.0, [(at, sp.audio)]), [(w.text, at + w.start_s) for w in sp.words]
+
+
+def _spoken(text: str) -> str:
+    r = readings(text)
+    return " ".join(r[0]) if r else ""
+
+
+def test_words_and_times_on_a_reply(whisper_align, reply) -> None:
+    audio, truth = reply
+    words = whisper_align.transcribe(audio)
+    assert [_spoken(w.text) for w in words] == [_spoken(t) for t, _ in truth]
+    assert abs(words[0].start - truth[0][1]) < 0.06  # measured on this clip: ~20 ms
+    errs = [abs(w.start - t) for w, (_, t) in zip(words, truth)]
+    assert max(errs) < 0.12
+    assert all(w.start <= w.end for w in words)
+    assert all(a.end <= b.start + 1e-9 for a, b in zip(words, words[1:]))
+    assert whisper_align.last_stats["unaligned"] == 0
+
+
+def test_same_audio_same_bytes(whisper_align, reply) -> None:
+    audio, _ = reply
+    a = transcript_bytes(whisper_align.transcribe(audio))
+    b = transcript_bytes(whisper_align.transcribe(audio.copy()))
+    assert a == b
+
+
+def test_no_words_on_silence_or_noise(whisper_align) -> None:
+    rng = np.random.default_rng(3)
+    assert whisper_align.transcribe(np.zeros(4 * SR, np.float32)) == []
+    assert whisper_align.transcribe((rng.standard_normal(4 * SR) * 0.01).astype(np.float32)) == []
+
+
+def test_stage_cuts_at_R_and_shifts_back(tmp_path: Path) -> None:
+    first = synthesize("Let me tell you about the weather.", rate=170)
+    second = synthesize("Okay, I will stop now.", rate=170)
+    a1, a2 = 0.5, 0.5 + first.duration_s + 1.0
+    T = a2 + second.duration_s + 1.0
+    R = round(a2 - 0.4, 3)  # the user's interrupt ends in the pause before the second sentence
+    audio = place(T, [(a1, first.audio), (a2, second.audio)])
+    s = FixtureSample("synthetic_user_interruption", "3", round(T, 4), annotation=interrupt_ann(a1 + 0.5, R),
+                      words=None, audio=audio)
+    tree = write_tree(tmp_path / "t", [s], asr=False)
+    res = asr_stage.run(tree, jobs=1, progress=False)
+    assert res.n_ok == 1, res.errors
+    out = json.loads((tree / "synthetic_user_interruption" / "3" / "output.json").read_text())
+    texts = [_spoken(c["text"]) for c in out["chunks"]]
+    assert texts == [_spoken(w.text) for w in second.words]  # nothing from before R
+    starts = [c["timestamp"][0] for c in out["chunks"]]
+    assert min(starts) >= R
+    assert abs(starts[0] - (a2 + second.words[0].start_s)) < 0.06
+    rec, _ = load_asr(tree)
+    assert rec.samples["synthetic_user_interruption/3"].extra["cut_s"] == R
+    assert rec.backend["name"] == "whisper-align"
+    assert rec.backend["model"]["sha256"].startswith("1a5afae06a4db91c")
+
+
+def test_pocketsphinx_backend_times(reply) -> None:
+    from duplexeval.asr.pocketsphinx_free import PocketsphinxBackend
+
+    audio, truth = reply
+    words = PocketsphinxBackend().transcribe(audio)
+    assert len(words) >= 3  # free decoding gets words wrong, but it finds speech where it is
+    assert abs(words[0].start - truth[0][1]) < 0.1
+    assert PocketsphinxBackend().transcribe(np.zeros(3 * SR, np.float32)) == []
+
+
+def test_bundled_model_hash_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from duplexeval.asr import whisper_align
+
+    assert (whisper_align.bundled_model_dir() / "model.bin").is_file()
+    monkeypatch.setattr(whisper_align, "BUNDLED_MODEL_SHA256", "0" * 64)
+    with pytest.raises(RefusalError, match="not the pinned"):
+        whisper_align.bundled_model_dir()
