@@ -112,3 +112,20 @@ def test_bundled_model_hash_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(whisper_align, "BUNDLED_MODEL_SHA256", "0" * 64)
     with pytest.raises(RefusalError, match="not the pinned"):
         whisper_align.bundled_model_dir()
+
+
+def test_faster_whisper_backend_uses_whisper_times(reply, tmp_path: Path) -> None:
+    from duplexeval.asr.faster_whisper_backend import FasterWhisperBackend
+    from duplexeval.asr.whisper_align import bundled_model_dir
+    from duplexeval.errors import InputError
+
+    audio, truth = reply
+    be = FasterWhisperBackend(model=bundled_model_dir(), threads=2)
+    sig = be.signature()
+    assert sig["name"] == "faster-whisper" and "aligner" not in sig["options"]
+    assert sig["model"]["source"] == "local directory" and sig["model"]["files"]["model.bin"].startswith("1a5afae0")
+    words = be.transcribe(audio)
+    assert [_spoken(w.text) for w in words] == [_spoken(t) for t, _ in truth]
+    assert abs(words[0].start - truth[0][1]) < 0.4  # Whisper's own times: the benchmark shows ~0.2 s errors
+    with pytest.raises(InputError, match="model directory"):
+        FasterWhisperBackend(model=tmp_path).signature()

@@ -135,6 +135,9 @@ def test_events_limit_and_clip_round_trip(tmp_path):
     assert [p.turn_end_s for p in lab.turn_probes] == [4.0]
     clip = to_clip(lab, "conv1.user-a", group="conv1", level_db=np.zeros(lab.n_frames), events_end_s=1.5)
     assert clip.meta.yield_onsets == [] and clip.meta.events_end_s == 1.5
+    # LISTEN time only inside the events region: frames 0..17 (ends <= 1.5 s); SPEAK (agent talks) from 0.0 s
+    assert clip.meta.listen_s == pytest.approx(0.08 * int((lab.truth_state[:18] == LISTEN).sum()))
+    assert clip.meta.listen_s < lab.listen_s
     clip = to_clip(lab, "conv1.user-a", group="conv1", level_db=np.zeros(lab.n_frames), events_end_s=5.0)
     assert clip.meta.yield_onsets == [2.0]
     root = cdata.write_data(tmp_path / "d", [clip])

@@ -54,6 +54,19 @@ def test_manifest_assignments_and_clips(manifest):
     assert a.meta.extra["label_source"] == "user:segments,agent:words"
 
 
+def test_manifest_transcript_files(tmp_path):
+    (tmp_path / "u.json").write_text(json.dumps({"text": "so yes", "chunks": [
+        {"text": " so", "timestamp": [0.5, 0.9]}, {"text": " yes", "timestamp": [1.0, None]}]}))  # fmt: skip
+    (tmp_path / "a.json").write_text(json.dumps({"text": "ok then", "chunks": [
+        {"text": "ok", "timestamp": [1.5, 1.9]}, {"text": "then", "timestamp": [2.0, 2.8]}]}))  # fmt: skip
+    (tmp_path / "m.jsonl").write_text(json.dumps(
+        {"id": "t", "duration_s": 4, "user": {"transcript": "u.json"}, "agent": {"transcript": "a.json"}}) + "\n")
+    (clip,) = list(conversation_clips(read_manifest(tmp_path / "m.jsonl")))
+    # a null end counts as zero length at its start: the user's speech ends at 1.0 s
+    assert clip.meta.turn_probes == [cdata.TurnProbe(1.0, 0.5, 3.0)]
+    assert clip.meta.extra["label_source"] == "user:transcript,agent:transcript"
+
+
 def test_manifest_vad_fallback(tmp_path):
     from duplexeval.tts import synthesize
 
@@ -83,6 +96,7 @@ def test_manifest_vad_fallback(tmp_path):
         ({"id": "x", "duration_s": 2, "user": {"words": [["a", 0, 1, 2]]}, "agent": {"segments": []}}, "words must be"),
         ({"id": "x", "duration_s": 2, "user": {"segments": []}}, "needs 'words' or 'segments'"),
         ({"id": "x", "duration_s": 2, "user": {"segments": []}, "agent": {"segments": []}, "assignments": "x"}, "assignments"),
+        ({"id": "x", "duration_s": 2, "user": {"segments": [[0, 3]]}, "agent": {"segments": []}}, "conversation x: user speech ends at 3"),
     ],
 )
 def test_manifest_errors(tmp_path, entry, msg):

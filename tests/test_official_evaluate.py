@@ -285,3 +285,15 @@ def test_stereo_output_is_an_error(tmp_path, speech):
     _replace_wav(root, BC, "1", np.zeros((16000 * 4, 2), dtype=np.float32), 16000)
     with pytest.raises(InputError, match="2 channels"):
         evaluate(root, icc_gt=_gt_file(tmp_path), progress=False)
+
+
+def test_null_last_end_in_turn_taking_is_an_official_crash(tmp_path):
+    samples = [
+        FixtureSample(TT, "1", 10.4, turn_ann(2.0), words=[("yes", 3.0, 3.4), ("sure", 3.5, 4.5)]),
+        FixtureSample(TT, "2", 10.4, turn_ann(2.0), words=[("yes", 3.0, 3.4), ("sure", 3.5, None)]),
+    ]
+    s = evaluate(write_tree(tmp_path / "t", samples), progress=False)["subsets"][TT]
+    for name in ("Average take turn", "Average latency"):
+        assert s["metrics"][name]["value"] is None and "sample 2" in s["metrics"][name]["note"]
+    assert s["samples"][0]["official_crash"] is None and s["samples"][0]["tor"] == 1
+    assert "TypeError" in s["samples"][1]["official_crash"] and s["samples"][1]["tor"] is None

@@ -206,6 +206,7 @@ def test_registry_parses_typed_params_and_keeps_commas_in_text() -> None:
         ("backchannel:ack_text= ", "ack_text must not be empty"),
         ("turn-based:threshold=nan", "is not a valid float"),
         ("turn-based:think_ms=1,think_ms=2", "think_ms given twice"),
+        ("turn-based:voice=xx-nope", "espeak-ng has no voice 'xx-nope'"),
     ],
 )
 def test_registry_errors_are_one_clear_line(spec: str, message: str) -> None:
@@ -300,3 +301,16 @@ def test_turn_based_with_silero_vad_answers_close_to_silence_plus_think() -> Non
     first = next(it for it in trace.items if it.kind == "audio")
     lag = first.received_at_s - E - 0.7
     assert 0.0 <= lag <= 0.2, lag  # Silero's probabilities fall some tens of ms after the last word
+
+
+def test_user_speech_hysteresis_on_hand_made_probabilities() -> None:
+    from duplexeval.systems.listener import UserSpeech
+
+    u = UserSpeech(threshold=0.5, min_speech_ms=96, release_ms=100)  # 3 frames to confirm, 100 ms to release
+    probs = [0.1, 0.9, 0.9, 0.2, 0.9, 0.9, 0.9, 0.4, 0.4, 0.1, 0.1, 0.1, 0.1, 0.9, 0.9, 0.9]
+    onsets = [(i, o) for i, p in enumerate(probs) if (o := u.update(p)) is not None]
+    # a 2-frame run is not speech; the 3-frame run from frame 4 is (confirmed at the end of frame 6);
+    # 0.4 keeps it going (>= 0.35); after 4 frames (128 ms) below 0.35 it is released; frame 13 starts a new one
+    assert [(i, round(o.start_s, 3), round(o.detected_at_s, 3)) for i, o in onsets] == [(6, 0.128, 0.224), (15, 0.416, 0.512)]
+    assert u.speaking and u.last_voice_end == pytest.approx(0.512)
+    assert u.silence_s(0.6) == pytest.approx(0.088)

@@ -42,18 +42,28 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
     return ds
 
 
+SPECS = {"silent": "silent", "turn-based": TURN_BASED, "talk-over": "talk-over"}
+
+
+class Trees:
+    """Export + ASR + unified score per system, on first use (a failure in one system's chain stays there)."""
+
+    def __init__(self, ds: Dataset, root: Path) -> None:
+        self.ds, self.root, self.done = ds, root, {}
+
+    def __getitem__(self, name: str) -> Path:
+        if name not in self.done:
+            tree = self.root / name
+            export(SPECS[name], self.ds, tree, progress=False)
+            asr_run(tree, progress=False, jobs=1)
+            score(tree)
+            self.done[name] = tree
+        return self.done[name]
+
+
 @pytest.fixture(scope="module")
-def trees(dataset: Dataset, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("ka")
-    ds = dataset
-    out: dict[str, Path] = {}
-    for name, spec in (("silent", "silent"), ("turn-based", TURN_BASED), ("talk-over", "talk-over")):
-        tree = root / name
-        export(spec, ds, tree, progress=False)
-        asr_run(tree, progress=False, jobs=1)
-        score(tree)
-        out[name] = tree
-    return out
+def trees(dataset: Dataset, tmp_path_factory: pytest.TempPathFactory) -> Trees:
+    return Trees(dataset, tmp_path_factory.mktemp("ka"))
 
 
 def rows(tree: Path) -> dict[tuple[str, str], dict]:
@@ -64,7 +74,7 @@ def metrics(tree: Path, subset: str) -> dict:
     return json.loads((tree / "unified.json").read_text())["subsets"][subset]["metrics"]
 
 
-def test_silent(trees: dict[str, Path]) -> None:
+def test_silent(trees: Trees) -> None:
     t = trees["silent"]
     assert metrics(t, "synthetic_pause_handling")["pause_intrusion_rate"]["value"] == 0.0
     assert metrics(t, "candor_turn_taking")["no_response_rate"]["value"] == 1.0
@@ -78,7 +88,7 @@ def _first_play(tree: Path, key: tuple[str, str], after: float) -> float:
     return min(i["play_start_s"] for i in trace["items"] if i["kind"] == "audio" and i["play_start_s"] >= after)
 
 
-def test_turn_based_latency_is_silence_plus_think(trees: dict[str, Path]) -> None:
+def test_turn_based_latency_is_silence_plus_think(trees: Trees) -> None:
     t = trees["turn-based"]
     target = (SILENCE_MS + THINK_MS) / 1000
     lead = synthesize(DEFAULT_REPLY, rate=170).words[0].start_s  # where the reply's first word starts in its audio
@@ -100,7 +110,7 @@ def test_turn_based_latency_is_silence_plus_think(trees: dict[str, Path]) -> Non
         assert abs(asr_err) <= 0.2, (key, asr_err)
 
 
-def test_turn_based_stops_within_barge_in_after_the_user_cuts_in(trees: dict[str, Path]) -> None:
+def test_turn_based_stops_within_barge_in_after_the_user_cuts_in(trees: Trees) -> None:
     t = trees["turn-based"]
     inter = [r for k, r in rows(t).items() if k[0] == "synthetic_user_interruption"]
     assert all(r["speech_at_onset"] and not r["speech_at_end"] for r in inter)
@@ -108,7 +118,7 @@ def test_turn_based_stops_within_barge_in_after_the_user_cuts_in(trees: dict[str
         assert BARGE_IN_MS / 1000 <= r["stop_s"] <= BARGE_IN_MS / 1000 + STOP_MARGIN_S, r["stop_s"]
 
 
-def test_talk_over_starts_early_and_speaks_through_interruptions(trees: dict[str, Path]) -> None:
+def test_talk_over_starts_early_and_speaks_through_interruptions(trees: Trees) -> None:
     t = trees["talk-over"]
     got = rows(t)
     assert [got[("candor_turn_taking", i)]["outcome"] for i in ("1", "2")] == ["early_start", "early_start"]
@@ -116,7 +126,7 @@ def test_talk_over_starts_early_and_speaks_through_interruptions(trees: dict[str
     assert metrics(t, "synthetic_pause_handling")["pause_intrusion_rate"]["value"] == 1.0
 
 
-def test_export_with_real_vad_twice_gives_the_same_bytes(dataset: Dataset, trees: dict[str, Path], tmp_path: Path) -> None:
+def test_export_with_real_vad_twice_gives_the_same_bytes(dataset: Dataset, trees: Trees, tmp_path: Path) -> None:
     src = trees["turn-based"]
     again = Dataset(dataset.name, dataset.root, [s for s in dataset.rows if s.subset == "synthetic_user_interruption"])
     export(TURN_BASED, again, tmp_path / "again", progress=False)

@@ -126,3 +126,37 @@ def test_pause_flags_are_consistent(inputs, ineligible):
         assert r.any_speech == (r.pre_pause_speech or r.pause_intrusion)
         assert 0 <= r.covered_us <= r.pause_us and r.pauses_intruded <= r.n_pauses
     _check_shares_and_intervals(aggregate.pause_block(rows, _counts(len(rows), ineligible)))
+
+
+probs_seq = st.lists(st.sampled_from([0.02, 0.34, 0.36, 0.49, 0.5, 0.51, 0.97]), min_size=1, max_size=160)
+
+
+@settings(max_examples=150, deadline=None)
+@given(probs_seq, st.integers(0, 160 * 512), st.integers(0, 511))
+def test_a_settled_prefix_gives_the_whole_file_segments(probs, limit, short):
+    """The VAD early stop: whenever a prefix settles, it equals the whole file's segments up to the limit."""
+    import numpy as np
+
+    from duplexeval.fdb.unified.speech import settled
+    from duplexeval.vad import SCORER_SETTINGS, timestamps_from_probs
+
+    p = np.asarray(probs, dtype=np.float32)
+    n_samples = len(p) * 512 - short  # the last frame may be partial
+    want = [(s, e) for s, e in timestamps_from_probs(p, n_samples, SCORER_SETTINGS) if s <= limit]
+    for k in range(1, len(p)):  # every prefix of whole frames
+        got = settled(p[:k], limit, SCORER_SETTINGS)
+        if got is not None:
+            assert got == want, (k, got, want)
+
+
+def test_settled_examples():
+    import numpy as np
+
+    from duplexeval.fdb.unified.speech import settled
+    from duplexeval.vad import SCORER_SETTINGS
+
+    speech_then_silence = np.asarray([0.97] * 20 + [0.02] * 10, dtype=np.float32)  # speech 0..10240, closes later
+    assert settled(speech_then_silence[:15], 0, SCORER_SETTINGS) is None  # still open at the prefix end
+    assert settled(speech_then_silence, 0, SCORER_SETTINGS) == [(0, 20 * 512)]
+    assert settled(speech_then_silence, 30 * 512 - 4000, SCORER_SETTINGS) is None  # within 250 ms of the limit
+    assert settled(speech_then_silence, 30 * 512 - 4001, SCORER_SETTINGS) == [(0, 20 * 512)]

@@ -232,3 +232,15 @@ def test_cli_json_and_errors(tmp_path, capsys, monkeypatch):
 def test_cli_help_lists_score_and_hides_the_alias(capsys):
     code, out, _ = _cli(["fdb", "--help"], capsys)
     assert code == 0 and " score " in out and "unified-score" not in out
+
+
+def test_unwritable_tree_is_one_line_error(tmp_path):
+    import os
+
+    from duplexeval.errors import InputError
+
+    root = _hand_tree(tmp_path / "tree")
+    (root / "unified.json").mkdir()  # a folder where the file should go: the rename fails
+    with pytest.raises(InputError, match="unified.json: cannot write"):
+        score(root, segmenter=SEGS)
+    assert not any(n.endswith(".tmp") for n in os.listdir(root))

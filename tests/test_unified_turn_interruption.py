@@ -166,3 +166,17 @@ def test_silent_everywhere_gives_unmeasured_bounds():
         assert m[name]["selected_bounds"] == [0.0, 1.0]
     assert m["response_latency_s"]["n"] == 0 and m["response_latency_s"]["median"] is None
     assert m["speech_s_per_interruption_s"]["value"] is None
+
+
+def test_zero_length_interruption_and_a_word_exactly_at_S_equals_R():
+    # S == R == 10 s: a segment from before S carries over R; one starting exactly at S covers S but not R.
+    row = intr.score_interruption(_intr(10.0, 10.0, [10.0]), [(150000, 170000)])
+    assert row.speech_at_onset and row.speech_at_end and row.outcome == intr.SPEAKING_AT_END
+    row = intr.score_interruption(_intr(10.0, 10.0, [10.0]), [(160000, 170000)])
+    assert row.speech_at_onset and not row.speech_at_end
+    assert row.outcome == intr.RESPONSE and row.latency_us == 0 and row.restarts == 0
+    assert row.speech_in_interruption_ticks == 0
+    counts = {"selected": 1, "eligible": 1, "ineligible": 0, "ineligible_reasons": {}, "declared": 1}
+    m = aggregate.interruption_block([row], counts)["metrics"]
+    assert m["speech_s_per_interruption_s"]["value"] is None  # no interruption time at all
+    assert m["speech_s_per_interruption_s"]["interval"] is None

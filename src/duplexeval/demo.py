@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from duplexeval.errors import InputError
+from duplexeval.errors import DuplexEvalError, InputError
 from duplexeval.jsonio import read_json
 
 DEFAULT_OUT = Path("duplexeval-demo")
@@ -128,33 +128,43 @@ def run_demo(
         say(f"demo: [{label}] export")
         res = export(system, ds, run.tree, progress=progress)
         run.stages["export"] = f"{res.ran} run, {res.reused} reused"
-        if asr_run is None:
-            say("demo: stage asr not available")
-            run.stages["asr"] = "not available"
-            continue
-        if _asr_is_current(run.tree):
-            run.stages["asr"] = "reused"
-        else:
-            say(f"demo: [{label}] asr")
+
+        def asr(tree: Path) -> str:
+            if _asr_is_current(tree):
+                return "reused"
             kwargs: dict[str, Any] = {"progress": progress, "force": True}
             if asr_backend is not None:
                 kwargs["backend"] = asr_backend
-            asr_run(run.tree, **kwargs)
-            run.stages["asr"] = "done"
-        if evaluate is None:
-            say("demo: stage evaluate (official rules) not available")
-            run.stages["evaluate"] = "not available"
-        else:
-            say(f"demo: [{label}] evaluate (official rules)")
-            evaluate(run.tree, progress=progress)
-            run.stages["evaluate"] = "done"
-        if score is None:
-            say("demo: stage score (unified rules) not available")
-            run.stages["score"] = "not available"
-        else:
-            say(f"demo: [{label}] score (unified rules)")
-            score(run.tree)
-            run.stages["score"] = "done"
+            asr_run(tree, **kwargs)  # type: ignore[misc]
+            return "done"
+
+        def official(tree: Path) -> str:
+            evaluate(tree, progress=progress)  # type: ignore[misc]
+            return "done"
+
+        def unified(tree: Path) -> str:
+            score(tree)  # type: ignore[misc]
+            return "done"
+
+        steps = (
+            ("asr", "asr", asr_run, asr),
+            ("evaluate", "evaluate (official rules)", evaluate, official),
+            ("score", "score (unified rules)", score, unified),
+        )
+        for key, title, available, step in steps:
+            if available is None:
+                say(f"demo: stage {title} not available")
+                run.stages[key] = "not available"
+                continue
+            if any(v.startswith("failed") for v in run.stages.values()):
+                run.stages[key] = "skipped (an earlier stage failed)"
+                continue
+            say(f"demo: [{label}] {title}")
+            try:
+                run.stages[key] = step(run.tree)
+            except DuplexEvalError as exc:  # one system's failed stage must not hide the others' results
+                say(f"demo: [{label}] stage {key} failed: {exc}")
+                run.stages[key] = f"failed: {exc}"
     return DemoResult(out, Path(ds.root), runs, time.monotonic() - t0)
 
 
@@ -190,11 +200,19 @@ def format_metric(m: dict[str, Any] | None) -> str:
 
 
 def _load(tree: Path, name: str) -> dict[str, Any] | None:
+    """A stage's result file, only if it was made from the tree's current manifest.json and asr.json."""
+    from duplexeval.fdb.tree import ASR_FILE, MANIFEST_FILE
+    from duplexeval.jsonio import sha256_file
+
     p = tree / name
-    if not p.is_file():
+    if not p.is_file() or not (tree / MANIFEST_FILE).is_file() or not (tree / ASR_FILE).is_file():
         return None
     obj = read_json(p)
-    return obj if isinstance(obj, dict) else None
+    if not isinstance(obj, dict):
+        return None
+    if obj.get("manifest_sha256") != sha256_file(tree / MANIFEST_FILE) or obj.get("asr_sha256") != sha256_file(tree / ASR_FILE):
+        return None  # stale: made before the tree last changed
+    return obj
 
 
 def comparison_rows(trees: Sequence[Path]) -> list[tuple[str, str, list[str]]]:

@@ -20,6 +20,10 @@ FRAME_CENTER_S = 0.0128
 # Dither amplitude (int16 LSB): exact digital silence breaks pocketsphinx's features, and
 # alignment then stops early; a fixed-seed whisper of noise keeps it deterministic.
 DITHER_LSB = 3.0
+# Some clips (abrupt cuts between digital silences) still defeat the aligner at 3 LSB and align at
+# 30 LSB (-61 dBFS); 3 LSB is more precise on the rest. Attempts in order; the first that places
+# every word wins, else the first optional pass that places any.
+ATTEMPTS: tuple[tuple[bool, float], ...] = ((False, 3.0), (False, 30.0), (True, 3.0), (True, 30.0))
 EDGE_S = 0.25  # silence added around each clip before alignment
 _FILLERS = re.compile(r"^(<s>|</s>|<sil>|\[.*\])$")
 _GRAMMAR_WORD = re.compile(r"[a-z][a-z']*")
@@ -28,9 +32,10 @@ _SCALE = {"hundred", "thousand", "million", "billion", "trillion"}
 Reading = list[str]
 
 
-def dithered_pcm(clip: np.ndarray) -> bytes:
-    """Float clip to int16 bytes with a deterministic dither (fresh default_rng(0) per clip)."""
-    noise = np.random.default_rng(0).standard_normal(clip.shape[0]) * (DITHER_LSB / 32768.0)
+def dithered_pcm(clip: np.ndarray, lsb: float = 0.0) -> bytes:
+    """Float clip to int16 bytes with a deterministic dither of `lsb` (fresh default_rng(0) per clip)."""
+    lsb = lsb or DITHER_LSB
+    noise = np.random.default_rng(0).standard_normal(clip.shape[0]) * (lsb / 32768.0)
     return to_pcm16(np.asarray(clip, np.float64) + noise).tobytes()
 
 
@@ -73,8 +78,8 @@ class Aligner:
         """Times (seconds from the clip start) of each token, None where it could not be aligned.
 
         First every pronounceable token is forced in order; if the aligner cannot reach the end
-        (a word Whisper heard that is not in the audio), a second pass makes each token optional
-        and keeps those it finds.
+        (a word Whisper heard that is not in the audio), later passes make each token optional
+        and keep those they find (see ATTEMPTS).
         """
         out: list[tuple[float, float] | None] = [None] * len(tokens)
         usable = [self.usable_readings(t) for t in tokens]
@@ -86,17 +91,18 @@ class Aligner:
         edge = np.zeros(int(EDGE_S * SAMPLE_RATE), np.float32)
         padded = np.concatenate([edge, np.asarray(clip, np.float32), edge])
         dur = clip.shape[0] / SAMPLE_RATE
-        for optional in (False, True):
-            spans = self._decode(padded, [usable[i] for i in todo], optional)
-            if optional or all(sp is not None for sp in spans):
+        for optional, dither in ATTEMPTS:
+            spans = self._decode(padded, [usable[i] for i in todo], optional, dither)
+            if all(sp is not None for sp in spans) or (optional and any(sp is not None for sp in spans)):
                 for i, sp in zip(todo, spans):
                     if sp is not None:  # a word cannot lie in the added silence: hold it at the clip edge
                         s = min(max(sp[0] - EDGE_S, 0.0), dur)
                         out[i] = (s, min(max(sp[1] - EDGE_S, s), dur))
                 return out
-        return out
+        return out  # no attempt found anything: every word is unaligned
 
-    def _decode(self, clip: np.ndarray, tokens: list[list[Reading]], optional: bool) -> list[tuple[float, float] | None]:
+    def _decode(self, clip: np.ndarray, tokens: list[list[Reading]], optional: bool,
+                dither: float = DITHER_LSB) -> list[tuple[float, float] | None]:
         """One grammar pass; the span of each token found (None where not found)."""
         self._n += 1
         name = f"a{self._n}"
@@ -104,7 +110,7 @@ class Aligner:
         self._dec.activate_search(name)
         try:
             self._dec.start_utt()
-            self._dec.process_raw(dithered_pcm(clip), full_utt=True)
+            self._dec.process_raw(dithered_pcm(clip, dither), full_utt=True)
             self._dec.end_utt()
             seg = [(re.sub(r"\(\d+\)$", "", g.word), g.start_frame, g.end_frame) for g in (self._dec.seg() or [])]
         finally:

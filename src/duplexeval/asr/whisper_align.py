@@ -115,11 +115,13 @@ class WhisperAlignBackend:
                 },
             }
             if self.align:
-                from duplexeval.asr.align import DITHER_LSB
+                from duplexeval.asr.align import ATTEMPTS, EDGE_S, FRAME_CENTER_S
 
                 sig["options"]["aligner"] = {
                     "engine": "pocketsphinx forced alignment (JSGF, en-us model and cmudict from the wheel)",
-                    "dither_lsb": DITHER_LSB,
+                    "attempts": [{"optional_words": o, "dither_lsb": d} for o, d in ATTEMPTS],
+                    "edge_silence_s": EDGE_S,
+                    "frame_centre_s": FRAME_CENTER_S,
                     "unaligned_words": "keep Whisper's time, held between aligned neighbours",
                 }
             else:

@@ -24,6 +24,7 @@ from duplexeval.controller.data import (
     PauseProbe,
     TurnProbe,
     UserPause,
+    frames_in_window,
     to_us,
 )
 from duplexeval.errors import InputError
@@ -328,7 +329,7 @@ def derive(user: Activity, agent: Activity, duration_s: float, rules: LabelRules
     user_starts = sorted(to_us(v.start_s) for v in vocs if v.speaker == USER)
     agent_talk_runs = spans(AGENT, ("turn", "overlap"))
     endpoint_pos = np.zeros(n_frames, dtype=bool)
-    for k, t in enumerate(tlist):
+    for t in tlist:
         if t.speaker == USER:
             for (a0, b0), (a1, _b1) in zip(t.runs, t.runs[1:]):
                 if to_us(a1) <= to_us(b0):
@@ -350,8 +351,7 @@ def derive(user: Activity, agent: Activity, duration_s: float, rules: LabelRules
     bc_onsets = [v.start_s for v in vocs if v.speaker == AGENT and v.kind == "backchannel"]
 
     # R9: head labels and validity masks.
-    user_turn_frames = user_floor.copy()
-    valid_endpoint = (user_turn_frames & (truth != SPEAK) & (truth != BACKCHANNEL)) | endpoint_pos
+    valid_endpoint = (user_floor & (truth != SPEAK) & (truth != BACKCHANNEL)) | endpoint_pos
     label_endpoint = endpoint_pos & valid_endpoint
     yield_pos = np.zeros(n_frames, dtype=bool)
     for o in yield_onsets:
@@ -402,8 +402,12 @@ def to_clip(
 ) -> Clip:
     """The labels as a data.Clip (truth, masks, labels, events; no controller scores yet)."""
     yo, bo = (labels.yield_onsets, labels.backchannel_onsets)
+    listen_s = labels.listen_s
     if events_end_s is not None:
         yo, bo = limit_events(labels, events_end_s)
+        # firings are counted only in the events region, so the acknowledgment denominator is its LISTEN time
+        n_in = frames_in_window(0.0, events_end_s, labels.n_frames)[1]
+        listen_s = round(float(np.count_nonzero(labels.truth_state[:n_in] == LISTEN)) * FRAME_US / 1e6, 6)
     ex = {"label_rules": labels.rules.to_json()}
     ex.update(extra or {})
     meta = ClipMeta(
@@ -416,7 +420,7 @@ def to_clip(
         yield_onsets=list(yo),
         backchannel_onsets=list(bo),
         user_pauses=list(labels.user_pauses),
-        listen_s=labels.listen_s,
+        listen_s=listen_s,
         floor_s=labels.floor_s,
         events_start_s=0.0,
         events_end_s=events_end_s,

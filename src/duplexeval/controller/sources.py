@@ -55,7 +55,14 @@ def _read_channels(path: Path, where: str) -> tuple[np.ndarray, np.ndarray]:
     return resample(data[:, 0].copy(), sr), resample(data[:, 1].copy(), sr)
 
 
-def _activity(spec: Any, audio: np.ndarray | None, where: str) -> tuple[Activity, str]:
+def _activity(spec: Any, audio: np.ndarray | None, where: str, base: Path) -> tuple[Activity, str]:
+    if isinstance(spec, dict) and "transcript" in spec:  # an official-shape output.json (FDB / `fdb asr`)
+        from duplexeval.fdb.transcript import parse_output_json
+        from duplexeval.jsonio import read_json
+
+        path = base / str(spec["transcript"])
+        words = [(w.text.strip(), w.start, w.start if w.end is None else w.end) for w in parse_output_json(read_json(path), path)]
+        return Activity.from_words(words, f"{where}.transcript"), "transcript"
     if spec is None:
         if audio is None:
             raise InputError(f"{where}: needs 'words' or 'segments', or audio to run Silero VAD on")
@@ -63,7 +70,7 @@ def _activity(spec: Any, audio: np.ndarray | None, where: str) -> tuple[Activity
 
         return Activity.from_segments(load_vad().segments_s(audio, OFFICIAL_SETTINGS), where), "silero-vad"
     if not isinstance(spec, dict) or not ({"words", "segments"} & set(spec)):
-        raise InputError(f"{where}: must be an object with 'words' or 'segments'")
+        raise InputError(f"{where}: must be an object with 'words', 'segments' or 'transcript'")
     if "words" in spec:
         words = spec["words"]
         if not isinstance(words, list) or not all(isinstance(w, list) and len(w) == 3 for w in words):
@@ -99,8 +106,8 @@ def parse_entry(obj: Any, base: Path, where: str) -> Conversation:
         dur = max(lengths) / 16000
     if isinstance(dur, bool) or not isinstance(dur, (int, float)) or not math.isfinite(dur) or dur <= 0:
         raise InputError(f"{where}: duration_s must be a positive number, got {dur!r}")
-    user, src_u = _activity(obj.get("user"), ua, f"{where}: user")
-    agent, src_a = _activity(obj.get("agent"), aa, f"{where}: agent")
+    user, src_u = _activity(obj.get("user"), ua, f"{where}: user", base)
+    agent, src_a = _activity(obj.get("agent"), aa, f"{where}: agent", base)
     ee = obj.get("events_end_s")
     if ee is not None and (isinstance(ee, bool) or not isinstance(ee, (int, float)) or ee < 0):
         raise InputError(f"{where}: events_end_s must be a number >= 0")
@@ -160,7 +167,10 @@ def conversation_clips(
 
     for conv in convs:
         for clip_id, c in assignments(conv):
-            lab = derive(c.user, c.agent, c.duration_s, rules)
+            try:
+                lab = derive(c.user, c.agent, c.duration_s, rules)
+            except InputError as exc:
+                raise InputError(f"conversation {clip_id}: {exc}") from None
             level = frame_level_db(c.user_audio, lab.n_frames) if c.user_audio is not None else None
             clip = to_clip(lab, clip_id, group=c.group, level_db=level, events_end_s=c.events_end_s,
                            extra={"label_source": c.label_source})  # fmt: skip

@@ -322,6 +322,7 @@ def _run_pool(todo: list[SampleTask], spec: Any, jobs: int, finish: Any, advance
     """Run tasks in `jobs` spawned processes, each loading the backend once."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
 
     ctx = mp.get_context("spawn")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(spec,)) as pool:
@@ -331,6 +332,9 @@ def _run_pool(todo: list[SampleTask], spec: Any, jobs: int, finish: Any, advance
                 key, rec = fut.result()
                 finish(key, rec)
                 advance()
+        except BrokenProcessPool:
+            raise RefusalError("an ASR worker process died (out of memory?); finished samples are kept, "
+                               "rerun the same command to resume, perhaps with fewer --jobs") from None
         except BaseException:
             for f in futures:
                 f.cancel()

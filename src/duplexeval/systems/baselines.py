@@ -211,6 +211,15 @@ class _Baseline:
         for key in ("text", "ack_text"):
             if hasattr(self, key) and not getattr(self, key).strip():
                 raise ValueError(f"{key} must not be empty")
+        if hasattr(self, "voice"):
+            from duplexeval.errors import InputError
+
+            try:  # synthesize now: a bad voice fails before any sample runs (and the cache is warm)
+                for key in ("text", "ack_text"):
+                    if hasattr(self, key):
+                        _speech_pcm(getattr(self, key), self.voice, self.rate)
+            except InputError as exc:
+                raise ValueError(str(exc)) from None
 
 
 def _silero_version() -> str:

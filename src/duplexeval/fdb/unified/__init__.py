@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from duplexeval.errors import InputError
 from duplexeval.fdb.tree import BACKCHANNEL, SUBSET_ORDER, SUBSETS, UNIFIED_FILE, UNIFIED_SAMPLES_FILE
 from duplexeval.fdb.unified.aggregate import subset_block
 from duplexeval.fdb.unified.interruption import r_limit_sample, score_interruption
@@ -44,20 +45,24 @@ class UnifiedResult:
         return self.unified["subsets"][name]
 
 
-def _rows_and_blocks(loaded: LoadedTree, segmenter: Segmenter | None, jobs: int | None) -> tuple[dict, list]:
+def _interruption_segments(inputs: list[InterruptionInput], segmenter: Segmenter | None, jobs: int | None) -> list:
+    """VAD segments of each interruption output (Silero unless a segmenter is injected)."""
     from duplexeval.fdb.unified import speech
 
+    paths = [i.wav_path for i in inputs]
+    if segmenter is not None:
+        return segmenter(paths)
+    # Only segments starting at or before R enter any quantity, so each scan may stop once they are final.
+    return speech.segment_files(paths, jobs, limits=[r_limit_sample(i.R_us) for i in inputs])
+
+
+def _rows_and_blocks(loaded: LoadedTree, segmenter: Segmenter | None, jobs: int | None) -> tuple[dict, list]:
+    """Per-sample rows (unified-samples.jsonl) and per-subset blocks (unified.json), in canonical order."""
     inter = [ls for ls in loaded.samples if isinstance(ls.input, InterruptionInput)]
-    if inter:
-        paths = [ls.input.wav_path for ls in inter]  # type: ignore[union-attr]
-        if segmenter is not None:
-            segs = segmenter(paths)
-        else:  # only segments starting at or before R enter any quantity: the scan may stop there
-            limits = [r_limit_sample(ls.input.R_us) for ls in inter]  # type: ignore[union-attr]
-            segs = speech.segment_files(paths, jobs, limits=limits)
-        seg_of = {id(ls): s for ls, s in zip(inter, segs)}
-    else:
-        seg_of = {}
+    segs = _interruption_segments([ls.input for ls in inter], segmenter, jobs) if inter else []  # type: ignore[misc]
+    if len(segs) != len(inter):
+        raise ValueError(f"segmenter returned {len(segs)} segment lists for {len(inter)} outputs")
+    seg_of = {id(ls): s for ls, s in zip(inter, segs)}
 
     blocks: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
@@ -104,7 +109,7 @@ def score(
 ) -> UnifiedResult:
     """Score a tree by the unified rules; writes TREE/unified.json and TREE/unified-samples.jsonl when `write`.
 
-    `segmenter` replaces the Silero VAD (tests); `jobs` caps VAD worker processes.
+    `segmenter` replaces the Silero VAD (tests); `jobs` caps the VAD threads (default: one per CPU).
     """
     loaded = load_tree(tree)
     blocks, rows = _rows_and_blocks(loaded, segmenter, jobs)
@@ -123,8 +128,15 @@ def score(
     }
     result = UnifiedResult(loaded.root, unified, rows)
     if write:
-        write_json(loaded.root / UNIFIED_FILE, unified)
-        atomic_write_text(loaded.root / UNIFIED_SAMPLES_FILE, result.samples_jsonl())
+        for name in (UNIFIED_FILE, UNIFIED_SAMPLES_FILE):
+            path = loaded.root / name
+            try:
+                if name == UNIFIED_FILE:
+                    write_json(path, unified)
+                else:
+                    atomic_write_text(path, result.samples_jsonl())
+            except OSError as exc:
+                raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     return result
 
 

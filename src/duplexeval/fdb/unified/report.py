@@ -107,16 +107,21 @@ def _counts_line(block: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _reference_table(subset: str, ref: dict[str, Any]) -> Any:
+def _reference_title(subset: str, ref: dict[str, Any]) -> str:
+    title = f"  reference column: official rules (summary.json), {ref.get('n_evaluated', '?')} evaluated"
+    if subset == USER_INTERRUPTION or "judge" in ref:
+        title += f"; judge: {(ref.get('judge') or {}).get('label', 'not judged')}"
+    return title
+
+
+def _reference_table(ref: dict[str, Any]) -> Any:
     from rich.table import Table
 
-    title = f"reference: official rules (summary.json), {ref.get('n_evaluated', '?')} evaluated"
-    if subset == USER_INTERRUPTION or "judge" in ref:
-        label = (ref.get("judge") or {}).get("label", "not judged")
-        title += f"; judge: {label}"
-    t = Table(title=title, title_justify="left", show_edge=False)
-    for col in ("metric", "value", "std", "n", "note"):
-        t.add_column(col)
+    t = Table(show_edge=False, pad_edge=False)
+    t.add_column("official metric", overflow="fold")
+    for col in ("value", "std", "n"):
+        t.add_column(col, no_wrap=True)
+    t.add_column("note", overflow="fold")
     for name, m in (ref.get("metrics") or {}).items():
         if isinstance(m, dict):
             t.add_row(name, _num(m.get("value")), _num(m.get("std")), str(m.get("n", "")), str(m.get("note") or ""))
@@ -146,7 +151,9 @@ def render(result: Any, reference: Reference, console: Any = None) -> None:
         else:
             console.print("  counted only: no unified metric (the official frequency and JSD are the reference)")
         if reference.subsets is not None and isinstance(reference.subsets.get(subset), dict):
-            console.print(_reference_table(subset, reference.subsets[subset]))
+            ref = reference.subsets[subset]
+            console.print(_reference_title(subset, ref))
+            console.print(_reference_table(ref))
     console.print()
     console.print(
         f"{NOT_REACHED} = not reached: the quantile falls on a sample that never responded (or never stopped). "

@@ -106,6 +106,24 @@ def _early_stop_ok(settings: Any) -> bool:
     return settings.speech_pad_ms == 0 and math.isinf(settings.max_speech_s)
 
 
+def settled(probs_prefix: np.ndarray, limit: int, settings: Any) -> Segments | None:
+    """The segments starting at or before `limit` if a prefix of a file's probabilities already fixes them, else None.
+
+    They are fixed when the prefix runs more than the minimum speech length past `limit` (so any segment
+    starting by then that is still open shows up, force-closed at the prefix end) and no such segment is
+    open. Only valid for settings with no padding and no maximum speech length (`_early_stop_ok`).
+    """
+    from duplexeval.vad import timestamps_from_probs
+
+    end = len(probs_prefix) * WINDOW
+    if end - limit <= 16000 * settings.min_speech_ms / 1000:
+        return None
+    segs = timestamps_from_probs(probs_prefix, end, settings)
+    if any(s <= limit and e == end for s, e in segs):
+        return None
+    return [(int(s), int(e)) for s, e in segs if s <= limit]
+
+
 def batch_segments(vad: Any, audios: Sequence[np.ndarray], limits: Sequence[int | None], settings: Any) -> list[Segments]:
     """Segments of each signal; with a limit L (a sample index), only the segments starting at or before L.
 
@@ -121,25 +139,25 @@ def batch_segments(vad: Any, audios: Sequence[np.ndarray], limits: Sequence[int 
     ]
     out: list[Segments | None] = [None] * len(audios)
     st = _Stepper(vad, frames)
-
-    def keep(j: int, segs: list[tuple[int, int]]) -> Segments:
-        lim = limits[j]
-        return [(int(s), int(e)) for s, e in segs if lim is None or s <= lim]
-
+    empty = {j for j in st.rows if n_frames[j] == 0}
+    for j in empty:
+        out[j] = []
+    if empty:
+        st.drop(empty)
     while st.rows:
         st.step()
         i = st.i
         done: set[int] = set()
         for j in st.rows:
-            if i == n_frames[j]:
-                out[j] = keep(j, timestamps_from_probs(st.probs[j, :i], audios[j].size, settings))
+            lim = limits[j]
+            if i == n_frames[j]:  # the whole file
+                segs = timestamps_from_probs(st.probs[j, :i], audios[j].size, settings)
+                out[j] = [(int(s), int(e)) for s, e in segs if lim is None or s <= lim]
                 done.add(j)
             elif first_check[j] is not None and i >= first_check[j] and (i - first_check[j]) % CHECK_EVERY == 0:
-                end = i * WINDOW
-                segs = timestamps_from_probs(st.probs[j, :i], end, settings)
-                lim = limits[j]
-                if not any(s <= lim and e == end for s, e in segs):  # nothing needed is still open
-                    out[j] = keep(j, segs)
+                fixed = settled(st.probs[j, :i], lim, settings)  # type: ignore[arg-type]
+                if fixed is not None:
+                    out[j] = fixed
                     done.add(j)
         if done:
             st.drop(done)
