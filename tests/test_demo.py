@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from duplexeval.demo import DemoResult, SystemRun, comparison_rows, format_metric, run_demo, tree_name
+from duplexeval.demo import comparison_rows, format_metric, run_demo, tree_name
 from duplexeval.errors import InputError
 from duplexeval.jsonio import sha256_file, write_json
 
@@ -83,7 +83,6 @@ def test_demo_end_to_end_on_a_tiny_set(tmp_path: Path, capsys: pytest.CaptureFix
     text = console.export_text()
     assert "pause_intrusion_rate" in text and str(again.runs[1].tree) in text
     assert json.loads((again.runs[0].tree / "manifest.json").read_text())["system"]["name"] == "silent"
-    _ = DemoResult, SystemRun
 
 
 def test_cli_demo_rejects_a_bad_system_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -260,7 +260,10 @@ def print_report(result: DemoResult, console: Any | None = None) -> None:
     """The table, then where each tree is and what each stage did."""
     from rich.console import Console
 
-    console = console or Console()
+    if console is None:
+        console = Console()
+        if not console.is_terminal:  # a log or a pipe: do not squeeze the table into 80 columns
+            console = Console(width=160)
     console.print(comparison_table(result))
     console.print(f"dataset: {result.dataset_root}")
     for run in result.runs:

@@ -20,10 +20,10 @@ FRAME_CENTER_S = 0.0128
 # Dither amplitude (int16 LSB): exact digital silence breaks pocketsphinx's features, and
 # alignment then stops early; a fixed-seed whisper of noise keeps it deterministic.
 DITHER_LSB = 3.0
-# Some clips (abrupt cuts between digital silences) still defeat the aligner at 3 LSB and align at
-# 30 LSB (-61 dBFS); 3 LSB is more precise on the rest. Attempts in order; the first that places
-# every word wins, else the first optional pass that places any.
-ATTEMPTS: tuple[tuple[bool, float], ...] = ((False, 3.0), (False, 30.0), (True, 3.0), (True, 30.0))
+# Some clips (abrupt cuts between digital silences) defeat the aligner at 3 LSB and align at
+# 30 LSB (-61 dBFS); 3 LSB is more precise on the rest, so it is tried first.
+FORCED_DITHERS: tuple[float, ...] = (3.0, 30.0)
+HINT_MARGIN_S = 0.4  # Whisper's word times in a region are off by up to ~0.25 s (benchmark)
 EDGE_S = 0.25  # silence added around each clip before alignment
 _FILLERS = re.compile(r"^(<s>|</s>|<sil>|\[.*\])$")
 _GRAMMAR_WORD = re.compile(r"[a-z][a-z']*")
@@ -74,32 +74,85 @@ class Aligner:
         return [r for r in readings if r and all(self.pronounceable(w) for w in r)]
 
     # -- alignment ----------------------------------------------------------------------------
-    def align(self, clip: np.ndarray, tokens: list[list[Reading]]) -> list[tuple[float, float] | None]:
+    def align(self, clip: np.ndarray, tokens: list[list[Reading]],
+              hints: list[tuple[float, float]] | None = None) -> list[tuple[float, float] | None]:
         """Times (seconds from the clip start) of each token, None where it could not be aligned.
 
-        First every pronounceable token is forced in order; if the aligner cannot reach the end
-        (a word Whisper heard that is not in the audio), later passes make each token optional
-        and keep those they find (see ATTEMPTS).
+        Every pronounceable token is forced in order over the whole clip. When the aligner cannot
+        reach the end (a word Whisper heard that is not in the audio, a number read another way),
+        the tokens are split in two and each half is aligned in its own window, found from the
+        `hints` (Whisper's times) widened by HINT_MARGIN_S, down to single words; without hints a
+        last pass makes every token optional. Spans that overlap an earlier one are dropped.
         """
         out: list[tuple[float, float] | None] = [None] * len(tokens)
         usable = [self.usable_readings(t) for t in tokens]
         todo = [i for i, u in enumerate(usable) if u]
         if not todo or clip.shape[0] < 1600:
             return out
-        # The aligner needs silence on both sides to start and end in; a clip cut at R may begin
-        # right before a word, so every clip gets EDGE_S of (dithered) digital silence added.
-        edge = np.zeros(int(EDGE_S * SAMPLE_RATE), np.float32)
-        padded = np.concatenate([edge, np.asarray(clip, np.float32), edge])
+        clip = np.asarray(clip, np.float32)
         dur = clip.shape[0] / SAMPLE_RATE
-        for optional, dither in ATTEMPTS:
-            spans = self._decode(padded, [usable[i] for i in todo], optional, dither)
-            if all(sp is not None for sp in spans) or (optional and any(sp is not None for sp in spans)):
-                for i, sp in zip(todo, spans):
-                    if sp is not None:  # a word cannot lie in the added silence: hold it at the clip edge
-                        s = min(max(sp[0] - EDGE_S, 0.0), dur)
-                        out[i] = (s, min(max(sp[1] - EDGE_S, s), dur))
-                return out
-        return out  # no attempt found anything: every word is unaligned
+        if hints is None:
+            spans = self._forced(clip, [usable[i] for i in todo])
+            if spans is None:
+                spans = self._window(clip, [usable[i] for i in todo], optional=True)
+            for i, sp in zip(todo, spans or []):
+                out[i] = sp
+        else:
+            self._split(clip, usable, hints, todo, 0.0, dur, out)
+        prev_end = 0.0
+        for i in range(len(out)):
+            sp = out[i]
+            if sp is None:
+                continue
+            if sp[0] < prev_end - 1e-9:
+                out[i] = None  # out of order: one of the two is wrong, keep the earlier
+                continue
+            prev_end = sp[1]
+        return out
+
+    def _split(self, clip: np.ndarray, usable: list[list[Reading]], hints: list[tuple[float, float]],
+               idx: list[int], a: float, b: float, out: list[tuple[float, float] | None]) -> None:
+        """Align tokens `idx` inside [a, b] seconds of the clip; halve the problem when it fails."""
+        lo, hi = int(round(a * SAMPLE_RATE)), int(round(b * SAMPLE_RATE))
+        if hi - lo >= 1600:
+            spans = self._forced(clip[lo:hi], [usable[i] for i in idx])
+            if spans is not None:
+                for i, sp in zip(idx, spans):
+                    out[i] = (a + sp[0], a + sp[1])
+                return
+        if len(idx) == 1:
+            return
+        mid = len(idx) // 2
+        left, right = idx[:mid], idx[mid:]
+        b_left = min(b, max(a, hints[left[-1]][1]) + HINT_MARGIN_S)
+        a_right = max(a, min(b, hints[right[0]][0]) - HINT_MARGIN_S)
+        self._split(clip, usable, hints, left, a, b_left, out)
+        self._split(clip, usable, hints, right, a_right, b, out)
+
+    def _forced(self, clip: np.ndarray, tokens: list[list[Reading]]) -> list[tuple[float, float]] | None:
+        """Every token forced in order (the dither attempts in turn); None if no attempt reaches the end."""
+        for dither in FORCED_DITHERS:
+            spans = self._window(clip, tokens, optional=False, dither=dither)
+            if all(sp is not None for sp in spans):
+                return spans  # type: ignore[return-value]
+        return None
+
+    def _window(self, clip: np.ndarray, tokens: list[list[Reading]], optional: bool,
+                dither: float = DITHER_LSB) -> list[tuple[float, float] | None]:
+        """One pass over a clip with EDGE_S of silence added on both sides; spans in clip seconds."""
+        # The aligner needs silence to start and end in; a clip cut at R may begin right at a
+        # word. A word is never placed inside the added silence: it is held at the clip edge.
+        edge = np.zeros(int(EDGE_S * SAMPLE_RATE), np.float32)
+        spans = self._decode(np.concatenate([edge, clip, edge]), tokens, optional, dither)
+        dur = clip.shape[0] / SAMPLE_RATE
+        out: list[tuple[float, float] | None] = []
+        for sp in spans:
+            if sp is None:
+                out.append(None)
+                continue
+            s = min(max(sp[0] - EDGE_S, 0.0), dur)
+            out.append((s, min(max(sp[1] - EDGE_S, s), dur)))
+        return out
 
     def _decode(self, clip: np.ndarray, tokens: list[list[Reading]], optional: bool,
                 dither: float = DITHER_LSB) -> list[tuple[float, float] | None]:

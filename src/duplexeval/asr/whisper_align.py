@@ -115,11 +115,12 @@ class WhisperAlignBackend:
                 },
             }
             if self.align:
-                from duplexeval.asr.align import ATTEMPTS, EDGE_S, FRAME_CENTER_S
+                from duplexeval.asr.align import EDGE_S, FORCED_DITHERS, FRAME_CENTER_S, HINT_MARGIN_S
 
                 sig["options"]["aligner"] = {
                     "engine": "pocketsphinx forced alignment (JSGF, en-us model and cmudict from the wheel)",
-                    "attempts": [{"optional_words": o, "dither_lsb": d} for o, d in ATTEMPTS],
+                    "dither_lsb": list(FORCED_DITHERS),
+                    "split_on_failure": {"hints": "Whisper word times", "margin_s": HINT_MARGIN_S},
                     "edge_silence_s": EDGE_S,
                     "frame_centre_s": FRAME_CENTER_S,
                     "unaligned_words": "keep Whisper's time, held between aligned neighbours",
@@ -176,7 +177,7 @@ class WhisperAlignBackend:
     def _aligned_times(self, clip: np.ndarray, ww: list[tuple[str, float, float]]) -> tuple[list[tuple[float, float]], int]:
         from duplexeval.asr.numbers import readings
 
-        spans = self._aligner.align(clip, [readings(t) for t, _, _ in ww])
+        spans = self._aligner.align(clip, [readings(t) for t, _, _ in ww], hints=[(s, e) for _, s, e in ww])
         return fill_unaligned(spans, [(s, e) for _, s, e in ww], clip.shape[0] / SAMPLE_RATE)
 
 
