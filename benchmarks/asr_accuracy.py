@@ -3,9 +3,10 @@
     .venv/bin/python benchmarks/asr_accuracy.py [--backends whisper-align,faster-whisper,pocketsphinx]
                                                 [--quick] [--threads 2] [--json out.json]
 
-Layouts (each at several voices and rates): a reply after silence (turn-taking), a long reply cut at
-R in a pause between words (interruption; only words from R on count, as in the official ASR), a
-short acknowledgment alone (backchannel vs takeover), and sentences with numbers. Truth comes from
+Layouts (each at several voices and rates, clip lengths like FDB's): a reply after silence
+(turn-taking, >= 10.4 s), a long reply cut at R in a pause between sentences (interruption, 28 s;
+only words from R on count, as in the official ASR), a short acknowledgment alone (10 s), three
+acknowledgments spread over 20 s (ICC-like backchannels), and sentences with numbers (10 s). Truth comes from
 espeak-ng's WORD events (duplexeval.tts). Reported per backend: first-word onset error (median, p90,
 max of |error|, plus the signed median), all-word onset error of matched words, WER, real-time
 factor, and how often the take-turn rule (> 3 words or >= 1 s span) differs from the truth.
@@ -54,6 +55,8 @@ class Item:
     audio: np.ndarray
     truth: list[Word]
     cut: float = 0.0
+    voice: str = ""
+    rate: int = 0
 
 
 def _place(T: float, pieces: list[tuple[float, np.ndarray]]) -> np.ndarray:
@@ -82,7 +85,7 @@ def build_items(quick: bool) -> list[Item]:
             text = REPLIES[k % len(REPLIES)]
             sp = synthesize(text, voice=voice, rate=rate)
             at = 2.0 + 0.2 * (k % 5)
-            T = at + sp.duration_s + 2.0
+            T = max(10.4, at + sp.duration_s + 1.0)  # FDB turn-taking clips are ~10 s
             items.append(Item("reply", _place(T, [(at, sp.audio)]), _words(sp, at)))
             # 2. interruption: a long reply cut at R, in the pause after word j
             sp = synthesize(LONG, voice=voice, rate=rate)
@@ -92,20 +95,28 @@ def build_items(quick: bool) -> list[Item]:
             assert len(ws) == len(LONG.split()), "espeak merged words; pick another text"
             j = ends[k % len(ends)]
             R = round(ws[j + 1].start - 0.1, 3)  # inside the ~0.35 s pause before the next sentence
-            T = at + sp.duration_s + 1.0
+            T = max(28.0, at + sp.duration_s + 1.0)  # FDB interruption clips are ~28 s
             items.append(Item("interrupt-cut", _place(T, [(at, sp.audio)]), [w for w in ws if w.start >= R], cut=R))
             # 3. a short acknowledgment alone
             sp = synthesize(ACKS[k % len(ACKS)], voice=voice, rate=rate)
             at = 1.5 + 0.3 * (k % 3)
-            items.append(Item("ack", _place(at + sp.duration_s + 2.0, [(at, sp.audio)]), _words(sp, at)))
+            items.append(Item("ack", _place(10.0, [(at, sp.audio)]), _words(sp, at)))
+            # 3b. backchannels through a user's monologue (ICC-like): three acks, 20 s
+            acks = [synthesize(ACKS[(k + i) % len(ACKS)], voice=voice, rate=rate) for i in range(3)]
+            starts = [3.0 + 0.1 * k, 9.0, 15.0 - 0.1 * k]
+            items.append(Item("backchannels", _place(20.0, list(zip(starts, [a.audio for a in acks]))),
+                              [w for a, st in zip(acks, starts) for w in _words(a, st)]))
             # 4. numbers
             sp = synthesize(NUMBERS[k % len(NUMBERS)], voice=voice, rate=rate)
             at = 1.0
-            items.append(Item("numbers", _place(at + sp.duration_s + 1.0, [(at, sp.audio)]), _words(sp, at)))
+            items.append(Item("numbers", _place(max(10.0, at + sp.duration_s + 1.0), [(at, sp.audio)]), _words(sp, at)))
+            for it in items:
+                if not it.voice:
+                    it.voice, it.rate = voice, rate
     # silence and noise: any word is a false alarm
     rng = np.random.default_rng(0)
-    items.append(Item("silence", np.zeros(8 * SR, np.float32), []))
-    items.append(Item("noise", (rng.standard_normal(8 * SR) * 0.01).astype(np.float32), []))
+    items.append(Item("silence", np.zeros(10 * SR, np.float32), []))
+    items.append(Item("noise", (rng.standard_normal(10 * SR) * 0.01).astype(np.float32), []))
     return items
 
 
@@ -155,6 +166,7 @@ def evaluate(backend_name: str, items: list[Item], threads: int, verbose: bool =
     missed_first = spurious = 0
     proc_s = audio_s = cpu_s = 0.0
     per_layout: dict[str, list[float]] = {}
+    wer_by: dict[str, list[int]] = {}
     for it in items:
         audio = it.audio[int(it.cut * SR):]
         t = time.perf_counter()
@@ -181,6 +193,10 @@ def evaluate(backend_name: str, items: list[Item], threads: int, verbose: bool =
         ed, n = wer_counts([t for t, _ in rt], [t for t, _ in ht])
         edits += ed
         ref_len += n
+        for key in (f"voice {it.voice}", f"rate {it.rate}", f"layout {it.layout}"):
+            acc = wer_by.setdefault(key, [0, 0])
+            acc[0] += ed
+            acc[1] += n
         sm = difflib.SequenceMatcher(a=[t for t, _ in rt], b=[t for t, _ in ht], autojunk=False)
         seen: set[int] = set()
         for blk in sm.get_matching_blocks():
@@ -208,6 +224,7 @@ def evaluate(backend_name: str, items: list[Item], threads: int, verbose: bool =
         "takeover_rule_differs": tor_diff,
         "words_on_silence_or_noise": spurious,
         "first_word_ms_by_layout": {k: _r(np.median(np.abs(v)) * 1000) for k, v in sorted(per_layout.items())},
+        "wer_by": {k: round(e / max(1, n), 3) for k, (e, n) in sorted(wer_by.items())},
     }
 
 
@@ -235,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['takeover_rule_differs']}/{r['items']} | {r['words_on_silence_or_noise']}/2 |")
     for r in results:
         print(f"{r['backend']}: first-word |error| median by layout (ms) {r['first_word_ms_by_layout']}; "
-              f"missed first words {r['first_word_missed']}; load {r['load_s']} s", file=sys.stderr)
+              f"missed first words {r['first_word_missed']}; load {r['load_s']} s; WER by {r['wer_by']}", file=sys.stderr)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=2)

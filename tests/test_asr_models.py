@@ -129,3 +129,16 @@ def test_faster_whisper_backend_uses_whisper_times(reply, tmp_path: Path) -> Non
     assert abs(words[0].start - truth[0][1]) < 0.4  # Whisper's own times: the benchmark shows ~0.2 s errors
     with pytest.raises(InputError, match="model directory"):
         FasterWhisperBackend(model=tmp_path).signature()
+
+
+def test_separate_regions_share_one_whisper_pass(whisper_align) -> None:
+    a = synthesize("Yeah.", rate=170)
+    b = synthesize("Okay, got it.", rate=170)
+    starts = [1.0, 6.0]
+    audio = place(9.0, [(starts[0], a.audio), (starts[1], b.audio)])
+    words = whisper_align.transcribe(audio)
+    assert whisper_align.last_stats["regions"] == 2
+    truth = [(w.text, st + w.start_s) for sp, st in ((a, starts[0]), (b, starts[1])) for w in sp.words]
+    assert [_spoken(w.text) for w in words] == [_spoken(t) for t, _ in truth]
+    for w, (_, t) in zip(words, truth):
+        assert abs(w.start - t) < 0.08, (w, t)

@@ -165,3 +165,48 @@ def test_interruption_export_records_the_barge_in(tmp_path: Path) -> None:
     audio, _ = sf.read(str(tmp_path / "t" / "synthetic_user_interruption" / "1" / "output.wav"), dtype="int16")
     stop = int(round(clears[0]["received_at_s"] * 16000))
     assert np.any(audio[int(S * 16000) : stop]) and not np.any(audio[stop : int(R * 16000)])
+
+
+class EchoSystem:
+    """Plays every input frame back as soon as the frame has ended (80 ms later)."""
+
+    name = "echo"
+
+    def params(self) -> dict:
+        return {}
+
+    def version(self) -> str:
+        return "test"
+
+    async def open_session(self, info: SampleInfo):  # noqa: ANN201
+        from duplexeval.systems.base import OutputChunk
+
+        class S:
+            def __init__(self) -> None:
+                self.q: list = []
+
+            async def push_input(self, frame: bytes, t_s: float) -> None:
+                self.q.append(OutputChunk(frame, 16000, t_s + 0.08))
+
+            async def poll_output(self, t_s: float) -> list:
+                ready = [c for c in self.q if c.emitted_at_s <= t_s]
+                self.q = [c for c in self.q if c.emitted_at_s > t_s]
+                return ready
+
+            async def close(self) -> None:
+                pass
+
+        return S()
+
+
+def test_the_system_hears_the_input_sample_for_sample(tmp_path: Path) -> None:
+    from systems_fixtures import add_sample
+
+    d = Dataset("echo", tmp_path / "ds")
+    x = (0.95 * np.sin(2 * np.pi * 220 * np.arange(40000) / 16000)).astype(np.float32)
+    s = add_sample(d, "candor_turn_taking", "1", x, [{"text": "[TURN-TAKING]", "timestamp": [1.0, 1.5]}])
+    export(EchoSystem(), d, tmp_path / "t", progress=False)
+    inp, _ = sf.read(str(s.input_path), dtype="int16")
+    out, _ = sf.read(str(tmp_path / "t" / "candor_turn_taking" / "1" / "output.wav"), dtype="int16")
+    assert len(out) == len(inp) == 40000
+    assert np.array_equal(out[1280:], inp[:-1280]) and not np.any(out[:1280])

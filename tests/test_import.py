@@ -23,9 +23,9 @@ def ds(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
     return small_dataset(tmp_path_factory.mktemp("dataset"))
 
 
-def tone(seconds: float, sr: int) -> np.ndarray:
+def tone(seconds: float, sr: int, amp: float = 0.3) -> np.ndarray:
     t = np.arange(int(round(seconds * sr))) / sr
-    return (0.3 * np.sin(2 * np.pi * 300 * t)).astype(np.float32)
+    return (amp * np.sin(2 * np.pi * 300 * t)).astype(np.float32)
 
 
 def make_outputs(ds: Dataset, root: Path) -> Path:
@@ -42,7 +42,7 @@ def make_outputs(ds: Dataset, root: Path) -> Path:
     p = by[("synthetic_pause_handling", "1")]
     put(("synthetic_pause_handling", "1"), tone(p.T + 0.05, 24000), 24000)
     t1 = by[("candor_turn_taking", "1")]
-    d = put(("candor_turn_taking", "1"), tone(t1.T, 16000), 16000)
+    d = put(("candor_turn_taking", "1"), tone(t1.T, 16000, amp=0.95), 16000)  # loud: exposes any rescaling
     (d / "output.json").write_bytes(b'{"text": "hi", "chunks": [{"text": "hi", "timestamp": [1.0, 1.2]}]}\n')
     put(("candor_turn_taking", "2"), tone(by[("candor_turn_taking", "2")].T - 0.5, 16000), 16000)
     put(("icc_backchannel", "1"), tone(by[("icc_backchannel", "1")].T - 0.03, 16000), 16000)
@@ -73,6 +73,10 @@ def test_import_keeps_every_sample_with_its_reason(ds: Dataset, tmp_path: Path) 
     audio, _ = sf.read(str(tmp_path / "t" / "synthetic_pause_handling" / "1" / "output.wav"), dtype="float32")
     ref = soxr.resample(tone(e.T + 0.05, 24000), 24000, 16000, quality="HQ")[: len(audio)]
     assert np.max(np.abs(audio[100:-100] - ref[100:-100])) < 2e-4
+    # a 16 kHz PCM16 output of the right length passes through sample for sample
+    a, _ = sf.read(str(outputs / "candor_turn_taking" / "1" / "output.wav"), dtype="int16")
+    b, _ = sf.read(str(tmp_path / "t" / "candor_turn_taking" / "1" / "output.wav"), dtype="int16")
+    assert np.array_equal(a, b)
     # output.json comes along byte for byte; annotations too
     src = outputs / "candor_turn_taking" / "1" / "output.json"
     assert (tmp_path / "t" / "candor_turn_taking" / "1" / "output.json").read_bytes() == src.read_bytes()
@@ -103,3 +107,36 @@ def test_import_is_deterministic_resumable_and_refuses_other_runs(ds: Dataset, t
     with pytest.raises(InputError, match="must be a folder"):
         import_outputs(ds, tmp_path / "nowhere", tmp_path / "c", progress=False)
     json.loads((tmp_path / "a" / "manifest.json").read_text())
+
+
+def test_outputs_written_inside_the_dataset_folders_are_found(tmp_path: Path) -> None:
+    ds = small_dataset(tmp_path / "ds")
+    s = ds.samples("candor_turn_taking")[0]
+    sf.write(str(s.dir / "output.wav"), tone(s.T, 24000), 24000, subtype="PCM_16")  # official scripts: next to input.wav
+    res = import_outputs(ds, ds.root, tmp_path / "t", subsets=["candor_turn_taking"], progress=False)
+    assert res.counts == {"candor_turn_taking": {"selected": 2, "eligible": 1}}
+    manifest, _ = load_manifest(tmp_path / "t")
+    assert [e.reasons for e in manifest.samples] == [[], ["missing_output"]]
+
+
+def test_no_output_at_all_is_a_wrong_folder_not_a_tree_of_missing_samples(ds: Dataset, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="no output.wav for any of the 5 selected samples"):
+        import_outputs(ds, tmp_path / "empty", tmp_path / "t", progress=False)
+    assert not (tmp_path / "t").exists()
+
+
+def test_cli_import(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import duplexeval.fdb.import_outputs as imp
+    from duplexeval.cli import main
+
+    monkeypatch.setattr(imp, "resolve_dataset", lambda d: ds)
+    outputs = make_outputs(ds, tmp_path / "outputs")
+    with pytest.raises(SystemExit) as ok:
+        main(["fdb", "import", "--dataset", "x", "--outputs", str(outputs), "--out", str(tmp_path / "t"), "-q"])
+    assert ok.value.code == 0
+    assert "import: 3/5 samples eligible" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as err:
+        main(["fdb", "import", "--dataset", "x", "--outputs", str(tmp_path / "nope"), "--out", str(tmp_path / "u")])
+    assert err.value.code == 2
+    assert capsys.readouterr().err.startswith("duplexeval: error: ")

@@ -314,3 +314,35 @@ def test_user_speech_hysteresis_on_hand_made_probabilities() -> None:
     assert [(i, round(o.start_s, 3), round(o.detected_at_s, 3)) for i, o in onsets] == [(6, 0.128, 0.224), (15, 0.416, 0.512)]
     assert u.speaking and u.last_voice_end == pytest.approx(0.512)
     assert u.silence_s(0.6) == pytest.approx(0.088)
+
+
+def test_wall_clock_records_late_input_pacing_of_a_slow_system() -> None:
+    class Slow(Echo):
+        async def open_session(self, info: SampleInfo):  # noqa: ANN201
+            class S(Echo._S):
+                async def push_input(self, frame: bytes, t_s: float) -> None:
+                    if t_s == 0.0:
+                        await asyncio.sleep(0.25)  # blocks the sender: the next frames go out late
+                    await super().push_input(frame, t_s)
+
+            return S(0.0)
+
+    n = 6400
+    trace = asyncio.run(run_session_async(Slow(), _noise(n), SampleInfo(None, None, 0.4, n), WallClock()))
+    assert trace.error is None and trace.max_send_lateness_s > 0.08
+
+
+def test_registering_a_system_keeps_the_builtins() -> None:
+    from duplexeval.systems.registry import _FACTORIES, register_system, system_names
+
+    @dataclass(frozen=True)
+    class Custom:
+        gain: float = 1.0
+        name: str = "custom-test"
+
+    register_system("custom-test", Custom)
+    try:
+        assert "turn-based" in system_names() and "custom-test" in system_names()
+        assert make_system("custom-test:gain=0.5").gain == 0.5
+    finally:
+        _FACTORIES.pop("custom-test")

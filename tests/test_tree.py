@@ -138,3 +138,10 @@ def test_unreadable_audio_is_one_line_error(tmp_path):
     p.write_bytes(b"not a wav")
     with pytest.raises(InputError, match="bad.wav: cannot read audio"):
         audio.read_audio(p)
+
+
+def test_pcm16_read_write_roundtrip_is_exact(tmp_path):
+    pcm = np.array([-32768, -20000, -1, 0, 1, 16385, 32767], dtype=np.int16)
+    audio.write_wav_pcm16(tmp_path / "a.wav", pcm)
+    back, _ = audio.read_audio(tmp_path / "a.wav")
+    assert np.array_equal(audio.to_pcm16(back), pcm)

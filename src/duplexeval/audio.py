@@ -61,11 +61,14 @@ def read_audio_16k(path: str | os.PathLike[str]) -> np.ndarray:
 
 
 def to_pcm16(audio: np.ndarray) -> np.ndarray:
-    """Float [-1, 1] to int16 by clipping and rounding half to even (deterministic); int16 passes through."""
+    """Float [-1, 1] to int16 at soundfile's scale (x 32768, clipped, rounded half to even); int16 passes through.
+
+    The same scale as `read_audio` (1/32768), so a PCM16 file read as float and written back is unchanged.
+    """
     a = np.asarray(audio)
     if a.dtype == np.int16:
         return a
-    return np.clip(np.rint(a.astype(np.float64) * 32767.0), -32768, 32767).astype(np.int16)
+    return np.clip(np.rint(a.astype(np.float64) * 32768.0), -32768, 32767).astype(np.int16)
 
 
 def from_pcm16(pcm: np.ndarray) -> np.ndarray:

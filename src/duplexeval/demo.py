@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from duplexeval.errors import DuplexEvalError, InputError
+from duplexeval.errors import DuplexEvalError, InputError, RefusalError
 from duplexeval.jsonio import read_json
 
 DEFAULT_OUT = Path("duplexeval-demo")
@@ -23,8 +23,8 @@ DEFAULT_SYSTEMS: tuple[str, ...] = ("silent", "turn-based", "talk-over", "backch
 
 # (subset, metric, label) of the unified headline rows, in table order.
 UNIFIED_ROWS: tuple[tuple[str, str, str], ...] = (
-    ("synthetic_pause_handling", "pause_intrusion_rate", "pause_intrusion_rate"),
     ("candor_pause_handling", "pause_intrusion_rate", "pause_intrusion_rate"),
+    ("synthetic_pause_handling", "pause_intrusion_rate", "pause_intrusion_rate"),
     ("candor_turn_taking", "early_start_rate", "early_start_rate"),
     ("candor_turn_taking", "response_rate_2s", "response_rate_2s"),
     ("candor_turn_taking", "no_response_rate", "no_response_rate"),
@@ -126,7 +126,11 @@ def run_demo(
         run = SystemRun(spec, label, out / label)
         runs.append(run)
         say(f"demo: [{label}] export")
-        res = export(system, ds, run.tree, progress=progress)
+        try:
+            res = export(system, ds, run.tree, progress=progress)
+        except RefusalError as exc:  # an older demo tree (another version, demo set or parameters): redo it
+            say(f"demo: [{label}] {exc}; exporting again")
+            res = export(system, ds, run.tree, progress=progress, force=True)
         run.stages["export"] = f"{res.ran} run, {res.reused} reused"
 
         def asr(tree: Path) -> str:

