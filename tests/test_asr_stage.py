@@ -160,7 +160,6 @@ def test_resume_after_interrupted_run(tmp_path: Path) -> None:
     be = ScriptedBackend()
     res = asr_stage.run(tree, backend=be, jobs=1, progress=False)
     assert (res.n_resumed, res.n_ok, len(be.calls)) == (2, 5, 3)
-    # A finished transcript edited during the pause is redone, not trusted.
 
 
 def test_resume_redoes_sample_whose_output_changed(tmp_path: Path) -> None:

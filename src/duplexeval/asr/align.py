@@ -9,6 +9,8 @@ that still cannot be pronounced, or that the aligner cannot reach, is reported a
 from __future__ import annotations
 
 import re
+from typing import Any
+
 import numpy as np
 
 from duplexeval.audio import to_pcm16
@@ -43,9 +45,17 @@ class Aligner:
     """A pocketsphinx decoder (the en-us model in the wheel) used only for grammar-forced alignment."""
 
     def __init__(self) -> None:
+        self._dec: Any = None
+        self.reset()
+
+    def reset(self) -> None:
+        """A fresh decoder (~0.3 s): pocketsphinx carries state from one utterance to the next, so
+        times would depend on which samples a process saw before. The stage resets per sample."""
         import pocketsphinx
 
-        self._dec = pocketsphinx.Decoder(samprate=SAMPLE_RATE, loglevel="FATAL")
+        if self._dec is not None and self._n == 0:
+            return  # still fresh
+        self._dec = pocketsphinx.Decoder(samprate=SAMPLE_RATE, loglevel="FATAL", lm=None)  # grammars only
         self._known: dict[str, bool] = {}
         self._n = 0
 
@@ -161,14 +171,12 @@ class Aligner:
         name = f"a{self._n}"
         self._dec.add_jsgf_string(name, _grammar(tokens, optional))
         self._dec.activate_search(name)
-        try:
-            self._dec.start_utt()
-            self._dec.process_raw(dithered_pcm(clip, dither), full_utt=True)
-            self._dec.end_utt()
-            seg = [(re.sub(r"\(\d+\)$", "", g.word), g.start_frame, g.end_frame) for g in (self._dec.seg() or [])]
-        finally:
-            self._dec.activate_search("_default")
-            self._dec.remove_search(name)
+        if self._n > 1:
+            self._dec.remove_search(f"a{self._n - 1}")  # the previous grammar, no longer active
+        self._dec.start_utt()
+        self._dec.process_raw(dithered_pcm(clip, dither), full_utt=True)
+        self._dec.end_utt()
+        seg = [(re.sub(r"\(\d+\)$", "", g.word), g.start_frame, g.end_frame) for g in (self._dec.seg() or [])]
         words = [(w, s, e) for w, s, e in seg if not _FILLERS.match(w)]
         dur = clip.shape[0] / SAMPLE_RATE
         spans: list[tuple[float, float] | None] = []

@@ -46,7 +46,11 @@ class PocketsphinxBackend:
 
     def transcribe(self, audio16k: np.ndarray, offset_s: float = 0.0) -> list[Word]:
         """Words of the audio, times in seconds from its start plus `offset_s`."""
-        self.load()
+        import pocketsphinx
+
+        # A fresh decoder per sample (~0.6 s): pocketsphinx carries state between utterances, and
+        # a sample's words must not depend on which samples the process decoded before.
+        self._dec = pocketsphinx.Decoder(samprate=SAMPLE_RATE, loglevel="FATAL")
         audio = np.asarray(audio16k, np.float32)
         words: list[Word] = []
         regions = speech_regions(audio, self.regions)

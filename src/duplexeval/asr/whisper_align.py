@@ -191,6 +191,8 @@ class WhisperAlignBackend:
         words: list[Word] = []
         stats = {"regions": 0, "words": 0, "unaligned": 0}
         regions = speech_regions(audio, self.regions)
+        if self.align:
+            self._aligner.reset()  # same sample, same times, whatever the process did before
         if self.align:  # one Whisper pass over all regions; the aligner then fixes every time
             per_region = self.whisper_regions(audio, regions)
         else:  # Whisper's own times are the output: one pass per region, no re-mapping
