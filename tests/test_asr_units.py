@@ -121,3 +121,14 @@ def test_aligner_splits_when_a_word_does_not_fit() -> None:
         assert s_ is None or abs(s_[0] - (pad + w.start_s)) < 0.08, (w, s_)
     starts = [s_[0] for s_ in spans if s_ is not None]
     assert starts == sorted(starts)
+
+
+def test_cut_sample_starts_at_or_after_R():
+    from duplexeval.fdb.asr_stage import cut_sample
+
+    assert cut_sample(13.14) == 210240  # exact sample: 13.14 * 16000 = 210240 (float noise ignored)
+    assert cut_sample(28.7949375 - 10) == 300719  # 18.7949375 * 16000 = 300719.0
+    assert cut_sample(1.00003) == 16001  # 16000.48 -> first sample at or after R
+    for r in (0.1, 7.77777, 13.1400001, 29.5771875 - 3.0):
+        k = cut_sample(r)
+        assert k / 16000 >= r - 1e-9 and (k - 1) / 16000 < r

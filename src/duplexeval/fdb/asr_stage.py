@@ -148,8 +148,19 @@ def _transcribe(backend: Any, wav: Path, T: float, cut: float) -> list[Any]:
     audio = resample(audio, sr, SAMPLE_RATE)
     # output.wav holds round(T*16000) samples; drop a last sample that would end past T.
     audio = audio[: int(math.floor(T * SAMPLE_RATE + 1e-6))]
-    audio = audio[int(cut * SAMPLE_RATE):]  # official: wav[int(R*sr):], offset R
+    audio = audio[cut_sample(cut):]
     return round_words(list(backend.transcribe(audio, offset_s=cut)))
+
+
+def cut_sample(cut: float) -> int:
+    """First sample kept when cutting at R: the first sample at or after R, so times shifted by R stay in [R, T].
+
+    The official `wav[int(R*sr):]` starts up to one sample *before* R and then adds R, which can push a word
+    that runs to the end of the file past T (by < 62.5 us); starting at or after R cannot.
+    """
+    exact = cut * SAMPLE_RATE
+    nearest = round(exact)
+    return int(nearest) if abs(exact - nearest) < 1e-6 else math.ceil(exact)
 
 
 def _init_worker(spec: Any) -> None:
