@@ -36,6 +36,8 @@ def test_readings_of_written_tokens() -> None:
     assert readings("1990")[0] == ["nineteen", "ninety"]  # year first, then cardinal, then digits
     assert ["one", "thousand", "nine", "hundred", "ninety"] in readings("1990")
     assert readings("$4,572.")[0] == ["four", "thousand", "five", "hundred", "seventy", "two", "dollars"]
+    assert readings("$4,572.30")[0] == ["four", "thousand", "five", "hundred", "seventy", "two", "dollars", "and", "thirty", "cents"]
+    assert ["three", "point", "five", "zero", "dollars"] in readings("$3.50")
     assert readings("12%")[0] == ["twelve", "percent"]
     assert readings("3.5") == [["three", "point", "five"]]
     assert readings("3rd") == [["third"]]

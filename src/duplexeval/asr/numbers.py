@@ -134,7 +134,13 @@ def readings(token: str) -> list[list[str]]:
         cur = m.group("cur")
         if cur:
             unit = {"$": "dollars", "£": "pounds", "€": "euros"}[cur]
-            base = [b + [unit] for b in base]
+            if frac and len(frac) == 2 and not suf:  # "$4,572.30": "... dollars and thirty cents" first
+                whole_r = _integer_readings(whole)[0]
+                sub = ["pence" if cur == "£" else "cents"]
+                base = [whole_r + [unit, "and"] + cardinal(int(frac)) + sub,
+                        whole_r + [unit] + cardinal(int(frac)) + sub] + [b + [unit] for b in base]
+            else:
+                base = [b + [unit] for b in base]
         return base
     # Hyphenated and slashed compounds are read part by part ("twenty-one", "and/or").
     parts = [p for p in re.split(r"[-/]", t) if p]
