@@ -149,3 +149,4 @@ def test_separate_regions_share_one_whisper_pass(whisper_align) -> None:
     assert [_spoken(w.text) for w in words] == [_spoken(t) for t, _ in truth]
     for w, (_, t) in zip(words, truth):
         assert abs(w.start - t) < 0.08, (w, t)
+

@@ -134,3 +134,15 @@ def test_cut_sample_starts_at_or_after_R():
     for r in (0.1, 7.77777, 13.1400001, 29.5771875 - 3.0):
         k = cut_sample(r)
         assert k / 16000 >= r - 1e-9 and (k - 1) / 16000 < r
+
+
+def test_a_word_ending_on_the_last_sample_stays_inside_T():
+    # T = 121805 samples / 16 kHz = 7.6128125 s; round(x, 6) would give 7.612813 > T (seen in the demo).
+    from duplexeval.asr.base import check_words, round_words
+    from duplexeval.fdb.transcript import Word as TWord
+
+    T = 121805 / 16000
+    words = round_words([TWord("can", 7.2, T)])
+    assert words[0].end <= T + 1e-9
+    assert check_words(words, T) is None
+    assert "after T" in check_words([TWord("can", 7.2, 7.6128135)], T)

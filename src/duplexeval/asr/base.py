@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from duplexeval.fdb.transcript import Word
+from duplexeval.fdb.transcript import Word, to_us
 
 __all__ = ["Backend", "Word", "check_words", "package_versions", "round_words", "SAMPLE_RATE"]
 
@@ -45,13 +45,18 @@ def package_versions(*names: str) -> dict[str, str | None]:
     return out
 
 
-def round_words(words: list[Word], ndigits: int = 6) -> list[Word]:
-    """Round times to the microsecond so the same audio gives the same bytes (non-finite pass through)."""
+def round_words(words: list[Word]) -> list[Word]:
+    """Round times to the microsecond grid of spec 000 (`to_us`), so the same audio gives the same bytes.
+
+    `to_us` is monotonic, so a time at or before T stays at or before T on the grid; Python's
+    `round(x, 6)` is not the same rule (7.6128125 -> 7.612813 while to_us gives 7612812 us) and could
+    push a word that ends on the last sample past T. Non-finite values pass through for the checks.
+    """
 
     def r(x: float | None) -> float | None:
         if x is None or not math.isfinite(x):
             return x
-        return round(float(x), ndigits)
+        return to_us(float(x)) / 1_000_000
 
     return [Word(w.text, r(w.start), r(w.end)) for w in words]  # type: ignore[arg-type]
 
@@ -73,11 +78,14 @@ def check_words(words: list[Word], T: float, *, allow_null_end: bool = False) ->
                 return f"{label} has no end time"
         elif not _num(w.end) or not math.isfinite(float(w.end)):
             return f"{label} has an end that is not a finite number: {w.end!r}"
-        if float(w.start) < 0.0 or float(w.start) > T:
+        # Compared on the microsecond grid every later stage uses (spec 000: times are rounded first).
+        T_us, start_us = to_us(T), to_us(float(w.start))
+        if start_us < 0 or start_us > T_us:
             return f"{label} starts at {float(w.start)!r} s, outside [0, T={T!r}]"
         if w.end is not None:
-            if float(w.end) < float(w.start):
+            end_us = to_us(float(w.end))
+            if end_us < start_us:
                 return f"{label} ends before it starts ({float(w.start)!r} > {float(w.end)!r})"
-            if float(w.end) > T:
+            if end_us > T_us:
                 return f"{label} ends at {float(w.end)!r} s, after T={T!r}"
     return None

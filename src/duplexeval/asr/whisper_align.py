@@ -1,7 +1,7 @@
 """Default backend `whisper-align`: Whisper tiny.en says *what* was said, pocketsphinx says *when*.
 
-Per VAD speech region: faster-whisper (beam 5, English, no conditioning, temperature 0, a short
-backchannel prompt) gives the words; pocketsphinx forced alignment of those words inside the same
+Per VAD speech region: faster-whisper (beam 5, English, no conditioning, temperature 0, no prompt)
+gives the words; pocketsphinx forced alignment of those words inside the same
 region gives their times (Whisper's own word times run ~0.1 s late and sometimes jump by up to
 1 s). Regions keep silence out of Whisper, which invents "Thank you." on it. A word the aligner
 cannot place keeps Whisper's time, held between its aligned neighbours, and is counted in
@@ -34,8 +34,8 @@ WHISPER_OPTIONS: dict[str, Any] = {
     "best_of": 1,
     "temperature": 0.0,
     "condition_on_previous_text": False,
-    # Spells backchannels ("Mm-hmm" came out as "Mm.", and once as a 5 s hallucination); see docs/asr.md.
-    "initial_prompt": "Mm-hmm. Uh-huh.",
+    # No initial_prompt: "Mm-hmm. Uh-huh." lowered the benchmark's WER but invented words and moved a
+    # "yeah" by 2 s on the demo's backchannel output (docs/asr.md).
     "word_timestamps": True,
     "vad_filter": False,
 }
