@@ -52,17 +52,25 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> str:
     return sha256_bytes(data)
 
 
+def read_text(path: str | os.PathLike[str]) -> str:
+    """Read a user's UTF-8 text file; InputError naming the file when it is missing or unreadable."""
+    from duplexeval.errors import InputError
+
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Read a JSON file; raises InputError naming the file on a missing file or bad JSON."""
     from duplexeval.errors import InputError
 
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
+    text = read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

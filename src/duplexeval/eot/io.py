@@ -10,6 +10,7 @@ from typing import Any
 
 from duplexeval.eot.pairs import EOTPair
 from duplexeval.errors import InputError
+from duplexeval.jsonio import read_text
 
 TRUE_KEYS = ("true_turn_end_s", "true_end_s")
 COMMIT_KEYS = ("detector_commit_s", "commit_s")
@@ -42,12 +43,7 @@ def pair_from_row(row: dict[str, Any], where: str) -> tuple[EOTPair, str | None]
 def read_pairs(path: str | Path) -> tuple[list[EOTPair], list[str | None]]:
     """Pairs and ids from a ``.csv`` (header row) or ``.jsonl``/``.json`` (one object per line) file."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
+    text = read_text(path)
     pairs: list[EOTPair] = []
     ids: list[str | None] = []
     suffix = path.suffix.lower()

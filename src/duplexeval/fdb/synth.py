@@ -29,7 +29,7 @@ from duplexeval.fdb.tree import (
     validate_sample_id,
     validate_subset,
 )
-from duplexeval.jsonio import dumps, sha256_bytes, sha256_file, write_json
+from duplexeval.jsonio import dumps, read_text, sha256_bytes, sha256_file, write_json
 
 SR = 16000
 SYNTH_KIND = "duplexeval.fdb.synth"
@@ -81,12 +81,7 @@ def load_script(path: str | os.PathLike[str]) -> Script:
     import yaml
 
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
+    text = read_text(path)
     try:
         obj = yaml.safe_load(text)
     except yaml.YAMLError as exc:
