@@ -8,7 +8,7 @@ import pytest
 from duplexeval.asr.align import Aligner, _decompose, _grammar, _match, letter_phones
 from duplexeval.asr.numbers import cardinal, normalize, ordinal, readings
 from duplexeval.asr.regions import merge_regions
-from duplexeval.asr.whisper_align import fill_unaligned, merge_word_pieces
+from duplexeval.asr.whisper_align import fill_unaligned, merge_word_pieces, region_of_words
 
 SR = 16000
 
@@ -42,6 +42,9 @@ def test_readings_of_written_tokens() -> None:
     assert readings("3.5") == [["three", "point", "five"]]
     assert readings("3rd") == [["third"]]
     assert readings("2:30")[0] == ["two", "thirty"]
+    assert readings("7.15") == [["seven", "point", "one", "five"], ["seven", "fifteen"]]  # a time written with a dot
+    assert readings("2:00") == [["two", "o'clock"], ["two"]]
+    assert readings("24.30") == [["twenty", "four", "point", "three", "zero"]]  # not a clock time
     assert readings("07") == [["zero", "seven"]]
     assert readings("twenty-one") == [["twenty", "one"]]
     assert readings("14b") == [["fourteen", "b"]]
@@ -64,6 +67,19 @@ def test_merge_word_pieces() -> None:
     pieces = [(" The", 0.0, 0.2), (" total", 0.2, 0.5), (" $4", 0.5, 0.9), (",572.", 0.9, 1.6), (" 25", 1.7, 1.9), ("%", 1.9, 2.0)]
     assert merge_word_pieces(pieces) == [("The", 0.0, 0.2), ("total", 0.2, 0.5), ("$4,572.", 0.5, 1.6), ("25%", 1.7, 2.0)]
     assert merge_word_pieces([(" ", 0.0, 0.1)]) == []
+
+
+def test_region_of_words_follows_the_aligner_and_never_goes_back() -> None:
+    offsets, durations = [0.0, 1.3, 2.6], [1.0, 1.0, 1.0]  # three regions packed 0.3 s apart
+    # aligned midpoints decide, even where Whisper's midpoints point one region off
+    assert region_of_words([0.5, 1.8, 3.1], [0.5, 2.9, 2.95], offsets, durations) == [0, 1, 2]
+    # a midpoint in a gap goes to the nearest region
+    assert region_of_words([1.05, 2.5], [0.0, 0.0], offsets, durations) == [0, 2]
+    # unaligned words use Whisper's midpoint, held between aligned neighbours' regions
+    assert region_of_words([0.5, None, 1.8], [0.5, 3.0, 1.9], offsets, durations) == [0, 1, 1]
+    assert region_of_words([None, None], [2.9, 0.2], offsets, durations) == [2, 2]
+    # an aligned word that would go back in time is held at the region before it
+    assert region_of_words([3.0, 0.5], [3.0, 0.5], offsets, durations) == [2, 2]
 
 
 def test_fill_unaligned_keeps_order_between_neighbours() -> None:

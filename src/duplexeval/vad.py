@@ -294,8 +294,9 @@ class SileroVad:
         self._session = ort.InferenceSession(data, sess_options=opts, providers=["CPUExecutionProvider"])
         self._sr = np.array(SAMPLE_RATE, dtype=np.int64)
 
-    def _run(self, x: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """One model step: x [B, 576] float32, state [2, B, 128] → (probs [B, 1], new state)."""
+    def step(self, x: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One model step for B streams at once: x [B, 576] float32 (64 context + 512 new samples per
+        row), state [2, B, 128] → (probs [B, 1], new state). The building block of every batched scan."""
         out, new_state = self._session.run(None, {"input": x, "state": state, "sr": self._sr})
         return out, new_state
 
@@ -350,7 +351,7 @@ class SileroVad:
                     state = np.ascontiguousarray(state[:, :active])
                 x[:, :CONTEXT_SAMPLES] = x[:, WINDOW_SAMPLES:]
                 x[:, CONTEXT_SAMPLES:] = frames[:active, i * WINDOW_SAMPLES : (i + 1) * WINDOW_SAMPLES]
-                prob, state = self._run(x, state)
+                prob, state = self.step(x, state)
                 out[:active, i] = prob[:, 0]
             for row, k in enumerate(group):
                 results[k] = out[row, : n_frames[k]].copy()
@@ -409,7 +410,7 @@ class StreamingVad:
     def _step(self, frame: np.ndarray) -> float:
         self._x[0, :CONTEXT_SAMPLES] = self._x[0, WINDOW_SAMPLES:]
         self._x[0, CONTEXT_SAMPLES:] = frame
-        prob, self._state = self._vad._run(self._x, self._state)
+        prob, self._state = self._vad.step(self._x, self._state)
         self.n_frames += 1
         return float(prob[0, 0])
 

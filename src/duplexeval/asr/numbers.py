@@ -113,8 +113,7 @@ def readings(token: str) -> list[list[str]]:
         return [list(_SYMBOL_WORDS[t])]
     if ":" in t and re.fullmatch(r"\d{1,2}:\d{2}", t):  # clock time "2:30"
         h, m = t.split(":")
-        mins = [] if m == "00" else (["oh", _ONES[int(m)]] if m.startswith("0") else cardinal(int(m)))
-        return [cardinal(int(h)) + (mins or ["o'clock"]), cardinal(int(h)) + mins]
+        return _clock(h, m)
     m = _NUM.match(t)
     if m:
         whole = m.group("int").replace(",", "")
@@ -122,6 +121,8 @@ def readings(token: str) -> list[list[str]]:
         frac = m.group("frac")
         if frac:
             base = [b + ["point"] + digits(frac) for b in base[:1]]
+            if len(frac) == 2 and int(frac) < 60 and int(whole) <= 23 and not m.group("cur") and not m.group("suf"):
+                base += _clock(whole, frac)  # Whisper writes a spoken "seven fifteen" as "7.15" too
         suf = m.group("suf")
         if suf in ("st", "nd", "rd", "th"):
             base = [ordinal(int(whole))]
@@ -158,6 +159,13 @@ def readings(token: str) -> list[list[str]]:
             seq.extend(_integer_readings(chunk)[0] if chunk[0].isdigit() else [chunk])
         return [seq]
     return [[t]]
+
+
+def _clock(h: str, m: str) -> list[list[str]]:
+    """Readings of a clock time h:m ("two thirty", "two o'clock", "nine oh five")."""
+    mins = [] if m == "00" else (["oh", _ONES[int(m)]] if m.startswith("0") else cardinal(int(m)))
+    hour = cardinal(int(h))
+    return [hour + mins] if mins else [hour + ["o'clock"], hour]
 
 
 def _plural(word: str) -> str:

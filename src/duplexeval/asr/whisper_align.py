@@ -116,7 +116,8 @@ class WhisperAlignBackend:
                 "options": {
                     "whisper": {**WHISPER_OPTIONS, "compute_type": "int8", "device": "cpu"},
                     "regions": regions_signature(self.regions),
-                    "whisper_pass": ("all regions packed into one pass, region_gap_s apart" if self.align else "one pass per region"),
+                    "whisper_pass": ("all regions packed into one pass, region_gap_s apart; words go to regions by forced "
+                                     "alignment over the packed audio" if self.align else "one pass per region"),
                     "region_gap_s": REGION_GAP_S if self.align else None,
                 },
             }
@@ -161,8 +162,10 @@ class WhisperAlignBackend:
 
         Whisper always encodes 30 s windows, so transcribing each short region alone costs a full
         window per region; packed with REGION_GAP_S of silence between them, a sample's speech
-        usually fits one window. Each word goes to the region holding its midpoint, with times
-        relative to that region (they are only hints and fallbacks for the aligner).
+        usually fits one window. Which region a word belongs to is decided acoustically (see
+        `region_of_words`), not by Whisper's own times, which can be a region off for one-word
+        regions ("yeah" x4 lost one and doubled another). Times are relative to the region and
+        are only hints and fallbacks for the aligner.
         """
         if not regions:
             return []
@@ -177,14 +180,20 @@ class WhisperAlignBackend:
             offsets.append(pos / SAMPLE_RATE)
             parts.append(audio[lo:hi])
             pos += hi - lo
-        ww = self.whisper_words(np.concatenate(parts))
+        packed = np.concatenate(parts)
+        ww = self.whisper_words(packed)
+        durations = [(hi - lo) / SAMPLE_RATE for lo, hi in regions]
+        mids = [(st + en) / 2 for _, st, en in ww]
+        aligned: list[float | None] = [None] * len(ww)
+        if len(regions) > 1 and self.align and ww:
+            from duplexeval.asr.numbers import readings
+
+            spans = self._aligner.align(packed, [readings(t) for t, _, _ in ww], hints=[(s, e) for _, s, e in ww])
+            aligned = [None if sp is None else (sp[0] + sp[1]) / 2 for sp in spans]
         out: list[list[tuple[str, float, float]]] = [[] for _ in regions]
-        bounds = [o - REGION_GAP_S / 2 for o in offsets[1:]]
-        for text, st, en in ww:
-            i = int(np.searchsorted(bounds, (st + en) / 2, side="right"))
-            dur = (regions[i][1] - regions[i][0]) / SAMPLE_RATE
-            rs = min(max(st - offsets[i], 0.0), dur)
-            out[i].append((text, rs, min(max(en - offsets[i], rs), dur)))
+        for (text, st, en), i in zip(ww, region_of_words(aligned, mids, offsets, durations)):
+            rs = min(max(st - offsets[i], 0.0), durations[i])
+            out[i].append((text, rs, min(max(en - offsets[i], rs), durations[i])))
         return out
 
     def transcribe(self, audio16k: np.ndarray, offset_s: float = 0.0) -> list[Word]:
@@ -222,6 +231,34 @@ class WhisperAlignBackend:
 
         spans = self._aligner.align(clip, [readings(t) for t, _, _ in ww], hints=[(s, e) for _, s, e in ww])
         return fill_unaligned(spans, [(s, e) for _, s, e in ww], clip.shape[0] / SAMPLE_RATE)
+
+
+def region_of_words(aligned: list[float | None], whisper_mids: list[float], offsets: list[float],
+                    durations: list[float]) -> list[int]:
+    """The region index of each word of a packed pass, in order and never decreasing.
+
+    A word goes to the region nearest its force-aligned midpoint (`aligned`, seconds in the packed
+    audio); a word the aligner could not place uses Whisper's midpoint, held between the regions
+    of its aligned neighbours, since words come out of one pass in time order.
+    """
+    def nearest(t: float) -> int:
+        best, best_d = 0, float("inf")
+        for i, (o, d) in enumerate(zip(offsets, durations)):
+            dist = 0.0 if o <= t <= o + d else min(abs(t - o), abs(t - o - d))
+            if dist < best_d:
+                best, best_d = i, dist
+        return best
+
+    fixed = [None if a is None else nearest(a) for a in aligned]
+    out: list[int] = []
+    for k, mid in enumerate(whisper_mids):
+        lo = out[-1] if out else 0
+        if fixed[k] is not None and fixed[k] >= lo:
+            out.append(fixed[k])
+            continue
+        hi = next((f for f in fixed[k + 1:] if f is not None), len(offsets) - 1)
+        out.append(min(max(nearest(mid), lo), max(lo, hi)))
+    return out
 
 
 def fill_unaligned(spans: list[tuple[float, float] | None], fallback: list[tuple[float, float]],

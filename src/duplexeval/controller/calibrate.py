@@ -100,22 +100,26 @@ def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets, g
         best = min(ok, key=lambda r: (lat(r), -r["threshold"]))
         changes["endpoint_threshold"] = best["threshold"]
         chosen["endpoint"] = {"threshold": best["threshold"], "rule": "lowest median replay latency (no endpoint = +inf) with pause cut-in share <= ceiling; ties: higher threshold"}
-    if targets.yield_false_per_hour is not None:
-        ok = [r for r in table if r.get("yield_false_per_hour") is not None and r["yield_false_per_hour"] <= targets.yield_false_per_hour + 1e-9]
-        if not ok:
-            raise RefusalError(f"calibrate: no grid threshold keeps yield false events <= {targets.yield_false_per_hour}/h (or no yield data)")
-        best = min(ok, key=lambda r: r["threshold"])
-        changes["yield_threshold"] = best["threshold"]
-        chosen["yield"] = {"threshold": best["threshold"], "rule": "lowest threshold with false events per hour <= target"}
-    if targets.backchannel_ack_per_hour is not None:
-        ok = [r for r in table if r.get("backchannel_ack_per_hour") is not None and r["backchannel_ack_per_hour"] <= targets.backchannel_ack_per_hour + 1e-9]
-        if not ok:
-            raise RefusalError(f"calibrate: no grid threshold keeps acknowledgments <= {targets.backchannel_ack_per_hour}/h (or no backchannel data)")
-        best = min(ok, key=lambda r: r["threshold"])
-        changes["backchannel_threshold"] = best["threshold"]
-        chosen["backchannel"] = {"threshold": best["threshold"], "rule": "lowest threshold with acknowledgments per LISTEN hour <= target"}
+    for task, key, target, what, rule in (
+        ("yield", "yield_false_per_hour", targets.yield_false_per_hour, "yield false events", "false events per hour"),
+        ("backchannel", "backchannel_ack_per_hour", targets.backchannel_ack_per_hour, "acknowledgments",
+         "acknowledgments per LISTEN hour"),
+    ):
+        if target is None:
+            continue
+        t = lowest_threshold_within(table, key, target)
+        if t is None:
+            raise RefusalError(f"calibrate: no grid threshold keeps {what} <= {target}/h (or no {task} data)")
+        changes[f"{task}_threshold"] = t
+        chosen[task] = {"threshold": t, "rule": f"lowest threshold with {rule} <= target"}
     policy = base.with_(**changes, notes=(base.notes + " " if base.notes else "") + "calibrated on development data")
     return policy, {"targets": targets.to_json(), "grid": grid, "chosen": chosen, "table": table, "mode": mode}
+
+
+def lowest_threshold_within(table: Sequence[dict], key: str, target: float) -> float | None:
+    """The lowest grid threshold whose rate `key` is at most `target` (rows without the rate skipped)."""
+    ok = [r["threshold"] for r in table if r.get(key) is not None and r[key] <= target + 1e-9]
+    return min(ok) if ok else None
 
 
 def _f(x: float) -> float | None:

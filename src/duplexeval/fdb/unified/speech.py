@@ -81,7 +81,7 @@ class _Stepper:
             np.multiply(block, _SCALE, out=x[:, CONTEXT:], casting="unsafe")
         else:
             x[:, CONTEXT:] = block
-        prob, self.state = self.vad._run(x, self.state)
+        prob, self.state = self.vad.step(x, self.state)
         self.probs[self.rows, i] = prob[:, 0]
         self.i += 1
 
