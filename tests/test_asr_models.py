@@ -161,3 +161,17 @@ def test_repeated_one_word_regions_each_keep_their_word(whisper_align) -> None:
     assert [_spoken(w.text) for w in words] == ["yeah"] * 4
     for w, t in zip(words, starts):
         assert abs(w.start - t) < 0.06, (w, t)  # measured: ~25 ms early on each
+
+
+def test_a_region_the_packed_pass_leaves_empty_gets_its_own_pass(whisper_align) -> None:
+    """The demo's backchannel output: five "yeah"s, one cut short by a barge-in; tiny.en wrote four for five."""
+    sp = synthesize("yeah", rate=170)
+    cut = sp.audio[: int(0.182 * SR)]
+    starts = [3.648, 5.696, 8.064, 12.032, 16.0]
+    audio = place(20.08, [(t, cut if k == 1 else sp.audio) for k, t in enumerate(starts)])
+    words = whisper_align.transcribe(audio)
+    assert whisper_align.last_stats["regions"] == 5
+    assert whisper_align.last_stats["second_passes"] == 1  # the packed pass wrote four words for the five
+    assert [_spoken(w.text) for w in words] == ["yeah"] * 5
+    for w, t in zip(words, starts):
+        assert abs(w.start - t) < 0.06, (w, t)

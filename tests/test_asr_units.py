@@ -8,7 +8,7 @@ import pytest
 from duplexeval.asr.align import Aligner, _decompose, _grammar, _match, letter_phones
 from duplexeval.asr.numbers import cardinal, normalize, ordinal, readings
 from duplexeval.asr.regions import merge_regions
-from duplexeval.asr.whisper_align import fill_unaligned, merge_word_pieces, region_of_words
+from duplexeval.asr.whisper_align import empty_regions, fill_unaligned, merge_word_pieces, region_of_words
 
 SR = 16000
 
@@ -80,6 +80,7 @@ def test_region_of_words_follows_the_aligner_and_never_goes_back() -> None:
     assert region_of_words([None, None], [2.9, 0.2], offsets, durations) == [2, 2]
     # an aligned word that would go back in time is held at the region before it
     assert region_of_words([3.0, 0.5], [3.0, 0.5], offsets, durations) == [2, 2]
+    assert empty_regions([0, 0, 2], 3) == 1 and empty_regions([], 2) == 2
 
 
 def test_fill_unaligned_keeps_order_between_neighbours() -> None:

@@ -1,7 +1,7 @@
 """Default backend `whisper-align`: Whisper tiny.en says *what* was said, pocketsphinx says *when*.
 
 Per VAD speech region: faster-whisper (beam 5, English, no conditioning, temperature 0, no prompt)
-gives the words; pocketsphinx forced alignment of those words inside the same
+gives the words (a sample's regions packed into one pass; a region that pass leaves empty gets its own); pocketsphinx forced alignment of those words inside the same
 region gives their times (Whisper's own word times run ~0.1 s late and sometimes jump by up to
 1 s). Regions keep silence out of Whisper, which invents "Thank you." on it. A word the aligner
 cannot place keeps Whisper's time, held between its aligned neighbours, and is counted in
@@ -28,6 +28,11 @@ BUNDLED_VERSION = "0.1.0"
 BUNDLED_MODEL_SHA256 = "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a"
 
 REGION_GAP_S = 0.3  # silence between regions packed into one Whisper pass
+PACKED_PASS = (
+    "all regions packed into one pass, region_gap_s apart; words go to regions by a forced alignment over the "
+    "packed audio or by Whisper's times, whichever leaves fewer regions empty (tie: alignment); a region left "
+    "without words gets a pass of its own"
+)
 WHISPER_OPTIONS: dict[str, Any] = {
     "language": "en",
     "beam_size": 5,  # beam 1 -> 5: WER 21.4% -> 14.9% on benchmarks/asr_accuracy.py at about the same RTF
@@ -116,8 +121,7 @@ class WhisperAlignBackend:
                 "options": {
                     "whisper": {**WHISPER_OPTIONS, "compute_type": "int8", "device": "cpu"},
                     "regions": regions_signature(self.regions),
-                    "whisper_pass": ("all regions packed into one pass, region_gap_s apart; words go to regions by forced "
-                                     "alignment over the packed audio" if self.align else "one pass per region"),
+                    "whisper_pass": (PACKED_PASS if self.align else "one pass per region"),
                     "region_gap_s": REGION_GAP_S if self.align else None,
                 },
             }
@@ -162,9 +166,9 @@ class WhisperAlignBackend:
 
         Whisper always encodes 30 s windows, so transcribing each short region alone costs a full
         window per region; packed with REGION_GAP_S of silence between them, a sample's speech
-        usually fits one window. Which region a word belongs to is decided acoustically (see
-        `region_of_words`), not by Whisper's own times, which can be a region off for one-word
-        regions ("yeah" x4 lost one and doubled another). Times are relative to the region and
+        usually fits one window. Which region a word belongs to is decided by a forced alignment over
+        the packed audio or by Whisper's own times, whichever leaves fewer regions empty (Whisper's
+        times can be a region off on one-word regions: "yeah" x4 lost one and doubled another). Times are relative to the region and
         are only hints and fallbacks for the aligner.
         """
         if not regions:
@@ -190,8 +194,14 @@ class WhisperAlignBackend:
 
             spans = self._aligner.align(packed, [readings(t) for t, _, _ in ww], hints=[(s, e) for _, s, e in ww])
             aligned = [None if sp is None else (sp[0] + sp[1]) / 2 for sp in spans]
+        by_alignment = region_of_words(aligned, mids, offsets, durations)
+        by_whisper = region_of_words([None] * len(ww), mids, offsets, durations)
+        # Every region holds speech (VAD), so the mapping that leaves fewer regions empty wins; a tie goes to
+        # the alignment. Either signal alone fails somewhere: Whisper's times on runs of "yeah"s, the aligner
+        # when it squeezes words it cannot hear ("mm mm") into the end of the region before.
+        choice = by_alignment if empty_regions(by_alignment, len(regions)) <= empty_regions(by_whisper, len(regions)) else by_whisper
         out: list[list[tuple[str, float, float]]] = [[] for _ in regions]
-        for (text, st, en), i in zip(ww, region_of_words(aligned, mids, offsets, durations)):
+        for (text, st, en), i in zip(ww, choice):
             rs = min(max(st - offsets[i], 0.0), durations[i])
             out[i].append((text, rs, min(max(en - offsets[i], rs), durations[i])))
         return out
@@ -201,12 +211,17 @@ class WhisperAlignBackend:
         self.load()
         audio = np.asarray(audio16k, np.float32)
         words: list[Word] = []
-        stats = {"regions": 0, "words": 0, "unaligned": 0}
+        stats = {"regions": 0, "words": 0, "unaligned": 0, "second_passes": 0}
         regions = speech_regions(audio, self.regions)
         if self.align:
             self._aligner.reset()  # same sample, same times, whatever the process did before
         if self.align:  # one Whisper pass over all regions; the aligner then fixes every time
             per_region = self.whisper_regions(audio, regions)
+            if len(regions) > 1:  # a run of "yeah"s can come out one short: give an empty region its own pass
+                for i, (lo, hi) in enumerate(regions):
+                    if not per_region[i]:
+                        per_region[i] = self.whisper_words(audio[lo:hi])
+                        stats["second_passes"] += 1
         else:  # Whisper's own times are the output: one pass per region, no re-mapping
             per_region = [self.whisper_words(audio[lo:hi]) for lo, hi in regions]
         for (lo, hi), ww in zip(regions, per_region):
@@ -259,6 +274,11 @@ def region_of_words(aligned: list[float | None], whisper_mids: list[float], offs
         hi = next((f for f in fixed[k + 1:] if f is not None), len(offsets) - 1)
         out.append(min(max(nearest(mid), lo), max(lo, hi)))
     return out
+
+
+def empty_regions(assignment: list[int], n_regions: int) -> int:
+    """How many of `n_regions` regions get no word under `assignment` (a region index per word)."""
+    return n_regions - len(set(assignment))
 
 
 def fill_unaligned(spans: list[tuple[float, float] | None], fallback: list[tuple[float, float]],
