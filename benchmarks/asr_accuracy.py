@@ -137,13 +137,7 @@ def tokens(words: list[Word]) -> list[tuple[str, Word]]:
 
 def wer_counts(ref: list[str], hyp: list[str]) -> tuple[int, int]:
     """(word edits, reference length): Levenshtein distance on tokens."""
-    d = list(range(len(hyp) + 1))
-    for i in range(1, len(ref) + 1):
-        prev, d[0] = d[0], i
-        for j in range(1, len(hyp) + 1):
-            cur = min(d[j] + 1, d[j - 1] + 1, prev + (ref[i - 1] != hyp[j - 1]))
-            prev, d[j] = d[j], cur
-    return d[len(hyp)], len(ref)
+    return lattice_edits(ref, [[[t]] for t in hyp]), len(ref)
 
 
 def lattice_edits(ref: list[str], hyp_readings: list[list[list[str]]]) -> int:

@@ -151,7 +151,6 @@ def test_separate_regions_share_one_whisper_pass(whisper_align) -> None:
         assert abs(w.start - t) < 0.08, (w, t)
 
 
-
 def test_repeated_one_word_regions_each_keep_their_word(whisper_align) -> None:
     """Four "yeah"s in 20 s: before words went to regions by Whisper's loose times, 8.0 was lost and 16.2 doubled."""
     sp = synthesize("yeah", rate=170)

@@ -1,8 +1,8 @@
 """Default backend `whisper-align`: Whisper tiny.en says *what* was said, pocketsphinx says *when*.
 
 Per VAD speech region: faster-whisper (beam 5, English, no conditioning, temperature 0, no prompt)
-gives the words (a sample's regions packed into one pass; a region that pass leaves empty gets its own); pocketsphinx forced alignment of those words inside the same
-region gives their times (Whisper's own word times run ~0.1 s late and sometimes jump by up to
+gives the words (a sample's regions packed into one pass; a region that pass leaves empty gets its
+own); pocketsphinx forced alignment of those words inside the same region gives their times (Whisper's own word times run ~0.1 s late and sometimes jump by up to
 1 s). Regions keep silence out of Whisper, which invents "Thank you." on it. A word the aligner
 cannot place keeps Whisper's time, held between its aligned neighbours, and is counted in
 `last_stats["unaligned"]`.
@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.asr.base import Word, package_versions
+from duplexeval.asr.numbers import readings
 from duplexeval.asr.regions import RegionSettings, regions_signature, speech_regions
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.jsonio import sha256_file
@@ -168,8 +169,8 @@ class WhisperAlignBackend:
         window per region; packed with REGION_GAP_S of silence between them, a sample's speech
         usually fits one window. Which region a word belongs to is decided by a forced alignment over
         the packed audio or by Whisper's own times, whichever leaves fewer regions empty (Whisper's
-        times can be a region off on one-word regions: "yeah" x4 lost one and doubled another). Times are relative to the region and
-        are only hints and fallbacks for the aligner.
+        times can be a region off on one-word regions: "yeah" x4 lost one and doubled another). Times
+        are relative to the region and are only hints and fallbacks for the aligner.
         """
         if not regions:
             return []
@@ -190,9 +191,7 @@ class WhisperAlignBackend:
         mids = [(st + en) / 2 for _, st, en in ww]
         aligned: list[float | None] = [None] * len(ww)
         if len(regions) > 1 and self.align and ww:
-            from duplexeval.asr.numbers import readings
-
-            spans = self._aligner.align(packed, [readings(t) for t, _, _ in ww], hints=[(s, e) for _, s, e in ww])
+            spans = self._align(packed, ww)
             aligned = [None if sp is None else (sp[0] + sp[1]) / 2 for sp in spans]
         by_alignment = region_of_words(aligned, mids, offsets, durations)
         by_whisper = region_of_words([None] * len(ww), mids, offsets, durations)
@@ -213,9 +212,8 @@ class WhisperAlignBackend:
         words: list[Word] = []
         stats = {"regions": 0, "words": 0, "unaligned": 0, "second_passes": 0}
         regions = speech_regions(audio, self.regions)
-        if self.align:
-            self._aligner.reset()  # same sample, same times, whatever the process did before
         if self.align:  # one Whisper pass over all regions; the aligner then fixes every time
+            self._aligner.reset()  # same sample, same times, whatever the process did before
             per_region = self.whisper_regions(audio, regions)
             if len(regions) > 1:  # a run of "yeah"s can come out one short: give an empty region its own pass
                 for i, (lo, hi) in enumerate(regions):
@@ -241,11 +239,12 @@ class WhisperAlignBackend:
         self.last_stats = stats
         return words
 
-    def _aligned_times(self, clip: np.ndarray, ww: list[tuple[str, float, float]]) -> tuple[list[tuple[float, float]], int]:
-        from duplexeval.asr.numbers import readings
+    def _align(self, clip: np.ndarray, ww: list[tuple[str, float, float]]) -> list[tuple[float, float] | None]:
+        """Forced-alignment spans of Whisper's words in `clip` (their readings; Whisper's times as hints)."""
+        return self._aligner.align(clip, [readings(t) for t, _, _ in ww], hints=[(s, e) for _, s, e in ww])
 
-        spans = self._aligner.align(clip, [readings(t) for t, _, _ in ww], hints=[(s, e) for _, s, e in ww])
-        return fill_unaligned(spans, [(s, e) for _, s, e in ww], clip.shape[0] / SAMPLE_RATE)
+    def _aligned_times(self, clip: np.ndarray, ww: list[tuple[str, float, float]]) -> tuple[list[tuple[float, float]], int]:
+        return fill_unaligned(self._align(clip, ww), [(s, e) for _, s, e in ww], clip.shape[0] / SAMPLE_RATE)
 
 
 def region_of_words(aligned: list[float | None], whisper_mids: list[float], offsets: list[float],
