@@ -10,7 +10,7 @@ resumes. `manifest.json` is rebuilt from the traces at the end.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -220,6 +220,49 @@ def reuse_entry(sample_dir: Path, run_sha: str, input_sha: str) -> SampleEntry |
         return None
 
 
+def build_samples(
+    out: Path,
+    run: dict[str, Any],
+    force: bool,
+    progress: bool,
+    samples: list[Any],
+    key_of: Callable[[int], tuple[str, Any]],
+    make: Callable[[int, str, str, Any], SampleEntry],
+    label: str,
+) -> tuple[list[SampleEntry], int, int]:
+    """The per-sample loop export and import share: (entries, made, reused).
+
+    Refuses a tree from another run (`check_run_file`); then for sample i, `key_of(i)` gives the key
+    that identifies its input plus whatever `make` needs; a sample this run already finished from the
+    same key is reused, else `make(i, run_sha, key, payload)` writes it.
+    """
+    check_run_file(out, run, force, run["tool"])
+    run_sha = sha256_bytes(dumps(run).encode("utf-8"))
+    entries: list[SampleEntry] = []
+    ran = reused = 0
+    with progress_bar(len(samples), label, progress) as advance:
+        for i, sample in enumerate(samples):
+            key, payload = key_of(i)
+            entry = None if force else reuse_entry(out / sample.subset / sample.id, run_sha, key)
+            if entry is None:
+                entry = make(i, run_sha, key, payload)
+                ran += 1
+            else:
+                reused += 1
+            entries.append(entry)
+            advance(f"{sample.subset}/{sample.id}")
+    return entries, ran, reused
+
+
+def finish_run(out: Path, ds: Any, entries: list[SampleEntry], system: dict[str, Any], section: str,
+               info: dict[str, Any], limit: int | None, ran: int, reused: int) -> ExportResult:
+    """Write the manifest with `system` and a `section` of `info` plus the selection and counts."""
+    counts = counts_of(entries)
+    selection = {"subsets": sorted({e.subset for e in entries}, key=SUBSET_ORDER.index), "limit": limit}
+    extra = {"system": system, section: {**info, "selection": selection, "counts": counts}}
+    return ExportResult(out, finish_tree(out, ds, entries, extra), counts, ran, reused)
+
+
 def finish_tree(out: Path, ds: Any, entries: list[SampleEntry], extra: dict[str, Any]) -> str:
     """Write manifest.json (plus the icc distribution) from the per-sample entries; returns its hash."""
     extra = dict(extra)
@@ -319,33 +362,13 @@ def export(
     out.mkdir(parents=True, exist_ok=True)
     sysj = system_json(system)
     run = {"tool": "export", "system": sysj, "dataset": dataset_identity(ds)}
-    check_run_file(out, run, force, "export")
-    run_sha = sha256_bytes(dumps(run).encode("utf-8"))
-    entries: list[SampleEntry] = []
-    ran = reused = 0
-    with progress_bar(len(chosen), f"export {system.name}", progress) as advance:
-        for sample in chosen:
-            sdir = out / sample.subset / sample.id
-            input_sha = sha256_file(sample.input_path)
-            entry = None if force else reuse_entry(sdir, run_sha, input_sha)
-            if entry is None:
-                entry = _export_one(system, sample, out, run_sha, input_sha)
-                ran += 1
-            else:
-                reused += 1
-            entries.append(entry)
-            advance(f"{sample.subset}/{sample.id}")
-    counts = counts_of(entries)
-    extra = {
-        "system": sysj,
-        "export": {
-            "tool": "duplexeval fdb export",
-            "clock": "virtual",
-            "frame_samples": 1280,
-            "playout": PLAYOUT_POLICY,
-            "selection": {"subsets": sorted({e.subset for e in entries}, key=SUBSET_ORDER.index), "limit": limit},
-            "counts": counts,
-        },
-    }
-    msha = finish_tree(out, ds, entries, extra)
-    return ExportResult(out, msha, counts, ran, reused)
+
+    def key_of(i: int) -> tuple[str, None]:
+        return sha256_file(chosen[i].input_path), None
+
+    def make(i: int, run_sha: str, input_sha: str, _payload: None) -> SampleEntry:
+        return _export_one(system, chosen[i], out, run_sha, input_sha)
+
+    entries, ran, reused = build_samples(out, run, force, progress, chosen, key_of, make, f"export {system.name}")
+    info = {"tool": "duplexeval fdb export", "clock": "virtual", "frame_samples": 1280, "playout": PLAYOUT_POLICY}
+    return finish_run(out, ds, entries, sysj, "export", info, limit, ran, reused)

@@ -20,20 +20,17 @@ from duplexeval.fdb.export import (
     REASON_MISSING_OUTPUT,
     TRACE_FILE,
     ExportResult,
-    check_run_file,
+    build_samples,
     copy_annotation,
-    counts_of,
     dataset_identity,
     entry_json,
+    finish_run,
     float_to_int16,
-    finish_tree,
-    progress_bar,
     resolve_dataset,
-    reuse_entry,
     select_samples,
 )
-from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SUBSET_ORDER, SampleEntry
-from duplexeval.jsonio import atomic_write_bytes, dumps, sha256_bytes, sha256_file, write_json
+from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
+from duplexeval.jsonio import atomic_write_bytes, sha256_bytes, sha256_file, write_json
 
 LENGTH_TOLERANCE_SAMPLES = 1280  # one 80 ms frame at 16 kHz
 
@@ -137,35 +134,19 @@ def import_outputs(
     out.mkdir(parents=True, exist_ok=True)
     sysj = {"name": "import", "params": {"outputs": outputs.name, "label": name}, "version": _version()}
     run = {"tool": "import", "system": sysj, "dataset": dataset_identity(ds)}
-    check_run_file(out, run, force, "import")
-    run_sha = sha256_bytes(dumps(run).encode("utf-8"))
-    entries: list[SampleEntry] = []
-    ran = reused = 0
-    with progress_bar(len(chosen), "import", progress) as advance:
-        for sample, src in zip(chosen, sources):
-            src_sha = sha256_file(src) if src.is_file() else "missing"
-            oj = src.parent / OUTPUT_JSON
-            key = src_sha + (f"+{sha256_file(oj)}" if oj.is_file() else "")
-            entry = None if force else reuse_entry(out / sample.subset / sample.id, run_sha, key)
-            if entry is None:
-                entry = _import_one(sample, src, out, run_sha, src_sha, key)
-                ran += 1
-            else:
-                reused += 1
-            entries.append(entry)
-            advance(f"{sample.subset}/{sample.id}")
-    counts = counts_of(entries)
-    extra = {
-        "system": sysj,
-        "import": {
-            "tool": "duplexeval fdb import",
-            "length_tolerance_samples": LENGTH_TOLERANCE_SAMPLES,
-            "selection": {"subsets": sorted({e.subset for e in entries}, key=SUBSET_ORDER.index), "limit": limit},
-            "counts": counts,
-        },
-    }
-    msha = finish_tree(out, ds, entries, extra)
-    return ExportResult(out, msha, counts, ran, reused)
+
+    def key_of(i: int) -> tuple[str, str]:
+        src = sources[i]
+        src_sha = sha256_file(src) if src.is_file() else "missing"
+        oj = src.parent / OUTPUT_JSON
+        return src_sha + (f"+{sha256_file(oj)}" if oj.is_file() else ""), src_sha
+
+    def make(i: int, run_sha: str, key: str, src_sha: str) -> SampleEntry:
+        return _import_one(chosen[i], sources[i], out, run_sha, src_sha, key)
+
+    entries, ran, reused = build_samples(out, run, force, progress, chosen, key_of, make, "import")
+    info = {"tool": "duplexeval fdb import", "length_tolerance_samples": LENGTH_TOLERANCE_SAMPLES}
+    return finish_run(out, ds, entries, sysj, "import", info, limit, ran, reused)
 
 
 def _version() -> str:
