@@ -120,6 +120,12 @@ def test_json_is_deterministic_and_forbids_nan(tmp_path):
         jsonio.dumps({"x": float("nan")})
 
 
+def test_json_lines_skip_blanks_and_name_the_bad_line():
+    assert jsonio.json_lines('{"a": 1}\n\n  \n[2]\n', "f.jsonl") == [(1, {"a": 1}), (4, [2])]
+    with pytest.raises(InputError, match=r"^f.jsonl: line 3: invalid JSON: "):
+        jsonio.json_lines('{}\n\n{bad\n', "f.jsonl")
+
+
 def test_wav_roundtrip_exact_length_and_bytes(tmp_path):
     x = np.sin(np.linspace(0, 100, 16000)).astype(np.float32) * 0.5
     y = audio.fit_length(x, audio.n_samples_for(1.5))

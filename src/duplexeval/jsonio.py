@@ -65,6 +65,21 @@ def read_text(path: str | os.PathLike[str]) -> str:
         raise InputError(f"{path}: cannot read: {exc}") from None
 
 
+def json_lines(text: str, path: str | os.PathLike[str]) -> list[tuple[int, Any]]:
+    """(line number, object) of each non-blank line of JSONL text; InputError naming the file and line on bad JSON."""
+    from duplexeval.errors import InputError
+
+    out: list[tuple[int, Any]] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append((lineno, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: line {lineno}: invalid JSON: {exc.msg}") from None
+    return out
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Read a JSON file; raises InputError naming the file on a missing file or bad JSON."""
     from duplexeval.errors import InputError

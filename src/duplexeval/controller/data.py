@@ -441,7 +441,7 @@ def read_frames(path: Path, n_frames: int, clip_id: str) -> ClipFrames:
 
 def load_data(path: str | Path) -> ControllerData:
     """Read DATA/dataset.json and DATA/clips.jsonl (validating every line); frames stay on disk until needed."""
-    from duplexeval.jsonio import read_json
+    from duplexeval.jsonio import json_lines, read_json, read_text
 
     root = Path(path)
     if not root.is_dir():
@@ -454,20 +454,10 @@ def load_data(path: str | Path) -> ControllerData:
     if info.get("frame_s") != FRAME_S:
         raise InputError(f"{root / 'dataset.json'}: frame_s must be {FRAME_S}, got {info.get('frame_s')!r}")
     clips_path = root / "clips.jsonl"
-    try:
-        lines = clips_path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(f"{clips_path}: file not found") from None
     clips: list[ClipMeta] = []
     ids: set[str] = set()
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    for lineno, obj in json_lines(read_text(clips_path), clips_path):
         where = f"{clips_path}: line {lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{where}: invalid JSON: {exc.msg}") from None
         meta = clip_meta_from_json(obj, where)
         if meta.id in ids:
             raise InputError(f"{where}: duplicate clip id {meta.id!r}")

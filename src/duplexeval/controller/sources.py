@@ -15,6 +15,7 @@ import numpy as np
 from duplexeval.controller.data import Clip, validate_clip_id
 from duplexeval.controller.labels import Activity, LabelRules, derive, to_clip
 from duplexeval.errors import InputError
+from duplexeval.jsonio import json_lines, read_text
 
 CHANNELS = ("user", "agent")
 
@@ -124,10 +125,7 @@ def parse_entry(obj: Any, base: Path, where: str) -> Conversation:
 def read_manifest(path: str | Path) -> Iterator[Conversation]:
     """Conversations from a JSONL file (one object per line) or a JSON list."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{p}: file not found") from None
+    text = read_text(p)
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
@@ -136,13 +134,7 @@ def read_manifest(path: str | Path) -> Iterator[Conversation]:
             raise InputError(f"{p}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
         label = "entry"
     else:
-        entries = []
-        for k, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    entries.append((k, json.loads(line)))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{p}: line {k}: invalid JSON: {exc.msg}") from None
+        entries = json_lines(text, p)
         label = "line"
     if not entries:
         raise InputError(f"{p}: no conversations")

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import csv
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 from duplexeval.eot.pairs import EOTPair
 from duplexeval.errors import InputError
-from duplexeval.jsonio import read_text
+from duplexeval.jsonio import json_lines, read_text
 
 TRUE_KEYS = ("true_turn_end_s", "true_end_s")
 COMMIT_KEYS = ("detector_commit_s", "commit_s")
@@ -59,14 +58,8 @@ def read_pairs(path: str | Path) -> tuple[list[EOTPair], list[str | None]]:
             pairs.append(p)
             ids.append(rid)
     elif suffix in (".jsonl", ".json", ".ndjson"):
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
+        for lineno, obj in json_lines(text, path):
             where = f"{path}: line {lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{where}: invalid JSON: {exc.msg}") from None
             if not isinstance(obj, dict):
                 raise InputError(f"{where}: each line must be a JSON object")
             p, rid = pair_from_row(obj, where)
