@@ -56,11 +56,7 @@ class InterruptionSample:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "evaluated": True,
-            "tor": self.turn.tor,
-            "n_words": self.turn.n_words,
-            "span_s": self.turn.span_s,
+            **self.turn.row(self.id),
             "interrupt_end_s": self.interrupt_end_s,
             "first_word_s": self.turn.first_start_s,
             "latency_s": self.latency_s,

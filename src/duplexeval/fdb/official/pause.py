@@ -25,14 +25,7 @@ class PauseSample:
     turn: TakeTurn
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "evaluated": True,
-            "tor": self.turn.tor,
-            "n_words": self.turn.n_words,
-            "span_s": self.turn.span_s,
-            "null_last_end": self.turn.null_last_end,
-        }
+        return {**self.turn.row(self.id), "null_last_end": self.turn.null_last_end}
 
 
 def pause_sample(sample_id: str, words: Sequence[Word]) -> PauseSample:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from duplexeval.fdb.transcript import Word
 
@@ -36,6 +37,10 @@ class TakeTurn:
         if self.tor is None:
             raise ValueError(f"no TOR: {self.crash}")
         return self.tor
+
+    def row(self, sample_id: str) -> dict[str, Any]:
+        """The fields every evaluated sample row starts with: id and this take-turn decision."""
+        return {"id": sample_id, "evaluated": True, "tor": self.tor, "n_words": self.n_words, "span_s": self.span_s}
 
 
 def take_turn(words: Sequence[Word], *, null_last_end_uses_start: bool) -> TakeTurn:
