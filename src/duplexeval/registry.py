@@ -1,0 +1,95 @@
+"""Plugins by name: built-ins registered in code, installed packages by entry point, anything by `module.path:Name`.
+
+One small registry per kind of plugin (systems, ASR backends, controllers, EOT detectors, dialogue
+systems, judges), after lm-eval's registry: a name either resolves or the error lists what is
+available. ``Registry.resolve("pkg.mod:Class")`` imports the object directly, so a user's own class
+works from the command line without touching the package.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable
+from importlib import metadata
+from typing import Generic, TypeVar
+
+from duplexeval.errors import InputError
+
+T = TypeVar("T")
+
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+ENTRY_POINT_PREFIX = "duplexeval."
+
+
+def is_import_spec(name: str) -> bool:
+    """True for `module.path:Name` (a plugin named by import path, not by registry name)."""
+    mod, sep, attr = name.partition(":")
+    return bool(sep) and bool(_DOTTED.match(mod)) and bool(_DOTTED.match(attr))
+
+
+def import_object(spec: str, what: str = "plugin") -> object:
+    """Import `module.path:Name` (Name may be dotted); one-line InputError when it cannot be found."""
+    if not is_import_spec(spec):
+        raise InputError(f"{what} {spec!r}: expected module.path:Name")
+    mod_name, _, attr = spec.partition(":")
+    try:
+        obj: object = importlib.import_module(mod_name)
+    except ImportError as exc:
+        raise InputError(f"{what} {spec!r}: cannot import module {mod_name!r} ({exc})") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise InputError(f"{what} {spec!r}: module {mod_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+class Registry(Generic[T]):
+    """Named factories of one kind: ``register``, ``names``, ``get`` (by name or `module:Name`)."""
+
+    def __init__(self, kind: str, loader: Callable[[], None] | None = None) -> None:
+        self.kind = kind  # e.g. "system", "ASR backend"; also names the entry-point group
+        self._items: dict[str, T] = {}
+        self._loader = loader  # registers the built-ins on first use (keeps imports light)
+        self._loaded = False
+
+    @property
+    def entry_point_group(self) -> str:
+        return ENTRY_POINT_PREFIX + self.kind.replace(" ", "_").lower() + "s"
+
+    def register(self, name: str, item: T) -> T:
+        """Make `item` available as `name`; registering a different item under a taken name is an error."""
+        if name in self._items and self._items[name] is not item:
+            raise ValueError(f"{self.kind} {name!r} is already registered")
+        self._items[name] = item
+        return item
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        if self._loader is not None:
+            self._loader()
+        for ep in metadata.entry_points(group=self.entry_point_group):
+            if ep.name not in self._items:
+                self._items[ep.name] = ep  # type: ignore[assignment]  # loaded on first get
+
+    def names(self) -> list[str]:
+        self._load()
+        return sorted(self._items)
+
+    def get(self, name: str) -> T:
+        """The item registered as `name`, or the object `module.path:Name` imports."""
+        if is_import_spec(name):
+            return import_object(name, self.kind)  # type: ignore[return-value]
+        self._load()
+        if name not in self._items:
+            raise InputError(f"unknown {self.kind} {name!r}; available: {', '.join(self.names()) or 'none'}")
+        item = self._items[name]
+        if isinstance(item, metadata.EntryPoint):
+            try:
+                item = item.load()
+            except Exception as exc:  # noqa: BLE001 - a broken plugin package is a user-facing setup error
+                raise InputError(f"{self.kind} {name!r}: entry point {item.value!r} failed to load ({exc})") from None
+            self._items[name] = item
+        return item
