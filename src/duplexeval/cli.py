@@ -24,6 +24,8 @@ class CliApps:
     fdb: typer.Typer
     eot: typer.Typer
     controller: typer.Typer
+    dialogue: typer.Typer
+    serve: typer.Typer
 
 
 def _make_app() -> typer.Typer:
@@ -39,9 +41,16 @@ def _make_app() -> typer.Typer:
     fdb = typer.Typer(help="Full-Duplex-Bench v1.0: synth, export/import, asr, evaluate, score.", no_args_is_help=True)
     eot = typer.Typer(help="End-of-turn detector scoring from (true end, commit) pairs (spec 003).", no_args_is_help=True)
     controller = typer.Typer(help="Streaming turn-taking controller evaluation (spec 002).", no_args_is_help=True)
+    dialogue = typer.Typer(help="Duplex dialogue managers (spec 004): synth, run, score, demo.", no_args_is_help=True)
+    serve = typer.Typer(
+        help="Serve an in-process system over a real protocol on 127.0.0.1 (reference servers, fault injection).",
+        no_args_is_help=True,
+    )
     root.add_typer(fdb, name="fdb")
     root.add_typer(eot, name="eot")
     root.add_typer(controller, name="controller")
+    root.add_typer(dialogue, name="dialogue")
+    root.add_typer(serve, name="serve")
 
     @root.callback(invoke_without_command=True)
     def _root(
@@ -51,7 +60,7 @@ def _make_app() -> typer.Typer:
             typer.echo(f"duplexeval {__version__}")
             raise typer.Exit(0)
 
-    apps = CliApps(root=root, fdb=fdb, eot=eot, controller=controller)
+    apps = CliApps(root=root, fdb=fdb, eot=eot, controller=controller, dialogue=dialogue, serve=serve)
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(apps)
     return root
