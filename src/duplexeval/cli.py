@@ -73,6 +73,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "duplexeval.fdb.synth_cli",
     "duplexeval.fdb.export_cli",
     "duplexeval.fdb.evaluate_cli",
+    "duplexeval.fdb.compare_cli",
+    "duplexeval.report.cli",
     "duplexeval.eot.cli",
     "duplexeval.controller.cli",
     "duplexeval.controller.tools_cli",

@@ -169,3 +169,5 @@ def render(result: Any, reference: Reference, console: Any = None) -> None:
     )
     if reference.message:
         console.print(reference.message)
+    if "signature" in u:
+        console.print(f"signature: {u['signature']['compact']}", soft_wrap=True, highlight=False)
