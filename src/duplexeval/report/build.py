@@ -15,7 +15,7 @@ EOT_REPORT = "duplexeval.eot.report"
 FILE_KINDS = (CONTROLLER_REPORT, CONTROLLER_COMPARE, EOT_REPORT)
 
 
-def render_html(paths: Sequence[str | Path]) -> str:
+def render_html(paths: Sequence[str | Path], jobs: int = 1) -> str:
     """The page for `paths`: all folders (FDB trees) or all report files; a mix is refused."""
     from duplexeval.artifacts import check_kind
 
@@ -34,7 +34,7 @@ def render_html(paths: Sequence[str | Path]) -> str:
         if len(set(labels)) != len(labels):
             raise InputError(f"report: two trees have the same folder name ({', '.join(labels)}); rename one")
         title = "duplexeval report: Full-Duplex-Bench v1.0 (unified rules)"
-        return document(title, fdb_body(trees), "Trees: " + ", ".join(str(t.root) for t in trees))
+        return document(title, fdb_body(trees, jobs), "Trees: " + ", ".join(str(t.root) for t in trees))
     from duplexeval.report import other_pages
 
     bodies = []
@@ -54,10 +54,10 @@ def render_html(paths: Sequence[str | Path]) -> str:
     return document("duplexeval report", "".join(bodies), "Files: " + ", ".join(str(p) for p in paths))
 
 
-def write_report(paths: Sequence[str | Path], out: str | Path) -> Path:
-    """Write the page atomically; returns its path."""
+def write_report(paths: Sequence[str | Path], out: str | Path, jobs: int = 1) -> Path:
+    """Write the page atomically; returns its path. `jobs` processes draw the FDB timelines (same bytes)."""
     out = Path(out)
-    html = render_html(paths)
+    html = render_html(paths, jobs)
     try:
         atomic_write_text(out, html)
     except OSError as exc:

@@ -11,11 +11,14 @@ import typer
 def report_command(
     paths: list[Path] = typer.Argument(..., help="Scored FDB trees (folders), or controller / EOT report JSON files."),
     out: Path = typer.Option(Path("report.html"), "--out", help="Where to write the HTML page."),
+    jobs: int = typer.Option(0, "--jobs", min=0, help="Processes drawing the per-sample timelines (0: one per CPU)."),
 ) -> None:
     """One self-contained HTML page (inline CSS and SVG, no JavaScript) made from the files only."""
+    import os
+
     from duplexeval.report import write_report
 
-    typer.echo(str(write_report(paths, out)))
+    typer.echo(str(write_report(paths, out, jobs or os.cpu_count() or 1)))
 
 
 def show_command(

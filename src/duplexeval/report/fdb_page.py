@@ -12,7 +12,7 @@ from duplexeval.fdb.tree import BACKCHANNEL, PAUSE_HANDLING, SUBSET_ORDER, SUBSE
 from duplexeval.fdb.unified.report import load_reference, metric_rows
 from duplexeval.report import figures
 from duplexeval.report.page import esc, link, signature_line, table
-from duplexeval.report.timeline import TimelineSVG, load_view
+from duplexeval.report.timeline import RenderedSample, SampleItem, render_item
 
 WORST_LISTED = 10
 
@@ -70,6 +70,7 @@ def why(task: str, row: dict[str, Any] | None) -> str:
 
 
 def _metrics_table(trees: Sequence[ScoredTree], subset: str) -> str:
+    """Rows = metrics (latencies as median and p90), one column per tree: value, interval, count and bounds."""
     names: list[str] = []
     for t in trees:
         for n in (t.unified["subsets"].get(subset) or {}).get("metrics", {}):
@@ -81,18 +82,20 @@ def _metrics_table(trees: Sequence[ScoredTree], subset: str) -> str:
         for t in trees:
             m = ((t.unified["subsets"].get(subset) or {}).get("metrics") or {}).get(name)
             per_tree.append(metric_rows(name, m) if m else [])
-        width = max(len(r) for r in per_tree)
-        for i in range(width):
-            label = next(r[i][0] for r in per_tree if len(r) > i)
-            cells = [label]
+        for i in range(max(len(r) for r in per_tree)):
+            cells = [esc(next(r[i][0] for r in per_tree if len(r) > i))]
             for r in per_tree:
-                if len(r) > i:
-                    _, value, iv, count, bounds = r[i]
-                    cells.append(f"{value} {iv} ({count})" + (f"; bounds {bounds}" if bounds else ""))
-                else:
+                if len(r) <= i:
                     cells.append("—")
+                    continue
+                _, value, iv, count, bounds = r[i]
+                extra = f"{esc(iv)} ({esc(count)})" if iv else f"({esc(count)})"
+                if bounds:
+                    extra += f"<br>bounds {esc(bounds)}"
+                cells.append(f'<b>{esc(value)}</b> <span class="note">{extra}</span>')
             rows.append(cells)
-    return table(["metric", *(f"{t.label}: value [95% interval] (count); selected bounds" for t in trees)], rows)
+    heads = ["metric", *(f"{t.label}: value [95% interval] (count)" for t in trees)]
+    return table(heads, rows, raw=True)
 
 
 def _counts_table(trees: Sequence[ScoredTree], subset: str) -> str:
@@ -114,23 +117,42 @@ def _counts_table(trees: Sequence[ScoredTree], subset: str) -> str:
 
 
 def _reference(trees: Sequence[ScoredTree], subset: str) -> str:
-    """The official numbers from summary.json, for each tree whose summary was made from the same inputs."""
-    parts = []
-    for t in trees:
-        ref = load_reference(t.root, t.manifest_sha256, t.asr_sha256)
-        if ref.subsets is None:
-            parts.append(f'<p class="note">{esc(t.label)}: {esc(ref.message)}</p>')
-            continue
-        block = ref.subsets.get(subset)
-        if not isinstance(block, dict):
-            continue
-        judge = (block.get("judge") or {}).get("label")
-        rows = [[n, _num(m.get("value")), _num(m.get("std")), str(m.get("n", "")), str(m.get("note") or "")]
-                for n, m in (block.get("metrics") or {}).items() if isinstance(m, dict)]
-        head = f"<h4>Reference column ({esc(t.label)}): official rules, summary.json, {block.get('n_evaluated', '?')} evaluated"
-        head += f"; judge: {esc(judge)}</h4>" if judge else "</h4>"
-        parts.append(head + table(["official metric", "value", "std", "n", "note"], rows))
-    return "".join(parts)
+    """The official numbers from summary.json (value ± std (n)), for each tree whose summary has the same input hashes."""
+    refs = [load_reference(t.root, t.manifest_sha256, t.asr_sha256) for t in trees]
+    notes = "".join(f'<p class="note">{esc(t.label)}: {esc(r.message)}</p>' for t, r in zip(trees, refs) if r.subsets is None)
+    blocks = [(r.subsets or {}).get(subset) for r in refs]
+    blocks = [b if isinstance(b, dict) else None for b in blocks]
+    names: list[str] = []
+    for b in blocks:
+        for n in (b or {}).get("metrics") or {}:
+            if n not in names:
+                names.append(n)
+    if not names:
+        return notes
+    rows = []
+    for n in names:
+        cells = [n]
+        for b in blocks:
+            m = ((b or {}).get("metrics") or {}).get(n)
+            if not isinstance(m, dict):
+                cells.append("—")
+                continue
+            std = "" if m.get("std") is None else f" ± {_num(m['std'])}"
+            cells.append(f"{_num(m.get('value'))}{std} (n={m.get('n', '?')})" + (f"; {m['note']}" if m.get("note") else ""))
+        rows.append(cells)
+    heads = ["official metric"]
+    for t, b in zip(trees, blocks):
+        judge = ((b or {}).get("judge") or {}).get("label")
+        heads.append(f"{t.label}" + (f" ({b.get('n_evaluated', '?')} evaluated" + (f"; judge: {judge})" if judge else ")") if b else ""))
+    return "<h4>Reference column: official rules (summary.json, same manifest.json and asr.json)</h4>" + table(heads, rows) + notes
+
+
+def _signatures(trees: Sequence[ScoredTree]) -> str:
+    """The signature line(s) under a subset: once when every tree has the same one."""
+    lines = [t.unified["signature"]["compact"] for t in trees]
+    if len(set(lines)) == 1:
+        return signature_line(lines[0] + ("" if len(trees) == 1 else "  (every tree)"))
+    return "".join(signature_line(f"{t.label}: {c}") for t, c in zip(trees, lines))
 
 
 def _figures(trees: Sequence[ScoredTree], subset: str, task: str) -> str:
@@ -163,7 +185,31 @@ def _field(v: Any) -> str:
     return str(v)
 
 
-def _sample_sections(trees: Sequence[ScoredTree], subset: str, task: str, renderer: TimelineSVG) -> tuple[str, str]:
+def _render_all(trees: Sequence[ScoredTree], jobs: int) -> dict[tuple[int, str, str], RenderedSample]:
+    """Every sample's timeline, drawn through the executor seam (same bytes whatever `jobs` is)."""
+    from duplexeval.errors import InputError
+    from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
+
+    keys, items = [], []
+    for k, t in enumerate(trees):
+        for e in t.manifest.samples:
+            keys.append((k, e.subset, e.id))
+            items.append(SampleItem(str(t.root), e, t.rows.get(e.subset, {}).get(e.id)))
+    ex = make_executor(ExecutorSpec(jobs=max(1, min(jobs, len(items) // 50 or 1))))
+    out: dict[tuple[int, str, str], RenderedSample] = {}
+    try:
+        for res in ex.map_ordered(render_item, items):
+            if isinstance(res, ItemFailure):
+                k, subset, sid = keys[res.index]
+                raise InputError(f"{trees[k].root}: sample {subset}/{sid}: cannot draw its timeline: {res.reason}")
+            out[keys[res.index]] = res.value
+    finally:
+        ex.close()
+    return out
+
+
+def _sample_sections(trees: Sequence[ScoredTree], subset: str, task: str,
+                     drawn: dict[tuple[int, str, str], RenderedSample]) -> tuple[str, str]:
     """(worst-cases list + sample index, the per-sample sections) of one subset, worst first."""
     index_rows, sections, worst = [], [], []
     for k, t in enumerate(trees):
@@ -177,16 +223,17 @@ def _sample_sections(trees: Sequence[ScoredTree], subset: str, task: str, render
             index_rows.append([esc(t.label), link(a, e.key), esc(desc)])
             if rank < WORST_LISTED and severity(task, row)[0] <= 2 and task != BACKCHANNEL:
                 worst.append(f"<li>{esc(t.label)}: {link(a, e.key)}: {esc(desc)}</li>")
-            view = load_view(t.root, e, row)
+            view = drawn[(k, subset, e.id)]
             fields = {"T": e.T, "eligible": e.eligible, "reasons": ", ".join(e.reasons) or "none"}
             fields.update({f: v for f, v in (row or {}).items() if f not in ("subset", "sample_id", "task", "eligible", "reasons")})
             words = " ".join(f"{w}@{s:.2f}" for w, s, _ in view.words[:60]) + (" ..." if len(view.words) > 60 else "")
-            body = renderer.render(view) if e.eligible else '<p class="note">ineligible capture: no timeline</p>'
+            body = view.svg if e.eligible else '<p class="note">ineligible capture: no timeline</p>'
             sections.append(
                 f'<section class="sample" id="{esc(a)}"><h4>{esc(t.label)}: {esc(e.key)}: '
                 f'<span class="{"bad" if severity(task, row)[0] <= 1 else "ok"}">{esc(view.outcome)}</span></h4>'
                 f"<p class=\"note\">{esc(desc)}</p><figure>{body}</figure>"
-                + table(["field", "value"], [[f, _field(v)] for f, v in fields.items()])
+                + '<div class="fields">' + "".join(f"<span><b>{esc(f)}</b> {esc(_field(v))}</span>" for f, v in fields.items())
+                + "</div>"
                 + (f'<p class="note">ASR words: {esc(words)}</p>' if view.words else "")
                 + "</section>"
             )
@@ -219,15 +266,15 @@ def _comparison(trees: Sequence[ScoredTree]) -> str:
     return "".join(out)
 
 
-def fdb_body(trees: Sequence[ScoredTree]) -> str:
-    """The whole FDB report body."""
+def fdb_body(trees: Sequence[ScoredTree], jobs: int = 1) -> str:
+    """The whole FDB report body; `jobs` worker processes draw the timelines."""
     subsets = [s for s in SUBSET_ORDER if any(t.manifest.by_subset(s) for t in trees)]
     toc = "".join(link(f"subset-{s}", s) for s in subsets) + (link("compare", "paired comparison") if len(trees) > 1 else "")
     parts = [f'<nav class="toc">{toc}</nav>']
     parts.append(table(["tree", "system", "dataset", "samples", "signature"], [
         [t.label, str((t.manifest.extra.get("system") or {}).get("name", "?")), t.manifest.dataset_name,
          str(len(t.manifest.samples)), t.unified["signature"]["compact"]] for t in trees]))
-    renderer = TimelineSVG()
+    drawn = _render_all(trees, jobs)
     samples_html = []
     for subset in subsets:
         task = SUBSETS[subset].task
@@ -239,11 +286,10 @@ def fdb_body(trees: Sequence[ScoredTree]) -> str:
             parts.append('<p class="note">Counted only: no unified metric; the official frequency and JSD are the reference.</p>')
         parts.append(_reference(trees, subset))
         parts.append(_figures(trees, subset, task))
-        head, sections = _sample_sections(trees, subset, task, renderer)
+        head, sections = _sample_sections(trees, subset, task, drawn)
         parts.append(head)
         samples_html.append(f'<h3 id="samples-{esc(subset)}">{esc(subset)}: samples, worst first</h3>{sections}')
-        for t in trees:
-            parts.append(signature_line(f"{t.label}: {t.unified['signature']['compact']}"))
+        parts.append(_signatures(trees))
     if len(trees) > 1:
         parts.append(_comparison(trees))
     parts.append('<h2 id="samples">Per-sample evidence</h2>' + "".join(samples_html))

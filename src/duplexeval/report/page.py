@@ -20,6 +20,8 @@ section.sample{background:#fff;border:1px solid #e3e3e3;border-radius:6px;paddin
 section.sample h4{margin-top:4px}.bad{color:#b00020;font-weight:600}.ok{color:#1b7f3b}
 figure{margin:6px 0}figure svg{max-width:100%;height:auto}
 details summary{cursor:pointer;color:#1f6fb4}
+.fields{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;margin:4px 0}.fields b{color:#555;font-weight:600}
+td .note{font-size:11.5px}
 """
 
 

@@ -145,19 +145,53 @@ def draw(ax: Any, view: SampleView, show_words: int = 40) -> None:
 
 
 class TimelineSVG:
-    """Renders many sample timelines to SVG through one reused figure (much faster than a figure each)."""
+    """Renders many sample timelines to SVG through one reused figure and axes (a new figure each is 3x slower).
+
+    Only the drawn artists are removed between samples; the SVG ids come from the content and matplotlib's
+    fixed hash salt, so a timeline's bytes do not depend on what was drawn before it.
+    """
 
     def __init__(self, width_in: float = 10.5, height_in: float = 1.55) -> None:
         from duplexeval.report import svg
 
         self.fig = svg.figure(width_in, height_in)
+        self.ax = self.fig.add_axes((0.01, 0.24, 0.98, 0.74))
         self._svg = svg
 
     def render(self, view: SampleView) -> str:
-        self.fig.clear()
-        ax = self.fig.add_axes((0.01, 0.24, 0.98, 0.74))
+        ax = self.ax
+        for artist in [*ax.patches, *ax.collections, *ax.lines, *ax.texts]:
+            artist.remove()
         draw(ax, view)
         return self._svg.to_svg(self.fig)
+
+
+@dataclass(frozen=True)
+class SampleItem:
+    """One timeline to draw (picklable, for the executor): the tree, the manifest entry and the unified row."""
+
+    tree: str
+    entry: SampleEntry
+    row: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class RenderedSample:
+    svg: str
+    outcome: str
+    words: list[tuple[str, float, float | None]]
+
+
+_RENDERER: list[TimelineSVG] = []  # one per process
+
+
+def render_item(item: SampleItem) -> RenderedSample:
+    """Load and draw one sample (top-level and pure, so a process pool can run it)."""
+    if not _RENDERER:
+        _RENDERER.append(TimelineSVG())
+    view = load_view(Path(item.tree), item.entry, item.row)
+    body = _RENDERER[0].render(view) if item.entry.eligible else ""
+    return RenderedSample(body, view.outcome, view.words)
 
 
 def show_png(view: SampleView, out: Path, input_audio: np.ndarray | None = None) -> Path:
