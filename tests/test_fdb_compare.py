@@ -7,6 +7,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fdb_fixtures import (
+    FixedSegmenter,
+    FixtureSample,
+    interrupt_ann,
+    pause_ann,
+    segments_from_seconds,
+    turn_ann,
+    write_tree,
+)
 from scipy.stats import binomtest
 
 from duplexeval import cli
@@ -18,8 +27,6 @@ from duplexeval.jsonio import dumps, read_json, write_json
 from duplexeval.paired import mcnemar_exact
 from duplexeval.stats import bootstrap_indices
 
-from fdb_fixtures import FixedSegmenter, FixtureSample, interrupt_ann, pause_ann, segments_from_seconds, turn_ann, write_tree
-
 P, SP, TT, UI = "candor_pause_handling", "synthetic_pause_handling", "candor_turn_taking", "synthetic_user_interruption"
 INELIGIBLE = {"eligible": False, "reasons": ["late_input"], "words": None, "wav": False}
 
@@ -28,7 +35,7 @@ def _tree(root: Path, system: str, dataset: str = "hand") -> Path:
     """Two systems on the same 14 samples; the comments say what each pair exercises."""
     a = system == "a"
 
-    def s(subset, sid, T, ann, spoken, **kw):  # noqa: ANN001, ANN202
+    def s(subset, sid, T, ann, spoken, **kw):
         return FixtureSample(subset, sid, T, ann, **{"words": spoken, **kw})
 
     samples = [

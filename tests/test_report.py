@@ -11,14 +11,20 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from fdb_fixtures import (
+    FixtureSample,
+    interrupt_ann,
+    pause_ann,
+    place,
+    turn_ann,
+    write_tree,
+)
 
 from duplexeval import cli
 from duplexeval.errors import InputError
 from duplexeval.fdb.unified import score
 from duplexeval.report import write_report
 from duplexeval.report.build import render_html
-
-from fdb_fixtures import FixtureSample, interrupt_ann, pause_ann, place, turn_ann, write_tree
 
 P, SP, TT, UI, BC = ("candor_pause_handling", "synthetic_pause_handling", "candor_turn_taking",
                      "synthetic_user_interruption", "icc_backchannel")  # fmt: skip
@@ -27,13 +33,13 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
 
 
-def _speech(text: str):  # noqa: ANN202 - tts.Speech
+def _speech(text: str):
     from duplexeval.tts import synthesize
 
     return synthesize(text)
 
 
-def _words(sp, start: float) -> list[tuple[str, float, float]]:  # noqa: ANN001
+def _words(sp, start: float) -> list[tuple[str, float, float]]:
     return [(w.text, round(start + w.start_s, 3), round(start + w.end_s, 3)) for w in sp.words]
 
 
@@ -80,7 +86,7 @@ def test_page_is_self_contained_deterministic_and_its_svgs_parse(trees: list[Pat
     page = a.decode("utf-8")
     assert "<script" not in page and "<link" not in page and "<img" not in page
     assert not re.search(r'(src|href)="(https?:)?//', page)  # no network resource of any kind
-    svgs = re.findall(r"<svg.*?</svg>", page, flags=re.S)
+    svgs = re.findall(r"<svg.*?</svg>", page, flags=re.DOTALL)
     assert len(svgs) >= 2 * 7 + 4  # every eligible sample's timeline, F(t) twice, outcomes, stop latencies
     for s in svgs:
         ET.fromstring(s)  # well-formed XML

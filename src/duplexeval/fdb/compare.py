@@ -19,7 +19,13 @@ from duplexeval import paired
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.results import ScoredTree, load_scored
 from duplexeval.fdb.signatures import compare_signature
-from duplexeval.fdb.tree import PAUSE_HANDLING, SUBSET_ORDER, SUBSETS, TURN_TAKING, USER_INTERRUPTION
+from duplexeval.fdb.tree import (
+    PAUSE_HANDLING,
+    SUBSET_ORDER,
+    SUBSETS,
+    TURN_TAKING,
+    USER_INTERRUPTION,
+)
 from duplexeval.fdb.unified import interruption as intr
 from duplexeval.fdb.unified import turn_taking as tt
 from duplexeval.signature import Signature

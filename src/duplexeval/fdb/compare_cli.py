@@ -101,6 +101,6 @@ def compare_command(
         typer.echo(f"wrote {out}")
 
 
-def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
+def register(apps) -> None:
     """Add `fdb compare`."""
     apps.fdb.command("compare")(compare_command)

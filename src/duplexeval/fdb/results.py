@@ -23,7 +23,13 @@ from duplexeval.fdb.tree import (
     load_asr,
     load_manifest,
 )
-from duplexeval.jsonio import json_lines, read_json, read_text, sha256_bytes, sha256_file
+from duplexeval.jsonio import (
+    json_lines,
+    read_json,
+    read_text,
+    sha256_bytes,
+    sha256_file,
+)
 from duplexeval.signature import Signature
 
 

@@ -53,7 +53,8 @@ def vad_component(vad: Mapping[str, Any]) -> Component:
     """The VAD: Silero's version it reproduces (or package-version), the model hash and the four scorer settings."""
     eq = re.search(r"silero-vad (\d+(?:\.\d+)*)", str(vad.get("equivalent_to", "")))
     value = f"silero-{eq.group(1)}" if eq else f"{vad.get('package', '?')}-{vad.get('version', '?')}"
-    settings = vad.get("settings") if isinstance(vad.get("settings"), Mapping) else {}
+    raw = vad.get("settings")
+    settings: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     short = {k: settings[f] for k, f in _VAD_SHORT if f in settings}
     return Component("vad", value, vad.get("model_sha256"), short, dict(vad))
 

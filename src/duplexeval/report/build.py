@@ -21,15 +21,15 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1) -> str:
 
     if not paths:
         raise InputError("report: give at least one tree or report file")
-    paths = [Path(p) for p in paths]
-    dirs = [p for p in paths if p.is_dir()]
-    if dirs and len(dirs) != len(paths):
+    given = [Path(p) for p in paths]
+    dirs = [p for p in given if p.is_dir()]
+    if dirs and len(dirs) != len(given):
         raise InputError("report: give either scored trees (folders) or report files, not both")
     if dirs:
         from duplexeval.fdb.results import load_scored
         from duplexeval.report.fdb_page import fdb_body
 
-        trees = [load_scored(p) for p in paths]
+        trees = [load_scored(p) for p in given]
         labels = [t.label for t in trees]
         if len(set(labels)) != len(labels):
             raise InputError(f"report: two trees have the same folder name ({', '.join(labels)}); rename one")
@@ -38,20 +38,21 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1) -> str:
     from duplexeval.report import other_pages
 
     bodies = []
-    for p in paths:
+    for p in given:
         if not p.is_file():
             raise InputError(f"{p}: not found (expected a scored tree folder or a report JSON file)")
         obj = read_json(p)
         kind = obj.get("kind") if isinstance(obj, dict) else None
-        if kind not in FILE_KINDS:
+        if not isinstance(kind, str) or kind not in FILE_KINDS:
             check_kind(obj, CONTROLLER_REPORT if kind is None else f"one of {', '.join(FILE_KINDS)}", p)
+            raise AssertionError("unreachable: check_kind refused the file")
         if kind == CONTROLLER_REPORT:
             bodies.append(other_pages.controller_body(p.name, check_kind(obj, kind, p, 2)))
         elif kind == CONTROLLER_COMPARE:
             bodies.append(other_pages.controller_compare_body(p.name, check_kind(obj, kind, p, 2)))
         else:
             bodies.append(other_pages.eot_body(p.name, check_kind(obj, kind, p)))
-    return document("duplexeval report", "".join(bodies), "Files: " + ", ".join(str(p) for p in paths))
+    return document("duplexeval report", "".join(bodies), "Files: " + ", ".join(str(p) for p in given))
 
 
 def write_report(paths: Sequence[str | Path], out: str | Path, jobs: int = 1) -> Path:

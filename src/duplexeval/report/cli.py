@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -24,8 +23,8 @@ def report_command(
 def show_command(
     tree: Path = typer.Argument(..., help="A scored tree."),
     sample: str = typer.Argument(..., help="The sample as SUBSET/ID, e.g. candor_turn_taking/3."),
-    out: Optional[Path] = typer.Option(None, "--out", help="PNG to write (default: SUBSET-ID.png here)."),
-    dataset: Optional[str] = typer.Option(
+    out: Path | None = typer.Option(None, "--out", help="PNG to write (default: SUBSET-ID.png here)."),
+    dataset: str | None = typer.Option(
         None, "--dataset", help="The dataset the tree was exported from (folder, or 'demo'), to draw the input waveform too."
     ),
 ) -> None:
@@ -56,7 +55,7 @@ def show_command(
     typer.echo(f"{path}: {sample}: {view.outcome}")
 
 
-def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
+def register(apps) -> None:
     """Add the top-level `report` and `fdb show`."""
     apps.root.command("report")(report_command)
     apps.fdb.command("show")(show_command)

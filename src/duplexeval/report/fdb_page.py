@@ -8,7 +8,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from duplexeval.fdb.results import ScoredTree
-from duplexeval.fdb.tree import BACKCHANNEL, PAUSE_HANDLING, SUBSET_ORDER, SUBSETS, TURN_TAKING, USER_INTERRUPTION
+from duplexeval.fdb.tree import (
+    BACKCHANNEL,
+    PAUSE_HANDLING,
+    SUBSET_ORDER,
+    SUBSETS,
+    TURN_TAKING,
+    USER_INTERRUPTION,
+)
 from duplexeval.fdb.unified.report import load_reference, metric_rows
 from duplexeval.report import figures
 from duplexeval.report.page import esc, link, signature_line, table

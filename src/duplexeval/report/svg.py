@@ -13,10 +13,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from matplotlib.backends.backend_svg import FigureCanvasSVG  # noqa: E402 - after choosing the backend
-from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.figure import Figure
 
-STYLE = {
+STYLE: Any = {
     "svg.hashsalt": "duplexeval",  # element ids from content, not from a random salt
     "svg.fonttype": "none",
     "font.family": "DejaVu Sans",
@@ -25,7 +25,7 @@ STYLE = {
     "axes.spines.right": False,
 }
 COLORS = ("#1f6fb4", "#d9602b", "#2f9e44", "#8e44ad", "#b8860b", "#c2185b", "#00838f", "#5d4037")
-_PROLOG = re.compile(r"^.*?(?=<svg)", re.S)
+_PROLOG = re.compile(r"^.*?(?=<svg)", re.DOTALL)
 _DECIMALS = re.compile(r"(\d\.\d{2})\d+")  # coordinates to 1/100 pt: invisible, a third of the bytes
 _FONT_LIST = re.compile(r"font-family: [^;\"]*")
 _NO_ROTATE = re.compile(r' transform="rotate\(-?0 [^)]*\)"')

@@ -15,7 +15,14 @@ from typing import Any
 import numpy as np
 
 from duplexeval.errors import InputError
-from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, PAUSE_HANDLING, TURN_TAKING, USER_INTERRUPTION, SampleEntry
+from duplexeval.fdb.tree import (
+    OUTPUT_JSON,
+    OUTPUT_WAV,
+    PAUSE_HANDLING,
+    TURN_TAKING,
+    USER_INTERRUPTION,
+    SampleEntry,
+)
 
 ENVELOPE_BINS = 180
 
