@@ -1,11 +1,12 @@
 """Full-Duplex-Bench v1.0: the tree every stage shares, and the stages that read and write it.
 
-The Python API of each stage, in pipeline order (each is the function its CLI command calls; the
-heavy modules are imported on first call so ``import duplexeval.fdb`` stays cheap):
+The Python API of each stage, in pipeline order (each is the function its CLI command calls). The
+first three are functions of the stage modules of the same name; the last three are re-exported
+here and import their heavy modules on first call, so ``import duplexeval.fdb`` stays cheap:
 
-- ``synth(script, out)`` -> the dataset folder (espeak-ng stimuli from a YAML/JSON script)
-- ``export(system, dataset, out)`` -> ExportResult (drive a system; ``system`` is a System or ``NAME[:k=v]``)
-- ``import_outputs(dataset, outputs, out)`` -> ExportResult (adopt output.wav files made elsewhere)
+- ``synth.synthesize_dataset(script, out)`` -> the dataset folder (espeak-ng stimuli from a script)
+- ``export.export(system, dataset, out)`` -> ExportResult (drive a system: a System or ``NAME[:k=v]``)
+- ``import_outputs.import_outputs(dataset, outputs, out)`` -> ExportResult (outputs made elsewhere)
 - ``asr(tree)`` -> StageResult (word timestamps: output.json files and asr.json)
 - ``evaluate(tree)`` -> the summary.json dict (official v1.0 rules, reference column)
 - ``score(tree)`` -> UnifiedResult (unified.json + unified-samples.jsonl)
@@ -18,28 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
-__all__ = ["asr", "evaluate", "export", "import_outputs", "score", "synth"]
-
-
-def synth(script: Any, out: str | Path, force: bool = False, progress: bool = False) -> Path:
-    """Render a synth script (path or Script) into an FDB-v1.0-shaped dataset folder (see docs/synth.md)."""
-    from duplexeval.fdb.synth import synthesize_dataset
-
-    return synthesize_dataset(script, out, force=force, progress=progress)
-
-
-def export(system: Any, dataset: Any, out: str | Path, **kwargs: Any) -> Any:
-    """Drive `system` over `dataset` ('demo' or a folder) into the tree `out` (see docs/systems.md)."""
-    from duplexeval.fdb.export import export as _export
-
-    return _export(system, dataset, out, **kwargs)
-
-
-def import_outputs(dataset: Any, outputs: str | Path, out: str | Path, **kwargs: Any) -> Any:
-    """Build the tree `out` from `dataset`'s annotations and the `<subset>/<id>/output.wav` files under `outputs`."""
-    from duplexeval.fdb.import_outputs import import_outputs as _import
-
-    return _import(dataset, outputs, out, **kwargs)
+__all__ = ["asr", "evaluate", "score"]
 
 
 def asr(tree: str | Path, **kwargs: Any) -> Any:
