@@ -19,7 +19,7 @@ from duplexeval.fdb.tree import (
 from duplexeval.fdb.unified.report import load_reference, metric_rows
 from duplexeval.report import figures
 from duplexeval.report.page import esc, link, signature_line, table
-from duplexeval.report.timeline import RenderedSample, SampleItem, render_item
+from duplexeval.report.timeline import LEGEND, RenderedSample, SampleItem, render_item
 
 WORST_LISTED = 10
 
@@ -295,7 +295,8 @@ def fdb_body(trees: Sequence[ScoredTree], jobs: int = 1) -> str:
         parts.append(_figures(trees, subset, task))
         head, sections = _sample_sections(trees, subset, task, drawn)
         parts.append(head)
-        samples_html.append(f'<h3 id="samples-{esc(subset)}">{esc(subset)}: samples, worst first</h3>{sections}')
+        samples_html.append(f'<h3 id="samples-{esc(subset)}">{esc(subset)}: samples, worst first</h3>'
+                            f'<p class="note">{esc(LEGEND)}</p>{sections}')
         parts.append(_signatures(trees))
     if len(trees) > 1:
         parts.append(_comparison(trees))

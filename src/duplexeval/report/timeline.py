@@ -117,13 +117,21 @@ def load_view(tree: Path, entry: SampleEntry, row: dict[str, Any] | None) -> Sam
 MARK_COLORS = {"E": "#c2185b", "S": "#d9602b", "R": "#8e44ad"}
 
 
-def draw(ax: Any, view: SampleView, show_words: int = 40) -> None:
+LEGEND = ("grey: output waveform envelope; green: VAD segments; blue: ASR words; yellow: annotated pauses; "
+          "pink: the user's interruption [S, R]; E, S, R: annotation marks; x axis: seconds of input time")
+
+
+def draw(ax: Any, view: SampleView, show_words: int = 40, caption: bool = False) -> None:
     """The timeline on one axes: y in [-1, 1] is the waveform; lanes above for VAD, below for words."""
     ax.set_xlim(0, view.T)
     ax.set_ylim(-2.3, 1.9)
-    ax.set_yticks([])
-    for side in ("left", "top", "right"):
-        ax.spines[side].set_visible(False)
+    ax.set_axis_off()  # a drawn time scale below: matplotlib's axis machinery costs half of each picture
+    step = next(s for s in (0.5, 1, 2, 5, 10, 20, 30, 60) if view.T / s <= 12)
+    ticks = np.arange(0, view.T + 1e-9, step)
+    ax.hlines([-2.3], 0, view.T, color="#333", lw=0.8)
+    ax.vlines(ticks, -2.3, -2.42, color="#333", lw=0.8, clip_on=False)
+    for t in ticks:
+        ax.text(t, -2.5, f"{t:g}", fontsize=8, ha="center", va="top", clip_on=False)
     for label, a, b in view.spans:
         ax.axvspan(a, b, color="#ffe08a" if label == "pause" else "#f3d1f4", alpha=0.6, lw=0)
     if view.envelope is not None:
@@ -148,7 +156,8 @@ def draw(ax: Any, view: SampleView, show_words: int = 40) -> None:
     for label, t in view.marks:
         ax.axvline(t, color=MARK_COLORS.get(label, "#333"), lw=1.2)
         ax.text(t, 1.75, label, color=MARK_COLORS.get(label, "#333"), fontsize=7, ha="center", fontweight="bold")
-    ax.set_xlabel("seconds (input time); grey: output envelope, green: VAD, blue: ASR words", fontsize=6.5)
+    if caption:
+        ax.text(view.T, -3.1, LEGEND, fontsize=6.5, ha="right", va="top", color="#555", clip_on=False)
 
 
 class TimelineSVG:
@@ -162,7 +171,7 @@ class TimelineSVG:
         from duplexeval.report import svg
 
         self.fig = svg.figure(width_in, height_in)
-        self.ax = self.fig.add_axes((0.01, 0.24, 0.98, 0.74))
+        self.ax = self.fig.add_axes((0.015, 0.2, 0.97, 0.78))
         self._svg = svg
 
     def render(self, view: SampleView) -> str:
@@ -206,7 +215,7 @@ def show_png(view: SampleView, out: Path, input_audio: np.ndarray | None = None)
     from duplexeval.report import svg
 
     rows = 2 if input_audio is not None else 1
-    fig = svg.figure(11, 1.2 + 1.7 * rows)
+    fig = svg.figure(11, 1.4 + 1.7 * rows)
     axes = fig.subplots(rows, 1, sharex=True, squeeze=False)[:, 0]
     if input_audio is not None:
         env = envelope(input_audio)
@@ -218,7 +227,7 @@ def show_png(view: SampleView, out: Path, input_audio: np.ndarray | None = None)
         ax0.set_title("input (user) waveform", fontsize=8, loc="left")
         for label, t in view.marks:
             ax0.axvline(t, color=MARK_COLORS.get(label, "#333"), lw=1.2)
-    draw(axes[-1], view)
+    draw(axes[-1], view, caption=True)
     axes[-1].set_title(f"{view.key}: {view.outcome}", fontsize=9, loc="left")
     fig.tight_layout()
     svg.to_png(fig, out)
