@@ -138,19 +138,22 @@ def _reference(trees: Sequence[ScoredTree], subset: str) -> str:
         return notes
     rows = []
     for n in names:
-        cells = [n]
+        cells, seen = [n], []
         for b in blocks:
             m = ((b or {}).get("metrics") or {}).get(n)
             if not isinstance(m, dict):
                 cells.append("—")
                 continue
             std = "" if m.get("std") is None else f" ± {_num(m['std'])}"
-            cells.append(f"{_num(m.get('value'))}{std} (n={m.get('n', '?')})" + (f"; {m['note']}" if m.get("note") else ""))
-        rows.append(cells)
+            cells.append(f"{_num(m.get('value'))}{std} (n={m.get('n', '?')})")
+            if m.get("note") and m["note"] not in seen:
+                seen.append(str(m["note"]))
+        rows.append([*cells, " / ".join(seen)])
     heads = ["official metric"]
     for t, b in zip(trees, blocks):
         judge = ((b or {}).get("judge") or {}).get("label")
         heads.append(f"{t.label}" + (f" ({b.get('n_evaluated', '?')} evaluated" + (f"; judge: {judge})" if judge else ")") if b else ""))
+    heads.append("note")
     return "<h4>Reference column: official rules (summary.json, same manifest.json and asr.json)</h4>" + table(heads, rows) + notes
 
 
