@@ -285,6 +285,10 @@ def print_report(result: DemoResult, console: Any | None = None) -> None:
         if not console.is_terminal:  # a log or a pipe: do not squeeze the table into 80 columns
             console = Console(width=160)
     console.print(comparison_table(result))
+    for run in result.runs:  # every number carries its signature: one line per tree, under the table
+        u = _load(run.tree, "unified.json")
+        if u and isinstance(u.get("signature"), dict):
+            console.print(f"signature ({run.label}): {u['signature']['compact']}", soft_wrap=True, highlight=False)
     console.print(f"dataset: {result.dataset_root}")
     for run in result.runs:
         stages = ", ".join(f"{k} {v}" for k, v in run.stages.items())
