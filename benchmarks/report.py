@@ -62,12 +62,12 @@ def main() -> None:
     print(f"targets: under 30 s {'met' if wall < 30 else 'NOT met'}, under 20 MB {'met' if size < 20e6 else 'NOT met'}")
 
     from duplexeval.fdb.results import load_scored
-    from duplexeval.report import fdb_page
+    from duplexeval.report.samples import render_all
 
     t0 = time.perf_counter()
     tree = load_scored(root)
     t1 = time.perf_counter()
-    fdb_page._render_all([tree], jobs)
+    render_all([tree], jobs)
     t2 = time.perf_counter()
     print(f"in process: load {t1 - t0:.2f} s, {len(tree.manifest.samples)} timelines {t2 - t1:.2f} s "
           f"({(t2 - t1) / len(tree.manifest.samples) * 1000:.1f} ms each over {jobs} processes)")

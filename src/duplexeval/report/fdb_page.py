@@ -10,7 +10,6 @@ from typing import Any
 from duplexeval.fdb.results import ScoredTree
 from duplexeval.fdb.tree import (
     BACKCHANNEL,
-    PAUSE_HANDLING,
     SUBSET_ORDER,
     SUBSETS,
     TURN_TAKING,
@@ -19,61 +18,12 @@ from duplexeval.fdb.tree import (
 from duplexeval.fdb.unified.report import load_reference, metric_rows
 from duplexeval.report import figures
 from duplexeval.report.page import esc, link, signature_line, table
-from duplexeval.report.timeline import LEGEND, RenderedSample, SampleItem, render_item
-
-WORST_LISTED = 10
-
-
-def anchor(k: int, subset: str, sample_id: str) -> str:
-    """The section id of a sample (ids are validated, so they are safe in HTML)."""
-    return f"s{k}-{subset}-{sample_id}"
+from duplexeval.report.samples import render_all, sample_sections
+from duplexeval.report.timeline import LEGEND
 
 
 def _num(x: Any, d: int = 3) -> str:
     return "—" if x is None else f"{x:.{d}f}"
-
-
-def severity(task: str, row: dict[str, Any] | None) -> tuple[int, float]:
-    """Sort key, worst first: early starts, intrusions, speaking through, no response, then the longest latencies."""
-    if row is None or not row.get("eligible"):
-        return (9, 0.0)
-    if task == PAUSE_HANDLING:
-        return (0, -float(row["intrusion_s"])) if row["pause_intrusion"] else (5, 0.0)
-    if task == TURN_TAKING:
-        if row["outcome"] == "early_start":
-            return (0, -float(row["first_word_s"] or 0) + float(row["E"]))
-        if row["outcome"] == "no_response":
-            return (1, 0.0)
-        return (2, -float(row["latency_s"]))
-    if task == USER_INTERRUPTION:
-        rank = {"speaking_at_end": 0, "no_response": 1, "response": 2, "not_exercised": 4}[row["outcome"]]
-        stop = row.get("stop_s")
-        return (rank, -(float(stop) if stop is not None else 1e9) - float(row.get("latency_s") or 0))
-    return (8, 0.0)
-
-
-def why(task: str, row: dict[str, Any] | None) -> str:
-    """One phrase saying what a sample shows."""
-    if row is None:
-        return "counted only"
-    if not row.get("eligible"):
-        return "ineligible: " + ", ".join(row.get("reasons") or [])
-    if task == PAUSE_HANDLING:
-        if row["pause_intrusion"]:
-            return f"intrusion: {row['intrusion_words']} onset(s), {row['intrusion_s']:.2f} s of {row['pause_s']:.2f} s pause covered"
-        return "no word after the first pause"
-    if task == TURN_TAKING:
-        if row["outcome"] == "early_start":
-            return f"early start: first word {row['E'] - row['first_word_s']:.2f} s before E"
-        if row["outcome"] == "response":
-            return f"response after {row['latency_s']:.2f} s"
-        return "no response"
-    stop = "no observed stop" if row.get("stop_s") is None else f"stop after {row['stop_s']:.2f} s"
-    if row["outcome"] == "not_exercised":
-        return "not exercised: silent at S"
-    if row["outcome"] == "response":
-        return f"{stop}; response {row['latency_s']:.2f} s after R"
-    return f"{row['outcome']}; {stop}"
 
 
 def _metrics_table(trees: Sequence[ScoredTree], subset: str) -> str:
@@ -105,6 +55,14 @@ def _metrics_table(trees: Sequence[ScoredTree], subset: str) -> str:
     return table(heads, rows, raw=True)
 
 
+def _count_text(v: Any) -> str:
+    if isinstance(v, dict):  # ineligible reasons
+        return ", ".join(f"{a} {n}" for a, n in v.items()) or "none"
+    if isinstance(v, float):
+        return _num(v)
+    return "—" if v is None else str(v)
+
+
 def _counts_table(trees: Sequence[ScoredTree], subset: str) -> str:
     keys: list[str] = []
     for t in trees:
@@ -117,8 +75,7 @@ def _counts_table(trees: Sequence[ScoredTree], subset: str) -> str:
         for t in trees:
             b = t.unified["subsets"].get(subset) or {}
             v = b.get(k) if k in ("coverage", "min_observable_s") else (b.get("counts") or {}).get(k)
-            cells.append(", ".join(f"{a} {n}" for a, n in v.items()) or "none" if isinstance(v, dict) else
-                         _num(v) if isinstance(v, float) else "—" if v is None else str(v))
+            cells.append(_count_text(v))
         rows.append(cells)
     return table(["count", *(t.label for t in trees)], rows)
 
@@ -187,73 +144,6 @@ def _figures(trees: Sequence[ScoredTree], subset: str, task: str) -> str:
     return "".join(f"<figure>{s}</figure>" for s in out)
 
 
-def _field(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    if isinstance(v, list):
-        return "; ".join("[" + ", ".join(f"{x:.3f}" for x in p) + "]" if isinstance(p, list) else str(p) for p in v) or "none"
-    return str(v)
-
-
-def _render_all(trees: Sequence[ScoredTree], jobs: int) -> dict[tuple[int, str, str], RenderedSample]:
-    """Every sample's timeline, drawn through the executor seam (same bytes whatever `jobs` is)."""
-    from duplexeval.errors import InputError
-    from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
-
-    keys, items = [], []
-    for k, t in enumerate(trees):
-        for e in t.manifest.samples:
-            keys.append((k, e.subset, e.id))
-            items.append(SampleItem(str(t.root), e, t.rows.get(e.subset, {}).get(e.id)))
-    ex = make_executor(ExecutorSpec(jobs=max(1, min(jobs, len(items) // 50 or 1))))
-    out: dict[tuple[int, str, str], RenderedSample] = {}
-    try:
-        for res in ex.map_ordered(render_item, items):
-            if isinstance(res, ItemFailure):
-                k, subset, sid = keys[res.index]
-                raise InputError(f"{trees[k].root}: sample {subset}/{sid}: cannot draw its timeline: {res.reason}")
-            out[keys[res.index]] = res.value
-    finally:
-        ex.close()
-    return out
-
-
-def _sample_sections(trees: Sequence[ScoredTree], subset: str, task: str,
-                     drawn: dict[tuple[int, str, str], RenderedSample]) -> tuple[str, str]:
-    """(worst-cases list + sample index, the per-sample sections) of one subset, worst first."""
-    index_rows, sections, worst = [], [], []
-    for k, t in enumerate(trees):
-        entries = t.manifest.by_subset(subset)
-        rows = t.rows.get(subset, {})
-        order = sorted(entries, key=lambda e: severity(task, rows.get(e.id)))
-        for rank, e in enumerate(order):
-            row = rows.get(e.id)
-            a = anchor(k, subset, e.id)
-            desc = why(task, row) if task != BACKCHANNEL else ("counted only" if e.eligible else "ineligible: " + ", ".join(e.reasons))
-            index_rows.append([esc(t.label), link(a, e.key), esc(desc)])
-            if rank < WORST_LISTED and severity(task, row)[0] <= 2 and task != BACKCHANNEL:
-                worst.append(f"<li>{esc(t.label)}: {link(a, e.key)}: {esc(desc)}</li>")
-            view = drawn[(k, subset, e.id)]
-            fields = {"T": e.T, "eligible": e.eligible, "reasons": ", ".join(e.reasons) or "none"}
-            fields.update({f: v for f, v in (row or {}).items() if f not in ("subset", "sample_id", "task", "eligible", "reasons")})
-            words = " ".join(f"{w}@{s:.2f}" for w, s, _ in view.words[:60]) + (" ..." if len(view.words) > 60 else "")
-            body = view.svg if e.eligible else '<p class="note">ineligible capture: no timeline</p>'
-            sections.append(
-                f'<section class="sample" id="{esc(a)}"><h4>{esc(t.label)}: {esc(e.key)}: '
-                f'<span class="{"bad" if severity(task, row)[0] <= 1 else "ok"}">{esc(view.outcome)}</span></h4>'
-                f"<p class=\"note\">{esc(desc)}</p><figure>{body}</figure>"
-                + '<div class="fields">' + "".join(f"<span><b>{esc(f)}</b> {esc(_field(v))}</span>" for f, v in fields.items())
-                + "</div>"
-                + (f'<p class="note">ASR words: {esc(words)}</p>' if view.words else "")
-                + "</section>"
-            )
-    head = ""
-    if worst:
-        head += "<h4>Worst cases</h4><ul>" + "".join(worst) + "</ul>"
-    head += "<details><summary>All samples (worst first)</summary>" + table(["tree", "sample", "what"], index_rows, raw=True) + "</details>"
-    return head, "".join(sections)
-
-
 def _comparison(trees: Sequence[ScoredTree]) -> str:
     from duplexeval.errors import DuplexEvalError
     from duplexeval.fdb.compare import compare_trees
@@ -284,7 +174,7 @@ def fdb_body(trees: Sequence[ScoredTree], jobs: int = 1) -> str:
     parts.append(table(["tree", "system", "dataset", "samples", "signature"], [
         [t.label, str((t.manifest.extra.get("system") or {}).get("name", "?")), t.manifest.dataset_name,
          str(len(t.manifest.samples)), t.unified["signature"]["compact"]] for t in trees]))
-    drawn = _render_all(trees, jobs)
+    drawn = render_all(trees, jobs)
     samples_html = []
     for subset in subsets:
         task = SUBSETS[subset].task
@@ -296,7 +186,7 @@ def fdb_body(trees: Sequence[ScoredTree], jobs: int = 1) -> str:
             parts.append('<p class="note">Counted only: no unified metric; the official frequency and JSD are the reference.</p>')
         parts.append(_reference(trees, subset))
         parts.append(_figures(trees, subset, task))
-        head, sections = _sample_sections(trees, subset, task, drawn)
+        head, sections = sample_sections(trees, subset, task, drawn)
         parts.append(head)
         samples_html.append(f'<h3 id="samples-{esc(subset)}">{esc(subset)}: samples, worst first</h3>'
                             f'<p class="note">{esc(LEGEND)}</p>{sections}')
