@@ -148,9 +148,14 @@ def test_controller_and_eot_reports_share_the_page(tmp_path: Path) -> None:
     write_data(tmp_path / "ctl", [_turn_clip(f"c{k}", f"g{k // 2}", 26 + k) for k in range(4)])
     with pytest.raises(SystemExit):
         cli.main(["controller", "evaluate", str(tmp_path / "ctl"), "--json", str(tmp_path / "ctl.json")])
+    write_data(tmp_path / "ctl-b", [_turn_clip(f"c{k}", f"g{k // 2}", 28 + k) for k in range(4)])
+    with pytest.raises(SystemExit):
+        cli.main(["controller", "compare", str(tmp_path / "ctl"), str(tmp_path / "ctl-b"), "--json", str(tmp_path / "cmp.json")])
     write_json(tmp_path / "eot.json", build_report([EOTPair(1.0, 1.3), EOTPair(2.0, 1.9), EOTPair(3.0, 4.2)]))
     page = render_html([tmp_path / "ctl.json", tmp_path / "eot.json"])
     assert "Event metrics" in page and "false cutoff" in page and "hang &gt; " in page
+    cmp = render_html([tmp_path / "cmp.json"])
+    assert "endpoint.latency_median_ms" in cmp and "+160" in cmp and "|boot:2000@0|" in cmp  # 2 frames later in B
     assert "signature: " in page and "controller-spec002-1" in page
     assert render_html([tmp_path / "ctl.json", tmp_path / "eot.json"]) == page
     write_json(tmp_path / "other.json", {"kind": "duplexeval.fdb.compare"})
