@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
 from duplexeval.errors import InputError
@@ -65,10 +65,30 @@ def _no_control(v: str) -> str:
     return v
 
 
-Time = Annotated[float, Field(ge=-MAX_TIME_S, le=MAX_TIME_S)]
+def number(lo: float, hi: float, *, lo_open: bool = False, integer: bool = False) -> Any:
+    """A JSON number type checked in one place: not a bool, finite, inside [lo, hi] (or (lo, hi]); kept as written.
+
+    Values stay as the file has them (an int stays an int) so messages quote them as written.
+    """
+
+    def check(v: Any) -> Any:
+        ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
+        if isinstance(v, bool) or not ok_type:
+            raise PydanticCustomError("not_number", "must be an integer" if integer else "must be a number")
+        if not math.isfinite(v):
+            raise PydanticCustomError("not_number", "must be a finite number")
+        if v > hi or v < lo or (lo_open and v == lo):
+            lo_s = "(" if lo_open else "["
+            raise PydanticCustomError("out_of_range", f"is outside the accepted range {lo_s}{lo:g}, {hi:g}]")
+        return v
+
+    return Annotated[float, PlainValidator(check)]
+
+
+Time = number(-MAX_TIME_S, MAX_TIME_S)
 """A finite time in seconds within +-MAX_TIME_S (sign checked by the rule that uses it)."""
-NonNegTime = Annotated[float, Field(ge=0.0, le=MAX_TIME_S)]
-PositiveTime = Annotated[float, Field(gt=0.0, le=MAX_TIME_S)]
+NonNegTime = number(0.0, MAX_TIME_S)
+PositiveTime = number(0.0, MAX_TIME_S, lo_open=True)
 Sha256 = Annotated[str, AfterValidator(_sha256)]
 Text = Annotated[str, AfterValidator(_no_control)]
 
@@ -119,12 +139,7 @@ def _problem(err: dict[str, Any]) -> str:
     kind = err["type"]
     if kind == _FAIL:
         return str(err["msg"])
-    what = _MESSAGES.get(kind)
-    if kind in ("less_than_equal", "greater_than_equal", "less_than", "greater_than"):
-        ctx = err.get("ctx", {})
-        bound = next(iter(ctx.values()), None)
-        if isinstance(bound, (int, float)) and abs(bound) >= MAX_TIME_S:
-            what = f"is outside the accepted range (|value| <= {MAX_TIME_S:g})"
+    what = str(err["msg"]) if kind in ("not_number", "out_of_range") else _MESSAGES.get(kind)
     if what is None:
         what = str(err["msg"]).lower() if err["msg"][:1].isupper() else str(err["msg"])
     if kind in ("missing",):

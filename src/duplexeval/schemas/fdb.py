@@ -71,9 +71,9 @@ class TurnItem(OpenRecord):
 class InterruptItem(OpenRecord):
     """The interruption item: the user's interrupt is `timestamp = [S, R]`; `context`/`interrupt` are its text."""
 
+    timestamp: Timestamp  # first: a bad time is reported before missing text
     context: str
     interrupt: str
-    timestamp: Timestamp
 
 
 class _Annotation(RootModel[Any]):
