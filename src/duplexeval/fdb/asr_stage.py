@@ -33,7 +33,7 @@ from duplexeval.fdb.tree import (
 )
 from duplexeval.jsonio import atomic_write_bytes, dumps, read_json, sha256_bytes, sha256_file, write_json
 from duplexeval.schemas import validate
-from duplexeval.schemas.fdb import InterruptAnnotation
+from duplexeval.schemas.fdb import AsrSampleRecord, InterruptAnnotation
 
 ASR_KIND = "duplexeval.fdb.asr"
 PROGRESS_DIR = ".asr-progress"
@@ -312,6 +312,7 @@ def _resumable(tree: Path, t: SampleTask) -> dict[str, Any] | None:
         return None
     try:
         rec = read_json(path)
+        validate(rec, AsrSampleRecord, path)  # a journal of the wrong shape is redone, never trusted
     except InputError:
         return None
     if not isinstance(rec, dict) or rec.get("status") != "ok" or rec.get("audio_sha256") != t.wav_sha256:
