@@ -113,16 +113,19 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> str:
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
-    """Read a user's UTF-8 text file; InputError naming the file when it is missing or unreadable."""
+    """Read a user's UTF-8 text file (a leading BOM, as Excel writes, is dropped); InputError naming the file when
+    it is missing, a folder, unreadable or not UTF-8."""
     from duplexeval.errors import InputError
 
     path = Path(path)
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, expected a file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
+        raise InputError(f"{path}: cannot read: {' '.join(str(exc).split())}") from None
 
 
 def json_lines(text: str, path: str | os.PathLike[str]) -> list[tuple[int, Any]]:

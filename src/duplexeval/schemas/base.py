@@ -97,6 +97,8 @@ class Record(BaseModel):
     """A strict record: exact types, finite numbers, unknown keys refused."""
 
     model_config = STRICT
+    # Messages quote the field name ('T') unless a format's own wording does not.
+    quote_fields: ClassVar[bool] = True
     # Where in the file a validation error at `loc` is, e.g. "sample <subset>/<id>" (None: the file as a whole).
     sample_of: ClassVar[Callable[[Any, tuple[Any, ...]], str | None] | None] = None
 
@@ -163,7 +165,8 @@ def describe(exc: ValidationError, model: type[BaseModel], raw: Any) -> str:
     elif err["type"] == _FAIL:
         body = str(err["msg"])
     else:
-        body = f"'{field}' {_problem(err)}" if field else _problem(err)
+        shown = f"'{field}'" if getattr(model, "quote_fields", True) else field
+        body = f"{shown} {_problem(err)}" if field else _problem(err)
     return f"{sample}: {body}" if sample else body
 
 
