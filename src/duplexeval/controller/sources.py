@@ -4,7 +4,6 @@ controller's scores. The manifest format is in docs/controller-labels.md ("Conve
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ import numpy as np
 
 from duplexeval.controller.data import Clip, validate_clip_id
 from duplexeval.controller.labels import Activity, LabelRules, derive, to_clip
+from duplexeval.schemas import MAX_TIME_S, check_number
 from duplexeval.errors import InputError
 from duplexeval.jsonio import json_lines, read_text
 
@@ -105,13 +105,12 @@ def parse_entry(obj: Any, base: Path, where: str) -> Conversation:
         if not lengths:
             raise InputError(f"{where}: needs duration_s when there is no audio")
         dur = max(lengths) / 16000
-    if isinstance(dur, bool) or not isinstance(dur, (int, float)) or not math.isfinite(dur) or dur <= 0:
-        raise InputError(f"{where}: duration_s must be a positive number, got {dur!r}")
+    check_number(dur, where, "duration_s", 0.0, MAX_TIME_S, lo_open=True)
     user, src_u = _activity(obj.get("user"), ua, f"{where}: user", base)
     agent, src_a = _activity(obj.get("agent"), aa, f"{where}: agent", base)
     ee = obj.get("events_end_s")
-    if ee is not None and (isinstance(ee, bool) or not isinstance(ee, (int, float)) or ee < 0):
-        raise InputError(f"{where}: events_end_s must be a number >= 0")
+    if ee is not None:
+        check_number(ee, where, "events_end_s", 0.0, MAX_TIME_S)
     both = obj.get("assignments", "user")
     if both not in ("user", "both"):
         raise InputError(f"{where}: assignments must be 'user' or 'both', got {both!r}")
@@ -138,7 +137,13 @@ def read_manifest(path: str | Path) -> Iterator[Conversation]:
         label = "line"
     if not entries:
         raise InputError(f"{p}: no conversations")
+    seen: dict[str, int] = {}
     for k, obj in entries:
+        cid = obj.get("id") if isinstance(obj, dict) else None
+        if isinstance(cid, str) and cid in seen:
+            raise InputError(f"{p}: {label} {k}: duplicate conversation id {cid!r} (first at {label} {seen[cid]})")
+        if isinstance(cid, str):
+            seen[cid] = k
         yield parse_entry(obj, p.parent, f"{p}: {label} {k}")
 
 

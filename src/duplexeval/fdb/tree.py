@@ -151,6 +151,8 @@ def _fail(path: Path, msg: str) -> InputError:
 def parse_manifest(obj: Any, path: Path) -> Manifest:
     """Validate a manifest.json object (schemas.fdb.ManifestFile, then the cross-sample rules)."""
     rec = validate(obj, ManifestFile, path)
+    if not rec.samples:
+        raise _fail(path, "no samples: the manifest lists none, so there is nothing to transcribe or score")
     samples: list[SampleEntry] = []
     seen: set[str] = set()
     for rs in rec.samples:

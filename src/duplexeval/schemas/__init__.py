@@ -5,6 +5,19 @@ where)`; each family's formats live in their own module: `fdb` (annotations, out
 asr.json), `eot` (end-of-turn pairs), `controller` (clip lines and policies). See docs/architecture.md.
 """
 
-from duplexeval.schemas.base import MAX_TIME_S, OpenRecord, Record, fail, has_control, is_safe_id, load, parse_json, validate
+from duplexeval.schemas.base import (
+    MAX_TIME_S,
+    OpenRecord,
+    Record,
+    check_number,
+    fail,
+    has_control,
+    is_safe_id,
+    load,
+    number,
+    parse_json,
+    validate,
+)
 
-__all__ = ["MAX_TIME_S", "OpenRecord", "Record", "fail", "has_control", "is_safe_id", "load", "parse_json", "validate"]
+__all__ = ["MAX_TIME_S", "OpenRecord", "Record", "check_number", "fail", "has_control", "is_safe_id", "load",
+           "number", "parse_json", "validate"]

@@ -65,24 +65,39 @@ def _no_control(v: str) -> str:
     return v
 
 
-def number(lo: float, hi: float, *, lo_open: bool = False, integer: bool = False) -> Any:
-    """A JSON number type checked in one place: not a bool, finite, inside [lo, hi] (or (lo, hi]); kept as written.
+def number_problem(v: Any, lo: float = -MAX_TIME_S, hi: float = MAX_TIME_S, *, lo_open: bool = False,
+                   integer: bool = False) -> tuple[str, str] | None:
+    """The one finite-number check: (error kind, problem) when `v` is not a number (bools are not), not finite,
+    or outside [lo, hi] ((lo, hi] with `lo_open`); None when it is fine."""
+    ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
+    if isinstance(v, bool) or not ok_type:
+        return "not_number", "must be an integer" if integer else "must be a finite number"
+    if not math.isfinite(v):
+        return "not_number", "must be a finite number"
+    if v > hi or v < lo or (lo_open and v == lo):
+        return "out_of_range", f"is outside the accepted range {'(' if lo_open else '['}{lo:g}, {hi:g}]"
+    return None
 
-    Values stay as the file has them (an int stays an int) so messages quote them as written.
-    """
+
+def check_number(v: Any, where: str, name: str, lo: float = -MAX_TIME_S, hi: float = MAX_TIME_S, *,
+                 lo_open: bool = False, integer: bool = False) -> Any:
+    """`number_problem` for code that is not (yet) a schema: InputError `<where>: <name> <problem>, got <v>`."""
+    bad = number_problem(v, lo, hi, lo_open=lo_open, integer=integer)
+    if bad is not None:
+        raise InputError(f"{where}: {name} {bad[1]}, got {v!r}")
+    return v
+
+
+def number(lo: float, hi: float, *, lo_open: bool = False, integer: bool = False) -> Any:
+    """A JSON number field checked by `number_problem`; kept as written (an int stays an int, so messages quote it)."""
 
     def check(v: Any) -> Any:
-        ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
-        if isinstance(v, bool) or not ok_type:
-            raise PydanticCustomError("not_number", "must be an integer" if integer else "must be a number")
-        if not math.isfinite(v):
-            raise PydanticCustomError("not_number", "must be a finite number")
-        if v > hi or v < lo or (lo_open and v == lo):
-            lo_s = "(" if lo_open else "["
-            raise PydanticCustomError("out_of_range", f"is outside the accepted range {lo_s}{lo:g}, {hi:g}]")
+        bad = number_problem(v, lo, hi, lo_open=lo_open, integer=integer)
+        if bad is not None:
+            raise PydanticCustomError(bad[0], bad[1])
         return v
 
-    return Annotated[float, PlainValidator(check)]
+    return Annotated[int if integer else float, PlainValidator(check)]
 
 
 Time = number(-MAX_TIME_S, MAX_TIME_S)

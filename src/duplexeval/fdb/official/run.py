@@ -114,6 +114,8 @@ def read_output_raw(path: Path, key: str) -> tuple[Any, int]:
         raise InputError(f"{path}: sample {key}: cannot read audio: {exc}") from None
     if data.shape[1] != 1:
         raise InputError(f"{path}: sample {key}: output.wav has {data.shape[1]} channels; the official VAD call needs mono")
+    if data.shape[0] == 0:
+        raise InputError(f"{path}: sample {key}: output.wav has no samples (zero frames); re-export or re-import it")
     return np.ascontiguousarray(data[:, 0]), int(rate)
 
 
