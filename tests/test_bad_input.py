@@ -308,8 +308,8 @@ def _dup_conversations(tmp: Path):
 
 
 def _conv_problem(tmp: Path):
-    m = conversations(tmp / "c", [CONV, {**CONV, "id": "c2", "user": {"segments": [[2.0, 1.0]]}}])
-    return ["controller", "label", tmp / "o", "--conversations", m], ("m.jsonl", "line 2", "conversation c2")
+    m = conversations(tmp / "c", [CONV, {**CONV, "id": "c2", "duration_s": 2.0}])  # user speech runs to 2.5 s
+    return ["controller", "label", tmp / "o", "--conversations", m], ("m.jsonl", "line 2", "conversation c2", "after the conversation end")
 
 
 def _judge_timeout(tmp: Path):
@@ -408,3 +408,122 @@ def test_bad_input_is_one_line_exit_2(name: str, tmp_path: Path, capsys: pytest.
     if name == "import-broken-source":  # pragma: no cover - listed separately below
         return
     one_line_error(argv, capsys, *needles)
+
+
+# ------------------------------------------------------------------ cases that must run, but record what they did
+
+
+def test_copied_sample_journal_is_not_trusted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two identical inputs and a copied sample folder: each sample is listed once, under its own id."""
+    ds = synth_set(tmp_path / "ds")
+    out = tmp_path / "t"
+    assert run(["fdb", "export", "--system", "silent", "--dataset", ds, "--out", out, "-q"], capsys)[0] == 0
+    shutil.rmtree(out / TT / "2")
+    shutil.copytree(out / TT / "1", out / TT / "2")  # inputs 1 and 2 are byte-identical, so the hashes match
+    assert run(["fdb", "export", "--system", "silent", "--dataset", ds, "--out", out, "-q"], capsys)[0] == 0
+    m = json.loads((out / "manifest.json").read_text())
+    assert [(s["subset"], s["id"]) for s in m["samples"]] == [(P, "1"), (TT, "1"), (TT, "2")]
+    trace = json.loads((out / TT / "2" / "trace.json").read_text())
+    assert (trace["id"], trace["result"]["id"]) == ("2", "2")
+
+
+def test_wrong_shape_journal_is_redone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ds = synth_set(tmp_path / "ds")
+    out = tmp_path / "t"
+    assert run(["fdb", "export", "--system", "silent", "--dataset", ds, "--out", out, "-q"], capsys)[0] == 0
+    first = (out / "manifest.json").read_bytes()
+    for body in ("[]", '{"run_sha256": 1, "result": []}'):
+        (out / TT / "1" / "trace.json").write_text(body)
+        code, stdout, err = run(["fdb", "export", "--system", "silent", "--dataset", ds, "--out", out, "-q"], capsys)
+        assert code == 0 and "1 run, 2 reused" in stdout, err
+        assert (out / "manifest.json").read_bytes() == first
+
+
+@pytest.mark.parametrize("channel, pick", [("0", lambda x: x[:, 0]), ("1", lambda x: x[:, 1]), ("mean", lambda x: x.mean(axis=1))])
+def test_import_channel_choice_is_applied_and_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str], channel, pick) -> None:
+    ds = synth_set(tmp_path / "ds")
+    outs = tmp_path / "outs"
+    rng = np.random.default_rng(0)
+    for wav in ds.rglob("input.wav"):
+        rel = wav.parent.relative_to(ds)
+        (outs / rel).mkdir(parents=True)
+        sf.write(str(outs / rel / "output.wav"), (0.2 * rng.standard_normal((48000, 2))).astype(np.float32), 16000, subtype="PCM_16")
+    code, _o, err = run(["fdb", "import", "--dataset", ds, "--outputs", outs, "--out", tmp_path / "t", "--channel", channel, "-q"], capsys)
+    assert code == 0, err
+    m = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    assert m["system"]["params"]["channel"] == (channel if channel == "mean" else int(channel))
+    for s in m["samples"]:
+        assert s["eligible"] and s["import"]["channels"] == 2 and s["import"]["channel"] == m["system"]["params"]["channel"]
+    src, _ = sf.read(str(outs / TT / "1" / "output.wav"), dtype="float32", always_2d=True)
+    got, _ = sf.read(str(tmp_path / "t" / TT / "1" / "output.wav"), dtype="float32")
+    assert np.abs(got - pick(src)).max() <= 1 / 32768 + 1e-7
+
+
+def test_import_bad_channel_is_a_usage_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ds = synth_set(tmp_path / "ds")
+    outs = outputs_for(ds, tmp_path / "outs", channels=2)
+    one_line_error(["fdb", "import", "--dataset", ds, "--outputs", outs, "--out", tmp_path / "t", "--channel", "left"],
+                   capsys, "--channel", "'left'")
+    one_line_error(["fdb", "import", "--dataset", ds, "--outputs", outs, "--out", tmp_path / "t", "--channel", "2"],
+                   capsys, "--channel 2", "only 2 channels")
+
+
+def test_broken_source_wav_is_ineligible_with_a_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv, _ = _broken_source_wav(tmp_path)
+    code, _o, err = run(argv, capsys)
+    assert code == 0, err
+    m = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    bad = [s for s in m["samples"] if not s["eligible"]]
+    assert [(s["id"], s["reasons"]) for s in bad] == [("1", ["unreadable_output"])] and len(m["samples"]) == 3
+    assert "cannot read output.wav" in bad[0]["import"]["error"]
+
+
+def test_unreadable_source_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source the user may not read (permission denied; simulated, since tests may run as root)."""
+    from duplexeval.fdb import import_outputs as imp
+
+    ds = synth_set(tmp_path / "ds")
+    outs = outputs_for(ds, tmp_path / "outs")
+    real = imp.sha256_file
+
+    def denied(path):  # noqa: ANN001, ANN202
+        if Path(path).name == "output.wav" and Path(path).parent.name == "2":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(imp, "sha256_file", denied)
+    one_line_error(["fdb", "import", "--dataset", ds, "--outputs", outs, "--out", tmp_path / "t", "-q"], capsys,
+                   str(outs / TT / "2" / "output.wav"), f"sample {TT}/2", "Permission denied")
+
+
+def test_csv_with_a_utf8_bom_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "excel.csv"
+    f.write_bytes("\ufefftrue_turn_end_s,detector_commit_s\n1.0,1.25\n".encode())
+    code, out, err = run(["eot", "score", f, "--json", tmp_path / "r.json"], capsys)
+    assert code == 0, err
+    assert json.loads((tmp_path / "r.json").read_text())["score"]["n"] == 1
+
+
+def test_fdb_help_lists_stages_in_pipeline_order_and_flags_have_no_type(capsys: pytest.CaptureFixture[str]) -> None:
+    _code, out, _err = run(["fdb", "--help"], capsys)
+    names = [line.split()[1] for line in out.splitlines() if line.startswith("│ ") and line.split()[1].isalpha()]
+    stages = [n for n in names if n in ("synth", "export", "import", "asr", "evaluate", "score")]
+    assert stages == ["synth", "export", "import", "asr", "evaluate", "score"], out
+    for argv in (["fdb", "export", "--help"], ["controller", "label", "--help"], ["--help"]):
+        _code, out, _err = run(argv, capsys)
+        assert "<bool>" not in out and "--help" in out
+
+
+def test_usage_errors_are_one_line_on_every_group(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, needle in ((["nope"], "nope"), (["fdb", "export"], "--system"), (["controller", "evaluate"], "'data'")):
+        line = one_line_error(argv, capsys, needle)
+        assert line.endswith("--help')")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_unwritable_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # pragma: no cover
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    (tmp_path / "p.csv").write_text("true_turn_end_s,detector_commit_s\n1,1.2\n")
+    one_line_error(["eot", "score", tmp_path / "p.csv", "--json", ro / "r.json"], capsys, "not writable")

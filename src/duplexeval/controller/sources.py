@@ -34,11 +34,12 @@ class Conversation:
     both_assignments: bool = False
     events_end_s: float | None = None
     label_source: str = "words"
+    where: str = ""  # the manifest file and line, for messages
 
     def swapped(self) -> Conversation:
         """The other channel assignment (the agent's channel as the user)."""
         return Conversation(self.id, self.group, self.duration_s, self.agent, self.user, self.agent_audio,
-                            self.user_audio, False, self.events_end_s, self.label_source)  # fmt: skip
+                            self.user_audio, False, self.events_end_s, self.label_source, self.where)  # fmt: skip
 
 
 def _read_channels(path: Path, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -118,7 +119,8 @@ def parse_entry(obj: Any, base: Path, where: str) -> Conversation:
     if not isinstance(group, str):
         raise InputError(f"{where}: group must be a string")
     return Conversation(cid, group, float(dur), user, agent, ua, aa, both == "both",
-                        None if ee is None else min(float(ee), float(dur)), f"user:{src_u},agent:{src_a}")  # fmt: skip
+                        None if ee is None else min(float(ee), float(dur)), f"user:{src_u},agent:{src_a}",
+                        where.rsplit(": conversation ", 1)[0])  # fmt: skip
 
 
 def read_manifest(path: str | Path) -> Iterator[Conversation]:
@@ -154,6 +156,10 @@ def assignments(conv: Conversation) -> list[tuple[str, Conversation]]:
     return [(f"{conv.id}.a", conv), (f"{conv.id}.b", conv.swapped())]
 
 
+def _at(c: Conversation) -> str:
+    return f"{c.where}: " if c.where else ""
+
+
 def conversation_clips(
     convs: Sequence[Conversation] | Iterator[Conversation],
     controller: Any = None,
@@ -167,13 +173,13 @@ def conversation_clips(
             try:
                 lab = derive(c.user, c.agent, c.duration_s, rules)
             except InputError as exc:
-                raise InputError(f"conversation {clip_id}: {exc}") from None
+                raise InputError(f"{_at(c)}conversation {clip_id}: {exc}") from None
             level = frame_level_db(c.user_audio, lab.n_frames) if c.user_audio is not None else None
             clip = to_clip(lab, clip_id, group=c.group, level_db=level, events_end_s=c.events_end_s,
                            extra={"label_source": c.label_source})  # fmt: skip
             if controller is not None:
                 if c.user_audio is None:
-                    raise InputError(f"conversation {c.id}: running a controller needs the user audio")
+                    raise InputError(f"{_at(c)}conversation {c.id}: running a controller needs the user audio")
                 res = run(controller, c.user_audio, c.agent_audio, lab.n_frames, lab.truth_state,
                           name=getattr(controller, "name", "controller"))  # fmt: skip
                 res.apply(clip.frames)
