@@ -348,6 +348,15 @@ def _out_inside_dataset(tmp: Path):
     return ["fdb", "export", "--system", "silent", "--dataset", ds, "--out", ds / "tree", "-q"], ("inside the dataset folder",)
 
 
+def _parakeet_without_nemo(tmp: Path):
+    import importlib.util
+
+    if importlib.util.find_spec("nemo") is not None:  # pragma: no cover - NeMo is an optional extra
+        pytest.skip("NeMo is installed here")
+    t = write_tree(tmp / "t", [FixtureSample(TT, "1", 5.0, turn_ann(1.0), None)], asr=False)
+    return ["fdb", "asr", "--tree", t, "--backend", "parakeet", "--no-progress"], ("needs NeMo", "not installed")
+
+
 def _usage(argv: list[object], needle: str) -> Case:
     def case(tmp: Path):
         return argv, (needle, "--help")
@@ -396,6 +405,7 @@ CASES: dict[str, Case] = {
     "manifest-no-samples": _empty_manifest,
     "controller-zero-clips": _zero_clips,
     "out-inside-dataset": _out_inside_dataset,
+    "parakeet-without-nemo": _parakeet_without_nemo,
     "usage-limit-0": _usage(["fdb", "export", "--system", "silent", "--dataset", "demo", "--out", "x", "--limit", "0"], "--limit"),
     "usage-jobs-negative": _usage(["fdb", "score", "--tree", "x", "--jobs", "-1"], "--jobs"),
     "usage-unknown-option": _usage(["eot", "score", "x.csv", "--nope"], "--nope"),
