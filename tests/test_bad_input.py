@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from fdb_fixtures import FixtureSample, interrupt_ann, pause_ann, turn_ann, write_tree
+from fdb_fixtures import FixtureSample, pause_ann, turn_ann, write_tree
 
 from duplexeval.cli import main
 
@@ -45,7 +45,7 @@ def one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str], *needles
 
 def _wav(path: Path, seconds: float, sr: int = 16000, channels: int = 1, fill: float = 0.1, subtype: str = "PCM_16") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    t = np.arange(int(round(seconds * sr))) / sr
+    t = np.arange(round(seconds * sr)) / sr
     x = (fill * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
     sf.write(str(path), np.stack([x] * channels, axis=1) if channels > 1 else x, sr, subtype=subtype)
 
@@ -92,7 +92,14 @@ def edit_manifest(tree: Path, fn: Callable[[dict], None]) -> None:
 
 
 def controller_data(root: Path, lines: list[dict] | None = None) -> Path:
-    from duplexeval.controller.data import Clip, ClipFrames, ClipMeta, PauseProbe, TurnProbe, write_data
+    from duplexeval.controller.data import (
+        Clip,
+        ClipFrames,
+        ClipMeta,
+        PauseProbe,
+        TurnProbe,
+        write_data,
+    )
 
     n = 50
     fr = ClipFrames(n, endpoint=np.linspace(0, 1, n), level_db=np.full(n, -30.0))
@@ -213,7 +220,7 @@ def _json_is_dir(cmd: str) -> Case:
 def _summary_is_dir(tmp: Path):
     t = scored_tree(tmp / "t")
     (t / "summary.json").mkdir()
-    return ["fdb", "evaluate", "--tree", t, "-q"], ("summary.json", "existing folder")
+    return ["fdb", "evaluate", "--tree", t, "-q"], ("summary.json", "cannot write", "existing folder")
 
 
 def _broken_source_wav(tmp: Path):
@@ -496,7 +503,7 @@ def test_unreadable_source_is_one_line(tmp_path: Path, capsys: pytest.CaptureFix
     outs = outputs_for(ds, tmp_path / "outs")
     real = imp.sha256_file
 
-    def denied(path):  # noqa: ANN001, ANN202
+    def denied(path):
         if Path(path).name == "output.wav" and Path(path).parent.name == "2":
             raise PermissionError(13, "Permission denied", str(path))
         return real(path)
@@ -509,7 +516,7 @@ def test_unreadable_source_is_one_line(tmp_path: Path, capsys: pytest.CaptureFix
 def test_csv_with_a_utf8_bom_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "excel.csv"
     f.write_bytes("\ufefftrue_turn_end_s,detector_commit_s\n1.0,1.25\n".encode())
-    code, out, err = run(["eot", "score", f, "--json", tmp_path / "r.json"], capsys)
+    code, _out, err = run(["eot", "score", f, "--json", tmp_path / "r.json"], capsys)
     assert code == 0, err
     assert json.loads((tmp_path / "r.json").read_text())["score"]["n"] == 1
 

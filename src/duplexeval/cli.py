@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import importlib
 import sys
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import typing
 from pathlib import Path
+from typing import Any
 
 import typer
 

@@ -56,6 +56,15 @@ def check_output_file(path: str | os.PathLike[str], what: str = "output file") -
     return path
 
 
+def _write_problem(path: Path, exc: OSError) -> str:
+    if path.is_dir():
+        return "it is an existing folder; give a file path"
+    base = _nearest_existing(path.parent)
+    if not base.is_dir():
+        return f"{base} is a file, not a folder"
+    return str(exc.strerror or exc)
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write to a temporary file in the same folder, fsync, then rename: a killed run never leaves half a file.
 
@@ -68,8 +77,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
-        check_output_file(path)  # names the cause when it can
-        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        raise InputError(f"{path}: cannot write: {_write_problem(path, exc)}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -82,9 +90,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         except FileNotFoundError:
             pass
         if isinstance(exc, OSError):
-            if path.is_dir():
-                raise InputError(f"{path}: output file is an existing folder; give a file path") from None
-            raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+            raise InputError(f"{path}: cannot write: {_write_problem(path, exc)}") from None
         raise
 
 

@@ -92,8 +92,9 @@ class ParakeetBackend:
 
     def signature(self) -> dict[str, Any]:
         if self._signature is None:
-            if self._loader is nemo_loader:
-                require_nemo()  # the missing package, not a download failure, is what the user must fix
+            m = self._model_arg
+            if self._loader is nemo_loader and (m is None or not (Path(m).exists() or str(m).endswith(".nemo"))):
+                require_nemo()  # before a hub download: the missing package is what the user must fix
             self._path, self._label = resolve_checkpoint(self._model_arg)
             self._signature = {
                 "name": self.name,

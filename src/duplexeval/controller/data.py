@@ -498,7 +498,13 @@ def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
 
 def write_data(path: str | Path, clips: Sequence[Clip] | Iterator[Clip], info: dict[str, Any] | None = None) -> Path:
     """Write a data folder (dataset.json, clips.jsonl, frames/*.npz), validating each clip; returns the folder."""
-    from duplexeval.jsonio import atomic_write_bytes, atomic_write_text, dumps, dumps_line, make_output_dir
+    from duplexeval.jsonio import (
+        atomic_write_bytes,
+        atomic_write_text,
+        dumps,
+        dumps_line,
+        make_output_dir,
+    )
 
     root = Path(path)
     make_output_dir(root / "frames", "output folder")

@@ -13,9 +13,9 @@ import numpy as np
 
 from duplexeval.controller.data import Clip, validate_clip_id
 from duplexeval.controller.labels import Activity, LabelRules, derive, to_clip
-from duplexeval.schemas import MAX_TIME_S, check_number
 from duplexeval.errors import InputError
 from duplexeval.jsonio import json_lines, read_text
+from duplexeval.schemas import MAX_TIME_S, check_number
 
 CHANNELS = ("user", "agent")
 

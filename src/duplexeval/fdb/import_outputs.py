@@ -34,7 +34,13 @@ from duplexeval.fdb.export import (
     select_samples,
 )
 from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
-from duplexeval.jsonio import atomic_write_bytes, make_output_dir, sha256_bytes, sha256_file, write_json
+from duplexeval.jsonio import (
+    atomic_write_bytes,
+    make_output_dir,
+    sha256_bytes,
+    sha256_file,
+    write_json,
+)
 
 LENGTH_TOLERANCE_SAMPLES = 1280  # one 80 ms frame at 16 kHz
 
@@ -80,7 +86,14 @@ def to_mono(audio: np.ndarray, channel: int | str | None, where: str) -> np.ndar
 
 def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, key: str,
                 channel: int | str | None = None) -> SampleEntry:
-    from duplexeval.audio import SAMPLE_RATE, fit_length, n_samples_for, read_audio_channels, resample, write_wav_pcm16
+    from duplexeval.audio import (
+        SAMPLE_RATE,
+        fit_length,
+        n_samples_for,
+        read_audio_channels,
+        resample,
+        write_wav_pcm16,
+    )
 
     sdir = out / sample.subset / sample.id
     sdir.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, PlainValidator, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    PlainValidator,
+    ValidationError,
+)
 from pydantic_core import PydanticCustomError
 
 from duplexeval.errors import InputError
@@ -168,7 +174,7 @@ def _problem(err: dict[str, Any]) -> str:
 
 def describe(exc: ValidationError, model: type[BaseModel], raw: Any) -> str:
     """The first error of `exc` as `[sample <key>: ]'<field>' <problem>` (custom messages shown as written)."""
-    err = exc.errors(include_url=False)[0]
+    err: dict[str, Any] = dict(exc.errors(include_url=False)[0])
     loc = tuple(err["loc"])
     sample_of = getattr(model, "sample_of", None)
     sample = sample_of(raw, loc) if sample_of is not None else None

@@ -111,4 +111,4 @@ class PolicyFields(Record):
 
 
 # Re-exported for readers of the line format.
-__all__ = ["CLIP_KEYS", "ClipLine", "MAX_FRAMES", "PolicyFields", "is_clip_id", "Annotated"]
+__all__ = ["CLIP_KEYS", "MAX_FRAMES", "Annotated", "ClipLine", "PolicyFields", "is_clip_id"]

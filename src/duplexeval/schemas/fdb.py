@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, RootModel, ValidationError, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    RootModel,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from duplexeval.schemas.base import (
     MAX_TIME_S,
