@@ -18,7 +18,7 @@ import typer
 
 from duplexeval import __version__
 from duplexeval.errors import DuplexEvalError
-from duplexeval.jsonio import check_output_dir, check_output_file
+from duplexeval.jsonio import check_output_dir, check_output_file, check_output_path
 
 
 @dataclass(frozen=True)
@@ -88,18 +88,25 @@ COMMAND_MODULES: tuple[str, ...] = (
 # `duplexeval fdb --help` lists the stages in pipeline order; unknown names keep their place after these.
 FDB_PIPELINE: tuple[str, ...] = ("synth", "export", "import", "asr", "evaluate", "score")
 
-# Output paths, checked before a command runs (one line and exit 2 for an existing file or folder in the way,
-# or a folder that cannot be written). Options/arguments named `out` are folders unless listed as files here.
+# Output paths, checked before a command runs: one line and exit 2 for a file where a folder should go (or
+# the reverse), or a place that cannot be written. `--json` / `--rows` paths are files; an `out` option or
+# argument is the folder or file these tables say; any other command's `out` gets the checks valid for both.
 OUTPUT_FILE_FLAGS: tuple[str, ...] = ("--json", "--rows")
-OUTPUT_FILE_COMMANDS: frozenset[tuple[str, str]] = frozenset({("calibrate", "out")})
+OUTPUT_DIRS: frozenset[tuple[str, str]] = frozenset({
+    ("fdb", "export"), ("fdb", "reference-export"), ("fdb", "import"), ("fdb", "synth"),
+    ("controller", "label"), ("controller", "run"), ("controller", "demo"), ("duplexeval", "demo"),
+})
+OUTPUT_FILES: frozenset[tuple[str, str]] = frozenset({("controller", "calibrate")})
 
 
 def _output_check(kind: str, flag: str, inner: Callable[..., Any] | None) -> Callable[..., Any]:
+    check = {"file": check_output_file, "dir": check_output_dir, "any": check_output_path}[kind]
+
     def callback(ctx: Any, param: Any, value: Any) -> Any:
         if inner is not None:
             value = inner(ctx, param, value)
         if value is not None and str(value) != "":
-            (check_output_file if kind == "file" else check_output_dir)(value, flag)
+            check(value, flag)
         return value
 
     return callback
@@ -120,7 +127,7 @@ def _is_path(param: Any) -> bool:
     return type(getattr(param, "type", None)).__name__ == "Path"
 
 
-def _polish(cmd: Any) -> None:
+def _polish(cmd: Any, group: str = "") -> None:
     """One pass over every command: output-path checks, no metavar on flags, fdb stages in pipeline order."""
     commands = getattr(cmd, "commands", None)
     if isinstance(commands, dict):
@@ -128,7 +135,7 @@ def _polish(cmd: Any) -> None:
             order = {name: i for i, name in enumerate(FDB_PIPELINE)}
             cmd.commands = dict(sorted(commands.items(), key=lambda kv: order.get(kv[0], len(order))))
         for sub in cmd.commands.values():
-            _polish(sub)
+            _polish(sub, cmd.name or "duplexeval")
     help_option = getattr(cmd, "get_help_option", None)
     if help_option is not None:
         cmd.get_help_option = lambda ctx, _get=help_option: _no_metavar(_get(ctx))
@@ -140,7 +147,8 @@ def _polish(cmd: Any) -> None:
         if any(f in OUTPUT_FILE_FLAGS for f in flags):
             kind = "file"
         elif param.name == "out":
-            kind = "file" if (cmd.name or "", "out") in OUTPUT_FILE_COMMANDS else "dir"
+            where = (group, cmd.name or "")
+            kind = "dir" if where in OUTPUT_DIRS else "file" if where in OUTPUT_FILES else "any"
         else:
             continue
         flag = flags[0] if flags else (param.name or "out").upper()

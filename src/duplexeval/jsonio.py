@@ -43,6 +43,19 @@ def check_output_dir(path: str | os.PathLike[str], what: str = "output folder") 
     return path
 
 
+def check_output_path(path: str | os.PathLike[str], what: str = "output") -> Path:
+    """The checks valid for a file or a folder output: its nearest existing ancestor is a writable folder."""
+    from duplexeval.errors import InputError
+
+    path = Path(path)
+    base = path.parent if path.exists() else _nearest_existing(path)
+    if not base.is_dir():
+        raise InputError(f"{path}: {what} cannot be created: {base} is a file, not a folder")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise InputError(f"{path}: {what} is not writable (no write permission in {base})")
+    return path
+
+
 def check_output_file(path: str | os.PathLike[str], what: str = "output file") -> Path:
     """Refuse (one InputError line) an output file path that is a folder or whose folder cannot be written."""
     from duplexeval.errors import InputError
