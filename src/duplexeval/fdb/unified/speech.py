@@ -230,6 +230,25 @@ def segment_audios(
     return out
 
 
+def probs_files(paths: Sequence[Path], jobs: int | None = None, batch: int = BATCH_FILES) -> list[np.ndarray]:
+    """Whole-file speech probabilities of each 16 kHz mono file (batched and threaded; equal to
+    `SileroVad.probs` of each file). One scan serves any number of segmentation settings."""
+    from duplexeval.vad import load_vad
+
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+    groups = [[paths[i] for i in r] for r in _even_groups(len(paths), jobs, batch)]
+
+    def run(group: list[Path]) -> list[np.ndarray]:
+        return [p.copy() for p in batch_probs(load_vad(), [_read(p) for p in group])]
+
+    if jobs == 1 or len(groups) <= 1:
+        results = [run(g) for g in groups]
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(run, groups))
+    return [p for group in results for p in group]
+
+
 def segment_files(
     paths: Sequence[Path],
     jobs: int | None = None,
