@@ -10,6 +10,7 @@ gives the probabilities every setting segments (the segmentation, not the model,
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,7 +241,7 @@ def render(sens: Sensitivity, console: Any = None) -> None:
 
     from duplexeval.stats import NOT_REACHED
 
-    console = console or Console()
+    console = console or Console(width=None if sys.stdout.isatty() else 160)  # piped: wide, not wrapped
     subsets = list(dict.fromkeys(r.subset for r in sens.table))
     if not subsets:
         console.print("VAD sensitivity: no eligible interruption sample, nothing to sweep.")
