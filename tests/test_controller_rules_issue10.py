@@ -124,3 +124,15 @@ def test_compare_interval_takes_resample_ranks_50_and_1950():
     stats = np.sort(flags[idx].mean(axis=1))
     assert out["ci95"] == [float(stats[49]), float(stats[1949])]
     assert out["diff_b_minus_a"] == pytest.approx(4 / 12)
+
+
+def test_eot_latency_quantiles_take_the_exact_ceil_rank():
+    # 40 pairs with latencies 1..40 ms: q10 is the 4th smallest, q25 the 10th, q95 the 38th (ceil(q*N) exactly;
+    # 0.1*40, 0.25*40 and 0.95*40 must not round up to the next rank in floating point)
+    from duplexeval.eot import EOTPair
+    from duplexeval.eot.report import build_report
+
+    pairs = [EOTPair(10.0, 10.0 + k / 1000) for k in range(40, 0, -1)]
+    q = build_report(pairs)["latency_ms"]["quantiles"]
+    assert q["q10"] == pytest.approx(4.0) and q["q25"] == pytest.approx(10.0) and q["q50"] == pytest.approx(20.0)
+    assert q["q90"] == pytest.approx(36.0) and q["q95"] == pytest.approx(38.0)
