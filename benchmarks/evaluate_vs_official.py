@@ -92,7 +92,7 @@ CALL
 
 
 class _Judge(BaseHTTPRequestHandler):
-    def log_message(self, *args) -> None:  # noqa: ANN002
+    def log_message(self, *args) -> None:
         pass
 
     def _send(self, obj: dict) -> None:
@@ -103,10 +103,10 @@ class _Judge(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._send({"object": "list", "data": [{"id": "gpt-4-turbo", "object": "model"}]})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self._send({"id": "x", "object": "chat.completion", "model": "gpt-4-turbo",
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}]})
