@@ -75,6 +75,7 @@ def _make_app() -> typer.Typer:
 COMMAND_MODULES: tuple[str, ...] = (
     "duplexeval.fdb.score_cli",
     "duplexeval.fdb.asr_cli",
+    "duplexeval.fdb.asr_compare_cli",
     "duplexeval.fdb.synth_cli",
     "duplexeval.fdb.export_cli",
     "duplexeval.fdb.evaluate_cli",
