@@ -118,7 +118,7 @@ def run_cases(cases: CaseSet, system: str, params: dict[str, str], clock: Clock,
             lines.extend(dumps_line(d) for d in dec)
     finally:
         ex.close()
-    body = {"system": system, "system_settings": settings, "clock": clock.settings(), "cases_path": cases.path,
+    body = {"system": system, "system_settings": settings, "clock": clock.settings(), "cases_file": Path(cases.path).name,
             "n_cases": len(cases.cases)}
     dec_head = {**header(DECISIONS_KIND, SCHEMA, sig, {"cases": cases.sha256}), **body}
     atomic_write_text(out_dir / DECISIONS_FILE, dumps_line(dec_head) + "".join(lines))
