@@ -74,15 +74,20 @@ def _manager(system: str, params: tuple[tuple[str, str], ...], out_dir: str) -> 
     return _MANAGERS[key]
 
 
-def replay_case(job: _Job) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One case: its row and its decision lines (a picklable top-level function for the executor)."""
+# One encoder for the many small decision lines: the same bytes as jsonio.dumps_line, without
+# building an encoder per line (that was 40% of a baseline's run time).
+_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def replay_case(job: _Job) -> tuple[dict[str, Any], str]:
+    """One case: its row and its decision-log text (a picklable top-level function for the executor)."""
     manager = _manager(job.system, job.params, job.out_dir)
     rep = simulate(job.case, manager, job.clock)
     row = miu_row(job.case, rep) if isinstance(job.case, MiUCase) else uim_row(job.case, rep, job.clock)
     errs = getattr(manager, "case_errors", None)
     if callable(errs):
         row["system_errors"] = int(errs())
-    return row, decision_lines(rep)
+    return row, "".join(_LINE.encode(d) + "\n" for d in decision_lines(rep))
 
 
 @dataclass(frozen=True)
@@ -115,7 +120,7 @@ def run_cases(cases: CaseSet, system: str, params: dict[str, str], clock: Clock,
                 continue
             row, dec = res.value
             rows.append(row)
-            lines.extend(dumps_line(d) for d in dec)
+            lines.append(dec)
     finally:
         ex.close()
     body = {"system": system, "system_settings": settings, "clock": clock.settings(), "cases_file": Path(cases.path).name,
