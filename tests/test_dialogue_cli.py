@@ -167,3 +167,16 @@ def test_score_refuses_a_truncated_run(tmp_path):
     f.write_text("\n".join(f.read_text().splitlines()[:-1]) + "\n")
     p = cli("score", str(tmp_path / "r"))
     assert p.returncode == 2 and "header says 7 cases, found 6 rows" in p.stderr
+
+
+def test_run_refuses_to_replace_another_run_unless_forced(tmp_path):
+    (tmp_path / "c.jsonl").write_text(caseset_text(0, 3, 1), encoding="utf-8")
+    cs = load_cases(tmp_path / "c.jsonl")
+    run_cases(cs, "eager", {}, Clock(), tmp_path / "r")
+    run_cases(cs, "eager", {}, Clock(), tmp_path / "r")  # the same run again: fine
+    p = cli("run", "--cases", str(tmp_path / "c.jsonl"), "--system", "keyword", "--out", str(tmp_path / "r"))
+    assert p.returncode == 2 and "holds another run (dialogue-spec004-1|" in p.stderr and "--force" in p.stderr
+    assert json.loads((tmp_path / "r" / "cases.jsonl").read_text().splitlines()[0])["system"] == "eager"
+    p = cli("run", "--cases", str(tmp_path / "c.jsonl"), "--system", "keyword", "--out", str(tmp_path / "r"), "--force")
+    assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "r" / "cases.jsonl").read_text().splitlines()[0])["system"] == "keyword"

@@ -208,3 +208,17 @@ def test_module_class_plugin():
     m = make_manager("test_dialogue_sim:EchoPlugin")
     rep = simulate(miu_case(), m, Clock())
     assert rep.takes == [1_500_000]
+
+
+def test_decision_text_equals_dumps_line_of_each_decision(builtin):
+    from duplexeval.dialogue.rows import decision_text
+    from duplexeval.jsonio import dumps_line
+
+    odd = miu_case(chunks=[ch('say "caf\u00e9" \\ now', 0.0, 0.5), ch("ok", 0.5, 1.0)], boundaries=[0, 1])
+    for name in ("half-duplex", "eager", "keyword"):
+        m = make_manager(name)
+        for case in [*builtin[:60], *builtin[-40:], odd]:
+            rep = simulate(case, m, Clock())
+            assert decision_text(rep) == "".join(dumps_line(d) for d in decision_lines(rep))
+    rep = simulate(miu_case(), Scripted({("user_chunk", 0): ["hello"]}), Clock())
+    assert decision_text(rep) == "".join(dumps_line(d) for d in decision_lines(rep))

@@ -33,6 +33,7 @@ from duplexeval.dialogue.protocol import (
     CaseView,
     Event,
 )
+from duplexeval.fdb.official.judge import sanitize_url
 
 CHAT_LOG = "chat-log.jsonl"
 MAX_REPLY_TOKENS = 200
@@ -100,9 +101,9 @@ class ChatManager:
         )
 
     def settings(self) -> dict[str, Any]:
-        chat = self._chat
-        ident = chat.identity() if chat is not None else {"model": self.model}
-        return {**ident, "max_tokens": self.max_tokens, "prompt_sha256": _prompt_sha()}
+        """What determines the decisions (never the key)."""
+        return {"model": self.model, "base_url": sanitize_url(self.base_url), "max_attempts": self.max_attempts,
+                "max_tokens": self.max_tokens, "prompt_sha256": _prompt_sha()}
 
     def reset(self, view: CaseView) -> None:
         self._view = view

@@ -45,6 +45,7 @@ def dialogue_run(
     endpoint_ms: Annotated[int, typer.Option("--endpoint-ms", help="End-of-speech detection delay, ms (VAD latency; 0 as in the paper).")] = 0,
     horizon_ms: Annotated[int, typer.Option("--horizon-ms", help="How long a case runs after the end of user speech, ms.")] = 10000,
     jobs: Annotated[int, typer.Option("--jobs", help="Local worker processes.")] = 1,
+    force: Annotated[bool, typer.Option("--force", help="Replace a run of another system, case set or clock in --out.")] = False,
 ) -> None:
     """Replay every case against a dialogue manager on the virtual clock."""
     from duplexeval.dialogue.baselines import parse_params
@@ -54,7 +55,7 @@ def dialogue_run(
 
     cs = load_cases(cases)
     clock = _clock(asr_chunk_ms, first_token_ms, per_token_ms, endpoint_ms, horizon_ms)
-    res = run_cases(cs, system, parse_params(param or []), clock, out, ExecutorSpec(jobs=jobs))
+    res = run_cases(cs, system, parse_params(param or []), clock, out, ExecutorSpec(jobs=jobs), force=force)
     typer.echo(f"{system}: {len(res.rows)} cases ({res.failures} failed) -> {out}/cases.jsonl, {out}/decisions.jsonl")
     typer.echo(f"signature: {res.signature.compact()}")
 

@@ -6,6 +6,7 @@ judge reads, the transcript and the case's expected labels, so scoring needs not
 
 from __future__ import annotations
 
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from duplexeval.dialogue.cases import MiUCase, UiMCase
@@ -109,3 +110,20 @@ def decision_lines(rep: Replay) -> list[dict[str, Any]]:
             line["implicit"] = True  # a text token while listening took the turn
         out.append(line)
     return out
+
+
+def decision_text(rep: Replay) -> str:
+    """``decision_lines`` as JSONL text, formatted directly (the same bytes as ``jsonio.dumps_line`` on
+    each line, about four times faster; a test holds the two equal)."""
+    cid = encode_basestring(rep.case_id)
+    out = []
+    for t, what, text, idx in rep.steps:
+        line = f'{{"case":{cid},"t_s":{to_s(t)!r},"what":"{what}"'
+        if text:
+            line += ',"text":' + encode_basestring(text)
+        if what in (USER_CHUNK, "machine"):
+            line += f',"chunk":{idx}'
+        elif what == "action" and idx == 1:
+            line += ',"implicit":true'
+        out.append(line + "}\n")
+    return "".join(out)

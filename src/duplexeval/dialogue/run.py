@@ -15,8 +15,9 @@ from duplexeval.artifacts import header
 from duplexeval.dialogue.baselines import make_manager, manager_settings
 from duplexeval.dialogue.cases import MiUCase, UiMCase
 from duplexeval.dialogue.load import CaseSet
-from duplexeval.dialogue.rows import decision_lines, error_row, miu_row, uim_row
+from duplexeval.dialogue.rows import decision_text, error_row, miu_row, uim_row
 from duplexeval.dialogue.simulator import Clock, simulate
+from duplexeval.errors import RefusalError
 from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
 from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_bytes
 from duplexeval.signature import Component, Signature
@@ -74,11 +75,6 @@ def _manager(system: str, params: tuple[tuple[str, str], ...], out_dir: str) -> 
     return _MANAGERS[key]
 
 
-# One encoder for the many small decision lines: the same bytes as jsonio.dumps_line, without
-# building an encoder per line (that was 40% of a baseline's run time).
-_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
 def replay_case(job: _Job) -> tuple[dict[str, Any], str]:
     """One case: its row and its decision-log text (a picklable top-level function for the executor)."""
     manager = _manager(job.system, job.params, job.out_dir)
@@ -87,7 +83,7 @@ def replay_case(job: _Job) -> tuple[dict[str, Any], str]:
     errs = getattr(manager, "case_errors", None)
     if callable(errs):
         row["system_errors"] = int(errs())
-    return row, "".join(_LINE.encode(d) + "\n" for d in decision_lines(rep))
+    return row, decision_text(rep)
 
 
 @dataclass(frozen=True)
@@ -98,14 +94,30 @@ class RunResult:
     failures: int
 
 
+def _check_overwrite(out_dir: Path, sig: Signature, force: bool) -> None:
+    """Refuse to replace another run (other cases, system, settings or clock) unless forced."""
+    path = out_dir / CASES_FILE
+    if force or not path.exists():
+        return
+    try:
+        with open(path, encoding="utf-8") as fh:
+            old = json.loads(fh.readline())
+        compact = old["signature"]["compact"]
+    except (OSError, ValueError, KeyError, TypeError):
+        compact = None
+    if compact != sig.compact():
+        raise RefusalError(f"{out_dir}: holds another run ({compact or 'unreadable cases.jsonl'}); use --force to replace it, or another --out")
+
+
 def run_cases(cases: CaseSet, system: str, params: dict[str, str], clock: Clock, out_dir: Path,
-              executor: ExecutorSpec | None = None) -> RunResult:
+              executor: ExecutorSpec | None = None, force: bool = False) -> RunResult:
     """Replay `cases` against `system`; write the two artifacts atomically into `out_dir`."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     ptuple = tuple(sorted(params.items()))
-    settings = manager_settings(_manager(system, ptuple, str(out_dir)))
+    settings = manager_settings(make_manager(system, dict(ptuple)))
     sig = run_signature(cases, system, settings, clock)
+    _check_overwrite(out_dir, sig, force)
+    out_dir.mkdir(parents=True, exist_ok=True)
     jobs = [_Job(system, ptuple, clock, str(out_dir), c) for c in cases.cases]
     rows: list[dict[str, Any]] = []
     lines: list[str] = []
