@@ -135,6 +135,7 @@ def test_openai_judge_scores_logs_caches_and_never_writes_the_key(tmp_path, key_
     assert rep["judge"]["label"] == "openai:judge-model-x" and rep["judge"]["model"] == "judge-model-x"
     assert "judge:openai:judge-model-x@" in rep["signature"]["compact"]
     assert rep["judge"]["judge_errors"] == 0
+    assert rep["MiU"]["PIR_mid"]["judge"] == "openai:judge-model-x" and rep["UiM"]["PRRavg"]["judge"] == "openai:judge-model-x"
     assert rep["MiU"]["counts"]["mid"] == 6 and rep["MiU"]["PIR_mid"]["value"] == 1.0
     log = [json.loads(x) for x in (run_dir / "judge-log.jsonl").read_text().splitlines()]
     assert sum(1 for r in log if r["event"] == "exchange") == first and any(r["event"] == "cached" for r in log)

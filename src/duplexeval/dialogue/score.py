@@ -24,6 +24,8 @@ from duplexeval.signature import Component, Signature
 REPORT_KIND = "duplexeval.dialogue.report"
 JUDGEMENTS_KIND = "duplexeval.dialogue.judgements"
 REPORT_FILE = "dialogue.json"
+JUDGED_MIU = ("PIR_mid", "PRR_mid", "precision")
+JUDGED_UIM = ("PRR_noise", "PRR_denial", "PRR_affirmation", "PRR_shift", "PRRavg")
 JUDGEMENTS_FILE = "judgements.jsonl"
 
 # Published numbers (notes section 5), from summaries of the paper, not verified against its text.
@@ -88,14 +90,19 @@ def score_run(run_dir: Path, judge: Judge) -> dict[str, Any]:
             errors += 1
         jlines.append(dumps_line({"id": r["id"], "family": r["family"], "outcome": r["outcome"], "verdict": v.to_json() if v else None}))
     miu, uim = items_from(rows, verdicts)
+    miu_js = miu_metrics(miu) if miu else None
+    uim_js = uim_metrics(uim) if uim else None
+    for block, keys in ((miu_js, JUDGED_MIU), (uim_js, JUDGED_UIM)):
+        for k in keys if block else ():
+            block[k]["judge"] = judge.label  # type: ignore[index]  # every judged number names its judge
     report = {
         **header(REPORT_KIND, SCHEMA, sig, inputs),
         "system": head.get("system"),
         "judge": {**ident, "label": judge.label, "judged": sum(1 for v in verdicts if v is not None), "judge_errors": errors},
         "clock": head.get("clock"),
         "note": NOTE,
-        "MiU": miu_metrics(miu) if miu else None,
-        "UiM": uim_metrics(uim) if uim else None,
+        "MiU": miu_js,
+        "UiM": uim_js,
         "paper_secondary": PAPER_SECONDARY,
     }
     atomic_write_text(run_dir / JUDGEMENTS_FILE, "".join(jlines))
