@@ -280,3 +280,25 @@ def test_chat_manager_protocol_errors_are_counted(tmp_path, key_env):
     rows = {r["id"]: r for r in res.rows}
     assert rows["west"]["outcome"] == "miss" and rows["west"]["system_errors"] == 3  # two boundaries + end of speech
     assert rows["gibberish"]["outcome"] == "continued" and rows["gibberish"]["system_errors"] >= 1
+
+
+def test_cli_score_with_the_openai_judge(tmp_path, small_cases):
+    import os
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "run"
+    run_cases(small_cases, "keyword", {}, Clock(), run_dir)
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    with FakeServer(judge_reply) as srv:
+        env = {"PYTHONPATH": src, "PATH": os.environ.get("PATH", "/usr/bin"), KEY_ENV: KEY, "COLUMNS": "200"}
+        p = subprocess.run(
+            [sys.executable, "-m", "duplexeval", "dialogue", "score", str(run_dir), "--judge", "openai", "--judge-model", "jm",
+             "--judge-base-url", srv.url, "--api-key-env", KEY_ENV, "--cache-dir", str(tmp_path / "cache"), "--attempts", "2"],
+            capture_output=True, text=True, env=env, timeout=120,
+        )
+        assert p.returncode == 0, p.stderr
+        assert len(srv.requests) == 8 + json.loads((run_dir / "dialogue.json").read_text())["MiU"]["counts"]["mid"]
+    assert "judge openai:jm" in p.stdout and "|judge:openai:jm@" in p.stdout
+    assert KEY not in p.stdout + p.stderr
+    assert_no_key(tmp_path)
