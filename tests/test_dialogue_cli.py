@@ -22,8 +22,31 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
 def cli(*args, cwd=None):
+    """The real command in a new process (exit status, stdout, stderr)."""
     return subprocess.run([sys.executable, "-m", "duplexeval", "dialogue", *args], capture_output=True, text=True,
                           env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin", "COLUMNS": "200"}, timeout=120, cwd=cwd)
+
+
+class Result:
+    def __init__(self, code, out, err):
+        self.returncode, self.stdout, self.stderr = code, out, err
+
+
+@pytest.fixture
+def incli(capsys, monkeypatch):
+    """`duplexeval.cli.main` in this process (faster than a new interpreter); the same code path and exit status."""
+    from duplexeval.cli import main
+
+    def run(*args, cwd=None):
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exc:
+            main(["dialogue", *args])
+        out, err = capsys.readouterr()
+        return Result(exc.value.code or 0, out, err)
+
+    return run
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +144,8 @@ def test_two_workers_give_the_same_bytes(tmp_path):
     assert ra == rb
 
 
-def test_cli_synth_run_score(tmp_path):
+def test_cli_synth_run_score(tmp_path, incli):
+    cli = incli
     cases = tmp_path / "cases.jsonl"
     p = cli("synth", "--out", str(cases), "--seed", "2", "--n-miu", "12", "--n-uim", "3")
     assert p.returncode == 0, p.stderr
@@ -150,17 +174,18 @@ def test_cli_synth_run_score(tmp_path):
         (("synth", "--out", "x.jsonl", "--n-miu", "-1"), "--n-miu and --n-uim must be non-negative"),
     ],
 )
-def test_cli_errors_are_one_line_exit_2(tmp_path, args, problem):
+def test_cli_errors_are_one_line_exit_2(tmp_path, args, problem, incli):
     (tmp_path / "c.jsonl").write_text(caseset_text(0, 2, 1), encoding="utf-8")
     (tmp_path / "empty").mkdir()
     run_cases(load_cases(tmp_path / "c.jsonl"), "eager", {}, Clock(), tmp_path / "r0")
-    p = cli(*args, cwd=tmp_path)
+    p = incli(*args, cwd=tmp_path)
     assert p.returncode == 2, (p.stdout, p.stderr)
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("duplexeval: error: ") and problem in lines[0], p.stderr
 
 
 def test_score_refuses_a_truncated_run(tmp_path):
+    """A new process: the real exit status."""
     (tmp_path / "c.jsonl").write_text(caseset_text(0, 3, 1), encoding="utf-8")
     run_cases(load_cases(tmp_path / "c.jsonl"), "eager", {}, Clock(), tmp_path / "r")
     f = tmp_path / "r" / "cases.jsonl"
@@ -169,7 +194,8 @@ def test_score_refuses_a_truncated_run(tmp_path):
     assert p.returncode == 2 and "header says 7 cases, found 6 rows" in p.stderr
 
 
-def test_run_refuses_to_replace_another_run_unless_forced(tmp_path):
+def test_run_refuses_to_replace_another_run_unless_forced(tmp_path, incli):
+    cli = incli
     (tmp_path / "c.jsonl").write_text(caseset_text(0, 3, 1), encoding="utf-8")
     cs = load_cases(tmp_path / "c.jsonl")
     run_cases(cs, "eager", {}, Clock(), tmp_path / "r")
