@@ -124,7 +124,7 @@ def test_cli_bad_case_file_exits_2_with_one_line(tmp_path):
     path = write_lines(tmp_path / "bad.jsonl", [miu(), json.dumps(miu(id="m2", boundaries=[0]))])
     proc = subprocess.run(
         [sys.executable, "-m", "duplexeval", "dialogue", "run", "--cases", str(path), "--system", "eager", "--out", str(tmp_path / "r")],
-        capture_output=True, text=True, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}, timeout=60,
+        capture_output=True, text=True, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}, timeout=60, check=False,
     )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()

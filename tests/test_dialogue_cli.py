@@ -24,7 +24,7 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 def cli(*args, cwd=None):
     """The real command in a new process (exit status, stdout, stderr)."""
     return subprocess.run([sys.executable, "-m", "duplexeval", "dialogue", *args], capture_output=True, text=True,
-                          env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin", "COLUMNS": "200"}, timeout=120, cwd=cwd)
+                          env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin", "COLUMNS": "200"}, timeout=120, cwd=cwd, check=False)
 
 
 class Result:

@@ -6,7 +6,14 @@ import math
 
 import pytest
 
-from duplexeval.dialogue.metrics import MiUItem, UiMItem, classify_miu, miu_metrics, precision_interval, uim_metrics
+from duplexeval.dialogue.metrics import (
+    MiUItem,
+    UiMItem,
+    classify_miu,
+    miu_metrics,
+    precision_interval,
+    uim_metrics,
+)
 
 WILSON_2_OF_5 = (0.1176, 0.7693)  # 95% Wilson interval of 2/5, from the formula by hand
 

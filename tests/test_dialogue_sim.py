@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from duplexeval.dialogue.baselines import HalfDuplex, make_manager
-from duplexeval.dialogue.cases import Chunk, Interruption, MiUCase, MiUExpected, UiMCase, UiMExpected
+from duplexeval.dialogue.cases import (
+    Chunk,
+    Interruption,
+    MiUCase,
+    MiUExpected,
+    UiMCase,
+    UiMExpected,
+)
 from duplexeval.dialogue.judges import ExpectedJudge
 from duplexeval.dialogue.protocol import S_LISTEN, S_SPEAK, CaseView, Event, Wait
 from duplexeval.dialogue.rows import decision_lines, miu_row, uim_row
