@@ -82,6 +82,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "duplexeval.eot.cli",
     "duplexeval.controller.cli",
     "duplexeval.controller.tools_cli",
+    "duplexeval.dialogue.cli",
     "duplexeval.demo_cli",
 )
 
