@@ -100,7 +100,9 @@ OUTPUT_DIRS: frozenset[tuple[str, str]] = frozenset({
     ("fdb", "export"), ("fdb", "reference-export"), ("fdb", "import"), ("fdb", "synth"),
     ("controller", "label"), ("controller", "run"), ("controller", "demo"), ("duplexeval", "demo"),
 })
-OUTPUT_FILES: frozenset[tuple[str, str]] = frozenset({("controller", "calibrate")})
+OUTPUT_FILES: frozenset[tuple[str, str]] = frozenset({
+    ("controller", "calibrate"), ("duplexeval", "report"), ("fdb", "compare"), ("fdb", "show"),
+})
 
 
 def _output_check(kind: str, flag: str, inner: Callable[..., Any] | None) -> Callable[..., Any]:
