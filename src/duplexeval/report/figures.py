@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.patches import Patch
@@ -55,10 +56,17 @@ def response_curve(title: str, series: Sequence[tuple[str, Sequence[float | None
     return svg.to_svg(fig)
 
 
+def _strip_axes(n_rows: int, right: float) -> tuple[Any, Any]:
+    """A figure with one horizontal band per tree: fixed margins in inches (0.5 below, 0.15 above)."""
+    band, bottom, top = 0.45, 0.5, 0.15
+    h = bottom + top + band * max(1, n_rows)
+    fig = svg.figure(7.2, h)
+    return fig, fig.add_axes((0.2, bottom / h, right - 0.2, band * max(1, n_rows) / h))
+
+
 def outcome_bars(rows: Sequence[tuple[str, dict[str, int]]]) -> str:
     """Interruption outcomes per tree as one stacked horizontal bar each (counts over selected samples)."""
-    fig = svg.figure(7.2, 0.6 + 0.42 * len(rows))
-    ax = fig.add_axes((0.2, 0.8 / (0.6 + 0.42 * len(rows)), 0.62, 1 - 1.0 / (0.6 + 0.42 * len(rows))))
+    fig, ax = _strip_axes(len(rows), right=0.8)
     for i, (label, counts) in enumerate(rows):
         left = 0
         for name, color in OUTCOME_COLORS.items():
@@ -80,9 +88,7 @@ def stop_latencies(series: Sequence[tuple[str, Sequence[float | None]]]) -> str:
 
     None (the segment runs to the end of the file: no observed stop) is drawn at the right edge.
     """
-    fig = svg.figure(7.2, 0.7 + 0.42 * max(1, len(series)))
-    h = 0.7 + 0.42 * max(1, len(series))
-    ax = fig.add_axes((0.2, 0.75 / h, 0.74, 1 - 1.0 / h))
+    fig, ax = _strip_axes(len(series), right=0.94)
     finite = [v for _, vals in series for v in vals if v is not None]
     xmax = max([1.0, *(v * 1.08 for v in finite)])
     rng = np.random.default_rng(0)  # fixed jitter: the same picture every time
@@ -93,7 +99,7 @@ def stop_latencies(series: Sequence[tuple[str, Sequence[float | None]]]) -> str:
         ax.scatter(xs, ys, s=9, c=colors, lw=0)
         never = sum(1 for v in vals if v is None)
         if never:
-            ax.text(xmax, i - 0.32, f"{never} no stop", fontsize=6.5, ha="right", color="#555")
+            ax.text(xmax * 0.97, i, f"{never} no stop", fontsize=6.5, ha="right", va="center", color="#555")
         med = sorted(v if v is not None else math.inf for v in vals)[math.ceil(len(vals) / 2) - 1] if vals else None
         if med is not None and math.isfinite(med):
             ax.plot([med, med], [i - 0.3, i + 0.3], color="#111", lw=1.2)

@@ -31,7 +31,7 @@ def severity(task: str, row: dict[str, Any] | None) -> tuple[int, float]:
         return (0, -float(row["intrusion_s"])) if row["pause_intrusion"] else (5, 0.0)
     if task == TURN_TAKING:
         if row["outcome"] == "early_start":
-            return (0, -float(row["first_word_s"] or 0) + float(row["E"]))
+            return (0, float(row["first_word_s"]) - float(row["E"]))  # the earliest start first
         if row["outcome"] == "no_response":
             return (1, 0.0)
         return (2, -float(row["latency_s"]))
