@@ -121,12 +121,12 @@ LEGEND = ("grey: output waveform envelope; green: VAD segments; blue: ASR words;
           "pink: the user's interruption [S, R]; E, S, R: annotation marks; x axis: seconds of input time")
 
 
-def draw(ax: Any, view: SampleView, show_words: int = 40, caption: bool = False) -> None:
+def draw(ax: Any, view: SampleView, show_words: int = 12, caption: bool = False) -> None:
     """The timeline on one axes: y in [-1, 1] is the waveform; lanes above for VAD, below for words."""
     ax.set_xlim(0, view.T)
     ax.set_ylim(-2.3, 1.9)
     ax.set_axis_off()  # a drawn time scale below: matplotlib's axis machinery costs half of each picture
-    step = next(s for s in (0.5, 1, 2, 5, 10, 20, 30, 60) if view.T / s <= 12)
+    step = next(s for s in (0.5, 1, 2, 5, 10, 20, 30, 60) if view.T / s <= 8)
     ticks = np.arange(0, view.T + 1e-9, step)
     ax.hlines([-2.3], 0, view.T, color="#333", lw=0.8)
     ax.vlines(ticks, -2.3, -2.42, color="#333", lw=0.8, clip_on=False)
@@ -144,15 +144,17 @@ def draw(ax: Any, view: SampleView, show_words: int = 40, caption: bool = False)
         ax.text(view.T / 2, 0, "no output.wav", ha="center", va="center", color="#999")
     if view.vad:
         ax.broken_barh([(a, b - a) for a, b in view.vad], (1.15, 0.45), color="#2f9e44")
-    ax.text(0, 1.65, "VAD" if view.vad or view.task == USER_INTERRUPTION else "", fontsize=6, color="#2f9e44")
+    if view.vad or view.task == USER_INTERRUPTION:
+        ax.text(0, 1.65, "VAD", fontsize=6, color="#2f9e44")
     if view.words:
         bars = [(s, max((e if e is not None else s) - s, view.T / 600)) for _, s, e in view.words]
         ax.broken_barh(bars, (-1.55, 0.4), facecolor="#1f6fb4", edgecolor="white", lw=0.4)
         last = -1e9
-        for text, s, _ in view.words[:show_words]:  # label a word only where the previous label has room
-            if s - last >= view.T / 40:
+        shown = 0
+        for text, s, _ in view.words:  # label a word only where the previous label has room (text is the cost)
+            if s - last >= view.T / 25 and shown < show_words:
                 ax.text(s, -1.75, text, fontsize=5.5, va="top", ha="left", color="#1f3b57", clip_on=True)
-                last = s
+                last, shown = s, shown + 1
     for label, t in view.marks:
         ax.axvline(t, color=MARK_COLORS.get(label, "#333"), lw=1.2)
         ax.text(t, 1.75, label, color=MARK_COLORS.get(label, "#333"), fontsize=7, ha="center", fontweight="bold")
