@@ -111,6 +111,19 @@ def test_reference_column_only_when_hashes_match(trees: list[Path], tmp_path: Pa
     assert "Reference column left out: asr.json changed since summary.json was written" in page
 
 
+def test_compare_json_renders_as_in_the_tree_report(trees: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "compare.json"
+    with pytest.raises(SystemExit) as e:
+        cli.main(["fdb", "compare", str(trees[0]), str(trees[1]), "--out", str(out), "--no-write"])
+    assert e.value.code == 0 and not out.exists()
+    with pytest.raises(SystemExit):
+        cli.main(["fdb", "compare", str(trees[0]), str(trees[1]), "--out", str(out)])
+    from_file = render_html([out])
+    from_trees = render_html(trees)
+    table = from_trees[from_trees.index('<h2 id="compare">'):from_trees.index('<h2 id="samples">')]
+    assert table in from_file and "exercised in both" in table
+
+
 def test_worst_cases_come_first(trees: list[Path]) -> None:
     page = render_html([trees[1]])
     tt = page[page.index('id="samples-candor_turn_taking"'):]
@@ -158,8 +171,8 @@ def test_controller_and_eot_reports_share_the_page(tmp_path: Path) -> None:
     assert "endpoint.latency_median_ms" in cmp and "+160" in cmp and "|boot:2000@0|" in cmp  # 2 frames later in B
     assert "signature: " in page and "controller-spec002-1" in page
     assert render_html([tmp_path / "ctl.json", tmp_path / "eot.json"]) == page
-    write_json(tmp_path / "other.json", {"kind": "duplexeval.fdb.compare"})
-    with pytest.raises(InputError, match="other.json: is a 'duplexeval.fdb.compare' file"):
+    write_json(tmp_path / "other.json", {"kind": "duplexeval.fdb.summary"})
+    with pytest.raises(InputError, match="other.json: is a 'duplexeval.fdb.summary' file"):
         render_html([tmp_path / "other.json"])
     with pytest.raises(InputError, match="either scored trees"):
         render_html([tmp_path, tmp_path / "eot.json"])

@@ -12,7 +12,8 @@ from duplexeval.report.page import document
 CONTROLLER_REPORT = "duplexeval.controller.report"
 CONTROLLER_COMPARE = "duplexeval.controller.compare"
 EOT_REPORT = "duplexeval.eot.report"
-FILE_KINDS = (CONTROLLER_REPORT, CONTROLLER_COMPARE, EOT_REPORT)
+FDB_COMPARE = "duplexeval.fdb.compare"
+FILE_KINDS = (CONTROLLER_REPORT, CONTROLLER_COMPARE, EOT_REPORT, FDB_COMPARE)
 
 
 def render_html(paths: Sequence[str | Path], jobs: int = 1) -> str:
@@ -50,6 +51,11 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1) -> str:
             bodies.append(other_pages.controller_body(p.name, check_kind(obj, kind, p, 2)))
         elif kind == CONTROLLER_COMPARE:
             bodies.append(other_pages.controller_compare_body(p.name, check_kind(obj, kind, p, 2)))
+        elif kind == FDB_COMPARE:
+            from duplexeval.fdb.compare import COMPARE_SCHEMA_VERSION
+            from duplexeval.report.fdb_page import comparison_html
+
+            bodies.append(comparison_html(check_kind(obj, kind, p, COMPARE_SCHEMA_VERSION)))
         else:
             bodies.append(other_pages.eot_body(p.name, check_kind(obj, kind, p)))
     return document("duplexeval report", "".join(bodies), "Files: " + ", ".join(str(p) for p in given))
