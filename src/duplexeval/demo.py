@@ -170,7 +170,8 @@ def run_demo(
             except DuplexEvalError as exc:  # one system's failed stage must not hide the others' results
                 say(f"demo: [{label}] stage {key} failed: {exc}")
                 run.stages[key] = f"failed: {exc}"
-    return DemoResult(out, Path(ds.root), runs, time.monotonic() - t0, _write_report(out, runs, say))
+    report = _write_report(out, runs, say)
+    return DemoResult(out, Path(ds.root), runs, time.monotonic() - t0, report)
 
 
 def _write_report(out: Path, runs: Sequence[SystemRun], say: Callable[[str], None]) -> Path | None:
