@@ -163,7 +163,7 @@ def draw(ax: Any, view: SampleView, show_words: int = 12, caption: bool = False)
 
 
 class TimelineSVG:
-    """Renders many sample timelines to SVG through one reused figure and axes (a new figure each is 3x slower).
+    """Renders many sample timelines to SVG through one reused figure and axes (a new figure each: about 2x slower).
 
     Only the drawn artists are removed between samples; the SVG ids come from the content and matplotlib's
     fixed hash salt, so a timeline's bytes do not depend on what was drawn before it.
