@@ -194,3 +194,23 @@ def test_cli_writes_compare_json_with_header_deterministically(tmp_path: Path, t
         cli.main(["fdb", "compare", str(a), str(b), str(c3), "--out", str(out)])
     assert out.read_bytes() == first
     assert dumps(compare_trees([a, b, c3]).to_json()).encode() == first
+
+
+def test_paired_ratio_difference_by_hand() -> None:
+    from duplexeval.paired import from_resamples, paired_ratio_difference
+
+    na, da, nb, db = [1.0, 0.0, 3.0], [2.0, 2.0, 0.0], [2.0, 1.0, 3.0], [2.0, 2.0, 0.0]
+    d = paired_ratio_difference(na, da, nb, db)
+    assert (d.a, d.b, d.diff, d.n_pairs) == (1.0, 1.5, 0.5, 3)  # (1 + 0 + 3) / 4 and (2 + 1 + 3) / 4
+    diffs, skipped = [], 0
+    for row in bootstrap_indices(3):
+        den = sum(da[i] for i in row)
+        if den == 0:  # only the third unit drawn: no pause time on either side, skipped
+            skipped += 1
+            continue
+        diffs.append(sum(nb[i] for i in row) / den - sum(na[i] for i in row) / den)
+    diffs.sort()
+    assert d.interval == (diffs[math.ceil(len(diffs) / 40) - 1], diffs[math.ceil(len(diffs) * 39 / 40) - 1])
+    assert d.skipped == skipped > 0
+    none = from_resamples(None, 0.5, np.array([np.nan]), np.array([0.5]), 4)
+    assert (none.diff, none.interval, none.reason) == (None, None, "undefined on one side")
