@@ -27,7 +27,7 @@ from duplexeval.fdb.tree import (
 )
 from duplexeval.jsonio import read_json, sha256_bytes
 from duplexeval.schemas import validate
-from duplexeval.schemas.fdb import ANNOTATION_MODELS
+from duplexeval.schemas.fdb import ANNOTATION_MODELS, IccGroundTruth
 
 INPUT_FILE = "input.wav"
 ICC_GT_FILE = "icc_gt_distribution.json"
@@ -100,10 +100,6 @@ def _id_key(sid: str) -> tuple[int, int, str]:
     return (0, int(sid), "") if sid.isdigit() else (1, 0, sid)
 
 
-def _finite(x: Any) -> bool:
-    return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
-
-
 def _check_span(a: float, b: float, i: int, where: str, T: float) -> None:
     if a < 0:
         raise InputError(f"{where}: item {i} starts before 0 ({a})")
@@ -153,16 +149,8 @@ def validate_annotation(obj: Any, subset: str, T: float, where: str) -> Any:
 
 
 def read_icc_gt(path: str | os.PathLike[str]) -> dict[str, list[float]]:
-    """`icc_gt_distribution.json`: {digit id: list of >= 1 finite non-negative numbers with a positive sum}."""
-    obj = read_json(path)
-    if not isinstance(obj, dict):
-        raise InputError(f"{path}: must be a JSON object mapping sample ids to distributions")
-    for k, v in obj.items():
-        if not isinstance(k, str) or not k.isdigit():
-            raise InputError(f"{path}: key {k!r} is not a digit string (backchannel ids are digits)")
-        if not isinstance(v, list) or not v or not all(_finite(x) and x >= 0 for x in v) or not sum(v) > 0:
-            raise InputError(f"{path}: sample icc_backchannel/{k}: must be a non-empty list of finite non-negative numbers with a positive sum")
-    return obj
+    """`icc_gt_distribution.json`, checked by schemas.fdb.IccGroundTruth (the evaluator's rule too)."""
+    return validate(read_json(path), IccGroundTruth, path).distributions()
 
 
 def _subset_dirs(root: Path) -> dict[str, Path]:

@@ -176,6 +176,33 @@ ANNOTATION_MODELS: dict[str, type[_Annotation]] = {
 }
 
 
+class IccGroundTruth(RootModel[Any]):
+    """icc_gt_distribution.json: {digit id: >= 2 finite non-negative numbers with a positive sum} (not empty).
+
+    One rule for the dataset loader and the official evaluator (they used to disagree about one-number lists).
+    """
+
+    model_config = ConfigDict(strict=True, allow_inf_nan=False, frozen=True)
+    root: dict[str, list[float]]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not data:
+            raise fail("must be a non-empty JSON object {sample id: [probabilities]}")
+        for k, v in data.items():
+            if not isinstance(k, str) or not k.isdigit():
+                raise fail(f"key {k!r} is not a digit string (backchannel ids are digits)")
+            if (not isinstance(v, list) or len(v) < 2 or not all(finite(x) and 0 <= x <= 1e6 for x in v)
+                    or not sum(v) > 0):
+                raise fail(f"sample icc_backchannel/{k}: must be a list of at least 2 finite non-negative numbers "
+                           f"with a positive sum, got {v!r}")
+        return {k: [float(x) for x in v] for k, v in data.items()}
+
+    def distributions(self) -> dict[str, list[float]]:
+        return {k: list(v) for k, v in self.root.items()}
+
+
 # ---------------------------------------------------------------- output.json
 
 
