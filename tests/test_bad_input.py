@@ -319,6 +319,11 @@ def _conv_problem(tmp: Path):
     return ["controller", "label", tmp / "o", "--conversations", m], ("m.jsonl", "line 2", "conversation c2", "after the conversation end")
 
 
+def _conv_missing_audio(tmp: Path):
+    m = conversations(tmp / "c", [{**CONV, "user_audio": "nope.wav"}])
+    return ["controller", "label", tmp / "o", "--conversations", m], ("m.jsonl: line 1: conversation c1", "nope.wav", "not found")
+
+
 def _judge_timeout(tmp: Path):
     t = scored_tree(tmp / "t")
     return ["fdb", "evaluate", "--tree", t, "--judge-timeout", "-1", "-q"], ("--judge-timeout", "positive")
@@ -405,6 +410,7 @@ CASES: dict[str, Case] = {
     "conversation-huge-duration": _huge_conversation,
     "conversation-duplicate-id": _dup_conversations,
     "conversation-error-names-line": _conv_problem,
+    "conversation-missing-audio-names-line": _conv_missing_audio,
     "judge-timeout-negative": _judge_timeout,
     "eot-duplicate-ids": _dup_pairs,
     "eot-negative-time": _negative_pairs,
