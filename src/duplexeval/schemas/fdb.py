@@ -20,14 +20,10 @@ from pydantic import (
 
 from duplexeval.schemas.base import (
     MAX_TIME_S,
-    NonNegTime,
     OpenRecord,
     PositiveTime,
-    Record,
     Sha256,
-    Text,
     Time,
-    describe,
     fail,
     finite,
     has_control,
@@ -471,9 +467,8 @@ class AsrFile(OpenRecord):
         return v
 
 
-# Lengths a later stage may rely on (re-exported for readers).
 __all__ = [
-    "ANNOTATION_MODELS", "AsrFile", "AsrSampleRecord", "Chunk", "DatasetInfo", "InterruptAnnotation", "InterruptItem",
-    "ManifestFile", "ManifestSample", "NonNegTime", "OutputJson", "PauseAnnotation", "PauseItem", "Record",
-    "Text", "TurnAnnotation", "TurnItem", "describe", "id_problem", "subset_problem",
+    "ANNOTATION_MODELS", "AsrFile", "AsrSampleRecord", "Chunk", "DatasetInfo", "IccGroundTruth", "InterruptAnnotation",
+    "InterruptItem", "ManifestFile", "ManifestSample", "OutputJson", "PauseAnnotation", "PauseItem", "TurnAnnotation",
+    "TurnItem", "id_problem", "subset_problem",
 ]
