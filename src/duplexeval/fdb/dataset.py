@@ -117,11 +117,14 @@ def annotation_record(obj: Any, subset: str, where: str) -> Any:
 
 
 def validate_annotation(obj: Any, subset: str, T: float, where: str) -> Any:
-    """Check an annotation object for its task; returns it unchanged (error messages name `where`).
+    """Check an annotation object for its task; returns it unchanged (error messages name `where`)."""
+    _checked_record(obj, subset, T, where)
+    return obj
 
-    The shape (types, finite and in-range numbers) is the shared schema's; the rules against T
-    (with the published files' rounding tolerance) and the item counts are the dataset's.
-    """
+
+def _checked_record(obj: Any, subset: str, T: float, where: str) -> Any:
+    """The typed annotation after every check: the shape (types, finite and in-range numbers) is the shared
+    schema's; the rules against T (with the published files' rounding tolerance) and the item counts are ours."""
     task = SUBSETS[subset].task
     rec = annotation_record(obj, subset, where)
     if task == PAUSE_HANDLING:
@@ -145,7 +148,7 @@ def validate_annotation(obj: Any, subset: str, T: float, where: str) -> Any:
         _check_span(a, b, 0, where, T)
         if b > T + TIME_TOLERANCE_S:
             raise InputError(f"{where}: interruption ends at {b} s, after the input's end T = {T:.6f} s")
-    return obj
+    return rec
 
 
 def read_icc_gt(path: str | os.PathLike[str]) -> dict[str, list[float]]:
@@ -221,8 +224,8 @@ def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
             msg = str(exc)
             prefix = f"{ann_path}: "
             raise InputError(f"{prefix}{where}: {msg[len(prefix):]}" if msg.startswith(prefix) else f"{msg} ({where})") from None
-        ann = validate_annotation(obj, subset, T, f"{ann_path}: {where}")
-        record = annotation_record(ann, subset, f"{ann_path}: {where}")
+        record = _checked_record(obj, subset, T, f"{ann_path}: {where}")
+        ann = obj
     return DatasetSample(subset, sid, d, inp, ann_path, T, int(sr), int(frames), ann, ann_sha, record)
 
 
