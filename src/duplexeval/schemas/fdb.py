@@ -364,6 +364,7 @@ class ManifestFile(OpenRecord):
     dataset: DatasetInfo
     samples: list[ManifestSample]
 
+    sample_depth: ClassVar[int] = 2
     sample_of: ClassVar[Any] = staticmethod(
         lambda raw, loc: _sample_label(raw, loc[1]) if len(loc) >= 2 and loc[0] == "samples" else None)
 
@@ -434,6 +435,7 @@ class AsrFile(OpenRecord):
     backend: dict[str, Any]
     samples: dict[str, AsrSampleRecord]
 
+    sample_depth: ClassVar[int] = 2
     sample_of: ClassVar[Any] = staticmethod(
         lambda raw, loc: f"sample {loc[1]}" if len(loc) >= 2 and loc[0] == "samples" else None)
 
