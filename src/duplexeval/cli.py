@@ -75,12 +75,14 @@ def _make_app() -> typer.Typer:
 COMMAND_MODULES: tuple[str, ...] = (
     "duplexeval.fdb.score_cli",
     "duplexeval.fdb.asr_cli",
+    "duplexeval.fdb.asr_compare_cli",
     "duplexeval.fdb.synth_cli",
     "duplexeval.fdb.export_cli",
     "duplexeval.fdb.evaluate_cli",
     "duplexeval.eot.cli",
     "duplexeval.controller.cli",
     "duplexeval.controller.tools_cli",
+    "duplexeval.dialogue.cli",
     "duplexeval.demo_cli",
 )
 

@@ -298,24 +298,21 @@ def _backchannel(
 
     assert gt_loaded is not None  # loaded up front whenever the subset has eligible samples
     gt, gt_info = gt_loaded
-    model = vadmod.load_vad()
     info = {
         "vad": vadmod.vad_signature(vadmod.OFFICIAL_SETTINGS),
         "vad_rounding": "round(seconds, 1) as get_speech_timestamps(return_seconds=True)",
         "vad_sampling_rate_assumed": vadmod.SAMPLE_RATE,
         "icc_gt": gt_info,
     }
+    loaded = [read_output_raw(_check_file(e, tree, OUTPUT_WAV, e.files.get(OUTPUT_WAV), "manifest.json"), e.key) for e, _ in digit]
+    say(f"{subset}: VAD on {len(digit)} output(s), batched")
+    all_segments = bc.vad_segments_s([audio for audio, _ in loaded])
     done: list[bc.BackchannelSample] = []
-    for i, (e, words) in enumerate(digit, 1):
-        path = _check_file(e, tree, OUTPUT_WAV, e.files.get(OUTPUT_WAV), "manifest.json")
-        audio, rate = read_output_raw(path, e.key)
-        segments = model.segments_s(audio, vadmod.OFFICIAL_SETTINGS, official_rounding=True)
+    for (e, words), (audio, rate), segments in zip(digit, loaded, all_segments):
         try:
             done.append(bc.backchannel_sample(e.id, segments, words, len(audio), rate, gt.get(e.id), rules))
         except KeyError:
             raise InputError(f"{gt_info['file']}: has no distribution for sample {e.key} (keys are folder ids)") from None
-        if i % 10 == 0:
-            say(f"{subset}: VAD {i}/{len(digit)}")
     return done, extra, info
 
 
