@@ -149,6 +149,11 @@ def _id_newline_dataset(tmp: Path):
     return ["fdb", "export", "--system", "silent", "--dataset", ds, "--out", tmp / "t", "-q"], ("'1\\n' is not allowed",)
 
 
+def _id_newline_synth(tmp: Path):
+    (tmp / "s.json").write_text(json.dumps({"samples": [{"subset": TT, "id": "1\n", "text": "hi"}]}))
+    return ["fdb", "synth", tmp / "s.json", "--out", tmp / "o"], ("s.json", "'1\\n' is not allowed")
+
+
 def _id_newline_clip(tmp: Path):
     d = controller_data(tmp / "d")
     line = json.loads((d / "clips.jsonl").read_text())
@@ -381,6 +386,7 @@ CASES: dict[str, Case] = {
     "id-trailing-newline-manifest": _id_newline_manifest,
     "id-trailing-newline-dataset": _id_newline_dataset,
     "id-trailing-newline-clip": _id_newline_clip,
+    "id-trailing-newline-synth": _id_newline_synth,
     "import-stereo-without-channel": _stereo_import,
     "import-nan-inf-audio": _nan_import,
     "export-out-is-file": _out_is_file("export"),
