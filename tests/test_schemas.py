@@ -23,6 +23,7 @@ from duplexeval.schemas.fdb import (
     ManifestFile,
     OutputJson,
     PauseAnnotation,
+    SynthDatasetFile,
     TurnAnnotation,
 )
 
@@ -38,6 +39,8 @@ VALID = {
     AsrFile: {"manifest_sha256": SHA, "backend": {"name": "x"},
               "samples": {"candor_turn_taking/1": {"status": "ok", "output.json": SHA, "error": None, "cut_s": 0.0}}},
     IccGroundTruth: {"0": [0.5, 0.5]},
+    SynthDatasetFile: {"name": "mini", "declared": {"candor_turn_taking": 1},
+                       "samples": [{"subset": "candor_turn_taking", "id": "1", "T": 3.0}]},
     EOTPairRow: {"true_turn_end_s": 1.0, "detector_commit_s": 1.2, "id": "a"},
     ClipLine: {"id": "c1", "n_frames": 50, "turn_probes": [[2.0, 0.0, None]], "yield_onsets": [1.0]},
     PolicyFields: {"endpoint_threshold": 0.5, "endpoint_mode": "head_only"},

@@ -27,7 +27,7 @@ from duplexeval.fdb.tree import (
 )
 from duplexeval.jsonio import read_json, sha256_bytes
 from duplexeval.schemas import validate
-from duplexeval.schemas.fdb import ANNOTATION_MODELS, IccGroundTruth
+from duplexeval.schemas.fdb import ANNOTATION_MODELS, IccGroundTruth, SynthDatasetFile
 
 INPUT_FILE = "input.wav"
 ICC_GT_FILE = "icc_gt_distribution.json"
@@ -175,20 +175,19 @@ def _subset_dirs(root: Path) -> dict[str, Path]:
     return found
 
 
-def _check_declared(root: Path, info: dict[str, Any], samples: list[DatasetSample]) -> None:
+def _check_declared(root: Path, listing: SynthDatasetFile, samples: list[DatasetSample]) -> None:
     """A synth set's dataset.json lists its samples: each must be on disk, or loading is refused (never dropped)."""
     path = root / DATASET_FILE
     present = {s.key for s in samples}
-    listed = info.get("samples")
-    if isinstance(listed, list):
-        keys = [f"{r.get('subset')}/{r.get('id')}" for r in listed if isinstance(r, dict)]
+    if listing.samples is not None:
+        keys = [f"{r.subset}/{r.id}" for r in listing.samples]
         missing = [k for k in keys if k not in present]
         if missing:
             raise InputError(f"{path}: sample {missing[0]}: listed in dataset.json but its folder (or input.wav) is "
                              f"missing ({len(missing)} of {len(keys)} listed samples missing); restore it or re-run synth")
-    for subset, n in info["declared"].items():
+    for subset, n in listing.declared.items():
         have = sum(1 for s in samples if s.subset == subset)
-        if isinstance(n, int) and not isinstance(n, bool) and have < n:
+        if have < n:
             raise InputError(f"{path}: subset {subset}: dataset.json declares {n} samples but {have} are on disk "
                              f"under {root / subset}; restore the missing ones or re-run synth")
 
@@ -239,10 +238,10 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
     if not root.is_dir():
         raise InputError(f"{root}: dataset folder not found (give an FDB v1.0 folder, a synth output folder, or 'demo')")
     info = None
+    listing: SynthDatasetFile | None = None
     if (root / DATASET_FILE).is_file():
         info = read_json(root / DATASET_FILE)
-        if not isinstance(info, dict) or not isinstance(info.get("declared"), dict):
-            raise InputError(f"{root / DATASET_FILE}: not a duplexeval dataset description (needs 'declared')")
+        listing = validate(info, SynthDatasetFile, root / DATASET_FILE)
     dirs = _subset_dirs(root)
     if not dirs:
         raise InputError(f"{root}: no FDB v1.0 subset folders found (expected some of {', '.join(SUBSET_ORDER)})")
@@ -256,14 +255,10 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
         missing = [s.id for s in samples if s.subset == "icc_backchannel" and s.id not in gt]
         if missing:
             raise InputError(f"{gt_path}: no ground truth for sample icc_backchannel/{missing[0]} ({len(missing)} missing)")
-    if info is not None:
-        declared = {}
-        for k, v in info["declared"].items():
-            if k not in SUBSETS or isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise InputError(f"{root / DATASET_FILE}: bad declared entry {k!r}: {v!r}")
-            declared[k] = v
-        _check_declared(root, info, samples)
-        name = str(info.get("name") or root.name)
+    if listing is not None:
+        declared = dict(listing.declared)
+        _check_declared(root, listing, samples)
+        name = listing.name or root.name
         kind = "synth"
     else:
         declared = {s: SUBSETS[s].declared for s in SUBSET_ORDER}

@@ -253,6 +253,48 @@ class OutputJson(OpenRecord):
         return f"chunks[{i}]{word} has an end that is neither null nor a finite number: {end!r}"
 
 
+# ---------------------------------------------------------------- dataset.json (a synth set)
+
+
+class ListedSample(OpenRecord):
+    """dataset.json `samples[i]`: which sample the set holds (T, voice, ... are kept as extras)."""
+
+    subset: str
+    id: str
+
+    @field_validator("subset", mode="before")
+    @classmethod
+    def _subset(cls, v: Any) -> Any:
+        if not isinstance(v, str) or v not in SUBSET_NAMES:
+            raise fail(subset_problem(v))
+        return v
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id(cls, v: Any) -> Any:
+        if not is_safe_id(v):
+            raise fail(id_problem(v))
+        return v
+
+
+class SynthDatasetFile(OpenRecord):
+    """A synth set's dataset.json: its name, declared size per subset and (when written by `fdb synth`) samples."""
+
+    name: str | None = None
+    declared: dict[str, int]
+    samples: list[ListedSample] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _declared(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("declared"), dict):
+            raise fail("not a duplexeval dataset description (needs 'declared')")
+        for k, v in data["declared"].items():
+            if k not in SUBSET_NAMES or isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise fail(f"bad declared entry {k!r}: {v!r}")
+        return data
+
+
 # ---------------------------------------------------------------- manifest.json
 
 
@@ -471,6 +513,6 @@ class AsrFile(OpenRecord):
 
 __all__ = [
     "ANNOTATION_MODELS", "AsrFile", "AsrSampleRecord", "Chunk", "DatasetInfo", "IccGroundTruth", "InterruptAnnotation",
-    "InterruptItem", "ManifestFile", "ManifestSample", "OutputJson", "PauseAnnotation", "PauseItem", "TurnAnnotation",
+    "InterruptItem", "ManifestFile", "ManifestSample", "OutputJson", "PauseAnnotation", "PauseItem", "SynthDatasetFile", "TurnAnnotation",
     "TurnItem", "id_problem", "subset_problem",
 ]
