@@ -93,7 +93,7 @@ class SileroDetector:
 
         self.window_ms = float(window_ms)
         self.vad = load_vad()
-        self.frames = max(1, int(round(self.window_ms / 32.0)))
+        self.frames = max(1, round(self.window_ms / 32.0))
 
     def info(self) -> dict[str, Any]:
         from duplexeval.vad import MODEL_SHA256, _package_version

@@ -23,7 +23,15 @@ import numpy as np
 from duplexeval.artifacts import header
 from duplexeval.eot.detectors import build_detector, detector_info
 from duplexeval.eot.predictions import PREDICTIONS_KIND, Predictions, write_predictions
-from duplexeval.eot.spans import GRID_STEP_S, TRANSCRIPT_LAG_S, SpanSet, SpanTurn, end_sample, grid_points, visible_messages
+from duplexeval.eot.spans import (
+    GRID_STEP_S,
+    TRANSCRIPT_LAG_S,
+    SpanSet,
+    SpanTurn,
+    end_sample,
+    grid_points,
+    visible_messages,
+)
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
 from duplexeval.jsonio import dumps_line, sha256_bytes
@@ -88,22 +96,31 @@ def predict_turn_task(task: TurnTask) -> list[Row]:
     """Scores of one turn at every grid time (top-level so any executor can run it)."""
     det = _detector(task.detector, task.options_json)
     turn, st = task.turn, task.settings
-    pts = grid_points(turn, st.step_s, st.only_at)
+    pts = grid_points(turn, st.step_s)
     if not pts:
         return []
-    meta = [{"language": turn.language, "timestamp": p.timestamp, "silence_dur": p.silence_dur, "span_index": p.span_index,
-             "messages": visible_messages(turn, p.timestamp, st.transcript_lag_s)} for p in pts]  # fmt: skip
-    if hasattr(det, "predict_turn"):
-        upto = turn.audio[: end_sample(pts[-1].timestamp)]
-        scores = list(det.predict_turn(upto, SAMPLE_RATE, meta))
+    # with only_at, every grid time still gets a row (span durations come from the rows, as in eot-bench), but
+    # only the listed silences are scored; the others are null ("no score at this time")
+    ask = [k for k, p in enumerate(pts) if not st.only_at or any(abs(p.silence_dur - a) <= 1e-6 for a in st.only_at)]
+    meta: list[dict[str, Any]] = [{"language": turn.language, "timestamp": pts[k].timestamp, "silence_dur": pts[k].silence_dur,
+             "span_index": pts[k].span_index, "messages": visible_messages(turn, pts[k].timestamp, st.transcript_lag_s)}
+            for k in ask]  # fmt: skip
+    got: list[Any] = []
+    if not meta:
+        pass
+    elif hasattr(det, "predict_turn"):
+        upto = turn.audio[: end_sample(meta[-1]["timestamp"])]
+        got = list(det.predict_turn(upto, SAMPLE_RATE, meta))
     else:
-        scores = []
         for g in range(0, len(meta), st.batch_size):
             items = [dict(m, audio={"array": turn.audio[: end_sample(m["timestamp"])].copy(), "sampling_rate": SAMPLE_RATE})
                      for m in meta[g : g + st.batch_size]]  # fmt: skip
-            scores.extend(det.predict_batch(items))
-    if len(scores) != len(pts):
-        raise InputError(f"detector {task.detector!r} returned {len(scores)} scores for {len(pts)} times in turn {turn.id!r}")
+            got.extend(det.predict_batch(items))
+    if len(got) != len(meta):
+        raise InputError(f"detector {task.detector!r} returned {len(got)} scores for {len(meta)} times in turn {turn.id!r}")
+    scores: list[Any] = [None] * len(pts)
+    for k, v in zip(ask, got):
+        scores[k] = v
     rows: list[Row] = []
     for p, s in zip(pts, scores):
         if s is not None:
@@ -168,33 +185,39 @@ def _read_journal(path: Path, run_id: str) -> dict[str, list[Row]]:
     return done
 
 
-@dataclass
 class _Progress:
-    total: int
-    enabled: bool
-    done: int = 0
-    t0: float = field(default_factory=time.monotonic)
+    """A rich progress bar on stderr (turns done, predictions per second, ETA); a no-op when disabled."""
 
-    def __enter__(self) -> _Progress:
-        self._prog = None
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    def __init__(self, total: int, enabled: bool, done: int = 0) -> None:
+        self.total, self.enabled, self.done, self.t0 = total, enabled, done, time.monotonic()
+        self._prog: Any = None
 
-            self._prog = Progress(TextColumn("predict"), BarColumn(), MofNCompleteColumn(), TextColumn("turns"),
-                                  TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn(),
-                                  TimeElapsedColumn(), console=Console(stderr=True), transient=True)  # fmt: skip
-            self._prog.start()
-            self._task = self._prog.add_task("predict", total=self.total, completed=self.done, rate="")
-        return self
+    def start(self) -> None:
+        if not self.enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._prog = Progress(TextColumn("predict"), BarColumn(), MofNCompleteColumn(), TextColumn("turns"),
+                              TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn(),
+                              TimeElapsedColumn(), console=Console(stderr=True), transient=True)  # fmt: skip
+        self._prog.start()
+        self._task = self._prog.add_task("predict", total=self.total, completed=self.done, rate="")
 
     def advance(self, n_new: int) -> None:
         self.done += 1
         if self._prog is not None:
             el = max(time.monotonic() - self.t0, 1e-9)
-            self._prog.update(self._task, advance=1, rate=f"{n_new / el:.1f}/s")
+            self._prog.update(self._task, advance=1, rate=f"{n_new / el:.1f} turns/s")
 
-    def __exit__(self, *exc: object) -> None:
+    def stop(self) -> None:
         if self._prog is not None:
             self._prog.stop()
 
@@ -242,7 +265,9 @@ def run_predict(
         failure: ItemFailure | None = None
         show = sys.stderr.isatty() if progress is None else progress
         try:
-            with _Progress(len(spans.turns), show, done=resumed) as prog:
+            prog = _Progress(len(spans.turns), show, done=resumed)
+            prog.start()
+            try:
                 for res in ex.map_ordered(predict_turn_task, tasks):
                     if isinstance(res, ItemFailure):
                         failure = failure or res
@@ -254,6 +279,8 @@ def run_predict(
                     os.fsync(jf.fileno())
                     n_new += 1
                     prog.advance(n_new)
+            finally:
+                prog.stop()
         finally:
             ex.close()
     if failure is not None:
@@ -270,7 +297,13 @@ def run_predict(
 
 
 def _assemble(spans: SpanSet, done: Mapping[str, list[Row]]) -> Predictions:
-    ids, langs, si, ts, sd, p, lab = [], [], [], [], [], [], []
+    ids: list[str] = []
+    langs: list[str] = []
+    si: list[int] = []
+    ts: list[float] = []
+    sd: list[float] = []
+    p: list[float | None] = []
+    lab: list[str] = []
     for t in spans.turns:
         for r in done[t.id]:
             ids.append(t.id)
@@ -280,5 +313,5 @@ def _assemble(spans: SpanSet, done: Mapping[str, list[Row]]) -> Predictions:
             ts.append(r[2])
             sd.append(r[3])
             p.append(r[4])
-    cols = {"id": ids, "language": langs, "span_index": si, "timestamp": ts, "silence_dur": sd, "p_eot": p, "label": lab}
+    cols: dict[str, list[Any]] = {"id": ids, "language": langs, "span_index": si, "timestamp": ts, "silence_dur": sd, "p_eot": p, "label": lab}
     return Predictions.from_columns(cols, spans.name)

@@ -231,7 +231,7 @@ def read_conversations(path: str | Path) -> SpanSet:
                 e1 = min(nxt, t.end_s + EOT_TAIL_S, c.duration_s)
                 sil = [(b - a0, n - a0, "hold") for (_, b), (n, _) in zip(t.runs, t.runs[1:]) if n > b]
                 sil.append((t.end_s - a0, e1 - a0, "eot"))
-                i0, i1 = int(round(a0 * SAMPLE_RATE)), int(round(e1 * SAMPLE_RATE))
+                i0, i1 = round(a0 * SAMPLE_RATE), round(e1 * SAMPLE_RATE)
                 words = tuple(TimedWord(w, s - a0, e - a0) for w, s, e in (c.user.words or ()) if t.start_s <= s and e <= t.end_s + 1e-6)
                 turns.append(make_turn(f"{cid}.t{k}", c.user_audio[i0:i1], sil, words=words, group=c.group,
                                        skipped=skipped, where=f"{path}: conversation {cid} turn {k}"))  # fmt: skip
@@ -242,12 +242,18 @@ def read_conversations(path: str | Path) -> SpanSet:
 
 
 def read_synth_script(path: str | Path) -> SpanSet:
-    """A `fdb synth` script rendered with espeak-ng: pause-handling samples give their pauses as holds and the
-    tail after the last word as eot; turn-taking samples give [last word end, min(T, end + 4 s)] as eot."""
-    from duplexeval.fdb.synth import load_script, render_sample
+    """A `fdb synth` script rendered with espeak-ng (see ``span_set_from_script``)."""
+    from duplexeval.fdb.synth import load_script
+
+    return span_set_from_script(load_script(path), str(path))
+
+
+def span_set_from_script(script: Any, where: str) -> SpanSet:
+    """Pause-handling samples give their pauses as holds and the tail after the last word as eot; turn-taking
+    samples give [last word end, min(T, end + 4 s)] as eot; other tasks are counted as skipped."""
+    from duplexeval.fdb.synth import render_sample
     from duplexeval.fdb.tree import PAUSE_HANDLING, SUBSETS, TURN_TAKING
 
-    script = load_script(path)
     skipped: dict[str, int] = {}
     turns: list[SpanTurn] = []
     for spec in script.samples:
@@ -256,16 +262,15 @@ def read_synth_script(path: str | Path) -> SpanSet:
         if task not in (PAUSE_HANDLING, TURN_TAKING):
             _bump(skipped, f"task_{task}")
             continue
-        r = render_sample(spec, where=f"{path}: sample {key}")
-        T = r.T
+        r = render_sample(spec, where=f"{where}: sample {key}")
         last = r.words[-1][2]
         sil: list[tuple[float, float, str]] = []
         if task == PAUSE_HANDLING:
             sil = [(float(p["timestamp"][0]), float(p["timestamp"][1]), "hold") for p in (r.annotation or [])]
-        sil.append((last, min(T, last + EOT_TAIL_S), "eot"))
+        sil.append((last, min(r.T, last + EOT_TAIL_S), "eot"))
         words = tuple(TimedWord(w, a, b) for w, a, b in r.words)
-        turns.append(make_turn(key, r.audio, sil, words=words, group=key, skipped=skipped, where=f"{path}: sample {key}"))
-    return _finish(script.name, "synth", turns, skipped, str(path))
+        turns.append(make_turn(key, r.audio, sil, words=words, group=key, skipped=skipped, where=f"{where}: sample {key}"))
+    return _finish(script.name, "synth", turns, skipped, where)
 
 
 def load_span_set(path: str | Path, source: str = "auto") -> SpanSet:

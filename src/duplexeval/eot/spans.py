@@ -131,7 +131,7 @@ def make_turn(
 
 def time_grid(start: float, end: float, step: float = GRID_STEP_S) -> list[float]:
     """Scored times in [start, end]: start, start + step, ..., and the end itself when it is off the grid."""
-    n = max(0, int(math.floor((end - start) / step + _GRID_EPS)))
+    n = max(0, math.floor((end - start) / step + _GRID_EPS))
     vals = [round(start + i * step, 6) for i in range(n + 1)]
     if vals[-1] < end - _GRID_EPS:
         vals.append(round(end, 6))
@@ -140,7 +140,7 @@ def time_grid(start: float, end: float, step: float = GRID_STEP_S) -> list[float
 
 def end_sample(t: float) -> int:
     """Samples of audio the detector may see at time t: everything before t."""
-    return int(math.floor(t * SAMPLE_RATE + _GRID_EPS))
+    return math.floor(t * SAMPLE_RATE + _GRID_EPS)
 
 
 def visible_messages(turn: SpanTurn, t: float, lag_s: float) -> list[dict[str, str]]:
@@ -163,16 +163,12 @@ class GridPoint:
     silence_dur: float
 
 
-def grid_points(turn: SpanTurn, step: float = GRID_STEP_S, only_at: tuple[float, ...] = ()) -> list[GridPoint]:
-    """Every scored time of every span of a turn, in time order; with ``only_at``, just the grid times whose silence
-    so far equals one of those values (a batch model scored once per span, e.g. Smart Turn at 0.2 s)."""
+def grid_points(turn: SpanTurn, step: float = GRID_STEP_S) -> list[GridPoint]:
+    """Every scored time of every span of a turn, in time order."""
     out = []
     for sp in turn.spans:
         for t in time_grid(sp.start_s, sp.end_s, step):
-            sd = round(t - sp.start_s, 6)
-            if only_at and not any(abs(sd - a) <= _GRID_EPS for a in only_at):
-                continue
-            out.append(GridPoint(sp.index, sp.label, t, sd))
+            out.append(GridPoint(sp.index, sp.label, t, round(t - sp.start_s, 6)))
     return out
 
 

@@ -38,12 +38,12 @@ SCORE_MODES = ("max", "score_point")
 
 def budget_key(budget: float) -> str:
     """eot-bench's key of a cutoff budget: 0.05 -> '5pct'."""
-    return f"{int(round(budget * 100))}pct"
+    return f"{round(budget * 100)}pct"
 
 
 def latency_key(budget: float) -> str:
     """Our key of a latency budget: 0.3 -> '300ms'."""
-    return f"{int(round(budget * 1000))}ms"
+    return f"{round(budget * 1000)}ms"
 
 
 def grid(values: Sequence[float], name: str) -> tuple[float, ...]:

@@ -1,0 +1,191 @@
+"""What eot-bench lacks: 95% intervals over whole turns, for a fixed policy and re-picking the policy per resample,
+and spec 003's pair scores for the chosen policy's commits.
+
+A turn's spans share a speaker, a recording and a detector state, so turns (not spans) are the resampling unit:
+one ``stats.bootstrap_indices(n_turns)`` matrix (2000 resamples, a fresh ``default_rng(0)``), cutoff rate and
+mean latency as pooled ratios of per-turn sums, endpoints at ranks 50 and 1950 (the shared conventions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from duplexeval import stats
+from duplexeval.eot.pairs import EOTPair
+from duplexeval.eot.sweep import (
+    EPS,
+    Selected,
+    SpanTable,
+    Sweep,
+    SweepConfig,
+    pick_min_cutoff,
+    pick_min_latency,
+    policy_grid,
+    policy_outcomes,
+    prepare_crossings,
+)
+from duplexeval.units import US_PER_S
+
+SELECTION_MAX_TURNS = 2000  # the selection-aware interval holds (policies x turns) matrices; above this it is skipped
+_CHUNK = 100  # resamples per matrix product
+
+
+def turn_starts(spans: SpanTable) -> np.ndarray:
+    """Index of each turn's first span (spans are sorted by turn)."""
+    return np.searchsorted(spans.turn, np.arange(spans.n_turns), side="left")
+
+
+@dataclass(frozen=True)
+class TurnCounts:
+    """Per-turn sums for one policy: cutoffs, hold spans, latency (us), EoT spans, detections."""
+
+    cut: np.ndarray
+    n_hold: np.ndarray
+    latency_us: np.ndarray
+    n_eot: np.ndarray
+    detected: np.ndarray
+
+
+def turn_counts(spans: SpanTable, cfg: SweepConfig, pol: Selected) -> TurnCounts:
+    o = policy_outcomes(spans, cfg, pol.threshold, pol.action_delay, pol.timeout)
+    st = turn_starts(spans)
+    hold = (~spans.is_eot).astype(np.int64)
+    return TurnCounts(
+        np.add.reduceat(o["cut"].astype(np.int64), st),
+        np.add.reduceat(hold, st),
+        np.add.reduceat(o["latency_us"].astype(np.int64), st),
+        np.add.reduceat(spans.is_eot.astype(np.int64), st),
+        np.add.reduceat(o["detected"].astype(np.int64), st),
+    )
+
+
+def fixed_policy_intervals(tc: TurnCounts) -> dict[str, list[float | None] | None]:
+    """Bootstrap intervals (whole turns) of the cutoff rate and mean latency with the policy held fixed."""
+    cut = stats.bootstrap_ratio_interval(tc.cut, tc.n_hold)
+    lat = stats.bootstrap_ratio_interval(tc.latency_us / US_PER_S, tc.n_eot)
+    return {"cutoff_rate": stats.json_interval(cut), "mean_latency": stats.json_interval(lat)}
+
+
+def wilson_cutoff(tc: TurnCounts) -> list[float | None] | None:
+    """The Wilson interval of the cutoff rate as if spans were independent (shown for contrast only)."""
+    return stats.json_interval(stats.wilson_interval(int(tc.cut.sum()), int(tc.n_hold.sum())))
+
+
+def _policy_turn_matrices(spans: SpanTable, cfg: SweepConfig) -> tuple[np.ndarray, ...]:
+    """(cut, latency_us, timeouts) per model policy (grid order, as ``run_sweep``) and per turn, as float64."""
+    cross = prepare_crossings(spans, cfg)
+    st = turn_starts(spans)
+    hold = ~spans.is_eot
+    eot = spans.is_eot
+    th, de, to = policy_grid(cfg)
+    per_thr = th.size // len(cfg.thresholds)
+    dv, tv = de[:per_thr, None], to[:per_thr, None]
+    d = spans.dur[None, :]
+    C, L, TO = [], [], []
+    for j in range(len(cfg.thresholds)):
+        f = cross[:, j][None, :]
+        fire = np.maximum(dv, f)
+        fin = np.isfinite(f)
+        cut = hold & ((d > tv + EPS) | (fin & (d > fire + EPS)))
+        det = eot & fin & (fire <= tv + EPS)
+        lat = np.where(det, fire, tv)
+        lat_us = np.where(eot, np.rint(np.where(eot, lat, 0.0) * US_PER_S), 0.0)
+        C.append(np.add.reduceat(cut.astype(np.float64), st, axis=1))
+        L.append(np.add.reduceat(lat_us, st, axis=1))
+        TO.append(np.add.reduceat((eot & ~det).astype(np.float64), st, axis=1))
+    return np.concatenate(C), np.concatenate(L), np.concatenate(TO), th, de, to
+
+
+def _resample_weights(idx: np.ndarray, n: int) -> np.ndarray:
+    """How many times each turn appears in each resample row: (rows, n)."""
+    b = idx.shape[0]
+    flat = (np.arange(b)[:, None] * n + idx).ravel()
+    return np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class SelectionAware:
+    """Intervals with the policy re-picked inside every resample; ``same_policy`` = share of resamples that kept it."""
+
+    cutoff_rate: list[float | None] | None
+    mean_latency: list[float | None] | None
+    n_resamples_feasible: int
+    same_policy: float | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"label": "selection-aware: policy re-picked in each resample", "cutoff_rate": self.cutoff_rate,
+                "mean_latency": self.mean_latency, "n_resamples_with_a_feasible_policy": self.n_resamples_feasible,
+                "share_of_resamples_picking_the_same_policy": self.same_policy}  # fmt: skip
+
+
+def selection_aware(
+    spans: SpanTable, cfg: SweepConfig, sw: Sweep, cutoff_budgets: Sequence[float], latency_budgets: Sequence[float],
+    chosen: dict[str, Selected | None],
+) -> dict[str, SelectionAware]:
+    """Re-run the operating-point rule in each of the 2000 turn resamples and take the chosen policy's numbers."""
+    C, L, TO, th, de, to = _policy_turn_matrices(spans, cfg)
+    nh_t = np.add.reduceat((~spans.is_eot).astype(np.float64), turn_starts(spans))
+    ne_t = np.add.reduceat(spans.is_eot.astype(np.float64), turn_starts(spans))
+    idx = stats.bootstrap_indices(spans.n_turns)
+    model = np.flatnonzero(sw.is_model)
+    keys = [("cutoff", b) for b in cutoff_budgets] + [("latency", b) for b in latency_budgets]
+    vals = {k: (np.full(idx.shape[0], np.nan), np.full(idx.shape[0], np.nan), np.zeros(idx.shape[0], bool)) for k in keys}
+    for g in range(0, idx.shape[0], _CHUNK):
+        W = _resample_weights(idx[g : g + _CHUNK], spans.n_turns).T  # (T, B)
+        cb, lb, tb = C @ W, L @ W, TO @ W
+        nh, ne = nh_t @ W, ne_t @ W
+        cols = np.arange(W.shape[1])
+        for kind, b in keys:
+            if kind == "cutoff":
+                pick = pick_min_latency(cb, lb, tb, th, de, to, b, nh)
+            else:
+                pick = pick_min_cutoff(cb, lb, th, de, to, b, ne)
+            ok = pick >= 0
+            p = np.where(ok, pick, 0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cr = np.where(ok & (nh > 0), cb[p, cols] / np.where(nh > 0, nh, 1), np.nan)
+                ml = np.where(ok & (ne > 0), lb[p, cols] / np.where(ne > 0, ne, 1) / US_PER_S, np.nan)
+            key = (kind, b)
+            ch = chosen.get(_name(kind, b))
+            same = ok & (model[p] == (ch.index if ch is not None else -1))
+            vals[key][0][g : g + W.shape[1]] = cr
+            vals[key][1][g : g + W.shape[1]] = ml
+            vals[key][2][g : g + W.shape[1]] = same
+    out = {}
+    for kind, b in keys:
+        cr, ml, same = vals[(kind, b)]
+        feas = int((~np.isnan(cr)).sum())
+        out[_name(kind, b)] = SelectionAware(stats.json_interval(stats.percentile_interval(cr)),
+                                             stats.json_interval(stats.percentile_interval(ml)), feas,
+                                             float(same.mean()) if feas else None)  # fmt: skip
+    return out
+
+
+def _name(kind: str, b: float) -> str:
+    from duplexeval.eot.sweep import budget_key, latency_key
+
+    return budget_key(b) if kind == "cutoff" else latency_key(b)
+
+
+def commit_pairs(spans: SpanTable, cfg: SweepConfig, pol: Selected) -> tuple[list[EOTPair], list[str], int]:
+    """Spec 003 pairs of a policy: per turn with an EoT span, (true end, the first commit in the turn), absolute
+    seconds. A commit in a hold span (a false cutoff) comes before the true end. Turns without an EoT span are
+    counted, not paired."""
+    o = policy_outcomes(spans, cfg, pol.threshold, pol.action_delay, pol.timeout)
+    pairs, ids, no_eot = [], [], 0
+    st = turn_starts(spans)
+    ends = np.append(st[1:], spans.n_spans)
+    for t in range(spans.n_turns):
+        sl = slice(st[t], ends[t])
+        eot = np.flatnonzero(spans.is_eot[sl])
+        if eot.size == 0:
+            no_eot += 1
+            continue
+        abs_commit = spans.start_abs[sl] + o["commit_s"][sl]
+        first = float(np.min(abs_commit))
+        pairs.append(EOTPair(float(spans.start_abs[sl][eot[0]]), first))
+        ids.append(spans.turn_ids[t])
+    return pairs, ids, no_eot
