@@ -21,8 +21,8 @@ from duplexeval.eot.sweep import (
     SpanTable,
     Sweep,
     SweepConfig,
-    pick_min_cutoff,
-    pick_min_latency,
+    pick_sorted_min_cutoff,
+    pick_sorted_min_latency,
     policy_grid,
     policy_outcomes,
     prepare_crossings,
@@ -30,7 +30,7 @@ from duplexeval.eot.sweep import (
 from duplexeval.units import US_PER_S
 
 SELECTION_MAX_TURNS = 2000  # the selection-aware interval holds (policies x turns) matrices; above this it is skipped
-_CHUNK = 100  # resamples per matrix product
+_CHUNK = 250  # resamples per matrix product
 
 
 def turn_starts(spans: SpanTable) -> np.ndarray:
@@ -133,16 +133,20 @@ def selection_aware(
     model = np.flatnonzero(sw.is_model)
     keys = [("cutoff", b) for b in cutoff_budgets] + [("latency", b) for b in latency_budgets]
     vals = {k: (np.full(idx.shape[0], np.nan), np.full(idx.shape[0], np.nan), np.zeros(idx.shape[0], bool)) for k in keys}
+    # rows pre-sorted in each rule's static tie-break order, so the per-resample pick needs no reordering
+    orders = {"cutoff": np.lexsort((th, de, to)), "latency": np.lexsort((to, de, -th))}
+    mats = {kind: (C[o], L[o], TO[o]) for kind, o in orders.items()}
     for g in range(0, idx.shape[0], _CHUNK):
         W = _resample_weights(idx[g : g + _CHUNK], spans.n_turns).T  # (T, B)
-        cb, lb, tb = C @ W, L @ W, TO @ W
         nh, ne = nh_t @ W, ne_t @ W
         cols = np.arange(W.shape[1])
+        prods = {kind: (m[0] @ W, m[1] @ W, m[2] @ W) for kind, m in mats.items()}
         for kind, b in keys:
+            cb, lb, tb = prods[kind]
             if kind == "cutoff":
-                pick = pick_min_latency(cb, lb, tb, th, de, to, b, nh)
+                pick = pick_sorted_min_latency(cb, lb, tb, b, nh)
             else:
-                pick = pick_min_cutoff(cb, lb, th, de, to, b, ne)
+                pick = pick_sorted_min_cutoff(cb, lb, b, ne)
             ok = pick >= 0
             p = np.where(ok, pick, 0)
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -150,7 +154,7 @@ def selection_aware(
                 ml = np.where(ok & (ne > 0), lb[p, cols] / np.where(ne > 0, ne, 1) / US_PER_S, np.nan)
             key = (kind, b)
             ch = chosen.get(_name(kind, b))
-            same = ok & (model[p] == (ch.index if ch is not None else -1))
+            same = ok & (model[orders[kind][p]] == (ch.index if ch is not None else -1))
             vals[key][0][g : g + W.shape[1]] = cr
             vals[key][1][g : g + W.shape[1]] = ml
             vals[key][2][g : g + W.shape[1]] = same

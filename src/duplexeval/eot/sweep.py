@@ -457,16 +457,31 @@ def pick_min_cutoff(
     return _pick((lat / np.maximum(n_eot, 1)) / US_PER_S <= budget + EPS, (cut, lat), static)
 
 
-def _pick(feasible: np.ndarray, keys: tuple[np.ndarray, ...], static: np.ndarray) -> np.ndarray:
+def _pick(feasible: np.ndarray, keys: tuple[np.ndarray, ...], static: np.ndarray | None) -> np.ndarray:
+    """First row (in ``static`` order; None = rows already in that order) minimising ``keys`` in turn among feasible."""
     squeeze = feasible.ndim == 1
-    cand = feasible.reshape(feasible.shape[0], -1)[static]
+    cand = feasible.reshape(feasible.shape[0], -1)
+    if static is not None:
+        cand = cand[static]
     for key in keys:
-        k = key.reshape(key.shape[0], -1)[static].astype(float)
+        k = key.reshape(key.shape[0], -1)
+        if static is not None:
+            k = k[static]
         v = np.where(cand, k, np.inf)
-        cand = cand & (v == v.min(axis=0, keepdims=True))
+        cand &= v == v.min(axis=0, keepdims=True)
     first = np.argmax(cand, axis=0)
-    out = np.where(cand.any(axis=0), static[first], -1)
+    out = np.where(cand.any(axis=0), first if static is None else static[first], -1)
     return out[0] if squeeze else out
+
+
+def pick_sorted_min_latency(cut: np.ndarray, lat: np.ndarray, tor: np.ndarray, budget: float, n_hold: np.ndarray) -> np.ndarray:
+    """``pick_min_latency`` on rows already in its static tie-break order (timeout, delay, threshold)."""
+    return _pick(cut / np.maximum(n_hold, 1) <= budget + EPS, (lat, cut, tor), None)
+
+
+def pick_sorted_min_cutoff(cut: np.ndarray, lat: np.ndarray, budget: float, n_eot: np.ndarray) -> np.ndarray:
+    """``pick_min_cutoff`` on rows already in its static tie-break order (-threshold, delay, timeout)."""
+    return _pick((lat / np.maximum(n_eot, 1)) / US_PER_S <= budget + EPS, (cut, lat), None)
 
 
 @dataclass(frozen=True)
