@@ -171,3 +171,13 @@ def test_demo_runs_offline(tmp_path, capsys):
     v = sil["vad_baseline"]["cutoff_at_latency_budget"]["600ms"]
     assert sil["cutoff_at_latency_budget"]["600ms"]["cutoff_rate"] == pytest.approx(v["cutoff_rate"])
     assert np.isfinite(s["mean_frontier_latency_0_10"])
+
+
+def test_shared_index_matrix_gives_the_shared_bootstrap_numbers():
+    from duplexeval.eot.intervals import ratio_intervals
+
+    rng = np.random.default_rng(5)
+    num = rng.integers(0, 3, 57).astype(float)
+    den = num + rng.integers(0, 3, 57)
+    idx = stats.bootstrap_indices(57)
+    assert ratio_intervals(idx, [(num, den)])[0] == stats.bootstrap_ratio_interval(num, den)

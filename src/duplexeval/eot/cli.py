@@ -55,7 +55,8 @@ def _check_out_dir(out: Path, force: bool) -> None:
 
 def run_sweep_command(
     predictions: Path, out: Path | None, cfg: Any, *, force: bool = False, bootstrap: bool = True,
-    selection_aware: bool = True, selection_max_turns: int = 2000, plots: bool = True, echo: Any = typer.echo,
+    selection_aware: bool = True, selection_max_turns: int = 2000, bootstrap_max_turns: int = 20000, plots: bool = True,
+    echo: Any = typer.echo,
     title: str = "",
 ) -> dict[str, Any]:  # fmt: skip
     """Read, sweep, summarise, write ``out/{summary.json, sweep.parquet, pareto.png, operating_points.png}``, print."""
@@ -74,7 +75,7 @@ def run_sweep_command(
     sha = sha256_file(predictions)
     res = compute(preds, cfg)
     summary = build_summary(res, preds, sha, bootstrap=bootstrap, selection_aware=selection_aware,
-                            selection_max_turns=selection_max_turns)  # fmt: skip
+                            selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns)  # fmt: skip
     if out is not None:
         from duplexeval.eot.plots import plot_operating_points, plot_pareto
 
@@ -189,13 +190,14 @@ def eot_sweep(
     bootstrap: bool = typer.Option(True, "--bootstrap/--no-bootstrap", help="Turn-level bootstrap intervals on every operating point."),
     selection_aware: bool = typer.Option(True, "--selection-aware/--no-selection-aware", help="Also the interval that re-picks the policy per resample."),
     selection_max_turns: int = typer.Option(2000, "--selection-max-turns", help="Skip the selection-aware interval above this many turns (memory)."),
+    bootstrap_max_turns: int = typer.Option(20000, "--bootstrap-max-turns", help="Skip every interval above this many turns (the 2000 x turns index matrix)."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write pareto.png and operating_points.png."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing summary in --out."),
 ) -> None:
     """eot-bench's threshold x action-delay x timeout sweep with operating points, VAD baseline and turn intervals."""
     cfg = _sweep_config(score_mode, score_point, thresholds, action_delays, timeouts, min_hold, max_hold)
     run_sweep_command(predictions, out, cfg, force=force, bootstrap=bootstrap, selection_aware=selection_aware,
-                      selection_max_turns=selection_max_turns, plots=plots)  # fmt: skip
+                      selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns, plots=plots)  # fmt: skip
 
 
 def eot_compare(

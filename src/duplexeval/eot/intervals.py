@@ -30,6 +30,7 @@ from duplexeval.eot.sweep import (
 from duplexeval.units import US_PER_S
 
 SELECTION_MAX_TURNS = 2000  # the selection-aware interval holds (policies x turns) matrices; above this it is skipped
+BOOTSTRAP_MAX_TURNS = 20000  # the shared (2000 x turns) index matrix: 320 MB at this size; above it intervals are skipped
 _CHUNK = 250  # resamples per matrix product
 
 
@@ -62,10 +63,29 @@ def turn_counts(spans: SpanTable, cfg: SweepConfig, pol: Selected) -> TurnCounts
     )
 
 
-def fixed_policy_intervals(tc: TurnCounts) -> dict[str, list[float | None] | None]:
+def ratio_intervals(idx: np.ndarray, ratios: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[float, float] | None]:
+    """``stats.bootstrap_ratio_interval`` of several (numerators, denominators) over one index matrix.
+
+    Every call of the shared function draws the same ``bootstrap_indices(n)`` matrix, so sharing it gives the same
+    numbers (a test checks it) while drawing it once; sums are taken in chunks of resamples to bound memory.
+    """
+    out = []
+    for num, den in ratios:
+        ns = np.empty(idx.shape[0])
+        ds = np.empty(idx.shape[0])
+        for g in range(0, idx.shape[0], _CHUNK):
+            ns[g : g + _CHUNK] = np.asarray(num, dtype=float)[idx[g : g + _CHUNK]].sum(axis=1)
+            ds[g : g + _CHUNK] = np.asarray(den, dtype=float)[idx[g : g + _CHUNK]].sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(ds > 0, ns / np.where(ds > 0, ds, 1.0), np.nan)
+        out.append(stats.percentile_interval(r))
+    return out
+
+
+def fixed_policy_intervals(tc: TurnCounts, idx: np.ndarray | None = None) -> dict[str, list[float | None] | None]:
     """Bootstrap intervals (whole turns) of the cutoff rate and mean latency with the policy held fixed."""
-    cut = stats.bootstrap_ratio_interval(tc.cut, tc.n_hold)
-    lat = stats.bootstrap_ratio_interval(tc.latency_us / US_PER_S, tc.n_eot)
+    idx = stats.bootstrap_indices(tc.cut.size) if idx is None else idx
+    cut, lat = ratio_intervals(idx, [(tc.cut, tc.n_hold), (tc.latency_us / US_PER_S, tc.n_eot)])
     return {"cutoff_rate": stats.json_interval(cut), "mean_latency": stats.json_interval(lat)}
 
 
@@ -179,17 +199,12 @@ def commit_pairs(spans: SpanTable, cfg: SweepConfig, pol: Selected) -> tuple[lis
     seconds. A commit in a hold span (a false cutoff) comes before the true end. Turns without an EoT span are
     counted, not paired."""
     o = policy_outcomes(spans, cfg, pol.threshold, pol.action_delay, pol.timeout)
-    pairs, ids, no_eot = [], [], 0
     st = turn_starts(spans)
-    ends = np.append(st[1:], spans.n_spans)
-    for t in range(spans.n_turns):
-        sl = slice(st[t], ends[t])
-        eot = np.flatnonzero(spans.is_eot[sl])
-        if eot.size == 0:
-            no_eot += 1
-            continue
-        abs_commit = spans.start_abs[sl] + o["commit_s"][sl]
-        first = float(np.min(abs_commit))
-        pairs.append(EOTPair(float(spans.start_abs[sl][eot[0]]), first))
-        ids.append(spans.turn_ids[t])
-    return pairs, ids, no_eot
+    first = np.minimum.reduceat(spans.start_abs + o["commit_s"], st)
+    has_eot = np.add.reduceat(spans.is_eot.astype(np.int64), st) > 0
+    true_end = np.full(spans.n_turns, np.nan)
+    true_end[spans.turn[spans.is_eot]] = spans.start_abs[spans.is_eot]
+    keep = np.flatnonzero(has_eot)
+    pairs = [EOTPair(float(true_end[t]), float(first[t])) for t in keep]
+    ids = [spans.turn_ids[t] for t in keep]
+    return pairs, ids, int((~has_eot).sum())

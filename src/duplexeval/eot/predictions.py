@@ -150,6 +150,9 @@ def read_predictions(path: str | Path) -> Predictions:
         missing = [c for c in COLUMNS if c not in names]
         if missing:
             raise InputError(f"{p}: missing column(s) {', '.join(missing)} (eot-bench predictions need {', '.join(COLUMNS)})")
+        fast = _from_arrow(table, str(p), meta)
+        if fast is not None:
+            return fast
         cols = {c: table.column(c).to_pylist() for c in COLUMNS}
         return Predictions.from_columns(cols, str(p), meta)
     if suffix in (".jsonl", ".ndjson"):
@@ -165,6 +168,42 @@ def read_predictions(path: str | Path) -> Predictions:
             raise InputError(f"{p}: no prediction rows")
         return Predictions.from_rows(rows, str(p))
     raise InputError(f"{p}: unknown predictions file type {suffix!r} (use .parquet or .jsonl)")
+
+
+def _from_arrow(table: Any, source: str, meta: Mapping[str, Any] | None) -> Predictions | None:
+    """Vectorised load when the columns have the expected types (strings, integers, floats); None -> the row checks."""
+    import pyarrow as pa
+
+    t = {c: table.column(c) for c in COLUMNS}
+    ok = (pa.types.is_string(t["id"].type) or pa.types.is_large_string(t["id"].type)) and pa.types.is_integer(t["span_index"].type)
+    ok = ok and all(pa.types.is_floating(t[c].type) or pa.types.is_integer(t[c].type) for c in ("timestamp", "silence_dur", "p_eot"))
+    ok = ok and pa.types.is_string(t["label"].type) and t["id"].null_count == 0 and t["label"].null_count == 0
+    ok = ok and t["span_index"].null_count == 0 and t["timestamp"].null_count == 0 and t["silence_dur"].null_count == 0
+    if not ok:
+        return None
+    ids = np.asarray(t["id"].to_numpy(zero_copy_only=False), dtype=object)
+    labels = np.asarray(t["label"].to_numpy(zero_copy_only=False), dtype=object)
+    si = t["span_index"].to_numpy().astype(np.int64)
+    ts = t["timestamp"].to_numpy().astype(np.float64)
+    sd = t["silence_dur"].to_numpy().astype(np.float64)
+    pe = t["p_eot"].to_numpy(zero_copy_only=False).astype(np.float64)  # nulls become NaN
+    lang = np.asarray(["" if x is None else str(x) for x in t["language"].to_pylist()], dtype=object) if t["language"].null_count else np.asarray(t["language"].cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object)
+    bad_label = ~np.isin(labels, LABELS)
+    checks = [
+        (np.flatnonzero(bad_label), lambda k: f"label must be 'hold' or 'eot', got {labels[k]!r}"),
+        (np.flatnonzero(np.asarray([len(x) == 0 for x in ids])), lambda k: "id must be a non-empty string"),
+        (np.flatnonzero(si < 0), lambda k: f"span_index must be an integer >= 0, got {si[k]}"),
+        (np.flatnonzero(~np.isfinite(ts) | (np.abs(ts) > _MAX_TIME_S)), lambda k: f"timestamp {ts[k]!r} is not a finite time"),
+        (np.flatnonzero(~np.isfinite(sd) | (sd < 0) | (sd > _MAX_TIME_S)), lambda k: f"silence_dur must be a finite number >= 0, got {sd[k]!r}"),
+        (np.flatnonzero(np.isinf(pe)), lambda k: f"p_eot must be a finite number or null, got {pe[k]!r}"),
+    ]
+    for bad, msg in checks:
+        if bad.size:
+            k = int(bad[0])
+            raise InputError(f"{source}: row {k + 1}: {msg(k)}")
+    if any(any(ord(ch) < 32 for ch in x) for x in set(ids.tolist())):
+        raise InputError(f"{source}: an id contains a control character")
+    return Predictions(ids, lang, si, ts, sd, pe, labels, source, meta)
 
 
 def write_predictions(path: str | Path, preds: Predictions, header: Mapping[str, Any]) -> tuple[Path, Path]:

@@ -67,8 +67,12 @@ def build_report(
     tolerance_ms: int = DEFAULT_TOLERANCE_MS,
     source: str | None = None,
     inputs: Mapping[str, str] | None = None,
+    intervals: bool = True,
 ) -> dict[str, Any]:
-    """JSON-ready report. ``score`` is spec 003's dict; the rest adds evidence (empty sets give null)."""
+    """JSON-ready report. ``score`` is spec 003's dict; the rest adds evidence (empty sets give null).
+
+    ``intervals=False`` leaves out the bootstrap interval of the median (the sweep has its own turn intervals).
+    """
     if tolerance_ms < 0:
         raise ValueError("tolerance_ms must be non-negative")
     if any(b < 0 for b in latency_bands_ms):
@@ -98,7 +102,7 @@ def build_report(
             vals = np.concatenate([lat_ms[members[g]] for g in rows])
             return stats.quantile_rule(vals, 0.5)
 
-        med_iv = stats.bootstrap_statistic_interval(int(uniq.size), med) if n else None
+        med_iv = stats.bootstrap_statistic_interval(int(uniq.size), med) if n and intervals else None
         fc = _share_json(int(early.sum()), n, ratio(early) if n else None, method)
         hg = {str(b): _share_json(int(h.sum()), n, ratio(h) if n else None, method) for b, h in hang.items()}
         unit = {"unit": "conversation", "n_units": int(uniq.size)}
@@ -106,7 +110,7 @@ def build_report(
         method = "wilson"
         fc = _share_json(int(early.sum()), n, None, method)
         hg = {str(b): _share_json(int(h.sum()), n, None, method) for b, h in hang.items()}
-        med_iv = stats.bootstrap_median_interval(lat_ms) if n else None
+        med_iv = stats.bootstrap_median_interval(lat_ms) if n and intervals else None
         unit = {"unit": "pair", "n_units": n}
     quantiles: dict[str, float | None] = {}
     reached: dict[str, bool | None] = {}

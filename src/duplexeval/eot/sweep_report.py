@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from duplexeval import stats
 from duplexeval.artifacts import header
 from duplexeval.eot import intervals as iv
 from duplexeval.eot.pairs import DEFAULT_LATENCY_BANDS_MS, DEFAULT_TOLERANCE_MS
@@ -121,6 +122,7 @@ def build_summary(
     bootstrap: bool = True,
     selection_aware: bool = True,
     selection_max_turns: int = iv.SELECTION_MAX_TURNS,
+    bootstrap_max_turns: int = iv.BOOTSTRAP_MAX_TURNS,
 ) -> dict[str, Any]:
     """summary.json: header, eot-bench's keys, then our additions."""
     cfg, sw, spans = res.cfg, res.sweep, res.spans
@@ -148,8 +150,10 @@ def build_summary(
     }
     out["filtered"] = {**spans.filtered, "hold_filter": [cfg.min_hold_s, cfg.max_hold_s],
                        "rule": "hold spans outside the filter are left out of every rate; eot spans are always kept"}  # fmt: skip
-    if bootstrap:
+    if bootstrap and spans.n_turns <= bootstrap_max_turns:
         out["intervals"] = _intervals(res, selection_aware, selection_max_turns)
+    elif bootstrap:
+        out["intervals"] = {"unit": "turn", "skipped": f"{spans.n_turns} turns > --bootstrap-max-turns {bootstrap_max_turns}"}
     out["spec003"] = _spec003(res)
     fr = np.flatnonzero(res.pareto)
     fr = fr[np.argsort(sw.latency_sum_us[fr], kind="stable")]
@@ -174,12 +178,13 @@ def _intervals(res: SweepResult, selection: bool, max_turns: int) -> dict[str, A
         reason = f"skipped: {res.spans.n_turns} turns > --selection-max-turns {max_turns}"
     else:
         reason = "skipped: --no-selection-aware"
+    idx = stats.bootstrap_indices(res.spans.n_turns)
     for name, p in res.points.items():
         if p is None:
             out[name] = None
             continue
         tc = iv.turn_counts(res.spans, res.cfg, p)
-        entry: dict[str, Any] = {"fixed_policy": {"label": "policy held fixed", **iv.fixed_policy_intervals(tc)},
+        entry: dict[str, Any] = {"fixed_policy": {"label": "policy held fixed", **iv.fixed_policy_intervals(tc, idx)},
                                  "span_wilson_cutoff_rate": iv.wilson_cutoff(tc)}  # fmt: skip
         entry["selection_aware"] = sel[name].to_json() if name in sel else {"label": reason}
         out[name] = entry
@@ -197,7 +202,8 @@ def _spec003(res: SweepResult) -> dict[str, Any]:
             out[name] = None
             continue
         pairs, ids, no_eot = iv.commit_pairs(res.spans, res.cfg, p)
-        rep = build_report(pairs, ids=ids, latency_bands_ms=DEFAULT_LATENCY_BANDS_MS, tolerance_ms=DEFAULT_TOLERANCE_MS)
+        rep = build_report(pairs, ids=ids, latency_bands_ms=DEFAULT_LATENCY_BANDS_MS, tolerance_ms=DEFAULT_TOLERANCE_MS,
+                           intervals=False)
         out[name] = {"n_turns_without_eot_span": no_eot, "score": rep["score"], "false_cutoff": rep["false_cutoff"],
                      "hang_at_ms": rep["hang_at_ms"]}  # fmt: skip
     return out
