@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 
-def synthetic_predictions(n_spans: int, seed: int = 0):  # noqa: ANN201 - Predictions
+def synthetic_predictions(n_spans: int, seed: int = 0):
     from duplexeval.eot.predictions import Predictions
 
     rng = np.random.default_rng(seed)

@@ -6,13 +6,13 @@ import json
 
 import numpy as np
 import pytest
+from eot_fixtures import random_rows, write_jsonl
 
 from duplexeval import stats
 from duplexeval.cli import main
 from duplexeval.eot.intervals import commit_pairs, turn_counts
 from duplexeval.eot.predictions import Predictions
 from duplexeval.eot.sweep import SweepConfig, build_spans, operating_point, run_sweep
-from eot_fixtures import random_rows, write_jsonl
 
 
 def run(argv, capsys):
@@ -75,10 +75,10 @@ def test_fixed_policy_interval_resamples_whole_turns():
 
 def test_selection_aware_interval_is_labelled_and_at_least_as_wide(tmp_path, capsys):
     p = write_jsonl(tmp_path / "pred.jsonl", random_rows(2, 40))
-    code, out, err = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), "--no-plots"], capsys)
+    code, _, err = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), "--no-plots"], capsys)
     assert code == 0, err
     s = json.loads((tmp_path / "s" / "summary.json").read_text())
-    for key, e in s["intervals"].items():
+    for e in s["intervals"].values():
         if not isinstance(e, dict) or "selection_aware" not in e:
             continue
         sa = e["selection_aware"]
@@ -93,7 +93,7 @@ def test_compare_pairs_two_detectors(tmp_path, capsys):
     rows_b = [dict(r, p_eot=None if r["p_eot"] is None else min(1.0, r["p_eot"] * 1.2)) for r in rows_a]
     a = write_jsonl(tmp_path / "a.jsonl", rows_a)
     b = write_jsonl(tmp_path / "b.jsonl", rows_b)
-    code, out, err = run(["eot", "compare", str(a), str(b), "--json", str(tmp_path / "c.json")], capsys)
+    code, _, err = run(["eot", "compare", str(a), str(b), "--json", str(tmp_path / "c.json")], capsys)
     assert code == 0, err
     c = json.loads((tmp_path / "c.json").read_text())
     assert c["kind"] == "duplexeval.eot.compare" and c["pairing"]["n_turns"] == 30
@@ -102,7 +102,8 @@ def test_compare_pairs_two_detectors(tmp_path, capsys):
         d = e["cutoff_rate_diff"]
         assert d["n_pairs"] == 30 and d["diff"] == pytest.approx(e["b"]["cutoff_rate"] - e["a"]["cutoff_rate"])
     # self-comparison: every difference is exactly 0 with a [0, 0] interval
-    code, out, _ = run(["eot", "compare", str(a), str(a), "--json", str(tmp_path / "self.json")], capsys)
+    code, _, _ = run(["eot", "compare", str(a), str(a), "--json", str(tmp_path / "self.json")], capsys)
+    assert code == 0
     cs = json.loads((tmp_path / "self.json").read_text())
     for e in cs["budgets"].values():
         if "cutoff_rate_diff" in e:
@@ -124,7 +125,7 @@ def test_sweep_refusals_are_one_line(tmp_path, capsys, mutate, msg):
     rows.sort(key=lambda r: (r["id"], r["span_index"], r["silence_dur"]))
     mutate(rows)
     p = write_jsonl(tmp_path / "bad.jsonl", rows)
-    code, out, err = run(["eot", "sweep", str(p)], capsys)
+    code, _, err = run(["eot", "sweep", str(p)], capsys)
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and lines[0].startswith("duplexeval: error: ") and msg in lines[0], err
 

@@ -10,10 +10,21 @@ import textwrap
 import numpy as np
 import pytest
 
-from duplexeval.eot.predict import PredictSettings, predict_turn_task, run_predict, TurnTask
+from duplexeval.eot.predict import (
+    PredictSettings,
+    TurnTask,
+    predict_turn_task,
+    run_predict,
+)
 from duplexeval.eot.predictions import read_predictions
 from duplexeval.eot.sources import load_span_set, read_eotbench
-from duplexeval.eot.spans import SpanSet, grid_points, make_turn, time_grid, visible_messages
+from duplexeval.eot.spans import (
+    SpanSet,
+    grid_points,
+    make_turn,
+    time_grid,
+    visible_messages,
+)
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.executors import ExecutorSpec
 from duplexeval.units import SAMPLE_RATE, TimedWord
@@ -129,7 +140,7 @@ def test_silero_is_causal_audio_after_t_changes_nothing():
     base = predict_turn_task(TurnTask("silero", "{}", ss.turns[0], PredictSettings()))
     # speech right after t = 2.4 + 0.3: the scores up to that time must not move
     a = ss.turns[0].audio.copy()
-    cut = int(round(2.7 * SAMPLE_RATE))
+    cut = round(2.7 * SAMPLE_RATE)
     a[cut:] = tone((a.size - cut) / SAMPLE_RATE)
     moved = predict_turn_task(TurnTask("silero", "{}", make_turn("t1", a, [(1.0, 1.6, "hold"), (2.4, 4.4, "eot")]), PredictSettings()))
     for r0, r1 in zip(base, moved):
@@ -245,7 +256,7 @@ def test_only_at_keeps_every_row_but_scores_one(tmp_path):
 
 
 def test_synth_script_and_fdb_sources(tmp_path):
-    from duplexeval.fdb.synth import synthesize_dataset, load_script
+    from duplexeval.fdb.synth import load_script, synthesize_dataset
 
     script = tmp_path / "s.yaml"
     script.write_text(textwrap.dedent("""
@@ -261,7 +272,7 @@ def test_synth_script_and_fdb_sources(tmp_path):
     assert [s.label for s in ph.spans] == ["hold", "eot"]
     assert ph.spans[0].duration_s == pytest.approx(0.6, abs=1e-4)  # word ends fall on the sample grid
     assert ph.spans[1].duration_s == pytest.approx(1.0, abs=2e-4)
-    tt = [t for t in ss.turns if t.id.startswith("candor_turn")][0]
+    tt = next(t for t in ss.turns if t.id.startswith("candor_turn"))
     assert [s.label for s in tt.spans] == ["eot"] and tt.spans[0].duration_s == pytest.approx(2.0, abs=2e-4)
     # the same samples as an FDB-shaped folder through the dataset loader
     root = tmp_path / "ds"
@@ -289,18 +300,18 @@ def test_conversation_manifest_source(tmp_path):
     assert t.group == "c1"
 
 
-smart_reason = None
-try:
-    from duplexeval.eot.detectors import smart_turn_available
+from duplexeval.eot.detectors import smart_turn_available
 
-    smart_reason = smart_turn_available()
-except Exception as exc:  # pragma: no cover
-    smart_reason = str(exc)
+smart_reason = smart_turn_available()
 
 
 @pytest.mark.skipif(smart_reason is not None, reason=f"smart-turn not installed here: {smart_reason}")
 def test_smart_turn_runs_the_shipped_model_on_the_whole_turn():
-    from duplexeval.eot.detectors import SMART_TURN_SHA256, SmartTurnDetector, smart_turn_files
+    from duplexeval.eot.detectors import (
+        SMART_TURN_SHA256,
+        SmartTurnDetector,
+        smart_turn_files,
+    )
     from duplexeval.jsonio import sha256_file
 
     model, _ = smart_turn_files()

@@ -21,14 +21,13 @@ from duplexeval.eot.sweep import (
     policy_outcomes,
     run_sweep,
 )
-from duplexeval.errors import InputError
 
 
 def rows_for(turn: str, spans: list[tuple[str, float, list[float | None]]], step: float = 0.1) -> list[dict]:
     """Prediction rows of one turn: (label, duration, p_eot per grid time 0, step, ..., duration)."""
     out, t0 = [], 1.0
     for k, (label, dur, ps) in enumerate(spans):
-        n = int(math.floor(dur / step + 1e-6))
+        n = math.floor(dur / step + 1e-6)
         grid = [round(i * step, 6) for i in range(n + 1)]
         if grid[-1] < dur - 1e-6:
             grid.append(round(dur, 6))
@@ -41,7 +40,7 @@ def rows_for(turn: str, spans: list[tuple[str, float, list[float | None]]], step
 
 
 def small_cfg(**kw) -> SweepConfig:
-    base = dict(thresholds=(0.5,), action_delays=(0.2, 0.3), timeouts=(0.3, 0.5))
+    base = {"thresholds": (0.5,), "action_delays": (0.2, 0.3), "timeouts": (0.3, 0.5)}
     base.update(kw)
     return SweepConfig(**base)
 
@@ -207,7 +206,7 @@ def test_vectorised_sweep_equals_the_rules_one_span_at_a_time(seed):
         spans = []
         for s in range(ns):
             d = round(float(rng.choice([0.1, 0.2, 0.25, 0.5, 0.7, 1.0, 1.5, 2.2, 3.5, 5.0, 6.0])), 2)
-            n = int(math.floor(d / 0.1 + 1e-6)) + 1 + (1 if abs(d / 0.1 - round(d / 0.1)) > 1e-6 else 0)
+            n = math.floor(d / 0.1 + 1e-6) + 1 + (1 if abs(d / 0.1 - round(d / 0.1)) > 1e-6 else 0)
             ps = [None if rng.random() < 0.05 else round(float(rng.random()), 2) for _ in range(n)]
             spans.append(("eot" if s == ns - 1 else "hold", d, ps))
         if spans[-1][2][0] is None:

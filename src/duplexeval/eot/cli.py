@@ -167,10 +167,10 @@ def eot_predict(
     skipped = ", ".join(f"{k} {v}" for k, v in info["skipped"].items()) or "none"
     typer.echo(f"spans: {info['n_turns']} turns, {info['n_hold_spans']} hold + {info['n_eot_spans']} eot spans (skipped: {skipped})")
     r = run_predict(ss, detector, _options(option, "--option"), out, settings=settings, executor=spec, force=force, progress=progress)
-    rate = r.n_predictions / r.elapsed_s if r.elapsed_s > 0 else float("inf")
+    rate = r.n_scored / r.elapsed_s if r.elapsed_s > 0 else float("inf")
     resumed = f", {r.resumed_turns} turns resumed from the journal" if r.resumed_turns else ""
-    typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} predictions in {r.elapsed_s:.1f} s ({rate:.0f} predictions/s{resumed}) -> "
-               + ", ".join(str(f) for f in r.files))  # fmt: skip
+    typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} rows, {r.n_scored} scored in {r.elapsed_s:.1f} s "
+               f"({rate:.1f} predictions/s{resumed}) -> " + ", ".join(str(f) for f in r.files))  # fmt: skip
     typer.echo(r.signature.compact())
 
 

@@ -140,9 +140,8 @@ def format_compare(c: Mapping[str, Any]) -> str:
         label = ("cutoff <= " + key.replace("pct", "%")) if key.endswith("pct") else "latency <= " + key
         t.add_row(label, side(e["a"]), side(e["b"]), diff(e.get("cutoff_rate_diff"), 100, " pts"), diff(e.get("mean_latency_diff"), 1000, " ms"))
     buf = io.StringIO()
-    con = Console(file=buf, width=160, no_color=True, highlight=False)
+    con = Console(file=buf, width=200, no_color=True, highlight=False)
     con.print(t)
     pr = c["pairing"]
     con.print(f"paired on {pr['common_spans']} common spans ({pr['only_in_a']} only in A, {pr['only_in_b']} only in B are left out)")
-    con.print(c["signature"]["compact"])
-    return buf.getvalue().rstrip("\n")
+    return buf.getvalue().rstrip("\n") + "\n" + c["signature"]["compact"]

@@ -78,7 +78,7 @@ def run_demo(out: Path, force: bool = False, echo: Any = print, jobs: int = 1) -
     for name, opts, st, cfg in runs:
         pred_path = out / f"{name}.parquet"
         r = run_predict(spans, name, opts, pred_path, settings=st, executor=ExecutorSpec(jobs=jobs), force=force, progress=False)
-        echo(f"{name}: {r.n_predictions} predictions in {r.elapsed_s:.1f} s")
+        echo(f"{name}: {r.n_scored} predictions ({r.n_predictions} grid rows) in {r.elapsed_s:.1f} s")
         summaries[name] = run_sweep_command(pred_path, out / name, cfg, force=force, echo=echo, title=f"{name} on the eot demo turns")
     a, b = read_predictions(out / "silence.parquet"), read_predictions(out / "silero.parquet")
     cmp = compare(a, b, SweepConfig(), sha256_file(out / "silence.parquet"), sha256_file(out / "silero.parquet"), ("silence", "silero"))

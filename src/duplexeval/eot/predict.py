@@ -143,6 +143,11 @@ class PredictRun:
     resumed_turns: int = 0
     files: list[Path] = field(default_factory=list)
 
+    @property
+    def n_scored(self) -> int:
+        """Rows with a score (``--only-at`` leaves the other grid times null)."""
+        return int((~np.isnan(self.predictions.p_eot)).sum())
+
 
 def predict_signature(spans: SpanSet, detector: str, info: Mapping[str, Any], settings: PredictSettings) -> Signature:
     """Span-set hash, detector (version, model hash, settings) and the grid."""

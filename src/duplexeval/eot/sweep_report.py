@@ -283,16 +283,19 @@ def format_summary(s: Mapping[str, Any], title: str = "") -> str:
                   _pct(p["cutoff_rate"]) + _ivs(fx.get("cutoff_rate"), _pct),
                   _ms(p["mean_latency"]) + _ivs(fx.get("mean_latency"), _ms), satxt, _pct(p["detect_rate"]), vtxt)  # fmt: skip
     buf = io.StringIO()
-    con = Console(file=buf, width=160, no_color=True, highlight=False)
+    con = Console(file=buf, width=200, no_color=True, highlight=False)
     con.print(t)
     f = s["filtered"]
     auc = "n/a" if s["auc"] is None else f"{s['auc']:.3f}"
     ap = "n/a" if s["ap"] is None else f"{s['ap']:.3f}"
     mfl = _ms(s["mean_frontier_latency_0_10"])
-    con.print(f"spans: {s['n_hold_spans']} hold + {s['n_eot_spans']} eot in {s['n_turns']} turns; hold filter "
-              f"[{s['min_hold_span_duration']}, {s['max_hold_span_duration']}] s removed {f['hold_too_short']} short and "
-              f"{f['hold_too_long']} long; {s['n_policies']} policies; mean frontier latency (0-10%) {mfl}; "
-              f"AUC {auc}, AP {ap} (diagnostics only)")  # fmt: skip
-    con.print(f"{NOT_REACHED} = not reached, {NO_DATA} = no policy / no data; CI = 95% bootstrap over whole turns, policy fixed")
-    con.print(s["signature"]["compact"])
-    return buf.getvalue().rstrip("\n")
+    tail = [
+        (f"spans: {s['n_hold_spans']} hold + {s['n_eot_spans']} eot in {s['n_turns']} turns; hold filter "
+         f"[{s['min_hold_span_duration']}, {s['max_hold_span_duration']}] s removed {f['hold_too_short']} short and "
+         f"{f['hold_too_long']} long; {s['n_policies']} policies; mean frontier latency (0-10%) {mfl}; "
+         f"AUC {auc}, AP {ap} (diagnostics only)"),
+        (f"{NOT_REACHED} = not reached, {NO_DATA} = no policy / no data; CI = 95% bootstrap over whole turns, policy fixed; "
+         "re-picked = selection-aware interval (the policy chosen again in each resample)"),
+        s["signature"]["compact"],
+    ]
+    return buf.getvalue().rstrip("\n") + "\n" + "\n".join(tail)
