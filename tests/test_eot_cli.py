@@ -24,7 +24,8 @@ def run(argv, capsys):
 
 def test_sweep_writes_eotbench_keys_header_and_is_deterministic(tmp_path, capsys):
     p = write_jsonl(tmp_path / "pred.jsonl", random_rows(0, 30))
-    code, out, err = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s")], capsys)
+    grid = ["--thresholds", "0:1:0.05"]  # 21 thresholds keep the test fast; the default grid is benchmarked
+    code, out, err = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), *grid], capsys)
     assert code == 0, err
     s = json.loads((tmp_path / "s" / "summary.json").read_text())
     assert list(s)[:5] == ["kind", "schema_version", "duplexeval", "signature", "inputs"]
@@ -43,14 +44,15 @@ def test_sweep_writes_eotbench_keys_header_and_is_deterministic(tmp_path, capsys
     for f in ("sweep.parquet", "pareto.png", "operating_points.png"):
         assert (tmp_path / "s" / f).stat().st_size > 0
     first = (tmp_path / "s" / "summary.json").read_bytes()
-    code, _, _ = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s")], capsys)
+    code, _, _ = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), *grid], capsys)
     assert code == 2  # refuses to overwrite
-    code, _, _ = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), "--force"], capsys)
+    code, _, _ = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), "--force", "--no-plots", *grid], capsys)
     assert code == 0 and (tmp_path / "s" / "summary.json").read_bytes() == first
     import pyarrow.parquet as pq
 
     t = pq.read_table(tmp_path / "s" / "sweep.parquet")
-    assert t.num_rows == 101 * 54 + 14 and "is_pareto" in t.column_names  # 54 (delay, timeout) pairs with timeout >= delay
+    assert t.num_rows == 21 * 54 + 14 and "is_pareto" in t.column_names  # 54 (delay, timeout) pairs with timeout >= delay
+    assert s["sweep_thresholds"] == [round(0.05 * k, 2) for k in range(21)]
 
 
 def test_fixed_policy_interval_resamples_whole_turns():
@@ -75,7 +77,7 @@ def test_fixed_policy_interval_resamples_whole_turns():
 
 def test_selection_aware_interval_is_labelled_and_at_least_as_wide(tmp_path, capsys):
     p = write_jsonl(tmp_path / "pred.jsonl", random_rows(2, 40))
-    code, _, err = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), "--no-plots"], capsys)
+    code, _, err = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), "--no-plots", "--thresholds", "0:1:0.05"], capsys)
     assert code == 0, err
     s = json.loads((tmp_path / "s" / "summary.json").read_text())
     for e in s["intervals"].values():
@@ -84,7 +86,7 @@ def test_selection_aware_interval_is_labelled_and_at_least_as_wide(tmp_path, cap
         sa = e["selection_aware"]
         assert sa["label"] == "selection-aware: policy re-picked in each resample"
         assert 0.0 <= sa["share_of_resamples_picking_the_same_policy"] <= 1.0
-    code, _, _ = run(["eot", "sweep", str(p), "--no-selection-aware", "--no-bootstrap"], capsys)
+    code, _, _ = run(["eot", "sweep", str(p), "--no-selection-aware", "--no-bootstrap", "--thresholds", "0:1:0.05"], capsys)
     assert code == 0
 
 
