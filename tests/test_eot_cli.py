@@ -139,7 +139,7 @@ def test_sweep_usage_errors(tmp_path, capsys):
         (["--timeouts", "0.1,1"], "timeouts must be >="),
         (["--score-mode", "score_point"], "needs --score-point"),
         (["--score-mode", "median"], "score mode 'median'"),
-        (["--out", str(p)], "is a file"),
+        (["--out", str(p)], "is an existing file"),
     ):
         code, _, err = run(["eot", "sweep", str(p), *argv], capsys)
         assert code == 2 and msg in err, (argv, err)

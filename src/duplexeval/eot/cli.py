@@ -45,10 +45,10 @@ def _sweep_config(score_mode: str, score_point: float | None, thresholds: str | 
 
 
 def _check_out_dir(out: Path, force: bool) -> None:
-    from duplexeval.errors import InputError, RefusalError
+    from duplexeval.errors import RefusalError
+    from duplexeval.jsonio import check_output_dir
 
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: is a file; give a folder")
+    check_output_dir(out, "--out folder")
     if out.is_dir() and (out / "summary.json").exists() and not force:
         raise RefusalError(f"--out {out}: already has a summary.json; pass --force to overwrite it")
 
@@ -106,7 +106,7 @@ def eot_score(
     from duplexeval.eot.io import read_pair_rows
     from duplexeval.eot.report import build_report, format_report, pair_rows
     from duplexeval.errors import InputError
-    from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_file, write_json
+    from duplexeval.jsonio import atomic_write_text, check_output_file, dumps_line, sha256_file, write_json
 
     try:
         band_list = [int(b) for b in bands.split(",") if b.strip()]
@@ -119,8 +119,8 @@ def eot_score(
     if tolerance_ms < 0:
         raise InputError(f"--tolerance-ms must be non-negative, got {tolerance_ms}")
     for flag, p in (("--json", json_out), ("--rows", rows_out)):
-        if p is not None and p.is_dir():
-            raise InputError(f"{flag} {p}: is a folder; give a file name")
+        if p is not None:
+            check_output_file(p, f"{flag} file")
     rows = read_pair_rows(pairs)
     plist = [r.pair for r in rows]
     ids = [r.id for r in rows]
@@ -129,13 +129,10 @@ def eot_score(
                        source=str(pairs), inputs={"pairs": sha256_file(pairs)})  # fmt: skip
     prow = pair_rows(plist, ids, convs, band_list, tolerance_ms)
     typer.echo(format_report(rep, prow if show_pairs else None))
-    try:
-        if json_out is not None:
-            write_json(json_out, rep)
-        if rows_out is not None:
-            atomic_write_text(rows_out, "".join(dumps_line(r) for r in prow))
-    except OSError as exc:
-        raise InputError(f"cannot write output: {exc}") from None
+    if json_out is not None:
+        write_json(json_out, rep)
+    if rows_out is not None:
+        atomic_write_text(rows_out, "".join(dumps_line(r) for r in prow))
 
 
 def eot_predict(
@@ -212,11 +209,10 @@ def eot_compare(
     """Paired difference B - A at every budget (each its own operating point), bootstrap over whole turns."""
     from duplexeval.eot.compare import compare, format_compare
     from duplexeval.eot.predictions import read_predictions
-    from duplexeval.errors import InputError
-    from duplexeval.jsonio import sha256_file, write_json
+    from duplexeval.jsonio import check_output_file, sha256_file, write_json
 
-    if json_out is not None and json_out.is_dir():
-        raise InputError(f"--json {json_out}: is a folder; give a file name")
+    if json_out is not None:
+        check_output_file(json_out, "--json file")
     cfg = _sweep_config(score_mode, score_point, None, None, None, min_hold, max_hold)
     pa, pb = read_predictions(a), read_predictions(b)
     c = compare(pa, pb, cfg, sha256_file(a), sha256_file(b), (a.stem, b.stem))
@@ -233,10 +229,9 @@ def eot_demo(
     """espeak-ng turns with real pauses: silence and silero (and smart-turn if installed), swept and compared."""
     from duplexeval.eot.demo import run_demo
 
-    if out.exists() and not out.is_dir():
-        from duplexeval.errors import InputError
+    from duplexeval.jsonio import check_output_dir
 
-        raise InputError(f"--out {out}: is a file; give a folder")
+    check_output_dir(out, "--out folder")
     run_demo(out, force=force, echo=typer.echo, jobs=jobs)
 
 

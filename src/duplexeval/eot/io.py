@@ -15,11 +15,12 @@ from typing import Any
 from duplexeval.eot.pairs import EOTPair
 from duplexeval.errors import InputError
 from duplexeval.jsonio import json_lines, read_text
+from duplexeval.schemas import validate
+from duplexeval.schemas.eot import EOTPairRow
 
 TRUE_KEYS = ("true_turn_end_s", "true_end_s")
 COMMIT_KEYS = ("detector_commit_s", "commit_s")
 GROUP_KEYS = ("conversation", "conversation_id")
-MAX_TIME_S = 1e7  # range check at load: no recording is 115 days long
 
 
 @dataclass(frozen=True)
@@ -62,11 +63,7 @@ def _time(row: dict[str, Any], keys: tuple[str, ...], where: str, allow_missing:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
         extra = " (leave it empty or null for a detector that never fired)" if allow_missing else ""
         raise InputError(f"{where}: {key} must be a finite number, got {row[key]!r}{extra}")
-    if float(v) < 0:
-        raise InputError(f"{where}: {key} must be >= 0 s, got {v!r}")
-    if float(v) > MAX_TIME_S:
-        raise InputError(f"{where}: {key} {v!r} is out of range (<= {MAX_TIME_S:g} s)")
-    return float(v)
+    return v  # type: ignore[no-any-return]  # range-checked by schemas.eot.EOTPairRow
 
 
 def _label(row: dict[str, Any], key: str | None, where: str, what: str) -> str | None:
@@ -84,11 +81,16 @@ def _label(row: dict[str, Any], key: str | None, where: str, what: str) -> str |
 
 
 def pair_row(row: dict[str, Any], where: str) -> PairRow:
-    """One pair (with its optional ``id`` and ``conversation``) from a CSV/JSONL row."""
-    pair = EOTPair(_time(row, TRUE_KEYS, where, False), _time(row, COMMIT_KEYS, where, True))
+    """One pair (with its optional ``id`` and ``conversation``) from a CSV/JSONL row; times and id are checked by
+    ``schemas.eot.EOTPairRow`` (>= 0, within a day, no control characters), a missed commit is kept as +inf."""
+    true_end = _time(row, TRUE_KEYS, where, False)
+    commit = _time(row, COMMIT_KEYS, where, True)
+    missed = isinstance(commit, float) and math.isinf(commit)
     rid = _label(row, "id" if "id" in row else None, where, "id")
+    rec = validate({"true_turn_end_s": true_end, "detector_commit_s": 0.0 if missed else commit, "id": rid}, EOTPairRow, where)
     conv = _label(row, _present(row, GROUP_KEYS, where, required=False), where, "conversation")
-    return PairRow(pair, rid, conv)
+    pair = EOTPair(float(rec.true_turn_end_s), math.inf if missed else float(rec.detector_commit_s))
+    return PairRow(pair, rec.id, conv)
 
 
 def pair_from_row(row: dict[str, Any], where: str) -> tuple[EOTPair, str | None]:
@@ -103,6 +105,7 @@ def read_pair_rows(path: str | Path) -> list[PairRow]:
     path = Path(path)
     text = read_text(path).lstrip("\ufeff")
     rows: list[PairRow] = []
+    lines: list[int] = []
     suffix = path.suffix.lower()
     if suffix == ".csv":
         reader = csv.DictReader(text.splitlines())
@@ -112,22 +115,24 @@ def read_pair_rows(path: str | Path) -> list[PairRow]:
                 if None in row or any(v is None for v in row.values()):
                     raise InputError(f"{where}: expected {len(reader.fieldnames)} columns")
                 rows.append(pair_row(row, where))
+                lines.append(reader.line_num)
     elif suffix in (".jsonl", ".json", ".ndjson"):
         for lineno, obj in json_lines(text, path):
             where = f"{path}: line {lineno}"
             if not isinstance(obj, dict):
                 raise InputError(f"{where}: each line must be a JSON object")
             rows.append(pair_row(obj, where))
+            lines.append(lineno)
     else:
         raise InputError(f"{path}: unknown pair file type {suffix!r} (use .csv or .jsonl)")
     if not rows:
         raise InputError(f"{path}: no pairs (the file has no data rows)")
     seen: dict[str, int] = {}
-    for k, r in enumerate(rows):
+    for r, line in zip(rows, lines):
         if r.id is not None:
             if r.id in seen:
-                raise InputError(f"{path}: duplicate id {r.id!r} (pairs {seen[r.id] + 1} and {k + 1})")
-            seen[r.id] = k
+                raise InputError(f"{path}: line {line}: duplicate id {r.id!r} (first on line {seen[r.id]})")
+            seen[r.id] = line
     return rows
 
 

@@ -34,7 +34,7 @@ from duplexeval.eot.spans import (
 )
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
-from duplexeval.jsonio import dumps_line, sha256_bytes
+from duplexeval.jsonio import check_output_file, dumps_line, sha256_bytes
 from duplexeval.signature import Component, Signature
 from duplexeval.units import SAMPLE_RATE
 
@@ -243,10 +243,10 @@ def run_predict(
     out = Path(out)
     if out.suffix.lower() != ".parquet":
         raise InputError(f"{out}: the predictions output must end in .parquet (a .jsonl copy is written next to it)")
-    if out.is_dir():
-        raise InputError(f"{out}: is a folder; give a .parquet file name")
+    check_output_file(out, "predictions file")
     options_json = json.dumps(dict(options), sort_keys=True)
     det = build_detector(detector, json.loads(options_json))  # fail early, in this process, with one line
+    _DETECTORS[(detector, options_json)] = det  # reused by in-process runs (--jobs 1)
     info = detector_info(det, detector)
     sig = predict_signature(spans, detector, info, settings)
     run_id = sha256_bytes(json.dumps(sig.to_json(), sort_keys=True).encode("utf-8"))

@@ -18,6 +18,7 @@ import numpy as np
 
 from duplexeval.errors import InputError
 from duplexeval.jsonio import atomic_write_bytes, dumps_line, json_lines, read_text
+from duplexeval.schemas.base import MAX_TIME_S
 
 COLUMNS = ("id", "language", "span_index", "timestamp", "silence_dur", "p_eot", "label")
 LABELS = ("hold", "eot")
@@ -95,7 +96,7 @@ class Predictions:
         return out
 
 
-_MAX_TIME_S = 1e7  # a range check at load: no span time in a real recording is anywhere near 115 days
+_MAX_TIME_S = MAX_TIME_S  # the shared range check at load (schemas.base: one day)
 
 
 def _floats(values: Sequence[Any], source: str, name: str, allow_null: bool) -> np.ndarray:
