@@ -106,7 +106,13 @@ def eot_score(
     from duplexeval.eot.io import read_pair_rows
     from duplexeval.eot.report import build_report, format_report, pair_rows
     from duplexeval.errors import InputError
-    from duplexeval.jsonio import atomic_write_text, check_output_file, dumps_line, sha256_file, write_json
+    from duplexeval.jsonio import (
+        atomic_write_text,
+        check_output_file,
+        dumps_line,
+        sha256_file,
+        write_json,
+    )
 
     try:
         band_list = [int(b) for b in bands.split(",") if b.strip()]
@@ -228,7 +234,6 @@ def eot_demo(
 ) -> None:
     """espeak-ng turns with real pauses: silence and silero (and smart-turn if installed), swept and compared."""
     from duplexeval.eot.demo import run_demo
-
     from duplexeval.jsonio import check_output_dir
 
     check_output_dir(out, "--out folder")
