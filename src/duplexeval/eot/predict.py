@@ -246,7 +246,9 @@ def run_predict(
     check_output_file(out, "predictions file")
     options_json = json.dumps(dict(options), sort_keys=True)
     det = build_detector(detector, json.loads(options_json))  # fail early, in this process, with one line
-    _DETECTORS[(detector, options_json)] = det  # reused by in-process runs (--jobs 1)
+    executor = executor or ExecutorSpec()
+    if executor.kind == "local" and executor.jobs == 1:
+        _DETECTORS[(detector, options_json)] = det  # reused in this process; workers build their own (no model across fork)
     info = detector_info(det, detector)
     sig = predict_signature(spans, detector, info, settings)
     run_id = sha256_bytes(json.dumps(sig.to_json(), sort_keys=True).encode("utf-8"))
@@ -264,7 +266,7 @@ def run_predict(
     with open(journal, "a", encoding="utf-8") as jf:
         if fresh:
             jf.write(dumps_line({"kind": JOURNAL_KIND, "run": run_id}))
-        ex = make_executor(executor or ExecutorSpec())
+        ex = make_executor(executor)
         tasks = [TurnTask(detector, options_json, t, settings) for t in todo]
         n_new = 0
         failure: ItemFailure | None = None

@@ -132,6 +132,7 @@ class SpanTable:
     row_sd: np.ndarray
     row_p: np.ndarray
     filtered: dict[str, int] = field(default_factory=dict)
+    crossings: np.ndarray | None = None  # (n_spans, n_thresholds) first-crossing silences, set by prepare_crossings
 
     @property
     def n_spans(self) -> int:
@@ -262,15 +263,7 @@ def fire_times(spans: SpanTable, cfg: SweepConfig, threshold_index: int) -> np.n
     if cfg.score_mode == "score_point":
         ok = ~np.isnan(spans.score) & (np.nan_to_num(spans.score, nan=-np.inf) > thr)
         return np.where(ok, spans.score_time, np.inf)
-    return _crossings(spans)[:, threshold_index]
-
-
-def _crossings(spans: SpanTable) -> np.ndarray:
-    """All first crossings (n_spans x n_thresholds) in max mode, cached on the table."""
-    cached = getattr(spans, "_crossings_cache", None)
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
-    raise RuntimeError("call prepare_crossings first")
+    return prepare_crossings(spans, cfg)[:, threshold_index]
 
 
 def prepare_crossings(spans: SpanTable, cfg: SweepConfig) -> np.ndarray:
@@ -280,6 +273,8 @@ def prepare_crossings(spans: SpanTable, cfg: SweepConfig) -> np.ndarray:
     k within a span (offset by the span's rank so one global accumulate serves all spans) is sorted, so the first
     row crossing threshold j is one ``searchsorted``.
     """
+    if spans.crossings is not None and spans.crossings.shape[1] == len(cfg.thresholds):
+        return spans.crossings
     thr = np.asarray(cfg.thresholds)
     K = thr.size
     n = spans.n_spans
@@ -287,7 +282,7 @@ def prepare_crossings(spans: SpanTable, cfg: SweepConfig) -> np.ndarray:
         out = np.empty((n, K))
         for j in range(K):
             out[:, j] = fire_times(spans, cfg, j)
-        spans._crossings_cache = out  # type: ignore[attr-defined]
+        spans.crossings = out
         return out
     p = spans.row_p
     k = np.where(np.isnan(p), 0, np.searchsorted(thr, np.nan_to_num(p, nan=0.0), side="left")).astype(np.int64)
@@ -300,7 +295,7 @@ def prepare_crossings(spans: SpanTable, cfg: SweepConfig) -> np.ndarray:
     for j in range(K):
         pos = np.searchsorted(cm, base + j, side="right")
         out[:, j] = np.where(pos < seg_end, sd_ext[np.minimum(pos, sd_ext.size - 1)], np.inf)
-    spans._crossings_cache = out  # type: ignore[attr-defined]
+    spans.crossings = out
     return out
 
 
@@ -591,9 +586,7 @@ def policy_outcomes(spans: SpanTable, cfg: SweepConfig, threshold: float, action
     j = int(np.searchsorted(np.asarray(cfg.thresholds), threshold))
     if j >= len(cfg.thresholds) or cfg.thresholds[j] != threshold:
         raise InputError(f"threshold {threshold} is not on the sweep grid")
-    if getattr(spans, "_crossings_cache", None) is None:
-        prepare_crossings(spans, cfg)
-    f = _crossings(spans)[:, j]
+    f = prepare_crossings(spans, cfg)[:, j]
     fire = np.maximum(action_delay, f)
     hold = ~spans.is_eot
     model_cut = np.isfinite(f) & (spans.dur > fire + EPS)

@@ -254,6 +254,18 @@ def _ivs(v: list[float | None] | None, fmt: Any) -> str:
     return f" [{fmt(v[0])}, {fmt(v[1])}]"
 
 
+def _spec003_lines(sp: Mapping[str, Any]) -> list[str]:
+    """One line per operating point: spec 003's per-turn false-cutoff and hang rates of its commits."""
+    out = []
+    for name, e in sp.items():
+        if not isinstance(e, dict):
+            continue
+        sc = e["score"]
+        hang = ", ".join(f">{b} ms {v * 100:.1f}%" for b, v in sc["hang_rate_at_ms"].items())
+        out.append(f"spec 003 at {name} (per turn, first commit): false cutoff {sc['false_cutoff_rate'] * 100:.1f}%, hang {hang} ({sc['n']} turns)")
+    return out
+
+
 def format_summary(s: Mapping[str, Any], title: str = "") -> str:
     """The printed table: operating points (model, intervals, VAD baseline), latency budgets, counts, signature."""
     from rich.console import Console
@@ -296,6 +308,7 @@ def format_summary(s: Mapping[str, Any], title: str = "") -> str:
          f"AUC {auc}, AP {ap} (diagnostics only)"),
         (f"{NOT_REACHED} = not reached, {NO_DATA} = no policy / no data; CI = 95% bootstrap over whole turns, policy fixed; "
          "re-picked = selection-aware interval (the policy chosen again in each resample)"),
+        *_spec003_lines(s.get("spec003") or {}),
         s["signature"]["compact"],
     ]
     return buf.getvalue().rstrip("\n") + "\n" + "\n".join(tail)
