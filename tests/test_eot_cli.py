@@ -75,7 +75,7 @@ def test_fixed_policy_interval_resamples_whole_turns():
     assert len(pairs) == spans.n_turns and no_eot == 0 and ids == spans.turn_ids
 
 
-def test_selection_aware_interval_is_labelled_and_at_least_as_wide(tmp_path, capsys):
+def test_selection_aware_interval_is_labelled(tmp_path, capsys):
     p = write_jsonl(tmp_path / "pred.jsonl", random_rows(2, 40))
     code, _, err = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), "--no-plots", "--thresholds", "0:1:0.05"], capsys)
     assert code == 0, err
@@ -184,3 +184,22 @@ def test_shared_index_matrix_gives_the_shared_bootstrap_numbers():
     den = num + rng.integers(0, 3, 57)
     idx = stats.bootstrap_indices(57)
     assert ratio_intervals(idx, [(num, den)])[0] == stats.bootstrap_ratio_interval(num, den)
+
+
+def test_identical_turns_give_point_intervals_and_a_stable_policy():
+    from duplexeval.eot.intervals import fixed_policy_intervals, selection_aware
+    from duplexeval.eot.sweep_report import compute
+
+    one = random_rows(7, 1)
+    assert {r["label"] for r in one} == {"hold", "eot"}
+    rows = [dict(r, id=f"c{k}") for k in range(12) for r in one]
+    cfg = SweepConfig(thresholds=(0.0, 0.3, 0.6, 0.9), action_delays=(0.2, 0.5), timeouts=(1.0, 2.0))
+    res = compute(Predictions.from_rows(rows), cfg)
+    sel = selection_aware(res.spans, cfg, res.sweep, (0.02, 0.05, 0.10), (0.3, 0.6), res.points)
+    for name, p in res.points.items():
+        if p is None:
+            assert sel[name].n_resamples_feasible == 0
+            continue
+        fx = fixed_policy_intervals(turn_counts(res.spans, cfg, p))
+        assert fx["cutoff_rate"] == [p.cutoff_rate, p.cutoff_rate] and fx["mean_latency"] == pytest.approx([p.mean_latency] * 2)
+        assert sel[name].same_policy == 1.0 and sel[name].cutoff_rate == [p.cutoff_rate, p.cutoff_rate]
