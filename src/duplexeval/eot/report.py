@@ -195,7 +195,7 @@ def format_report(rep: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] | No
     """The printed report: one line per rate, one median (the quantile rule's), quantiles, per-pair rows if given."""
     s = rep["score"]
     g = rep["grouping"]
-    lines = [f"end-of-turn pairs: n = {s['n']} ({rep['n_missed_commits']} missed commits)  tolerance {rep['settings']['tolerance_ms']} ms  "
+    lines = [f"end-of-turn pairs: n = {s['n']} (missed commits: {rep['n_missed_commits']})  tolerance {rep['settings']['tolerance_ms']} ms  "
              f"intervals: {rep['false_cutoff']['interval_method']}" + (f" ({g['n_units']} conversations)" if g["unit"] == "conversation" else "")]  # fmt: skip
     lines.append(f"  false cutoff      {_fmt_share(rep['false_cutoff'])}")
     for band, sh in rep["hang_at_ms"].items():
