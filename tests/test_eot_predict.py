@@ -332,3 +332,23 @@ def test_smart_turn_runs_the_shipped_model_on_the_whole_turn():
     assert det.predict_batch([{"audio": {"array": long, "sampling_rate": SAMPLE_RATE}}]) == det.predict_batch(
         [{"audio": {"array": long[SAMPLE_RATE:], "sampling_rate": SAMPLE_RATE}}]
     )
+
+
+def test_predictions_parquet_has_eotbench_columns_and_both_readers_agree(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "p.parquet"
+    run_predict(one_turn_set(), "silence", {}, out, settings=PredictSettings(only_at=(0.2,)), progress=False)
+    t = pq.read_table(out)
+    assert t.column_names == ["id", "language", "span_index", "timestamp", "silence_dur", "p_eot", "label"]
+    assert [str(f.type) for f in t.schema] == ["string", "string", "int64", "double", "double", "double", "string"]
+    assert t.column("p_eot").null_count > 0  # only-at rows are nulls
+    fast = read_predictions(out)  # vectorised path
+    slow_path = tmp_path / "dict.parquet"  # a dictionary-encoded label (pandas categorical) takes the row checks
+    pq.write_table(t.set_column(6, "label", pa.compute.dictionary_encode(t.column("label"))), slow_path)
+    slow = read_predictions(slow_path)
+    for c in ("span_index", "timestamp", "silence_dur"):
+        assert np.array_equal(getattr(fast, c), getattr(slow, c))
+    assert np.array_equal(np.isnan(fast.p_eot), np.isnan(slow.p_eot))
+    assert list(fast.label) == list(slow.label) and list(fast.id) == list(slow.id)
