@@ -97,6 +97,7 @@ class Predictions:
 
 
 _MAX_TIME_S = MAX_TIME_S  # the shared range check at load (schemas.base: one day)
+_MAX_SPAN_INDEX = 1_000_000  # silences per turn; keeps (turn, span) keys far from int64 overflow
 
 
 def _floats(values: Sequence[Any], source: str, name: str, allow_null: bool) -> np.ndarray:
@@ -123,6 +124,8 @@ def _ints(values: Sequence[Any], source: str, name: str) -> np.ndarray:
                 v = int(v)
             else:
                 raise InputError(f"{source}: row {k + 1}: {name} must be an integer >= 0, got {v!r}")
+        if int(v) > _MAX_SPAN_INDEX:
+            raise InputError(f"{source}: row {k + 1}: {name} {v!r} is out of range (<= {_MAX_SPAN_INDEX:,})")
         out[k] = int(v)
     return out
 
@@ -193,7 +196,7 @@ def _from_arrow(table: Any, source: str, meta: Mapping[str, Any] | None) -> Pred
     checks = [
         (np.flatnonzero(bad_label), lambda k: f"label must be 'hold' or 'eot', got {labels[k]!r}"),
         (np.flatnonzero(np.asarray([len(x) == 0 for x in ids])), lambda k: "id must be a non-empty string"),
-        (np.flatnonzero(si < 0), lambda k: f"span_index must be an integer >= 0, got {si[k]}"),
+        (np.flatnonzero((si < 0) | (si > _MAX_SPAN_INDEX)), lambda k: f"span_index must be an integer in [0, {_MAX_SPAN_INDEX:,}], got {si[k]}"),
         (np.flatnonzero(~np.isfinite(ts) | (np.abs(ts) > _MAX_TIME_S)), lambda k: f"timestamp {ts[k]!r} is not a finite time"),
         (np.flatnonzero(~np.isfinite(sd) | (sd < 0) | (sd > _MAX_TIME_S)), lambda k: f"silence_dur must be a finite number >= 0, got {sd[k]!r}"),
         (np.flatnonzero(np.isinf(pe)), lambda k: f"p_eot must be a finite number or null, got {pe[k]!r}"),
