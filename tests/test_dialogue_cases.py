@@ -211,3 +211,13 @@ def test_generator_is_deterministic_and_varied():
         assert len(texts) >= 4, reason
     # chunk ends fall on the 640 ms ASR ticks
     assert all(abs(ch.end_s / 0.64 - round(ch.end_s / 0.64)) < 1e-6 for c in mius for ch in c.chunks)
+
+
+def test_tape_items_as_jsonl_lines(tmp_path):
+    path = write_lines(tmp_path / "tapes.jsonl", [*tape_items(), miu(id="ours")])
+    cs = load_cases(path)
+    assert [c.id for c in cs.cases] == ["test_MiU_7", "test_UiM_denial_3", "ours"]
+    bad = tape_items()[0]
+    bad["eval_targets"] = [3]
+    with pytest.raises(InputError, match=r"line 1: case 'test_MiU_7': tape\[2\] before eval target 3"):
+        load_cases(write_lines(tmp_path / "bad.jsonl", [bad]))

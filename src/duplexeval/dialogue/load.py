@@ -1,5 +1,6 @@
 """Read a case set: our JSONL (optionally led by an artifact header line) or the open reproduction's
-tape shape (a JSON array of ``{"id", "tape", "eval_targets"}``), validated case by case.
+tape shape (a JSON array of ``{"id", "tape", "eval_targets"}``, or one such item per JSONL line),
+validated case by case.
 
 Any fault is one line naming the file, the line (JSONL) or item (tape) and the problem.
 """
@@ -104,7 +105,10 @@ def load_cases(path: str | Path) -> CaseSet:
         if k == 0 and isinstance(obj, dict) and "kind" in obj:
             check_kind(obj, CASESET_KIND, path, CASESET_SCHEMA)
             continue
-        cases.append(parse_case(obj, where))
+        if isinstance(obj, dict) and "tape" in obj and "family" not in obj:
+            cases.append(tape_to_case(obj, where))  # a tape item on one line
+        else:
+            cases.append(parse_case(obj, where))
         wheres.append(where)
     return _finish(cases, wheres, path, data, "jsonl")
 

@@ -100,6 +100,8 @@ def score_run(run_dir: Path, judge: Judge) -> dict[str, Any]:
         "system": head.get("system"),
         "judge": {**ident, "label": judge.label, "judged": sum(1 for v in verdicts if v is not None), "judge_errors": errors},
         "clock": head.get("clock"),
+        "run": {"cases": len(rows), "failures": head.get("failures", 0),
+                "system_errors": sum(int(r.get("system_errors") or 0) for r in rows)},
         "note": NOTE,
         "MiU": miu_js,
         "UiM": uim_js,
