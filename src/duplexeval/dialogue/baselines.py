@@ -23,7 +23,6 @@ from typing import Any
 
 from duplexeval.dialogue.protocol import (
     C_SPEAK,
-    PLAYBACK_DONE,
     S_LISTEN,
     S_SPEAK,
     TIMER,
@@ -165,8 +164,6 @@ class Keyword(_Base):
             self.done = True
             lead = ["Sorry,", "my", "mistake:"] if self.reaction == "denial" else ["Sure,"]
             return [S_SPEAK, *lead, *" ".join(self.heard).split()]
-        if ev.kind == PLAYBACK_DONE:
-            return []
         return []
 
 
