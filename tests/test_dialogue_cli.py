@@ -206,3 +206,16 @@ def test_run_refuses_to_replace_another_run_unless_forced(tmp_path, incli):
     p = cli("run", "--cases", str(tmp_path / "c.jsonl"), "--system", "keyword", "--out", str(tmp_path / "r"), "--force")
     assert p.returncode == 0, p.stderr
     assert json.loads((tmp_path / "r" / "cases.jsonl").read_text().splitlines()[0])["system"] == "keyword"
+
+
+def test_every_dialogue_command_and_option_has_help():
+    import typer.main
+
+    from duplexeval.cli import _make_app
+
+    group = typer.main.get_command(_make_app()).commands["dialogue"]  # type: ignore[attr-defined]
+    assert sorted(group.commands) == ["demo", "run", "score", "synth"]
+    for name, cmd in group.commands.items():
+        assert cmd.help, name
+        for p in cmd.params:
+            assert getattr(p, "help", None), f"{name} {p.name}"
