@@ -69,6 +69,7 @@ def test_demo_known_answers(demo):
     assert hd["FTED_s"]["median"] == pytest.approx(0.8) and hd["FTED_s"]["p90"] == pytest.approx(0.8)
     assert hd["FTED_s"]["mean"] == pytest.approx(0.8) and hd["FTED_s"]["responded"] == 400
     assert hd["precision"]["value"] == 1.0 and hd["recall"]["value"] == 1.0
+    assert hd["outcomes_by_kind"]["complete"]["end"] == sum(hd["outcomes_by_kind"]["complete"].values()) > 0
     eg = reps["eager"]["MiU"]
     assert eg["ir_mid"]["value"] == 1 and eg["ir_end"]["value"] == 0 and eg["FTED_s"]["n"] == 0
     assert 0 < eg["PIR_mid"]["value"] < 1  # the first boundary is too early for the error cases

@@ -67,7 +67,7 @@ def items_from(rows: list[dict[str, Any]], verdicts: list[Verdict | None]) -> tu
     uim: list[UiMItem] = []
     for row, v in zip(rows, verdicts):
         if row["family"] == "MiU":
-            miu.append(MiUItem(row["outcome"], v.timing if v else None, v.content if v else None, _fted_us(row)))
+            miu.append(MiUItem(row["outcome"], v.timing if v else None, v.content if v else None, _fted_us(row), row.get("kind") or ""))
         else:
             uim.append(UiMItem(row.get("reason", ""), row["outcome"], v.score if v else None))
     return miu, uim
