@@ -207,6 +207,13 @@ def test_run_refuses_to_replace_another_run_unless_forced(tmp_path, incli):
     p = cli("run", "--cases", str(tmp_path / "c.jsonl"), "--system", "keyword", "--out", str(tmp_path / "r"), "--force")
     assert p.returncode == 0, p.stderr
     assert json.loads((tmp_path / "r" / "cases.jsonl").read_text().splitlines()[0])["system"] == "keyword"
+    # score files of the replaced run are removed, never left to describe the new one
+    score_run(tmp_path / "r", ExpectedJudge())
+    assert (tmp_path / "r" / "dialogue.json").exists()
+    run_cases(cs, "eager", {}, Clock(), tmp_path / "r", force=True)
+    assert not (tmp_path / "r" / "dialogue.json").exists() and not (tmp_path / "r" / "judgements.jsonl").exists()
+    run_cases(cs, "eager", {}, Clock(), tmp_path / "r")  # the same run again keeps nothing stale either way
+
 
 
 def test_every_dialogue_command_and_option_has_help():

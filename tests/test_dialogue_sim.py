@@ -276,3 +276,13 @@ def test_replay_is_deterministic_and_outcomes_partition(clock, name, seed):
     assert a == b
     outcomes = [miu_row(c, simulate(c, make_manager(name), clock))["outcome"] for c in cases if isinstance(c, MiUCase)]
     assert all(o in ("mid", "end", "miss") for o in outcomes) and len(outcomes) == 6
+
+
+class Broken:
+    def __init__(self, level: str = "1") -> None:
+        raise ValueError("no model file")
+
+
+def test_plugin_that_fails_to_build_is_one_line():
+    with pytest.raises(InputError, match=r"system 'test_dialogue_sim:Broken': cannot be built with \['level'\]: ValueError: no model file"):
+        make_manager("test_dialogue_sim:Broken", {"level": "2"})

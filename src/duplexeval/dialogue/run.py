@@ -94,19 +94,26 @@ class RunResult:
     failures: int
 
 
-def _check_overwrite(out_dir: Path, sig: Signature, force: bool) -> None:
-    """Refuse to replace another run (other cases, system, settings or clock) unless forced."""
+STALE_AFTER_RUN = ("judgements.jsonl", "dialogue.json")  # score artifacts of a replaced run
+
+
+def _check_overwrite(out_dir: Path, sig: Signature, force: bool) -> bool:
+    """Refuse to replace another run (other cases, system, settings or clock) unless forced; True
+    when another run is being replaced (its score files are then stale)."""
     path = out_dir / CASES_FILE
-    if force or not path.exists():
-        return
+    if not path.exists():
+        return False
     try:
         with open(path, encoding="utf-8") as fh:
             old = json.loads(fh.readline())
         compact = old["signature"]["compact"]
     except (OSError, ValueError, KeyError, TypeError):
         compact = None
-    if compact != sig.compact():
+    if compact == sig.compact():
+        return False
+    if not force:
         raise RefusalError(f"{out_dir}: holds another run ({compact or 'unreadable cases.jsonl'}); use --force to replace it, or another --out")
+    return True
 
 
 def run_cases(cases: CaseSet, system: str, params: dict[str, str], clock: Clock, out_dir: Path,
@@ -116,7 +123,9 @@ def run_cases(cases: CaseSet, system: str, params: dict[str, str], clock: Clock,
     ptuple = tuple(sorted(params.items()))
     settings = manager_settings(make_manager(system, dict(ptuple)))
     sig = run_signature(cases, system, settings, clock)
-    _check_overwrite(out_dir, sig, force)
+    if _check_overwrite(out_dir, sig, force):
+        for name in STALE_AFTER_RUN:
+            (out_dir / name).unlink(missing_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = [_Job(system, ptuple, clock, str(out_dir), c) for c in cases.cases]
     rows: list[dict[str, Any]] = []
