@@ -222,8 +222,32 @@ def test_every_dialogue_command_and_option_has_help():
     from duplexeval.cli import _make_app
 
     group = typer.main.get_command(_make_app()).commands["dialogue"]  # type: ignore[attr-defined]
-    assert sorted(group.commands) == ["demo", "run", "score", "synth"]
+    assert sorted(group.commands) == ["compare", "demo", "run", "score", "synth"]
     for name, cmd in group.commands.items():
         assert cmd.help, name
         for p in cmd.params:
             assert getattr(p, "help", None), f"{name} {p.name}"
+
+
+def test_paired_comparison_matches_the_metrics(demo, incli, tmp_path):
+    from duplexeval.dialogue.compare import compare_runs
+
+    out, reps, text = demo
+    cmp = compare_runs(out / "half-duplex", out / "eager")
+    d = cmp["MiU"]["difference"]
+    assert d["n_pairs"] == 400 and d["a"] == reps["half-duplex"]["MiU"]["precision"]["value"]
+    assert d["diff"] == pytest.approx(reps["eager"]["MiU"]["precision"]["value"] - 1.0)
+    lo, hi = d["interval"]
+    assert lo < d["diff"] < hi < 0
+    m = cmp["MiU"]["mcnemar"]
+    assert m["b_only"] == 0 and m["a_only"] == 400 - reps["eager"]["MiU"]["PIR_mid"]["count"]
+    u = compare_runs(out / "half-duplex", out / "keyword")["UiM"]["difference"]
+    assert u["diff"] == pytest.approx(0.89 - 0.75)  # all four reasons have 100 cases: pooled = PRRavg here
+    assert "paired on the same cases" in text and "McNemar" in text
+    p = incli("compare", str(out / "half-duplex"), str(out / "keyword"), "--json", str(tmp_path / "c.json"))
+    assert p.returncode == 0, p.stderr
+    assert "UiM appropriate reply:" in p.stdout and p.stdout.count("signature ") == 2
+    js = json.loads((tmp_path / "c.json").read_text())
+    assert js["kind"] == "duplexeval.dialogue.compare" and js["UiM"]["difference"]["diff"] == pytest.approx(0.14)
+    p = incli("compare", str(out / "half-duplex"), str(tmp_path))
+    assert p.returncode == 2 and "dialogue.json: file not found" in p.stderr
