@@ -251,3 +251,12 @@ def test_paired_comparison_matches_the_metrics(demo, incli, tmp_path):
     assert js["kind"] == "duplexeval.dialogue.compare" and js["UiM"]["difference"]["diff"] == pytest.approx(0.14)
     p = incli("compare", str(out / "half-duplex"), str(tmp_path))
     assert p.returncode == 2 and "dialogue.json: file not found" in p.stderr
+
+
+def test_compare_refuses_different_case_sets(demo, tmp_path, incli):
+    out, _, _ = demo
+    (tmp_path / "c.jsonl").write_text(caseset_text(9, 3, 1), encoding="utf-8")
+    run_cases(load_cases(tmp_path / "c.jsonl"), "eager", {}, Clock(), tmp_path / "other")
+    score_run(tmp_path / "other", ExpectedJudge())
+    p = incli("compare", str(out / "eager"), str(tmp_path / "other"))
+    assert p.returncode == 2 and "were made with different case sets" in p.stderr

@@ -15,18 +15,25 @@ from duplexeval.artifacts import check_kind
 from duplexeval.dialogue.metrics import END, MID, MISS
 from duplexeval.dialogue.run import SCHEMA
 from duplexeval.dialogue.score import JUDGEMENTS_FILE, JUDGEMENTS_KIND
-from duplexeval.errors import InputError
+from duplexeval.errors import InputError, RefusalError
 from duplexeval.jsonio import json_lines, read_text
 from duplexeval.paired import mcnemar_exact, paired_mean_difference
 
 
-def proper_by_case(run_dir: Path) -> dict[str, tuple[str, int | None]]:
-    """id -> (family, proper 0/1 or None) from a scored run's judgements.jsonl."""
+def _component(head: dict[str, Any], name: str) -> tuple[str, str | None]:
+    for c in head.get("signature", {}).get("components", []):
+        if c.get("name") == name:
+            return c.get("value", ""), c.get("hash")
+    return "", None
+
+
+def proper_by_case(run_dir: Path) -> tuple[dict[str, Any], dict[str, tuple[str, int | None]]]:
+    """The header and id -> (family, proper 0/1 or None) of a scored run's judgements.jsonl."""
     path = Path(run_dir) / JUDGEMENTS_FILE
     items = json_lines(read_text(path), path)
     if not items:
         raise InputError(f"{path}: empty; score the run first")
-    check_kind(items[0][1], JUDGEMENTS_KIND, path, SCHEMA)
+    head = check_kind(items[0][1], JUDGEMENTS_KIND, path, SCHEMA)
     out: dict[str, tuple[str, int | None]] = {}
     for _, row in items[1:]:
         v = row.get("verdict") or {}
@@ -36,7 +43,7 @@ def proper_by_case(run_dir: Path) -> dict[str, tuple[str, int | None]]:
         else:
             value = v.get("score") if row["outcome"] != "error" else None
         out[row["id"]] = (row["family"], value)
-    return out
+    return head, out
 
 
 COMPARE_KIND = "duplexeval.dialogue.compare"
@@ -44,7 +51,11 @@ COMPARE_KIND = "duplexeval.dialogue.compare"
 
 def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
     """B - A of the MiU proper share and the UiM appropriate share, with paired bootstrap and McNemar."""
-    a, b = proper_by_case(run_a), proper_by_case(run_b)
+    (ha, a), (hb, b) = proper_by_case(run_a), proper_by_case(run_b)
+    for name, what in (("cases", "case sets"), ("judge", "judges")):
+        if _component(ha, name) != _component(hb, name):
+            raise RefusalError(f"{run_a} and {run_b} were made with different {what} "
+                               f"({_component(ha, name)[0]} vs {_component(hb, name)[0]}); a paired comparison needs the same")
     out: dict[str, Any] = {}
     for family, label in (("MiU", "proper (precision)"), ("UiM", "appropriate reply")):
         ids = sorted(i for i in a if i in b and a[i][0] == family)
