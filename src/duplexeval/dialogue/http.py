@@ -12,18 +12,21 @@ from __future__ import annotations
 import json
 import os
 import time
-import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.official.judge import ChatClient, sanitize_url
+from duplexeval.fdb.official.judge import (
+    ChatClient,
+    redact_secret,
+    sanitize_url,
+    secret_variants,
+)
 from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_bytes
 
 T = TypeVar("T")
-REDACTED = "[redacted]"
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_ATTEMPTS = 3
 MAX_ATTEMPTS = 10
@@ -39,19 +42,14 @@ def default_cache_dir() -> Path:
 
 
 def key_forms(key: str) -> list[str]:
-    """Every spelling of the key that could end up in a file: raw, JSON-escaped, URL-encoded."""
-    forms = {key, json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1]}
-    forms |= {urllib.parse.quote(key, safe=""), urllib.parse.quote_plus(key), urllib.parse.quote(key)}
-    return sorted((f for f in forms if f), key=len, reverse=True)
+    """Every spelling of the key that could end up in a file (raw, JSON-escaped, URL-encoded): the
+    project's one list, ``duplexeval.fdb.official.judge.secret_variants``."""
+    return secret_variants(key)
 
 
 def redact_all(text: str, key: str) -> str:
-    """`text` with every form of `key` replaced."""
-    if not key:
-        return text
-    for form in key_forms(key):
-        text = text.replace(form, REDACTED)
-    return text
+    """`text` with every form of `key` replaced (``redact_secret``; nothing to do without a key)."""
+    return redact_secret(text, key) if key else text
 
 
 def api_key(env_name: str, what: str) -> str:
