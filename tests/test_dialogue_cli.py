@@ -260,3 +260,10 @@ def test_compare_refuses_different_case_sets(demo, tmp_path, incli):
     score_run(tmp_path / "other", ExpectedJudge())
     p = incli("compare", str(out / "eager"), str(tmp_path / "other"))
     assert p.returncode == 2 and "were made with different case sets" in p.stderr
+
+
+def test_run_out_that_is_a_file_is_one_line(tmp_path, incli):
+    (tmp_path / "c.jsonl").write_text(caseset_text(0, 2, 1), encoding="utf-8")
+    (tmp_path / "afile").write_text("x")
+    p = incli("run", "--cases", str(tmp_path / "c.jsonl"), "--system", "eager", "--out", str(tmp_path / "afile"))
+    assert p.returncode == 2 and "afile: run folder is an existing file, not a folder" in p.stderr

@@ -13,14 +13,14 @@ from duplexeval.dialogue.run import run_cases
 from duplexeval.dialogue.score import print_report, score_run
 from duplexeval.dialogue.simulator import Clock
 from duplexeval.dialogue.synth import caseset_text
-from duplexeval.jsonio import atomic_write_text
+from duplexeval.jsonio import atomic_write_text, make_output_dir
 
 CASES_NAME = "cases-builtin.jsonl"
 
 
 def run_demo(out: Path, seed: int = 0, console: Any | None = None) -> list[dict[str, Any]]:
     """Write the case set into `out`, run and score each baseline in `out/<name>/`, print the comparison."""
-    out = Path(out)
+    out = make_output_dir(out, "demo folder")
     path = out / CASES_NAME
     atomic_write_text(path, caseset_text(seed))
     cases = load_cases(path)

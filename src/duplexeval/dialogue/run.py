@@ -19,7 +19,13 @@ from duplexeval.dialogue.rows import decision_text, error_row, miu_row, uim_row
 from duplexeval.dialogue.simulator import Clock, simulate
 from duplexeval.errors import RefusalError
 from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
-from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_bytes
+from duplexeval.jsonio import (
+    atomic_write_text,
+    check_output_dir,
+    dumps_line,
+    make_output_dir,
+    sha256_bytes,
+)
 from duplexeval.signature import Component, Signature
 
 DEFINITIONS = "dialogue-spec004-1"
@@ -119,14 +125,14 @@ def _check_overwrite(out_dir: Path, sig: Signature, force: bool) -> bool:
 def run_cases(cases: CaseSet, system: str, params: dict[str, str], clock: Clock, out_dir: Path,
               executor: ExecutorSpec | None = None, force: bool = False) -> RunResult:
     """Replay `cases` against `system`; write the two artifacts atomically into `out_dir`."""
-    out_dir = Path(out_dir)
+    out_dir = check_output_dir(out_dir, "run folder")
     ptuple = tuple(sorted(params.items()))
     settings = manager_settings(make_manager(system, dict(ptuple)))
     sig = run_signature(cases, system, settings, clock)
     if _check_overwrite(out_dir, sig, force):
         for name in STALE_AFTER_RUN:
             (out_dir / name).unlink(missing_ok=True)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_output_dir(out_dir, "run folder")
     jobs = [_Job(system, ptuple, clock, str(out_dir), c) for c in cases.cases]
     rows: list[dict[str, Any]] = []
     lines: list[str] = []
