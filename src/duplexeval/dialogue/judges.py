@@ -45,6 +45,8 @@ class Verdict:
 
 
 class Judge(Protocol):
+    """What `score` needs of a judge: a label for its numbers, its identity for the signature, a verdict per row."""
+
     @property
     def label(self) -> str: ...
 
@@ -160,6 +162,7 @@ def transcript_text(transcript: list[list[str]]) -> str:
 
 
 def prompt_sha256() -> str:
+    """SHA-256 of the two fixed judge prompts (in the signature, so a changed prompt is a different judge)."""
     return sha256_bytes(json.dumps({"miu": MIU_PROMPT, "uim": UIM_PROMPT}).encode("utf-8"))
 
 

@@ -37,6 +37,7 @@ CASES_FILE = "cases.jsonl"
 
 
 def clock_component(clock: Clock) -> Component:
+    """The clock settings in short form: ASR cadence, first-token, per-token, endpoint, horizon (ms)."""
     return Component("clock", settings={
         "asr": clock.asr_chunk_ms, "ft": clock.first_token_ms, "tok": clock.per_token_ms,
         "ep": clock.endpoint_ms, "hz": clock.horizon_ms,
@@ -51,6 +52,7 @@ def system_component(name: str, settings: dict[str, Any]) -> Component:
 
 
 def run_signature(cases: CaseSet, system: str, settings: dict[str, Any], clock: Clock) -> Signature:
+    """What a run's numbers depend on: the case set (hash), the system and its settings, the clock."""
     comps = (
         Component("cases", f"{cases.shape}:{cases.n_miu}miu+{cases.n_uim}uim", hash=cases.sha256),
         system_component(system, settings),
@@ -94,6 +96,8 @@ def replay_case(job: _Job) -> tuple[dict[str, Any], str]:
 
 @dataclass(frozen=True)
 class RunResult:
+    """The rows written, in case order, the run's signature and how many cases failed."""
+
     out_dir: Path
     rows: list[dict[str, Any]]
     signature: Signature

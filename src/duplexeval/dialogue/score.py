@@ -117,6 +117,7 @@ def score_run(run_dir: Path, judge: Judge) -> dict[str, Any]:
 
 
 def fmt_share(js: dict[str, Any] | None) -> str:
+    """A share cell: 'value [lo, hi] (count/n)', '-' when empty."""
     if not js or js.get("value") is None:
         return f"- (0/{js.get('n', 0)})" if js else "-"
     iv = js.get("interval") or [None, None]
@@ -124,6 +125,7 @@ def fmt_share(js: dict[str, Any] | None) -> str:
 
 
 def fmt_value(js: dict[str, Any] | None) -> str:
+    """A value with its interval (precision, PRRavg)."""
     if not js or js.get("value") is None:
         return "-"
     iv = js.get("interval")
@@ -134,6 +136,7 @@ def fmt_value(js: dict[str, Any] | None) -> str:
 
 
 def fmt_fted(js: dict[str, Any] | None) -> str:
+    """FTED cell: mean / p50 [95%] / p90 (responded/n); 'n/r' for a quantile that is not reached."""
     if not js or not js.get("n"):
         return "-"
     def q(v: float | None, reached: bool | None) -> str:
