@@ -53,6 +53,8 @@ def show_command(
         audio = match[0].read_input_16k()
     path = show_png(view, out or Path(f"{subset}-{sid}.png"), audio)
     typer.echo(f"{path}: {sample}: {view.outcome}")
+    if audio is None:
+        typer.echo("(the tree holds no input audio: pass --dataset to draw the input waveform above)", err=True)
 
 
 def register(apps) -> None:
