@@ -73,6 +73,7 @@ class Task:
 
     `segments` (when set) gives (output.wav path, last sample needed) of a parsed input: the scorer runs
     the VAD on those files and passes each input's segments to `score`; otherwise `score` gets None.
+    `paired_metrics` (empty: not compared) are what `fdb compare` pairs, over `paired_over`.
     `metric_kinds` names the typed value (`stats.Share`, `stats.Latency`, a `stats.PooledRatio`) of every
     unified metric the aggregate writes, so renderers dispatch on the kind and never guess from keys.
     """
@@ -88,6 +89,9 @@ class Task:
     official: OfficialRule
     segments: Callable[[Any], tuple[Path, int]] | None = None
     uses_judge: bool = False
+    paired_metrics: tuple[Any, ...] = ()  # fdb.compare.MetricSpec of each metric `fdb compare` pairs
+    paired_gate: Any = None  # a share MetricSpec: pairs are the samples passing it in both trees
+    paired_over: str = "samples eligible in both"
 
 
 def _register_builtins() -> None:

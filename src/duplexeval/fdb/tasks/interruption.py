@@ -7,6 +7,7 @@ from typing import Any
 
 from duplexeval import stats
 from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.compare import EXERCISED, INTERRUPTION_METRICS
 from duplexeval.fdb.official.interruption import (
     InterruptionSample,
     interruption_metrics,
@@ -120,6 +121,9 @@ TASK = Task(
         "restart_rate": stats.Share,
     },
     official=official,
+    paired_metrics=INTERRUPTION_METRICS,
+    paired_gate=EXERCISED,
+    paired_over="samples exercised in both (exercised_rate: eligible in both)",
     segments=segments,
     uses_judge=True,
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from duplexeval import stats
+from duplexeval.fdb.compare import PAUSE_METRICS
 from duplexeval.fdb.official.pause import pause_metrics, pause_sample
 from duplexeval.fdb.tasks import OfficialContext, OfficialOutcome, SampleFiles, Task
 from duplexeval.fdb.tree import PAUSE_HANDLING
@@ -46,4 +47,5 @@ TASK = Task(
         "any_speech_rate": stats.Share,
     },
     official=official,
+    paired_metrics=PAUSE_METRICS,
 )

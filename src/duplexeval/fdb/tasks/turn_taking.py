@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from duplexeval import stats
+from duplexeval.fdb.compare import TURN_METRICS
 from duplexeval.fdb.official.run import annotation, sample_where
 from duplexeval.fdb.official.turn_taking import turn_taking_metrics, turn_taking_sample
 from duplexeval.fdb.tasks import OfficialContext, OfficialOutcome, SampleFiles, Task
@@ -54,4 +55,5 @@ TASK = Task(
         "response_latency_s": stats.Latency,
     },
     official=official,
+    paired_metrics=TURN_METRICS,
 )

@@ -74,7 +74,8 @@ def pooled_seconds(num: Sequence[int], den: Sequence[int], per_second: int) -> P
 
 def pooled_count(num: Sequence[int], den: Sequence[int]) -> PooledCount:
     """A ratio of summed counts over samples (pauses), with a whole-sample bootstrap interval."""
-    return PooledCount.of(num, den)
+    base = stats.PooledRatio.of(num, den)
+    return PooledCount(base.numerators, base.denominators)
 
 
 def latency(values: Sequence[float], per_second: int) -> stats.Latency:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from duplexeval import stats
 from duplexeval.fdb.tasks import get_task
@@ -92,22 +92,25 @@ def metric_rows(name: str, m: TypedValue | dict[str, Any], kind: type | None = N
 
     `m` is a typed value, or its JSON with `kind` the typed value's class (a task's `metric_kinds`).
     """
+    js: dict[str, Any]
     if isinstance(m, (stats.Share, stats.PooledRatio, stats.Latency)):
-        kind, m = type(m), m.to_json()
+        kind, js = type(m), cast(dict[str, Any], m.to_json())
+    else:
+        js = m
     if kind is None:
         raise ValueError(f"metric {name!r}: a JSON value needs its kind")
     if issubclass(kind, stats.Share):
-        return [(name, _num(m["value"]), _iv(m["interval"]), f"{m['count']}/{m['n']}", _iv(m["selected_bounds"]))]
+        return [(name, _num(js["value"]), _iv(js["interval"]), f"{js['count']}/{js['n']}", _iv(js["selected_bounds"]))]
     if issubclass(kind, stats.Latency):  # median with its interval, then p90 (no interval)
         return [
-            (f"{name} median", _latency_value(m["median"], m["n"]), _iv(m["median_interval"]), f"n={m['n']}", ""),
-            (f"{name} p90", _latency_value(m["p90"], m["n"]), "", f"n={m['n']}", ""),
+            (f"{name} median", _latency_value(js["median"], js["n"]), _iv(js["median_interval"]), f"n={js['n']}", ""),
+            (f"{name} p90", _latency_value(js["p90"], js["n"]), "", f"n={js['n']}", ""),
         ]
     if issubclass(kind, PooledSeconds):
-        count = f"{_num(m['numerator_s'], 2)}/{_num(m['denominator_s'], 2)}"
-        return [(name, _num(m["value"]), _iv(m["interval"]), count, "")]
+        count = f"{_num(js['numerator_s'], 2)}/{_num(js['denominator_s'], 2)}"
+        return [(name, _num(js["value"]), _iv(js["interval"]), count, "")]
     if issubclass(kind, stats.PooledRatio):
-        return [(name, _num(m["value"]), _iv(m["interval"]), f"{m['numerator']}/{m['denominator']}", "")]
+        return [(name, _num(js["value"]), _iv(js["interval"]), f"{js['numerator']}/{js['denominator']}", "")]
     raise ValueError(f"metric {name!r}: no table rows for kind {kind.__name__}")
 
 
