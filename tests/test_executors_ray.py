@@ -141,3 +141,36 @@ def test_asr_sample_past_the_retries_is_recorded_with_its_reason(ray_local, tmp_
     (key, bad), = [(k, s) for k, s in rec.samples.items() if s.status == "error"]
     assert bad.output_json is None and "worker died running it, attempt 1 of 1" in (bad.error or "") and key in (bad.error or "")
     assert not (tree / key / "output.json").exists()
+
+
+def test_controller_run_on_ray_writes_the_same_data_folder(ray_local, tmp_path: Path) -> None:  # noqa: ANN001
+    import json
+
+    import numpy as np
+    import soundfile as sf
+
+    from duplexeval.cli import _make_app
+    from duplexeval.tts import synthesize
+
+    lines = []
+    for k, (q, a) in enumerate([("Where is the station?", "Go left."), ("Is it raining?", "Not today."),
+                                ("Can you help me?", "Of course.")]):
+        u, g = synthesize(q).audio, synthesize(a).audio
+        n = len(u) + len(g) + 16000
+        user, agent = np.zeros(n, np.float32), np.zeros(n, np.float32)
+        user[:len(u)] = u
+        agent[len(u) + 8000: len(u) + 8000 + len(g)] = g
+        sf.write(str(tmp_path / f"c{k}.wav"), np.stack([user, agent], axis=1), 16000, subtype="PCM_16")
+        lines.append({"id": f"c{k}", "audio": f"c{k}.wav", "assignments": "both"})
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    app, runner = _make_app(), CliRunner()
+    for out, extra in (("local", []), ("ray", ["--executor", "ray"])):
+        res = runner.invoke(app, ["controller", "run", "baseline:silero", str(tmp_path / out),
+                                  "--conversations", str(manifest), *extra])
+        assert res.exit_code == 0, res.output
+    local = {str(p.relative_to(tmp_path / "local")): p.read_bytes() for p in sorted((tmp_path / "local").rglob("*"))
+             if p.is_file()}
+    remote = {str(p.relative_to(tmp_path / "ray")): p.read_bytes() for p in sorted((tmp_path / "ray").rglob("*"))
+              if p.is_file()}
+    assert remote == local and len(local) > 2
