@@ -8,17 +8,22 @@ import sys
 from pathlib import Path
 
 import pytest
+import worker_helpers as wh
 from typer.testing import CliRunner
 
 from duplexeval.errors import InputError
-from duplexeval.executors import ExecutorSpec, ItemFailure, ItemResult, StatefulWork, make_executor
-
-import worker_helpers as wh
+from duplexeval.executors import (
+    ExecutorSpec,
+    ItemFailure,
+    ItemResult,
+    StatefulWork,
+    make_executor,
+)
 
 pytestmark = pytest.mark.ray
 
 
-def _run(spec: ExecutorSpec, stateful: StatefulWork | None, fn, items):  # noqa: ANN001, ANN202
+def _run(spec: ExecutorSpec, stateful: StatefulWork | None, fn, items):
     ex = make_executor(spec)
     try:
         return list(ex.map_stateful(stateful, items) if stateful else ex.map_ordered(fn, items))
@@ -26,7 +31,7 @@ def _run(spec: ExecutorSpec, stateful: StatefulWork | None, fn, items):  # noqa:
         ex.close()
 
 
-def test_tasks_in_order_with_failures(ray_local) -> None:  # noqa: ANN001
+def test_tasks_in_order_with_failures(ray_local) -> None:
     got = _run(ExecutorSpec("ray"), None, wh.square_or_fail, [1, 2, 3, 4, 5])
     assert [type(g) for g in got] == [ItemResult, ItemResult, ItemFailure, ItemResult, ItemResult]
     assert [g.index for g in got] == [0, 1, 2, 3, 4]
@@ -34,7 +39,7 @@ def test_tasks_in_order_with_failures(ray_local) -> None:  # noqa: ANN001
     assert [g.value for g in got if isinstance(g, ItemResult)] == [1, 4, 16, 25]
 
 
-def test_killed_task_worker_is_retried_on_a_new_worker(ray_local, tmp_path: Path) -> None:  # noqa: ANN001
+def test_killed_task_worker_is_retried_on_a_new_worker(ray_local, tmp_path: Path) -> None:
     marker = str(tmp_path / "died")
     got = _run(ExecutorSpec("ray", max_retries=1), None, wh.die_once, [(marker, n) for n in range(5)])
     assert all(isinstance(g, ItemResult) for g in got), got
@@ -42,7 +47,7 @@ def test_killed_task_worker_is_retried_on_a_new_worker(ray_local, tmp_path: Path
     assert got[2].value[1] != int(Path(marker).read_text())  # item 2 finished on another process than the one killed
 
 
-def test_killed_actor_is_replaced_and_its_item_retried(ray_local, tmp_path: Path) -> None:  # noqa: ANN001
+def test_killed_actor_is_replaced_and_its_item_retried(ray_local, tmp_path: Path) -> None:
     marker = str(tmp_path / "died")
     work = StatefulWork(wh.offset, 100, wh.stateful_die_once)
     got = _run(ExecutorSpec("ray", max_retries=1), work, None, [(marker, n) for n in range(6)])
@@ -51,7 +56,7 @@ def test_killed_actor_is_replaced_and_its_item_retried(ray_local, tmp_path: Path
     assert got[2].value[1] != int(Path(marker).read_text())
 
 
-def test_an_item_that_always_kills_its_worker_is_recorded_and_the_rest_finish(ray_local) -> None:  # noqa: ANN001
+def test_an_item_that_always_kills_its_worker_is_recorded_and_the_rest_finish(ray_local) -> None:
     work = StatefulWork(wh.offset, 10, wh.stateful_die_always)
     got = _run(ExecutorSpec("ray", max_retries=1), work, None, [("", n) for n in range(4)])
     assert [type(g) for g in got] == [ItemResult, ItemFailure, ItemResult, ItemResult]
@@ -59,9 +64,21 @@ def test_an_item_that_always_kills_its_worker_is_recorded_and_the_rest_finish(ra
     assert [g.value for g in got if isinstance(g, ItemResult)] == [10, 12, 13]
 
 
-def test_a_failing_model_load_raises_in_the_driver(ray_local) -> None:  # noqa: ANN001
+def test_a_failing_model_load_raises_in_the_driver(ray_local) -> None:
     with pytest.raises(FileNotFoundError, match="no model here"):
         _run(ExecutorSpec("ray"), StatefulWork(wh.init_fails, None, wh.stateful_die_always), None, [("", 0)])
+
+
+def test_a_worker_bigger_than_the_cluster_is_refused_not_left_waiting(ray_local) -> None:
+    with pytest.raises(InputError, match=r"--ray-num-cpus 3 --ray-num-gpus 0: more than the Ray cluster has \(2 CPUs"):
+        _run(ExecutorSpec("ray", ray_num_cpus=3), StatefulWork(wh.offset, 0, wh.stateful_die_always), None, [("", 0)])
+
+
+def test_gpu_is_requested_only_when_the_cluster_has_one(ray_local, capsys: pytest.CaptureFixture[str]) -> None:
+    work = StatefulWork(wh.offset, 5, wh.stateful_die_always)
+    got = _run(ExecutorSpec("ray", ray_num_gpus=1), work, None, [("", 0), ("", 2)])
+    assert [g.value for g in got] == [5, 7]  # ran on CPU workers instead of waiting for a GPU that does not exist
+    assert "no GPU" in capsys.readouterr().err
 
 
 def test_without_ray_one_line_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
@@ -93,7 +110,7 @@ def _files(tree: Path, names: tuple[str, ...]) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-def test_asr_and_score_on_ray_write_the_same_bytes_as_local(ray_local, tmp_path: Path) -> None:  # noqa: ANN001
+def test_asr_and_score_on_ray_write_the_same_bytes_as_local(ray_local, tmp_path: Path) -> None:
     from duplexeval.cli import _make_app
     from duplexeval.fdb import asr_stage
     from duplexeval.fdb.unified import score
@@ -114,7 +131,7 @@ def test_asr_and_score_on_ray_write_the_same_bytes_as_local(ray_local, tmp_path:
     assert _files(remote, names) == _files(local, names) and len(_files(local, names)) == 2
 
 
-def test_asr_worker_killed_mid_sample_is_retried_with_the_same_bytes(ray_local, tmp_path: Path) -> None:  # noqa: ANN001
+def test_asr_worker_killed_mid_sample_is_retried_with_the_same_bytes(ray_local, tmp_path: Path) -> None:
     from duplexeval.fdb import asr_stage
 
     local = _demo_tree(tmp_path / "local")
@@ -129,7 +146,7 @@ def test_asr_worker_killed_mid_sample_is_retried_with_the_same_bytes(ray_local, 
     assert _files(remote, names) == _files(local, names)
 
 
-def test_asr_sample_past_the_retries_is_recorded_with_its_reason(ray_local, tmp_path: Path) -> None:  # noqa: ANN001
+def test_asr_sample_past_the_retries_is_recorded_with_its_reason(ray_local, tmp_path: Path) -> None:
     from duplexeval.fdb import asr_stage
     from duplexeval.fdb.tree import load_asr
 
@@ -143,7 +160,7 @@ def test_asr_sample_past_the_retries_is_recorded_with_its_reason(ray_local, tmp_
     assert not (tree / key / "output.json").exists()
 
 
-def test_controller_run_on_ray_writes_the_same_data_folder(ray_local, tmp_path: Path) -> None:  # noqa: ANN001
+def test_controller_run_on_ray_writes_the_same_data_folder(ray_local, tmp_path: Path) -> None:
     import json
 
     import numpy as np

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 import worker_helpers as wh
+
 from duplexeval.fdb import asr_stage
 
 TESTS = Path(__file__).resolve().parent

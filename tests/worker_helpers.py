@@ -60,7 +60,7 @@ class SleepyBackend:
     def signature(self) -> dict:
         return {"name": self.name, "packages": {}, "options": {"delay": self.delay}}
 
-    def transcribe(self, audio16k, offset_s: float = 0.0):  # noqa: ANN001, ANN201
+    def transcribe(self, audio16k, offset_s: float = 0.0):
         import time
 
         from duplexeval.asr.base import Word
@@ -81,7 +81,7 @@ class KillOnceBackend(SleepyBackend):
     def signature(self) -> dict:
         return {"name": self.name, "packages": {}, "options": {}}
 
-    def transcribe(self, audio16k, offset_s: float = 0.0):  # noqa: ANN001, ANN201
+    def transcribe(self, audio16k, offset_s: float = 0.0):
         if not os.path.exists(self.marker):
             Path(self.marker).write_text(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)

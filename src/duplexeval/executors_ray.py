@@ -123,7 +123,10 @@ class RayExecutor:
             slots = min(slots, math.floor(total.get("GPU", 0.0) / gpus + 1e-9))
         if slots == math.inf:
             slots = max(1, int(total.get("CPU", 1.0)))
-        return cpus, gpus, max(1, int(slots))
+        if slots < 1:  # no node could ever run a worker: refuse now instead of waiting forever
+            raise InputError(f"--ray-num-cpus {cpus:g} --ray-num-gpus {gpus:g}: more than the Ray cluster has "
+                             f"({total.get('CPU', 0.0):g} CPUs, {total.get('GPU', 0.0):g} GPUs)")
+        return cpus, gpus, int(slots)
 
     @property
     def parallelism(self) -> int:

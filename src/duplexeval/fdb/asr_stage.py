@@ -251,9 +251,10 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
         signature = obj.signature()
 
     eligible = [s for s in manifest.samples if s.eligible]
+    where = tree.resolve() if on_ray else tree  # Ray workers may run in another folder (or on another machine)
     tasks = [
         SampleTask(
-            key=s.key, subset=s.subset, id=s.id, T=s.T, dir=str(s.dir(tree)), wav_sha256=s.files[OUTPUT_WAV],
+            key=s.key, subset=s.subset, id=s.id, T=s.T, dir=str(s.dir(where)), wav_sha256=s.files[OUTPUT_WAV],
             annotation=s.annotation, annotation_sha256=s.files.get(s.annotation) if s.annotation else None,
             generate=generate,
         )

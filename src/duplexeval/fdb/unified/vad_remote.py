@@ -32,7 +32,7 @@ def _segment_chunk(_state: None, chunk: Chunk) -> list[speech.Segments]:
 
 def chunks(paths: list[Path], limits: list[int | None], workers: int) -> list[Chunk]:
     """Consecutive chunks of (path, limit), about CHUNKS_PER_WORKER per worker, at most BATCH_FILES each."""
-    items = [(str(p), lim) for p, lim in zip(paths, limits)]
+    items = [(str(Path(p).resolve()), lim) for p, lim in zip(paths, limits)]  # workers may run in another folder
     if not items:
         return []
     size = min(speech.BATCH_FILES, max(1, -(-len(items) // (max(1, workers) * CHUNKS_PER_WORKER))))
