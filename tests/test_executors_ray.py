@@ -97,11 +97,11 @@ def test_without_ray_one_line_says_how_to_install(monkeypatch: pytest.MonkeyPatc
 
 
 # -- the stages on a demo tree ----------------------------------------------------------------------
-def _demo_tree(root: Path) -> Path:
+def _demo_tree(root: Path, per_subset: int = 2) -> Path:
     from duplexeval.fdb.export import export
 
-    export("turn-based", "demo", root, subsets=["candor_turn_taking", "synthetic_user_interruption"], limit=2,
-           progress=False)
+    export("turn-based", "demo", root, subsets=["candor_turn_taking", "synthetic_user_interruption"],
+           limit=per_subset, progress=False)
     return root
 
 
@@ -115,14 +115,14 @@ def test_asr_and_score_on_ray_write_the_same_bytes_as_local(ray_local, tmp_path:
     from duplexeval.fdb import asr_stage
     from duplexeval.fdb.unified import score
 
-    local = _demo_tree(tmp_path / "local")
+    local = _demo_tree(tmp_path / "local", 1)
     remote = tmp_path / "ray"
     shutil.copytree(local, remote)
     asr_stage.run(local, backend="whisper-align", jobs=1, progress=False)
     res = asr_stage.run(remote, backend="whisper-align", progress=False, executor=ExecutorSpec("ray"))
-    assert res.n_ok == res.n_eligible == 4 and not res.failed
+    assert res.n_ok == res.n_eligible == 2 and not res.failed
     names = ("asr.json", "output.json")
-    assert _files(remote, names) == _files(local, names) and len(_files(local, names)) == 5
+    assert _files(remote, names) == _files(local, names) and len(_files(local, names)) == 3
 
     score(local, jobs=1)
     out = CliRunner().invoke(_make_app(), ["fdb", "score", "--tree", str(remote), "--executor", "ray", "--json"])

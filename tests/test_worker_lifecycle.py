@@ -56,7 +56,7 @@ def test_sigkill_of_asr_driver_takes_its_workers_and_resume_gives_the_same_bytes
     shutil.copytree(tree, clean)
     code = (f"import sys; sys.path.insert(0, {str(TESTS)!r})\n"
             "import worker_helpers as wh\nfrom duplexeval.fdb import asr_stage\n"
-            f"asr_stage.run({str(tree)!r}, backend=wh.SleepyBackend(0.4), jobs=2, progress=False)\n")
+            f"asr_stage.run({str(tree)!r}, backend=wh.SleepyBackend(0.25), jobs=2, progress=False)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
     try:
@@ -80,8 +80,8 @@ def test_sigkill_of_asr_driver_takes_its_workers_and_resume_gives_the_same_bytes
     unvouched = [d for d in sorted(tree.glob("*/*")) if d.is_dir() and (d / "output.wav").exists()
                  and not (tree / asr_stage.PROGRESS_DIR / f"{d.parent.name}__{d.name}.json").exists()]
     (unvouched[0] / "output.json").write_text('{"chunks": "not from this run"}')
-    res = asr_stage.run(tree, backend=wh.SleepyBackend(0.4), jobs=2, progress=False)
+    res = asr_stage.run(tree, backend=wh.SleepyBackend(0.25), jobs=2, progress=False)
     assert 0 < res.n_resumed < res.n_eligible and not res.failed
-    asr_stage.run(clean, backend=wh.SleepyBackend(0.4), jobs=2, progress=False)
+    asr_stage.run(clean, backend=wh.SleepyBackend(0.25), jobs=2, progress=False)
     for p in sorted(clean.rglob("*.json")):
         assert (tree / p.relative_to(clean)).read_bytes() == p.read_bytes(), p
