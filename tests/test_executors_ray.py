@@ -64,6 +64,16 @@ def test_an_item_that_always_kills_its_worker_is_recorded_and_the_rest_finish(ra
     assert [g.value for g in got if isinstance(g, ItemResult)] == [10, 12, 13]
 
 
+def test_results_held_for_order_are_bounded_without_stalling(ray_local, monkeypatch: pytest.MonkeyPatch) -> None:
+    from duplexeval import executors_ray
+
+    monkeypatch.setattr(executors_ray, "MAX_AHEAD", 1)  # at most one item past the oldest unfinished one
+    got = _run(ExecutorSpec("ray"), StatefulWork(wh.offset, 1, wh.stateful_die_always), None, [("", n) for n in (0, 2, 3, 4)])
+    assert [g.value for g in got] == [1, 3, 4, 5]
+    got = _run(ExecutorSpec("ray"), None, wh.square_or_fail, [1, 2, 4, 5])
+    assert [g.value for g in got] == [1, 4, 16, 25]
+
+
 def test_a_failing_model_load_raises_in_the_driver(ray_local) -> None:
     with pytest.raises(FileNotFoundError, match="no model here"):
         _run(ExecutorSpec("ray"), StatefulWork(wh.init_fails, None, wh.stateful_die_always), None, [("", 0)])

@@ -31,6 +31,7 @@ from duplexeval.executors import (
 INSTALL_HINT = "--executor ray needs Ray, an optional extra: pip install 'duplexeval[ray]'"
 DEPTH = 2  # items queued per actor: one running, one waiting, so an actor never idles on a round trip
 TASK_WINDOW = 4  # stateless tasks in flight per slot
+MAX_AHEAD = 1024  # results held for in-order delivery while an earlier item is still running
 
 
 def import_ray() -> Any:
@@ -145,7 +146,7 @@ class RayExecutor:
         nxt = sub = 0
         try:
             while nxt < len(items):
-                while sub < len(items) and len(pending) < slots * TASK_WINDOW:
+                while sub < len(items) and len(pending) < slots * TASK_WINDOW and sub - nxt < MAX_AHEAD:
                     pending[remote.remote(fn_ref, items[sub])] = sub
                     sub += 1
                 ready, _ = ray.wait(list(pending), num_returns=1)
@@ -201,7 +202,7 @@ class RayExecutor:
         nxt = 0
 
         def feed(k: int) -> None:
-            while todo and len(queued[k]) < DEPTH:
+            while todo and len(queued[k]) < DEPTH and todo[0] - nxt < MAX_AHEAD:
                 i = todo.popleft()
                 ref = actors[k].run.remote(fn_ref, items[i])
                 queued[k].append((ref, i))
@@ -222,10 +223,11 @@ class RayExecutor:
                 _, i = queued[k][pos]
                 del queued[k][pos]
                 done[i] = ItemResult(i, val) if ok else ItemFailure(i, val)
-            feed(k)
             while nxt in done:
                 yield done.pop(nxt)
                 nxt += 1
+            for j in range(len(actors)):
+                feed(j)
 
     def _replace(self, k: int, exc: BaseException, actors: list[Any], spawn: Callable[[], Any],
                  queued: list[deque[tuple[Any, int]]], owner: dict[Any, int], deaths: list[int],
