@@ -40,14 +40,30 @@ def controller_evaluate(
 def _grid(text: str) -> list[float]:
     from duplexeval.errors import InputError
 
+    from duplexeval.schemas import check_number
+
     try:
         if ":" in text:
             a, b, step = (float(x) for x in text.split(":"))
-            n = int(round((b - a) / step)) + 1
-            return [round(a + k * step, 6) for k in range(n)]
-        return [float(x) for x in text.split(",") if x.strip()]
+        else:
+            values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise InputError(f"--grid: expected 'start:stop:step' or a comma list, got {text!r}") from None
+    if ":" not in text:
+        if not values:
+            raise InputError(f"--grid: no thresholds in {text!r}")
+        for v in values:
+            check_number(v, "--grid", "threshold", -1e6, 1e6)
+        return values
+    for name, v in (("start", a), ("stop", b)):
+        check_number(v, "--grid", name, -1e6, 1e6)
+    check_number(step, "--grid", "step", 0.0, 1e6, lo_open=True)
+    if b < a:
+        raise InputError(f"--grid: stop {b:g} is below start {a:g}")
+    n = int(round((b - a) / step)) + 1
+    if n > 100_000:
+        raise InputError(f"--grid: {n} thresholds is too many (at most 100000); use a larger step")
+    return [round(a + k * step, 6) for k in range(n)]
 
 
 def controller_calibrate(

@@ -10,6 +10,8 @@ from typing import Any
 from duplexeval.eot.pairs import EOTPair
 from duplexeval.errors import InputError
 from duplexeval.jsonio import json_lines, read_text
+from duplexeval.schemas import validate
+from duplexeval.schemas.eot import EOTPairRow
 
 TRUE_KEYS = ("true_turn_end_s", "true_end_s")
 COMMIT_KEYS = ("detector_commit_s", "commit_s")
@@ -29,14 +31,25 @@ def _pick(row: dict[str, Any], keys: tuple[str, ...], where: str) -> float:
             raise InputError(f"{where}: {present[0]} is not a number: {row[present[0]]!r}") from None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
         raise InputError(f"{where}: {present[0]} must be a finite number, got {row[present[0]]!r}")
-    return float(v)
+    return v
 
 
 def pair_from_row(row: dict[str, Any], where: str) -> tuple[EOTPair, str | None]:
-    """One pair (and its optional ``id``) from a CSV/JSONL row."""
-    pair = EOTPair(_pick(row, TRUE_KEYS, where), _pick(row, COMMIT_KEYS, where))
+    """One pair (and its optional ``id``) from a CSV/JSONL row, checked by schemas.eot.EOTPairRow."""
     rid = row.get("id")
-    return pair, (None if rid in (None, "") else str(rid))
+    rec = validate({"true_turn_end_s": _pick(row, TRUE_KEYS, where), "detector_commit_s": _pick(row, COMMIT_KEYS, where),
+                    "id": None if rid in (None, "") else str(rid)}, EOTPairRow, where)
+    return EOTPair(float(rec.true_turn_end_s), float(rec.detector_commit_s)), rec.id
+
+
+def _check_ids(ids: list[str | None], lines: list[int], path: Path) -> None:
+    seen: dict[str, int] = {}
+    for rid, line in zip(ids, lines):
+        if rid is None:
+            continue
+        if rid in seen:
+            raise InputError(f"{path}: line {line}: duplicate id {rid!r} (first on line {seen[rid]})")
+        seen[rid] = line
 
 
 def read_pairs(path: str | Path) -> tuple[list[EOTPair], list[str | None]]:
@@ -45,11 +58,12 @@ def read_pairs(path: str | Path) -> tuple[list[EOTPair], list[str | None]]:
     text = read_text(path)
     pairs: list[EOTPair] = []
     ids: list[str | None] = []
+    lines: list[int] = []
     suffix = path.suffix.lower()
     if suffix == ".csv":
         reader = csv.DictReader(text.splitlines())
         if reader.fieldnames is None:
-            return pairs, ids
+            raise InputError(f"{path}: no pairs (the file is empty)")
         for row in reader:
             where = f"{path}: line {reader.line_num}"
             if None in row or any(v is None for v in row.values()):
@@ -57,6 +71,7 @@ def read_pairs(path: str | Path) -> tuple[list[EOTPair], list[str | None]]:
             p, rid = pair_from_row(row, where)
             pairs.append(p)
             ids.append(rid)
+            lines.append(reader.line_num)
     elif suffix in (".jsonl", ".json", ".ndjson"):
         for lineno, obj in json_lines(text, path):
             where = f"{path}: line {lineno}"
@@ -65,6 +80,10 @@ def read_pairs(path: str | Path) -> tuple[list[EOTPair], list[str | None]]:
             p, rid = pair_from_row(obj, where)
             pairs.append(p)
             ids.append(rid)
+            lines.append(lineno)
     else:
         raise InputError(f"{path}: unknown pair file type {suffix!r} (use .csv or .jsonl)")
+    if not pairs:
+        raise InputError(f"{path}: no pairs (only a header or blank lines); nothing to score")
+    _check_ids(ids, lines, path)
     return pairs, ids

@@ -33,6 +33,8 @@ from duplexeval.fdb.tree import (
     write_asr,
 )
 from duplexeval.jsonio import atomic_write_bytes, dumps, read_json, sha256_bytes, sha256_file, write_json
+from duplexeval.schemas import validate
+from duplexeval.schemas.fdb import AsrSampleRecord, InterruptAnnotation
 
 ASR_KIND = "duplexeval.fdb.asr"
 PROGRESS_DIR = ".asr-progress"
@@ -87,12 +89,8 @@ def _read_cut(task: SampleTask) -> float:
     path = Path(task.dir) / str(task.annotation)
     if task.annotation_sha256 is not None and sha256_file(path) != task.annotation_sha256:
         raise InputError(f"{path}: SHA-256 differs from manifest.json (the tree changed after export)")
-    ann = read_json(path)
-    try:
-        R = ann[0]["timestamp"][1]
-    except (KeyError, IndexError, TypeError):
-        raise InputError(f"{path}: expected [{{'timestamp': [start, end], ...}}]") from None
-    if isinstance(R, bool) or not isinstance(R, (int, float)) or not math.isfinite(R) or not 0 <= R < task.T:
+    R = validate(read_json(path), InterruptAnnotation, path).R
+    if not 0 <= R < task.T:
         raise InputError(f"{path}: interrupt end R={R!r} is not a finite time inside [0, T={task.T})")
     return float(R)
 
@@ -339,6 +337,7 @@ def _resumable(tree: Path, t: SampleTask) -> dict[str, Any] | None:
         return None
     try:
         rec = read_json(path)
+        validate(rec, AsrSampleRecord, path)  # a journal of the wrong shape is redone, never trusted
     except InputError:
         return None
     if not isinstance(rec, dict) or rec.get("status") != "ok" or rec.get("audio_sha256") != t.wav_sha256:

@@ -35,7 +35,9 @@ def evaluate_command(
     """Reproduce the official Full-Duplex-Bench v1.0 evaluator rules and write TREE/summary.json."""
     from duplexeval.errors import InputError
     from duplexeval.fdb.official import evaluate
+    from duplexeval.fdb.official.judge import check_timeout
 
+    check_timeout(judge_timeout)
     if backchannel_rules not in BACKCHANNEL_RULES:
         raise InputError(f"--backchannel-rules {backchannel_rules!r}: expected one of {', '.join(BACKCHANNEL_RULES)}")
     summary = evaluate(

@@ -107,6 +107,24 @@ def backchannel_loop(segments: Sequence[Segment], words: Sequence[Word], rules: 
     return LoopResult(tor, bc, trace, stopped, len(segments))
 
 
+def vad_segments_s(audios: Sequence[np.ndarray], jobs: int | None = None) -> list[list[Segment]]:
+    """The official VAD call on each output (`get_speech_timestamps(wav, model, return_seconds=True)`: Silero
+    defaults, 30 ms padding, the whole file, samples taken as 16 kHz, seconds rounded to 0.1).
+
+    The files are stepped together through the model's batch axis (`speech.segment_audios`); the segments
+    equal `SileroVad.segments_s(audio, OFFICIAL_SETTINGS, official_rounding=True)` one file at a time (tested).
+    """
+    from duplexeval import vad as vadmod
+    from duplexeval.fdb.unified.speech import segment_audios
+
+    clips = [np.ascontiguousarray(np.asarray(a), dtype=np.float32) for a in audios]
+    for c in clips:
+        if c.ndim != 1 or not np.isfinite(c).all():
+            raise ValueError("VAD input must be finite mono 1-D audio")
+    segs = segment_audios(clips, vadmod.OFFICIAL_SETTINGS, jobs=jobs)
+    return [vadmod.seconds_from_samples(sg, a.size, official_rounding=True) for sg, a in zip(segs, clips)]
+
+
 def frequency(n_backchannels: int, duration_s: float) -> float:
     """Backchannel segments per second of output audio (file samples / file rate)."""
     return n_backchannels / duration_s
