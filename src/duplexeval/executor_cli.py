@@ -35,6 +35,7 @@ _OPTIONS: tuple[inspect.Parameter, ...] = (
                                         "new worker; after that the sample is recorded as failed with the reason.")),
 )
 _NAMES = tuple(p.name for p in _OPTIONS)
+DEFAULT_EXECUTOR = ExecutorSpec()  # the signature default of a decorated command (the decorator always passes one)
 
 
 def spec_from_options(executor: str = "local", ray_address: str | None = None, ray_num_cpus: float = 1.0,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from duplexeval.executor_cli import executor_options
+from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
 from duplexeval.schemas import MAX_TIME_S
 
@@ -64,9 +64,14 @@ def _clips(conversations: Path | None, fdb: Path | None, controller, rules, remo
         raise InputError("give exactly one of --conversations MANIFEST or --fdb DATASET")
     name = getattr(controller, "name", "controller")
     if conversations is not None:
-        from duplexeval.controller.sources import conversation_clips, labelled_clips, needs_user_audio, read_manifest
+        from duplexeval.controller.sources import (
+            conversation_clips,
+            labelled_clips,
+            needs_user_audio,
+            read_manifest,
+        )
 
-        info = {"conversations": str(conversations)}
+        info: dict = {"conversations": str(conversations)}
         if remote is None:
             return conversation_clips(read_manifest(conversations), controller, rules), info
         from duplexeval.controller.parallel import RunJob, run_clips
@@ -130,7 +135,7 @@ def controller_run(
     option: list[str] | None = typer.Option(None, "--option", help="Controller keyword option key=value (repeatable)."),
     rule: list[str] | None = typer.Option(None, "--rule", help="Override a derivation rule key=value (repeatable)."),
     force: bool = typer.Option(False, "--force", help="Overwrite a non-empty OUT."),
-    executor_spec: ExecutorSpec = ExecutorSpec(),
+    executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Run a streaming controller over two-channel audio (state/yield teacher-forced, endpoint/backchannel with
     LISTEN forced) and write its scores with the derived labels. With --executor ray, one conversation per task."""

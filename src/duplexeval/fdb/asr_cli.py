@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from duplexeval.executor_cli import executor_options
+from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
 
 
@@ -26,7 +26,7 @@ def asr_command(
                                           help="With --backend import: the ASR that made the files (e.g. parakeet-tdt-0.6b-v2)."),
     device: str = typer.Option("cpu", "--device", help="parakeet only: cpu or cuda."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
-    executor_spec: ExecutorSpec = ExecutorSpec(),
+    executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Transcribe each eligible sample's output.wav into output.json, then write asr.json.
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from duplexeval.executor_cli import executor_options
+from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
 
 
@@ -25,7 +25,7 @@ def score_command(
         "minimum silence 50-500 ms; whole-file scans) and flag samples whose S is within 200 ms of a segment "
         "edge; writes TREE/unified-sensitivity.json. The headline numbers keep spec 000's rule.",
     ),
-    executor_spec: ExecutorSpec = ExecutorSpec(),
+    executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Score a tree by the unified rules: writes TREE/unified.json and TREE/unified-samples.jsonl."""
     from duplexeval.fdb.unified import score
