@@ -201,3 +201,22 @@ def test_controller_run_on_ray_writes_the_same_data_folder(ray_local, tmp_path: 
     remote = {str(p.relative_to(tmp_path / "ray")): p.read_bytes() for p in sorted((tmp_path / "ray").rglob("*"))
               if p.is_file()}
     assert remote == local and len(local) > 2
+
+
+def test_export_on_ray_writes_the_same_tree_and_resumes_from_its_journal(ray_local, tmp_path: Path) -> None:
+    from duplexeval.fdb.export import export
+
+    subsets = ["candor_turn_taking", "synthetic_pause_handling"]
+    local = export("turn-based", "demo", tmp_path / "local", subsets=subsets, limit=2, progress=False)
+    remote = export("turn-based", "demo", tmp_path / "ray", subsets=subsets, limit=2, progress=False,
+                    executor=ExecutorSpec("ray"))
+    assert (remote.ran, remote.reused) == (local.ran, local.reused) == (4, 0)
+
+    def tree(root: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+    assert tree(tmp_path / "ray") == tree(tmp_path / "local") and len(tree(tmp_path / "local")) > 8
+    (tmp_path / "ray" / "candor_turn_taking" / "1" / "trace.json").unlink()  # as if killed before this journal entry
+    again = export("turn-based", "demo", tmp_path / "ray", subsets=subsets, limit=2, progress=False,
+                   executor=ExecutorSpec("ray"))
+    assert (again.ran, again.reused) == (1, 3) and tree(tmp_path / "ray") == tree(tmp_path / "local")
