@@ -85,3 +85,20 @@ def test_sigkill_of_asr_driver_takes_its_workers_and_resume_gives_the_same_bytes
     asr_stage.run(clean, backend=wh.SleepyBackend(0.25), jobs=2, progress=False)
     for p in sorted(clean.rglob("*.json")):
         assert (tree / p.relative_to(clean)).read_bytes() == p.read_bytes(), p
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_local_stateful_work_loads_once_per_worker_and_keeps_order(jobs: int) -> None:
+    from duplexeval.executors import (
+        ExecutorSpec,
+        ItemResult,
+        StatefulWork,
+        make_executor,
+    )
+
+    ex = make_executor(ExecutorSpec("local", jobs=jobs))
+    got = list(ex.map_stateful(StatefulWork(wh.init_pid, None, wh.loaded_where), list(range(8))))
+    assert all(isinstance(g, ItemResult) for g in got) and [g.value[0] for g in got] == list(range(8))
+    assert all(loaded_in == ran_in for _, loaded_in, ran_in in (g.value for g in got))  # the state of that process
+    pids = {g.value[2] for g in got}
+    assert pids == {os.getpid()} if jobs == 1 else (len(pids) <= 2 and os.getpid() not in pids)
