@@ -71,16 +71,20 @@ def test_strip_trailing_punctuation():
     ("line", "problem"),
     [
         ('{"family": "MiU", "id": "m1"', "line 2: invalid JSON"),
-        (json.dumps(miu(chunks=[])), "line 2: case 'm1': chunks: List should have at least 1 item"),
+        (json.dumps(miu(chunks=[])), "line 2: case 'm1': 'chunks' list should have at least 1 item"),
         (json.dumps(miu(boundaries=[0, 1])), "the last chunk (2) must be the last boundary"),
         (json.dumps(miu(boundaries=[1, 1, 2])), "strictly increasing"),
         (json.dumps(miu(boundaries=[1, 5])), "boundaries must index chunks 0..2"),
         (json.dumps(miu(expected={"cut_in_from": 2, "reply_cues": []})), "expected.cut_in_from 2 is not a boundary index"),
-        (json.dumps(miu(id="../etc")), "case '../etc': id: String should match pattern"),
+        (json.dumps(miu(id="../etc")), "case '../etc': 'id' must be 1-128 letters, digits, '.', '_' or '-'"),
         (json.dumps(miu(family="XiY")), "'family' must be 'MiU' or 'UiM'"),
-        (json.dumps(miu(extra=1)), "extra: Extra inputs are not permitted"),
-        (json.dumps(miu()).replace('"start_s": 0.64', '"start_s": "0.64"', 1), "start_s: Input should be a valid number"),
-        (json.dumps(miu()).replace('"end_s": 0.64', '"end_s": Infinity', 1), "Input should be a finite number"),
+        (json.dumps(miu(extra=1)), "'extra' is not a known field"),
+        (json.dumps(miu()).replace('"start_s": 0.64', '"start_s": "0.64"', 1), "'chunks[1].start_s' must be a finite number, got '0.64'"),
+        (json.dumps(miu()).replace('"end_s": 0.64', '"end_s": Infinity', 1), "'chunks[0].end_s' must be a finite number, got inf"),
+        (json.dumps(miu()).replace('"end_s": 1.92', '"end_s": 1e303', 1), "'chunks[2].end_s' is outside the accepted range [0, 86400]"),
+        (json.dumps(miu(id="a..b")), "without '..'"),
+        (json.dumps(miu(context=[{"role": "user", "text": "hi\u0000there"}])), "must not contain control characters, got 'hi\\x00there'"),
+        (json.dumps(miu()).replace('"boundaries": [1, 2]', '"boundaries": [1, true]', 1), "'boundaries[1]'"),
         (json.dumps(miu()).replace('"end_s": 1.28', '"end_s": 0.5', 1), "ends (0.5) before it starts (0.64)"),
         (json.dumps(miu(chunks=[{"text": "a", "start_s": 0, "end_s": 1}, {"text": "b", "start_s": 0.5, "end_s": 1.5}], boundaries=[1])),
          "utterance chunk 1 starts at 0.5 before chunk 0 ends at 1"),
@@ -211,3 +215,13 @@ def test_generator_is_deterministic_and_varied():
         assert len(texts) >= 4, reason
     # chunk ends fall on the 640 ms ASR ticks
     assert all(abs(ch.end_s / 0.64 - round(ch.end_s / 0.64)) < 1e-6 for c in mius for ch in c.chunks)
+
+
+def test_tape_items_as_jsonl_lines(tmp_path):
+    path = write_lines(tmp_path / "tapes.jsonl", [*tape_items(), miu(id="ours")])
+    cs = load_cases(path)
+    assert [c.id for c in cs.cases] == ["test_MiU_7", "test_UiM_denial_3", "ours"]
+    bad = tape_items()[0]
+    bad["eval_targets"] = [3]
+    with pytest.raises(InputError, match=r"line 1: case 'test_MiU_7': tape\[2\] before eval target 3"):
+        load_cases(write_lines(tmp_path / "bad.jsonl", [bad]))

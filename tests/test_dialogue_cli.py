@@ -69,6 +69,7 @@ def test_demo_known_answers(demo):
     assert hd["FTED_s"]["median"] == pytest.approx(0.8) and hd["FTED_s"]["p90"] == pytest.approx(0.8)
     assert hd["FTED_s"]["mean"] == pytest.approx(0.8) and hd["FTED_s"]["responded"] == 400
     assert hd["precision"]["value"] == 1.0 and hd["recall"]["value"] == 1.0
+    assert hd["outcomes_by_kind"]["complete"]["end"] == sum(hd["outcomes_by_kind"]["complete"].values()) > 0
     eg = reps["eager"]["MiU"]
     assert eg["ir_mid"]["value"] == 1 and eg["ir_end"]["value"] == 0 and eg["FTED_s"]["n"] == 0
     assert 0 < eg["PIR_mid"]["value"] < 1  # the first boundary is too early for the error cases
@@ -206,3 +207,63 @@ def test_run_refuses_to_replace_another_run_unless_forced(tmp_path, incli):
     p = cli("run", "--cases", str(tmp_path / "c.jsonl"), "--system", "keyword", "--out", str(tmp_path / "r"), "--force")
     assert p.returncode == 0, p.stderr
     assert json.loads((tmp_path / "r" / "cases.jsonl").read_text().splitlines()[0])["system"] == "keyword"
+    # score files of the replaced run are removed, never left to describe the new one
+    score_run(tmp_path / "r", ExpectedJudge())
+    assert (tmp_path / "r" / "dialogue.json").exists()
+    run_cases(cs, "eager", {}, Clock(), tmp_path / "r", force=True)
+    assert not (tmp_path / "r" / "dialogue.json").exists() and not (tmp_path / "r" / "judgements.jsonl").exists()
+    run_cases(cs, "eager", {}, Clock(), tmp_path / "r")  # the same run again keeps nothing stale either way
+
+
+
+def test_every_dialogue_command_and_option_has_help():
+    import typer.main
+
+    from duplexeval.cli import _make_app
+
+    group = typer.main.get_command(_make_app()).commands["dialogue"]  # type: ignore[attr-defined]
+    assert sorted(group.commands) == ["compare", "demo", "run", "score", "synth"]
+    for name, cmd in group.commands.items():
+        assert cmd.help, name
+        for p in cmd.params:
+            assert getattr(p, "help", None), f"{name} {p.name}"
+
+
+def test_paired_comparison_matches_the_metrics(demo, incli, tmp_path):
+    from duplexeval.dialogue.compare import compare_runs
+
+    out, reps, text = demo
+    cmp = compare_runs(out / "half-duplex", out / "eager")
+    d = cmp["MiU"]["difference"]
+    assert d["n_pairs"] == 400 and d["a"] == reps["half-duplex"]["MiU"]["precision"]["value"]
+    assert d["diff"] == pytest.approx(reps["eager"]["MiU"]["precision"]["value"] - 1.0)
+    lo, hi = d["interval"]
+    assert lo < d["diff"] < hi < 0
+    m = cmp["MiU"]["mcnemar"]
+    assert m["b_only"] == 0 and m["a_only"] == 400 - reps["eager"]["MiU"]["PIR_mid"]["count"]
+    u = compare_runs(out / "half-duplex", out / "keyword")["UiM"]["difference"]
+    assert u["diff"] == pytest.approx(0.89 - 0.75)  # all four reasons have 100 cases: pooled = PRRavg here
+    assert "paired on the same cases" in text and "McNemar" in text
+    p = incli("compare", str(out / "half-duplex"), str(out / "keyword"), "--json", str(tmp_path / "c.json"))
+    assert p.returncode == 0, p.stderr
+    assert "UiM appropriate reply:" in p.stdout and p.stdout.count("signature ") == 2
+    js = json.loads((tmp_path / "c.json").read_text())
+    assert js["kind"] == "duplexeval.dialogue.compare" and js["UiM"]["difference"]["diff"] == pytest.approx(0.14)
+    p = incli("compare", str(out / "half-duplex"), str(tmp_path))
+    assert p.returncode == 2 and "dialogue.json: file not found" in p.stderr
+
+
+def test_compare_refuses_different_case_sets(demo, tmp_path, incli):
+    out, _, _ = demo
+    (tmp_path / "c.jsonl").write_text(caseset_text(9, 3, 1), encoding="utf-8")
+    run_cases(load_cases(tmp_path / "c.jsonl"), "eager", {}, Clock(), tmp_path / "other")
+    score_run(tmp_path / "other", ExpectedJudge())
+    p = incli("compare", str(out / "eager"), str(tmp_path / "other"))
+    assert p.returncode == 2 and "were made with different case sets" in p.stderr
+
+
+def test_run_out_that_is_a_file_is_one_line(tmp_path, incli):
+    (tmp_path / "c.jsonl").write_text(caseset_text(0, 2, 1), encoding="utf-8")
+    (tmp_path / "afile").write_text("x")
+    p = incli("run", "--cases", str(tmp_path / "c.jsonl"), "--system", "eager", "--out", str(tmp_path / "afile"))
+    assert p.returncode == 2 and "afile: run folder is an existing file, not a folder" in p.stderr

@@ -170,7 +170,8 @@ def test_http_errors_retry_then_succeed_and_timeouts_are_bounded(tmp_path, key_e
         return 200, json.dumps({"analysis": "ok", "score": 1}), 0
 
     with FakeServer(flaky) as srv:
-        rep = score_run(run_dir, make_judge("openai", run_dir, model="m", base_url=srv.url, api_key_env=KEY_ENV, cache_dir=tmp_path / "c"))
+        rep = score_run(run_dir, make_judge("openai", run_dir, model="m", base_url=srv.url, api_key_env=KEY_ENV,
+                                            cache_dir=tmp_path / "c", backoff_s=0.0))
     assert rep["judge"]["judge_errors"] == 0 and rep["UiM"]["PRRavg"]["value"] == 1.0
     assert "HTTP 500" in (run_dir / "judge-log.jsonl").read_text()
 
@@ -180,8 +181,8 @@ def test_http_errors_retry_then_succeed_and_timeouts_are_bounded(tmp_path, key_e
     with FakeServer(lambda body, auth: (200, "{}", 1.5)) as srv:
         t0 = time.monotonic()
         rep = score_run(slow_dir, make_judge("openai", slow_dir, model="m", base_url=srv.url, api_key_env=KEY_ENV,
-                                             cache_dir=tmp_path / "c2", timeout_s=0.3, max_attempts=2))
-        assert time.monotonic() - t0 < 5
+                                             cache_dir=tmp_path / "c2", timeout_s=0.3, max_attempts=2, backoff_s=0.2))
+        assert 0.8 < time.monotonic() - t0 < 5  # two timeouts of 0.3 s and one backoff of 0.2 s
     assert rep["judge"]["judge_errors"] == 1
     assert "timed out after 0.3 s" in (slow_dir / "judge-log.jsonl").read_text()
     assert_no_key(tmp_path)
@@ -302,3 +303,14 @@ def test_cli_score_with_the_openai_judge(tmp_path, small_cases):
     assert "judge openai:jm" in p.stdout and "|judge:openai:jm@" in p.stdout
     assert KEY not in p.stdout + p.stderr
     assert_no_key(tmp_path)
+
+
+def test_oversized_request_is_not_sent(tmp_path, key_env):
+    from duplexeval.dialogue.http import MAX_REQUEST_BYTES, CachedChat
+
+    with FakeServer(judge_reply) as srv:
+        chat = CachedChat(srv.url, "m", KEY_ENV, "test", tmp_path / "log.jsonl", tmp_path / "cache")
+        ans = chat.ask({"messages": [{"role": "user", "content": "x" * MAX_REQUEST_BYTES}]}, lambda c: c, {"case": "big"})
+        assert srv.requests == []
+    assert ans.parsed is None and "over the 1048576-byte bound" in ans.error
+    assert '"event":"refused"' in (tmp_path / "log.jsonl").read_text()

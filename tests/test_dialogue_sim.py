@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from duplexeval.dialogue.baselines import HalfDuplex, make_manager
 from duplexeval.dialogue.cases import (
@@ -229,3 +233,56 @@ def test_decision_text_equals_dumps_line_of_each_decision(builtin):
             assert decision_text(rep) == "".join(dumps_line(d) for d in decision_lines(rep))
     rep = simulate(miu_case(), Scripted({("user_chunk", 0): ["hello"]}), Clock())
     assert decision_text(rep) == "".join(dumps_line(d) for d in decision_lines(rep))
+
+
+# ---------------------------------------------------------------------------------------------
+# Properties over random clocks and cases
+
+clocks = st.builds(Clock, asr_chunk_ms=st.sampled_from([0, 80, 320, 640, 1000]), first_token_ms=st.integers(0, 2000),
+                   per_token_ms=st.integers(0, 200), endpoint_ms=st.integers(0, 800), horizon_ms=st.integers(0, 8000))
+
+
+@settings(max_examples=60, deadline=None)
+@given(clock=clocks, delay=st.integers(0, 5000), idx=st.integers(0, 139))
+def test_half_duplex_fted_is_delay_plus_overheads_on_any_clock(clock, delay, idx):
+    case = generate(0, 120, 5)[idx]
+    rep = simulate(case, HalfDuplex(delay_ms=delay), clock)
+    chunks = [s for s in rep.steps if s[1] == "user_chunk"]
+    eos = rep.speech_end_us + clock.endpoint_ms * 1000
+    assert all(t <= eos for t, *_ in chunks)  # nothing after the end-of-speech flush
+    if isinstance(case, MiUCase):
+        ends = [round(c.end_s * 1e6) for c in case.chunks]
+        assert all(t >= e for (t, *_), e in zip(chunks, ends))  # nothing before it was said
+        row = miu_row(case, rep)
+        take = eos + delay * 1000
+        if take > rep.horizon_us:
+            assert row["outcome"] == "miss"
+        else:
+            assert row["outcome"] == "end" and row["take_s"] == pytest.approx(take / 1e6)
+            first = take + clock.first_token_ms * 1000
+            expected = None if first > rep.horizon_us else (first - rep.speech_end_us) / 1e6
+            assert row["fted_s"] == (None if expected is None else pytest.approx(expected))
+    # heard tokens never overlap and are in time order
+    starts = [t for t, _ in rep.said]
+    assert all(b - a >= clock.per_token_ms * 1000 for a, b in pairwise(starts))
+
+
+@settings(max_examples=40, deadline=None)
+@given(clock=clocks, name=st.sampled_from(["half-duplex", "eager", "keyword"]), seed=st.integers(0, 10_000))
+def test_replay_is_deterministic_and_outcomes_partition(clock, name, seed):
+    cases = generate(seed, 6, 1)
+    a = [decision_lines(simulate(c, make_manager(name), clock)) for c in cases]
+    b = [decision_lines(simulate(c, make_manager(name), clock)) for c in cases]
+    assert a == b
+    outcomes = [miu_row(c, simulate(c, make_manager(name), clock))["outcome"] for c in cases if isinstance(c, MiUCase)]
+    assert all(o in ("mid", "end", "miss") for o in outcomes) and len(outcomes) == 6
+
+
+class Broken:
+    def __init__(self, level: str = "1") -> None:
+        raise ValueError("no model file")
+
+
+def test_plugin_that_fails_to_build_is_one_line():
+    with pytest.raises(InputError, match=r"system 'test_dialogue_sim:Broken': cannot be built with \['level'\]: ValueError: no model file"):
+        make_manager("test_dialogue_sim:Broken", {"level": "2"})

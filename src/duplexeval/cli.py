@@ -44,7 +44,7 @@ def _make_app() -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     fdb = typer.Typer(help="Full-Duplex-Bench v1.0: synth, export/import, asr, evaluate, score.", no_args_is_help=True)
-    eot = typer.Typer(help="End-of-turn detector scoring from (true end, commit) pairs (spec 003).", no_args_is_help=True)
+    eot = typer.Typer(help="End-of-turn detectors: predict on real pauses, eot-bench's policy sweep with intervals, paired compare, spec 003 pairs.", no_args_is_help=True)
     controller = typer.Typer(help="Streaming turn-taking controller evaluation (spec 002).", no_args_is_help=True)
     dialogue = typer.Typer(help="Duplex dialogue managers (spec 004): synth, run, score, demo.", no_args_is_help=True)
     serve = typer.Typer(

@@ -23,7 +23,6 @@ from typing import Any
 
 from duplexeval.dialogue.protocol import (
     C_SPEAK,
-    PLAYBACK_DONE,
     S_LISTEN,
     S_SPEAK,
     TIMER,
@@ -165,8 +164,6 @@ class Keyword(_Base):
             self.done = True
             lead = ["Sorry,", "my", "mistake:"] if self.reaction == "denial" else ["Sure,"]
             return [S_SPEAK, *lead, *" ".join(self.heard).split()]
-        if ev.kind == PLAYBACK_DONE:
-            return []
         return []
 
 
@@ -233,12 +230,11 @@ def make_manager(name: str, params: dict[str, str] | None = None) -> Any:
                 f.default_factory() if f.default_factory is not dataclasses.MISSING else ""  # type: ignore[misc]
             )
             kwargs[key] = _coerce(name, key, raw, default)
-        manager = factory(**kwargs)
-    else:
-        try:
-            manager = factory(**params)
-        except TypeError as exc:
-            raise InputError(f"system {name!r}: cannot be built with {sorted(params)}: {exc}") from None
+        params = kwargs  # type: ignore[assignment]
+    try:
+        manager = factory(**params)
+    except Exception as exc:  # noqa: BLE001 - a user's plugin failing to build is a setup error, one line
+        raise InputError(f"system {name!r}: cannot be built with {sorted(params)}: {type(exc).__name__}: {exc}") from None
     if not (callable(getattr(manager, "reset", None)) and callable(getattr(manager, "on_event", None))):
         raise InputError(f"system {name!r}: needs reset(view) and on_event(event) methods (duplexeval.dialogue.protocol)")
     return manager

@@ -18,6 +18,7 @@ from typing import Any
 
 from duplexeval.dialogue.http import (
     DEFAULT_ATTEMPTS,
+    DEFAULT_BACKOFF_S,
     DEFAULT_TIMEOUT_S,
     CachedChat,
     default_cache_dir,
@@ -86,6 +87,7 @@ class ChatManager:
     max_attempts: int = DEFAULT_ATTEMPTS
     cache_dir: str = ""
     max_tokens: int = 64
+    backoff_s: float = DEFAULT_BACKOFF_S
     _chat: CachedChat | None = field(default=None, init=False, repr=False)
     _view: CaseView | None = field(default=None, init=False, repr=False)
     _heard: list[str] = field(default_factory=list, init=False, repr=False)
@@ -98,6 +100,7 @@ class ChatManager:
         self._chat = CachedChat(
             self.base_url, self.model, self.api_key_env, "system openai-chat", Path(out_dir) / CHAT_LOG,
             Path(self.cache_dir) if self.cache_dir else default_cache_dir(), self.timeout_s, self.max_attempts,
+            self.backoff_s,
         )
 
     def settings(self) -> dict[str, Any]:

@@ -92,9 +92,28 @@ def dialogue_demo(
     typer.echo(f"done in {time.perf_counter() - t0:.1f} s; runs in {out}/<system>/ (cases.jsonl, decisions.jsonl, dialogue.json)")
 
 
+def dialogue_compare(
+    run_a: Annotated[Path, typer.Argument(help="Scored run folder A (the reference).")],
+    run_b: Annotated[Path, typer.Argument(help="Scored run folder B, on the same cases.")],
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the comparison JSON here.")] = None,
+) -> None:
+    """Paired comparison of two scored runs: B - A with a paired bootstrap interval, McNemar's exact test."""
+    from duplexeval.dialogue.compare import comparison_artifact, format_comparison
+    from duplexeval.jsonio import write_json
+
+    art = comparison_artifact(run_a, run_b)
+    for line in format_comparison(str(run_a), str(run_b), art):
+        typer.echo(line)
+    typer.echo(f"signature A: {art['signatures']['a']}")
+    typer.echo(f"signature B: {art['signatures']['b']}")
+    if json_out is not None:
+        write_json(json_out, art)
+
+
 def register(apps: Any) -> None:
     """Add the `dialogue` commands."""
     apps.dialogue.command("synth")(dialogue_synth)
     apps.dialogue.command("run")(dialogue_run)
     apps.dialogue.command("score")(dialogue_score)
     apps.dialogue.command("demo")(dialogue_demo)
+    apps.dialogue.command("compare")(dialogue_compare)

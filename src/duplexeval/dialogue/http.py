@@ -11,21 +11,27 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.parse
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.official.judge import ChatClient, sanitize_url
+from duplexeval.fdb.official.judge import (
+    ChatClient,
+    redact_secret,
+    sanitize_url,
+    secret_variants,
+)
 from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_bytes
 
 T = TypeVar("T")
-REDACTED = "[redacted]"
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_ATTEMPTS = 3
 MAX_ATTEMPTS = 10
+DEFAULT_BACKOFF_S = 0.5  # wait backoff * attempt before retrying after an HTTP error or timeout
+MAX_REQUEST_BYTES = 1 << 20  # a request body over 1 MiB (a runaway transcript) is not sent
 
 
 def default_cache_dir() -> Path:
@@ -36,19 +42,14 @@ def default_cache_dir() -> Path:
 
 
 def key_forms(key: str) -> list[str]:
-    """Every spelling of the key that could end up in a file: raw, JSON-escaped, URL-encoded."""
-    forms = {key, json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1]}
-    forms |= {urllib.parse.quote(key, safe=""), urllib.parse.quote_plus(key), urllib.parse.quote(key)}
-    return sorted((f for f in forms if f), key=len, reverse=True)
+    """Every spelling of the key that could end up in a file (raw, JSON-escaped, URL-encoded): the
+    project's one list, ``duplexeval.fdb.official.judge.secret_variants``."""
+    return secret_variants(key)
 
 
 def redact_all(text: str, key: str) -> str:
-    """`text` with every form of `key` replaced."""
-    if not key:
-        return text
-    for form in key_forms(key):
-        text = text.replace(form, REDACTED)
-    return text
+    """`text` with every form of `key` replaced (``redact_secret``; nothing to do without a key)."""
+    return redact_secret(text, key) if key else text
 
 
 def api_key(env_name: str, what: str) -> str:
@@ -88,6 +89,7 @@ class CachedChat:
     cache_dir: Path
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_attempts: int = DEFAULT_ATTEMPTS
+    backoff_s: float = DEFAULT_BACKOFF_S
     stats: dict[str, int] = field(default_factory=lambda: {"requests": 0, "cached": 0, "failed": 0})
 
     def __post_init__(self) -> None:
@@ -97,6 +99,8 @@ class CachedChat:
             raise InputError(f"{self.what}: attempts must be 1..{MAX_ATTEMPTS}, got {self.max_attempts}")
         if not 0 < self.timeout_s <= 600:
             raise InputError(f"{self.what}: timeout must be in (0, 600] s, got {self.timeout_s}")
+        if not 0 <= self.backoff_s <= 60:
+            raise InputError(f"{self.what}: backoff must be in [0, 60] s, got {self.backoff_s}")
         self._key = api_key(self.api_key_env, self.what)
         self.client = ChatClient(self.base_url, self._key, self.timeout_s)
 
@@ -125,7 +129,13 @@ class CachedChat:
     def ask(self, payload: dict[str, Any], accept: Callable[[str], T | None], tag: dict[str, Any]) -> Answer[T]:
         """Send `payload` (the model is added) up to `max_attempts` times until `accept` parses a reply."""
         body = {"model": self.model, **payload}
+        size = len(json.dumps(body, ensure_ascii=False).encode("utf-8"))
+        if size > MAX_REQUEST_BYTES:
+            self.stats["failed"] += 1
+            self._log({**tag, "event": "refused", "error": f"request of {size} bytes is over {MAX_REQUEST_BYTES}"})
+            return Answer(None, None, f"request of {size} bytes is over the {MAX_REQUEST_BYTES}-byte bound", 0, "", False)
         last_error: str | None = None
+        http_failed = False
         content: str | None = None
         first_sha = ""
         any_cached = False
@@ -139,6 +149,8 @@ class CachedChat:
                 self.stats["cached"] += 1
                 self._log({**tag, "event": "cached", "attempt": attempt, "request_sha256": sha})
             else:
+                if http_failed and self.backoff_s:
+                    time.sleep(self.backoff_s * (attempt - 1))
                 self.stats["requests"] += 1
                 ex = self.client.complete(body)
                 content = None if ex.content is None else redact_all(ex.content, self._key)
@@ -146,7 +158,9 @@ class CachedChat:
                            "status": ex.status, "reply": content, "error": ex.error})
                 if content is None:
                     last_error = ex.error or "no reply"
+                    http_failed = True
                     continue
+                http_failed = False
                 atomic_write_text(self._cache_file(sha), redact_all(json.dumps({"request_sha256": sha, "content": content}, ensure_ascii=False), self._key) + "\n")
             parsed = accept(content)
             if parsed is not None:

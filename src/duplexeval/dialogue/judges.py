@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from duplexeval.dialogue.http import (
     DEFAULT_ATTEMPTS,
+    DEFAULT_BACKOFF_S,
     DEFAULT_TIMEOUT_S,
     CachedChat,
     default_cache_dir,
@@ -44,6 +45,8 @@ class Verdict:
 
 
 class Judge(Protocol):
+    """What `score` needs of a judge: a label for its numbers, its identity for the signature, a verdict per row."""
+
     @property
     def label(self) -> str: ...
 
@@ -159,6 +162,7 @@ def transcript_text(transcript: list[list[str]]) -> str:
 
 
 def prompt_sha256() -> str:
+    """SHA-256 of the two fixed judge prompts (in the signature, so a changed prompt is a different judge)."""
     return sha256_bytes(json.dumps({"miu": MIU_PROMPT, "uim": UIM_PROMPT}).encode("utf-8"))
 
 
@@ -170,9 +174,10 @@ class OpenAIJudge:
 
     @classmethod
     def create(cls, out_dir: Path, model: str, base_url: str, api_key_env: str, *, cache_dir: Path | None = None,
-               timeout_s: float = DEFAULT_TIMEOUT_S, max_attempts: int = DEFAULT_ATTEMPTS) -> OpenAIJudge:
+               timeout_s: float = DEFAULT_TIMEOUT_S, max_attempts: int = DEFAULT_ATTEMPTS,
+               backoff_s: float = DEFAULT_BACKOFF_S) -> OpenAIJudge:
         chat = CachedChat(base_url, model, api_key_env, "--judge openai", Path(out_dir) / JUDGE_LOG,
-                          cache_dir or default_cache_dir(), timeout_s, max_attempts)
+                          cache_dir or default_cache_dir(), timeout_s, max_attempts, backoff_s)
         return cls(chat)
 
     @property
@@ -209,12 +214,14 @@ JUDGES = ("expected", "openai")
 
 
 def make_judge(name: str, out_dir: Path, *, model: str = "", base_url: str = "", api_key_env: str = "OPENAI_API_KEY",
-               cache_dir: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, max_attempts: int = DEFAULT_ATTEMPTS) -> Judge:
+               cache_dir: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, max_attempts: int = DEFAULT_ATTEMPTS,
+               backoff_s: float = DEFAULT_BACKOFF_S) -> Judge:
     """`expected` or `openai` (which needs --model and --base-url)."""
     if name == "expected":
         return ExpectedJudge()
     if name == "openai":
         if not base_url:
             raise InputError("--judge openai needs --judge-base-url (an OpenAI-compatible endpoint)")
-        return OpenAIJudge.create(out_dir, model, base_url, api_key_env, cache_dir=cache_dir, timeout_s=timeout_s, max_attempts=max_attempts)
+        return OpenAIJudge.create(out_dir, model, base_url, api_key_env, cache_dir=cache_dir, timeout_s=timeout_s,
+                                  max_attempts=max_attempts, backoff_s=backoff_s)
     raise InputError(f"unknown judge {name!r}; available: {', '.join(JUDGES)}")

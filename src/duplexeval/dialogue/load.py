@@ -1,5 +1,6 @@
 """Read a case set: our JSONL (optionally led by an artifact header line) or the open reproduction's
-tape shape (a JSON array of ``{"id", "tape", "eval_targets"}``), validated case by case.
+tape shape (a JSON array of ``{"id", "tape", "eval_targets"}``, or one such item per JSONL line),
+validated case by case.
 
 Any fault is one line naming the file, the line (JSONL) or item (tape) and the problem.
 """
@@ -12,12 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from duplexeval.artifacts import check_kind
 from duplexeval.dialogue.cases import (
     REASONS,
-    Case,
     Chunk,
     Interruption,
     MiUCase,
@@ -27,10 +27,10 @@ from duplexeval.dialogue.cases import (
 )
 from duplexeval.errors import InputError
 from duplexeval.jsonio import json_lines, read_text, sha256_bytes
+from duplexeval.schemas.base import describe, validate
 
 CASESET_KIND = "duplexeval.dialogue.caseset"
 CASESET_SCHEMA = 1
-_ADAPTER: TypeAdapter[MiUCase | UiMCase] = TypeAdapter(Case)
 
 # The reproduction's tape vocabulary (notes section 1).
 TAPE_USER_PREFIX = "<interlocutor>"
@@ -57,26 +57,16 @@ class CaseSet:
         return len(self.cases) - self.n_miu
 
 
-def _problem(exc: ValidationError) -> str:
-    """The first validation error as 'field.path: message'."""
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"] if not (isinstance(p, str) and p in ("MiU", "UiM")))
-    msg = err["msg"].removeprefix("Value error, ")
-    return f"{loc}: {msg}" if loc else msg
-
-
 def parse_case(obj: Any, where: str) -> MiUCase | UiMCase:
     """One case from a JSON object; `where` ("FILE: line N") leads the error line."""
     if not isinstance(obj, dict):
         raise InputError(f"{where}: expected a JSON object (one case), got {type(obj).__name__}")
     if obj.get("family") not in ("MiU", "UiM"):
         raise InputError(f"{where}: 'family' must be 'MiU' or 'UiM', got {obj.get('family')!r}")
-    try:
-        return _ADAPTER.validate_python(obj)
-    except ValidationError as exc:
-        cid = obj.get("id")
-        label = f" case {cid!r}:" if isinstance(cid, str) else ""
-        raise InputError(f"{where}:{label} {_problem(exc)}") from None
+    cid = obj.get("id")
+    label = f"{where}: case {cid!r}" if isinstance(cid, str) else where
+    model: type[MiUCase | UiMCase] = MiUCase if obj["family"] == "MiU" else UiMCase
+    return validate(obj, model, label)
 
 
 def _finish(cases: Sequence[MiUCase | UiMCase], wheres: Sequence[str], path: Path, data: bytes, shape: str) -> CaseSet:
@@ -104,7 +94,10 @@ def load_cases(path: str | Path) -> CaseSet:
         if k == 0 and isinstance(obj, dict) and "kind" in obj:
             check_kind(obj, CASESET_KIND, path, CASESET_SCHEMA)
             continue
-        cases.append(parse_case(obj, where))
+        if isinstance(obj, dict) and "tape" in obj and "family" not in obj:
+            cases.append(tape_to_case(obj, where))  # a tape item on one line
+        else:
+            cases.append(parse_case(obj, where))
         wheres.append(where)
     return _finish(cases, wheres, path, data, "jsonl")
 
@@ -202,7 +195,7 @@ def tape_to_case(item: Any, where: str, word_s: float = TAPE_WORD_S) -> MiUCase 
             interruption=Interruption(reason=reason, chunks=inter), source="tape",  # type: ignore[arg-type]
         )
     except ValidationError as exc:
-        raise InputError(f"{where}: case {cid!r}: {_problem(exc)}") from None
+        raise InputError(f"{where}: case {cid!r}: {describe(exc, MiUCase if not is_uim else UiMCase, item)}") from None
 
 
 def _load_tapes(path: Path, text: str, data: bytes) -> CaseSet:

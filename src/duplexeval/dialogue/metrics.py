@@ -50,6 +50,7 @@ class MiUItem:
     timing: int | None = None
     content: int | None = None
     fted_us: int | None = None  # None: no output token within the horizon
+    kind: str = ""  # the case's kind (error / informative / complete), for the outcome breakdown
 
 
 @dataclass(frozen=True)
@@ -121,9 +122,15 @@ def miu_metrics(items: Sequence[MiUItem]) -> dict[str, Any]:
     lat["mean"] = (sum(finite) / len(finite) / 1e6) if finite else None
     lat["responded"] = len(finite)
     lat["excluded_mid"] = mid
+    by_kind: dict[str, dict[str, int]] = {}
+    for it in items:
+        if it.kind:
+            d = by_kind.setdefault(it.kind, {MID: 0, END: 0, MISS: 0, ERROR: 0})
+            d[it.outcome] = d.get(it.outcome, 0) + 1
     return {
         "counts": {"selected": selected, "errors": errors, "n": n, "mid": mid, "end": end, "miss": miss,
                    "mid_judged_timing": len(t_judged), "mid_judged_content": len(c_judged)},
+        "outcomes_by_kind": {k: by_kind[k] for k in sorted(by_kind)},
         "ir_mid": ir_mid.to_json(),
         "ir_end": ir_end.to_json(),
         "MIR": mir.to_json(),

@@ -19,7 +19,13 @@ from duplexeval.dialogue.rows import decision_text, error_row, miu_row, uim_row
 from duplexeval.dialogue.simulator import Clock, simulate
 from duplexeval.errors import RefusalError
 from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
-from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_bytes
+from duplexeval.jsonio import (
+    atomic_write_text,
+    check_output_dir,
+    dumps_line,
+    make_output_dir,
+    sha256_bytes,
+)
 from duplexeval.signature import Component, Signature
 
 DEFINITIONS = "dialogue-spec004-1"
@@ -31,6 +37,7 @@ CASES_FILE = "cases.jsonl"
 
 
 def clock_component(clock: Clock) -> Component:
+    """The clock settings in short form: ASR cadence, first-token, per-token, endpoint, horizon (ms)."""
     return Component("clock", settings={
         "asr": clock.asr_chunk_ms, "ft": clock.first_token_ms, "tok": clock.per_token_ms,
         "ep": clock.endpoint_ms, "hz": clock.horizon_ms,
@@ -45,6 +52,7 @@ def system_component(name: str, settings: dict[str, Any]) -> Component:
 
 
 def run_signature(cases: CaseSet, system: str, settings: dict[str, Any], clock: Clock) -> Signature:
+    """What a run's numbers depend on: the case set (hash), the system and its settings, the clock."""
     comps = (
         Component("cases", f"{cases.shape}:{cases.n_miu}miu+{cases.n_uim}uim", hash=cases.sha256),
         system_component(system, settings),
@@ -88,36 +96,47 @@ def replay_case(job: _Job) -> tuple[dict[str, Any], str]:
 
 @dataclass(frozen=True)
 class RunResult:
+    """The rows written, in case order, the run's signature and how many cases failed."""
+
     out_dir: Path
     rows: list[dict[str, Any]]
     signature: Signature
     failures: int
 
 
-def _check_overwrite(out_dir: Path, sig: Signature, force: bool) -> None:
-    """Refuse to replace another run (other cases, system, settings or clock) unless forced."""
+STALE_AFTER_RUN = ("judgements.jsonl", "dialogue.json")  # score artifacts of a replaced run
+
+
+def _check_overwrite(out_dir: Path, sig: Signature, force: bool) -> bool:
+    """Refuse to replace another run (other cases, system, settings or clock) unless forced; True
+    when another run is being replaced (its score files are then stale)."""
     path = out_dir / CASES_FILE
-    if force or not path.exists():
-        return
+    if not path.exists():
+        return False
     try:
         with open(path, encoding="utf-8") as fh:
             old = json.loads(fh.readline())
         compact = old["signature"]["compact"]
     except (OSError, ValueError, KeyError, TypeError):
         compact = None
-    if compact != sig.compact():
+    if compact == sig.compact():
+        return False
+    if not force:
         raise RefusalError(f"{out_dir}: holds another run ({compact or 'unreadable cases.jsonl'}); use --force to replace it, or another --out")
+    return True
 
 
 def run_cases(cases: CaseSet, system: str, params: dict[str, str], clock: Clock, out_dir: Path,
               executor: ExecutorSpec | None = None, force: bool = False) -> RunResult:
     """Replay `cases` against `system`; write the two artifacts atomically into `out_dir`."""
-    out_dir = Path(out_dir)
+    out_dir = check_output_dir(out_dir, "run folder")
     ptuple = tuple(sorted(params.items()))
     settings = manager_settings(make_manager(system, dict(ptuple)))
     sig = run_signature(cases, system, settings, clock)
-    _check_overwrite(out_dir, sig, force)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if _check_overwrite(out_dir, sig, force):
+        for name in STALE_AFTER_RUN:
+            (out_dir / name).unlink(missing_ok=True)
+    make_output_dir(out_dir, "run folder")
     jobs = [_Job(system, ptuple, clock, str(out_dir), c) for c in cases.cases]
     rows: list[dict[str, Any]] = []
     lines: list[str] = []

@@ -67,7 +67,7 @@ def items_from(rows: list[dict[str, Any]], verdicts: list[Verdict | None]) -> tu
     uim: list[UiMItem] = []
     for row, v in zip(rows, verdicts):
         if row["family"] == "MiU":
-            miu.append(MiUItem(row["outcome"], v.timing if v else None, v.content if v else None, _fted_us(row)))
+            miu.append(MiUItem(row["outcome"], v.timing if v else None, v.content if v else None, _fted_us(row), row.get("kind") or ""))
         else:
             uim.append(UiMItem(row.get("reason", ""), row["outcome"], v.score if v else None))
     return miu, uim
@@ -100,6 +100,8 @@ def score_run(run_dir: Path, judge: Judge) -> dict[str, Any]:
         "system": head.get("system"),
         "judge": {**ident, "label": judge.label, "judged": sum(1 for v in verdicts if v is not None), "judge_errors": errors},
         "clock": head.get("clock"),
+        "run": {"cases": len(rows), "failures": head.get("failures", 0),
+                "system_errors": sum(int(r.get("system_errors") or 0) for r in rows)},
         "note": NOTE,
         "MiU": miu_js,
         "UiM": uim_js,
@@ -115,6 +117,7 @@ def score_run(run_dir: Path, judge: Judge) -> dict[str, Any]:
 
 
 def fmt_share(js: dict[str, Any] | None) -> str:
+    """A share cell: 'value [lo, hi] (count/n)', '-' when empty."""
     if not js or js.get("value") is None:
         return f"- (0/{js.get('n', 0)})" if js else "-"
     iv = js.get("interval") or [None, None]
@@ -122,6 +125,7 @@ def fmt_share(js: dict[str, Any] | None) -> str:
 
 
 def fmt_value(js: dict[str, Any] | None) -> str:
+    """A value with its interval (precision, PRRavg)."""
     if not js or js.get("value") is None:
         return "-"
     iv = js.get("interval")
@@ -132,6 +136,7 @@ def fmt_value(js: dict[str, Any] | None) -> str:
 
 
 def fmt_fted(js: dict[str, Any] | None) -> str:
+    """FTED cell: mean / p50 [95%] / p90 (responded/n); 'n/r' for a quantile that is not reached."""
     if not js or not js.get("n"):
         return "-"
     def q(v: float | None, reached: bool | None) -> str:

@@ -133,6 +133,7 @@ class _Run:
         self.cursor = min(self.cursor, t)
 
     def apply(self, t: int, actions: Sequence[object]) -> None:
+        """Carry out a manager's actions at time t (state changes, token timing, timers)."""
         r = self.r
         burst = False
         for a in actions:
@@ -176,6 +177,7 @@ class _Run:
             self.push(Event(PLAYBACK_DONE, self.cursor))
 
     def drain(self, manager: DialogueManager) -> None:
+        """Deliver events in time order until the queue is empty or past the horizon."""
         r = self.r
         while self.queue:
             t, _, _, ev = heapq.heappop(self.queue)
