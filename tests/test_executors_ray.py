@@ -220,3 +220,17 @@ def test_export_on_ray_writes_the_same_tree_and_resumes_from_its_journal(ray_loc
     again = export("turn-based", "demo", tmp_path / "ray", subsets=subsets, limit=2, progress=False,
                    executor=ExecutorSpec("ray"))
     assert (again.ran, again.reused) == (1, 3) and tree(tmp_path / "ray") == tree(tmp_path / "local")
+
+
+def test_eot_predict_on_ray_writes_the_same_predictions(ray_local, tmp_path: Path) -> None:
+    from test_eot_predict import one_turn_set
+
+    from duplexeval.cli import _make_app
+    from duplexeval.eot.predict import run_predict
+
+    a, b = tmp_path / "local.parquet", tmp_path / "ray.parquet"
+    run_predict(one_turn_set(), "silero", {}, a, progress=False)
+    run_predict(one_turn_set(), "silero", {}, b, executor=ExecutorSpec("ray"), progress=False)
+    assert a.read_bytes() == b.read_bytes() and a.with_suffix(".jsonl").read_bytes() == b.with_suffix(".jsonl").read_bytes()
+    helptext = CliRunner().invoke(_make_app(), ["eot", "predict", "--help"]).output
+    assert all(flag in helptext for flag in ("--executor", "--ray-address", "--ray-num-cpus", "--ray-num-gpus", "--max-retries"))
