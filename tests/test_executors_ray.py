@@ -115,8 +115,10 @@ def _demo_tree(root: Path, per_subset: int = 2) -> Path:
     return root
 
 
-def _files(tree: Path, names: tuple[str, ...]) -> dict[str, bytes]:
-    return {str(p.relative_to(tree)): p.read_bytes() for p in sorted(tree.rglob("*")) if p.name in names}
+def _files(tree: Path, names: tuple[str, ...] | None = None) -> dict[str, bytes]:
+    """Relative path -> bytes of the files under `tree` (only those named `names`, when given)."""
+    return {str(p.relative_to(tree)): p.read_bytes() for p in sorted(tree.rglob("*"))
+            if p.is_file() and (names is None or p.name in names)}
 
 
 @pytest.mark.slow
@@ -196,11 +198,8 @@ def test_controller_run_on_ray_writes_the_same_data_folder(ray_local, tmp_path: 
         res = runner.invoke(app, ["controller", "run", "baseline:silero", str(tmp_path / out),
                                   "--conversations", str(manifest), *extra])
         assert res.exit_code == 0, res.output
-    local = {str(p.relative_to(tmp_path / "local")): p.read_bytes() for p in sorted((tmp_path / "local").rglob("*"))
-             if p.is_file()}
-    remote = {str(p.relative_to(tmp_path / "ray")): p.read_bytes() for p in sorted((tmp_path / "ray").rglob("*"))
-              if p.is_file()}
-    assert remote == local and len(local) > 2
+    local = _files(tmp_path / "local")
+    assert _files(tmp_path / "ray") == local and len(local) > 2
 
 
 def test_export_on_ray_writes_the_same_tree_and_resumes_from_its_journal(ray_local, tmp_path: Path) -> None:
@@ -212,14 +211,11 @@ def test_export_on_ray_writes_the_same_tree_and_resumes_from_its_journal(ray_loc
                     executor=ExecutorSpec("ray"))
     assert (remote.ran, remote.reused) == (local.ran, local.reused) == (4, 0)
 
-    def tree(root: Path) -> dict[str, bytes]:
-        return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
-    assert tree(tmp_path / "ray") == tree(tmp_path / "local") and len(tree(tmp_path / "local")) > 8
+    assert _files(tmp_path / "ray") == _files(tmp_path / "local") and len(_files(tmp_path / "local")) > 8
     (tmp_path / "ray" / "candor_turn_taking" / "1" / "trace.json").unlink()  # as if killed before this journal entry
     again = export("turn-based", "demo", tmp_path / "ray", subsets=subsets, limit=2, progress=False,
                    executor=ExecutorSpec("ray"))
-    assert (again.ran, again.reused) == (1, 3) and tree(tmp_path / "ray") == tree(tmp_path / "local")
+    assert (again.ran, again.reused) == (1, 3) and _files(tmp_path / "ray") == _files(tmp_path / "local")
 
 
 def test_eot_predict_on_ray_writes_the_same_predictions(ray_local, tmp_path: Path) -> None:
