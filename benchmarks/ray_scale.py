@@ -68,7 +68,7 @@ def child(stage: str, kind: str, workers: int, tree: Path, backend: str) -> dict
         import ray
 
         t0 = time.perf_counter()
-        ray.init(num_cpus=workers, include_dashboard=False, logging_level="ERROR")
+        ray.init(address="local", num_cpus=workers, include_dashboard=False, logging_level="ERROR")
         init_s = time.perf_counter() - t0
     spec = ExecutorSpec(kind, jobs=workers)
     out: dict[str, Any] = {"stage": stage, "executor": kind, "workers": workers, "ray_init_s": round(init_s, 3)}

@@ -21,7 +21,7 @@ def ray_local():
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, here, old) if p)
     try:
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
     finally:
         if old is None:
             os.environ.pop("PYTHONPATH", None)

@@ -98,7 +98,9 @@ class RayExecutor:
         self._started = False
         if not self.ray.is_initialized():
             try:
-                self.ray.init(address=spec.ray_address, include_dashboard=False, logging_level=logging.WARNING)
+                # None means a new local instance of our own, never whichever cluster this machine ran last
+                address = spec.ray_address if spec.ray_address is not None else "local"
+                self.ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING)
             except (ConnectionError, ValueError, RuntimeError) as exc:
                 where = spec.ray_address or "a new local instance"
                 raise InputError(f"--ray-address {where}: cannot start or join Ray: {' '.join(str(exc).split())}") from None
