@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.errors import InputError
+from duplexeval.executors import ExecutorSpec
 from duplexeval.fdb.tasks import get_task
 from duplexeval.fdb.tree import (
     SUBSET_ORDER,
@@ -51,23 +52,30 @@ class UnifiedResult:
         return self.unified["subsets"][name]
 
 
-def _segments(files: list[tuple[Path, int]], segmenter: Segmenter | None, jobs: int | None) -> list:
-    """VAD segments of each (output.wav, last sample needed) (Silero unless a segmenter is injected)."""
+def _segments(files: list[tuple[Path, int]], segmenter: Segmenter | None, jobs: int | None,
+              executor: ExecutorSpec | None = None) -> list:
+    """VAD segments of each (output.wav, last sample needed) (Silero unless a segmenter is injected), here or on `executor`."""
     from duplexeval.fdb.unified import speech
 
     paths = [path for path, _ in files]
     if segmenter is not None:
         return segmenter(paths)
     # Only segments up to each limit enter any quantity, so each scan may stop once they are final.
-    return speech.segment_files(paths, jobs, limits=[limit for _, limit in files])
+    limits: list[int | None] = [limit for _, limit in files]
+    if executor is not None and executor.kind != "local":
+        from duplexeval.fdb.unified import vad_remote
+
+        return vad_remote.segment_files(executor, paths, limits)
+    return speech.segment_files(paths, jobs, limits=limits)
 
 
-def _rows_and_blocks(loaded: LoadedTree, segmenter: Segmenter | None, jobs: int | None) -> tuple[dict, list]:
+def _rows_and_blocks(loaded: LoadedTree, segmenter: Segmenter | None, jobs: int | None,
+                     executor: ExecutorSpec | None = None) -> tuple[dict, list]:
     """Per-sample rows (unified-samples.jsonl) and per-subset blocks (unified.json), in canonical order."""
     tasks = {ls.entry.task: get_task(ls.entry.task) for ls in loaded.samples}
     vad = [ls for ls in loaded.samples if ls.input is not None and tasks[ls.entry.task].segments is not None]
     files = [tasks[ls.entry.task].segments(ls.input) for ls in vad]  # type: ignore[misc]
-    segs = _segments(files, segmenter, jobs) if vad else []
+    segs = _segments(files, segmenter, jobs, executor) if vad else []
     if len(segs) != len(vad):
         raise ValueError(f"segmenter returned {len(segs)} segment lists for {len(vad)} outputs")
     seg_of = {id(ls): s for ls, s in zip(vad, segs)}
@@ -109,13 +117,15 @@ def score(
     write: bool = True,
     segmenter: Segmenter | None = None,
     jobs: int | None = None,
+    executor: ExecutorSpec | None = None,
 ) -> UnifiedResult:
     """Score a tree by the unified rules; writes TREE/unified.json and TREE/unified-samples.jsonl when `write`.
 
-    `segmenter` replaces the Silero VAD (tests); `jobs` caps the VAD threads (default: one per CPU).
+    `segmenter` replaces the Silero VAD (tests); `jobs` caps the VAD threads (default: one per CPU);
+    `executor` (kind ray) runs the VAD on Ray instead, with the same segments.
     """
     loaded = load_tree(tree)
-    blocks, rows = _rows_and_blocks(loaded, segmenter, jobs)
+    blocks, rows = _rows_and_blocks(loaded, segmenter, jobs, executor)
     if segmenter is None:
         from duplexeval.fdb.unified import speech
 
