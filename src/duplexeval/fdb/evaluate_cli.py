@@ -30,12 +30,15 @@ def evaluate_command(
     backchannel_rules: str = typer.Option(
         "2025-06", "--backchannel-rules", help="Backchannel loop: 2025-06 (v1.0 table) or 2026-02 (HEAD)."
     ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines and no timing line."),
 ) -> None:
     """Reproduce the official Full-Duplex-Bench v1.0 evaluator rules and write TREE/summary.json."""
     from duplexeval.errors import InputError
     from duplexeval.fdb.official import evaluate
     from duplexeval.fdb.official.judge import check_timeout
+    from duplexeval.progress import StageClock, tree_audio_s
+
+    clock = StageClock("evaluate")
 
     check_timeout(judge_timeout)
     if backchannel_rules not in BACKCHANNEL_RULES:
@@ -57,6 +60,8 @@ def evaluate_command(
     for line in format_summary(summary):
         typer.echo(line)
     typer.echo(f"wrote {tree / 'summary.json'}")
+    if not quiet:
+        clock.say(tree_audio_s(tree))
 
 
 def _fmt(x: Any) -> str:
