@@ -97,3 +97,24 @@ def wav_seconds(paths: Any) -> float:
     import soundfile as sf
 
     return float(sum(sf.info(str(p)).duration for p in paths))
+
+
+def text_table(headers: list[str], rows: list[list[str]], right: set[int] | None = None, width: int = PIPED_WIDTH) -> str:
+    """A plain-text table with aligned columns (rich, no colour, no frame), for reports returned as strings.
+
+    `right` holds the column indexes to right-align (numbers); the rest are left-aligned.
+    """
+    import io
+
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for i, h in enumerate(headers):
+        t.add_column(h, justify="right" if right and i in right else "left", no_wrap=True)
+    for r in rows:
+        t.add_row(*r)
+    buf = io.StringIO()
+    Console(file=buf, width=width, no_color=True, highlight=False, emoji=False, markup=False).print(t)
+    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines())

@@ -145,8 +145,12 @@ def controller_bench(
         write_json(json_out, rep)
 
 
+DEMO_DEFAULT_OUT = Path("controller-demo")
+
+
 def controller_demo(
-    out: Path = typer.Argument(Path("controller-demo"), help="Folder for conversations, data, reports."),
+    legacy_out: Path | None = typer.Argument(None, metavar="[OUT]", help="Deprecated: use --out DIR.", show_default=False),
+    out_opt: Path | None = typer.Option(None, "--out", "-o", help="Folder for conversations, data, reports (default ./controller-demo)."),
     n: int = typer.Option(4, "--conversations", help="How many conversations to make."),
     exchanges: int = typer.Option(4, "--exchanges", help="Exchanges per conversation."),
     seed: int = typer.Option(0, "--seed", help="Seed for voices, rates, gaps and event types."),
@@ -158,6 +162,11 @@ def controller_demo(
 
     if n < 1 or exchanges < 1:
         raise InputError("--conversations and --exchanges must be >= 1")
+    if legacy_out is not None and out_opt is not None:
+        raise InputError("give the folder once: --out DIR (the positional OUT is deprecated)")
+    if legacy_out is not None:
+        typer.echo(f"duplexeval: note: a positional OUT is deprecated; use `--out {legacy_out}`", err=True)
+    out = out_opt or legacy_out or DEMO_DEFAULT_OUT
     typer.echo(format_demo(run_demo(out, n, exchanges, seed, force)))
 
 

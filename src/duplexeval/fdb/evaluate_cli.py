@@ -70,6 +70,8 @@ def _fmt(x: Any) -> str:
 
 def format_summary(summary: dict[str, Any]) -> list[str]:
     """One line per metric, as `subset  name  value [± std]  (n)  note`."""
+    from duplexeval.fdb.official.interruption import NEEDS_JUDGE, needs_judge
+
     lines = [f"official rules: {summary['rules']['name']} (backchannel loop {summary['rules']['backchannel_rules']})"]
     for name, sub in summary["subsets"].items():
         c = sub["counts"]
@@ -77,6 +79,9 @@ def format_summary(summary: dict[str, Any]) -> list[str]:
         if "judge" in sub:
             lines.append(f"  judge: {sub['judge']['label']}")
         for metric, m in sub["metrics"].items():
+            if needs_judge(m):
+                lines.append(f"  {metric}: {NEEDS_JUDGE} openai (--judge none was used; the official run asks gpt-4-turbo)")
+                continue
             val = _fmt(m["value"]) + (f" ± {_fmt(m['std'])}" if m["std"] is not None else "")
             note = f"  [{m['note']}]" if m["note"] else ""
             lines.append(f"  {metric}: {val}  (n={m['n']}){note}")

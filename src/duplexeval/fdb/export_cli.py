@@ -7,7 +7,6 @@ from typing import Optional
 
 import typer
 
-
 # What to do about each ineligibility reason (a reason without an entry gets the generic hint).
 NEXT_STEP = {
     "missing_output": "put the model's output.wav at {outputs}/<subset>/<id>/output.wav (or the dataset's own nesting) and rerun",

@@ -26,7 +26,7 @@ def score_command(
     from duplexeval.fdb.unified import score
     from duplexeval.fdb.unified.report import load_reference, render
     from duplexeval.jsonio import dumps
-    from duplexeval.progress import StageClock, tree_audio_s
+    from duplexeval.progress import StageClock, table_console, tree_audio_s
 
     clock = StageClock("score")
     result = score(tree, write=not no_write, jobs=jobs or None)
@@ -38,11 +38,12 @@ def score_command(
             clock.say(tree_audio_s(tree))
         return
     u = result.to_json()
-    render(result, load_reference(tree, u["manifest_sha256"], u["asr_sha256"]))
+    console = table_console()  # the terminal's width, or wide when piped: tables never wrap in a log
+    render(result, load_reference(tree, u["manifest_sha256"], u["asr_sha256"]), console)
     if sens is not None:
         from duplexeval.fdb.unified.sensitivity import render as render_sensitivity
 
-        render_sensitivity(sens)
+        render_sensitivity(sens, console)
     if not quiet:
         clock.say(tree_audio_s(tree))
 
