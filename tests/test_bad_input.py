@@ -149,6 +149,11 @@ def _id_newline_dataset(tmp: Path):
     return ["fdb", "export", "--system", "silent", "--dataset", ds, "--out", tmp / "t", "-q"], ("'1\\n' is not allowed",)
 
 
+def _id_newline_synth(tmp: Path):
+    (tmp / "s.json").write_text(json.dumps({"samples": [{"subset": TT, "id": "1\n", "text": "hi"}]}))
+    return ["fdb", "synth", tmp / "s.json", "--out", tmp / "o"], ("s.json", "'1\\n' is not allowed")
+
+
 def _id_newline_clip(tmp: Path):
     d = controller_data(tmp / "d")
     line = json.loads((d / "clips.jsonl").read_text())
@@ -319,6 +324,11 @@ def _conv_problem(tmp: Path):
     return ["controller", "label", tmp / "o", "--conversations", m], ("m.jsonl", "line 2", "conversation c2", "after the conversation end")
 
 
+def _conv_missing_audio(tmp: Path):
+    m = conversations(tmp / "c", [{**CONV, "user_audio": "nope.wav"}])
+    return ["controller", "label", tmp / "o", "--conversations", m], ("m.jsonl: line 1: conversation c1", "nope.wav", "not found")
+
+
 def _judge_timeout(tmp: Path):
     t = scored_tree(tmp / "t")
     return ["fdb", "evaluate", "--tree", t, "--judge-timeout", "-1", "-q"], ("--judge-timeout", "positive")
@@ -376,6 +386,7 @@ CASES: dict[str, Case] = {
     "id-trailing-newline-manifest": _id_newline_manifest,
     "id-trailing-newline-dataset": _id_newline_dataset,
     "id-trailing-newline-clip": _id_newline_clip,
+    "id-trailing-newline-synth": _id_newline_synth,
     "import-stereo-without-channel": _stereo_import,
     "import-nan-inf-audio": _nan_import,
     "export-out-is-file": _out_is_file("export"),
@@ -405,6 +416,7 @@ CASES: dict[str, Case] = {
     "conversation-huge-duration": _huge_conversation,
     "conversation-duplicate-id": _dup_conversations,
     "conversation-error-names-line": _conv_problem,
+    "conversation-missing-audio-names-line": _conv_missing_audio,
     "judge-timeout-negative": _judge_timeout,
     "eot-duplicate-ids": _dup_pairs,
     "eot-negative-time": _negative_pairs,
@@ -476,6 +488,15 @@ def test_import_channel_choice_is_applied_and_recorded(tmp_path: Path, capsys: p
     assert np.abs(got - pick(src)).max() <= 1 / 32768 + 1e-7
 
 
+def test_import_stereo_refusal_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ds = synth_set(tmp_path / "ds")
+    outs = outputs_for(ds, tmp_path / "outs")
+    _wav(outs / TT / "2" / "output.wav", 3.0, channels=2)  # only the last sample is stereo
+    one_line_error(["fdb", "import", "--dataset", ds, "--outputs", outs, "--out", tmp_path / "t", "-q"], capsys,
+                   f"sample {TT}/2", "2 channels")
+    assert not (tmp_path / "t").exists()
+
+
 def test_import_bad_channel_is_a_usage_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ds = synth_set(tmp_path / "ds")
     outs = outputs_for(ds, tmp_path / "outs", channels=2)
@@ -537,10 +558,18 @@ def test_usage_errors_are_one_line_on_every_group(capsys: pytest.CaptureFixture[
         assert line.endswith("--help')")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
-def test_unwritable_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # pragma: no cover
+def test_unwritable_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder without write permission (simulated through os.access, since root may write anywhere)."""
+    from duplexeval import jsonio
+
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o500)
+    if os.geteuid() == 0:
+        real = os.access
+        monkeypatch.setattr(jsonio.os, "access", lambda p, mode: False if Path(p) == ro else real(p, mode))
     (tmp_path / "p.csv").write_text("true_turn_end_s,detector_commit_s\n1,1.2\n")
-    one_line_error(["eot", "score", tmp_path / "p.csv", "--json", ro / "r.json"], capsys, "not writable")
+    one_line_error(["eot", "score", tmp_path / "p.csv", "--json", ro / "r.json"], capsys, str(ro), "not writable")
+    one_line_error(["controller", "label", ro / "out", "--conversations", conversations(tmp_path / "c", [CONV])],
+                   capsys, "not writable")
+    assert not list(ro.iterdir())

@@ -20,6 +20,8 @@ def read_audio_channels(path: str | os.PathLike[str]) -> tuple[np.ndarray, int]:
     import soundfile as sf
 
     path = Path(path)
+    if not path.exists():  # libsndfile says only "System error" for a missing file
+        raise InputError(f"{path}: file not found")
     try:
         data, sr = sf.read(str(path), dtype="float32", always_2d=True)
     except FileNotFoundError:

@@ -39,7 +39,6 @@ def controller_evaluate(
 
 def _grid(text: str) -> list[float]:
     from duplexeval.errors import InputError
-
     from duplexeval.schemas import check_number
 
     try:

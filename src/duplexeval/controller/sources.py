@@ -96,10 +96,13 @@ def parse_entry(obj: Any, base: Path, where: str) -> Conversation:
     else:
         from duplexeval.audio import read_audio_16k
 
-        if "user_audio" in obj:
-            ua = read_audio_16k(base / str(obj["user_audio"]))
-        if "agent_audio" in obj:
-            aa = read_audio_16k(base / str(obj["agent_audio"]))
+        try:
+            if "user_audio" in obj:
+                ua = read_audio_16k(base / str(obj["user_audio"]))
+            if "agent_audio" in obj:
+                aa = read_audio_16k(base / str(obj["agent_audio"]))
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
     dur = obj.get("duration_s")
     if dur is None:
         lengths = [a.size for a in (ua, aa) if a is not None]

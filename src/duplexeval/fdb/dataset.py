@@ -27,7 +27,7 @@ from duplexeval.fdb.tree import (
 )
 from duplexeval.jsonio import read_json, sha256_bytes
 from duplexeval.schemas import validate
-from duplexeval.schemas.fdb import ANNOTATION_MODELS
+from duplexeval.schemas.fdb import ANNOTATION_MODELS, IccGroundTruth, SynthDatasetFile
 
 INPUT_FILE = "input.wav"
 ICC_GT_FILE = "icc_gt_distribution.json"
@@ -100,10 +100,6 @@ def _id_key(sid: str) -> tuple[int, int, str]:
     return (0, int(sid), "") if sid.isdigit() else (1, 0, sid)
 
 
-def _finite(x: Any) -> bool:
-    return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
-
-
 def _check_span(a: float, b: float, i: int, where: str, T: float) -> None:
     if a < 0:
         raise InputError(f"{where}: item {i} starts before 0 ({a})")
@@ -121,11 +117,14 @@ def annotation_record(obj: Any, subset: str, where: str) -> Any:
 
 
 def validate_annotation(obj: Any, subset: str, T: float, where: str) -> Any:
-    """Check an annotation object for its task; returns it unchanged (error messages name `where`).
+    """Check an annotation object for its task; returns it unchanged (error messages name `where`)."""
+    _checked_record(obj, subset, T, where)
+    return obj
 
-    The shape (types, finite and in-range numbers) is the shared schema's; the rules against T
-    (with the published files' rounding tolerance) and the item counts are the dataset's.
-    """
+
+def _checked_record(obj: Any, subset: str, T: float, where: str) -> Any:
+    """The typed annotation after every check: the shape (types, finite and in-range numbers) is the shared
+    schema's; the rules against T (with the published files' rounding tolerance) and the item counts are ours."""
     task = SUBSETS[subset].task
     rec = annotation_record(obj, subset, where)
     if task == PAUSE_HANDLING:
@@ -149,20 +148,12 @@ def validate_annotation(obj: Any, subset: str, T: float, where: str) -> Any:
         _check_span(a, b, 0, where, T)
         if b > T + TIME_TOLERANCE_S:
             raise InputError(f"{where}: interruption ends at {b} s, after the input's end T = {T:.6f} s")
-    return obj
+    return rec
 
 
 def read_icc_gt(path: str | os.PathLike[str]) -> dict[str, list[float]]:
-    """`icc_gt_distribution.json`: {digit id: list of >= 1 finite non-negative numbers with a positive sum}."""
-    obj = read_json(path)
-    if not isinstance(obj, dict):
-        raise InputError(f"{path}: must be a JSON object mapping sample ids to distributions")
-    for k, v in obj.items():
-        if not isinstance(k, str) or not k.isdigit():
-            raise InputError(f"{path}: key {k!r} is not a digit string (backchannel ids are digits)")
-        if not isinstance(v, list) or not v or not all(_finite(x) and x >= 0 for x in v) or not sum(v) > 0:
-            raise InputError(f"{path}: sample icc_backchannel/{k}: must be a non-empty list of finite non-negative numbers with a positive sum")
-    return obj
+    """`icc_gt_distribution.json`, checked by schemas.fdb.IccGroundTruth (the evaluator's rule too)."""
+    return validate(read_json(path), IccGroundTruth, path).distributions()
 
 
 def _subset_dirs(root: Path) -> dict[str, Path]:
@@ -184,20 +175,19 @@ def _subset_dirs(root: Path) -> dict[str, Path]:
     return found
 
 
-def _check_declared(root: Path, info: dict[str, Any], samples: list[DatasetSample]) -> None:
+def _check_declared(root: Path, listing: SynthDatasetFile, samples: list[DatasetSample]) -> None:
     """A synth set's dataset.json lists its samples: each must be on disk, or loading is refused (never dropped)."""
     path = root / DATASET_FILE
     present = {s.key for s in samples}
-    listed = info.get("samples")
-    if isinstance(listed, list):
-        keys = [f"{r.get('subset')}/{r.get('id')}" for r in listed if isinstance(r, dict)]
+    if listing.samples is not None:
+        keys = [f"{r.subset}/{r.id}" for r in listing.samples]
         missing = [k for k in keys if k not in present]
         if missing:
             raise InputError(f"{path}: sample {missing[0]}: listed in dataset.json but its folder (or input.wav) is "
                              f"missing ({len(missing)} of {len(keys)} listed samples missing); restore it or re-run synth")
-    for subset, n in info["declared"].items():
+    for subset, n in listing.declared.items():
         have = sum(1 for s in samples if s.subset == subset)
-        if isinstance(n, int) and not isinstance(n, bool) and have < n:
+        if have < n:
             raise InputError(f"{path}: subset {subset}: dataset.json declares {n} samples but {have} are on disk "
                              f"under {root / subset}; restore the missing ones or re-run synth")
 
@@ -233,8 +223,8 @@ def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
             msg = str(exc)
             prefix = f"{ann_path}: "
             raise InputError(f"{prefix}{where}: {msg[len(prefix):]}" if msg.startswith(prefix) else f"{msg} ({where})") from None
-        ann = validate_annotation(obj, subset, T, f"{ann_path}: {where}")
-        record = annotation_record(ann, subset, f"{ann_path}: {where}")
+        record = _checked_record(obj, subset, T, f"{ann_path}: {where}")
+        ann = obj
     return DatasetSample(subset, sid, d, inp, ann_path, T, int(sr), int(frames), ann, ann_sha, record)
 
 
@@ -248,10 +238,10 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
     if not root.is_dir():
         raise InputError(f"{root}: dataset folder not found (give an FDB v1.0 folder, a synth output folder, or 'demo')")
     info = None
+    listing: SynthDatasetFile | None = None
     if (root / DATASET_FILE).is_file():
         info = read_json(root / DATASET_FILE)
-        if not isinstance(info, dict) or not isinstance(info.get("declared"), dict):
-            raise InputError(f"{root / DATASET_FILE}: not a duplexeval dataset description (needs 'declared')")
+        listing = validate(info, SynthDatasetFile, root / DATASET_FILE)
     dirs = _subset_dirs(root)
     if not dirs:
         raise InputError(f"{root}: no FDB v1.0 subset folders found (expected some of {', '.join(SUBSET_ORDER)})")
@@ -265,14 +255,10 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
         missing = [s.id for s in samples if s.subset == "icc_backchannel" and s.id not in gt]
         if missing:
             raise InputError(f"{gt_path}: no ground truth for sample icc_backchannel/{missing[0]} ({len(missing)} missing)")
-    if info is not None:
-        declared = {}
-        for k, v in info["declared"].items():
-            if k not in SUBSETS or isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise InputError(f"{root / DATASET_FILE}: bad declared entry {k!r}: {v!r}")
-            declared[k] = v
-        _check_declared(root, info, samples)
-        name = str(info.get("name") or root.name)
+    if listing is not None:
+        declared = dict(listing.declared)
+        _check_declared(root, listing, samples)
+        name = listing.name or root.name
         kind = "synth"
     else:
         declared = {s: SUBSETS[s].declared for s in SUBSET_ORDER}

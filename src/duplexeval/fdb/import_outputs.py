@@ -84,6 +84,19 @@ def to_mono(audio: np.ndarray, channel: int | str | None, where: str) -> np.ndar
     return np.ascontiguousarray(audio[:, int(channel)])
 
 
+def _refuse_multichannel(samples: list[Any], sources: list[Path]) -> None:
+    """Without --channel, refuse the run up front if any source has more than one channel (headers only)."""
+    import soundfile as sf
+
+    for sample, src in zip(samples, sources):
+        try:
+            n_ch = sf.info(str(src)).channels if src.is_file() else 1
+        except (RuntimeError, OSError):
+            continue  # unreadable: the sample becomes ineligible (unreadable_output) below
+        if n_ch > 1:
+            to_mono(np.zeros((0, n_ch), np.float32), None, f"{src}: sample {sample.subset}/{sample.id}")
+
+
 def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, key: str,
                 channel: int | str | None = None, ignore_output_json: bool = False) -> SampleEntry:
     from duplexeval.audio import (
@@ -187,6 +200,8 @@ def import_outputs(
             f"{outputs}: no output.wav for any of the {len(chosen)} selected samples "
             f"(expected {outputs}/<subset>/<id>/output.wav, e.g. {sources[0]})"
         )
+    if channel is None:
+        _refuse_multichannel(chosen, sources)  # before anything is written
     make_output_dir(check_out_outside(out, ds), "--out")
     params: dict[str, Any] = {"outputs": outputs.name, "label": name}
     if channel is not None:

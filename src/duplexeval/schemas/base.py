@@ -118,6 +118,8 @@ class Record(BaseModel):
     """A strict record: exact types, finite numbers, unknown keys refused."""
 
     model_config = STRICT
+    # How many leading `loc` parts the sample label stands for (("samples", 0) in a manifest: 2).
+    sample_depth: ClassVar[int] = 0
     # Messages quote the field name ('T') unless a format's own wording does not.
     quote_fields: ClassVar[bool] = True
     # Where in the file a validation error at `loc` is, e.g. "sample <subset>/<id>" (None: the file as a whole).
@@ -178,15 +180,16 @@ def describe(exc: ValidationError, model: type[BaseModel], raw: Any) -> str:
     loc = tuple(err["loc"])
     sample_of = getattr(model, "sample_of", None)
     sample = sample_of(raw, loc) if sample_of is not None else None
-    field = field_path(loc)
+    field = field_path(loc[getattr(model, "sample_depth", 0):] if sample else loc)
     explain = getattr(model, "explain", None)
     custom = explain(raw, loc, err) if explain is not None and err["type"] != _FAIL else None
+    shown = f"'{field}'" if getattr(model, "quote_fields", True) else field
     if custom is not None:
         body = custom
-    elif err["type"] == _FAIL:
-        body = str(err["msg"])
+    elif err["type"] == _FAIL:  # a check's own wording; one that starts "must" is about its field
+        msg = str(err["msg"])
+        body = f"{shown} {msg}" if field and msg.startswith("must ") else msg
     else:
-        shown = f"'{field}'" if getattr(model, "quote_fields", True) else field
         body = f"{shown} {_problem(err)}" if field else _problem(err)
     return f"{sample}: {body}" if sample else body
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -110,5 +110,4 @@ class PolicyFields(Record):
         return data
 
 
-# Re-exported for readers of the line format.
-__all__ = ["CLIP_KEYS", "MAX_FRAMES", "Annotated", "ClipLine", "PolicyFields", "is_clip_id"]
+__all__ = ["CLIP_KEYS", "MAX_FRAMES", "ClipLine", "PolicyFields", "is_clip_id"]

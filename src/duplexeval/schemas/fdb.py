@@ -20,14 +20,10 @@ from pydantic import (
 
 from duplexeval.schemas.base import (
     MAX_TIME_S,
-    NonNegTime,
     OpenRecord,
     PositiveTime,
-    Record,
     Sha256,
-    Text,
     Time,
-    describe,
     fail,
     finite,
     has_control,
@@ -176,6 +172,33 @@ ANNOTATION_MODELS: dict[str, type[_Annotation]] = {
 }
 
 
+class IccGroundTruth(RootModel[Any]):
+    """icc_gt_distribution.json: {digit id: >= 2 finite non-negative numbers with a positive sum} (not empty).
+
+    One rule for the dataset loader and the official evaluator (they used to disagree about one-number lists).
+    """
+
+    model_config = ConfigDict(strict=True, allow_inf_nan=False, frozen=True)
+    root: dict[str, list[float]]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not data:
+            raise fail("must be a non-empty JSON object {sample id: [probabilities]}")
+        for k, v in data.items():
+            if not isinstance(k, str) or not k.isdigit():
+                raise fail(f"key {k!r} is not a digit string (backchannel ids are digits)")
+            if (not isinstance(v, list) or len(v) < 2 or not all(finite(x) and 0 <= x <= 1e6 for x in v)
+                    or not sum(v) > 0):
+                raise fail(f"sample icc_backchannel/{k}: must be a list of at least 2 finite non-negative numbers "
+                           f"with a positive sum, got {v!r}")
+        return {k: [float(x) for x in v] for k, v in data.items()}
+
+    def distributions(self) -> dict[str, list[float]]:
+        return {k: list(v) for k, v in self.root.items()}
+
+
 # ---------------------------------------------------------------- output.json
 
 
@@ -228,6 +251,48 @@ class OutputJson(OpenRecord):
         if _out_of_range(end):
             return f"chunks[{i}]{word} has an end outside the accepted range (|t| <= {MAX_TIME_S:g} s): {end!r}"
         return f"chunks[{i}]{word} has an end that is neither null nor a finite number: {end!r}"
+
+
+# ---------------------------------------------------------------- dataset.json (a synth set)
+
+
+class ListedSample(OpenRecord):
+    """dataset.json `samples[i]`: which sample the set holds (T, voice, ... are kept as extras)."""
+
+    subset: str
+    id: str
+
+    @field_validator("subset", mode="before")
+    @classmethod
+    def _subset(cls, v: Any) -> Any:
+        if not isinstance(v, str) or v not in SUBSET_NAMES:
+            raise fail(subset_problem(v))
+        return v
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id(cls, v: Any) -> Any:
+        if not is_safe_id(v):
+            raise fail(id_problem(v))
+        return v
+
+
+class SynthDatasetFile(OpenRecord):
+    """A synth set's dataset.json: its name, declared size per subset and (when written by `fdb synth`) samples."""
+
+    name: str | None = None
+    declared: dict[str, int]
+    samples: list[ListedSample] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _declared(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("declared"), dict):
+            raise fail("not a duplexeval dataset description (needs 'declared')")
+        for k, v in data["declared"].items():
+            if k not in SUBSET_NAMES or isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise fail(f"bad declared entry {k!r}: {v!r}")
+        return data
 
 
 # ---------------------------------------------------------------- manifest.json
@@ -341,6 +406,7 @@ class ManifestFile(OpenRecord):
     dataset: DatasetInfo
     samples: list[ManifestSample]
 
+    sample_depth: ClassVar[int] = 2
     sample_of: ClassVar[Any] = staticmethod(
         lambda raw, loc: _sample_label(raw, loc[1]) if len(loc) >= 2 and loc[0] == "samples" else None)
 
@@ -411,6 +477,7 @@ class AsrFile(OpenRecord):
     backend: dict[str, Any]
     samples: dict[str, AsrSampleRecord]
 
+    sample_depth: ClassVar[int] = 2
     sample_of: ClassVar[Any] = staticmethod(
         lambda raw, loc: f"sample {loc[1]}" if len(loc) >= 2 and loc[0] == "samples" else None)
 
@@ -444,9 +511,8 @@ class AsrFile(OpenRecord):
         return v
 
 
-# Lengths a later stage may rely on (re-exported for readers).
 __all__ = [
-    "ANNOTATION_MODELS", "AsrFile", "AsrSampleRecord", "Chunk", "DatasetInfo", "InterruptAnnotation", "InterruptItem",
-    "ManifestFile", "ManifestSample", "NonNegTime", "OutputJson", "PauseAnnotation", "PauseItem", "Record",
-    "Text", "TurnAnnotation", "TurnItem", "describe", "id_problem", "subset_problem",
+    "ANNOTATION_MODELS", "AsrFile", "AsrSampleRecord", "Chunk", "DatasetInfo", "IccGroundTruth", "InterruptAnnotation",
+    "InterruptItem", "ManifestFile", "ManifestSample", "OutputJson", "PauseAnnotation", "PauseItem", "SynthDatasetFile", "TurnAnnotation",
+    "TurnItem", "id_problem", "subset_problem",
 ]
