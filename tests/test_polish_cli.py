@@ -145,3 +145,22 @@ def test_import_ignore_output_json(ds: Dataset, tmp_path: Path, capsys: pytest.C
     assert manifest["system"]["params"]["ignore_output_json"] is True
     rc, _out, err = run_cli(["fdb", "import", "--dataset", "x", "--outputs", str(outputs), "--out", str(tmp_path / "u"), "-q"], capsys)
     assert rc == 0 and (tmp_path / "u" / "candor_turn_taking" / "1" / "output.json").is_file()
+
+
+LONG = [("yes", 1.5, 1.8), ("I", 1.9, 2.0), ("can", 2.1, 2.4), ("help", 2.5, 3.2), ("you", 3.3, 3.6)]
+
+
+def test_evaluate_progress_lines_round_floats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    tree = write_tree(tmp_path / "t", [
+        FixtureSample("candor_turn_taking", "1", 6.0, annotation=turn_ann(1.0), words=LONG),
+        FixtureSample("candor_turn_taking", "2", 6.0, annotation=turn_ann(1.0), words=LONG),
+        FixtureSample("candor_turn_taking", "3", 6.0, annotation=turn_ann(1.0), words=[]),
+    ])
+    rc, _out, err = run_cli(["fdb", "evaluate", "--tree", str(tree)], capsys)
+    assert rc == 0, err
+    line = next(x for x in err.splitlines() if "evaluated 3" in x)
+    assert "Average take turn 0.6667" in line, line
+    assert not re.search(r"\d\.\d{5,}", line), line  # no 0.6666666666666666
+    assert "evaluate: done in " in err.splitlines()[-1]
