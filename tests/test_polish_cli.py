@@ -164,3 +164,36 @@ def test_evaluate_progress_lines_round_floats(tmp_path: Path, capsys: pytest.Cap
     assert "Average take turn 0.6667" in line, line
     assert not re.search(r"\d\.\d{5,}", line), line  # no 0.6666666666666666
     assert "evaluate: done in " in err.splitlines()[-1]
+
+
+def _commands():  # noqa: ANN202
+    import typer
+
+    from duplexeval.cli import _make_app
+
+    def walk(cmd, path):  # noqa: ANN001, ANN202
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                yield from walk(sub, [*path, name])
+        else:
+            yield " ".join(path), cmd
+
+    return list(walk(typer.main.get_command(_make_app()), []))
+
+
+def test_every_stage_with_progress_takes_dash_q() -> None:
+    """`-q/--quiet` means "no progress" on every command that shows progress (fdb asr and eot predict included)."""
+    with_progress = []
+    for path, cmd in _commands():
+        opts = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
+        if opts & {"--progress", "--no-progress", "--quiet"}:
+            with_progress.append(path)
+            assert {"-q", "--quiet"} <= opts, path
+    assert {"fdb asr", "fdb export", "fdb import", "fdb evaluate", "fdb synth", "eot predict", "demo"} <= set(with_progress)
+
+
+def test_demo_commands_take_out_option() -> None:
+    paths = dict(_commands())
+    for name in ("demo", "controller demo"):
+        assert any("--out" in p.opts for p in paths[name].params), name
