@@ -52,6 +52,8 @@ def test_fdb_score_report_symbols_width_and_judge(tmp_path: Path, capsys: pytest
     assert counts and "reasons: late_input 1" in counts[0] and len(counts[0]) > 80
     rating = [line for line in out.splitlines() if line.lstrip().startswith("Average rating")]
     assert rating and "needs --judge" in rating[0]
+    # plain text lines are not wrapped either (rich soft wrap when piped)
+    assert any(x.startswith("n/r = not reached") and x.rstrip().endswith("then yes.") for x in out.splitlines())
     assert err.startswith("score: done in ") and "s of audio" in err and "x real time" in err
 
 

@@ -17,13 +17,14 @@ PIPED_WIDTH = 200  # columns for tables written to a file or a pipe
 
 
 def table_console(file: TextIO | None = None, stderr: bool = False) -> Any:
-    """A rich Console for tables: the terminal's width on a TTY, PIPED_WIDTH columns otherwise."""
+    """A rich Console for tables: the terminal's width on a TTY; piped, tables get PIPED_WIDTH columns and
+    plain text lines are not wrapped at all (a log keeps one line per line)."""
     from rich.console import Console
 
     console = Console(file=file, stderr=stderr)
     if console.is_terminal:
         return console
-    return Console(file=file, stderr=stderr, width=PIPED_WIDTH)
+    return Console(file=file, stderr=stderr, width=PIPED_WIDTH, soft_wrap=True)  # text lines: never wrapped
 
 
 @contextmanager

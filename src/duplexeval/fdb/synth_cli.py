@@ -28,7 +28,10 @@ def synth(
         if demo and script not in (None, "demo"):
             raise InputError("give either a script or --demo, not both")
         if out is None:
+            cached = not force and S.verify(S.cache_dir() / f"demo-{S.demo_key(S.load_script(S.DEMO_SCRIPT))}")
             path = S.ensure_demo(force=force, progress=not quiet)
+            if cached:  # nothing was synthesized: no real-time factor to report
+                clock.stage = "synth (demo set already cached)"
         else:
             path = S.synthesize_dataset(S.load_script(S.DEMO_SCRIPT), out, force=force, progress=not quiet)
     else:
@@ -39,7 +42,7 @@ def synth(
         path = S.synthesize_dataset(script, out, force=force, progress=not quiet)
     typer.echo(str(path))
     if not quiet:
-        clock.say(wav_seconds(sorted(Path(path).rglob("input.wav"))))
+        clock.say(None if clock.stage != "synth" else wav_seconds(sorted(Path(path).rglob("input.wav"))))
 
 
 def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
