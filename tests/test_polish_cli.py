@@ -67,6 +67,12 @@ def test_one_progress_helper() -> None:
 
     assert exp.progress_bar is progress_bar and asr.progress_bar is progress_bar
     assert "progress_bar(" in inspect.getsource(pred._Progress) and "rich.progress" not in inspect.getsource(pred)
+    bar = pred._Progress(2, True)
+    bar.start()
+    bar.advance(5)
+    bar.advance(5)
+    bar.stop()
+    assert bar.done == 2
 
 
 def test_timing_line() -> None:
