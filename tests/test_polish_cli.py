@@ -203,3 +203,17 @@ def test_demo_commands_take_out_option() -> None:
     paths = dict(_commands())
     for name in ("demo", "controller demo"):
         assert any("--out" in p.opts for p in paths[name].params), name
+
+
+def test_progress_bar_stays_on_success_and_vanishes_on_failure(capsys: pytest.CaptureFixture[str]) -> None:
+    from duplexeval.progress import progress_bar
+
+    with progress_bar(2, "stage", True) as advance:
+        advance()
+        advance()
+    err = capsys.readouterr().err
+    assert "stage" in err and "2/2" in err and "-:--:--" not in err
+    with pytest.raises(ValueError), progress_bar(3, "stage", True) as advance:
+        advance()
+        raise ValueError("bad sample")
+    assert capsys.readouterr().err.strip() == ""  # the stage's one error line is all the user sees

@@ -55,7 +55,11 @@ def progress_bar(total: int, label: str, enabled: bool = True, done: int = 0) ->
         def advance(description: str = "", n: int = 1) -> None:
             prog.update(task, advance=n, description=f"{label} {description}".strip())
 
-        yield advance
+        try:
+            yield advance
+        except BaseException:
+            prog.live.transient = True  # a failed stage leaves only its one error line, no half bar
+            raise
 
 
 def timing_line(stage: str, seconds: float, audio_s: float | None = None) -> str:
