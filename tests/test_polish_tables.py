@@ -144,3 +144,11 @@ def test_controller_demo_out_option_and_deprecated_positional(tmp_path: Path, ca
     assert json.loads((tmp_path / "b" / "compare.json").read_text()) == json.loads((tmp_path / "a" / "compare.json").read_text())
     rc, _out, err = run_cli(["controller", "demo", str(tmp_path / "c"), "--out", str(tmp_path / "d"), *args], capsys)
     assert rc == 2 and "give the folder once" in err
+
+
+def test_controller_demo_out_keeps_the_output_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    for argv in (["--out", str(f)], [str(f)]):
+        rc, _out, err = run_cli(["controller", "demo", *argv, "--conversations", "1"], capsys)
+        assert rc == 2 and err.count("\n") == 1 and "a-file" in err, (argv, err)

@@ -150,7 +150,7 @@ DEMO_DEFAULT_OUT = Path("controller-demo")
 
 def controller_demo(
     legacy_out: Path | None = typer.Argument(None, metavar="[OUT]", help="Deprecated: use --out DIR.", show_default=False),
-    out_opt: Path | None = typer.Option(None, "--out", "-o", help="Folder for conversations, data, reports (default ./controller-demo)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Folder for conversations, data, reports (default ./controller-demo)."),
     n: int = typer.Option(4, "--conversations", help="How many conversations to make."),
     exchanges: int = typer.Option(4, "--exchanges", help="Exchanges per conversation."),
     seed: int = typer.Option(0, "--seed", help="Seed for voices, rates, gaps and event types."),
@@ -162,11 +162,14 @@ def controller_demo(
 
     if n < 1 or exchanges < 1:
         raise InputError("--conversations and --exchanges must be >= 1")
-    if legacy_out is not None and out_opt is not None:
+    if legacy_out is not None and out is not None:
         raise InputError("give the folder once: --out DIR (the positional OUT is deprecated)")
     if legacy_out is not None:
+        from duplexeval.jsonio import check_output_dir
+
+        check_output_dir(legacy_out, "OUT")  # the checks --out gets from duplexeval.cli
         typer.echo(f"duplexeval: note: a positional OUT is deprecated; use `--out {legacy_out}`", err=True)
-    out = out_opt or legacy_out or DEMO_DEFAULT_OUT
+    out = out or legacy_out or DEMO_DEFAULT_OUT
     typer.echo(format_demo(run_demo(out, n, exchanges, seed, force)))
 
 
