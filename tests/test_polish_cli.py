@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from fdb_fixtures import FixtureSample, turn_ann, pause_ann, write_tree
+from fdb_fixtures import FixtureSample, pause_ann, turn_ann, write_tree
 from systems_fixtures import Dataset, small_dataset
 from test_import import make_outputs
 
@@ -42,7 +42,7 @@ def test_progress_bar_ends_with_elapsed_time_not_zero_remaining() -> None:
     seen: list[object] = []
     orig = TimeRemainingColumn.__init__
 
-    def spy(self, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def spy(self, *a, **k):
         seen.append(k.get("elapsed_when_finished"))
         orig(self, *a, **k)
 
@@ -172,12 +172,12 @@ def test_evaluate_progress_lines_round_floats(tmp_path: Path, capsys: pytest.Cap
     assert "evaluate: done in " in err.splitlines()[-1]
 
 
-def _commands():  # noqa: ANN202
+def _commands():
     import typer
 
     from duplexeval.cli import _make_app
 
-    def walk(cmd, path):  # noqa: ANN001, ANN202
+    def walk(cmd, path):
         subs = getattr(cmd, "commands", None)
         if subs:
             for name, sub in subs.items():

@@ -36,7 +36,7 @@ def _unjudged_summary(root: Path) -> None:
 
 def test_fdb_score_report_symbols_width_and_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    import duplexeval.fdb.unified.speech as speech
+    from duplexeval.fdb.unified import speech
 
     monkeypatch.setattr(speech, "segment_files", lambda paths, jobs=None, limits=None: SEGS(paths))
     root = _hand_tree(tmp_path / "tree")
