@@ -177,6 +177,10 @@ def eot_predict(
     typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} rows, {r.n_scored} scored in {r.elapsed_s:.1f} s "
                f"({rate:.1f} predictions/s{resumed}) -> " + ", ".join(str(f) for f in r.files))  # fmt: skip
     typer.echo(r.signature.compact())
+    if not quiet:
+        from duplexeval.progress import timing_line
+
+        typer.echo(timing_line("predict", r.elapsed_s, sum(t.duration_s for t in ss.turns)), err=True)
 
 
 _MODE_HELP = "max (a span's largest p_eot; streaming detectors) or score_point (one score at --score-point)."
