@@ -152,3 +152,16 @@ def test_controller_demo_out_keeps_the_output_checks(tmp_path: Path, capsys: pyt
     for argv in (["--out", str(f)], [str(f)]):
         rc, _out, err = run_cli(["controller", "demo", *argv, "--conversations", "1"], capsys)
         assert rc == 2 and err.count("\n") == 1 and "a-file" in err, (argv, err)
+
+
+def test_controller_label_takes_out_option_as_well_as_the_argument(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from duplexeval.controller.conversations import write_conversations
+
+    manifest = write_conversations(tmp_path / "conv", 1, seed=0, exchanges=1)
+    rc, out, err = run_cli(["controller", "label", "--out", str(tmp_path / "a"), "--conversations", str(manifest)], capsys)
+    assert rc == 0 and "wrote" in out, err
+    rc, out, err = run_cli(["controller", "label", str(tmp_path / "b"), "--conversations", str(manifest)], capsys)
+    assert rc == 0 and err == ""
+    assert (tmp_path / "a" / "clips.jsonl").read_bytes() == (tmp_path / "b" / "clips.jsonl").read_bytes()
+    rc, _out, err = run_cli(["controller", "label", "--conversations", str(manifest)], capsys)
+    assert rc == 2 and "give the data folder: --out DIR" in err and err.count("\n") == 1
