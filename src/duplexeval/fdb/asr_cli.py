@@ -7,7 +7,11 @@ from typing import Optional
 
 import typer
 
+from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
+from duplexeval.executors import ExecutorSpec
 
+
+@executor_options
 def asr_command(
     tree: Path = typer.Option(..., "--tree", help="The tree written by `duplexeval fdb export` or `import`."),
     backend: str = typer.Option("whisper-align", "--backend",
@@ -15,7 +19,8 @@ def asr_command(
     model: Optional[str] = typer.Option(None, "--model",
                                          help="faster-whisper/whisper-align: a CTranslate2 model directory; "
                                               "parakeet: a .nemo file (or a hub id)."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", help="Worker processes (default: the number of cores)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", help="Local worker processes (default: the number of cores); "
+                                                            "with --executor ray the cluster's size decides."),
     force: bool = typer.Option(False, "--force", help="Transcribe again even if asr.json or other outputs exist."),
     declare: Optional[list[str]] = typer.Option(
         None, "--declare",
@@ -25,6 +30,7 @@ def asr_command(
     device: str = typer.Option("cpu", "--device", help="parakeet only: cpu or cuda."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no timing line."),
     no_progress: bool = typer.Option(False, "--no-progress", hidden=True, help="Old spelling of --quiet."),
+    executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Transcribe each eligible sample's output.wav into output.json, then write asr.json.
 
@@ -37,7 +43,7 @@ def asr_command(
     clock = StageClock("asr")
 
     result = run(tree, backend=backend, model=model, jobs=jobs, force=force, progress=not quiet,
-                 declare=declare, device=device)
+                 declare=declare, device=device, executor=executor_spec)
     typer.echo(result.summary())
     if not quiet:
         clock.say(tree_audio_s(tree))

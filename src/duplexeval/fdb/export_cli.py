@@ -7,6 +7,9 @@ from typing import Optional
 
 import typer
 
+from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
+from duplexeval.executors import ExecutorSpec
+
 # What to do about each ineligibility reason (a reason without an entry gets the generic hint).
 NEXT_STEP = {
     "missing_output": "put the model's output.wav at {outputs}/<subset>/<id>/output.wav (or the dataset's own nesting) and rerun",
@@ -53,6 +56,7 @@ def _summary(kind: str, result, outputs: Path | None = None) -> None:  # noqa: A
             typer.echo(line)
 
 
+@executor_options
 def export_command(
     system: str = typer.Option(..., "--system", help="NAME[:key=value,...], e.g. 'turn-based:silence_ms=700' (see docs/systems.md)."),
     dataset: str = typer.Option(..., "--dataset", help="An FDB v1.0 folder, a synth folder, or 'demo'."),
@@ -61,14 +65,18 @@ def export_command(
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
     force: bool = typer.Option(False, "--force", help="Write into a tree made by another system/dataset, redoing every sample."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no timing line."),
+    executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
-    """Drive a system over a dataset: output.wav (FIFO playout, exactly T), annotations, trace.json, manifest.json."""
+    """Drive a system over a dataset: output.wav (FIFO playout, exactly T), annotations, trace.json, manifest.json.
+
+    With --executor ray the sessions run on Ray workers, one sample per task (the tree must be on a shared path)."""
     from duplexeval.fdb.export import export
     from duplexeval.progress import StageClock, tree_audio_s
 
     clock = StageClock("export")
 
-    result = export(system, dataset, out, subsets=subset or None, limit=limit, force=force, progress=not quiet)
+    result = export(system, dataset, out, subsets=subset or None, limit=limit, force=force, progress=not quiet,
+                    executor=executor_spec)
     _summary("export", result)
     if not quiet:
         clock.say(tree_audio_s(result.tree))
