@@ -115,6 +115,23 @@ def nearest_edge(inp: InterruptionInput, segments: Sequence[tuple[int, int]]) ->
     return best * intr.TICKS_PER_SAMPLE, abs(best * intr.TICKS_PER_SAMPLE - S)
 
 
+def segments_up_to_r(probs: np.ndarray, inp: InterruptionInput, settings: Any) -> list[tuple[int, int]]:
+    """The whole-file segments that start at or before R, from the shortest prefix of the probabilities that
+    fixes them (the scorer's early stop, `speech.settled`: exact for no padding and no maximum speech length,
+    which every setting of the sweep has); the only segments an interruption row uses."""
+    from duplexeval.fdb.unified.speech import CHECK_EVERY, WINDOW, settled
+    from duplexeval.vad import timestamps_from_probs
+
+    limit = intr.r_limit_sample(inp.R_us)
+    k = int((limit + 16000 * settings.min_speech_ms / 1000) // WINDOW) + 1
+    while k < len(probs):
+        fixed = settled(probs[:k], limit, settings)
+        if fixed is not None:
+            return fixed
+        k += CHECK_EVERY
+    return [(int(s), int(e)) for s, e in timestamps_from_probs(probs, inp.n_samples, settings) if s <= limit]
+
+
 def _setting_row(subset: str, settings: Any, headline: bool, rows: list[intr.InterruptionRow], counts: dict) -> SettingRow:
     block = interruption_block(rows, counts)
     c, m = block["counts"], block["metrics"]
@@ -157,12 +174,14 @@ def sweep(
         is_head = st == SCORER_SETTINGS
         rows = []
         for k, ((_, inp), p) in enumerate(zip(inputs, probs)):
-            segs = timestamps_from_probs(p, inp.n_samples, st)
+            if is_head:  # whole-file segments: the edge flag looks at every segment edge near S
+                segs = timestamps_from_probs(p, inp.n_samples, st)
+                headline_segs.append(segs)
+            else:
+                segs = segments_up_to_r(p, inp, st)
             row = intr.score_interruption(inp, segs)
             rows.append(row)
             outcomes[k][row.outcome] = outcomes[k].get(row.outcome, 0) + 1
-            if is_head:
-                headline_segs.append(segs)
         if is_head:
             headline_rows = rows
         table.append(_setting_row(subset, st, is_head, rows, counts))
