@@ -143,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=ROOT / ".cache/bench-full-tree")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--keep", type=Path, help="keep the working copies and logs here")
+    ap.add_argument("--no-skip", action="store_true",
+                    help="run ours with the VAD's leading-silence skip off (this tree's backchannel outputs are silent)")
     ap.add_argument("--official-python", default=sys.executable,
                     help="interpreter for the official scripts; one with torch and silero-vad 6.2.3 runs the real "
                          "load_silero_vad() JIT model (otherwise our per-frame onnxruntime port stands in)")
@@ -185,7 +187,11 @@ def main(argv: list[str] | None = None) -> int:
             for d in sorted((args.cache / subset).iterdir()):
                 if (subset, d.name) in eligible:
                     shutil.copytree(d, off_root / subset / d.name)
-        cmd = [sys.executable, "-m", "duplexeval", "fdb", "evaluate", "--tree", str(ours_tree), "--judge", "openai",
+        ours = [sys.executable, "-m", "duplexeval"]
+        if args.no_skip:  # the VAD cost on outputs without leading digital silence
+            ours = [sys.executable, "-c", ("import sys; import duplexeval.fdb.unified.speech as s; "
+                                           "s.SKIP_LEADING_SILENCE = False; from duplexeval.cli import main; main(sys.argv[1:])")]
+        cmd = [*ours, "fdb", "evaluate", "--tree", str(ours_tree), "--judge", "openai",
                "--base-url", url, "--api-key-env", "BENCH_FAKE_KEY", "--reference-source", str(args.official),
                "--icc-gt", str(evaldir / "icc_gt_distribution.json"), "-q"]
         ours_wall, ours_cpu = _timed(cmd, env=env, log=work / f"ours{rep}.log")
