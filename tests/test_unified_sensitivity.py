@@ -80,6 +80,9 @@ def test_sweep_shows_the_gap_sample_flip_and_flags_it(tree):
     assert not rows["silent"].near_edge
     assert sens.body["near_edge"] == 1
     assert sens.body["kind"] == "duplexeval.fdb.unified-sensitivity"
+    assert sens.body["signature"]["compact"].startswith(
+        "fdb-v1.0-unified-4-sensitivity-1|asr:hand|vad:silero-6.2.3@1a153a22:t0.3-0.7,s50-500,p0,edge200|v:"
+    )
 
 
 def test_nearest_edge_is_exact_and_ignores_file_boundaries(tree):

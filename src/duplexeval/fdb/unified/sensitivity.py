@@ -22,6 +22,7 @@ from duplexeval.fdb.tree import SUBSET_ORDER, SUBSETS, USER_INTERRUPTION
 from duplexeval.fdb.unified import interruption as intr
 from duplexeval.fdb.unified.aggregate import base_counts, interruption_block
 from duplexeval.fdb.unified.load import InterruptionInput, LoadedTree
+from duplexeval.signature import Component, Signature
 
 KIND = "duplexeval.fdb.unified-sensitivity"
 SCHEMA_VERSION = 1
@@ -236,8 +237,9 @@ def analyse(loaded: LoadedTree, jobs: int | None = None) -> Sensitivity:
         edges += e
     vad = speech.signature()
     vad.pop("scan", None)
+    sig = signature(loaded, vad)
     body = {
-        **artifacts.header(KIND, SCHEMA_VERSION, inputs={"manifest.json": loaded.manifest_sha256, "asr.json": loaded.asr_sha256}),
+        **artifacts.header(KIND, SCHEMA_VERSION, signature=sig, inputs=sig.inputs),
         "vad": vad,
         "grid": {"thresholds": list(THRESHOLDS), "min_silence_ms": list(MIN_SILENCES_MS), "edge_ms": EDGE_MS,
                  "fixed": "min speech 250 ms, no padding, neg_threshold = threshold - 0.15, whole-file scans"},
@@ -247,6 +249,19 @@ def analyse(loaded: LoadedTree, jobs: int | None = None) -> Sensitivity:
         "near_edge": sum(1 for r in edges if r.near_edge),
     }
     return Sensitivity(table, edges, body)
+
+
+def signature(loaded: LoadedTree, vad: dict[str, Any]) -> Signature:
+    """Definitions, the ASR that made the transcripts, the VAD model and the swept grid, and the input hashes."""
+    from duplexeval.fdb.asr_compare import asr_component
+    from duplexeval.fdb.unified import DEFINITIONS
+
+    grid = {"t": f"{THRESHOLDS[0]}-{THRESHOLDS[-1]}", "s": f"{MIN_SILENCES_MS[0]}-{MIN_SILENCES_MS[-1]}", "p": 0, "edge": EDGE_MS}
+    comps = (
+        asr_component(loaded.asr.backend, "asr"),
+        Component("vad", "silero-" + str(vad.get("equivalent_to", "silero-vad ?")).split()[1], str(vad.get("model_sha256") or ""), grid),
+    )
+    return Signature(f"{DEFINITIONS}-sensitivity-1", comps, {"manifest.json": loaded.manifest_sha256, "asr.json": loaded.asr_sha256})
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -295,3 +310,4 @@ def render(sens: Sensitivity, console: Any = None) -> None:
     console.print(
         f"Shares: not_exercised over eligible, the rest over exercised. {NOT_REACHED} = the median sample never stopped."
     )
+    console.print(sens.body["signature"]["compact"], markup=False, highlight=False)
