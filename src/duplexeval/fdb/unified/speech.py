@@ -292,14 +292,15 @@ def segment_audios(
     """Whole-file VAD segments of several signals (any settings), batched and threaded; equal to
     `SileroVad.segments(a, settings)` of each signal (the samples are taken as 16 kHz, whatever they are).
 
-    Signals are stepped longest first, so each batch holds signals of similar length and finished rows
-    leave together. Used by the official backchannel rule (30 ms padding, whole files).
+    Signals are dealt to the batches longest first, round-robin, so the threads get equal work and each
+    batch's rows finish in order. Used by the official backchannel rule (30 ms padding, whole files).
     """
     from duplexeval.vad import load_vad
 
     jobs = default_jobs() if jobs is None else max(1, jobs)
     order = sorted(range(len(audios)), key=lambda k: (-audios[k].size, k))
-    groups = [[order[i] for i in r] for r in _even_groups(len(order), jobs, batch)]
+    n_groups = len(_even_groups(len(order), jobs, batch))
+    groups = [order[g::n_groups] for g in range(n_groups)]  # dealt round-robin: every thread gets long and short ones
 
     def run(group: list[int]) -> list[Segments]:
         return batch_segments(load_vad(), [audios[k] for k in group], [None] * len(group), settings)
