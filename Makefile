@@ -15,6 +15,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --upgrade pip
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) -e '.[test,ray,dev]'
+	@# The smart-turn EOT detector reads the Smart Turn v3.2 model and feature code from the pipecat-ai
+	@# wheel; its own dependencies would downgrade soxr and soundfile, and we need none of them.
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --no-deps 'pipecat-ai==1.14.0'
 	touch $(STAMP)
 	@echo "==> installed"
 

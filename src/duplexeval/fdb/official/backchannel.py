@@ -7,14 +7,15 @@ class). Both stop at the first segment longer than 3 s. Pure functions over VAD 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from duplexeval.fdb.transcript import Word
+from duplexeval.schemas import validate
+from duplexeval.schemas.fdb import IccGroundTruth
 
 WINDOW_S = 0.2  # `window_size`
 EPSILON = 1e-10  # `epsilon`
@@ -162,22 +163,8 @@ def jsd(backchannels: Sequence[Segment], duration_s: float, gt: Sequence[float])
 
 
 def validate_gt(obj: Any, where: str) -> dict[str, list[float]]:
-    """`icc_gt_distribution.json`: {digit id: list of at least 2 finite non-negative numbers}."""
-    from duplexeval.errors import InputError
-
-    if not isinstance(obj, Mapping) or not obj:
-        raise InputError(f"{where}: must be a non-empty JSON object {{sample id: [probabilities]}}")
-    out: dict[str, list[float]] = {}
-    for key, arr in obj.items():
-        if not isinstance(arr, list) or len(arr) < 2:
-            raise InputError(f"{where}: entry {key!r} must be a list of at least 2 numbers")
-        vals: list[float] = []
-        for v in arr:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise InputError(f"{where}: entry {key!r} holds {v!r}, not a finite non-negative number")
-            vals.append(float(v))
-        out[str(key)] = vals
-    return out
+    """`icc_gt_distribution.json` by the one rule of schemas.fdb.IccGroundTruth (digit ids, >= 2 numbers)."""
+    return validate(obj, IccGroundTruth, where).distributions()
 
 
 @dataclass(frozen=True)
