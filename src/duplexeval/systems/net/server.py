@@ -22,6 +22,7 @@ Contract for a protocol server (see ws_pcm.py for the smallest one):
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import random
 import threading
@@ -150,8 +151,11 @@ class ServerSession:
         self.driver = SystemDriver(self.config.system, self)
         self.t0: float | None = None  # monotonic time of the first input audio
         self.stalled = False
-        self._queue: asyncio.Queue[tuple[float, str | bytes] | None] = asyncio.Queue()
-        self._last_due = 0.0
+        self._heap: list[tuple[float, int, str | bytes, str | None, Callable[[], None] | None]] = []
+        self._seq = 0
+        self._wake = asyncio.Event()
+        self._done = False
+        self._cancel_at: dict[str, float] = {}
         self._rng = random.Random(self.config.seed + server.connections)
         self._tasks: list[asyncio.Task[Any]] = []
 
@@ -172,6 +176,14 @@ class ServerSession:
 
     def on_user(self, kind: str, at_s: float, detail: dict[str, Any]) -> None:
         """Default: nothing."""
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        """Refuse options this protocol does not know (InputError); the default knows none."""
+        if options:
+            from duplexeval.errors import InputError
+
+            raise InputError(f"--option: the {cls.protocol} server has no options ({', '.join(sorted(options))} given)")
 
     def error_message(self, text: str) -> str | bytes:
         raise NotImplementedError
@@ -195,12 +207,19 @@ class ServerSession:
         for kind, s in self.config.faults.at:
             self._tasks.append(asyncio.get_running_loop().create_task(self._fault(kind, s)))
 
-    def deliver(self, at_s: float, message: str | bytes) -> None:
-        """Send `message` at input time `at_s` (or now if later), after everything delivered before it."""
-        jitter = self._rng.uniform(0.0, self.config.faults.jitter_ms / 1000.0) if self.config.faults.jitter_ms else 0.0
-        due = max(at_s + jitter, self._last_due)
-        self._last_due = due
-        self._queue.put_nowait((due, message))
+    def deliver(self, at_s: float, message: str | bytes, tag: str | None = None,
+                on_sent: Callable[[], None] | None = None) -> None:
+        """Send `message` at input time `at_s` (now if that has passed); equal times keep the order of calls.
+
+        `tag` groups messages that `cancel(tag, at_s)` can withdraw; `on_sent` runs once it is on the wire.
+        """
+        heapq.heappush(self._heap, (float(at_s), self._seq, message, tag, on_sent))
+        self._seq += 1
+        self._wake.set()
+
+    def cancel(self, tag: str, at_s: float) -> None:
+        """Withdraw the messages of `tag` due at or after `at_s` (a cancelled response's remaining deltas)."""
+        self._cancel_at[tag] = min(at_s, self._cancel_at.get(tag, float("inf")))
 
     async def send_now(self, message: str | bytes) -> None:
         if self.stalled:
@@ -210,22 +229,42 @@ class ServerSession:
         except ConnectionClosed:
             pass
 
+    def _withdrawn(self, due: float, tag: str | None) -> bool:
+        return tag is not None and due >= self._cancel_at.get(tag, float("inf")) - 1e-9
+
     async def _sender(self) -> None:
+        """Send queued messages in due order; `jitter_ms` adds U(0, J) after each due time (order kept)."""
+        jitter = self.config.faults.jitter_ms / 1000.0
         while True:
-            got = await self._queue.get()
-            if got is None:
-                return
-            due, message = got
-            if self.t0 is not None:
-                delay = self.t0 + due - time.monotonic()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-            if self.stalled:
+            if not self._heap:
+                if self._done:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            due, _, message, tag, on_sent = self._heap[0]
+            if self._withdrawn(due, tag):
+                heapq.heappop(self._heap)
+                continue
+            delay = 0.0 if self.t0 is None else self.t0 + due - time.monotonic()
+            if delay > 0:
+                self._wake.clear()
+                try:  # a newly queued earlier message (or a cancel) wakes us up
+                    await asyncio.wait_for(self._wake.wait(), timeout=delay)
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            heapq.heappop(self._heap)
+            if jitter:
+                await asyncio.sleep(self._rng.uniform(0.0, jitter))
+            if self.stalled or self._withdrawn(due, tag):
                 continue
             try:
                 await self.ws.send(message)
             except ConnectionClosed:
                 return
+            if on_sent is not None:
+                on_sent()
 
     async def _fault(self, kind: str, s: float) -> None:
         assert self.t0 is not None
@@ -261,7 +300,9 @@ class ServerSession:
         except ConnectionClosed:
             pass
         finally:
-            self._queue.put_nowait(None)
+            self._heap.clear()  # the client is gone: nothing queued will ever be sent
+            self._done = True
+            self._wake.set()
             try:
                 await asyncio.wait_for(sender, timeout=2.0)
             except (asyncio.TimeoutError, ConnectionClosed):
@@ -281,6 +322,7 @@ class LoopbackServer:
         self.port = port
         self.connections = 0  # upgrade requests seen (for busy=N)
         self.active = 0
+        self.events: list[dict[str, Any]] = []  # what sessions did that tests may check (truncates, cancels)
         self._server: Server | None = None
 
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -390,8 +432,10 @@ def make_server(protocol: str, system: System | str, faults: Faults | None = Non
         from duplexeval.systems.registry import make_system
 
         system = make_system(system)
+    cls = server_class(protocol)
+    cls.check_options(dict(options or {}))
     cfg = ServeConfig(system, faults or Faults(), max_size, dict(options or {}))
-    return LoopbackServer(server_class(protocol), cfg, port=port)
+    return LoopbackServer(cls, cfg, port=port)
 
 
 def run_forever(server: LoopbackServer, announce: Callable[[str], None]) -> None:

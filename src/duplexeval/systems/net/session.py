@@ -156,6 +156,7 @@ class NetSession:
         self.seq = 0
         self.dead = False
         self._signals: dict[str, asyncio.Event] = {}
+        self._owed: set[str] = set()
         self._watchdog: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------- protocol hooks (override)
@@ -194,13 +195,17 @@ class NetSession:
 
     def expect(self, what: str) -> None:
         """The server owes a reply named `what` (a gap over stall_s while owed is a `timeout`)."""
+        if what in self._owed:
+            return
+        self._owed.add(what)
         self.wire.meta("owe", what=what)
-        self._signals.setdefault(what, asyncio.Event())
+        self._signals[what] = asyncio.Event()
 
     def signal(self, what: str, rec: dict[str, Any] | None = None) -> None:
         """The reply `what` arrived (paid at its receipt time)."""
         t = self.wire.now() if rec is None else float(rec["t"])
-        if what in self._signals and not self._signals[what].is_set():
+        if what in self._owed:
+            self._owed.discard(what)
             self.wire.meta("paid", t, what=what)
         self._signals.setdefault(what, asyncio.Event()).set()
 
