@@ -26,6 +26,7 @@ def register_system(name: str, cls: type) -> None:
 NETWORK_SYSTEMS: dict[str, str] = {
     "openai-realtime": "duplexeval.systems.net.openai_realtime:OpenAIRealtime",
     "ws-pcm": "duplexeval.systems.net.ws_pcm:WsPcm",
+    "loopback": "duplexeval.systems.net.loopback:Loopback",
 }
 _PLUGIN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+):([A-Za-z_][A-Za-z0-9_.]*)(?::(.*))?$", re.DOTALL)
 

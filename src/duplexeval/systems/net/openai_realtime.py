@@ -390,7 +390,7 @@ class RealtimeServerSession(ServerSession):
                 except ProtocolViolation as exc:
                     await self._refuse(str(exc), "invalid_audio", "audio")
                     continue
-                self.input_started()
+                self.input_audio(len(pcm) / 2 / self.rate)
                 self.buffered_ms += len(pcm) / 2 / self.rate * 1000.0
                 await self.driver.feed(to16k(pcm))
             elif kind == "session.update":

@@ -149,7 +149,8 @@ class ServerSession:
         self.config = server.config
         self.ws = ws
         self.driver = SystemDriver(self.config.system, self)
-        self.t0: float | None = None  # monotonic time of the first input audio
+        self.t0: float | None = None  # monotonic time of input time 0 (see input_audio)
+        self._heard_s = 0.0
         self.stalled = False
         self._heap: list[tuple[float, int, str | bytes, str | None, Callable[[], None] | None]] = []
         self._seq = 0
@@ -199,13 +200,23 @@ class ServerSession:
         """The server session's input time (0 = first input audio); 0 before any input."""
         return 0.0 if self.t0 is None else time.monotonic() - self.t0
 
-    def input_started(self) -> None:
-        """Call when the first input audio arrives: starts the clock and the timed faults."""
-        if self.t0 is not None:
-            return
-        self.t0 = time.monotonic()
-        for kind, s in self.config.faults.at:
-            self._tasks.append(asyncio.get_running_loop().create_task(self._fault(kind, s)))
+    def input_audio(self, seconds: float) -> None:
+        """Call for every input audio packet (its duration): keeps the session clock on the input stream.
+
+        The origin is the earliest `arrival - audio received before it` over all packets, so a client
+        whose first packets were late (a busy machine) does not shift every later delivery. The first
+        call starts the timed faults.
+        """
+        now = time.monotonic()
+        implied = now - self._heard_s
+        self._heard_s += seconds
+        first = self.t0 is None
+        if self.t0 is None or implied < self.t0:
+            self.t0 = implied
+            self._wake.set()
+        if first:
+            for kind, s in self.config.faults.at:
+                self._tasks.append(asyncio.get_running_loop().create_task(self._fault(kind, s)))
 
     def deliver(self, at_s: float, message: str | bytes, tag: str | None = None,
                 on_sent: Callable[[], None] | None = None) -> None:
@@ -400,6 +411,62 @@ class ServerThread:
             self._thread.join(10)
 
     def __enter__(self) -> ServerThread:  # noqa: PYI034 - a context manager over start()
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ServerProcess:
+    """Run `duplexeval serve PROTOCOL ...` as a child process (its own interpreter: no GIL shared with the client)."""
+
+    def __init__(self, protocol: str, system: str, faults: list[str] | None = None, options: dict[str, str] | None = None,
+                 start_timeout_s: float = 60.0) -> None:
+        import sys
+
+        self.args = [sys.executable, "-m", "duplexeval", "serve", protocol, "--system", system, "--port", "0"]
+        for f in faults or []:
+            self.args += ["--fault", f]
+        for k, v in (options or {}).items():
+            self.args += ["--option", f"{k}={v}"]
+        self.start_timeout_s = start_timeout_s
+        self.proc: Any = None
+        self._url = ""
+
+    def start(self) -> ServerProcess:
+        import re
+        import subprocess
+
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line: list[str] = []
+
+        def read() -> None:
+            assert self.proc is not None and self.proc.stdout is not None
+            line.append(self.proc.stdout.readline())
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(self.start_timeout_s)
+        m = re.search(r" on (ws://\S+?);", line[0] if line else "")
+        if m is None:
+            self.stop()
+            err = "" if self.proc.stderr is None else self.proc.stderr.read()[-500:]
+            raise RuntimeError(f"`duplexeval serve` did not start: {' '.join(err.split()) or 'no output'}")
+        self._url = m.group(1)
+        return self
+
+    def url(self, path: str = "/") -> str:
+        return self._url  # the announced URL already carries the protocol's path
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except Exception:  # noqa: BLE001 - last resort for a child that ignores SIGTERM
+                self.proc.kill()
+
+    def __enter__(self) -> ServerProcess:  # noqa: PYI034
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
