@@ -126,8 +126,6 @@ class RealtimeSession(NetSession):
         return "input_audio_buffer.append", json.dumps({"type": "input_audio_buffer.append", "audio": b64encode(pcm)})
 
     async def finish_input(self) -> None:
-        if self.system.linger_s > 0:
-            await asyncio.sleep(self.system.linger_s)
         for task in self._tasks:
             if not task.done():
                 await asyncio.wait_for(task, timeout=self.system.drain_s)
@@ -231,7 +229,6 @@ class OpenAIRealtime(NetSystem):
     eagerness: str = "auto"
     rate: int = DEFAULT_RATE
     api_key_env: str = "OPENAI_API_KEY"
-    linger_s: float = 0.0
 
     def _key(self) -> str:
         return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
@@ -271,8 +268,6 @@ class OpenAIRealtime(NetSystem):
             raise ValueError(f"rate must be 8000, 16000, 24000 or 48000, got {self.rate}")
         if self.dialect == "beta" and self.rate != DEFAULT_RATE:
             raise ValueError("dialect=beta has no rate field (pcm16 is 24 kHz); leave rate=24000")
-        if not (0 <= self.linger_s <= 60):
-            raise ValueError(f"linger_s must be between 0 and 60, got {self.linger_s}")
 
 
 # ====================================================================== loopback server
