@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from duplexeval.fdb.dataset import load_dataset  # noqa: E402
-from duplexeval.fdb.export import export  # noqa: E402
+from duplexeval.fdb.dataset import load_dataset
+from duplexeval.fdb.export import export
 
 
 def _rows(tree: Path) -> dict[str, dict]:

@@ -9,6 +9,8 @@ only where the test forces it; a loaded machine may add input_pacing_late elsewh
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from net_fixtures import REPLY_AT, Case, T, run_cases
 
@@ -106,7 +108,7 @@ def test_busy_retries_are_logged_and_bounded(cases: dict[str, Case]) -> None:
     for name in ("openai-busy-ok", "ws-busy-ok"):
         attempts = cases[name].records(dir="meta", event="connect_attempt")
         assert [a["result"] for a in attempts] == ["http_503"] * CONNECT_RETRIES + ["ok"]
-        gaps = [b["t"] - a["t"] for a, b in zip(attempts, attempts[1:])]
+        gaps = [b["t"] - a["t"] for a, b in itertools.pairwise(attempts)]
         assert all(g >= 0.24 for g in gaps)  # 0.25 s apart (a lower bound: load only makes it longer)
 
 
