@@ -1,17 +1,25 @@
 # Two commands do all the set-up on a fresh machine with Python 3.11:
 #   make demo   - the main job: `duplexeval demo` on the built-in data
-#   make test   - the test suite
+#   make test   - the test suite (everything; what CI runs)
+# and one for the edit loop:
+#   make test-fast - the suite without the slow end-to-end tests (marked `slow`)
 PYTHON ?= python3.11
 VENV ?= .venv
 STAMP := $(VENV)/.installed
+PIP_FLAGS ?= --progress-bar on
 
-.PHONY: demo test venv clean
+.PHONY: demo test test-fast lint venv clean
 
 $(STAMP): pyproject.toml
+	@echo "==> making $(VENV) and installing duplexeval with its test extras (first run only; about 2 minutes)"
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --upgrade pip
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) -e '.[test,ray,dev]'
+	@# The smart-turn EOT detector reads the Smart Turn v3.2 model and feature code from the pipecat-ai
+	@# wheel; its own dependencies would downgrade soxr and soundfile, and we need none of them.
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --no-deps 'pipecat-ai==1.14.0'
 	touch $(STAMP)
+	@echo "==> installed"
 
 venv: $(STAMP)
 
@@ -20,6 +28,13 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider
+
+test-fast: $(STAMP)
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not slow"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV)

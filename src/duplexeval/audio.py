@@ -15,19 +15,27 @@ FRAME_MS = 80
 FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000  # 1280 samples per 80 ms frame at 16 kHz
 
 
-def read_audio(path: str | os.PathLike[str]) -> tuple[np.ndarray, int]:
-    """Read a sound file as mono float32 in [-1, 1] with its own sample rate (channels averaged)."""
+def read_audio_channels(path: str | os.PathLike[str]) -> tuple[np.ndarray, int]:
+    """Read a sound file as float32 (frames, channels) with its own sample rate; InputError naming the file."""
     import soundfile as sf
 
     path = Path(path)
+    if not path.exists():  # libsndfile says only "System error" for a missing file
+        raise InputError(f"{path}: file not found")
     try:
         data, sr = sf.read(str(path), dtype="float32", always_2d=True)
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except (RuntimeError, sf.LibsndfileError, OSError) as exc:  # type: ignore[attr-defined]
-        raise InputError(f"{path}: cannot read audio: {exc}") from None
+        raise InputError(f"{path}: cannot read audio: {' '.join(str(exc).split())}") from None
     if data.shape[1] == 0:
         raise InputError(f"{path}: audio has no channels")
+    return data, int(sr)
+
+
+def read_audio(path: str | os.PathLike[str]) -> tuple[np.ndarray, int]:
+    """Read a sound file as mono float32 in [-1, 1] with its own sample rate (channels averaged)."""
+    data, sr = read_audio_channels(path)
     mono = data.mean(axis=1, dtype=np.float32) if data.shape[1] > 1 else data[:, 0]
     return np.ascontiguousarray(mono, dtype=np.float32), int(sr)
 

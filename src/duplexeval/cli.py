@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import importlib
 import sys
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import typer
 
 from duplexeval import __version__
 from duplexeval.errors import DuplexEvalError
+from duplexeval.jsonio import check_output_dir, check_output_file, check_output_path
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,7 @@ def _make_app() -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     fdb = typer.Typer(help="Full-Duplex-Bench v1.0: synth, export/import, asr, evaluate, score.", no_args_is_help=True)
-    eot = typer.Typer(help="End-of-turn detector scoring from (true end, commit) pairs (spec 003).", no_args_is_help=True)
+    eot = typer.Typer(help="End-of-turn detectors: predict on real pauses, eot-bench's policy sweep with intervals, paired compare, spec 003 pairs.", no_args_is_help=True)
     controller = typer.Typer(help="Streaming turn-taking controller evaluation (spec 002).", no_args_is_help=True)
     dialogue = typer.Typer(help="Duplex dialogue managers (spec 004): synth, run, score, demo.", no_args_is_help=True)
     serve = typer.Typer(
@@ -70,26 +75,142 @@ def _make_app() -> typer.Typer:
 COMMAND_MODULES: tuple[str, ...] = (
     "duplexeval.fdb.score_cli",
     "duplexeval.fdb.asr_cli",
+    "duplexeval.fdb.asr_compare_cli",
     "duplexeval.fdb.synth_cli",
     "duplexeval.fdb.export_cli",
     "duplexeval.fdb.evaluate_cli",
+    "duplexeval.fdb.compare_cli",
+    "duplexeval.report.cli",
     "duplexeval.eot.cli",
     "duplexeval.controller.cli",
     "duplexeval.controller.tools_cli",
+    "duplexeval.dialogue.cli",
     "duplexeval.demo_cli",
     "duplexeval.systems.net.serve_cli",
     "duplexeval.fdb.replay_cli",
 )
 
 
+# `duplexeval fdb --help` lists the stages in pipeline order; unknown names keep their place after these.
+FDB_PIPELINE: tuple[str, ...] = ("synth", "export", "import", "asr", "evaluate", "score")
+
+# Output paths, checked before a command runs: one line and exit 2 for a file where a folder should go (or
+# the reverse), or a place that cannot be written. `--json` / `--rows` paths are files; an `out` option or
+# argument is the folder or file these tables say; any other command's `out` gets the checks valid for both.
+OUTPUT_FILE_FLAGS: tuple[str, ...] = ("--json", "--rows")
+OUTPUT_DIRS: frozenset[tuple[str, str]] = frozenset({
+    ("fdb", "export"), ("fdb", "reference-export"), ("fdb", "import"), ("fdb", "synth"),
+    ("controller", "label"), ("controller", "run"), ("controller", "demo"), ("duplexeval", "demo"),
+})
+OUTPUT_FILES: frozenset[tuple[str, str]] = frozenset({
+    ("controller", "calibrate"), ("duplexeval", "report"), ("fdb", "compare"), ("fdb", "show"),
+})
+
+
+def _output_check(kind: str, flag: str, inner: Callable[..., Any] | None) -> Callable[..., Any]:
+    check = {"file": check_output_file, "dir": check_output_dir, "any": check_output_path}[kind]
+
+    def callback(ctx: Any, param: Any, value: Any) -> Any:
+        if inner is not None:
+            value = inner(ctx, param, value)
+        if value is not None and str(value) != "":
+            check(value, flag)
+        return value
+
+    return callback
+
+
+def _no_metavar(param: Any) -> Any:
+    """Flags take no value, so their help shows no `<bool>` type."""
+    if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
+        param.metavar = ""
+    return param
+
+
+def _is_path(param: Any) -> bool:
+    """True for a parameter typed `Path` / `Path | None` (typer >= 0.29 keeps the annotation; older: click.Path)."""
+    ann = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    if ann is not None:
+        return ann is Path or Path in typing.get_args(ann)
+    return type(getattr(param, "type", None)).__name__ == "Path"
+
+
+def _polish(cmd: Any, group: str = "") -> None:
+    """One pass over every command: output-path checks, no metavar on flags, fdb stages in pipeline order."""
+    commands = getattr(cmd, "commands", None)
+    if isinstance(commands, dict):
+        if cmd.name == "fdb":
+            order = {name: i for i, name in enumerate(FDB_PIPELINE)}
+            cmd.commands = dict(sorted(commands.items(), key=lambda kv: order.get(kv[0], len(order))))
+        for sub in cmd.commands.values():
+            _polish(sub, cmd.name or "duplexeval")
+    help_option = getattr(cmd, "get_help_option", None)
+    if help_option is not None:
+        cmd.get_help_option = lambda ctx, _get=help_option: _no_metavar(_get(ctx))
+    for param in cmd.params:
+        _no_metavar(param)
+        if not _is_path(param):
+            continue
+        flags = [o for o in param.opts if o.startswith("-")]
+        if any(f in OUTPUT_FILE_FLAGS for f in flags):
+            kind = "file"
+        elif param.name == "out":
+            where = (group, cmd.name or "")
+            kind = "dir" if where in OUTPUT_DIRS else "file" if where in OUTPUT_FILES else "any"
+        else:
+            continue
+        flag = flags[0] if flags else (param.name or "out").upper()
+        param.callback = _output_check(kind, flag, param.callback)
+
+
+def _kind(exc: BaseException) -> str:
+    """Which command-line-library exception this is, by class name (typer vendors click from 0.29 on)."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    for name in ("NoArgsIsHelpError", "UsageError", "ClickException", "Exit", "Abort"):
+        if name in names:
+            return name
+    return ""
+
+
+def _usage_line(exc: Any) -> str:
+    """A usage error as one line with a pointer to the command's --help."""
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "duplexeval"
+    msg = " ".join(exc.format_message().split())
+    return f"duplexeval: error: {msg} (see '{where} --help')"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes print one line on stderr and exit non-zero, never a traceback."""
-    app = _make_app()
+    cmd = typer.main.get_command(_make_app())
+    _polish(cmd)
     try:
-        app(args=argv, prog_name="duplexeval", standalone_mode=True)
+        rc = cmd.main(args=argv, prog_name="duplexeval", standalone_mode=False)
     except DuplexEvalError as exc:
         print(f"duplexeval: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("duplexeval: interrupted; finished work is kept, rerun to resume", file=sys.stderr)
         sys.exit(130)
+    except OSError as exc:  # a last resort: a file the checks did not foresee, still one line
+        name = f"{exc.filename}: " if exc.filename else ""
+        print(f"duplexeval: error: {name}{exc.strerror or exc}", file=sys.stderr)
+        sys.exit(2)
+    except Exception as exc:
+        kind = _kind(exc)
+        if kind == "NoArgsIsHelpError":
+            exc.show()  # type: ignore[attr-defined]
+            sys.exit(exc.exit_code)  # type: ignore[attr-defined]
+        if kind == "UsageError":
+            print(_usage_line(exc), file=sys.stderr)
+            sys.exit(2)
+        if kind == "ClickException":
+            print(f"duplexeval: error: {' '.join(exc.format_message().split())}", file=sys.stderr)  # type: ignore[attr-defined]
+            sys.exit(exc.exit_code)  # type: ignore[attr-defined]
+        if kind == "Exit":
+            sys.exit(exc.exit_code)  # type: ignore[attr-defined]
+        if kind == "Abort":
+            print("duplexeval: aborted", file=sys.stderr)
+            sys.exit(1)
+        raise
+    sys.exit(rc if isinstance(rc, int) else 0)  # as click's standalone mode: always a SystemExit

@@ -21,23 +21,102 @@ def dumps_line(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write to a temporary file in the same folder, fsync, then rename: a killed run never leaves half a file."""
+def _nearest_existing(path: Path) -> Path:
+    p = path
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def check_output_dir(path: str | os.PathLike[str], what: str = "output folder") -> Path:
+    """Refuse (one InputError line) an output folder that is an existing file or cannot be created or written."""
+    from duplexeval.errors import InputError
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{path}: {what} is an existing file, not a folder; give a folder path")
+    base = _nearest_existing(path)
+    if not base.is_dir():
+        raise InputError(f"{path}: {what} cannot be created: {base} is a file, not a folder")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise InputError(f"{path}: {what} is not writable (no write permission in {base})")
+    return path
+
+
+def check_output_path(path: str | os.PathLike[str], what: str = "output") -> Path:
+    """The checks valid for a file or a folder output: its nearest existing ancestor is a writable folder."""
+    from duplexeval.errors import InputError
+
+    path = Path(path)
+    base = path.parent if path.exists() else _nearest_existing(path)
+    if not base.is_dir():
+        raise InputError(f"{path}: {what} cannot be created: {base} is a file, not a folder")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise InputError(f"{path}: {what} is not writable (no write permission in {base})")
+    return path
+
+
+def check_output_file(path: str | os.PathLike[str], what: str = "output file") -> Path:
+    """Refuse (one InputError line) an output file path that is a folder or whose folder cannot be written."""
+    from duplexeval.errors import InputError
+
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: {what} is an existing folder; give a file path")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise InputError(f"{path}: {what} is not writable")
+    check_output_dir(path.parent, f"folder of {what}")
+    return path
+
+
+def _write_problem(path: Path, exc: OSError) -> str:
+    if path.is_dir():
+        return "it is an existing folder; give a file path"
+    base = _nearest_existing(path.parent)
+    if not base.is_dir():
+        return f"{base} is a file, not a folder"
+    return str(exc.strerror or exc)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write to a temporary file in the same folder, fsync, then rename: a killed run never leaves half a file.
+
+    This is the one place output files are opened: any OS error becomes one InputError line naming the file.
+    """
+    from duplexeval.errors import InputError
+
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {_write_problem(path, exc)}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise InputError(f"{path}: cannot write: {_write_problem(path, exc)}") from None
         raise
+
+
+def make_output_dir(path: str | os.PathLike[str], what: str = "output folder") -> Path:
+    """Create an output folder (and parents); one InputError line when a file is in the way or it is not writable."""
+    from duplexeval.errors import InputError
+
+    path = check_output_dir(path, what)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{path}: {what} cannot be created: {exc.strerror or exc}") from None
+    return path
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -53,16 +132,19 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> str:
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
-    """Read a user's UTF-8 text file; InputError naming the file when it is missing or unreadable."""
+    """Read a user's UTF-8 text file (a leading BOM, as Excel writes, is dropped); InputError naming the file when
+    it is missing, a folder, unreadable or not UTF-8."""
     from duplexeval.errors import InputError
 
     path = Path(path)
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, expected a file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
+        raise InputError(f"{path}: cannot read: {' '.join(str(exc).split())}") from None
 
 
 def json_lines(text: str, path: str | os.PathLike[str]) -> list[tuple[int, Any]]:

@@ -8,6 +8,7 @@ and takes the words from `hypothesis.timestamp["word"]`; the checkpoint's SHA-25
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,13 @@ from duplexeval.jsonio import sha256_file
 DEFAULT_HUB_ID = "nvidia/parakeet-tdt-0.6b-v2"
 
 Loader = Callable[[Path, str], Any]
+NEEDS_NEMO = "the parakeet backend needs NeMo, which is not installed: pip install 'duplexeval[parakeet]'"
+
+
+def require_nemo() -> None:
+    """Refuse early (before any model download is tried) when NeMo is not importable."""
+    if importlib.util.find_spec("nemo") is None:
+        raise RefusalError(NEEDS_NEMO)
 
 
 def nemo_loader(path: Path, device: str) -> Any:
@@ -29,7 +37,7 @@ def nemo_loader(path: Path, device: str) -> Any:
     try:
         import nemo.collections.asr as nemo_asr  # type: ignore[import-not-found]
     except ImportError:
-        raise RefusalError("the parakeet backend needs NeMo: pip install 'duplexeval[parakeet]'") from None
+        raise RefusalError(NEEDS_NEMO) from None
     model = nemo_asr.models.ASRModel.restore_from(str(path), map_location=device)
     model.eval()
     return model
@@ -84,6 +92,9 @@ class ParakeetBackend:
 
     def signature(self) -> dict[str, Any]:
         if self._signature is None:
+            m = self._model_arg
+            if self._loader is nemo_loader and (m is None or not (Path(m).exists() or str(m).endswith(".nemo"))):
+                require_nemo()  # before a hub download: the missing package is what the user must fix
             self._path, self._label = resolve_checkpoint(self._model_arg)
             self._signature = {
                 "name": self.name,

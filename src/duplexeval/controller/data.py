@@ -19,8 +19,6 @@ all arrays in memory. Every problem in a file raises a one-line ``InputError`` n
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +27,9 @@ from typing import Any
 import numpy as np
 
 from duplexeval.errors import InputError
+from duplexeval.schemas import check_number, validate
+from duplexeval.schemas.base import MAX_TIME_S
+from duplexeval.schemas.controller import ClipLine, is_clip_id
 
 KIND = "duplexeval.controller.data"
 SCHEMA_VERSION = 1
@@ -56,7 +57,6 @@ FRAME_ARRAYS: dict[str, tuple[str, tuple[int, ...]]] = {
     "level_db": ("f", ()),  # user-microphone frame level in dB (RMS dBFS), for the voice-activity gate
 }
 
-_CLIP_ID = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 
 
 def to_us(t: float) -> int:
@@ -267,8 +267,7 @@ def _err(where: str, msg: str) -> InputError:
 def _num(v: Any, where: str, name: str, *, allow_none: bool = False, nonneg: bool = True) -> float | None:
     if v is None and allow_none:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
-        raise _err(where, f"{name} must be a finite number, got {v!r}")
+    check_number(v, where, name, -MAX_TIME_S, MAX_TIME_S)
     if nonneg and float(v) < 0:
         raise _err(where, f"{name} must be >= 0, got {v!r}")
     return float(v)
@@ -283,16 +282,15 @@ def _list(v: Any, where: str, name: str) -> list[Any]:
 
 
 def validate_clip_id(clip_id: Any, where: str) -> str:
-    """A clip id is used as a file name: letters, digits, '.', '_', '-' only, no '..'."""
-    if not isinstance(clip_id, str) or not _CLIP_ID.match(clip_id) or ".." in clip_id:
+    """A clip id is used as a file name: letters, digits, '.', '_', '-' only (the whole string), no '..'."""
+    if not is_clip_id(clip_id):
         raise _err(where, f"clip id {clip_id!r} is not allowed (letters, digits, '.', '_', '-'; no '..')")
     return clip_id
 
 
 def clip_meta_from_json(obj: Any, where: str) -> ClipMeta:
     """Parse and validate one clips.jsonl object; events must lie inside the clip."""
-    if not isinstance(obj, dict):
-        raise _err(where, "each line must be a JSON object")
+    validate(obj, ClipLine, where)  # shape: known keys, types, finite in-range numbers, a safe id
     cid = validate_clip_id(obj.get("id"), where)
     where = f"{where}: clip {cid}"
     n = obj.get("n_frames")
@@ -428,14 +426,24 @@ def validate_frames(arrays: dict[str, Any], n_frames: int, where: str) -> ClipFr
 
 def read_frames(path: Path, n_frames: int, clip_id: str) -> ClipFrames:
     """Load one frames/<id>.npz and validate it against n_frames."""
+    import zipfile
+
     where = f"{path}: clip {clip_id}"
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+    except FileNotFoundError:
+        raise _err(str(path), f"clip {clip_id}: frames file not found") from None
+    except OSError as exc:
+        raise _err(where, f"cannot read: {exc.strerror or exc}") from None
+    if not magic.startswith(b"PK"):
+        what = "a .npy array" if magic == b"\x93NUMPY" else "empty" if not magic else "not a zip archive"
+        raise _err(where, f"not an .npz archive ({what}); write frames with numpy.savez")
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
-    except FileNotFoundError:
-        raise _err(str(path), f"clip {clip_id}: frames file not found") from None
-    except (OSError, ValueError) as exc:
-        raise _err(where, f"cannot read npz: {' '.join(str(exc).split())}") from None
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+        raise _err(where, f"cannot read npz (truncated or damaged?): {' '.join(str(exc).split())}") from None
     return validate_frames(arrays, n_frames, where)
 
 
@@ -456,7 +464,10 @@ def load_data(path: str | Path) -> ControllerData:
     clips_path = root / "clips.jsonl"
     clips: list[ClipMeta] = []
     ids: set[str] = set()
-    for lineno, obj in json_lines(read_text(clips_path), clips_path):
+    lines = json_lines(read_text(clips_path), clips_path)
+    if not lines:
+        raise InputError(f"{clips_path}: no clips; nothing to evaluate")
+    for lineno, obj in lines:
         where = f"{clips_path}: line {lineno}"
         meta = clip_meta_from_json(obj, where)
         if meta.id in ids:
@@ -487,10 +498,16 @@ def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
 
 def write_data(path: str | Path, clips: Sequence[Clip] | Iterator[Clip], info: dict[str, Any] | None = None) -> Path:
     """Write a data folder (dataset.json, clips.jsonl, frames/*.npz), validating each clip; returns the folder."""
-    from duplexeval.jsonio import atomic_write_bytes, atomic_write_text, dumps, dumps_line
+    from duplexeval.jsonio import (
+        atomic_write_bytes,
+        atomic_write_text,
+        dumps,
+        dumps_line,
+        make_output_dir,
+    )
 
     root = Path(path)
-    (root / "frames").mkdir(parents=True, exist_ok=True)
+    make_output_dir(root / "frames", "output folder")
     lines: list[str] = []
     ids: set[str] = set()
     for clip in clips:

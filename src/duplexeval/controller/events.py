@@ -144,7 +144,8 @@ def clip_events(
             fb = mode == "fallback_on"
             e = ev.endpoint[mode]
             for p in m.turn_probes:
-                o = replay_turn(fr.endpoint, voiced, n, p.turn_end_s, _window(clip, p.window_start_s, p.window_end_s), policy, fb, rp)
+                we_us = to_us(m.duration_s if p.window_end_s is None else p.window_end_s)
+                o = replay_turn(fr.endpoint, voiced, n, p.turn_end_s, _window(clip, p.window_start_s, p.window_end_s), policy, fb, rp, we_us)
                 e.turn_early.append(o.early > 0)
                 e.turn_early_firings.append(o.early)
                 e.turn_source.append(None if o.final is None else o.final.source)
@@ -158,16 +159,25 @@ def clip_events(
             fb = policy.endpoint_mode == "fallback_on"
             fir = rp.firings(0, n, fb)
             stamps = np.asarray([f.t_us for f in fir], dtype=np.int64)
+            in_any = np.zeros(stamps.size, dtype=bool)  # a firing inside overlapping pauses counts once
             for up in m.user_pauses:
                 a, b = to_us(up.start_s), to_us(up.end_s)
-                k = int(np.count_nonzero((stamps >= a) & (stamps < b)))
+                inside_pause = (stamps >= a) & (stamps < b)
+                in_any |= inside_pause
                 ev.dense_pauses += 1
-                ev.dense_firings_in_pauses += k
                 if to_us(up.run_s) <= FILLER_RUN_MAX_US:
                     ev.filler_pauses += 1
-                    ev.filler_floor_takings += int(k > 0)
-    r0, r1 = _window(clip, m.events_start_s, m.events_end_s)
+                    ev.filler_floor_takings += int(bool(inside_pause.any()))
+            ev.dense_firings_in_pauses = int(in_any.sum())
     rs, re_ = to_us(m.events_start_s), to_us(m.duration_s if m.events_end_s is None else m.events_end_s)
+    region_us = max(0, re_ - rs)
+
+    def counted(frames: np.ndarray) -> np.ndarray:
+        # the heads run over the whole clip (a debounce run or cooldown may start before the region); only
+        # firings stamped in [events_start_s, events_end_s) count; with no events_end_s every later stamp does
+        t = np.asarray(frame_end_us(frames), dtype=np.int64)
+        keep = t >= rs if m.events_end_s is None else (t >= rs) & (t < re_)
+        return t[keep]
 
     def inside(onsets: list[float]) -> list[int]:
         us = [to_us(o) for o in onsets]
@@ -185,17 +195,17 @@ def clip_events(
             raise InputError(f"{where}: has yield onsets but no yield scores")
         ev.has_yield = True
         on = inside(m.yield_onsets)
-        fy = frame_end_us(yield_firings(fr.yield_, r0, r1, policy))
+        fy = counted(yield_firings(fr.yield_, 0, n, policy))
         ev.yield_onsets = len(on)
         ev.yield_latency_us = match_onsets(on, fy.tolist(), YIELD_WINDOW_US)
         ev.yield_firings = int(fy.size)
-        ev.yield_region_us = (r1 - r0) * 80_000
+        ev.yield_region_us = region_us
     if takes_part(m.backchannel_onsets, fr.backchannel, fr.valid_backchannel):
         if fr.backchannel is None:
             raise InputError(f"{where}: has backchannel onsets but no backchannel scores")
         ev.has_backchannel = True
         on = inside(m.backchannel_onsets)
-        fbk = frame_end_us(backchannel_firings(fr.backchannel, r0, r1, policy))
+        fbk = counted(backchannel_firings(fr.backchannel, 0, n, policy))
         ev.backchannel_onsets = len(on)
         ev.backchannel_latency_us = match_onsets(on, fbk.tolist(), BACKCHANNEL_WINDOW_US)
         ev.backchannel_firings = int(fbk.size)

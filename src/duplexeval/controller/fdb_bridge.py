@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,16 @@ def _stamps_us(n: int) -> np.ndarray:
     return (np.arange(n, dtype=np.int64) + 1) * FRAME_US
 
 
+def _record(sample) -> Any:  # noqa: ANN001 - fdb.dataset.DatasetSample
+    """The sample's typed annotation (schemas.fdb), validated by the dataset loader or here."""
+    rec = getattr(sample, "record", None)
+    if rec is None:
+        from duplexeval.fdb.dataset import annotation_record
+
+        rec = annotation_record(sample.annotation, sample.subset, f"{sample.annotation_path}: sample {sample.key}")
+    return rec
+
+
 def bridge_sample(sample, audio16k: np.ndarray | None = None) -> BridgedClip:  # noqa: ANN001 - fdb.dataset.DatasetSample
     """One FDB sample as a clip; the audio is read (and resampled to 16 kHz) unless given."""
     from duplexeval.jsonio import sha256_file
@@ -54,12 +65,12 @@ def bridge_sample(sample, audio16k: np.ndarray | None = None) -> BridgedClip:  #
     pause_probes: list[PauseProbe] = []
     label = np.zeros(n, dtype=bool)
     if sample.subset == "candor_turn_taking":
-        e = clamp(float(sample.annotation[0]["timestamp"][0]))
+        e = clamp(float(_record(sample).E))
         turn_probes.append(TurnProbe(e, 0.0, None))
         label = stamps >= to_us(e)
     else:
-        for item in sample.annotation:
-            a, b = (clamp(float(x)) for x in item["timestamp"])
+        for a0, b0 in _record(sample).spans():
+            a, b = clamp(a0), clamp(b0)
             if to_us(b) <= to_us(a):
                 raise InputError(f"{sample.annotation_path}: sample {sample.key}: zero-length pause [{a}, {b}]")
             pause_probes.append(PauseProbe(a, b, 0.0, None))

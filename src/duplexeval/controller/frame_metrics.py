@@ -51,7 +51,8 @@ class FrameAccumulator:
             valid = fr.valid(h)
             self.head_frames[h] += fr.n_frames
             self.head_masked[h] += int((~valid).sum())
-            self.head_scores[h].append(np.asarray(s, dtype=np.float32)[valid])  # files hold float32: exact
+            # full precision, as the replay uses it: a float32 cast would turn distinct float64 scores into ties
+            self.head_scores[h].append(np.asarray(s, dtype=np.float64)[valid])
             self.head_labels[h].append(np.asarray(lab, dtype=bool)[valid])
         return cm_rows
 

@@ -9,7 +9,6 @@ All times are compared in integer microseconds (``data.to_us``); a frame is stam
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -28,6 +27,7 @@ from duplexeval.controller.data import (
     to_us,
 )
 from duplexeval.errors import InputError
+from duplexeval.schemas.base import MAX_TIME_S, number_problem
 
 USER, AGENT = "user", "agent"
 LISTEN, HOLD, SPEAK, BACKCHANNEL = (STATES.index(s) for s in ("LISTEN", "HOLD", "SPEAK", "BACKCHANNEL"))
@@ -141,8 +141,8 @@ def _interval(v: object, where: str) -> tuple[float, float]:
         raise InputError(f"{where}: expected [start_s, end_s], got {v!r}")
     a, b = v
     for x in (a, b):
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(float(x)) or float(x) < 0:
-            raise InputError(f"{where}: times must be finite numbers >= 0, got {v!r}")
+        if number_problem(x, 0.0, MAX_TIME_S) is not None:
+            raise InputError(f"{where}: times must be finite numbers >= 0 (at most {MAX_TIME_S:g} s), got {v!r}")
     if to_us(b) < to_us(a):
         raise InputError(f"{where}: end {b} is before start {a}")
     return float(a), float(b)
@@ -295,8 +295,8 @@ def n_frames_for(duration_s: float) -> int:
 def derive(user: Activity, agent: Activity, duration_s: float, rules: LabelRules | None = None) -> DerivedLabels:
     """Apply R1..R9 to one channel assignment (which channel is the user is the caller's choice)."""
     rules = rules or LabelRules()
-    if not math.isfinite(duration_s) or duration_s <= 0:
-        raise InputError(f"conversation duration must be > 0 s, got {duration_s!r}")
+    if number_problem(duration_s, 0.0, MAX_TIME_S, lo_open=True) is not None:
+        raise InputError(f"conversation duration must be > 0 s (at most {MAX_TIME_S:g}), got {duration_s!r}")
     dur_us = to_us(duration_s)
     for name, act in ((USER, user), (AGENT, agent)):
         if act.intervals and to_us(act.intervals[-1][1]) > dur_us:

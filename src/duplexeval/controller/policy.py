@@ -5,12 +5,13 @@ Reports record it verbatim as ``evaluation_policy``; ``calibrate`` writes one an
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from duplexeval.errors import InputError
+from duplexeval.schemas import validate
+from duplexeval.schemas.controller import PolicyFields
 
 POLICY_KIND = "duplexeval.controller.policy"
 MODES = ("head_only", "fallback_on")
@@ -39,24 +40,7 @@ class EvaluationPolicy:
     notes: str = ""
 
     def __post_init__(self) -> None:
-        for name in ("endpoint_threshold", "yield_threshold", "backchannel_threshold"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise InputError(f"evaluation policy: {name} must be a finite number, got {v!r}")
-        for name in ("debounce_frames", "warmup_frames", "min_voiced_ms", "fallback_silence_ms",
-                     "backchannel_cooldown_frames", "miss_deadline_ms"):  # fmt: skip
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise InputError(f"evaluation policy: {name} must be a non-negative integer, got {v!r}")
-        if self.debounce_frames < 1:
-            raise InputError("evaluation policy: debounce_frames must be >= 1")
-        if self.fallback_silence_ms < 1:
-            raise InputError("evaluation policy: fallback_silence_ms must be >= 1")
-        g = self.vad_gate_db
-        if g is not None and (isinstance(g, bool) or not isinstance(g, (int, float)) or not math.isfinite(g)):
-            raise InputError(f"evaluation policy: vad_gate_db must be a finite number or null, got {g!r}")
-        if self.endpoint_mode not in MODES:
-            raise InputError(f"evaluation policy: endpoint_mode must be one of {', '.join(MODES)}, got {self.endpoint_mode!r}")
+        validate(asdict(self), PolicyFields, "evaluation policy")  # schemas.controller: one set of rules
 
     def with_(self, **changes: Any) -> EvaluationPolicy:
         """A copy with some fields changed (validated)."""
@@ -75,17 +59,9 @@ class EvaluationPolicy:
             obj = obj["evaluation_policy"]  # a report or calibration file: take its policy
         if obj.get("kind", POLICY_KIND) != POLICY_KIND:
             raise InputError(f"{where}: kind must be {POLICY_KIND!r}")
-        names = {f.name for f in fields(cls)}
         body = {k: v for k, v in obj.items() if k not in ("kind", "schema_version")}
-        unknown = sorted(set(body) - names)
-        if unknown:
-            raise InputError(f"{where}: unknown policy field(s) {', '.join(unknown)}")
-        try:
-            return cls(**body)
-        except InputError as exc:
-            raise InputError(f"{where}: {str(exc).removeprefix('evaluation policy: ')}") from None
-        except TypeError as exc:
-            raise InputError(f"{where}: {exc}") from None
+        rec = validate(body, PolicyFields, where)
+        return cls(**{f.name: getattr(rec, f.name) for f in fields(cls) if f.name in body})
 
 
 def load_policy(path: str | Path) -> EvaluationPolicy:

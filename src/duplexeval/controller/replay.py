@@ -140,20 +140,26 @@ class TurnOutcome:
     early: int  # firings stamped before the turn end (each followed by a reset)
     final: Firing | None  # first firing at or after the turn end
     latency_us: int | None
-    observe_us: int  # window end minus turn end: how long after the turn end the replay could look
+    observe_us: int  # window end minus turn end: how long after the turn end the probe's window runs
 
 
 def replay_turn(
     score: np.ndarray, voiced: np.ndarray, n_frames: int, turn_end_s: float, window: tuple[int, int],
     policy: EvaluationPolicy, fallback: bool, replayer: EndpointReplayer | None = None,
+    window_end_us: int | None = None,
 ) -> TurnOutcome:  # fmt: skip
-    """Replay one turn probe over its frame window; early endpoints reset the replay, which goes on."""
+    """Replay one turn probe over its frame window; early endpoints reset the replay, which goes on.
+
+    The observation time is ``window_end_us`` (the probe's window end as written, default the end of the last
+    whole frame) minus the turn end: a deadline inside the window is observable even when the window ends
+    inside a frame, since every stamp up to the deadline belongs to a whole frame of the window.
+    """
     te = to_us(turn_end_s)
     i0, i1 = window
     fir = endpoint_firings(score, voiced, i0, i1, policy, fallback, until_us=te, replayer=replayer)
     early = sum(1 for f in fir if f.t_us < te)
     final = fir[-1] if fir and fir[-1].t_us >= te else None
-    observe = i1 * FRAME_US - te
+    observe = (i1 * FRAME_US if window_end_us is None else window_end_us) - te
     return TurnOutcome(early, final, None if final is None else final.t_us - te, observe)
 
 

@@ -4,7 +4,6 @@ controller's scores. The manifest format is in docs/controller-labels.md ("Conve
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from duplexeval.controller.data import Clip, validate_clip_id
 from duplexeval.controller.labels import Activity, LabelRules, derive, to_clip
 from duplexeval.errors import InputError
 from duplexeval.jsonio import json_lines, read_text
+from duplexeval.schemas import MAX_TIME_S, check_number
 
 CHANNELS = ("user", "agent")
 
@@ -34,11 +34,12 @@ class Conversation:
     both_assignments: bool = False
     events_end_s: float | None = None
     label_source: str = "words"
+    where: str = ""  # the manifest file and line, for messages
 
     def swapped(self) -> Conversation:
         """The other channel assignment (the agent's channel as the user)."""
         return Conversation(self.id, self.group, self.duration_s, self.agent, self.user, self.agent_audio,
-                            self.user_audio, False, self.events_end_s, self.label_source)  # fmt: skip
+                            self.user_audio, False, self.events_end_s, self.label_source, self.where)  # fmt: skip
 
 
 def _read_channels(path: Path, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -95,23 +96,25 @@ def parse_entry(obj: Any, base: Path, where: str) -> Conversation:
     else:
         from duplexeval.audio import read_audio_16k
 
-        if "user_audio" in obj:
-            ua = read_audio_16k(base / str(obj["user_audio"]))
-        if "agent_audio" in obj:
-            aa = read_audio_16k(base / str(obj["agent_audio"]))
+        try:
+            if "user_audio" in obj:
+                ua = read_audio_16k(base / str(obj["user_audio"]))
+            if "agent_audio" in obj:
+                aa = read_audio_16k(base / str(obj["agent_audio"]))
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
     dur = obj.get("duration_s")
     if dur is None:
         lengths = [a.size for a in (ua, aa) if a is not None]
         if not lengths:
             raise InputError(f"{where}: needs duration_s when there is no audio")
         dur = max(lengths) / 16000
-    if isinstance(dur, bool) or not isinstance(dur, (int, float)) or not math.isfinite(dur) or dur <= 0:
-        raise InputError(f"{where}: duration_s must be a positive number, got {dur!r}")
+    check_number(dur, where, "duration_s", 0.0, MAX_TIME_S, lo_open=True)
     user, src_u = _activity(obj.get("user"), ua, f"{where}: user", base)
     agent, src_a = _activity(obj.get("agent"), aa, f"{where}: agent", base)
     ee = obj.get("events_end_s")
-    if ee is not None and (isinstance(ee, bool) or not isinstance(ee, (int, float)) or ee < 0):
-        raise InputError(f"{where}: events_end_s must be a number >= 0")
+    if ee is not None:
+        check_number(ee, where, "events_end_s", 0.0, MAX_TIME_S)
     both = obj.get("assignments", "user")
     if both not in ("user", "both"):
         raise InputError(f"{where}: assignments must be 'user' or 'both', got {both!r}")
@@ -119,7 +122,8 @@ def parse_entry(obj: Any, base: Path, where: str) -> Conversation:
     if not isinstance(group, str):
         raise InputError(f"{where}: group must be a string")
     return Conversation(cid, group, float(dur), user, agent, ua, aa, both == "both",
-                        None if ee is None else min(float(ee), float(dur)), f"user:{src_u},agent:{src_a}")  # fmt: skip
+                        None if ee is None else min(float(ee), float(dur)), f"user:{src_u},agent:{src_a}",
+                        where.rsplit(": conversation ", 1)[0])  # fmt: skip
 
 
 def read_manifest(path: str | Path) -> Iterator[Conversation]:
@@ -138,7 +142,13 @@ def read_manifest(path: str | Path) -> Iterator[Conversation]:
         label = "line"
     if not entries:
         raise InputError(f"{p}: no conversations")
+    seen: dict[str, int] = {}
     for k, obj in entries:
+        cid = obj.get("id") if isinstance(obj, dict) else None
+        if isinstance(cid, str) and cid in seen:
+            raise InputError(f"{p}: {label} {k}: duplicate conversation id {cid!r} (first at {label} {seen[cid]})")
+        if isinstance(cid, str):
+            seen[cid] = k
         yield parse_entry(obj, p.parent, f"{p}: {label} {k}")
 
 
@@ -147,6 +157,10 @@ def assignments(conv: Conversation) -> list[tuple[str, Conversation]]:
     if not conv.both_assignments:
         return [(conv.id, conv)]
     return [(f"{conv.id}.a", conv), (f"{conv.id}.b", conv.swapped())]
+
+
+def _at(c: Conversation) -> str:
+    return f"{c.where}: " if c.where else ""
 
 
 def conversation_clips(
@@ -162,13 +176,13 @@ def conversation_clips(
             try:
                 lab = derive(c.user, c.agent, c.duration_s, rules)
             except InputError as exc:
-                raise InputError(f"conversation {clip_id}: {exc}") from None
+                raise InputError(f"{_at(c)}conversation {clip_id}: {exc}") from None
             level = frame_level_db(c.user_audio, lab.n_frames) if c.user_audio is not None else None
             clip = to_clip(lab, clip_id, group=c.group, level_db=level, events_end_s=c.events_end_s,
                            extra={"label_source": c.label_source})  # fmt: skip
             if controller is not None:
                 if c.user_audio is None:
-                    raise InputError(f"conversation {c.id}: running a controller needs the user audio")
+                    raise InputError(f"{_at(c)}conversation {c.id}: running a controller needs the user audio")
                 res = run(controller, c.user_audio, c.agent_audio, lab.n_frames, lab.truth_state,
                           name=getattr(controller, "name", "controller"))  # fmt: skip
                 res.apply(clip.frames)

@@ -4,9 +4,12 @@ subsets, a streaming controller run into a data folder, the compute benchmark, a
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import typer
+
+from duplexeval.schemas import MAX_TIME_S
 
 
 def _options(items: list[str] | None, flag: str) -> dict:
@@ -37,8 +40,10 @@ def _rules(items: list[str] | None):  # noqa: ANN202
     if bad:
         raise InputError(f"--rule: unknown rule(s) {', '.join(bad)} (known: {', '.join(sorted(names))})")
     for k, v in opts.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-            raise InputError(f"--rule {k}: must be a number >= 0, got {v!r}")
+        if isinstance(v, str) and v.strip().lower() in ("nan", "inf", "infinity", "-inf", "-infinity"):
+            v = float(v)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or v > MAX_TIME_S:
+            raise InputError(f"--rule {k}: must be a finite number >= 0 (seconds, at most {MAX_TIME_S:g}), got {v!r}")
     return LabelRules(**opts)
 
 

@@ -1,23 +1,118 @@
-"""`duplexeval eot score PAIRS`: spec 003 report from a CSV/JSONL pair file."""
+"""`duplexeval eot score | predict | sweep | compare | demo`: a thin layer over the eot modules."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any
 
 import typer
 
+SWEEP_FILES = ("summary.json", "sweep.parquet", "pareto.png", "operating_points.png")
+
+
+def _parse_grid(text: str | None, flag: str, default: tuple[float, ...]) -> tuple[float, ...]:
+    """'a:b:step' (inclusive) or 'x,y,z'; None keeps eot-bench's default."""
+    from duplexeval.errors import InputError
+
+    if text is None:
+        return default
+    try:
+        if ":" in text:
+            a, b, st = (float(x) for x in text.split(":"))
+            if not all(math.isfinite(v) for v in (a, b, st)) or st <= 0 or b < a or (b - a) / st > 100_000:
+                raise ValueError
+            vals = [round(a + i * st, 6) for i in range(math.floor((b - a) / st + 1e-9) + 1)]
+        else:
+            vals = [float(x) for x in text.split(",") if x.strip()]
+            if not vals or not all(math.isfinite(v) for v in vals):
+                raise ValueError
+    except ValueError:
+        raise InputError(f"{flag}: expected 'start:stop:step' (step > 0) or a comma list of finite numbers, got {text!r}") from None
+    return tuple(vals)
+
+
+def _sweep_config(score_mode: str, score_point: float | None, thresholds: str | None, action_delays: str | None,
+                  timeouts: str | None, min_hold: float, max_hold: float) -> Any:  # fmt: skip
+    from duplexeval.eot import sweep as sw
+
+    return sw.SweepConfig(
+        thresholds=_parse_grid(thresholds, "--thresholds", sw.DEFAULT_THRESHOLDS),
+        action_delays=_parse_grid(action_delays, "--action-delays", sw.DEFAULT_ACTION_DELAYS),
+        timeouts=_parse_grid(timeouts, "--timeouts", sw.DEFAULT_TIMEOUTS),
+        min_hold_s=min_hold, max_hold_s=max_hold, score_mode=score_mode, score_point_s=score_point,
+    )  # fmt: skip
+
+
+def _check_out_dir(out: Path, force: bool) -> None:
+    from duplexeval.errors import RefusalError
+    from duplexeval.jsonio import check_output_dir
+
+    check_output_dir(out, "--out folder")
+    if out.is_dir() and (out / "summary.json").exists() and not force:
+        raise RefusalError(f"--out {out}: already has a summary.json; pass --force to overwrite it")
+
+
+def run_sweep_command(
+    predictions: Path, out: Path | None, cfg: Any, *, force: bool = False, bootstrap: bool = True,
+    selection_aware: bool = True, selection_max_turns: int = 2000, bootstrap_max_turns: int = 20000, plots: bool = True,
+    echo: Any = typer.echo,
+    title: str = "",
+) -> dict[str, Any]:  # fmt: skip
+    """Read, sweep, summarise, write ``out/{summary.json, sweep.parquet, pareto.png, operating_points.png}``, print."""
+    from duplexeval.eot.predictions import read_predictions
+    from duplexeval.eot.sweep_report import (
+        build_summary,
+        compute,
+        format_summary,
+        write_sweep_parquet,
+    )
+    from duplexeval.jsonio import sha256_file, write_json
+
+    if out is not None:
+        _check_out_dir(out, force)
+    preds = read_predictions(predictions)
+    sha = sha256_file(predictions)
+    res = compute(preds, cfg)
+    summary = build_summary(res, preds, sha, bootstrap=bootstrap, selection_aware=selection_aware,
+                            selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns)  # fmt: skip
+    if out is not None:
+        from duplexeval.eot.plots import plot_operating_points, plot_pareto
+
+        out.mkdir(parents=True, exist_ok=True)
+        write_sweep_parquet(out / "sweep.parquet", res)
+        if plots:
+            name = title or predictions.name
+            plot_pareto(out / "pareto.png", res, name)
+            plot_operating_points(out / "operating_points.png", summary, name)
+        write_json(out / "summary.json", summary)
+    echo(format_summary(summary, title or f"eot sweep: {predictions.name}"))
+    return summary
+
+
+_PAIRS_HELP = ("CSV (header true_turn_end_s,detector_commit_s[,id][,conversation]) or JSONL file of pairs; "
+               "an empty or null commit = the detector never fired.")
+
 
 def eot_score(
-    pairs: Path = typer.Argument(..., help="CSV (header true_turn_end_s,detector_commit_s[,id]) or JSONL file of pairs."),
+    pairs: Path = typer.Argument(..., help=_PAIRS_HELP),
     json_out: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
+    rows_out: Path | None = typer.Option(None, "--rows", help="Write one JSON line per pair (what it contributed) here."),
+    show_pairs: bool = typer.Option(False, "--show-pairs", help="Also print one line per pair."),
     bands: str = typer.Option("300,600,1200", "--bands", help="Comma-separated hang latency bands in ms."),
     tolerance_ms: int = typer.Option(50, "--tolerance-ms", help="Early-commit slack before a false cutoff, ms."),
 ) -> None:
-    """Score end-of-turn (true end, commit) pairs: false cutoff, hang at latency bands, latency quantiles."""
-    from duplexeval.eot.io import read_pairs
-    from duplexeval.eot.report import build_report, format_report
+    """Score end-of-turn (true end, commit) pairs: false cutoff, hang at latency bands, latency quantiles (spec 003)."""
+    from duplexeval.eot.io import read_pair_rows
+    from duplexeval.eot.report import build_report, format_report, pair_rows
     from duplexeval.errors import InputError
-    from duplexeval.jsonio import write_json
+    from duplexeval.jsonio import (
+        atomic_write_text,
+        check_output_file,
+        dumps_line,
+        sha256_file,
+        write_json,
+    )
 
     try:
         band_list = [int(b) for b in bands.split(",") if b.strip()]
@@ -29,13 +124,126 @@ def eot_score(
         raise InputError(f"--bands: bands must be non-negative, got {bands!r}")
     if tolerance_ms < 0:
         raise InputError(f"--tolerance-ms must be non-negative, got {tolerance_ms}")
-    plist, _ids = read_pairs(pairs)
-    rep = build_report(plist, latency_bands_ms=band_list, tolerance_ms=tolerance_ms, source=str(pairs))
-    typer.echo(format_report(rep))
+    for flag, p in (("--json", json_out), ("--rows", rows_out)):
+        if p is not None:
+            check_output_file(p, f"{flag} file")
+    rows = read_pair_rows(pairs)
+    plist = [r.pair for r in rows]
+    ids = [r.id for r in rows]
+    convs = [r.conversation for r in rows] if any(r.conversation is not None for r in rows) else None
+    rep = build_report(plist, ids=ids, conversations=convs, latency_bands_ms=band_list, tolerance_ms=tolerance_ms,
+                       source=str(pairs), inputs={"pairs": sha256_file(pairs)})  # fmt: skip
+    prow = pair_rows(plist, ids, convs, band_list, tolerance_ms)
+    typer.echo(format_report(rep, prow if show_pairs else None))
     if json_out is not None:
         write_json(json_out, rep)
+    if rows_out is not None:
+        atomic_write_text(rows_out, "".join(dumps_line(r) for r in prow))
 
 
-def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
-    """Add `eot score`."""
+def eot_predict(
+    spans: Path = typer.Argument(..., help="Span set: eot-bench parquet/JSONL rows, an FDB v1.0 folder, a conversation manifest (.jsonl) or a synth script (.yaml)."),
+    detector: str = typer.Option(..., "--detector", "-d", help="silence, silero, smart-turn, or module.path:Class (predict_batch(items) -> list[float])."),
+    out: Path = typer.Option(..., "--out", help="Predictions file (.parquet); the same rows are written as .jsonl next to it."),
+    source: str = typer.Option("auto", "--source", help="auto, eot-bench, fdb, conversations or synth."),
+    option: list[str] | None = typer.Option(None, "--option", help="Detector keyword option key=value (repeatable; values read as JSON when they parse)."),
+    step: float = typer.Option(0.1, "--step", help="Seconds between scored times inside a silence span (eot-bench: 0.1)."),
+    transcript_lag: float = typer.Option(0.5, "--transcript-lag", help="Words are visible this many seconds after they end (eot-bench: 0.5)."),
+    only_at: str | None = typer.Option(None, "--only-at", help="Score only at these silences, comma list in s (e.g. 0.2 for a score-point model)."),
+    batch_size: int = typer.Option(16, "--batch-size", help="Items per predict_batch call."),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="Worker processes (one turn per task)."),
+    executor: str = typer.Option("local", "--executor", help="local or ray."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing predictions file (and drop its journal)."),
+    progress: bool | None = typer.Option(None, "--progress/--no-progress", help="Show a progress bar (default: when stderr is a terminal)."),
+) -> None:
+    """Causal predictions at every grid time of every silence span, in eot-bench's columns; resumes an interrupted run."""
+    from duplexeval.controller.tools_cli import _options
+    from duplexeval.eot.predict import PredictSettings, run_predict
+    from duplexeval.eot.sources import load_span_set
+    from duplexeval.eot.spans import span_set_summary
+    from duplexeval.executors import ExecutorSpec
+
+    settings = PredictSettings(step, transcript_lag, batch_size, _parse_grid(only_at, "--only-at", ()) if only_at else ())
+    spec = ExecutorSpec(kind=executor, jobs=jobs)
+    ss = load_span_set(spans, source)
+    info = span_set_summary(ss)
+    skipped = ", ".join(f"{k} {v}" for k, v in info["skipped"].items()) or "none"
+    typer.echo(f"spans: {info['n_turns']} turns, {info['n_hold_spans']} hold + {info['n_eot_spans']} eot spans (skipped: {skipped})")
+    r = run_predict(ss, detector, _options(option, "--option"), out, settings=settings, executor=spec, force=force, progress=progress)
+    rate = r.n_scored / r.elapsed_s if r.elapsed_s > 0 else float("inf")
+    resumed = f", {r.resumed_turns} turns resumed from the journal" if r.resumed_turns else ""
+    typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} rows, {r.n_scored} scored in {r.elapsed_s:.1f} s "
+               f"({rate:.1f} predictions/s{resumed}) -> " + ", ".join(str(f) for f in r.files))  # fmt: skip
+    typer.echo(r.signature.compact())
+
+
+_MODE_HELP = "max (a span's largest p_eot; streaming detectors) or score_point (one score at --score-point)."
+
+
+def eot_sweep(
+    predictions: Path = typer.Argument(..., help="Predictions (.parquet or .jsonl) in eot-bench's columns, ours or eot-bench's own."),
+    out: Path | None = typer.Option(None, "--out", help="Folder for summary.json, sweep.parquet, pareto.png, operating_points.png."),
+    score_mode: str = typer.Option("max", "--score-mode", help=_MODE_HELP),
+    score_point: float | None = typer.Option(None, "--score-point", help="The score point in seconds of silence (score_point mode)."),
+    thresholds: str | None = typer.Option(None, "--thresholds", help="start:stop:step or a comma list (default 0:1:0.01)."),
+    action_delays: str | None = typer.Option(None, "--action-delays", help="Default 0.2:1.0:0.1 s."),
+    timeouts: str | None = typer.Option(None, "--timeouts", help="Default 1.0:3.5:0.5 s."),
+    min_hold: float = typer.Option(0.2, "--min-hold", help="Shortest hold span kept, s (inclusive)."),
+    max_hold: float = typer.Option(5.0, "--max-hold", help="Longest hold span kept, s (inclusive)."),
+    bootstrap: bool = typer.Option(True, "--bootstrap/--no-bootstrap", help="Turn-level bootstrap intervals on every operating point."),
+    selection_aware: bool = typer.Option(True, "--selection-aware/--no-selection-aware", help="Also the interval that re-picks the policy per resample."),
+    selection_max_turns: int = typer.Option(2000, "--selection-max-turns", help="Skip the selection-aware interval above this many turns (memory)."),
+    bootstrap_max_turns: int = typer.Option(20000, "--bootstrap-max-turns", help="Skip every interval above this many turns (the 2000 x turns index matrix)."),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="Write pareto.png and operating_points.png."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing summary in --out."),
+) -> None:
+    """eot-bench's threshold x action-delay x timeout sweep with operating points, VAD baseline and turn intervals."""
+    cfg = _sweep_config(score_mode, score_point, thresholds, action_delays, timeouts, min_hold, max_hold)
+    run_sweep_command(predictions, out, cfg, force=force, bootstrap=bootstrap, selection_aware=selection_aware,
+                      selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns, plots=plots)  # fmt: skip
+
+
+def eot_compare(
+    a: Path = typer.Argument(..., help="Predictions of detector A (.parquet or .jsonl)."),
+    b: Path = typer.Argument(..., help="Predictions of detector B on the same spans."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write compare.json here."),
+    score_mode: str = typer.Option("max", "--score-mode", help=_MODE_HELP),
+    score_point: float | None = typer.Option(None, "--score-point", help="The score point in seconds (score_point mode)."),
+    min_hold: float = typer.Option(0.2, "--min-hold", help="Shortest hold span kept, s."),
+    max_hold: float = typer.Option(5.0, "--max-hold", help="Longest hold span kept, s."),
+) -> None:
+    """Paired difference B - A at every budget (each its own operating point), bootstrap over whole turns."""
+    from duplexeval.eot.compare import compare, format_compare
+    from duplexeval.eot.predictions import read_predictions
+    from duplexeval.jsonio import check_output_file, sha256_file, write_json
+
+    if json_out is not None:
+        check_output_file(json_out, "--json file")
+    cfg = _sweep_config(score_mode, score_point, None, None, None, min_hold, max_hold)
+    pa, pb = read_predictions(a), read_predictions(b)
+    c = compare(pa, pb, cfg, sha256_file(a), sha256_file(b), (a.stem, b.stem))
+    typer.echo(format_compare(c))
+    if json_out is not None:
+        write_json(json_out, c)
+
+
+def eot_demo(
+    out: Path = typer.Option(Path("eot-demo"), "--out", help="Folder for the demo's predictions, sweeps and comparison."),
+    force: bool = typer.Option(True, "--force/--no-force", help="Overwrite the demo's own files in --out."),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="Worker processes for prediction."),
+) -> None:
+    """espeak-ng turns with real pauses: silence and silero (and smart-turn if installed), swept and compared."""
+    from duplexeval.eot.demo import run_demo
+    from duplexeval.jsonio import check_output_dir
+
+    check_output_dir(out, "--out folder")
+    run_demo(out, force=force, echo=typer.echo, jobs=jobs)
+
+
+def register(apps) -> None:
+    """Add `eot score | predict | sweep | compare | demo`."""
     apps.eot.command("score")(eot_score)
+    apps.eot.command("predict")(eot_predict)
+    apps.eot.command("sweep")(eot_sweep)
+    apps.eot.command("compare")(eot_compare)
+    apps.eot.command("demo")(eot_demo)

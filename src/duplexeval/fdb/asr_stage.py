@@ -16,12 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval import __version__
+from duplexeval.artifacts import header
 from duplexeval.asr.base import check_words, round_words
 from duplexeval.asr.registry import BACKENDS, DEFAULT_BACKEND, IMPORT, backend_spec, make_backend
 from duplexeval.errors import DuplexEvalError, InputError, RefusalError
+from duplexeval.fdb.signatures import asr_signature
 from duplexeval.fdb.transcript import parse_output_json, transcript_bytes
 from duplexeval.fdb.tree import (
     ASR_FILE,
+    ASR_KIND,
+    ASR_SCHEMA_VERSION,
     OUTPUT_JSON,
     OUTPUT_WAV,
     SUBSETS,
@@ -32,8 +36,9 @@ from duplexeval.fdb.tree import (
     write_asr,
 )
 from duplexeval.jsonio import atomic_write_bytes, dumps, read_json, sha256_bytes, sha256_file, write_json
+from duplexeval.schemas import validate
+from duplexeval.schemas.fdb import AsrSampleRecord, InterruptAnnotation
 
-ASR_KIND = "duplexeval.fdb.asr"
 PROGRESS_DIR = ".asr-progress"
 RUN_FILE = "run.json"
 SAMPLE_RATE = 16000
@@ -87,12 +92,8 @@ def _read_cut(task: SampleTask) -> float:
     path = Path(task.dir) / str(task.annotation)
     if task.annotation_sha256 is not None and sha256_file(path) != task.annotation_sha256:
         raise InputError(f"{path}: SHA-256 differs from manifest.json (the tree changed after export)")
-    ann = read_json(path)
-    try:
-        R = ann[0]["timestamp"][1]
-    except (KeyError, IndexError, TypeError):
-        raise InputError(f"{path}: expected [{{'timestamp': [start, end], ...}}]") from None
-    if isinstance(R, bool) or not isinstance(R, (int, float)) or not math.isfinite(R) or not 0 <= R < task.T:
+    R = validate(read_json(path), InterruptAnnotation, path).R
+    if not 0 <= R < task.T:
         raise InputError(f"{path}: interrupt end R={R!r} is not a finite time inside [0, T={task.T})")
     return float(R)
 
@@ -299,7 +300,7 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
         manifest_sha256=manifest_sha,
         backend=signature,
         samples=samples,
-        extra={"kind": ASR_KIND, "schema_version": 1,
+        extra={**header(ASR_KIND, ASR_SCHEMA_VERSION, asr_signature(signature, manifest_sha), {"manifest.json": manifest_sha}),
                "summary": {"eligible": len(tasks), "ok": n_ok, "error": len(errors)}},
     )
     asr_sha = write_asr(tree, record)
@@ -314,6 +315,7 @@ def _resumable(tree: Path, t: SampleTask) -> dict[str, Any] | None:
         return None
     try:
         rec = read_json(path)
+        validate(rec, AsrSampleRecord, path)  # a journal of the wrong shape is redone, never trusted
     except InputError:
         return None
     if not isinstance(rec, dict) or rec.get("status") != "ok" or rec.get("audio_sha256") != t.wav_sha256:

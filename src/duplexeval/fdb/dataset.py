@@ -26,6 +26,8 @@ from duplexeval.fdb.tree import (
     validate_sample_id,
 )
 from duplexeval.jsonio import read_json, sha256_bytes
+from duplexeval.schemas import validate
+from duplexeval.schemas.fdb import ANNOTATION_MODELS, IccGroundTruth, SynthDatasetFile
 
 INPUT_FILE = "input.wav"
 ICC_GT_FILE = "icc_gt_distribution.json"
@@ -49,6 +51,7 @@ class DatasetSample:
     n_samples: int
     annotation: Any = None  # the validated annotation object (None for backchannel)
     annotation_sha256: str | None = None
+    record: Any = None  # the typed annotation (schemas.fdb PauseAnnotation / TurnAnnotation / InterruptAnnotation)
 
     @property
     def task(self) -> str:
@@ -97,82 +100,96 @@ def _id_key(sid: str) -> tuple[int, int, str]:
     return (0, int(sid), "") if sid.isdigit() else (1, 0, sid)
 
 
-def _finite(x: Any) -> bool:
-    return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
-
-
-def _span(obj: dict[str, Any], i: int, where: str, T: float) -> tuple[float, float]:
-    ts = obj.get("timestamp")
-    if ts is None:
-        hint = " (found 'timestamps'; v1.0 files use 'timestamp')" if "timestamps" in obj else ""
-        raise InputError(f"{where}: item {i} has no 'timestamp'{hint}")
-    if not isinstance(ts, list) or len(ts) != 2 or not all(_finite(x) for x in ts):
-        raise InputError(f"{where}: item {i} 'timestamp' must be [start, end] with finite numbers, got {ts!r}")
-    a, b = float(ts[0]), float(ts[1])
+def _check_span(a: float, b: float, i: int, where: str, T: float) -> None:
     if a < 0:
         raise InputError(f"{where}: item {i} starts before 0 ({a})")
     if a > b:
         raise InputError(f"{where}: item {i} has start {a} after end {b}")
     if a > T + TIME_TOLERANCE_S:
         raise InputError(f"{where}: item {i} starts at {a} s, after the input's end T = {T:.6f} s")
-    return a, b
+
+
+def annotation_record(obj: Any, subset: str, where: str) -> Any:
+    """The typed annotation (schemas.fdb) of a subset's annotation object; InputError naming `where`."""
+    name = SUBSETS[subset].annotation
+    assert name is not None
+    return validate(obj, ANNOTATION_MODELS[name], where)
 
 
 def validate_annotation(obj: Any, subset: str, T: float, where: str) -> Any:
     """Check an annotation object for its task; returns it unchanged (error messages name `where`)."""
+    _checked_record(obj, subset, T, where)
+    return obj
+
+
+def _checked_record(obj: Any, subset: str, T: float, where: str) -> Any:
+    """The typed annotation after every check: the shape (types, finite and in-range numbers) is the shared
+    schema's; the rules against T (with the published files' rounding tolerance) and the item counts are ours."""
     task = SUBSETS[subset].task
-    if not isinstance(obj, list) or not obj:
-        raise InputError(f"{where}: must be a non-empty JSON list of objects")
-    for i, item in enumerate(obj):
-        if not isinstance(item, dict):
-            raise InputError(f"{where}: item {i} must be an object")
+    rec = annotation_record(obj, subset, where)
     if task == PAUSE_HANDLING:
         prev_end = -math.inf
-        for i, item in enumerate(obj):
-            a, b = _span(item, i, where, T)
+        for i, (a, b) in enumerate(rec.spans()):
+            _check_span(a, b, i, where, T)
             if b > T + TIME_TOLERANCE_S:
                 raise InputError(f"{where}: pause {i} ends at {b} s, after the input's end T = {T:.6f} s")
             if a < prev_end:
                 raise InputError(f"{where}: pauses are not sorted and disjoint (pause {i} starts at {a} before the previous end {prev_end})")
             prev_end = b
     elif task == TURN_TAKING:
-        if len(obj) != 1:
-            raise InputError(f"{where}: expected exactly one [TURN-TAKING] item, found {len(obj)}")
-        _span(obj[0], 0, where, T)
+        if len(rec.items) != 1:
+            raise InputError(f"{where}: expected exactly one [TURN-TAKING] item, found {len(rec.items)}")
+        a, b = rec.items[0].timestamp
+        _check_span(a, b, 0, where, T)
     elif task == USER_INTERRUPTION:
-        if len(obj) != 1:
-            raise InputError(f"{where}: expected exactly one interruption item, found {len(obj)}")
-        item = obj[0]
-        for key in ("context", "interrupt"):
-            if not isinstance(item.get(key), str):
-                raise InputError(f"{where}: item 0 needs a string '{key}'")
-        a, b = _span(item, 0, where, T)
+        if len(rec.items) != 1:
+            raise InputError(f"{where}: expected exactly one interruption item, found {len(rec.items)}")
+        a, b = rec.S, rec.R
+        _check_span(a, b, 0, where, T)
         if b > T + TIME_TOLERANCE_S:
             raise InputError(f"{where}: interruption ends at {b} s, after the input's end T = {T:.6f} s")
-    return obj
+    return rec
 
 
 def read_icc_gt(path: str | os.PathLike[str]) -> dict[str, list[float]]:
-    """`icc_gt_distribution.json`: {digit id: list of >= 1 finite non-negative numbers with a positive sum}."""
-    obj = read_json(path)
-    if not isinstance(obj, dict):
-        raise InputError(f"{path}: must be a JSON object mapping sample ids to distributions")
-    for k, v in obj.items():
-        if not isinstance(k, str) or not k.isdigit():
-            raise InputError(f"{path}: key {k!r} is not a digit string (backchannel ids are digits)")
-        if not isinstance(v, list) or not v or not all(_finite(x) and x >= 0 for x in v) or not sum(v) > 0:
-            raise InputError(f"{path}: sample icc_backchannel/{k}: must be a non-empty list of finite non-negative numbers with a positive sum")
-    return obj
+    """`icc_gt_distribution.json`, checked by schemas.fdb.IccGroundTruth (the evaluator's rule too)."""
+    return validate(read_json(path), IccGroundTruth, path).distributions()
 
 
 def _subset_dirs(root: Path) -> dict[str, Path]:
-    """Subset folders at either depth: `<root>/<subset>/<id>` or `<root>/<subset>/<subset>/<id>`."""
+    """Subset folders at either depth: `<root>/<subset>/<id>` or `<root>/<subset>/<subset>/<id>`.
+
+    A folder whose name differs from a subset's only in case (or '-' for '_') is refused: on a
+    case-sensitive disk it would otherwise be skipped and the whole subset would vanish.
+    """
     found = {}
+    names = {p.name for p in root.iterdir() if p.is_dir()}
     for subset in SUBSET_ORDER:
         d = root / subset
+        near = sorted(n for n in names if n != subset and n.lower().replace("-", "_") == subset)
+        if near:
+            raise InputError(f"{root / near[0]}: folder name differs from the subset {subset!r} only in case or "
+                             f"'-'; rename it to {subset} (subset folder names are exact)")
         if d.is_dir():
             found[subset] = d / subset if (d / subset).is_dir() else d
     return found
+
+
+def _check_declared(root: Path, listing: SynthDatasetFile, samples: list[DatasetSample]) -> None:
+    """A synth set's dataset.json lists its samples: each must be on disk, or loading is refused (never dropped)."""
+    path = root / DATASET_FILE
+    present = {s.key for s in samples}
+    if listing.samples is not None:
+        keys = [f"{r.subset}/{r.id}" for r in listing.samples]
+        missing = [k for k in keys if k not in present]
+        if missing:
+            raise InputError(f"{path}: sample {missing[0]}: listed in dataset.json but its folder (or input.wav) is "
+                             f"missing ({len(missing)} of {len(keys)} listed samples missing); restore it or re-run synth")
+    for subset, n in listing.declared.items():
+        have = sum(1 for s in samples if s.subset == subset)
+        if have < n:
+            raise InputError(f"{path}: subset {subset}: dataset.json declares {n} samples but {have} are on disk "
+                             f"under {root / subset}; restore the missing ones or re-run synth")
 
 
 def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
@@ -193,6 +210,7 @@ def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
     ann_path = None
     ann = None
     ann_sha = None
+    record = None
     if info.annotation is not None:
         ann_path = d / info.annotation
         if not ann_path.is_file():
@@ -205,8 +223,9 @@ def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
             msg = str(exc)
             prefix = f"{ann_path}: "
             raise InputError(f"{prefix}{where}: {msg[len(prefix):]}" if msg.startswith(prefix) else f"{msg} ({where})") from None
-        ann = validate_annotation(obj, subset, T, f"{ann_path}: {where}")
-    return DatasetSample(subset, sid, d, inp, ann_path, T, int(sr), int(frames), ann, ann_sha)
+        record = _checked_record(obj, subset, T, f"{ann_path}: {where}")
+        ann = obj
+    return DatasetSample(subset, sid, d, inp, ann_path, T, int(sr), int(frames), ann, ann_sha, record)
 
 
 def load_dataset(path: str | os.PathLike[str]) -> Dataset:
@@ -219,10 +238,10 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
     if not root.is_dir():
         raise InputError(f"{root}: dataset folder not found (give an FDB v1.0 folder, a synth output folder, or 'demo')")
     info = None
+    listing: SynthDatasetFile | None = None
     if (root / DATASET_FILE).is_file():
         info = read_json(root / DATASET_FILE)
-        if not isinstance(info, dict) or not isinstance(info.get("declared"), dict):
-            raise InputError(f"{root / DATASET_FILE}: not a duplexeval dataset description (needs 'declared')")
+        listing = validate(info, SynthDatasetFile, root / DATASET_FILE)
     dirs = _subset_dirs(root)
     if not dirs:
         raise InputError(f"{root}: no FDB v1.0 subset folders found (expected some of {', '.join(SUBSET_ORDER)})")
@@ -236,13 +255,10 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
         missing = [s.id for s in samples if s.subset == "icc_backchannel" and s.id not in gt]
         if missing:
             raise InputError(f"{gt_path}: no ground truth for sample icc_backchannel/{missing[0]} ({len(missing)} missing)")
-    if info is not None:
-        declared = {}
-        for k, v in info["declared"].items():
-            if k not in SUBSETS or isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise InputError(f"{root / DATASET_FILE}: bad declared entry {k!r}: {v!r}")
-            declared[k] = v
-        name = str(info.get("name") or root.name)
+    if listing is not None:
+        declared = dict(listing.declared)
+        _check_declared(root, listing, samples)
+        name = listing.name or root.name
         kind = "synth"
     else:
         declared = {s: SUBSETS[s].declared for s in SUBSET_ORDER}

@@ -35,7 +35,9 @@ def evaluate_command(
     """Reproduce the official Full-Duplex-Bench v1.0 evaluator rules and write TREE/summary.json."""
     from duplexeval.errors import InputError
     from duplexeval.fdb.official import evaluate
+    from duplexeval.fdb.official.judge import check_timeout
 
+    check_timeout(judge_timeout)
     if backchannel_rules not in BACKCHANNEL_RULES:
         raise InputError(f"--backchannel-rules {backchannel_rules!r}: expected one of {', '.join(BACKCHANNEL_RULES)}")
     summary = evaluate(
@@ -73,6 +75,8 @@ def format_summary(summary: dict[str, Any]) -> list[str]:
             val = _fmt(m["value"]) + (f" ± {_fmt(m['std'])}" if m["std"] is not None else "")
             note = f"  [{m['note']}]" if m["note"] else ""
             lines.append(f"  {metric}: {val}  (n={m['n']}){note}")
+    if "signature" in summary:
+        lines.append(f"signature: {summary['signature']['compact']}")
     return lines
 
 

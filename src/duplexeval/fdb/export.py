@@ -29,14 +29,7 @@ from duplexeval.fdb.tree import (
     validate_subset,
     write_manifest,
 )
-from duplexeval.jsonio import (
-    atomic_write_bytes,
-    dumps,
-    read_json,
-    sha256_bytes,
-    sha256_file,
-    write_json,
-)
+from duplexeval.jsonio import atomic_write_bytes, dumps, make_output_dir, read_json, sha256_bytes, sha256_file, write_json
 
 TRACE_FILE = "trace.json"
 RUN_FILE = ".duplexeval-export.json"  # what made this tree (system + dataset); checked before writing
@@ -104,6 +97,14 @@ def select_samples(ds: Any, subsets: Iterable[str] | None, limit: int | None) ->
     if not chosen:
         raise InputError(f"dataset {ds.name!r}: no samples selected")
     return chosen
+
+
+def check_out_outside(out: Path, ds: Any) -> Path:
+    """Refuse an --out inside the dataset folder (its sample folders would mix with the dataset's)."""
+    root = getattr(ds, "root", None)
+    if root is not None and out.resolve().is_relative_to(Path(root).resolve()):
+        raise InputError(f"{out}: --out is inside the dataset folder {root}; write the tree somewhere else")
+    return out
 
 
 def dataset_identity(ds: Any) -> dict[str, Any]:
@@ -214,16 +215,20 @@ def entry_json(e: SampleEntry) -> dict[str, Any]:
             "files": e.files, "extra": e.extra}
 
 
-def reuse_entry(sample_dir: Path, run_sha: str, input_sha: str) -> SampleEntry | None:
-    """The sample's entry from its trace.json when it belongs to this run and its files are intact."""
+def reuse_entry(sample_dir: Path, run_sha: str, input_sha: str, key: str | None = None) -> SampleEntry | None:
+    """The sample's entry from its trace.json when it belongs to this run and sample (`key`) and its files are intact."""
     path = sample_dir / TRACE_FILE
     if not path.is_file():
         return None
     try:
         trace = read_json(path)
+        if not isinstance(trace, dict) or not isinstance(trace.get("result"), dict):
+            return None  # a journal of the wrong shape is redone, never trusted
         if trace.get("run_sha256") != run_sha or trace.get("input_sha256") != input_sha:
             return None
         entry = entry_from_json(trace["result"])
+        if key is not None and (f"{trace.get('subset')}/{trace.get('id')}" != key or entry.key != key):
+            return None  # a journal copied from another sample's folder names that sample, not this one
         for name, digest in entry.files.items():
             f = sample_dir / name
             if not f.is_file() or sha256_file(f) != digest:
@@ -256,7 +261,7 @@ def build_samples(
     with progress_bar(len(samples), label, progress) as advance:
         for i, sample in enumerate(samples):
             key, payload = key_of(i)
-            entry = None if force else reuse_entry(out / sample.subset / sample.id, run_sha, key)
+            entry = None if force else reuse_entry(out / sample.subset / sample.id, run_sha, key, f"{sample.subset}/{sample.id}")
             if entry is None:
                 entry = make(i, run_sha, key, payload)
                 ran += 1
@@ -487,8 +492,7 @@ def export(
     system = _resolve_system(system)
     ds = resolve_dataset(dataset)
     chosen = select_samples(ds, subsets, limit)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_output_dir(check_out_outside(Path(out), ds), "--out")
     sysj = system_json(system)
     run = {"tool": "export", "system": sysj, "dataset": dataset_identity(ds)}
     wall = bool(getattr(system, "wall_clock", False))

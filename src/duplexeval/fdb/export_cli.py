@@ -41,14 +41,15 @@ def import_command(
     subset: Optional[list[str]] = typer.Option(None, "--subset", help="Only this subset (repeatable)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
     name: str = typer.Option("imported", "--name", help="A label for the system that made the outputs (recorded in the manifest)."),
+    channel: Optional[str] = typer.Option(None, "--channel", help="For multi-channel output.wav files: the model's channel (0-based N) or 'mean'; recorded. Without it such files are refused."),
     force: bool = typer.Option(False, "--force", help="Write into a tree made by another run, redoing every sample."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Adopt output.wav files made elsewhere: resample to 16 kHz, fix lengths within 80 ms, hash, write manifest.json."""
-    from duplexeval.fdb.import_outputs import import_outputs
+    from duplexeval.fdb.import_outputs import import_outputs, parse_channel
 
     result = import_outputs(dataset, outputs, out, subsets=subset or None, limit=limit, name=name, force=force,
-                            progress=not quiet)
+                            progress=not quiet, channel=parse_channel(channel))
     _summary("import", result)
 
 

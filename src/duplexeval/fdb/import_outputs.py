@@ -14,6 +14,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from duplexeval.errors import InputError
 from duplexeval.fdb.export import (
     REASON_BAD_OUTPUT,
     REASON_LENGTH,
@@ -21,6 +24,7 @@ from duplexeval.fdb.export import (
     TRACE_FILE,
     ExportResult,
     build_samples,
+    check_out_outside,
     copy_annotation,
     dataset_identity,
     entry_json,
@@ -30,7 +34,13 @@ from duplexeval.fdb.export import (
     select_samples,
 )
 from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
-from duplexeval.jsonio import atomic_write_bytes, sha256_bytes, sha256_file, write_json
+from duplexeval.jsonio import (
+    atomic_write_bytes,
+    make_output_dir,
+    sha256_bytes,
+    sha256_file,
+    write_json,
+)
 
 LENGTH_TOLERANCE_SAMPLES = 1280  # one 80 ms frame at 16 kHz
 
@@ -47,9 +57,56 @@ def find_output(sample: Any, ds_root: Path, outputs: Path) -> Path:
     return outputs / sample.subset / sample.id / OUTPUT_WAV
 
 
-def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, key: str) -> SampleEntry:
-    from duplexeval.audio import SAMPLE_RATE, fit_length, n_samples_for, read_audio, resample, write_wav_pcm16
-    from duplexeval.errors import InputError
+def parse_channel(text: str | None) -> int | str | None:
+    """`--channel`: None (mono files only), a 0-based channel number, or 'mean'."""
+    if text is None or text == "mean":
+        return text
+    if not text.isdigit():
+        raise InputError(f"--channel: expected a 0-based channel number or 'mean', got {text!r}")
+    return int(text)
+
+
+def to_mono(audio: np.ndarray, channel: int | str | None, where: str) -> np.ndarray:
+    """One channel of (frames, channels) audio; refuses non-finite samples and a multi-channel file without --channel."""
+    bad = int(np.count_nonzero(~np.isfinite(audio)))
+    if bad:
+        raise InputError(f"{where}: {bad} samples are NaN or infinite; fix the file (import does not guess audio)")
+    n_ch = int(audio.shape[1])
+    if n_ch == 1:
+        return np.ascontiguousarray(audio[:, 0])
+    if channel is None:
+        raise InputError(f"{where}: {n_ch} channels; pass --channel N (0-based) or --channel mean to say which "
+                         "is the model's (the other may be the user's)")
+    if channel == "mean":
+        return np.ascontiguousarray(audio.mean(axis=1, dtype=np.float32))
+    if int(channel) >= n_ch:
+        raise InputError(f"{where}: --channel {channel} but the file has only {n_ch} channels")
+    return np.ascontiguousarray(audio[:, int(channel)])
+
+
+def _refuse_multichannel(samples: list[Any], sources: list[Path]) -> None:
+    """Without --channel, refuse the run up front if any source has more than one channel (headers only)."""
+    import soundfile as sf
+
+    for sample, src in zip(samples, sources):
+        try:
+            n_ch = sf.info(str(src)).channels if src.is_file() else 1
+        except (RuntimeError, OSError):
+            continue  # unreadable: the sample becomes ineligible (unreadable_output) below
+        if n_ch > 1:
+            to_mono(np.zeros((0, n_ch), np.float32), None, f"{src}: sample {sample.subset}/{sample.id}")
+
+
+def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, key: str,
+                channel: int | str | None = None) -> SampleEntry:
+    from duplexeval.audio import (
+        SAMPLE_RATE,
+        fit_length,
+        n_samples_for,
+        read_audio_channels,
+        resample,
+        write_wav_pcm16,
+    )
 
     sdir = out / sample.subset / sample.id
     sdir.mkdir(parents=True, exist_ok=True)
@@ -66,11 +123,15 @@ def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, k
     else:
         info["source_sha256"] = src_sha
         try:
-            audio, sr = read_audio(src)
+            channels, sr = read_audio_channels(src)
         except InputError as exc:
             reasons.append(REASON_BAD_OUTPUT)
             info["error"] = f"cannot read {OUTPUT_WAV}: {str(exc).rsplit(':', 1)[-1].strip()}"
-            audio, sr = None, 0
+            channels, sr = None, 0
+        audio = None if channels is None else to_mono(channels, channel, f"{src}: sample {sample.subset}/{sample.id}")
+        if channels is not None and channels.shape[1] > 1:
+            info["channels"] = int(channels.shape[1])
+            info["channel"] = channel
         if audio is not None:
             a16 = resample(audio, sr, SAMPLE_RATE)
             info["source_sample_rate"] = sr
@@ -112,10 +173,15 @@ def import_outputs(
     name: str = "imported",
     force: bool = False,
     progress: bool = True,
+    channel: int | str | None = None,
 ) -> ExportResult:
-    """Build the tree `out` from the dataset's annotations and the `output.wav` files under `outputs`."""
-    from duplexeval.errors import InputError
+    """Build the tree `out` from the dataset's annotations and the `output.wav` files under `outputs`.
 
+    `channel` says which channel of a multi-channel output.wav is the model's (a 0-based number or
+    "mean"); without it such files are refused. The choice is recorded per sample and in the run.
+    """
+    if channel is not None and channel != "mean" and (isinstance(channel, bool) or not isinstance(channel, int) or channel < 0):
+        raise InputError(f"--channel: expected a 0-based channel number or 'mean', got {channel!r}")
     ds = resolve_dataset(dataset)
     outputs = Path(outputs)
     if not outputs.is_dir():
@@ -131,18 +197,27 @@ def import_outputs(
             f"{outputs}: no output.wav for any of the {len(chosen)} selected samples "
             f"(expected {outputs}/<subset>/<id>/output.wav, e.g. {sources[0]})"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    sysj = {"name": "import", "params": {"outputs": outputs.name, "label": name}, "version": _version()}
+    if channel is None:
+        _refuse_multichannel(chosen, sources)  # before anything is written
+    make_output_dir(check_out_outside(out, ds), "--out")
+    params: dict[str, Any] = {"outputs": outputs.name, "label": name}
+    if channel is not None:
+        params["channel"] = channel
+    sysj = {"name": "import", "params": params, "version": _version()}
     run = {"tool": "import", "system": sysj, "dataset": dataset_identity(ds)}
 
     def key_of(i: int) -> tuple[str, str]:
         src = sources[i]
-        src_sha = sha256_file(src) if src.is_file() else "missing"
         oj = src.parent / OUTPUT_JSON
-        return src_sha + (f"+{sha256_file(oj)}" if oj.is_file() else ""), src_sha
+        try:
+            src_sha = sha256_file(src) if src.is_file() else "missing"
+            return src_sha + (f"+{sha256_file(oj)}" if oj.is_file() else ""), src_sha
+        except OSError as exc:
+            raise InputError(f"{exc.filename or src}: sample {chosen[i].subset}/{chosen[i].id}: cannot read: "
+                             f"{exc.strerror or exc}") from None
 
     def make(i: int, run_sha: str, key: str, src_sha: str) -> SampleEntry:
-        return _import_one(chosen[i], sources[i], out, run_sha, src_sha, key)
+        return _import_one(chosen[i], sources[i], out, run_sha, src_sha, key, channel)
 
     entries, ran, reused = build_samples(out, run, force, progress, chosen, key_of, make, "import")
     info = {"tool": "duplexeval fdb import", "length_tolerance_samples": LENGTH_TOLERANCE_SAMPLES}

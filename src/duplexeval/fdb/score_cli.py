@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -12,6 +13,13 @@ def score_command(
     json_out: bool = typer.Option(False, "--json", help="Print unified.json instead of the report."),
     no_write: bool = typer.Option(False, "--no-write", help="Score and print without writing unified.json / unified-samples.jsonl."),
     jobs: int = typer.Option(0, "--jobs", min=0, help="VAD worker processes (0: one per available CPU)."),
+    sensitivity: bool = typer.Option(
+        False,
+        "--sensitivity",
+        help="Also run spec 000's VAD sensitivity analysis of the interruption metrics (thresholds 0.3-0.7, "
+        "minimum silence 50-500 ms; whole-file scans) and flag samples whose S is within 200 ms of a segment "
+        "edge; writes TREE/unified-sensitivity.json. The headline numbers keep spec 000's rule.",
+    ),
 ) -> None:
     """Score a tree by the unified rules: writes TREE/unified.json and TREE/unified-samples.jsonl."""
     from duplexeval.fdb.unified import score
@@ -19,11 +27,37 @@ def score_command(
     from duplexeval.jsonio import dumps
 
     result = score(tree, write=not no_write, jobs=jobs or None)
+    sens = _sensitivity(tree, not no_write, jobs) if sensitivity else None
     if json_out:
-        typer.echo(dumps(result.to_json()), nl=False)
+        out = result.to_json() if sens is None else {"unified": result.to_json(), "sensitivity": sens.to_json()}
+        typer.echo(dumps(out), nl=False)
         return
     u = result.to_json()
     render(result, load_reference(tree, u["manifest_sha256"], u["asr_sha256"]))
+    if sens is not None:
+        from duplexeval.fdb.unified.sensitivity import render as render_sensitivity
+
+        render_sensitivity(sens)
+
+
+SENSITIVITY_FILE = "unified-sensitivity.json"
+
+
+def _sensitivity(tree: Path, write: bool, jobs: int) -> Any:
+    """Run the sweep on the tree and write TREE/unified-sensitivity.json (atomically) when `write`."""
+    from duplexeval.errors import InputError
+    from duplexeval.fdb.unified.load import load_tree
+    from duplexeval.fdb.unified.sensitivity import analyse
+    from duplexeval.jsonio import write_json
+
+    sens = analyse(load_tree(tree), jobs or None)
+    if write:
+        path = tree / SENSITIVITY_FILE
+        try:
+            write_json(path, sens.to_json())
+        except OSError as exc:
+            raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    return sens
 
 
 def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle

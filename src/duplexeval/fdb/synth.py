@@ -29,7 +29,7 @@ from duplexeval.fdb.tree import (
     validate_sample_id,
     validate_subset,
 )
-from duplexeval.jsonio import dumps, read_text, sha256_bytes, sha256_file, write_json
+from duplexeval.jsonio import check_output_dir, dumps, read_text, sha256_bytes, sha256_file, write_json
 
 SR = 16000
 SYNTH_KIND = "duplexeval.fdb.synth"
@@ -465,7 +465,7 @@ def synthesize_dataset(
     """
     if not isinstance(script, Script):
         script = load_script(script)
-    out = Path(out)
+    out = check_output_dir(Path(out), "--out")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         if not force:
             raise RefusalError(f"{out}: already exists; pass --force to replace it")

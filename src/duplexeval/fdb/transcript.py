@@ -6,13 +6,13 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duplexeval.errors import InputError
 from duplexeval.jsonio import dumps
+from duplexeval.schemas import validate
+from duplexeval.schemas.fdb import OutputJson
 
 US_PER_S = 1_000_000
 
@@ -32,29 +32,10 @@ class Word:
 
 
 def parse_output_json(obj: Any, path: Path | str) -> list[Word]:
-    """Validate the official transcript shape; numbers must be finite, ends may be null."""
-    if not isinstance(obj, dict):
-        raise InputError(f"{path}: transcript must be a JSON object with 'text' and 'chunks'")
-    chunks = obj.get("chunks")
-    if not isinstance(chunks, list):
-        raise InputError(f"{path}: 'chunks' must be a list")
-    words: list[Word] = []
-    for i, ch in enumerate(chunks):
-        if not isinstance(ch, dict):
-            raise InputError(f"{path}: chunks[{i}] must be an object")
-        text = ch.get("text")
-        if not isinstance(text, str):
-            raise InputError(f"{path}: chunks[{i}].text must be a string")
-        ts = ch.get("timestamp")
-        if not isinstance(ts, (list, tuple)) or len(ts) != 2:
-            raise InputError(f"{path}: chunks[{i}].timestamp must be [start, end]")
-        start, end = ts
-        if isinstance(start, bool) or not isinstance(start, (int, float)) or not math.isfinite(start):
-            raise InputError(f"{path}: chunks[{i}] ({text.strip()!r}) has a start that is not a finite number: {start!r}")
-        if end is not None and (isinstance(end, bool) or not isinstance(end, (int, float)) or not math.isfinite(end)):
-            raise InputError(f"{path}: chunks[{i}] ({text.strip()!r}) has an end that is neither null nor a finite number: {end!r}")
-        words.append(Word(text, float(start), None if end is None else float(end)))
-    return words
+    """Validate the official transcript shape (schemas.fdb.OutputJson): finite, in-range numbers, ends may be null."""
+    rec = validate(obj, OutputJson, path)
+    return [Word(ch.text, float(ch.timestamp[0] or 0.0), None if ch.timestamp[1] is None else float(ch.timestamp[1]))
+            for ch in rec.chunks]
 
 
 def transcript_json(words: list[Word]) -> dict[str, Any]:

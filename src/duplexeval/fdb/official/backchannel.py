@@ -7,14 +7,15 @@ class). Both stop at the first segment longer than 3 s. Pure functions over VAD 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from duplexeval.fdb.transcript import Word
+from duplexeval.schemas import validate
+from duplexeval.schemas.fdb import IccGroundTruth
 
 WINDOW_S = 0.2  # `window_size`
 EPSILON = 1e-10  # `epsilon`
@@ -107,6 +108,24 @@ def backchannel_loop(segments: Sequence[Segment], words: Sequence[Word], rules: 
     return LoopResult(tor, bc, trace, stopped, len(segments))
 
 
+def vad_segments_s(audios: Sequence[np.ndarray], jobs: int | None = None) -> list[list[Segment]]:
+    """The official VAD call on each output (`get_speech_timestamps(wav, model, return_seconds=True)`: Silero
+    defaults, 30 ms padding, the whole file, samples taken as 16 kHz, seconds rounded to 0.1).
+
+    The files are stepped together through the model's batch axis (`speech.segment_audios`); the segments
+    equal `SileroVad.segments_s(audio, OFFICIAL_SETTINGS, official_rounding=True)` one file at a time (tested).
+    """
+    from duplexeval import vad as vadmod
+    from duplexeval.fdb.unified.speech import segment_audios
+
+    clips = [np.ascontiguousarray(np.asarray(a), dtype=np.float32) for a in audios]
+    for c in clips:
+        if c.ndim != 1 or not np.isfinite(c).all():
+            raise ValueError("VAD input must be finite mono 1-D audio")
+    segs = segment_audios(clips, vadmod.OFFICIAL_SETTINGS, jobs=jobs)
+    return [vadmod.seconds_from_samples(sg, a.size, official_rounding=True) for sg, a in zip(segs, clips)]
+
+
 def frequency(n_backchannels: int, duration_s: float) -> float:
     """Backchannel segments per second of output audio (file samples / file rate)."""
     return n_backchannels / duration_s
@@ -144,22 +163,8 @@ def jsd(backchannels: Sequence[Segment], duration_s: float, gt: Sequence[float])
 
 
 def validate_gt(obj: Any, where: str) -> dict[str, list[float]]:
-    """`icc_gt_distribution.json`: {digit id: list of at least 2 finite non-negative numbers}."""
-    from duplexeval.errors import InputError
-
-    if not isinstance(obj, Mapping) or not obj:
-        raise InputError(f"{where}: must be a non-empty JSON object {{sample id: [probabilities]}}")
-    out: dict[str, list[float]] = {}
-    for key, arr in obj.items():
-        if not isinstance(arr, list) or len(arr) < 2:
-            raise InputError(f"{where}: entry {key!r} must be a list of at least 2 numbers")
-        vals: list[float] = []
-        for v in arr:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise InputError(f"{where}: entry {key!r} holds {v!r}, not a finite non-negative number")
-            vals.append(float(v))
-        out[str(key)] = vals
-    return out
+    """`icc_gt_distribution.json` by the one rule of schemas.fdb.IccGroundTruth (digit ids, >= 2 numbers)."""
+    return validate(obj, IccGroundTruth, where).distributions()
 
 
 @dataclass(frozen=True)

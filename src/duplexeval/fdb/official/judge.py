@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import os
 import re
 import socket
@@ -244,8 +245,30 @@ class ChatClient:
         return Exchange(status, self.redact(content), None)
 
     def redact(self, text: str) -> str:
-        """Remove the key from anything that might be logged (a server may echo headers back)."""
-        return text.replace(self._key, "[redacted]") if self._key else text
+        """Remove the key, in every encoding it may come back in, from anything that might be logged."""
+        return redact_secret(text, self._key)
+
+
+def secret_variants(secret: str) -> list[str]:
+    """The forms a secret can take in text we log: raw, JSON-escaped (once and twice, ASCII or not), URL-encoded."""
+    if not secret:
+        return []
+    forms = {secret}
+    for _ in range(2):  # a JSON body echoed inside a JSON log line is escaped twice
+        for s in list(forms):
+            forms.add(json.dumps(s, ensure_ascii=False)[1:-1])
+            forms.add(json.dumps(s, ensure_ascii=True)[1:-1])
+    for s in (secret, *list(forms)):
+        forms.add(urllib.parse.quote(s, safe=""))
+        forms.add(urllib.parse.quote_plus(s, safe=""))
+    return sorted(forms, key=len, reverse=True)
+
+
+def redact_secret(text: str, secret: str) -> str:
+    """`text` with every variant of `secret` replaced by [redacted] (longest first)."""
+    for form in secret_variants(secret):
+        text = text.replace(form, "[redacted]")
+    return text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,6 +286,13 @@ class JudgeConfig:
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_attempts: int = MAX_ATTEMPTS
     reference_source: str | None = None
+
+
+def check_timeout(timeout_s: object) -> float:
+    """`--judge-timeout` must be a positive, finite number of seconds."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not math.isfinite(timeout_s) or timeout_s <= 0:
+        raise InputError(f"--judge-timeout must be a positive number of seconds, got {timeout_s!r}")
+    return float(timeout_s)
 
 
 def judge_label(prompt: Prompt, model: str, seed: int) -> str:
@@ -288,6 +318,7 @@ class Judge:
     def create(cls, config: JudgeConfig, tree: Path) -> Judge:
         if config.max_attempts < 1:
             raise InputError(f"judge attempts must be at least 1, got {config.max_attempts}")
+        check_timeout(config.timeout_s)
         key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
         if config.api_key_env and not key:
             raise RefusalError(

@@ -5,7 +5,6 @@ I/O lives here; the rules themselves are pure functions in the sibling modules.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -36,6 +35,8 @@ from duplexeval.fdb.tree import (
     validate_subset,
 )
 from duplexeval.jsonio import read_json, sha256_file
+from duplexeval.schemas import validate
+from duplexeval.schemas.fdb import InterruptAnnotation, TurnAnnotation
 
 ICC_GT_FILE = "icc_gt_distribution.json"
 BC_SUBSET = "icc_backchannel"
@@ -46,10 +47,6 @@ ICC_GT_MISSING = (
     "under CC BY-NC 4.0, so duplexeval does not ship it: pass it with --icc-gt PATH, or copy it to "
     "TREE/icc_gt_distribution.json (export copies it there when the dataset has one)"
 )
-
-
-def _num(x: Any) -> bool:
-    return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
 
 
 def _check_file(entry: SampleEntry, tree: Path, name: str, expected: str | None, what: str) -> Path:
@@ -79,27 +76,13 @@ def _annotation(entry: SampleEntry, tree: Path) -> Any:
 
 def _turn_end(obj: Any, where: str) -> float:
     """`turn_taking.json[0].timestamp[0]`: the end of the user's turn."""
-    try:
-        t = obj[0]["timestamp"][0]
-    except (KeyError, IndexError, TypeError):
-        raise InputError(f"{where}: expected a list whose first object has 'timestamp': [end, next]") from None
-    if not _num(t):
-        raise InputError(f"{where}: timestamp[0] must be a finite number, got {t!r}")
-    return float(t)
+    return validate(obj, TurnAnnotation, where).E
 
 
 def _interrupt(obj: Any, where: str) -> tuple[float, str, str]:
     """(R, context text, interrupt text) from `interrupt.json[0]`."""
-    try:
-        first = obj[0]
-        ts, context, interrupt = first["timestamp"], first["context"], first["interrupt"]
-    except (KeyError, IndexError, TypeError):
-        raise InputError(f"{where}: expected a list whose first object has 'context', 'interrupt' and 'timestamp'") from None
-    if not isinstance(ts, list) or len(ts) != 2 or not all(_num(t) for t in ts):
-        raise InputError(f"{where}: timestamp must be [start, end] in seconds, got {ts!r}")
-    if not isinstance(context, str) or not isinstance(interrupt, str):
-        raise InputError(f"{where}: 'context' and 'interrupt' must be strings")
-    return float(ts[1]), context, interrupt
+    first = validate(obj, InterruptAnnotation, where).root[0]
+    return float(first.timestamp[1]), first.context, first.interrupt
 
 
 def load_icc_gt(icc_gt: str | Path | None, tree: Path, manifest: Manifest) -> tuple[dict[str, list[float]], dict[str, Any]]:
@@ -131,6 +114,8 @@ def read_output_raw(path: Path, key: str) -> tuple[Any, int]:
         raise InputError(f"{path}: sample {key}: cannot read audio: {exc}") from None
     if data.shape[1] != 1:
         raise InputError(f"{path}: sample {key}: output.wav has {data.shape[1]} channels; the official VAD call needs mono")
+    if data.shape[0] == 0:
+        raise InputError(f"{path}: sample {key}: output.wav has no samples (zero frames); re-export or re-import it")
     return np.ascontiguousarray(data[:, 0]), int(rate)
 
 
@@ -236,7 +221,7 @@ def evaluate(
         results[subset] = SubsetSummary(task, counts, metrics, rows, judge_block)
         say(f"{subset}: evaluated {len(done)}: " + ", ".join(f"{k} {m.value if m.value is not None else 'null'}" for k, m in metrics.items()))
 
-    summary = build_summary(manifest_sha, asr_sha, rules_block(backchannel_rules, bc_info), results)
+    summary = build_summary(manifest_sha, asr_sha, rules_block(backchannel_rules, bc_info), results, asr.backend)
     write_summary(tree, summary)
     return summary
 
@@ -313,24 +298,21 @@ def _backchannel(
 
     assert gt_loaded is not None  # loaded up front whenever the subset has eligible samples
     gt, gt_info = gt_loaded
-    model = vadmod.load_vad()
     info = {
         "vad": vadmod.vad_signature(vadmod.OFFICIAL_SETTINGS),
         "vad_rounding": "round(seconds, 1) as get_speech_timestamps(return_seconds=True)",
         "vad_sampling_rate_assumed": vadmod.SAMPLE_RATE,
         "icc_gt": gt_info,
     }
+    loaded = [read_output_raw(_check_file(e, tree, OUTPUT_WAV, e.files.get(OUTPUT_WAV), "manifest.json"), e.key) for e, _ in digit]
+    say(f"{subset}: VAD on {len(digit)} output(s), batched")
+    all_segments = bc.vad_segments_s([audio for audio, _ in loaded])
     done: list[bc.BackchannelSample] = []
-    for i, (e, words) in enumerate(digit, 1):
-        path = _check_file(e, tree, OUTPUT_WAV, e.files.get(OUTPUT_WAV), "manifest.json")
-        audio, rate = read_output_raw(path, e.key)
-        segments = model.segments_s(audio, vadmod.OFFICIAL_SETTINGS, official_rounding=True)
+    for (e, words), (audio, rate), segments in zip(digit, loaded, all_segments):
         try:
             done.append(bc.backchannel_sample(e.id, segments, words, len(audio), rate, gt.get(e.id), rules))
         except KeyError:
             raise InputError(f"{gt_info['file']}: has no distribution for sample {e.key} (keys are folder ids)") from None
-        if i % 10 == 0:
-            say(f"{subset}: VAD {i}/{len(digit)}")
     return done, extra, info
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,8 @@ from duplexeval.fdb.tree import (
     load_manifest,
 )
 from duplexeval.jsonio import sha256_bytes
+from duplexeval.schemas import validate
+from duplexeval.schemas.fdb import InterruptAnnotation, PauseAnnotation, TurnAnnotation
 
 SAMPLE_RATE = 16000
 SCORED_TASKS = (PAUSE_HANDLING, TURN_TAKING, USER_INTERRUPTION)
@@ -126,24 +127,6 @@ def _json(data: bytes, path: Path, entry: SampleEntry) -> Any:
         raise InputError(f"{_where(path, entry)}: invalid JSON: {exc}") from None
 
 
-def _number(x: Any) -> bool:
-    return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
-
-
-def _timestamp_pair(item: Any, path: Path, entry: SampleEntry, what: str) -> tuple[float, float]:
-    """The two numbers of an annotation item's `timestamp`, as written (messages quote them as in the file)."""
-    ts = item.get("timestamp") if isinstance(item, dict) else None
-    if not isinstance(ts, list) or len(ts) != 2 or not all(_number(v) for v in ts):
-        raise InputError(f"{_where(path, entry)}: {what} needs 'timestamp': [start, end] with two finite numbers")
-    return ts[0], ts[1]
-
-
-def _first_item(obj: Any, path: Path, entry: SampleEntry) -> Any:
-    if not isinstance(obj, list) or not obj:
-        raise InputError(f"{_where(path, entry)}: annotation must be a non-empty list")
-    return obj[0]
-
-
 def _in_window(t_us: int, T_us: int) -> bool:
     return 0 <= t_us <= T_us
 
@@ -155,11 +138,10 @@ def fmt_s(us: int) -> str:
 
 def parse_pauses(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> tuple[tuple[int, int], ...]:
     """pause.json: at least one pause, each [a, b] with a <= b inside [0, T], sorted, not overlapping."""
-    if not isinstance(obj, list) or not obj:
-        raise InputError(f"{_where(path, entry)}: pause.json lists no pause")
+    rec = validate(obj, PauseAnnotation, _where(path, entry))
     pauses: list[tuple[int, int]] = []
-    for i, item in enumerate(obj):
-        a, b = _timestamp_pair(item, path, entry, f"pause {i}")
+    for i, item in enumerate(rec.root):
+        a, b = item.timestamp
         a_us, b_us = to_us(a), to_us(b)
         if a_us > b_us:
             raise InputError(f"{_where(path, entry)}: pause {i} ends before it starts ({a!r} > {b!r})")
@@ -176,7 +158,7 @@ def parse_pauses(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> tuple[t
 
 def parse_turn_taking(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> int:
     """turn_taking.json: E = [0].timestamp[0] inside [0, T]."""
-    E, _ = _timestamp_pair(_first_item(obj, path, entry), path, entry, "turn_taking.json[0]")
+    E = validate(obj, TurnAnnotation, _where(path, entry)).root[0].timestamp[0]
     E_us = to_us(E)
     if not _in_window(E_us, T_us):
         raise InputError(f"{_where(path, entry)}: E={E!r} is not inside [0, T={fmt_s(T_us)}]")
@@ -185,7 +167,7 @@ def parse_turn_taking(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> in
 
 def parse_interrupt(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> tuple[int, int]:
     """interrupt.json: [0].timestamp = [S, R] inside [0, T] with S <= R."""
-    S, R = _timestamp_pair(_first_item(obj, path, entry), path, entry, "interrupt.json[0]")
+    S, R = validate(obj, InterruptAnnotation, _where(path, entry)).root[0].timestamp
     S_us, R_us = to_us(S), to_us(R)
     for name, v, v_us in (("S", S, S_us), ("R", R, R_us)):
         if not _in_window(v_us, T_us):

@@ -193,6 +193,62 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _even_groups(n_items: int, jobs: int, batch: int) -> list[range]:
+    """Index ranges of at most `batch` items, a multiple of `jobs` of them, so that the threads finish together."""
+    n_groups = jobs * -(-n_items // (jobs * batch)) if n_items else 0
+    size = max(1, -(-n_items // n_groups)) if n_groups else 1
+    return [range(i, min(n_items, i + size)) for i in range(0, n_items, size)]
+
+
+def segment_audios(
+    audios: Sequence[np.ndarray], settings: Any, jobs: int | None = None, batch: int = BATCH_FILES
+) -> list[Segments]:
+    """Whole-file VAD segments of several signals (any settings), batched and threaded; equal to
+    `SileroVad.segments(a, settings)` of each signal (the samples are taken as 16 kHz, whatever they are).
+
+    Signals are stepped longest first, so each batch holds signals of similar length and finished rows
+    leave together. Used by the official backchannel rule (30 ms padding, whole files).
+    """
+    from duplexeval.vad import load_vad
+
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+    order = sorted(range(len(audios)), key=lambda k: (-audios[k].size, k))
+    groups = [[order[i] for i in r] for r in _even_groups(len(order), jobs, batch)]
+
+    def run(group: list[int]) -> list[Segments]:
+        return batch_segments(load_vad(), [audios[k] for k in group], [None] * len(group), settings)
+
+    if jobs == 1 or len(groups) <= 1:
+        results = [run(g) for g in groups]
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(run, groups))
+    out: list[Segments] = [[] for _ in audios]
+    for group, segs in zip(groups, results):
+        for k, sg in zip(group, segs):
+            out[k] = sg
+    return out
+
+
+def probs_files(paths: Sequence[Path], jobs: int | None = None, batch: int = BATCH_FILES) -> list[np.ndarray]:
+    """Whole-file speech probabilities of each 16 kHz mono file (batched and threaded; equal to
+    `SileroVad.probs` of each file). One scan serves any number of segmentation settings."""
+    from duplexeval.vad import load_vad
+
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+    groups = [[paths[i] for i in r] for r in _even_groups(len(paths), jobs, batch)]
+
+    def run(group: list[Path]) -> list[np.ndarray]:
+        return [p.copy() for p in batch_probs(load_vad(), [_read(p) for p in group])]
+
+    if jobs == 1 or len(groups) <= 1:
+        results = [run(g) for g in groups]
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(run, groups))
+    return [p for group in results for p in group]
+
+
 def segment_files(
     paths: Sequence[Path],
     jobs: int | None = None,
@@ -205,10 +261,7 @@ def segment_files(
     """
     jobs = default_jobs() if jobs is None else max(1, jobs)
     items = list(zip(paths, limits if limits is not None else [None] * len(paths)))
-    # Equal batches of at most `batch` files, a multiple of `jobs` of them, so the threads finish together.
-    n_groups = jobs * -(-len(items) // (jobs * batch)) if items else 0
-    size = max(1, -(-len(items) // n_groups)) if n_groups else 1
-    groups = [items[i : i + size] for i in range(0, len(items), size)]
+    groups = [[items[i] for i in r] for r in _even_groups(len(items), jobs, batch)]
     if jobs == 1 or len(groups) <= 1:
         results = [_segment_group(g) for g in groups]
     else:

@@ -1,0 +1,194 @@
+"""`duplexeval fdb evaluate` against the official FDB v1.0 evaluator scripts, in the same run, on the full tree.
+
+The tree is the 727-sample one of `score_full_tree.py` (built into its cache if missing). Both sides get a fresh
+copy of it (copying is not timed), the same fake judge (an OpenAI-compatible chat server on 127.0.0.1 that
+rates every request 4), and do the same work: every eligible sample of the five subsets.
+
+- ours: one `duplexeval fdb evaluate --judge openai --base-url http://127.0.0.1:PORT/v1 ...` process;
+- official: the scripts of a local checkout (`--official DIR`, CC BY-NC, never copied into this project) run
+  as their `evaluate.py` runs them, one process per task and subset root (5 processes), from the checkout's
+  evaluation folder. The machine has no torch, so two imports are answered by stand-ins written to a temporary
+  folder: `torchaudio.load` (soundfile, channels-first float32) and `silero_vad` (our per-frame onnxruntime port
+  of the same Silero model, one frame per call as the official JIT call steps it); the judge client is a
+  stand-in for `openai.OpenAI` making the same HTTP request with urllib.
+
+    .venv/bin/python benchmarks/evaluate_vs_official.py --official /path/to/Full-Duplex-Bench [--repeat N]
+
+Prints both wall times (process start included) and CPU times, and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REPLY = "Analysis: The response addresses the interruption.\nI would rate the AI's response as 4"
+TASKS = (
+    ("candor_pause_handling", "eval_pause_handling", "eval_pause_handling(root)"),
+    ("synthetic_pause_handling", "eval_pause_handling", "eval_pause_handling(root)"),
+    ("candor_turn_taking", "eval_smooth_turn_taking", "eval_smooth_turn_taking(root)"),
+    ("synthetic_user_interruption", "eval_user_interruption", "eval_user_interruption(root, client)"),
+    ("icc_backchannel", "eval_backchannel", "eval_backchannel(root)"),
+)
+
+SHIM_TORCHAUDIO = '''
+import numpy as np, soundfile as sf
+def load(path):
+    data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+    return np.ascontiguousarray(data.T), sr
+'''
+SHIM_SILERO = '''
+import numpy as np
+from duplexeval.vad import OFFICIAL_SETTINGS, SileroVad
+def load_silero_vad():
+    return SileroVad()
+def get_speech_timestamps(wav, model, return_seconds=False, **kw):
+    a = np.asarray(wav)
+    a = a[0] if a.ndim == 2 else a
+    segs = model.segments_s(a, OFFICIAL_SETTINGS, official_rounding=True)
+    return [{"start": s, "end": e} for s, e in segs]
+'''
+DRIVER = '''
+import json, sys, urllib.request
+sys.path.insert(0, sys.argv[1]); sys.path.insert(0, ".")
+root, url = sys.argv[2], sys.argv[3]
+class _Msg:
+    def __init__(self, c): self.content = c
+class _Choice:
+    def __init__(self, c): self.message = _Msg(c)
+class _Resp:
+    def __init__(self, c): self.choices = [_Choice(c)]
+class _Completions:
+    def create(self, **kw):
+        req = urllib.request.Request(url + "/chat/completions", data=json.dumps(kw).encode(),
+                                     headers={"Content-Type": "application/json", "Authorization": "Bearer x"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return _Resp(json.loads(r.read())["choices"][0]["message"]["content"])
+class _Chat:
+    completions = _Completions()
+class _Models:
+    def list(self):
+        with urllib.request.urlopen(url + "/models", timeout=30) as r:
+            return json.loads(r.read())
+class Client:
+    chat = _Chat()
+    models = _Models()
+client = Client()
+client.models.list()
+from MODULE import FUNCTION
+CALL
+'''
+
+
+class _Judge(BaseHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+    def _send(self, obj: dict) -> None:
+        body = json.dumps(obj).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        self._send({"object": "list", "data": [{"id": "gpt-4-turbo", "object": "model"}]})
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self._send({"id": "x", "object": "chat.completion", "model": "gpt-4-turbo",
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}]})
+
+
+def _timed(cmd: list[str], cwd: Path | None = None, env: dict | None = None, log: Path | None = None) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    with open(log or os.devnull, "ab") as out:
+        subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=out, stderr=subprocess.STDOUT)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _eval_dir(official: Path) -> Path:
+    for sub in ("evaluation", "v1_v1.5/evaluation"):
+        if (official / sub / "eval_backchannel.py").is_file():
+            return official / sub
+    sys.exit(f"{official}: no evaluation/eval_backchannel.py (a checkout of the official repository?)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--official", type=Path, required=True, help="local checkout of the official repository")
+    ap.add_argument("--cache", type=Path, default=ROOT / ".cache/bench-full-tree")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--keep", type=Path, help="keep the working copies and logs here")
+    args = ap.parse_args(argv)
+    evaldir = _eval_dir(args.official.resolve())
+    if not (args.cache / "asr.json").is_file():
+        sys.path.insert(0, str(Path(__file__).parent))
+        from score_full_tree import build
+
+        build(args.cache)
+    manifest = json.loads((args.cache / "manifest.json").read_text())
+    eligible = {(s["subset"], s["id"]) for s in manifest["samples"] if s["eligible"]}
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-eval-"))
+    work.mkdir(parents=True, exist_ok=True)
+    shims = work / "shims"
+    shims.mkdir(exist_ok=True)
+    (shims / "torchaudio.py").write_text(SHIM_TORCHAUDIO)
+    (shims / "silero_vad.py").write_text(SHIM_SILERO)
+    env = dict(os.environ, BENCH_FAKE_KEY="sk-bench-not-a-key", PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    results = []
+    for rep in range(args.repeat):
+        ours_tree, off_root = work / f"ours{rep}", work / f"official{rep}"
+        for p in (ours_tree, off_root):
+            shutil.rmtree(p, ignore_errors=True)
+        shutil.copytree(args.cache, ours_tree)
+        for subset, _, _ in TASKS:  # the official scripts walk folders: give them the eligible samples only
+            for d in sorted((args.cache / subset).iterdir()):
+                if (subset, d.name) in eligible:
+                    shutil.copytree(d, off_root / subset / d.name)
+        cmd = [sys.executable, "-m", "duplexeval", "fdb", "evaluate", "--tree", str(ours_tree), "--judge", "openai",
+               "--base-url", url, "--api-key-env", "BENCH_FAKE_KEY", "--reference-source", str(args.official),
+               "--icc-gt", str(evaldir / "icc_gt_distribution.json"), "-q"]
+        ours_wall, ours_cpu = _timed(cmd, env=env, log=work / f"ours{rep}.log")
+        off_wall = off_cpu = 0.0
+        per_task = {}
+        for subset, module, call in TASKS:
+            driver = DRIVER.replace("MODULE", module).replace("FUNCTION", module).replace("CALL", call)
+            w, c = _timed([sys.executable, "-c", driver, str(shims), str(off_root / subset), url], cwd=evaldir,
+                          env=env, log=work / f"official{rep}-{subset}.log")
+            per_task[subset] = round(w, 2)
+            off_wall += w
+            off_cpu += c
+        results.append((ours_wall, ours_cpu, off_wall, off_cpu, per_task))
+        print(f"run {rep + 1}: ours {ours_wall:.2f} s wall ({ours_cpu:.2f} s CPU); official {off_wall:.2f} s wall "
+              f"({off_cpu:.2f} s CPU) {per_task}; official / ours = {off_wall / ours_wall:.1f}x")
+    server.shutdown()
+    best = min(results, key=lambda r: r[0])
+    print(f"eligible samples: {len(eligible)}; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"summary: ours {best[0]:.2f} s, official {best[2]:.2f} s (same run), ratio {best[2] / best[0]:.1f}x")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

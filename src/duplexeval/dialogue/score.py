@@ -1,0 +1,205 @@
+"""The `score` stage: judge a run's rows, compute spec 004's metrics from them and write
+``judgements.jsonl`` (one verdict per case) and ``dialogue.json`` (metrics, counts, signature)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from duplexeval.artifacts import check_kind, header
+from duplexeval.dialogue.judges import Judge, Verdict
+from duplexeval.dialogue.metrics import NOTE, MiUItem, UiMItem, miu_metrics, uim_metrics
+from duplexeval.dialogue.run import CASES_FILE, CASES_KIND, SCHEMA
+from duplexeval.errors import InputError
+from duplexeval.jsonio import (
+    atomic_write_text,
+    dumps_line,
+    json_lines,
+    read_text,
+    sha256_bytes,
+    write_json,
+)
+from duplexeval.signature import Component, Signature
+
+REPORT_KIND = "duplexeval.dialogue.report"
+JUDGEMENTS_KIND = "duplexeval.dialogue.judgements"
+REPORT_FILE = "dialogue.json"
+JUDGED_MIU = ("PIR_mid", "PRR_mid", "precision")
+JUDGED_UIM = ("PRR_noise", "PRR_denial", "PRR_affirmation", "PRR_shift", "PRRavg")
+JUDGEMENTS_FILE = "judgements.jsonl"
+
+# Published numbers (notes section 5), from summaries of the paper, not verified against its text.
+PAPER_SECONDARY = {
+    "FTED_s proposed (mean / p50 / p90)": "0.68 / 0.41 / 1.60",
+    "FTED_s half-duplex baseline (mean / p50 / p90)": "2.28 / 2.19 / 2.75",
+    "MiU precision: paper's model / GPT-4o / GPT-3.5-turbo": "54.7 / 46.6 / 24.7",
+    "UiM PRR noise / denial / affirmation / shift, avg": "95.2 / 100 / 99.5 / 85.8, 96.7",
+    "UiM PRRavg, GPT-4o": "96.1",
+}
+
+
+def read_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """The header, the rows and the SHA-256 of a run's cases.jsonl."""
+    path = Path(run_dir) / CASES_FILE
+    text = read_text(path)
+    items = json_lines(text, path)
+    if not items:
+        raise InputError(f"{path}: empty; expected a header line and one row per case")
+    head = check_kind(items[0][1], CASES_KIND, path, SCHEMA)
+    rows = []
+    for lineno, obj in items[1:]:
+        if not isinstance(obj, dict) or obj.get("family") not in ("MiU", "UiM") or not isinstance(obj.get("id"), str) or "outcome" not in obj:
+            raise InputError(f"{path}: line {lineno}: not a dialogue case row (needs id, family, outcome)")
+        rows.append(obj)
+    if len(rows) != head.get("n_cases"):
+        raise InputError(f"{path}: header says {head.get('n_cases')} cases, found {len(rows)} rows (an interrupted run? rerun it)")
+    return head, rows, sha256_bytes(text.encode("utf-8"))
+
+
+def _fted_us(row: dict[str, Any]) -> int | None:
+    v = row.get("fted_s")
+    return None if v is None else round(v * 1_000_000)
+
+
+def items_from(rows: list[dict[str, Any]], verdicts: list[Verdict | None]) -> tuple[list[MiUItem], list[UiMItem]]:
+    """The metric inputs: one item per row, in row order."""
+    miu: list[MiUItem] = []
+    uim: list[UiMItem] = []
+    for row, v in zip(rows, verdicts):
+        if row["family"] == "MiU":
+            miu.append(MiUItem(row["outcome"], v.timing if v else None, v.content if v else None, _fted_us(row), row.get("kind") or ""))
+        else:
+            uim.append(UiMItem(row.get("reason", ""), row["outcome"], v.score if v else None))
+    return miu, uim
+
+
+def score_run(run_dir: Path, judge: Judge) -> dict[str, Any]:
+    """Judge, compute and write; returns the report."""
+    run_dir = Path(run_dir)
+    head, rows, rows_sha = read_run(run_dir)
+    verdicts = [judge.judge(r) for r in rows]
+    run_sig = Signature.from_json(head["signature"])
+    ident = judge.identity()
+    jcomp = Component("judge", judge.label, hash=ident.get("prompt_sha256"), settings={})
+    sig = Signature(run_sig.definitions, (*run_sig.components, jcomp), {**run_sig.inputs, "run_cases": rows_sha}, run_sig.version).with_bootstrap()
+    inputs = {"cases": head["inputs"]["cases"], "run_cases": rows_sha}
+    jlines = [dumps_line({**header(JUDGEMENTS_KIND, SCHEMA, sig, inputs), "judge": ident})]
+    errors = 0
+    for r, v in zip(rows, verdicts):
+        if v is not None and v.error:
+            errors += 1
+        jlines.append(dumps_line({"id": r["id"], "family": r["family"], "outcome": r["outcome"], "verdict": v.to_json() if v else None}))
+    miu, uim = items_from(rows, verdicts)
+    miu_js = miu_metrics(miu) if miu else None
+    uim_js = uim_metrics(uim) if uim else None
+    for block, keys in ((miu_js, JUDGED_MIU), (uim_js, JUDGED_UIM)):
+        for k in keys if block else ():
+            block[k]["judge"] = judge.label  # type: ignore[index]  # every judged number names its judge
+    report = {
+        **header(REPORT_KIND, SCHEMA, sig, inputs),
+        "system": head.get("system"),
+        "judge": {**ident, "label": judge.label, "judged": sum(1 for v in verdicts if v is not None), "judge_errors": errors},
+        "clock": head.get("clock"),
+        "run": {"cases": len(rows), "failures": head.get("failures", 0),
+                "system_errors": sum(int(r.get("system_errors") or 0) for r in rows)},
+        "note": NOTE,
+        "MiU": miu_js,
+        "UiM": uim_js,
+        "paper_secondary": PAPER_SECONDARY,
+    }
+    atomic_write_text(run_dir / JUDGEMENTS_FILE, "".join(jlines))
+    write_json(run_dir / REPORT_FILE, report)
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# The printed table
+
+
+def fmt_share(js: dict[str, Any] | None) -> str:
+    """A share cell: 'value [lo, hi] (count/n)', '-' when empty."""
+    if not js or js.get("value") is None:
+        return f"- (0/{js.get('n', 0)})" if js else "-"
+    iv = js.get("interval") or [None, None]
+    return f"{js['value']:.3f} [{iv[0]:.3f}, {iv[1]:.3f}] ({js['count']}/{js['n']})"
+
+
+def fmt_value(js: dict[str, Any] | None) -> str:
+    """A value with its interval (precision, PRRavg)."""
+    if not js or js.get("value") is None:
+        return "-"
+    iv = js.get("interval")
+    if not iv or iv[0] is None or iv[1] is None:
+        return f"{js['value']:.3f}"
+    n = f" (n={js['n']})" if "n" in js else ""
+    return f"{js['value']:.3f} [{iv[0]:.3f}, {iv[1]:.3f}]{n}"
+
+
+def fmt_fted(js: dict[str, Any] | None) -> str:
+    """FTED cell: mean / p50 [95%] / p90 (responded/n); 'n/r' for a quantile that is not reached."""
+    if not js or not js.get("n"):
+        return "-"
+    def q(v: float | None, reached: bool | None) -> str:
+        return "n/r" if v is None and reached is False else ("-" if v is None else f"{v:.2f}")
+    iv = js.get("median_interval") or [None, None]
+    ivs = "[" + ", ".join("n/r" if x is None else f"{x:.2f}" for x in iv) + "]"
+    mean = "-" if js.get("mean") is None else f"{js['mean']:.2f}"
+    return f"{mean} / {q(js['median'], js['median_reached'])} {ivs} / {q(js['p90'], js['p90_reached'])} ({js['responded']}/{js['n']})"
+
+
+def table_rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(family, metric, cell) for every number of one report."""
+    rows: list[tuple[str, str, str]] = []
+    m = report.get("MiU")
+    if m:
+        c = m["counts"]
+        rows.append(("MiU", "outcomes mid / end / miss (errors)", f"{c['mid']} / {c['end']} / {c['miss']} ({c['errors']})"))
+        for k in ("ir_mid", "ir_end", "MIR", "PIR_mid", "PRR_mid"):
+            rows.append(("MiU", k, fmt_share(m[k])))
+        rows.append(("MiU", "precision (paper's formula)", fmt_value(m["precision"])))
+        rows.append(("MiU", "recall = 1 - MIR (paper's)", fmt_share(m["recall"])))
+        rows.append(("MiU", "FTED s: mean / p50 [95%] / p90 (responded/n)", fmt_fted(m["FTED_s"])))
+    u = report.get("UiM")
+    if u:
+        for r in ("noise", "denial", "affirmation", "shift"):
+            rows.append(("UiM", f"PRR_{r}", fmt_share(u[f"PRR_{r}"])))
+        rows.append(("UiM", "PRRavg", fmt_value(u["PRRavg"])))
+    return rows
+
+
+def render(reports: list[dict[str, Any]], labels: list[str], title: str) -> Any:
+    """A rich Table: one column per report; rows are metrics."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("family", style="bold")
+    table.add_column("metric")
+    for lab in labels:
+        table.add_column(lab, justify="right")
+    per = [table_rows(r) for r in reports]
+    prev = None
+    for i, (fam, metric, _) in enumerate(per[0]):
+        table.add_row(fam if fam != prev else "", metric, *(p[i][2] if i < len(p) else "-" for p in per))
+        prev = fam
+    return table
+
+
+def print_report(reports: list[dict[str, Any]], labels: list[str], title: str, console: Any | None = None) -> None:
+    """Table, the paper's numbers marked secondary, the definitions note, and the signature line(s)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=200)
+    console.print(render(reports, labels, title))
+    paper = Table(title="paper's published numbers (secondary: from summaries of Wang et al. 2024, not our measurement)")
+    paper.add_column("metric")
+    paper.add_column("secondary", justify="right")
+    for k, v in PAPER_SECONDARY.items():
+        paper.add_row(k, v)
+    console.print(paper)
+    console.print(f"note: {NOTE}. MIR counts only cases where the system never took the turn.")
+    for lab, rep in zip(labels, reports):
+        console.print(f"signature ({lab}): {rep['signature']['compact']}" if len(reports) > 1 else f"signature: {rep['signature']['compact']}")

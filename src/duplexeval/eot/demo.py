@@ -1,0 +1,88 @@
+"""`duplexeval eot demo`: espeak-ng turns with real pauses, the ``silence`` and ``silero`` detectors (and
+``smart-turn`` at eot-bench's 0.2 s score point when pipecat-ai is installed), swept and compared, offline."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from duplexeval.eot.spans import SpanSet
+
+VOICES = [("en-us", 160, 50), ("en-gb", 170, 40), ("en-us+f3", 165, 60), ("en-gb-x-rp", 145, 50)]
+# (parts, tail after the last word). Pauses are mid-sentence holds; the tail is the true end of turn.
+TURNS: list[list[Any]] = [
+    ["So for the trip next month, we were thinking about", {"pause": 1.2}, "maybe renting a small cabin near the lake."],
+    ["The thing that really surprised me was", {"pause": 0.8}, "how quickly the whole team", {"pause": 0.5}, "agreed on the plan."],
+    ["Well, my sister lives out in", {"pause": 1.6}, "Colorado, and she keeps telling me to visit."],
+    ["I was going to order the", {"pause": 0.4}, "um, the vegetable curry, I think."],
+    ["Can you remind me", {"pause": 0.3}, "what time the pharmacy closes today?"],
+    ["We should probably leave by", {"pause": 2.2}, "six, if we want to beat the traffic."],
+    ["The report is mostly done, but the last section", {"pause": 0.9}, "still needs some numbers."],
+    ["My favourite part of the film was", {"pause": 1.0}, "the scene at the train station."],
+    ["If it rains tomorrow", {"pause": 0.6}, "we can just move the picnic indoors."],
+    ["I think the answer is", {"pause": 1.4}, "forty two."],
+    ["Honestly, I am not sure", {"pause": 0.7}, "whether the store is open on Sundays."],
+    ["Let me check my calendar", {"pause": 2.8}, "yes, Thursday works for me."],
+    ["The new phone has a better camera,", {"pause": 0.5}, "but the battery is worse."],
+    ["Could you send me the address", {"pause": 1.1}, "of the restaurant?"],
+    ["Last summer we drove all the way to", {"pause": 1.8}, "the coast and back."],
+    ["I need to book a table for", {"pause": 0.35}, "four people at eight."],
+]
+
+
+def demo_script() -> dict[str, Any]:
+    """The demo as a `fdb synth` script: pause-handling samples with a 4 s tail (the EoT span)."""
+    samples = []
+    for k, parts in enumerate(TURNS):
+        v, rate, pitch = VOICES[k % len(VOICES)]
+        samples.append({"subset": "synthetic_pause_handling", "id": str(k + 1), "voice": v, "rate": rate, "pitch": pitch,
+                        "parts": parts, "lead": 0.3, "tail": 4.0})  # fmt: skip
+    return {"name": "eot-demo", "samples": samples}
+
+
+def demo_spans() -> SpanSet:
+    from duplexeval.eot.sources import span_set_from_script
+    from duplexeval.fdb.synth import parse_script
+
+    return span_set_from_script(parse_script(demo_script(), "<eot demo script>"), "<eot demo script>")
+
+
+def run_demo(out: Path, force: bool = False, echo: Any = print, jobs: int = 1) -> dict[str, Any]:
+    """Predict, sweep and compare; returns the summaries (also written under ``out``)."""
+    from duplexeval.eot.cli import run_sweep_command
+    from duplexeval.eot.compare import compare, format_compare
+    from duplexeval.eot.detectors import smart_turn_available
+    from duplexeval.eot.predict import PredictSettings, run_predict
+    from duplexeval.eot.predictions import read_predictions
+    from duplexeval.eot.spans import span_set_summary
+    from duplexeval.eot.sweep import SweepConfig
+    from duplexeval.executors import ExecutorSpec
+    from duplexeval.jsonio import sha256_file, write_json
+
+    t0 = time.monotonic()
+    spans = demo_spans()
+    info = span_set_summary(spans)
+    echo(f"eot demo: {info['n_turns']} espeak-ng turns, {info['n_hold_spans']} hold + {info['n_eot_spans']} eot spans")
+    out.mkdir(parents=True, exist_ok=True)
+    runs: list[tuple[str, dict[str, Any], PredictSettings, SweepConfig]] = [
+        ("silence", {}, PredictSettings(), SweepConfig()),
+        ("silero", {}, PredictSettings(), SweepConfig()),
+    ]
+    why = smart_turn_available()
+    if why is None:
+        runs.append(("smart-turn", {}, PredictSettings(only_at=(0.2,)), SweepConfig(score_mode="score_point", score_point_s=0.2)))
+    else:
+        echo(f"smart-turn skipped: {why}")
+    summaries: dict[str, Any] = {}
+    for name, opts, st, cfg in runs:
+        pred_path = out / f"{name}.parquet"
+        r = run_predict(spans, name, opts, pred_path, settings=st, executor=ExecutorSpec(jobs=jobs), force=force, progress=False)
+        echo(f"{name}: {r.n_scored} predictions ({r.n_predictions} grid rows) in {r.elapsed_s:.1f} s")
+        summaries[name] = run_sweep_command(pred_path, out / name, cfg, force=force, echo=echo, title=f"{name} on the eot demo turns")
+    a, b = read_predictions(out / "silence.parquet"), read_predictions(out / "silero.parquet")
+    cmp = compare(a, b, SweepConfig(), sha256_file(out / "silence.parquet"), sha256_file(out / "silero.parquet"), ("silence", "silero"))
+    write_json(out / "compare.json", cmp)
+    echo(format_compare(cmp))
+    echo(f"eot demo: done in {time.monotonic() - t0:.1f} s; files in {out}")
+    return summaries

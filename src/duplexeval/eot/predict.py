@@ -1,0 +1,324 @@
+"""Causal prediction (`duplexeval eot predict`): every grid time inside every silence span, the detector sees only the
+turn's audio before that time and the words that ended by ``t - transcript_lag``.
+
+Turns are independent work items mapped through ``duplexeval.executors`` (a process pool now, Ray later) by the
+top-level ``predict_turn_task``; finished turns go to a journal next to the output, so an interrupted run resumes
+where it stopped and gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from duplexeval.artifacts import header
+from duplexeval.eot.detectors import build_detector, detector_info
+from duplexeval.eot.predictions import PREDICTIONS_KIND, Predictions, write_predictions
+from duplexeval.eot.spans import (
+    GRID_STEP_S,
+    TRANSCRIPT_LAG_S,
+    SpanSet,
+    SpanTurn,
+    end_sample,
+    grid_points,
+    visible_messages,
+)
+from duplexeval.errors import InputError, RefusalError
+from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
+from duplexeval.jsonio import check_output_file, dumps_line, sha256_bytes
+from duplexeval.signature import Component, Signature
+from duplexeval.units import SAMPLE_RATE
+
+PREDICT_DEFINITIONS = "eot-predict-1"
+JOURNAL_KIND = "duplexeval.eot.predict-journal"
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class PredictSettings:
+    """The causal grid: a score every ``step_s`` from each span's start; words visible ``transcript_lag_s`` late."""
+
+    step_s: float = GRID_STEP_S
+    transcript_lag_s: float = TRANSCRIPT_LAG_S
+    batch_size: int = 16
+    only_at: tuple[float, ...] = ()  # score only at these silences (s), e.g. (0.2,) for a score-point model
+
+    def __post_init__(self) -> None:
+        if any(not (math.isfinite(a) and a >= 0) for a in self.only_at):
+            raise InputError(f"--only-at: silences must be finite and >= 0, got {list(self.only_at)}")
+        if not (math.isfinite(self.step_s) and 0.01 <= self.step_s <= 10):
+            raise InputError(f"--step must be between 0.01 and 10 s, got {self.step_s}")
+        if not (math.isfinite(self.transcript_lag_s) and 0 <= self.transcript_lag_s <= 60):
+            raise InputError(f"--transcript-lag must be between 0 and 60 s, got {self.transcript_lag_s}")
+        if self.batch_size < 1:
+            raise InputError(f"--batch-size must be at least 1, got {self.batch_size}")
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"inference_interval": self.step_s, "transcript_lag": self.transcript_lag_s}
+        if self.only_at:
+            out["only_at"] = list(self.only_at)
+        return out
+
+
+@dataclass(frozen=True)
+class TurnTask:
+    """One work item: a turn and how to score it (picklable; the detector is built once per worker process)."""
+
+    detector: str
+    options_json: str
+    turn: SpanTurn
+    settings: PredictSettings
+
+
+_DETECTORS: dict[tuple[str, str], Any] = {}
+
+
+def _detector(name: str, options_json: str) -> Any:
+    key = (name, options_json)
+    if key not in _DETECTORS:
+        _DETECTORS[key] = build_detector(name, json.loads(options_json))
+    return _DETECTORS[key]
+
+
+Row = tuple[int, str, float, float, float | None]  # span_index, label, timestamp, silence_dur, p_eot
+
+
+def predict_turn_task(task: TurnTask) -> list[Row]:
+    """Scores of one turn at every grid time (top-level so any executor can run it)."""
+    det = _detector(task.detector, task.options_json)
+    turn, st = task.turn, task.settings
+    pts = grid_points(turn, st.step_s)
+    if not pts:
+        return []
+    # with only_at, every grid time still gets a row (span durations come from the rows, as in eot-bench), but
+    # only the listed silences are scored; the others are null ("no score at this time")
+    ask = [k for k, p in enumerate(pts) if not st.only_at or any(abs(p.silence_dur - a) <= 1e-6 for a in st.only_at)]
+    meta: list[dict[str, Any]] = [{"language": turn.language, "timestamp": pts[k].timestamp, "silence_dur": pts[k].silence_dur,
+             "span_index": pts[k].span_index, "messages": visible_messages(turn, pts[k].timestamp, st.transcript_lag_s)}
+            for k in ask]  # fmt: skip
+    got: list[Any] = []
+    if not meta:
+        pass
+    elif hasattr(det, "predict_turn"):
+        upto = turn.audio[: end_sample(meta[-1]["timestamp"])]
+        got = list(det.predict_turn(upto, SAMPLE_RATE, meta))
+    else:
+        for g in range(0, len(meta), st.batch_size):
+            items = [dict(m, audio={"array": turn.audio[: end_sample(m["timestamp"])].copy(), "sampling_rate": SAMPLE_RATE})
+                     for m in meta[g : g + st.batch_size]]  # fmt: skip
+            got.extend(det.predict_batch(items))
+    if len(got) != len(meta):
+        raise InputError(f"detector {task.detector!r} returned {len(got)} scores for {len(meta)} times in turn {turn.id!r}")
+    scores: list[Any] = [None] * len(pts)
+    for k, v in zip(ask, got):
+        scores[k] = v
+    rows: list[Row] = []
+    for p, s in zip(pts, scores):
+        if s is not None:
+            if isinstance(s, bool) or not isinstance(s, (int, float, np.floating, np.integer)) or not math.isfinite(float(s)):
+                raise InputError(f"detector {task.detector!r} returned {s!r} for turn {turn.id!r} at {p.timestamp} s (need a finite number or None)")
+            s = float(s)
+        rows.append((p.span_index, p.label, p.timestamp, p.silence_dur, s))
+    return rows
+
+
+@dataclass
+class PredictRun:
+    """What a finished run produced: the predictions, its signature, and timing."""
+
+    predictions: Predictions
+    signature: Signature
+    n_turns: int
+    n_predictions: int
+    elapsed_s: float
+    resumed_turns: int = 0
+    files: list[Path] = field(default_factory=list)
+
+    @property
+    def n_scored(self) -> int:
+        """Rows with a score (``--only-at`` leaves the other grid times null)."""
+        return int((~np.isnan(self.predictions.p_eot)).sum())
+
+
+def predict_signature(spans: SpanSet, detector: str, info: Mapping[str, Any], settings: PredictSettings) -> Signature:
+    """Span-set hash, detector (version, model hash, settings) and the grid."""
+    return Signature(
+        PREDICT_DEFINITIONS,
+        (
+            Component("spans", spans.source, spans.sha256(), {}),
+            Component("det", f"{detector}:{info.get('value', '')}".rstrip(":"), info.get("hash"), dict(info.get("settings", {}))),
+            Component("grid", "", None, {"step": settings.step_s, "lag": settings.transcript_lag_s,
+                                         **({"at": ",".join(f"{a:g}" for a in settings.only_at)} if settings.only_at else {})}),
+        ),
+        {"spans": spans.sha256()},
+    )
+
+
+def _journal_path(out: Path) -> Path:
+    return out.with_name(out.name + ".journal.jsonl")
+
+
+def _read_journal(path: Path, run_id: str) -> dict[str, list[Row]]:
+    """Turns already done by this same run; a journal of another run is refused, a torn last line ignored."""
+    if not path.is_file():
+        return {}
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines:
+        return {}
+    try:
+        head = json.loads(lines[0])
+    except json.JSONDecodeError:
+        head = None
+    if not isinstance(head, dict) or head.get("kind") != JOURNAL_KIND or head.get("run") != run_id:
+        raise RefusalError(f"{path}: a journal from a different predict run (spans, detector or settings differ); delete it or pass --force")
+    done: dict[str, list[Row]] = {}
+    for line in lines[1:]:
+        try:
+            obj = json.loads(line)
+            done[str(obj["id"])] = [(int(r[0]), str(r[1]), float(r[2]), float(r[3]), None if r[4] is None else float(r[4])) for r in obj["rows"]]
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, IndexError):
+            break  # a line torn by a kill: that turn is redone
+    return done
+
+
+class _Progress:
+    """A rich progress bar on stderr (turns done, predictions per second, ETA); a no-op when disabled."""
+
+    def __init__(self, total: int, enabled: bool, done: int = 0) -> None:
+        self.total, self.enabled, self.done, self.t0 = total, enabled, done, time.monotonic()
+        self._prog: Any = None
+
+    def start(self) -> None:
+        if not self.enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._prog = Progress(TextColumn("predict"), BarColumn(), MofNCompleteColumn(), TextColumn("turns"),
+                              TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn(),
+                              TimeElapsedColumn(), console=Console(stderr=True), transient=True)  # fmt: skip
+        self._prog.start()
+        self._task = self._prog.add_task("predict", total=self.total, completed=self.done, rate="")
+
+    def advance(self, n_new: int) -> None:
+        self.done += 1
+        if self._prog is not None:
+            el = max(time.monotonic() - self.t0, 1e-9)
+            self._prog.update(self._task, advance=1, rate=f"{n_new / el:.1f} turns/s")
+
+    def stop(self) -> None:
+        if self._prog is not None:
+            self._prog.stop()
+
+
+def run_predict(
+    spans: SpanSet,
+    detector: str,
+    options: Mapping[str, Any],
+    out: str | Path,
+    *,
+    settings: PredictSettings | None = None,
+    executor: ExecutorSpec | None = None,
+    force: bool = False,
+    progress: bool | None = None,
+) -> PredictRun:
+    """Score every turn, write ``out`` (.parquet) and its .jsonl copy; resume from the journal of an interrupted run."""
+    settings = settings or PredictSettings()
+    out = Path(out)
+    if out.suffix.lower() != ".parquet":
+        raise InputError(f"{out}: the predictions output must end in .parquet (a .jsonl copy is written next to it)")
+    check_output_file(out, "predictions file")
+    options_json = json.dumps(dict(options), sort_keys=True)
+    det = build_detector(detector, json.loads(options_json))  # fail early, in this process, with one line
+    executor = executor or ExecutorSpec()
+    if executor.kind == "local" and executor.jobs == 1:
+        _DETECTORS[(detector, options_json)] = det  # reused in this process; workers build their own (no model across fork)
+    info = detector_info(det, detector)
+    sig = predict_signature(spans, detector, info, settings)
+    run_id = sha256_bytes(json.dumps(sig.to_json(), sort_keys=True).encode("utf-8"))
+    journal = _journal_path(out)
+    if out.exists() and not force:
+        raise RefusalError(f"{out}: exists; pass --force to overwrite it")
+    if force and journal.exists():
+        journal.unlink()
+    done = _read_journal(journal, run_id)
+    todo = [t for t in spans.turns if t.id not in done]
+    resumed = len(spans.turns) - len(todo)
+    t0 = time.monotonic()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fresh = not journal.exists()
+    with open(journal, "a", encoding="utf-8") as jf:
+        if fresh:
+            jf.write(dumps_line({"kind": JOURNAL_KIND, "run": run_id}))
+        ex = make_executor(executor)
+        tasks = [TurnTask(detector, options_json, t, settings) for t in todo]
+        n_new = 0
+        failure: ItemFailure | None = None
+        show = sys.stderr.isatty() if progress is None else progress
+        try:
+            prog = _Progress(len(spans.turns), show, done=resumed)
+            prog.start()
+            try:
+                for res in ex.map_ordered(predict_turn_task, tasks):
+                    if isinstance(res, ItemFailure):
+                        failure = failure or res
+                        continue
+                    turn = todo[res.index]
+                    done[turn.id] = res.value
+                    jf.write(dumps_line({"id": turn.id, "rows": [list(r) for r in res.value]}))
+                    jf.flush()
+                    os.fsync(jf.fileno())
+                    n_new += 1
+                    prog.advance(n_new)
+            finally:
+                prog.stop()
+        finally:
+            ex.close()
+    if failure is not None:
+        bad = todo[failure.index].id
+        reason = failure.reason.split(": ", 1)[1] if failure.reason.startswith(("InputError: ", "RefusalError: ")) else failure.reason
+        raise InputError(f"{spans.name}: turn {bad!r}: {reason} (finished turns are kept; rerun to resume)")
+    preds = _assemble(spans, done)
+    hdr = header(PREDICTIONS_KIND, SCHEMA_VERSION, sig, {"spans": spans.sha256()})
+    hdr["span_set"] = {"name": spans.name, "source": spans.source, "skipped": dict(sorted(spans.skipped.items()))}
+    hdr["settings"] = settings.to_json()
+    files = list(write_predictions(out, preds, hdr))
+    journal.unlink()
+    return PredictRun(preds, sig, len(spans.turns), len(preds), time.monotonic() - t0, resumed, files)
+
+
+def _assemble(spans: SpanSet, done: Mapping[str, list[Row]]) -> Predictions:
+    ids: list[str] = []
+    langs: list[str] = []
+    si: list[int] = []
+    ts: list[float] = []
+    sd: list[float] = []
+    p: list[float | None] = []
+    lab: list[str] = []
+    for t in spans.turns:
+        for r in done[t.id]:
+            ids.append(t.id)
+            langs.append(t.language)
+            si.append(r[0])
+            lab.append(r[1])
+            ts.append(r[2])
+            sd.append(r[3])
+            p.append(r[4])
+    cols: dict[str, list[Any]] = {"id": ids, "language": langs, "span_index": si, "timestamp": ts, "silence_dur": sd, "p_eot": p, "label": lab}
+    return Predictions.from_columns(cols, spans.name)

@@ -1,0 +1,42 @@
+"""`duplexeval fdb asr-compare TREE_A TREE_B`: what swapping the ASR does, sample by sample."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+
+def asr_compare_command(
+    tree_a: Path = typer.Argument(..., help="A tree transcribed by `duplexeval fdb asr` (the reference, A)."),
+    tree_b: Path = typer.Argument(..., help="A tree with the same audio transcribed by another ASR (B)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON instead of the tables."),
+    out: Path | None = typer.Option(None, "--out", help="Also write the comparison JSON to this file."),
+    all_rows: bool = typer.Option(False, "--all", help="Print every sample row (default: the first 50)."),
+) -> None:
+    """Word disagreements and first-onset differences (B - A) between two transcript sets of the same audio.
+
+    Refuses in one line when a sample transcribed in both trees has different audio (output.wav hash or
+    interruption cut point).
+    """
+    from duplexeval.errors import InputError
+    from duplexeval.fdb.asr_compare import compare_trees, render
+    from duplexeval.jsonio import dumps, write_json
+
+    cmp = compare_trees(tree_a, tree_b)
+    body: dict[str, Any] = cmp.to_json()
+    if out is not None:
+        try:
+            write_json(out, body)
+        except OSError as exc:
+            raise InputError(f"{out}: cannot write: {exc.strerror or exc}") from None
+    if json_out:
+        typer.echo(dumps(body), nl=False)
+        return
+    render(cmp, max_rows=None if all_rows else 50)
+
+
+def register(apps: Any) -> None:
+    """Add `fdb asr-compare`."""
+    apps.fdb.command("asr-compare")(asr_compare_command)

@@ -1,0 +1,58 @@
+"""The official backchannel rule's batched VAD equals the frame-by-frame path, segment for segment.
+
+Real audio: every committed reference clip (espeak-ng speech, speech in noise, noise, silence, a one-frame
+clip), long ICC-like concatenations of them, and the same speech resampled to 24 kHz (the official call takes
+any rate as 16 kHz). The batched path steps all files together (`speech.segment_audios`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from duplexeval.audio import read_audio
+from duplexeval.fdb.official.backchannel import vad_segments_s
+from duplexeval.fdb.unified.speech import segment_audios
+from duplexeval.vad import OFFICIAL_SETTINGS, SCORER_SETTINGS, VadSettings, load_vad
+
+DATA = Path(__file__).parent / "data" / "vad"
+
+
+def _clips() -> dict[str, np.ndarray]:
+    ref = json.loads((DATA / "reference.json").read_text())
+    return {name: read_audio(DATA / c["file"])[0].astype(np.float32) for name, c in sorted(ref["clips"].items())}
+
+
+@pytest.fixture(scope="module")
+def audios() -> list[np.ndarray]:
+    import soxr
+
+    clips = _clips()
+    out = list(clips.values())
+    order = ["speech_pauses", "silence", "short_words", "noise", "long_speech", "speech_noise"]
+    out.append(np.concatenate([clips[k] for k in order]))  # about 60 s, ICC-like
+    out.append(np.concatenate([clips[k] for k in reversed(order)] * 2))
+    out.append(soxr.resample(clips["speech_pauses"], 16000, 24000).astype(np.float32))  # a 24 kHz output
+    out.append(np.zeros(0, dtype=np.float32))
+    return out
+
+
+def test_official_vad_batched_equals_frame_by_frame(audios):
+    vad = load_vad()
+    want = [vad.segments_s(a, OFFICIAL_SETTINGS, official_rounding=True) for a in audios]
+    assert vad_segments_s(audios, jobs=2) == want
+    assert vad_segments_s(audios, jobs=1) == want
+    assert sum(len(w) for w in want) > 20  # the clips do hold speech
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [OFFICIAL_SETTINGS, SCORER_SETTINGS, VadSettings(max_speech_s=3.0), VadSettings(min_silence_ms=60, speech_pad_ms=120)],
+)
+def test_segment_audios_equals_per_file_segments_in_samples(audios, settings):
+    vad = load_vad()
+    want = [vad.segments(a, settings) for a in audios]
+    assert segment_audios(audios, settings, jobs=2, batch=3) == want

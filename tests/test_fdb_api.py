@@ -1,0 +1,35 @@
+"""The Python API of the FDB stages lives in one place, duplexeval.fdb, and runs the pipeline end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duplexeval.fdb as fdb
+import duplexeval.fdb.export
+import duplexeval.fdb.import_outputs
+import duplexeval.fdb.synth
+
+
+def test_api_lists_the_stages_in_pipeline_order() -> None:
+    assert fdb.__all__ == ["asr", "evaluate", "score"]
+    doc = fdb.__doc__ or ""
+    names = ("synth.synthesize_dataset", "export.export", "import_outputs.import_outputs", "asr", "evaluate", "score")
+    order = [doc.index(f"``{name}(") for name in names]
+    assert order == sorted(order)
+    for name in names[:3]:
+        mod, fn = name.split(".")
+        assert callable(getattr(getattr(fdb, mod), fn))
+
+
+def test_api_runs_export_asr_evaluate_score(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    res = fdb.export.export("silent", "demo", tree, subsets=["candor_turn_taking"], limit=1, progress=False)
+    assert res.tree == tree and (tree / "manifest.json").exists()
+    stage = fdb.asr(tree, jobs=1, progress=False)
+    assert not stage.failed
+    summary = fdb.evaluate(tree, progress=False)
+    assert "candor_turn_taking" in json.dumps(summary)
+    result = fdb.score(tree)
+    rate = result.to_json()["subsets"]["candor_turn_taking"]["metrics"]["response_rate_2s"]
+    assert rate["count"] == 0 and rate["n"] == 1  # the silent system never responds, and stays counted
