@@ -29,7 +29,15 @@ from duplexeval.fdb.tree import (
     validate_subset,
     write_manifest,
 )
-from duplexeval.jsonio import atomic_write_bytes, dumps, make_output_dir, read_json, sha256_bytes, sha256_file, write_json
+from duplexeval.jsonio import (
+    atomic_write_bytes,
+    dumps,
+    make_output_dir,
+    read_json,
+    sha256_bytes,
+    sha256_file,
+    write_json,
+)
 
 TRACE_FILE = "trace.json"
 RUN_FILE = ".duplexeval-export.json"  # what made this tree (system + dataset); checked before writing
