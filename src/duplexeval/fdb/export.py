@@ -488,15 +488,18 @@ def export(
     force: bool = False,
     progress: bool = True,
     concurrency: int = 1,
+    executor: Any = None,
 ) -> ExportResult:
     """Drive `system` (a System or a `NAME[:k=v,...]` spec) over `dataset` and write the tree `out`.
 
     `concurrency` > 1 runs that many sessions at once on one event loop (network systems spend most of
     their time waiting on the wall clock); the tree is the same as a sequential run's except for
-    receipt-time jitter.
+    receipt-time jitter. `executor` (an ExecutorSpec of kind ray) runs the sessions on Ray workers first
+    (`export_remote`).
     """
     if concurrency < 1:
         raise InputError(f"--concurrency must be at least 1, got {concurrency}")
+    system_arg = system
     system = _resolve_system(system)
     ds = resolve_dataset(dataset)
     chosen = select_samples(ds, subsets, limit)
@@ -512,13 +515,14 @@ def export(
         return keys[i], None
 
     made: dict[int, SampleEntry] = {}
-    if concurrency > 1:
+    if concurrency > 1 and (executor is None or executor.kind == "local"):
         import asyncio
 
         check_run_file(out, run, force, "export")
         run_sha = sha256_bytes(dumps(run).encode("utf-8"))
         todo = [i for i in range(len(chosen))
-                if reuse_entry(out / chosen[i].subset / chosen[i].id, run_sha, key_of(i)[0]) is None or force]
+                if reuse_entry(out / chosen[i].subset / chosen[i].id, run_sha, key_of(i)[0],
+                               f"{chosen[i].subset}/{chosen[i].id}") is None or force]
         state = RunProgress()
         with progress_bar(len(todo), f"export {system.name}", progress and bool(todo)) as advance:
             made = asyncio.run(_run_concurrently(system, chosen, todo, out, run_sha, keys, concurrency, advance, state))
@@ -528,10 +532,18 @@ def export(
             return made[i]
         return _export_one(system, chosen[i], out, run_sha, input_sha)
 
-    entries, ran, reused = build_samples(out, run, force and concurrency == 1, progress and concurrency == 1, chosen,
+    remote = 0
+    if executor is not None and executor.kind != "local":
+        from duplexeval.fdb.export_remote import prepass
+
+        remote = prepass(system_arg, chosen, out, run, force, progress, executor, f"export {system.name}")
+        force = False  # the pre-pass redid what --force asks for; the loop below finds it all in the journal
+    elif made:
+        remote = len(made)  # the concurrent pre-pass ran them; the loop below finds them in the journal
+        force = False
+    entries, ran, reused = build_samples(out, run, force, progress and not remote and concurrency == 1, chosen,
                                          key_of, make, f"export {system.name}")
-    if concurrency > 1:  # the pre-pass ran them; build_samples found them in the journal
-        ran, reused = len(made), len(chosen) - len(made)
+    ran, reused = ran + remote, reused - remote
     info = {"tool": "duplexeval fdb export", "clock": "wall" if wall else "virtual", "frame_samples": 1280,
             "playout": PLAYOUT_POLICY}
     return finish_run(out, ds, entries, sysj, "export", info, limit, ran, reused)
