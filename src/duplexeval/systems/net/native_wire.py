@@ -258,6 +258,7 @@ SERVER_EVENTS: dict[str, type[_Model]] = {
 IGNORED_SERVER_EVENTS = frozenset(
     {
         "rate_limits.updated",
+        "input_audio_buffer.cleared",
         "response.output_audio.done",
         "response.output_audio_transcript.done",
         "response.output_item.added",
