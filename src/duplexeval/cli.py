@@ -77,6 +77,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "duplexeval.controller.cli",
     "duplexeval.controller.tools_cli",
     "duplexeval.demo_cli",
+    "duplexeval.systems.net.serve_cli",
 )
 
 

@@ -24,11 +24,13 @@ def export_command(
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
     force: bool = typer.Option(False, "--force", help="Write into a tree made by another system/dataset, redoing every sample."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    concurrency: int = typer.Option(1, "--concurrency", min=1, max=1024, help="Run N sessions at once on one event loop (network systems; default 1)."),
 ) -> None:
     """Drive a system over a dataset: output.wav (FIFO playout, exactly T), annotations, trace.json, manifest.json."""
     from duplexeval.fdb.export import export
 
-    result = export(system, dataset, out, subsets=subset or None, limit=limit, force=force, progress=not quiet)
+    result = export(system, dataset, out, subsets=subset or None, limit=limit, force=force, progress=not quiet,
+                    concurrency=concurrency)
     _summary("export", result)
 
 
