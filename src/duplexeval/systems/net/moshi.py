@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from importlib.metadata import version as package_version
 from typing import Any, ClassVar
 
-from duplexeval.systems.net.session import HandshakeAborted, NetSession, NetSystem
-
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net import moshi_wire as mw
+from duplexeval.systems.net.session import HandshakeAborted, NetSession, NetSystem
 
 MAX_TEXT_CHARS = 200  # text and metadata kept per trace record
 

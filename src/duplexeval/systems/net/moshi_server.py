@@ -15,7 +15,6 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
-from duplexeval.systems.net.server import ServerSession
 
 from duplexeval.systems.base import (
     CLEAR_QUEUE,
@@ -27,6 +26,7 @@ from duplexeval.systems.base import (
 from duplexeval.systems.net import moshi_wire as mw
 from duplexeval.systems.net.frame_stream import FrameStream
 from duplexeval.systems.net.resample_stream import StreamResampler
+from duplexeval.systems.net.server import ServerSession
 
 
 class FullDuplexOutput:

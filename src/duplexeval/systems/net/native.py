@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from duplexeval.systems.net.session import HandshakeAborted, NetSession, NetSystem
 
 from duplexeval.systems.base import FRAME_S, INPUT_SAMPLE_RATE, SampleInfo
 from duplexeval.systems.net import native_wire as nw
 from duplexeval.systems.net.moshi_wire import float_to_pcm16
 from duplexeval.systems.net.native_ledger import NativeLedger
 from duplexeval.systems.net.resample_stream import StreamResampler
+from duplexeval.systems.net.session import HandshakeAborted, NetSession, NetSystem
 
 FRAME_MS = round(FRAME_S * 1000)
 INPUT_RATES = (16000, 24000)

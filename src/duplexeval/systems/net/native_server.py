@@ -20,13 +20,13 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import numpy as np
-from duplexeval.systems.net.server import ServerSession
 
 from duplexeval.systems.base import FRAME_S, FRAME_SAMPLES
 from duplexeval.systems.net import native_wire as nw
 from duplexeval.systems.net.moshi_server import FullDuplexOutput
 from duplexeval.systems.net.moshi_wire import float_to_pcm16
 from duplexeval.systems.net.resample_stream import StreamResampler
+from duplexeval.systems.net.server import ServerSession
 
 # One 80 ms unit of 16 kHz PCM16 in -> the model's 80 ms of 16 kHz int16 output.
 Step = Callable[[bytes], Awaitable[np.ndarray]]
@@ -55,8 +55,9 @@ class Reply:
 class NativeConversation:
     """One native full-duplex session's rules; `step` runs the model on one unit."""
 
-    def __init__(self, step: Step, session_id: str = "sess_1") -> None:
+    def __init__(self, step: Step, session_id: str = "sess_1", grant_unit_ms: int = nw.UNIT_MS) -> None:
         self.step = step
+        self.grant_unit_ms = grant_unit_ms  # what the grant says (a test server may say something else)
         self.session_id = session_id
         self.granted: dict[str, Any] | None = None
         self.next_seq = 0
@@ -119,8 +120,8 @@ class NativeConversation:
         self.granted = {
             "interaction": "native",
             "native_full_duplex": True,
-            "native_unit_ms": nw.UNIT_MS,
-            "first_unit_ms": nw.UNIT_MS,
+            "native_unit_ms": self.grant_unit_ms,
+            "first_unit_ms": self.grant_unit_ms,
             "tail_policy": req.sglang.tail_policy,
             "supports_server_interrupt": False,
             "supports_truncate": False,
@@ -219,7 +220,10 @@ class NativeServerSession(ServerSession):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.output = FullDuplexOutput()
-        self.conv = NativeConversation(self._step, session_id=f"sess_{self.server.connections}")
+        unit = self.config.options.get("native_unit_ms", str(nw.UNIT_MS))
+        if not str(unit).isdigit() or int(unit) <= 0:
+            raise ValueError(f"--option native_unit_ms={unit!r}: expected a positive whole number of milliseconds")
+        self.conv = NativeConversation(self._step, f"sess_{self.server.connections}", int(unit))
 
     async def _step(self, unit: bytes) -> np.ndarray:
         self.input_started()  # the first unit arrives with the first append

@@ -205,6 +205,8 @@ def _stalled(records: list[dict[str, Any]], T: float, stall_s: float) -> float |
     events = sorted(records, key=lambda r: float(r["t"]))
     for rec in events:
         t = float(rec["t"])
+        if t > end:  # after the socket closed nothing more is owed (the close has its own reason)
+            break
         if owed:
             since = max(last_msg, min(owed.values()))
             if t - since > stall_s and since <= T and since < end:
@@ -253,8 +255,14 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
                     detail.setdefault("first_problem", {"t": _r6(t), "type": None, "what": rec.get("what")})
             elif ev == "closed" and rec.get("by") != "client" and t <= T:
                 reasons.add(DISCONNECTED)
-            elif (ev == "send_timeout" and t <= T) or ev == "session_bound":
-                reasons.add(TIMEOUT)
+            elif (ev == "send_timeout" and t <= T) or ev in ("session_bound", "handshake_timeout"):
+                reasons.add(TIMEOUT)  # handshake_timeout: moshi, no handshake within handshake_timeout_s
+            elif ev == "accounting" and rec.get("checked"):  # native-duplex: append/unit/drain accounting
+                if rec.get("drained") is None:
+                    reasons.add(TIMEOUT)  # no `drained` within drain_s
+                elif rec.get("problems"):
+                    reasons.add(PROTOCOL_VIOLATION)
+                    detail.setdefault("first_problem", {"t": _r6(t), "type": "accounting", "what": rec["problems"][0]})
     stall = _stalled(records, T, stall_s)
     if stall is not None:
         reasons.add(TIMEOUT)
