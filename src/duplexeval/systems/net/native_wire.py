@@ -308,7 +308,9 @@ def parse_client_event(text: str | bytes) -> _Strict | dict[str, Any]:
 
 
 def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
+    """The first problem, an unknown field first (servers answer those with `unknown_parameter`)."""
+    errors = sorted(exc.errors(), key=lambda e: e.get("type") != "extra_forbidden")
+    err = errors[0]
     where = ".".join(str(p) for p in err.get("loc", ()))
     return f"{where}: {err.get('msg', 'invalid')}" if where else str(err.get("msg", "invalid"))
 

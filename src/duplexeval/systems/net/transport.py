@@ -148,7 +148,8 @@ class Receiver:
             if sent is not None and sent.code == MESSAGE_TOO_BIG:
                 self.trace.meta("violation", t, what=f"a message over the size bound ({self.max_size} bytes)")
             rcvd = exc.rcvd
-            by = "client" if self.closing_by_client else "server"
+            too_big = sent is not None and sent.code == MESSAGE_TOO_BIG  # the client closed it (1009)
+            by = "client" if self.closing_by_client or too_big else "server"
             self.trace.meta("closed", t, by=by, code=None if rcvd is None else rcvd.code,
                             reason=None if rcvd is None else rcvd.reason[:200])
         except asyncio.CancelledError:
