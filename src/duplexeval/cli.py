@@ -78,6 +78,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "duplexeval.controller.tools_cli",
     "duplexeval.demo_cli",
     "duplexeval.systems.net.serve_cli",
+    "duplexeval.fdb.replay_cli",
 )
 
 

@@ -26,6 +26,7 @@ def register_system(name: str, cls: type) -> None:
 NETWORK_SYSTEMS: dict[str, str] = {
     "openai-realtime": "duplexeval.systems.net.openai_realtime:OpenAIRealtime",
     "ws-pcm": "duplexeval.systems.net.ws_pcm:WsPcm",
+    "loopback": "duplexeval.systems.net.loopback:Loopback",
     "moshi": "duplexeval.systems.net.moshi:MoshiSystem",
     "native-duplex": "duplexeval.systems.net.native:NativeDuplexSystem",
 }

@@ -22,6 +22,7 @@ Contract for a protocol server (see ws_pcm.py for the smallest one):
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import random
 import threading
@@ -148,10 +149,14 @@ class ServerSession:
         self.config = server.config
         self.ws = ws
         self.driver = SystemDriver(self.config.system, self)
-        self.t0: float | None = None  # monotonic time of the first input audio
+        self.t0: float | None = None  # monotonic time of input time 0 (see input_audio)
+        self._heard_s = 0.0
         self.stalled = False
-        self._queue: asyncio.Queue[tuple[float, str | bytes] | None] = asyncio.Queue()
-        self._last_due = 0.0
+        self._heap: list[tuple[float, int, str | bytes, str | None, Callable[[], None] | None]] = []
+        self._seq = 0
+        self._wake = asyncio.Event()
+        self._done = False
+        self._cancel_at: dict[str, float] = {}
         self._rng = random.Random(self.config.seed + server.connections)
         self._tasks: list[asyncio.Task[Any]] = []
 
@@ -173,6 +178,14 @@ class ServerSession:
     def on_user(self, kind: str, at_s: float, detail: dict[str, Any]) -> None:
         """Default: nothing."""
 
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        """Refuse options this protocol does not know (InputError); the default knows none."""
+        if options:
+            from duplexeval.errors import InputError
+
+            raise InputError(f"--option: the {cls.protocol} server has no options ({', '.join(sorted(options))} given)")
+
     def error_message(self, text: str) -> str | bytes:
         raise NotImplementedError
 
@@ -187,20 +200,37 @@ class ServerSession:
         """The server session's input time (0 = first input audio); 0 before any input."""
         return 0.0 if self.t0 is None else time.monotonic() - self.t0
 
-    def input_started(self) -> None:
-        """Call when the first input audio arrives: starts the clock and the timed faults."""
-        if self.t0 is not None:
-            return
-        self.t0 = time.monotonic()
-        for kind, s in self.config.faults.at:
-            self._tasks.append(asyncio.get_running_loop().create_task(self._fault(kind, s)))
+    def input_audio(self, seconds: float) -> None:
+        """Call for every input audio packet (its duration): keeps the session clock on the input stream.
 
-    def deliver(self, at_s: float, message: str | bytes) -> None:
-        """Send `message` at input time `at_s` (or now if later), after everything delivered before it."""
-        jitter = self._rng.uniform(0.0, self.config.faults.jitter_ms / 1000.0) if self.config.faults.jitter_ms else 0.0
-        due = max(at_s + jitter, self._last_due)
-        self._last_due = due
-        self._queue.put_nowait((due, message))
+        The origin is the earliest `arrival - audio received before it` over all packets, so a client
+        whose first packets were late (a busy machine) does not shift every later delivery. The first
+        call starts the timed faults.
+        """
+        now = time.monotonic()
+        implied = now - self._heard_s
+        self._heard_s += seconds
+        first = self.t0 is None
+        if self.t0 is None or implied < self.t0:
+            self.t0 = implied
+            self._wake.set()
+        if first:
+            for kind, s in self.config.faults.at:
+                self._tasks.append(asyncio.get_running_loop().create_task(self._fault(kind, s)))
+
+    def deliver(self, at_s: float, message: str | bytes, tag: str | None = None,
+                on_sent: Callable[[], None] | None = None) -> None:
+        """Send `message` at input time `at_s` (now if that has passed); equal times keep the order of calls.
+
+        `tag` groups messages that `cancel(tag, at_s)` can withdraw; `on_sent` runs once it is on the wire.
+        """
+        heapq.heappush(self._heap, (float(at_s), self._seq, message, tag, on_sent))
+        self._seq += 1
+        self._wake.set()
+
+    def cancel(self, tag: str, at_s: float) -> None:
+        """Withdraw the messages of `tag` due at or after `at_s` (a cancelled response's remaining deltas)."""
+        self._cancel_at[tag] = min(at_s, self._cancel_at.get(tag, float("inf")))
 
     async def send_now(self, message: str | bytes) -> None:
         if self.stalled:
@@ -210,22 +240,42 @@ class ServerSession:
         except ConnectionClosed:
             pass
 
+    def _withdrawn(self, due: float, tag: str | None) -> bool:
+        return tag is not None and due >= self._cancel_at.get(tag, float("inf")) - 1e-9
+
     async def _sender(self) -> None:
+        """Send queued messages in due order; `jitter_ms` adds U(0, J) after each due time (order kept)."""
+        jitter = self.config.faults.jitter_ms / 1000.0
         while True:
-            got = await self._queue.get()
-            if got is None:
-                return
-            due, message = got
-            if self.t0 is not None:
-                delay = self.t0 + due - time.monotonic()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-            if self.stalled:
+            if not self._heap:
+                if self._done:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            due, _, message, tag, on_sent = self._heap[0]
+            if self._withdrawn(due, tag):
+                heapq.heappop(self._heap)
+                continue
+            delay = 0.0 if self.t0 is None else self.t0 + due - time.monotonic()
+            if delay > 0:
+                self._wake.clear()
+                try:  # a newly queued earlier message (or a cancel) wakes us up
+                    await asyncio.wait_for(self._wake.wait(), timeout=delay)
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            heapq.heappop(self._heap)
+            if jitter:
+                await asyncio.sleep(self._rng.uniform(0.0, jitter))
+            if self.stalled or self._withdrawn(due, tag):
                 continue
             try:
                 await self.ws.send(message)
             except ConnectionClosed:
                 return
+            if on_sent is not None:
+                on_sent()
 
     async def _fault(self, kind: str, s: float) -> None:
         assert self.t0 is not None
@@ -261,7 +311,9 @@ class ServerSession:
         except ConnectionClosed:
             pass
         finally:
-            self._queue.put_nowait(None)
+            self._heap.clear()  # the client is gone: nothing queued will ever be sent
+            self._done = True
+            self._wake.set()
             try:
                 await asyncio.wait_for(sender, timeout=2.0)
             except (asyncio.TimeoutError, ConnectionClosed):
@@ -281,6 +333,7 @@ class LoopbackServer:
         self.port = port
         self.connections = 0  # upgrade requests seen (for busy=N)
         self.active = 0
+        self.events: list[dict[str, Any]] = []  # what sessions did that tests may check (truncates, cancels)
         self._server: Server | None = None
 
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -364,6 +417,62 @@ class ServerThread:
         self.stop()
 
 
+class ServerProcess:
+    """Run `duplexeval serve PROTOCOL ...` as a child process (its own interpreter: no GIL shared with the client)."""
+
+    def __init__(self, protocol: str, system: str, faults: list[str] | None = None, options: dict[str, str] | None = None,
+                 start_timeout_s: float = 60.0) -> None:
+        import sys
+
+        self.args = [sys.executable, "-m", "duplexeval", "serve", protocol, "--system", system, "--port", "0"]
+        for f in faults or []:
+            self.args += ["--fault", f]
+        for k, v in (options or {}).items():
+            self.args += ["--option", f"{k}={v}"]
+        self.start_timeout_s = start_timeout_s
+        self.proc: Any = None
+        self._url = ""
+
+    def start(self) -> ServerProcess:
+        import re
+        import subprocess
+
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line: list[str] = []
+
+        def read() -> None:
+            assert self.proc is not None and self.proc.stdout is not None
+            line.append(self.proc.stdout.readline())
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(self.start_timeout_s)
+        m = re.search(r" on (ws://\S+?);", line[0] if line else "")
+        if m is None:
+            self.stop()
+            err = "" if self.proc.stderr is None else self.proc.stderr.read()[-500:]
+            raise RuntimeError(f"`duplexeval serve` did not start: {' '.join(err.split()) or 'no output'}")
+        self._url = m.group(1)
+        return self
+
+    def url(self, path: str = "/") -> str:
+        return self._url  # the announced URL already carries the protocol's path
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except Exception:  # noqa: BLE001 - last resort for a child that ignores SIGTERM
+                self.proc.kill()
+
+    def __enter__(self) -> ServerProcess:  # noqa: PYI034
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
 # Protocol name -> "module:ServerSession class" (netproto adds moshi and native-duplex here).
 SERVER_PROTOCOLS: dict[str, str] = {
     "ws-pcm": "duplexeval.systems.net.ws_pcm:WsPcmServerSession",
@@ -392,8 +501,10 @@ def make_server(protocol: str, system: System | str, faults: Faults | None = Non
         from duplexeval.systems.registry import make_system
 
         system = make_system(system)
+    cls = server_class(protocol)
+    cls.check_options(dict(options or {}))
     cfg = ServeConfig(system, faults or Faults(), max_size, dict(options or {}))
-    return LoopbackServer(server_class(protocol), cfg, port=port)
+    return LoopbackServer(cls, cfg, port=port)
 
 
 def run_forever(server: LoopbackServer, announce: Callable[[str], None]) -> None:

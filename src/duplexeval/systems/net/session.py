@@ -94,6 +94,7 @@ class NetSystem:
     stall_s: float = 10.0
     drain_s: float = 5.0
     session_extra_s: float = 30.0
+    linger_s: float = 0.0  # keep listening this long after T before closing (records post-window events)
 
     def params(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,6 +134,8 @@ class NetSystem:
             v = getattr(self, key)
             if not (0 < v <= 3600):
                 raise ValueError(f"{key} must be in (0, 3600] seconds, got {v}")
+        if not (0 <= self.linger_s <= 60):
+            raise ValueError(f"linger_s must be between 0 and 60 seconds, got {self.linger_s}")
 
     async def open_session(self, info: SampleInfo) -> NetSession:
         session = self.session_class(self, info)
@@ -156,6 +159,7 @@ class NetSession:
         self.seq = 0
         self.dead = False
         self._signals: dict[str, asyncio.Event] = {}
+        self._owed: set[str] = set()
         self._watchdog: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------- protocol hooks (override)
@@ -194,13 +198,17 @@ class NetSession:
 
     def expect(self, what: str) -> None:
         """The server owes a reply named `what` (a gap over stall_s while owed is a `timeout`)."""
+        if what in self._owed:
+            return
+        self._owed.add(what)
         self.wire.meta("owe", what=what)
-        self._signals.setdefault(what, asyncio.Event())
+        self._signals[what] = asyncio.Event()
 
     def signal(self, what: str, rec: dict[str, Any] | None = None) -> None:
         """The reply `what` arrived (paid at its receipt time)."""
         t = self.wire.now() if rec is None else float(rec["t"])
-        if what in self._signals and not self._signals[what].is_set():
+        if what in self._owed:
+            self._owed.discard(what)
             self.wire.meta("paid", t, what=what)
         self._signals.setdefault(what, asyncio.Event()).set()
 
@@ -290,6 +298,11 @@ class NetSession:
 
     async def close(self) -> None:
         self.wire.meta("input_end")
+        if self.system.linger_s > 0 and not self.dead and self.receiver is not None:
+            try:  # listen on after T (a close by the server ends the wait)
+                await asyncio.wait_for(self.receiver.closed.wait(), timeout=self.system.linger_s)
+            except asyncio.TimeoutError:
+                pass
         if not self.dead:
             try:
                 await asyncio.wait_for(self.finish_input(), timeout=self.system.drain_s)

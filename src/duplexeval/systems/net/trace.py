@@ -195,31 +195,32 @@ class Verdict:
 
 
 def _stalled(records: list[dict[str, Any]], T: float, stall_s: float) -> float | None:
-    """The start of the first gap > stall_s between received messages while a reply was owed, before T."""
+    """The start of the first gap > stall_s between received messages while a reply was owed, before T.
+
+    Only the open connection counts: the scan stops at the first `closed` record.
+    """
+    if not records:
+        return None
+    closes = [float(r["t"]) for r in records if r["dir"] == "meta" and r.get("event") == "closed"]
+    stop = min(closes) if closes else max(float(r["t"]) for r in records)
     owed: dict[str, float] = {}
     last_msg = -math.inf
-    end = math.inf
-    for rec in records:
-        if rec["dir"] == "meta" and rec.get("event") == "closed":
-            end = min(end, float(rec["t"]))
-    events = sorted(records, key=lambda r: float(r["t"]))
-    for rec in events:
+    for rec in sorted(records, key=lambda r: float(r["t"])):
         t = float(rec["t"])
-        if t > end:  # after the socket closed nothing more is owed (the close has its own reason)
+        if t > stop:
             break
         if owed:
             since = max(last_msg, min(owed.values()))
-            if t - since > stall_s and since <= T and since < end:
+            if t - since > stall_s and since <= T:
                 return since
         if rec["dir"] == "recv":
             last_msg = t
-        if rec["dir"] == "meta" and rec.get("event") == "owe":
+        elif rec["dir"] == "meta" and rec.get("event") == "owe":
             owed.setdefault(str(rec.get("what")), t)
-        if rec["dir"] == "meta" and rec.get("event") == "paid":
+        elif rec["dir"] == "meta" and rec.get("event") == "paid":
             owed.pop(str(rec.get("what")), None)
     if owed:
         since = max(last_msg, min(owed.values()))
-        stop = end if math.isfinite(end) else max((float(r["t"]) for r in records), default=since)
         if stop - since > stall_s and since <= T:
             return since
     return None

@@ -145,10 +145,10 @@ class Receiver:
         except ConnectionClosed as exc:
             t = self.trace.now()
             sent = exc.sent
-            if sent is not None and sent.code == MESSAGE_TOO_BIG:
+            too_big = sent is not None and sent.code == MESSAGE_TOO_BIG
+            if too_big:
                 self.trace.meta("violation", t, what=f"a message over the size bound ({self.max_size} bytes)")
             rcvd = exc.rcvd
-            too_big = sent is not None and sent.code == MESSAGE_TOO_BIG  # the client closed it (1009)
             by = "client" if self.closing_by_client or too_big else "server"
             self.trace.meta("closed", t, by=by, code=None if rcvd is None else rcvd.code,
                             reason=None if rcvd is None else rcvd.reason[:200])

@@ -95,10 +95,10 @@ class WsPcmServerSession(ServerSession):
             if self.stalled:
                 continue
             if isinstance(message, bytes):
-                self.input_started()
                 if len(message) % 2:
                     await self.send_now(self.error_message("odd-length PCM16 input"))
                     continue
+                self.input_audio(len(message) / 2 / self.rate)
                 await self.driver.feed(to16k(message))
 
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
