@@ -70,6 +70,7 @@ def _common(p: str) -> list[Scenario]:
         Scenario("error_before_reply", p, ["error@0.3"]),
         Scenario("error_mid_reply", p, ["error@1.5"]),
         Scenario("error_after_T", p, ["error@3"]),
+        Scenario("error_after_T_lingering", p, ["error@2.3"], "linger_s=1"),  # seen, after the window
         Scenario("stall_before_reply", p, ["stall@0.3"], FAST),
         Scenario("stall_mid_reply", p, ["stall@1.5"], "stall_s=0.4"),  # a gap of 0.4 s before T = 2 s
         Scenario("oversize_before_reply", p, ["oversize@0.3"], "max_size=65536"),  # the server sends 66560 bytes
@@ -115,6 +116,7 @@ EXPECTED = {
     "error_before_reply": ["server_error"],
     "error_mid_reply": ["server_error"],
     "error_after_T": [],
+    "error_after_T_lingering": [],
     "stall_before_reply": ["timeout"],
     "stall_mid_reply": ["timeout"],
     "oversize_before_reply": ["protocol_violation"],
@@ -143,6 +145,8 @@ def test_fault_reason(proto: str, name: str, request: pytest.FixtureRequest) -> 
         assert out.first_loud_s is not None and clean.first_loud_s is not None
         assert abs(out.first_loud_s - clean.first_loud_s) <= SAME_PLAYOUT_TOL_S, (out.first_loud_s, clean.first_loud_s)
         assert out.playout.stats["received_audio_s"] >= T_S - 0.2
+    if name == "error_after_T_lingering":
+        assert out.verdict.post_window_errors == 1  # recorded, not disqualifying
     if name.endswith("_mid_reply") and name != "stall_mid_reply":
         # The reply had started before the fault, and its audio up to the fault is kept.
         assert out.first_loud_s is not None and REPLY_WINDOW_S[0] <= out.first_loud_s <= REPLY_WINDOW_S[1]

@@ -102,10 +102,10 @@ class MoshiServerSession(ServerSession):
                 await self._frame(frame)
 
     async def _frame(self, frame_24k: np.ndarray) -> None:
-        self.input_started()
         if self.skipped < mw.SERVER_SKIPPED_FRAMES:
-            self.skipped += 1  # the model treats the first frame as the past
+            self.skipped += 1  # the model treats the first frame as the past (not on the session clock)
             return
+        self.input_audio(FRAME_S)
         k = self.driver.frames
         await self.driver.feed(mw.float_to_pcm16(self._down.process(frame_24k)))
         out = self.output.stream.next_frame()

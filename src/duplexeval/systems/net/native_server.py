@@ -13,6 +13,7 @@ must ask for `interaction: native` with turn detection off (unknown fields are r
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -211,6 +212,14 @@ class NativeConversation:
         return reply
 
 
+async def flush_deliveries(session: ServerSession, bound_s: float = 2.0) -> None:
+    """Wait (bounded) until the session's queued deliveries are on the wire."""
+    waited = 0.0
+    while session._heap and waited < bound_s and not session.stalled:
+        await asyncio.sleep(0.01)
+        waited += 0.01
+
+
 class NativeServerSession(ServerSession):
     """The loopback native full-duplex server (see the module docstring)."""
 
@@ -220,13 +229,21 @@ class NativeServerSession(ServerSession):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.output = FullDuplexOutput()
-        unit = self.config.options.get("native_unit_ms", str(nw.UNIT_MS))
-        if not str(unit).isdigit() or int(unit) <= 0:
-            raise ValueError(f"--option native_unit_ms={unit!r}: expected a positive whole number of milliseconds")
-        self.conv = NativeConversation(self._step, f"sess_{self.server.connections}", int(unit))
+        unit = int(self.config.options.get("native_unit_ms", nw.UNIT_MS))
+        self.conv = NativeConversation(self._step, f"sess_{self.server.connections}", unit)
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        """One option: `native_unit_ms` (what the grant says; 80 unless testing a client's grant check)."""
+        from duplexeval.errors import InputError
+
+        for key, value in options.items():
+            if key != "native_unit_ms":
+                raise InputError(f"--option {key}: unknown native-duplex server option (known: native_unit_ms)")
+            if not str(value).isdigit() or not 0 < int(value) <= 1000:
+                raise InputError(f"--option native_unit_ms={value!r}: expected whole milliseconds in 1..1000")
 
     async def _step(self, unit: bytes) -> np.ndarray:
-        self.input_started()  # the first unit arrives with the first append
         await self.driver.feed(unit)
         return self.output.stream.next_frame()
 
@@ -251,10 +268,16 @@ class NativeServerSession(ServerSession):
             if self.stalled:
                 continue
             units_before = self.conv.units
+            ms_before = self.conv.received_ms
             reply = await self.conv.on_message(message)
+            if self.conv.received_ms > ms_before:  # an accepted append: the session clock follows the input
+                self.input_audio((self.conv.received_ms - ms_before) / 1000.0)
             # Output of unit k goes out at k * 80 ms of the input timeline (now, in practice); the rest now.
             at = max(self.now_s(), units_before * FRAME_S)
+            if reply.close:  # the last words go out after everything queued, then the server closes
+                await flush_deliveries(self)
+                for msg in reply.messages:
+                    await self.send_now(msg)
+                return
             for msg in reply.messages:
                 self.deliver(at, msg)
-            if reply.close:
-                return
