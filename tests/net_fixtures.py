@@ -116,3 +116,39 @@ def run_cases(cases: list[Case]) -> list[Case]:
             if th is not None:
                 th.stop()
     return cases
+
+
+@dataclass(frozen=True)
+class Echo:
+    """A user's own in-process system, loaded by import path (`net_fixtures:Echo:gain=2`): echoes its input."""
+
+    name: Any = "echo"
+    gain: int = 1
+
+    def params(self) -> dict[str, Any]:
+        return {"gain": self.gain}
+
+    def version(self) -> str:
+        return "echo 1"
+
+    async def open_session(self, info: SampleInfo) -> Any:
+        from duplexeval.systems.base import OutputChunk
+
+        gain = self.gain
+
+        class _S:
+            def __init__(self) -> None:
+                self.out: list[Any] = []
+
+            async def push_input(self, frame: bytes, t_s: float) -> None:
+                x = np.frombuffer(frame, dtype="<i2").astype(np.int32) * gain
+                self.out.append(OutputChunk(np.clip(x, -32768, 32767).astype("<i2").tobytes(), SR, t_s))
+
+            async def poll_output(self, t_s: float) -> list[Any]:
+                out, self.out = self.out, []
+                return out
+
+            async def close(self) -> None:
+                return None
+
+        return _S()

@@ -405,9 +405,12 @@ def _finish_prepared(prep: PreparedSample, trace: Any, run_sha: str, input_sha: 
             reasons.append(REASON_PACING)
         return write_sample(meta, sdir, sample, trace.items, reasons, files, trace.error, trace.error_at_s,
                             input_json, trace.clock, None, trace.error is None)
+    from duplexeval.systems.net.trace import load_trace
+
     files.update(wire.write(sdir, prep.T))
+    written = load_trace(sdir)  # decide from the files as written, so `fdb replay` reproduces it exactly
     stall_s = float(wire.settings.get("stall_s", 10.0))
-    items, net_reasons, network, write_wav = network_outcome(wire.records, wire.pcm(), prep.T, stall_s, trace.error)
+    items, net_reasons, network, write_wav = network_outcome(written.records, written.pcm, prep.T, stall_s, trace.error)
     input_json["max_send_lateness_s"] = network["max_send_lateness_s"]
     return write_sample(meta, sdir, sample, items, reasons + net_reasons, files, trace.error, trace.error_at_s,
                         input_json, trace.clock, network, write_wav)

@@ -30,7 +30,7 @@ NETWORK_SYSTEMS: dict[str, str] = {
     "moshi": "duplexeval.systems.net.moshi:MoshiSystem",
     "native-duplex": "duplexeval.systems.net.native:NativeDuplexSystem",
 }
-_PLUGIN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+):([A-Za-z_][A-Za-z0-9_.]*)(?::(.*))?$", re.DOTALL)
+_PLUGIN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_.]*)(?::(.*))?$", re.DOTALL)
 
 
 def _ensure_builtins() -> None:
@@ -59,7 +59,7 @@ def _factory(spec: str, name: str) -> type:
 def split_plugin(spec: str) -> tuple[str, str] | None:
     """`module.path:Class[:k=v,...]` -> ("module.path:Class", "k=v,...") for a plugin spec, else None."""
     m = _PLUGIN.match(spec.strip())
-    if m is None or "=" in m.group(2):
+    if m is None or m.group(1) in _FACTORIES or m.group(1) in NETWORK_SYSTEMS:
         return None
     return f"{m.group(1)}:{m.group(2)}", m.group(3) or ""
 

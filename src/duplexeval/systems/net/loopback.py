@@ -5,7 +5,8 @@
 protocol's client adapter: the whole network path (resampling, base64, deltas, receipt stamps,
 playout from receipts, truncate/cancel) on a known system. The port is not a parameter, so the run
 identity (and resume) does not depend on it. `client` holds extra client parameters and `faults` /
-`options` the server's, separated by `;` (e.g. `client=dialect=beta;linger_s=1`, `faults=error@2`).
+`options` the server's, and `serve` the served system's parameters, all separated by `;`
+(e.g. `serve=turn-based:silence_ms=700;think_ms=0`, `client=dialect=beta;linger_s=1`, `faults=error@2`).
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ class Loopback:
     def params(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def served(self) -> str:
+        """The served system's spec (`;` separates its parameters inside this one's)."""
+        return self.serve.replace(";", ",")
+
     def _client_spec(self, url: str) -> str:
         extra = ",".join(_split(self.client))
         return f"{self.protocol}:url={url}" + (f",{extra}" if extra else "")
@@ -73,7 +79,7 @@ class Loopback:
     def version(self) -> str:
         from duplexeval.systems.registry import make_system
 
-        served = make_system(self.serve)
+        served = make_system(self.served)
         client = make_system(self._client_spec("ws://127.0.0.1:1/"))
         return f"{client.version()}; served {served.name}: {served.version()}"
 
@@ -87,7 +93,7 @@ class Loopback:
         if self.protocol not in SERVER_PROTOCOLS:
             raise ValueError(f"protocol must be one of {', '.join(SERVER_PROTOCOLS)}, got {self.protocol!r}")
         try:
-            make_system(self.serve)
+            make_system(self.served)
             make_system(self._client_spec("ws://127.0.0.1:1/"))
             parse_faults(_split(self.faults))
             server_class(self.protocol).check_options(parse_options(_split(self.options)))
@@ -104,12 +110,12 @@ class Loopback:
             th = _SERVERS.get(key)
             if th is None:
                 if self.in_process:
-                    srv = make_server(self.protocol, self.serve, parse_faults(_split(self.faults)),
+                    srv = make_server(self.protocol, self.served, parse_faults(_split(self.faults)),
                                       options=parse_options(_split(self.options)))
                     th = ServerThread(srv).start()
                     th = _ThreadHandle(th, str(th.url(getattr(srv.session_cls, "default_path", "/"))))
                 else:
-                    th = ServerProcess(self.protocol, self.serve, _split(self.faults),
+                    th = ServerProcess(self.protocol, self.served, _split(self.faults),
                                        parse_options(_split(self.options))).start()
                 _SERVERS[key] = th
         return str(th.url())

@@ -105,6 +105,8 @@ class RealtimeSession(NetSession):
         self.resample: StreamResampler | None = None
         self.live = LivePlayout()
         self.active_response: str | None = None
+        self.last_audio_item: str | None = None
+        self.audio_done: set[str] = set()  # items whose audio the server finished sending
         self.truncated: list[dict[str, Any]] = []  # what this client asked to truncate (item, ms, played samples)
         self._tasks: list[asyncio.Task[Any]] = []
 
@@ -165,6 +167,9 @@ class RealtimeSession(NetSession):
             item = str(msg.get("item_id", ""))
             self.output_audio(rec, pcm, self.out_rate)
             self.live.add(item, pcm, self.out_rate, float(rec["t"]))
+            self.last_audio_item = item
+        elif kind == AUDIO_DONE[d]:
+            self.audio_done.add(str(msg.get("item_id", "")))
         elif kind == AUDIO_DELTA[other]:
             raise ProtocolViolation(f"{kind} is a {other} event; this client speaks dialect={d}")
         elif kind == "response.created":
@@ -193,9 +198,14 @@ class RealtimeSession(NetSession):
         """speech_started: stop playback now, truncate what was played, cancel if the server will not."""
         t = float(rec["t"])
         self.signal("response", rec)  # the user spoke again: no response is owed for the last turn
+        # the item being heard: its audio is still queued, or more of it is on the way (a playback underrun)
+        last = self.last_audio_item
         playing = self.live.playing_at(t)
+        if playing is None and last is not None and last not in self.audio_done:
+            playing = last
         self.clear_queue(rec, reason="speech_started")
         if playing is not None:
+            self.audio_done.add(playing)  # interrupted: nothing more of it will be heard
             played = self.live.played_samples(playing, t)
             ms = played_ms(played)
             if ms > 0:

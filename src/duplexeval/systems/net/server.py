@@ -46,7 +46,7 @@ from duplexeval.systems.base import (
     System,
 )
 from duplexeval.systems.net.faults import Faults
-from duplexeval.systems.net.transport import DEFAULT_MAX_SIZE
+from duplexeval.systems.net.transport import DEFAULT_MAX_SIZE, WS_LOG
 
 log = logging.getLogger("duplexeval.serve")
 FRAME_S = FRAME_SAMPLES / INPUT_SAMPLE_RATE
@@ -338,6 +338,8 @@ class LoopbackServer:
 
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         self.connections += 1
+        # whether credentials came (never their value), for tests and harnesses
+        self.events.append({"event": "connect", "authorization": "Authorization" in request.headers})
         if self.connections <= self.config.faults.busy:
             return connection.respond(503, "busy (fault injection)\n")
         if self.session_cls.exclusive and self.active > 0:
@@ -356,7 +358,7 @@ class LoopbackServer:
     async def start(self) -> int:
         self._server = await serve(
             self._handler, self.host, self.port, compression=None, ping_interval=None,
-            max_size=self.config.max_size, process_request=self._process_request,
+            max_size=self.config.max_size, process_request=self._process_request, logger=WS_LOG,
         )
         sock = next(iter(self._server.sockets))
         self.port = int(sock.getsockname()[1])

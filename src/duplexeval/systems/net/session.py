@@ -160,6 +160,7 @@ class NetSession:
         self.dead = False
         self._signals: dict[str, asyncio.Event] = {}
         self._owed: set[str] = set()
+        self._error = asyncio.Event()
         self._watchdog: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------- protocol hooks (override)
@@ -195,6 +196,7 @@ class NetSession:
     def server_error(self, rec: dict[str, Any], message: str) -> None:
         rec["error"] = True
         rec["message"] = redact(" ".join(str(message).split()), self.system.secrets())[:300]
+        self._error.set()  # a handshake waiting for a reply gives up at once
 
     def expect(self, what: str) -> None:
         """The server owes a reply named `what` (a gap over stall_s while owed is a `timeout`)."""
@@ -213,10 +215,11 @@ class NetSession:
         self._signals.setdefault(what, asyncio.Event()).set()
 
     async def wait_for(self, what: str, timeout_s: float | None = None) -> bool:
-        """Wait (bounded, default stall_s) for `signal(what)`; False on timeout or when the socket closed."""
+        """Wait (bounded, default stall_s) for `signal(what)`; False on timeout, an error event or a closed socket."""
         ev = self._signals.setdefault(what, asyncio.Event())
         closed = self.receiver.closed if self.receiver is not None else asyncio.Event()
-        waits = [asyncio.ensure_future(ev.wait()), asyncio.ensure_future(closed.wait())]
+        waits = [asyncio.ensure_future(ev.wait()), asyncio.ensure_future(closed.wait()),
+                 asyncio.ensure_future(self._error.wait())]
         try:
             await asyncio.wait(waits, timeout=self.system.stall_s if timeout_s is None else timeout_s,
                                return_when=asyncio.FIRST_COMPLETED)

@@ -27,6 +27,10 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from duplexeval.systems.net.trace import WireTrace
 
 log = logging.getLogger("duplexeval.net")
+# websockets' own logger at DEBUG prints the upgrade request headers (an Authorization header with them);
+# the connections get this one, pinned at INFO, so no logging setup can make it print a key.
+WS_LOG = logging.getLogger("duplexeval.net.websockets")
+WS_LOG.setLevel(logging.INFO)
 
 CONNECT_RETRIES = 3  # retries after the first attempt, on HTTP 503 or a refused connection only
 RETRY_DELAY_S = 0.25
@@ -91,6 +95,7 @@ async def connect(
                 open_timeout=settings.open_timeout_s,
                 close_timeout=settings.close_timeout_s,
                 user_agent_header=f"duplexeval/{_version()}",
+                logger=WS_LOG,
             )
         except Exception as exc:  # noqa: BLE001 - every failure is a recorded attempt
             outcome, retry = _why(exc)
