@@ -33,9 +33,9 @@ LOUD = 500  # |sample| above this is audible output (the baseline's espeak reply
 
 def tone_input(speech_s: float = SPEECH_S, total_s: float = T_S) -> np.ndarray:
     """A 300 Hz tone (the 'user') then silence, int16 at 16 kHz."""
-    n = int(round(total_s * SR))
+    n = round(total_s * SR)
     x = np.zeros(n, dtype=np.float32)
-    m = int(round(speech_s * SR))
+    m = round(speech_s * SR)
     x[:m] = 0.3 * np.sin(2 * np.pi * 300 * np.arange(m) / SR)
     return (x * 32767).astype(np.int16)
 
@@ -181,3 +181,69 @@ def _run_together(scenarios: list[Scenario], pcm: np.ndarray) -> dict[str, Outco
         pl = playout(received_items(records, tr.wire.pcm()), pcm.shape[0], T)
         out[sc.name] = Outcome(sc, tr, v, pl, records)
     return out
+
+
+def short_interruption(ds: Any, sid: str, context: str, interrupt: str) -> None:
+    """Context, 2.5 s of silence (the baseline starts its reply), the interruption over the reply, 4 s tail."""
+    from systems_fixtures import _z, add_sample
+
+    from duplexeval.tts import synthesize
+
+    c = synthesize(context)
+    i = synthesize(interrupt)
+    c_len = len(c.audio) / SR
+    S = c_len + 2.5 + i.words[0].start_s
+    R = c_len + 2.5 + i.words[-1].end_s
+    audio = np.concatenate([c.audio, _z(2.5), i.audio, _z(4.0)])
+    add_sample(ds, "synthetic_user_interruption", sid, audio,
+               [{"context": context, "interrupt": interrupt, "timestamp": [round(S, 6), round(R, 6)]}])
+
+
+def timing_datasets(root: Any) -> tuple[Any, Any]:
+    """Two turn-taking, one pause and one interruption sample; and the same inputs after Ogg/Opus.
+
+    What a Moshi server hears is the input after Ogg/Opus: the served baseline's VAD decides on that
+    (tens of ms apart from the clean input), so its in-process run on the second set is moshi's
+    timing reference.
+    """
+    import json
+
+    import soundfile as sf
+    from systems_fixtures import Dataset, add_sample, pause, turn_taking
+
+    from duplexeval.systems.net.moshi_wire import opus_round_trip
+
+    ds = Dataset("net-timing", root / "ds")
+    turn_taking(ds, "1", "Can you tell me what time it is in London right now?", tail_s=3.0)
+    turn_taking(ds, "2", "What is the capital city of France?", voice="en-gb", tail_s=3.0)
+    pause(ds, "1", "I went to the shop", "and bought some bread", gap_s=1.5)
+    short_interruption(ds, "1", "Please tell me about the weather.", "Wait, tell me about the sea instead.")
+    heard = Dataset("net-timing-opus", root / "ds-opus")
+    for s in ds.rows:
+        audio, _ = sf.read(str(s.input_path), dtype="int16")
+        ann = json.loads(s.annotation_path.read_text()) if s.annotation_path else None
+        add_sample(heard, s.subset, s.id, opus_round_trip(audio).astype(np.float32) / 32768.0, ann)
+    return ds, heard
+
+
+AUDIO_TYPES = ("audio", "response.output_audio.delta")
+
+
+def frame_delay(sdir: Any, at_s: float) -> float:
+    """Playout start minus slot (k * 80 ms) of the k-th output frame, the one that plays the sample at `at_s`.
+
+    That is the frame's receipt after its slot (transport and server work: machine speed) plus any
+    queueing; it is read from the sample's trace.json and trace.jsonl.
+    """
+    import json
+
+    doc = json.loads((sdir / "trace.json").read_text())
+    played = [it for it in doc["items"] if it["kind"] == "audio"]
+    records = [json.loads(line) for line in (sdir / "trace.jsonl").read_text().splitlines()[1:]]
+    frames = [r for r in records if r["dir"] == "recv" and r.get("type") in AUDIO_TYPES]
+    with_audio = [k for k, r in enumerate(frames) if "audio" in r]
+    assert len(with_audio) == len(played)
+    for k, it in zip(with_audio, played):
+        if it["play_start_s"] is not None and it["play_start_s"] <= at_s < it["play_end_s"]:
+            return float(it["play_start_s"]) - k * 0.08
+    raise AssertionError(f"{sdir}: no output frame plays {at_s} s")

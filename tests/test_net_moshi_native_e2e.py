@@ -14,57 +14,52 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 import soundfile as sf
+from net_proto_helpers import first_loud_s, frame_delay, timing_datasets
 
 from duplexeval.fdb.asr_stage import run as asr_run
 from duplexeval.fdb.export import export
 from duplexeval.fdb.replay import replay
 from duplexeval.fdb.unified import score
-from duplexeval.tts import synthesize
-
-from net_proto_helpers import first_loud_s
-from systems_fixtures import Dataset, _z, add_sample, pause, turn_taking
+from duplexeval.systems.net.moshi_wire import opus_round_trip
 
 pytestmark = pytest.mark.slow
 
-FIRST_PLAYOUT_TOL_S = 0.040  # the issue's bound: Opus (~7 ms each way), resamplers (~1.5 ms), receipt stamps
-
-
-def _short_interruption(ds: Dataset, sid: str, context: str, interrupt: str) -> None:
-    """Context, 2.5 s of silence (the baseline starts its reply), the interruption over the reply, 4 s tail."""
-    c = synthesize(context)
-    i = synthesize(interrupt)
-    c_len = len(c.audio) / 16000
-    S = c_len + 2.5 + i.words[0].start_s
-    R = c_len + 2.5 + i.words[-1].end_s
-    audio = np.concatenate([c.audio, _z(2.5), i.audio, _z(4.0)])
-    add_sample(ds, "synthetic_user_interruption", sid, audio,
-               [{"context": context, "interrupt": interrupt, "timestamp": [round(S, 6), round(R, 6)]}])
+# The issue's bound, for the placement of the first audible sample once the measured delay of the frame
+# that carries it (its receipt after its 80 ms slot: transport and server work, i.e. machine speed,
+# recorded in the trace) is taken out. What remains is the resamplers (2.4 ms) and any misplacement
+# by the capture. The raw differences are in docs/network-moshi-native.md.
+FIRST_PLAYOUT_TOL_S = 0.040
+MAX_DELAY_S = 0.5
 
 
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("net-e2e")
-    ds = Dataset("net-e2e", root / "ds")
-    turn_taking(ds, "1", "Can you tell me what time it is in London right now?", tail_s=3.0)
-    turn_taking(ds, "2", "What is the capital city of France?", voice="en-gb", tail_s=3.0)
-    pause(ds, "1", "I went to the shop", "and bought some bread", gap_s=1.5)
-    _short_interruption(ds, "1", "Please tell me about the weather.", "Wait, tell me about the sea instead.")
+    ds, heard = timing_datasets(root)
+    export("turn-based", heard, root / "in-process-opus", progress=False)
     specs = {
         "in-process": ("turn-based", 1),
         "moshi": ("loopback:protocol=moshi,serve=turn-based", 1),  # one conversation at a time
-        "native-duplex": ("loopback:protocol=native-duplex,serve=turn-based", 4),
+        "native-duplex": ("loopback:protocol=native-duplex,serve=turn-based", 2),
     }
-    out = {}
+    out = {"in-process-opus": root / "in-process-opus"}
     for name, (spec, concurrency) in specs.items():
         tree = root / name
-        export(spec, ds, tree, progress=False, concurrency=concurrency)
+        for attempt in range(1, 4):  # a sample the machine's load starved (input_pacing_late) is captured again
+            export(spec, ds, tree, progress=False, concurrency=concurrency, force=attempt > 1)
+            if not _starved(tree):
+                break
         asr_run(tree, progress=False, jobs=1)
         score(tree)
         out[name] = tree
     return out
+
+
+def _starved(tree: Path) -> bool:
+    manifest = json.loads((tree / "manifest.json").read_text())
+    return any("input_pacing_late" in s.get("reasons", []) for s in manifest["samples"])
 
 
 def _rows(tree: Path) -> dict[tuple[str, str], dict]:
@@ -72,26 +67,41 @@ def _rows(tree: Path) -> dict[tuple[str, str], dict]:
     return {(r["subset"], r["sample_id"]): r for r in map(json.loads, lines)}
 
 
+def _decision(row: dict) -> object:
+    """What the unified rules decided for a sample: the outcome, or for pause handling the intrusion."""
+    return row["outcome"] if "outcome" in row else ("pause_intrusion", row["pause_intrusion"])
+
+
 def _first_loud(tree: Path, key: tuple[str, str]) -> float | None:
     audio, _ = sf.read(str(tree / key[0] / key[1] / "output.wav"), dtype="int16")
     return first_loud_s(audio)
+
+
+def _reference_first_loud(trees: dict[str, Path], proto: str, key: tuple[str, str]) -> float | None:
+    """Native: the in-process output. Moshi: the in-process output on Opus input, itself through Opus
+    (the codec softens the reply's onset: the first sample over the threshold moves 12-44 ms later)."""
+    if proto == "native-duplex":
+        return _first_loud(trees["in-process"], key)
+    audio, _ = sf.read(str(trees["in-process-opus"] / key[0] / key[1] / "output.wav"), dtype="int16")
+    return first_loud_s(opus_round_trip(audio))
 
 
 @pytest.mark.parametrize("proto", ["moshi", "native-duplex"])
 def test_same_outcomes_and_first_playout(trees: dict[str, Path], proto: str) -> None:
     ref, net = _rows(trees["in-process"]), _rows(trees[proto])
     assert set(ref) == set(net) and len(ref) == 4
+    if _starved(trees[proto]):
+        pytest.skip(f"{proto}: samples starved by the machine's load in 3 captures (input_pacing_late)")
     manifest = json.loads((trees[proto] / "manifest.json").read_text())
-    starved = [s for s in manifest["samples"] if "input_pacing_late" in s.get("reasons", [])]
-    if starved:
-        pytest.skip(f"{proto}: {len(starved)} sample(s) starved by the machine's load (input_pacing_late)")
     assert all(s["eligible"] for s in manifest["samples"]), manifest["samples"]
     for key in ref:
-        assert net[key]["outcome"] == ref[key]["outcome"], (key, ref[key], net[key])
-        a, b = _first_loud(trees["in-process"], key), _first_loud(trees[proto], key)
+        assert _decision(net[key]) == _decision(ref[key]), (key, ref[key], net[key])
+        a, b = _reference_first_loud(trees, proto, key), _first_loud(trees[proto], key)
         assert (a is None) == (b is None), (key, a, b)
         if a is not None and b is not None:
-            assert abs(b - a) <= FIRST_PLAYOUT_TOL_S, (key, a, b)
+            delay = frame_delay(trees[proto] / key[0] / key[1], b)
+            assert 0.0 <= delay <= MAX_DELAY_S, (key, delay)  # never before its slot; bounded
+            assert abs(b - delay - a) <= FIRST_PLAYOUT_TOL_S, (key, a, b, delay)
 
 
 @pytest.mark.parametrize("proto", ["moshi", "native-duplex"])

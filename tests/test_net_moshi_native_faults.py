@@ -16,11 +16,11 @@ import pytest
 
 pytestmark = pytest.mark.slow  # real-time sessions: about 45 s of wall time on the loaded 2-core machine
 
+from net_proto_helpers import T_S, Outcome, Scenario, run_batch, skip_if_starved
+
 from duplexeval.systems.net.moshi import MoshiSession, MoshiSystem
 from duplexeval.systems.net.native import NativeDuplexSystem, NativeSession
 from duplexeval.systems.registry import make_system
-
-from net_proto_helpers import T_S, Outcome, Scenario, run_batch, skip_if_starved
 
 # The baseline's reply starts about 1.0 s in; the energy detector and the codecs move it by
 # tens of ms, jitter and load by more: the checks below allow 0.15 s.

@@ -13,6 +13,7 @@ import json
 import numpy as np
 import pytest
 import websockets
+from net_proto_helpers import SERVED, first_loud_s, tone_input
 
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net import moshi_wire as mw
@@ -21,8 +22,6 @@ from duplexeval.systems.net.frame_stream import FrameStream
 from duplexeval.systems.net.native_server import NativeConversation
 from duplexeval.systems.net.server import ServerThread, make_server
 from duplexeval.systems.registry import make_system
-
-from net_proto_helpers import SERVED, first_loud_s, tone_input
 
 
 def _conversation(grant_unit_ms: int = 80) -> NativeConversation:

@@ -22,6 +22,18 @@ from duplexeval.systems.base import (
     Received,
 )
 
+# A full-duplex stream sends silence frames while the model is quiet. A client that queued them all
+# would fall behind for good after one late frame (each frame is exactly 80 ms, so a FIFO never catches
+# up); a client catches up on silence instead: frames whose peak is at most this many LSB (-84 dBFS,
+# Opus's decoded silence) are recorded but not queued.
+SILENCE_PEAK = 2
+
+
+def is_silent(pcm16: bytes) -> bool:
+    """True for PCM16 whose peak is at most SILENCE_PEAK (a silence frame of a full-duplex stream)."""
+    a = np.frombuffer(pcm16, dtype="<i2")
+    return a.size == 0 or int(np.max(np.abs(a.astype(np.int32)))) <= SILENCE_PEAK
+
 
 class FrameStream:
     """Timeline of output samples at 16 kHz; `next_frame()` returns the next `frame` samples (int16)."""

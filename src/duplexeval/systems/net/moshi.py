@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net import moshi_wire as mw
+from duplexeval.systems.net.frame_stream import is_silent
 from duplexeval.systems.net.session import HandshakeAborted, NetSession, NetSystem
 
 MAX_TEXT_CHARS = 200  # text and metadata kept per trace record
@@ -58,7 +59,9 @@ class MoshiSession(NetSession):
         if isinstance(ev, mw.Handshake):
             self.signal("handshake", rec)
         elif isinstance(ev, mw.AudioOut):
-            if ev.pcm16:
+            if ev.pcm16 and is_silent(ev.pcm16):
+                rec["silent"] = len(ev.pcm16) // 2  # samples of silence: recorded, not queued (frame_stream)
+            elif ev.pcm16:
                 self.output_audio(rec, ev.pcm16, ev.sample_rate)
         elif isinstance(ev, mw.TextOut):
             rec["text"] = ev.text[:MAX_TEXT_CHARS]

@@ -305,3 +305,24 @@ class MoshiClientCodec:
         if msg.kind == Kind.CONTROL:
             return ControlOut(msg.control())
         return PingOut()
+
+
+def opus_round_trip(pcm16: np.ndarray) -> np.ndarray:
+    """What a Moshi server hears of 16 kHz int16 input: 24 kHz Ogg/Opus there and back, 80 ms frames.
+
+    The same chain the adapter and the loopback server run (lead frame, resampler, sphn encoder,
+    decoder, resampler), for comparing a served system with its in-process run on equal input.
+    """
+    x = np.asarray(pcm16, dtype="<i2")
+    pad = (-x.shape[0]) % 1280
+    x = np.concatenate([x, np.zeros(pad, dtype="<i2")])
+    enc, dec = OpusEncoder(INPUT_SAMPLE_RATE), OpusDecoder()
+    framer, down = Framer(MOSHI_FRAME_SAMPLES), StreamResampler(MOSHI_SAMPLE_RATE, INPUT_SAMPLE_RATE)
+    for _ in range(SERVER_SKIPPED_FRAMES):  # the client's silent lead frame, which the server skips
+        framer.push(dec.feed(enc.encode_silence()))
+    out = []
+    for i in range(x.shape[0] // 1280):
+        for frame in framer.push(dec.feed(enc.encode_frame(x[i * 1280 : (i + 1) * 1280].tobytes()))):
+            out.append(np.frombuffer(float_to_pcm16(down.process(frame)), dtype="<i2"))
+    y = np.concatenate(out) if out else np.zeros(0, dtype="<i2")
+    return y[: pcm16.shape[0]].astype(np.int16)

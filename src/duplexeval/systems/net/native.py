@@ -18,6 +18,7 @@ import numpy as np
 
 from duplexeval.systems.base import FRAME_S, INPUT_SAMPLE_RATE, SampleInfo
 from duplexeval.systems.net import native_wire as nw
+from duplexeval.systems.net.frame_stream import is_silent
 from duplexeval.systems.net.moshi_wire import float_to_pcm16
 from duplexeval.systems.net.native_ledger import NativeLedger
 from duplexeval.systems.net.resample_stream import StreamResampler
@@ -164,7 +165,9 @@ class NativeSession(NetSession):
         if rate != INPUT_SAMPLE_RATE:
             rec["wire_rate"] = rate
             pcm = float_to_pcm16(self._out.process(_pcm_f32(pcm)))
-        if pcm:
+        if pcm and is_silent(pcm):
+            rec["silent"] = len(pcm) // 2  # samples of silence: recorded, not queued (see frame_stream)
+        elif pcm:
             self.output_audio(rec, pcm, INPUT_SAMPLE_RATE)
 
 
