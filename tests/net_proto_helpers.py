@@ -87,6 +87,24 @@ class Outcome:
     def first_loud_s(self) -> float | None:
         return first_loud_s(self.playout.audio)
 
+    def onset_s(self) -> float | None:
+        """The first audible sample minus the delay of the frame that plays it: where the server put it."""
+        at = self.first_loud_s
+        if at is None:
+            return None
+        frames = [r for r in self.records if r["dir"] == "recv" and r.get("type") in AUDIO_TYPES]
+        with_audio = [k for k, r in enumerate(frames) if "audio" in r]
+        starts = {p.item: p for p in self.playout.placements}
+        audio_items = [i for i, it in enumerate(self._items()) if it.kind == "audio"]
+        for k, i in zip(with_audio, audio_items):
+            p = starts.get(i)
+            if p is not None and p.start / SR <= at < p.end / SR:
+                return at - (p.start / SR - k * 0.08)
+        raise AssertionError(f"{self.scenario.name}: no output frame plays {at} s")
+
+    def _items(self) -> list[Any]:
+        return received_items(self.records, self.trace.wire.pcm())
+
 
 def skip_if_starved(*outcomes: Outcome) -> None:
     """Skip (never pass) a check whose session the machine's load starved even when run alone."""

@@ -47,7 +47,7 @@ class NativeSession(NetSession):
         self._event = 0
         self._in = StreamResampler(INPUT_SAMPLE_RATE, system.input_rate)
         self._out: StreamResampler | None = None
-        self.finished = False
+        self.fatal = False
 
     def _event_id(self) -> str:
         self._event += 1
@@ -82,11 +82,10 @@ class NativeSession(NetSession):
     async def finish_input(self) -> None:
         self.expect("drained")
         await self.send("sglang.input_audio.end", nw.dump(nw.InputAudioEnd(event_id=self._event_id())))
-        drained = await self.wait_for("drained", self.system.drain_s)
+        await self.wait_for("drained", self.system.drain_s)
         self.expect("session.closed")
         await self.send("session.close", nw.dump(nw.SessionClose(event_id=self._event_id())))
         await self.wait_for("session.closed", min(2.0, self.system.drain_s))
-        self.finished = drained
 
     async def close(self) -> None:
         alive = not self.dead and not (self.receiver is not None and self.receiver.closed.is_set())
@@ -94,8 +93,9 @@ class NativeSession(NetSession):
         by_server = any(r["dir"] == "meta" and r.get("event") == "closed" and r.get("by") == "server"
                         for r in self.wire.records)
         # The accounting is a verdict only for a session that lived through its drain wait: a session that
-        # died before T already has its reason; one the server closed after T could not be checked.
-        checked = alive and (self.ledger.drained is not None or not by_server)
+        # died before T already has its reason; one the server closed (or ended with a fatal error)
+        # after T could not be checked.
+        checked = self.ledger.drained is not None or (alive and not self.fatal and not by_server)
         self.wire.meta("accounting", checked=checked, **self.ledger.to_json())
 
     # ------------------------------------------------------------------ output
@@ -119,7 +119,7 @@ class NativeSession(NetSession):
             self.server_error(rec, f"{ev.error.code or ev.error.type}: {ev.error.message}")
             if ev.sglang.fatal:  # a fatal error ends the session: nothing more is sent
                 rec["fatal"] = True
-                self.dead = True
+                self.fatal = self.dead = True
                 self.signal("stream", rec)
         elif isinstance(ev, nw.SessionCreated):
             self.signal("session.created", rec)
