@@ -16,7 +16,12 @@ import numpy as np
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net.faults import parse_faults
 from duplexeval.systems.net.server import ServerThread, make_server
-from duplexeval.systems.net.trace import INPUT_PACING_LATE, Verdict, received_items, verdict
+from duplexeval.systems.net.trace import (
+    INPUT_PACING_LATE,
+    Verdict,
+    received_items,
+    verdict,
+)
 from duplexeval.systems.registry import make_system
 from duplexeval.systems.runner import run_session_async
 

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from net_fixtures import SERVED, user_turn
 from systems_fixtures import Dataset, add_sample
+
 from duplexeval.cli import main
 from duplexeval.errors import InputError
 from duplexeval.fdb.export import export
@@ -178,7 +178,9 @@ def test_serve_command_and_export_command(tmp_path: Path, capsys: pytest.Capture
     with ServerProcess("ws-pcm", SERVED, faults=["jitter_ms=5"]) as proc:
         url = proc.url()
         assert url.startswith("ws://127.0.0.1:") and url.endswith("/ws")
-        from systems_fixtures import Dataset as D  # the CLI needs a dataset folder it can load
+        from systems_fixtures import (
+            Dataset as D,  # the CLI needs a dataset folder it can load
+        )
 
         assert D
         ds = _ds(tmp_path / "ds2", 2)

@@ -10,8 +10,8 @@ only where the test forces it; a loaded machine may add input_pacing_late elsewh
 from __future__ import annotations
 
 import pytest
+from net_fixtures import REPLY_AT, Case, T, run_cases
 
-from net_fixtures import REPLY_AT, T, Case, run_cases
 from duplexeval.systems.net.transport import CONNECT_RETRIES
 
 BEFORE, MID, AFTER = 1.7, 2.4, 4.5

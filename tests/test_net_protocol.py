@@ -9,9 +9,14 @@ import random
 import numpy as np
 import pytest
 import websockets
-
 from net_fixtures import REPLY_AT, SERVED, Case, run_cases, user_turn
-from duplexeval.systems.base import ControlEvent, OutputChunk, ProtocolViolation, SampleInfo
+
+from duplexeval.systems.base import (
+    ControlEvent,
+    OutputChunk,
+    ProtocolViolation,
+    SampleInfo,
+)
 from duplexeval.systems.net.live import LivePlayout, played_ms
 from duplexeval.systems.net.openai_realtime import granted_rates
 from duplexeval.systems.net.server import ServerThread, make_server

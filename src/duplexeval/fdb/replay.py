@@ -17,8 +17,21 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.export import REASON_SYSTEM_ERROR, TRACE_FILE, counts_of, entry_from_json, network_outcome, write_sample
-from duplexeval.fdb.tree import MANIFEST_FILE, OUTPUT_WAV, SampleEntry, load_manifest, write_manifest
+from duplexeval.fdb.export import (
+    REASON_SYSTEM_ERROR,
+    TRACE_FILE,
+    counts_of,
+    entry_from_json,
+    network_outcome,
+    write_sample,
+)
+from duplexeval.fdb.tree import (
+    MANIFEST_FILE,
+    OUTPUT_WAV,
+    SampleEntry,
+    load_manifest,
+    write_manifest,
+)
 from duplexeval.jsonio import atomic_write_bytes, read_json
 from duplexeval.systems.net.trace import NET_REASONS, TRACE_JSONL, TRACE_PCM, load_trace
 

@@ -34,14 +34,14 @@ class LivePlayout:
 
         item = ReceivedItem("audio", received_at_s, received_at_s, rate, np.frombuffer(pcm16, dtype="<i2").astype(np.int16))
         n = int(_to_16k_int16(item).shape[0]) if rate != SR else len(pcm16) // 2
-        at = int(round(received_at_s * SR))
+        at = round(received_at_s * SR)
         start = max(at, self.queue_end)
         self.placed.append(_Placed(key, start, start + n))
         self.queue_end = start + n
 
     def played_samples(self, key: str, t_s: float) -> int:
         """16 kHz samples of item `key` played before `t_s`."""
-        at = int(round(t_s * SR))
+        at = round(t_s * SR)
         return sum(max(0, min(p.end, at) - p.start) for p in self.placed if p.key == key)
 
     def received_samples(self, key: str) -> int:
@@ -49,18 +49,18 @@ class LivePlayout:
 
     def playing_at(self, t_s: float) -> str | None:
         """The item whose audio is playing or still queued at `t_s` (None when the queue is empty)."""
-        at = int(round(t_s * SR))
+        at = round(t_s * SR)
         for p in self.placed:
             if p.end > at:
                 return p.key
         return None
 
     def busy(self, t_s: float) -> bool:
-        return self.queue_end > int(round(t_s * SR))
+        return self.queue_end > round(t_s * SR)
 
     def clear(self, t_s: float) -> None:
         """Drop everything queued after `t_s` (cut the playing chunk there)."""
-        at = int(round(t_s * SR))
+        at = round(t_s * SR)
         if self.queue_end <= at:
             return
         for p in self.placed:

@@ -86,8 +86,8 @@ class Loopback:
     def validate(self) -> None:
         from duplexeval.errors import InputError
         from duplexeval.systems.net.faults import parse_faults
-        from duplexeval.systems.net.server import SERVER_PROTOCOLS, server_class
         from duplexeval.systems.net.serve_cli import parse_options
+        from duplexeval.systems.net.server import SERVER_PROTOCOLS, server_class
         from duplexeval.systems.registry import make_system
 
         if self.protocol not in SERVER_PROTOCOLS:
@@ -103,7 +103,11 @@ class Loopback:
     def _server_url(self) -> str:
         from duplexeval.systems.net.faults import parse_faults
         from duplexeval.systems.net.serve_cli import parse_options
-        from duplexeval.systems.net.server import ServerProcess, ServerThread, make_server
+        from duplexeval.systems.net.server import (
+            ServerProcess,
+            ServerThread,
+            make_server,
+        )
 
         key = (self.protocol, self.serve, self.faults, self.options, self.in_process)
         with _LOCK:

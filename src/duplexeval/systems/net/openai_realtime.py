@@ -159,7 +159,7 @@ class RealtimeSession(NetSession):
             rec["granted_rates"] = [self.in_rate, self.out_rate]
             self.signal("session.updated", rec)
         elif kind == "error":
-            err = msg.get("error") if isinstance(msg.get("error"), dict) else {}
+            err: dict[str, Any] = msg["error"] if isinstance(msg.get("error"), dict) else {}
             rec["code"] = str(err.get("code"))[:80] if err.get("code") is not None else None
             self.server_error(rec, str(err.get("message", "")))
         elif kind == AUDIO_DELTA[d]:
@@ -173,15 +173,15 @@ class RealtimeSession(NetSession):
         elif kind == AUDIO_DELTA[other]:
             raise ProtocolViolation(f"{kind} is a {other} event; this client speaks dialect={d}")
         elif kind == "response.created":
-            resp = msg.get("response") if isinstance(msg.get("response"), dict) else {}
+            resp: dict[str, Any] = msg["response"] if isinstance(msg.get("response"), dict) else {}
             rid = str(resp.get("id", ""))
             self.active_response = rid
             self.signal("response", rec)
             self.expect(f"response.done {rid}")
         elif kind == "response.done":
-            resp = msg.get("response") if isinstance(msg.get("response"), dict) else {}
-            rid = str(resp.get("id", ""))
-            rec["status"] = str(resp.get("status"))[:40]
+            done: dict[str, Any] = msg["response"] if isinstance(msg.get("response"), dict) else {}
+            rid = str(done.get("id", ""))
+            rec["status"] = str(done.get("status"))[:40]
             self.signal(f"response.done {rid}", rec)
             if self.active_response == rid:
                 self.active_response = None
@@ -510,7 +510,7 @@ class RealtimeServerSession(ServerSession):
         self.deliver(at, self._event("response.output_item.added", response_id=rid, output_index=0,
                                      item={"id": iid, "type": "message", "role": "assistant"}), rid)
         self.deliver(at, self._event(ITEM_ADDED[d], item={"id": iid, "type": "message", "role": "assistant"}), rid)
-        step = max(2, int(round(self.delta_s * self.rate)) * 2)
+        step = max(2, round(self.delta_s * self.rate) * 2)
         t = at
         for off in range(0, len(pcm), step):
             chunk = pcm[off : off + step]

@@ -200,6 +200,11 @@ class ServerSession:
         """The server session's input time (0 = first input audio); 0 before any input."""
         return 0.0 if self.t0 is None else time.monotonic() - self.t0
 
+    def input_started(self) -> None:
+        """The first input audio arrived (kept for adapters written against the first core; prefer input_audio)."""
+        if self.t0 is None:
+            self.input_audio(0.0)
+
     def input_audio(self, seconds: float) -> None:
         """Call for every input audio packet (its duration): keeps the session clock on the input stream.
 
