@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
 # The bound, for the placement of the first audible sample once the measured delay of the frame
 # that carries it (its receipt after its 80 ms slot: transport and server work, i.e. machine speed,
 # recorded in the trace) is taken out. What remains is the resamplers (2.4 ms) and any misplacement
-# by the capture. The raw differences are in docs/network-moshi-native.md.
+# by the capture. The raw differences are in docs/network.md, section 8.
 FIRST_PLAYOUT_TOL_S = 0.040
 MAX_DELAY_S = 0.5
 
