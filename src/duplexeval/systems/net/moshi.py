@@ -4,7 +4,8 @@ The client waits for the server's handshake (PersonaPlex sends it only after its
 wait is recorded as `handshake_s` and lies before input slot 0, so it is excluded from every
 latency), sends the silent lead frame the server skips (its one-frame offset), then one Ogg/Opus
 page per 80 ms input packet on the absolute schedule. Output pages are decoded as one continuous
-stream and resampled to 16 kHz without per-chunk edges; every page is played FIFO at its receipt.
+stream and resampled to 16 kHz without per-chunk edges; each is queued FIFO at its receipt, except
+silence frames, which are recorded and not queued (frame_stream.SILENCE_PEAK).
 """
 
 from __future__ import annotations

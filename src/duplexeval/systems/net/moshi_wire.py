@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 import sphn  # type: ignore[import-untyped]
 
+from duplexeval.audio import from_pcm16, to_pcm16
 from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation
 from duplexeval.systems.net.resample_stream import StreamResampler
 
@@ -136,12 +137,12 @@ def chat_url(url: str, text_prompt: str = "", voice_prompt: str = "", seed: int 
 def _pcm16_to_float(pcm16: bytes) -> np.ndarray:
     if len(pcm16) % 2:
         raise MoshiWireError("odd-length PCM16")
-    return np.frombuffer(pcm16, dtype="<i2").astype(np.float32) / 32768.0
+    return from_pcm16(np.frombuffer(pcm16, dtype="<i2"))
 
 
 def float_to_pcm16(x: np.ndarray) -> bytes:
-    """float32 in [-1, 1] -> PCM16 little-endian bytes (rounded, clipped)."""
-    return np.clip(np.rint(np.asarray(x, dtype=np.float64) * 32768.0), -32768, 32767).astype("<i2").tobytes()
+    """float32 in [-1, 1] -> PCM16 little-endian bytes (soundfile's scale, rounded, clipped)."""
+    return to_pcm16(np.asarray(x, dtype=np.float32)).astype("<i2").tobytes()
 
 
 class OpusEncoder:

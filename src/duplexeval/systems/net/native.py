@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from duplexeval.audio import from_pcm16
 from duplexeval.systems.base import FRAME_S, INPUT_SAMPLE_RATE, SampleInfo
 from duplexeval.systems.net import native_wire as nw
 from duplexeval.systems.net.frame_stream import is_silent
@@ -30,7 +31,7 @@ MAX_TEXT_CHARS = 200
 
 
 def _pcm_f32(pcm16: bytes) -> np.ndarray:
-    return np.frombuffer(pcm16, dtype="<i2").astype(np.float32) / 32768.0
+    return from_pcm16(np.frombuffer(pcm16, dtype="<i2"))
 
 
 class NativeSession(NetSession):

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from duplexeval.audio import from_pcm16
 from duplexeval.systems.base import FRAME_S, FRAME_SAMPLES
 from duplexeval.systems.net import native_wire as nw
 from duplexeval.systems.net.moshi_server import FullDuplexOutput
@@ -161,7 +162,7 @@ class NativeConversation:
         self.next_seq += 1
         self.received_ms += dur_ms
         pcm16k = x if rate == 16000 else np.frombuffer(
-            float_to_pcm16(self._in.process(x.astype(np.float32) / 32768.0)), dtype="<i2")
+            float_to_pcm16(self._in.process(from_pcm16(x))), dtype="<i2")
         reply = Reply([_event("sglang.input_audio.accepted", seq=meta.seq, accepted_end_ms=self.received_ms)])
         self._pending = np.concatenate([self._pending, pcm16k.astype(np.int16)])
         while self._pending.shape[0] >= FRAME_SAMPLES:
@@ -173,7 +174,7 @@ class NativeConversation:
     async def _unit(self, unit: np.ndarray) -> list[str]:
         assert self._out is not None and self.granted is not None
         out16 = await self.step(unit.astype("<i2").tobytes())
-        out = float_to_pcm16(self._out.process(out16.astype(np.float32) / 32768.0))
+        out = float_to_pcm16(self._out.process(from_pcm16(out16)))
         msgs = []
         if not self.response_started:
             self.response_started = True
