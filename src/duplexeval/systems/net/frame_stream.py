@@ -5,10 +5,13 @@ model is quiet. The loopback servers get timed chunks and `clear_queue` events f
 system, so this places them FIFO on a 16 kHz sample timeline (a chunk starts at the later of its
 emission time and the end of what is queued; a clear drops everything queued from its time on) and
 hands out the timeline frame by frame. Audio placed before the frame being handed out starts in that
-frame (never backdated into a frame already sent).
+frame (never backdated into a frame already sent). Also here: the client-side silence rule
+(`is_silent`) and `FullDuplexOutput`, the servers' driver hooks onto a FrameStream.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -82,3 +85,16 @@ class FrameStream:
     def speaking(self) -> bool:
         """True while placed audio remains past the frames handed out."""
         return self.queue_end > self.base and bool(np.any(self._buf))
+
+
+class FullDuplexOutput:
+    """The server-side output of a full-duplex model: the driver's callbacks onto a FrameStream."""
+
+    def __init__(self) -> None:
+        self.stream = FrameStream()
+
+    def on_audio(self, pcm16k: bytes, at_s: float) -> None:
+        self.stream.add(OutputChunk(pcm16k, INPUT_SAMPLE_RATE, at_s))
+
+    def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
+        self.stream.add(ControlEvent(CLEAR_QUEUE, at_s, detail))

@@ -17,29 +17,13 @@ from urllib.parse import parse_qsl, urlsplit
 import numpy as np
 
 from duplexeval.systems.base import (
-    CLEAR_QUEUE,
     FRAME_S,
     INPUT_SAMPLE_RATE,
-    ControlEvent,
-    OutputChunk,
 )
 from duplexeval.systems.net import moshi_wire as mw
-from duplexeval.systems.net.frame_stream import FrameStream
+from duplexeval.systems.net.frame_stream import FullDuplexOutput
 from duplexeval.systems.net.resample_stream import StreamResampler
 from duplexeval.systems.net.server import ServerSession
-
-
-class FullDuplexOutput:
-    """The server-side output of a full-duplex model: the driver's callbacks onto a FrameStream."""
-
-    def __init__(self) -> None:
-        self.stream = FrameStream()
-
-    def on_audio(self, pcm16k: bytes, at_s: float) -> None:
-        self.stream.add(OutputChunk(pcm16k, INPUT_SAMPLE_RATE, at_s))
-
-    def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
-        self.stream.add(ControlEvent(CLEAR_QUEUE, at_s, detail))
 
 
 class MoshiServerSession(ServerSession):

@@ -25,7 +25,7 @@ import numpy as np
 from duplexeval.audio import from_pcm16
 from duplexeval.systems.base import FRAME_S, FRAME_SAMPLES
 from duplexeval.systems.net import native_wire as nw
-from duplexeval.systems.net.moshi_server import FullDuplexOutput
+from duplexeval.systems.net.frame_stream import FullDuplexOutput
 from duplexeval.systems.net.moshi_wire import float_to_pcm16
 from duplexeval.systems.net.resample_stream import StreamResampler
 from duplexeval.systems.net.server import ServerSession
