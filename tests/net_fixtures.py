@@ -36,7 +36,7 @@ PATHS = {"openai-realtime": "/v1/realtime", "ws-pcm": "/ws"}
 def user_turn(T: float = T, spans: tuple[tuple[float, float], ...] = (USER,), seed: int = 0) -> np.ndarray:
     """int16 16 kHz input: noise bursts at -20 dBFS over `spans`, silence elsewhere."""
     rng = np.random.default_rng(seed)
-    x = np.zeros(int(round(T * SR)), dtype=np.float64)
+    x = np.zeros(round(T * SR), dtype=np.float64)
     for a, b in spans:
         i, j = int(a * SR), int(b * SR)
         x[i:j] = rng.standard_normal(j - i) * 0.1

@@ -171,24 +171,17 @@ def main_ok(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     return out.out
 
 
-def test_serve_command_and_export_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    ds_root = tmp_path / "ds"
-    _ds(ds_root, 2)
-    (ds_root / "dataset.json").write_text("{}")
-    with ServerProcess("ws-pcm", SERVED, faults=["jitter_ms=5"]) as proc:
+def test_serve_command_and_export_command(tmp_path: Path) -> None:
+    with ServerProcess("ws-pcm", SERVED, faults=["jitter_ms=5"]) as proc:  # `duplexeval serve` as a child process
         url = proc.url()
         assert url.startswith("ws://127.0.0.1:") and url.endswith("/ws")
-        from systems_fixtures import (
-            Dataset as D,  # the CLI needs a dataset folder it can load
-        )
-
-        assert D
-        ds = _ds(tmp_path / "ds2", 2)
-        res = export(f"ws-pcm:url={url}", ds, tmp_path / "tree", progress=False, concurrency=2)
+        res = export(f"ws-pcm:url={url}", _ds(tmp_path / "ds", 2), tmp_path / "tree", progress=False, concurrency=2)
         assert res.ran == 2
+    man = json.loads((tmp_path / "tree" / "manifest.json").read_text())
+    assert all(set(r["reasons"]) <= {"input_pacing_late"} for r in man["samples"])  # served and captured
     r = subprocess.run([sys.executable, "-m", "duplexeval", "serve", "ws-pcm", "--fault", "bogus@1"],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, check=False)
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "unknown fault 'bogus'" in r.stderr
     r = subprocess.run([sys.executable, "-m", "duplexeval", "serve", "openai-realtime", "--option", "speed=fast"],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, check=False)
     assert r.returncode == 2 and "speed=fast" in r.stderr

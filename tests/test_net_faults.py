@@ -9,14 +9,16 @@ only where the test forces it; a loaded machine may add input_pacing_late elsewh
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from net_fixtures import REPLY_AT, Case, T, run_cases
 
 from duplexeval.systems.net.transport import CONNECT_RETRIES
 
 BEFORE, MID, AFTER = 1.7, 2.4, 4.5
-OAI = "stall_s=1.0,linger_s=1.5,open_timeout_s=5"
-PCM = "stall_s=1.0,linger_s=1.5,open_timeout_s=5"
+OAI = "stall_s=2.0,linger_s=1.5,open_timeout_s=5"
+PCM = "stall_s=2.0,linger_s=1.5,open_timeout_s=5"
 OPTS = {"speed": "2.0", "rate": "16000"}
 OAI_CLIENT = OAI + ",rate=16000"
 
@@ -35,9 +37,9 @@ for proto, client in (("openai-realtime", OAI_CLIENT), ("ws-pcm", PCM)):
         (f"{p}-malformed-before", proto, (f"malformed@{BEFORE}",), client, {"protocol_violation"}, 0),
         (f"{p}-malformed-mid", proto, (f"malformed@{MID}",), client, {"protocol_violation"}, 0),
         (f"{p}-malformed-after", proto, (f"malformed@{AFTER}",), client, set(), 1),
-        (f"{p}-oversize-before", proto, (f"oversize@{BEFORE}",), client + ",max_size=65536", {"protocol_violation"}, 0),
-        (f"{p}-oversize-mid", proto, (f"oversize@{MID}",), client + ",max_size=65536", {"protocol_violation"}, 0),
-        (f"{p}-oversize-after", proto, (f"oversize@{AFTER}",), client + ",max_size=65536", set(), 1),
+        (f"{p}-oversize-before", proto, (f"oversize@{BEFORE}",), client + ",max_size=262144", {"protocol_violation"}, 0),
+        (f"{p}-oversize-mid", proto, (f"oversize@{MID}",), client + ",max_size=262144", {"protocol_violation"}, 0),
+        (f"{p}-oversize-after", proto, (f"oversize@{AFTER}",), client + ",max_size=262144", set(), 1),
         (f"{p}-busy-ok", proto, (f"busy={CONNECT_RETRIES}",), client, set(), 0),
         (f"{p}-busy-fail", proto, (f"busy={CONNECT_RETRIES + 1}",), client, {"connect_failed"}, 0),
         (f"{p}-jitter", proto, ("jitter_ms=40",), client, set(), 0),
@@ -48,7 +50,7 @@ MATRIX += [
     # openai-realtime owes the client replies: a stall while one is owed is a timeout
     ("openai-stall-before", "openai-realtime", (f"stall@{BEFORE}",), OAI_CLIENT, {"timeout"}, 0),
     ("openai-stall-mid", "openai-realtime", (f"stall@{MID}",), OAI_CLIENT, {"timeout"}, 0),
-    ("openai-slow-start-past-stall", "openai-realtime", ("slow_start_ms=1600",), OAI_CLIENT, {"timeout"}, 0),
+    ("openai-slow-start-past-stall", "openai-realtime", ("slow_start_ms=2600",), OAI_CLIENT, {"timeout"}, 0),
     # ws-pcm owes nothing: a stall is only missing audio (documented in docs/network.md)
     ("ws-stall-before", "ws-pcm", (f"stall@{BEFORE}",), PCM, set(), 0),
 ]
@@ -106,7 +108,7 @@ def test_busy_retries_are_logged_and_bounded(cases: dict[str, Case]) -> None:
     for name in ("openai-busy-ok", "ws-busy-ok"):
         attempts = cases[name].records(dir="meta", event="connect_attempt")
         assert [a["result"] for a in attempts] == ["http_503"] * CONNECT_RETRIES + ["ok"]
-        gaps = [b["t"] - a["t"] for a, b in zip(attempts, attempts[1:])]
+        gaps = [b["t"] - a["t"] for a, b in itertools.pairwise(attempts)]
         assert all(g >= 0.24 for g in gaps)  # 0.25 s apart (a lower bound: load only makes it longer)
 
 
@@ -141,4 +143,4 @@ def test_slow_start_is_excluded_from_the_input_timeline(cases: dict[str, Case]) 
 def test_timeout_names_when_the_stall_began(cases: dict[str, Case]) -> None:
     c = cases["openai-stall-mid"]
     assert c.verdict is not None
-    assert REPLY_AT - 0.3 < c.verdict.detail["stalled_from_s"] < MID + 0.3
+    assert REPLY_AT - 0.3 < c.verdict.detail["stalled_from_s"] < MID + 1.0

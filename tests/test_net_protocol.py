@@ -54,7 +54,7 @@ def _final_played(c: Case, item_id: str) -> int:
     """16 kHz samples of `item_id` that the offline playout of the trace played."""
     recs = c.trace.wire.records
     items = c.items()
-    pl = playout(items, int(round(c.T * 16000)), c.T)
+    pl = playout(items, round(c.T * 16000), c.T)
     audio_recs = [r for r in recs if r["dir"] == "recv" and "audio" in r]
     # received_items emits one audio item per audio record, in order (clear_queue items interleave)
     audio_idx = [i for i, it in enumerate(items) if it.kind == "audio"]

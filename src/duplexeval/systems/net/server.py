@@ -22,6 +22,7 @@ Contract for a protocol server (see ws_pcm.py for the smallest one):
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import logging
 import random
@@ -54,9 +55,18 @@ SERVER_T = 3600.0  # the server does not know T; sessions are told an hour
 
 
 def resample_pcm16(pcm16: bytes, sr_in: int, sr_out: int) -> bytes:
-    """Whole-chunk PCM16 resampling with soxr HQ (no stream latency); bytes unchanged when the rates match."""
+    """Whole-chunk PCM16 resampling with soxr HQ (no stream latency); bytes unchanged when the rates match.
+
+    Cached: a served baseline says the same reply in every session, and resampling a 9 s reply while its
+    response is due would delay the response.
+    """
     if sr_in == sr_out or not pcm16:
         return pcm16
+    return _resample_cached(pcm16, sr_in, sr_out)
+
+
+@functools.lru_cache(maxsize=64)
+def _resample_cached(pcm16: bytes, sr_in: int, sr_out: int) -> bytes:
     import soxr  # type: ignore[import-untyped]
 
     x = np.frombuffer(pcm16, dtype="<i2").astype(np.float32) / 32768.0

@@ -104,7 +104,10 @@ class WsPcmServerSession(ServerSession):
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
         from duplexeval.systems.net.server import resample_pcm16
 
-        self.deliver(at_s, resample_pcm16(pcm16k, INPUT_SAMPLE_RATE, self.rate))
+        pcm = resample_pcm16(pcm16k, INPUT_SAMPLE_RATE, self.rate)
+        step = self.rate  # frames of at most 0.5 s (2 bytes per sample), all due when the system spoke
+        for off in range(0, len(pcm), step):
+            self.deliver(at_s, pcm[off : off + step])
 
     def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
         self.deliver(at_s, json.dumps({"type": "clear"}))
