@@ -27,6 +27,8 @@ NETWORK_SYSTEMS: dict[str, str] = {
     "openai-realtime": "duplexeval.systems.net.openai_realtime:OpenAIRealtime",
     "ws-pcm": "duplexeval.systems.net.ws_pcm:WsPcm",
     "loopback": "duplexeval.systems.net.loopback:Loopback",
+    "moshi": "duplexeval.systems.net.moshi:MoshiSystem",
+    "native-duplex": "duplexeval.systems.net.native:NativeDuplexSystem",
 }
 _PLUGIN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_.]*)(?::(.*))?$", re.DOTALL)
 

@@ -494,6 +494,8 @@ class ServerProcess:
 SERVER_PROTOCOLS: dict[str, str] = {
     "ws-pcm": "duplexeval.systems.net.ws_pcm:WsPcmServerSession",
     "openai-realtime": "duplexeval.systems.net.openai_realtime:RealtimeServerSession",
+    "moshi": "duplexeval.systems.net.moshi_server:MoshiServerSession",
+    "native-duplex": "duplexeval.systems.net.native_server:NativeServerSession",
 }
 
 

@@ -256,8 +256,14 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
                     detail.setdefault("first_problem", {"t": _r6(t), "type": None, "what": rec.get("what")})
             elif ev == "closed" and rec.get("by") != "client" and t <= T:
                 reasons.add(DISCONNECTED)
-            elif (ev == "send_timeout" and t <= T) or ev == "session_bound":
-                reasons.add(TIMEOUT)
+            elif (ev == "send_timeout" and t <= T) or ev in ("session_bound", "handshake_timeout"):
+                reasons.add(TIMEOUT)  # handshake_timeout: moshi, no handshake within handshake_timeout_s
+            elif ev == "accounting" and rec.get("checked"):  # native-duplex: append/unit/drain accounting
+                if rec.get("drained") is None:
+                    reasons.add(TIMEOUT)  # no `drained` within drain_s
+                elif rec.get("problems"):
+                    reasons.add(PROTOCOL_VIOLATION)
+                    detail.setdefault("first_problem", {"t": _r6(t), "type": "accounting", "what": rec["problems"][0]})
     stall = _stalled(records, T, stall_s)
     if stall is not None:
         reasons.add(TIMEOUT)
