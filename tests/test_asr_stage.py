@@ -70,6 +70,23 @@ def test_good_words_written_in_official_shape(tmp_path: Path) -> None:
     assert s0.extra["cut_s"] == 0.0
     assert rec.backend["name"] == "scripted"
     assert not (tree / asr_stage.PROGRESS_DIR).exists()
+    raw = json.loads((tree / "asr.json").read_text())  # the artifact header leads, then the record
+    assert list(raw)[:6] == ["kind", "schema_version", "duplexeval", "signature", "inputs", "manifest_sha256"]
+    assert (raw["kind"], raw["schema_version"]) == ("duplexeval.fdb.asr", 2)
+    assert raw["inputs"] == {"manifest.json": rec.manifest_sha256}
+    assert raw["signature"]["compact"].startswith("fdb-v1.0-asr-1|asr:scripted")
+
+
+def test_asr_json_of_another_kind_is_refused(tmp_path: Path) -> None:
+    tree = _tree(tmp_path, 1)
+    asr_stage.run(tree, backend=ScriptedBackend(default=[Word("hi", 0.1, 0.2)]), jobs=1, progress=False)
+    raw = json.loads((tree / "asr.json").read_text())
+    (tree / "asr.json").write_text(json.dumps({**raw, "kind": "duplexeval.fdb.unified"}))
+    with pytest.raises(InputError, match="asr.json: is a 'duplexeval.fdb.unified' file, expected kind 'duplexeval.fdb.asr'"):
+        load_asr(tree)
+    (tree / "asr.json").write_text(json.dumps({**raw, "schema_version": 3}))
+    with pytest.raises(InputError, match="schema_version 3 is newer than this duplexeval reads"):
+        load_asr(tree)
 
 
 def test_bad_times_fail_only_their_samples_with_reasons(tmp_path: Path) -> None:

@@ -253,6 +253,9 @@ def test_cli_evaluate_calibrate_compare(tmp_path, capsys):
     assert e.value.code == 0
     rep = json.loads(out.read_text())
     assert rep["evaluation_policy"]["endpoint_mode"] == "head_only"
+    assert list(rep)[:5] == ["kind", "schema_version", "duplexeval", "signature", "inputs"]
+    assert rep["signature"]["compact"].startswith("controller-spec002-1|policy:head_only@")
+    assert rep["signature"]["compact"] in capsys.readouterr().out  # printed under the table
     assert rep["event_metrics"]["endpoint"]["head_only"]["latency"]["n"] == 6
     with pytest.raises(SystemExit) as e:
         main(["controller", "calibrate", str(tmp_path / "a"), "--out", str(tmp_path / "p.json"),
@@ -263,7 +266,10 @@ def test_cli_evaluate_calibrate_compare(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["controller", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--policy", str(tmp_path / "p.json"), "--json", str(cmp)])
     assert e.value.code == 0
-    c = json.loads(cmp.read_text())["event_metrics"]["metrics"]["endpoint.latency_median_ms"]
+    cj = json.loads(cmp.read_text())
+    assert (cj["kind"], cj["schema_version"]) == ("duplexeval.controller.compare", 2)
+    assert "|boot:2000@0|" in cj["signature"]["compact"] and set(cj["inputs"]) == {"a:clips.jsonl", "b:clips.jsonl"}
+    c = cj["event_metrics"]["metrics"]["endpoint.latency_median_ms"]
     assert c["diff_b_minus_a"] == 160.0
     write_data(tmp_path / "other", clips[:3])
     capsys.readouterr()

@@ -70,7 +70,10 @@ def test_summary_end_to_end(tmp_path, speech):
     s = evaluate(root, progress=False)
     on_disk = json.loads((root / "summary.json").read_text())
     assert on_disk == s
-    assert s["kind"] == "duplexeval.fdb.summary" and s["schema_version"] == 1
+    assert s["kind"] == "duplexeval.fdb.summary" and s["schema_version"] == 2
+    assert list(s)[:5] == ["kind", "schema_version", "duplexeval", "signature", "inputs"]
+    assert s["signature"]["compact"].startswith("fdb-v1.0-official|asr:hand|judge:none|v:")
+    assert s["inputs"] == {"asr.json": sha256_file(root / "asr.json"), "manifest.json": sha256_file(root / "manifest.json")}
     assert s["manifest_sha256"] == sha256_file(root / "manifest.json")
     assert s["asr_sha256"] == sha256_file(root / "asr.json")
     assert s["rules"]["name"] == "fdb-v1.0-official" and s["rules"]["backchannel_rules"] == "2025-06"

@@ -70,7 +70,11 @@ def test_hand_tree_numbers(tmp_path):
     res = score(root, segmenter=SEGS)
     u = read_json(root / "unified.json")
     assert u == res.to_json()
-    assert list(u)[:4] == ["definitions", "manifest_sha256", "asr_sha256", "vad"]
+    assert list(u)[:9] == ["kind", "schema_version", "duplexeval", "signature", "inputs",
+                           "definitions", "manifest_sha256", "asr_sha256", "vad"]
+    assert (u["kind"], u["schema_version"]) == ("duplexeval.fdb.unified", 2)
+    assert u["inputs"] == {"asr.json": u["asr_sha256"], "manifest.json": u["manifest_sha256"]}
+    assert u["signature"]["compact"].startswith("fdb-v1.0-unified-4|asr:hand|vad:fixed-segments-?|boot:2000@0|v:")
     assert u["definitions"] == DEFINITIONS == "fdb-v1.0-unified-4"
     assert u["manifest_sha256"] == sha256_file(root / "manifest.json")
     assert u["asr_sha256"] == sha256_file(root / "asr.json")

@@ -79,6 +79,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "duplexeval.fdb.synth_cli",
     "duplexeval.fdb.export_cli",
     "duplexeval.fdb.evaluate_cli",
+    "duplexeval.fdb.compare_cli",
+    "duplexeval.report.cli",
     "duplexeval.eot.cli",
     "duplexeval.controller.cli",
     "duplexeval.controller.tools_cli",
@@ -98,7 +100,9 @@ OUTPUT_DIRS: frozenset[tuple[str, str]] = frozenset({
     ("fdb", "export"), ("fdb", "reference-export"), ("fdb", "import"), ("fdb", "synth"),
     ("controller", "label"), ("controller", "run"), ("controller", "demo"), ("duplexeval", "demo"),
 })
-OUTPUT_FILES: frozenset[tuple[str, str]] = frozenset({("controller", "calibrate")})
+OUTPUT_FILES: frozenset[tuple[str, str]] = frozenset({
+    ("controller", "calibrate"), ("duplexeval", "report"), ("fdb", "compare"), ("fdb", "show"),
+})
 
 
 def _output_check(kind: str, flag: str, inner: Callable[..., Any] | None) -> Callable[..., Any]:

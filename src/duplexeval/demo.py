@@ -62,6 +62,7 @@ class DemoResult:
     dataset_root: Path
     runs: list[SystemRun]
     seconds: float
+    report: Path | None = None  # OUT/report.html, when at least one tree was scored
 
 
 def tree_name(spec: str) -> str:
@@ -169,7 +170,23 @@ def run_demo(
             except DuplexEvalError as exc:  # one system's failed stage must not hide the others' results
                 say(f"demo: [{label}] stage {key} failed: {exc}")
                 run.stages[key] = f"failed: {exc}"
-    return DemoResult(out, Path(ds.root), runs, time.monotonic() - t0)
+    report = _write_report(out, runs, say)
+    return DemoResult(out, Path(ds.root), runs, time.monotonic() - t0, report)
+
+
+def _write_report(out: Path, runs: Sequence[SystemRun], say: Callable[[str], None]) -> Path | None:
+    """OUT/report.html from every tree whose scoring finished (the HTML report of all systems side by side)."""
+    from duplexeval.report import write_report
+
+    scored = [r.tree for r in runs if r.stages.get("score") == "done"]
+    if not scored:
+        return None
+    say("demo: report.html")
+    try:
+        return write_report(scored, out / "report.html")
+    except DuplexEvalError as exc:
+        say(f"demo: report failed: {exc}")
+        return None
 
 
 # ---------------------------------------------------------------- the side-by-side table (pure)
@@ -269,9 +286,15 @@ def print_report(result: DemoResult, console: Any | None = None) -> None:
         if not console.is_terminal:  # a log or a pipe: do not squeeze the table into 80 columns
             console = Console(width=160)
     console.print(comparison_table(result))
+    for run in result.runs:  # every number carries its signature: one line per tree, under the table
+        u = _load(run.tree, "unified.json")
+        if u and isinstance(u.get("signature"), dict):
+            console.print(f"signature ({run.label}): {u['signature']['compact']}", soft_wrap=True, highlight=False)
     console.print(f"dataset: {result.dataset_root}")
     for run in result.runs:
         stages = ", ".join(f"{k} {v}" for k, v in run.stages.items())
         console.print(f"{run.label}: {run.tree}  ({stages})")
     console.print(f"done in {result.seconds:.1f} s. Per-sample rows: <tree>/unified-samples.jsonl; "
                   f"rescore with `duplexeval fdb score --tree <tree>`.")
+    if result.report is not None:
+        console.print(f"report: {result.report}", soft_wrap=True)

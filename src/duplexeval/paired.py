@@ -55,9 +55,10 @@ class PairedDifference:
     interval: tuple[float, float] | None
     n_pairs: int
     reason: str | None = None
+    skipped: int | None = None  # resamples without a statistic on either side (only reported when counted)
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "a": self.a,
             "b": self.b,
             "diff": self.diff,
@@ -65,6 +66,9 @@ class PairedDifference:
             "n_pairs": self.n_pairs,
             "reason": self.reason,
         }
+        if self.skipped is not None:
+            out["resamples_skipped"] = self.skipped
+        return out
 
 
 def _diff_of(a: float | None, b: float | None) -> float:
@@ -139,3 +143,54 @@ def paired_quantile_difference(a: Sequence[float], b: Sequence[float], q: float 
         n,
         None if ok else "not reached",
     )
+
+
+def resample_differences(boot_a: np.ndarray, boot_b: np.ndarray) -> np.ndarray:
+    """B - A per resample; NaN (skipped) where either side has no statistic or both are not reached."""
+    ra, rb = np.asarray(boot_a, dtype=float), np.asarray(boot_b, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(ra) & np.isinf(rb) & (ra == rb), np.nan, rb - ra)
+
+
+def from_resamples(
+    a: float | None, b: float | None, boot_a: np.ndarray, boot_b: np.ndarray, n_pairs: int
+) -> PairedDifference:
+    """A paired difference from point values and per-resample statistics the caller computed on the same rows.
+
+    For statistics that are not a function of a plain unit index row (e.g. grouped sums over conversations):
+    draw the rows with ``stats.bootstrap_indices`` and pass the two statistic arrays here. NaN = no
+    statistic in that resample (skipped and counted); the point difference is None when either side has none.
+    """
+    diffs = resample_differences(boot_a, boot_b)
+    skipped = int(np.isnan(diffs).sum())
+    point = _diff_of(a, b)
+    if not math.isfinite(point):
+        a_out = None if a is None or not math.isfinite(a) else a
+        b_out = None if b is None or not math.isfinite(b) else b
+        return PairedDifference(a_out, b_out, None, None, n_pairs, "undefined on one side", skipped)
+    return PairedDifference(a, b, point, stats.percentile_interval(diffs), n_pairs, None, skipped)
+
+
+def paired_ratio_difference(
+    num_a: Sequence[float], den_a: Sequence[float], num_b: Sequence[float], den_b: Sequence[float]
+) -> PairedDifference:
+    """B - A of a pooled ratio sum(num) / sum(den) over paired units; resamples with a zero denominator are skipped."""
+    na, da, nb, db = (np.asarray(x, dtype=float) for x in (num_a, den_a, num_b, den_b))
+    n = int(na.size)
+    if not (da.size == nb.size == db.size == n):
+        raise ValueError("paired_ratio_difference: arrays differ in length")
+    if n == 0:
+        return PairedDifference(None, None, None, None, 0, "no unit is in both")
+    idx = stats.bootstrap_indices(n)
+
+    def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+        d = den[idx].sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(d > 0, num[idx].sum(axis=1) / np.where(d > 0, d, 1.0), np.nan)
+
+    pa = float(na.sum() / da.sum()) if da.sum() > 0 else None
+    pb = float(nb.sum() / db.sum()) if db.sum() > 0 else None
+    out = from_resamples(pa, pb, ratio(na, da), ratio(nb, db), n)
+    if out.diff is None:
+        return PairedDifference(pa, pb, None, None, n, "no pause or interruption time on one side", out.skipped)
+    return out

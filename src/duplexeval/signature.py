@@ -30,6 +30,7 @@ class Component:
     value: str = ""
     hash: str | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
+    detail: Mapping[str, Any] = field(default_factory=dict)  # stored in full, never printed (e.g. every ASR option)
 
     def compact(self) -> str:
         out = f"{self.name}:{self.value}" if self.value else self.name
@@ -42,6 +43,8 @@ class Component:
     def to_json(self) -> dict[str, Any]:
         js: dict[str, Any] = {"name": self.name, "value": self.value, "hash": self.hash}
         js["settings"] = {k: self.settings[k] for k in self.settings}
+        if self.detail:
+            js["detail"] = {k: self.detail[k] for k in self.detail}
         return js
 
 
@@ -81,7 +84,7 @@ class Signature:
     @classmethod
     def from_json(cls, js: Mapping[str, Any]) -> Signature:
         comps = tuple(
-            Component(c["name"], c.get("value", ""), c.get("hash"), dict(c.get("settings") or {}))
+            Component(c["name"], c.get("value", ""), c.get("hash"), dict(c.get("settings") or {}), dict(c.get("detail") or {}))
             for c in js.get("components", [])
         )
         return cls(js["definitions"], comps, dict(js.get("inputs") or {}), js.get("duplexeval", __version__))

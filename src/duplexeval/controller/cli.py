@@ -6,6 +6,9 @@ from pathlib import Path
 
 import typer
 
+COMPARE_KIND = "duplexeval.controller.compare"
+COMPARE_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs)
+
 
 def _policy(path: Path | None, mode: str | None):  # noqa: ANN202
     from duplexeval.controller.policy import EvaluationPolicy, load_policy
@@ -146,9 +149,14 @@ def controller_compare(
                      ("backchannel.roc_auc", lambda f: (f.get("backchannel") or {}).get("roc_auc"))):  # fmt: skip
         va, vb = get(fa), get(fb)
         frame[key] = {"a": va, "b": vb, "diff_b_minus_a": None if va is None or vb is None else vb - va}
+    from duplexeval.artifacts import header
+    from duplexeval.controller.report import signature
+    from duplexeval.jsonio import sha256_file
+
+    inputs = {"a:clips.jsonl": sha256_file(da.root / "clips.jsonl"), "b:clips.jsonl": sha256_file(db.root / "clips.jsonl")}
+    sig = signature(pa, inputs, bootstrap=True, policy_b=pb if pb != pa else None)
     out = {
-        "kind": "duplexeval.controller.compare",
-        "schema_version": 1,
+        **header(COMPARE_KIND, COMPARE_SCHEMA_VERSION, sig, inputs),
         "a": {"path": str(a), "evaluation_policy": pa.to_json()},
         "b": {"path": str(b), "evaluation_policy": pb.to_json()},
         "event_metrics": res,
@@ -162,6 +170,7 @@ def controller_compare(
         ci = "" if m["ci95"] is None else f"  [{m['ci95'][0]:+.4g}, {m['ci95'][1]:+.4g}]"
         fmt = lambda v: "n/a" if v is None else f"{v:.4g}"  # noqa: E731
         typer.echo(f"  {k:<46} A {fmt(m['a']):>9}  B {fmt(m['b']):>9}  diff {d}{ci}")
+    typer.echo(f"signature: {sig.compact()}")
     if json_out is not None:
         write_json(json_out, out)
 

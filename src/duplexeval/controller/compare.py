@@ -1,5 +1,8 @@
 """Two controllers on the same clips: metric differences (B - A) with a conversation-grouped paired bootstrap.
 
+The per-resample statistics are grouped sums computed here; the differences, skipping and interval come
+from ``duplexeval.paired.from_resamples``, the one paired module every family uses.
+
 Groups (conversations) are resampled whole, with the ``duplexeval.stats`` conventions (2000 resamples, a fresh
 ``default_rng(0)``, one ``integers(0, G, (2000, G))`` matrix, percentile endpoints by the quantile rule); the same
 resampled groups are used for A and B, so the interval is for the paired difference. Resamples where either
@@ -14,7 +17,8 @@ import numpy as np
 
 from duplexeval.controller.events import HOUR_US, ClipEvidence
 from duplexeval.controller.policy import EvaluationPolicy
-from duplexeval.stats import bootstrap_indices, percentile_interval
+from duplexeval.paired import from_resamples
+from duplexeval.stats import bootstrap_indices
 
 # name -> (numerator column, denominator column, scale); ratios of sums over resampled groups
 _COLS = (
@@ -159,28 +163,23 @@ def paired_bootstrap(
     one = np.ones((1, G))
     point_a = {k: float(v[0]) for k, v in {**A.ratios(one), **A.latencies(one), STATE_METRIC: A.macro_f1(one)}.items()}
     point_b = {k: float(v[0]) for k, v in {**B.ratios(one), **B.latencies(one), STATE_METRIC: B.macro_f1(one)}.items()}
-    boot: dict[str, np.ndarray] = {}
+    ra: dict[str, np.ndarray] = {}
+    rb: dict[str, np.ndarray] = {}
     if G:
         counts = group_counts(bootstrap_indices(G), G)
         ra = {**A.ratios(counts), **A.latencies(counts), STATE_METRIC: A.macro_f1(counts)}
         rb = {**B.ratios(counts), **B.latencies(counts), STATE_METRIC: B.macro_f1(counts)}
-        for k in ALL_METRICS:
-            boot[k] = rb[k] - ra[k]
+    empty = np.zeros(0)
     metrics = {}
     for k in ALL_METRICS:
-        a, b = point_a[k], point_b[k]
-        d = b - a if np.isfinite(a) and np.isfinite(b) else float("nan")
-        ci = None
-        skipped = None
-        if k in boot and np.isfinite(d):
-            ci = percentile_interval(boot[k])
-            skipped = int(np.isnan(boot[k]).sum())
+        d = from_resamples(_nn(point_a[k]), _nn(point_b[k]), ra.get(k, empty), rb.get(k, empty), G)
+        ok = d.diff is not None and G > 0
         metrics[k] = {
-            "a": _nn(a),
-            "b": _nn(b),
-            "diff_b_minus_a": _nn(d),
-            "ci95": None if ci is None else [float(ci[0]), float(ci[1])],
-            "resamples_skipped": skipped,
+            "a": d.a,
+            "b": d.b,
+            "diff_b_minus_a": d.diff,
+            "ci95": None if not ok or d.interval is None else [float(d.interval[0]), float(d.interval[1])],
+            "resamples_skipped": d.skipped if ok else None,
         }
     return {
         "method": "conversation-grouped paired percentile bootstrap, 2000 resamples, default_rng(0), quantile-rule endpoints",

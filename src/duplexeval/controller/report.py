@@ -4,13 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from duplexeval import __version__
+from duplexeval.artifacts import header
 from duplexeval.controller.data import Clip, ControllerData
 from duplexeval.controller.events import ClipEvidence, aggregate, clip_events
 from duplexeval.controller.frame_metrics import FrameAccumulator
 from duplexeval.controller.policy import EvaluationPolicy
+from duplexeval.signature import Component, Signature
 
 REPORT_KIND = "duplexeval.controller.report"
+REPORT_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs) replaces duplexeval_version
+DEFINITIONS = "controller-spec002-1"
+
+
+def _policy_component(policy: EvaluationPolicy, name: str = "policy") -> Component:
+    from duplexeval.jsonio import dumps, sha256_bytes
+
+    pj = policy.to_json()
+    return Component(name, str(policy.endpoint_mode), sha256_bytes(dumps(pj).encode("utf-8")), {}, pj)
+
+
+def signature(
+    policy: EvaluationPolicy, inputs: dict[str, str], bootstrap: bool = False, policy_b: EvaluationPolicy | None = None
+) -> Signature:
+    """What made a controller number: the definitions, the frozen policy (primary mode, hash), the input hashes."""
+    comps = (_policy_component(policy),) + ((_policy_component(policy_b, "policy_b"),) if policy_b is not None else ())
+    sig = Signature(DEFINITIONS, comps, inputs)
+    return sig.with_bootstrap() if bootstrap else sig
 
 
 def run_clips(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[ClipEvidence], dict]:
@@ -35,13 +54,13 @@ def evaluate(
     evs, frames = run_clips(data.iter_clips(), policy)
     if evidence is not None:
         evidence.extend(evs)
+    clips_sha = sha256_file(data.root / "clips.jsonl")
+    inputs = {"clips.jsonl": clips_sha}
     return {
-        "kind": REPORT_KIND,
-        "schema_version": 1,
-        "duplexeval_version": __version__,
+        **header(REPORT_KIND, REPORT_SCHEMA_VERSION, signature(policy, inputs), inputs),
         "data": {
             "path": data_label if data_label is not None else str(data.root),
-            "clips_sha256": sha256_file(data.root / "clips.jsonl"),
+            "clips_sha256": clips_sha,
             "clips": len(data.clips),
             "groups": len({c.group_id for c in data.clips}),
             "reference_hours": data.reference_s() / 3600.0,
@@ -111,4 +130,6 @@ def format_report(rep: dict) -> str:
             f"  backchannel recall {_pct(b['recall'])}, median latency {_ms(b['latency']['median_ms'])}, "
             f"acknowledgments {_rate(b['acknowledgment_rate']['per_hour'])} per LISTEN hour"
         )
+    if "signature" in rep:
+        lines.append(f"signature: {rep['signature']['compact']}")
     return "\n".join(lines)

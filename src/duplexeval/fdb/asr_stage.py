@@ -16,12 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval import __version__
+from duplexeval.artifacts import header
 from duplexeval.asr.base import check_words, round_words
 from duplexeval.asr.registry import BACKENDS, DEFAULT_BACKEND, IMPORT, backend_spec, make_backend
 from duplexeval.errors import DuplexEvalError, InputError, RefusalError
+from duplexeval.fdb.signatures import asr_signature
 from duplexeval.fdb.transcript import parse_output_json, transcript_bytes
 from duplexeval.fdb.tree import (
     ASR_FILE,
+    ASR_KIND,
+    ASR_SCHEMA_VERSION,
     OUTPUT_JSON,
     OUTPUT_WAV,
     SUBSETS,
@@ -35,7 +39,6 @@ from duplexeval.jsonio import atomic_write_bytes, dumps, read_json, sha256_bytes
 from duplexeval.schemas import validate
 from duplexeval.schemas.fdb import AsrSampleRecord, InterruptAnnotation
 
-ASR_KIND = "duplexeval.fdb.asr"
 PROGRESS_DIR = ".asr-progress"
 RUN_FILE = "run.json"
 SAMPLE_RATE = 16000
@@ -297,7 +300,7 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
         manifest_sha256=manifest_sha,
         backend=signature,
         samples=samples,
-        extra={"kind": ASR_KIND, "schema_version": 1,
+        extra={**header(ASR_KIND, ASR_SCHEMA_VERSION, asr_signature(signature, manifest_sha), {"manifest.json": manifest_sha}),
                "summary": {"eligible": len(tasks), "ok": n_ok, "error": len(errors)}},
     )
     asr_sha = write_asr(tree, record)

@@ -75,6 +75,8 @@ def format_summary(summary: dict[str, Any]) -> list[str]:
             val = _fmt(m["value"]) + (f" ± {_fmt(m['std'])}" if m["std"] is not None else "")
             note = f"  [{m['note']}]" if m["note"] else ""
             lines.append(f"  {metric}: {val}  (n={m['n']}){note}")
+    if "signature" in summary:
+        lines.append(f"signature: {summary['signature']['compact']}")
     return lines
 
 

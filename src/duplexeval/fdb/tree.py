@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from duplexeval.artifacts import check_kind
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.jsonio import read_json, sha256_file, write_json
 from duplexeval.schemas import is_safe_id, validate
@@ -19,6 +20,9 @@ MANIFEST_KIND = "duplexeval.fdb.tree"
 SCHEMA_VERSION = 1
 MANIFEST_FILE = "manifest.json"
 ASR_FILE = "asr.json"
+ASR_KIND = "duplexeval.fdb.asr"
+ASR_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs); a file without 'kind' reads as 1
+HEADER_KEYS = ("kind", "schema_version", "duplexeval", "signature", "inputs")  # artifacts.header's keys, in order
 SUMMARY_FILE = "summary.json"
 UNIFIED_FILE = "unified.json"
 UNIFIED_SAMPLES_FILE = "unified-samples.jsonl"
@@ -211,14 +215,17 @@ class AsrRecord:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"manifest_sha256": self.manifest_sha256, "backend": self.backend}
-        out.update(self.extra)
+        out: dict[str, Any] = {k: self.extra[k] for k in HEADER_KEYS if k in self.extra}  # the header leads
+        out.update({"manifest_sha256": self.manifest_sha256, "backend": self.backend})
+        out.update({k: v for k, v in self.extra.items() if k not in HEADER_KEYS})
         out["samples"] = {k: self.samples[k].to_json() for k in self.samples}
         return out
 
 
 def parse_asr(obj: Any, path: Path) -> AsrRecord:
-    """Validate an asr.json object (schemas.fdb.AsrFile)."""
+    """Validate an asr.json object (schemas.fdb.AsrFile); a file of another kind is refused first."""
+    if isinstance(obj, dict) and "kind" in obj:  # written by `fdb asr`; a hand-made file without one reads as schema 1
+        check_kind(obj, ASR_KIND, path, ASR_SCHEMA_VERSION)
     rec = validate(obj, AsrFile, path)
     samples = {key: AsrSample(r.status, r.output_json, r.error, dict(r.model_extra or {})) for key, r in rec.samples.items()}
     extra = {k: v for k, v in obj.items() if k not in {"manifest_sha256", "backend", "samples"}}

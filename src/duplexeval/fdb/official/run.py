@@ -221,7 +221,7 @@ def evaluate(
         results[subset] = SubsetSummary(task, counts, metrics, rows, judge_block)
         say(f"{subset}: evaluated {len(done)}: " + ", ".join(f"{k} {m.value if m.value is not None else 'null'}" for k, m in metrics.items()))
 
-    summary = build_summary(manifest_sha, asr_sha, rules_block(backchannel_rules, bc_info), results)
+    summary = build_summary(manifest_sha, asr_sha, rules_block(backchannel_rules, bc_info), results, asr.backend)
     write_summary(tree, summary)
     return summary
 

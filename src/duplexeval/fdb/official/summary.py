@@ -11,7 +11,7 @@ from duplexeval.fdb.tree import SUMMARY_FILE
 from duplexeval.jsonio import write_json
 
 SUMMARY_KIND = "duplexeval.fdb.summary"
-SUMMARY_SCHEMA_VERSION = 1
+SUMMARY_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs) after kind and schema_version
 RULES_NAME = "fdb-v1.0-official"
 REPRODUCES = "DanielLin94144/Full-Duplex-Bench evaluation/ at f582595 (2025-06-11), the code behind the v1.0 table"
 BACKCHANNEL_LOOPS = {
@@ -77,11 +77,16 @@ def rules_block(backchannel_rules: str, backchannel: dict[str, Any] | None) -> d
     return out
 
 
-def build_summary(manifest_sha256: str, asr_sha256: str, rules: dict[str, Any], subsets: dict[str, SubsetSummary]) -> dict[str, Any]:
-    """The summary.json object (key order fixed, so the bytes are deterministic)."""
+def build_summary(manifest_sha256: str, asr_sha256: str, rules: dict[str, Any], subsets: dict[str, SubsetSummary],
+                  asr_backend: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The summary.json object (key order fixed, so the bytes are deterministic), led by the artifact header."""
+    from duplexeval.artifacts import header
+    from duplexeval.fdb.signatures import summary_signature, tree_inputs
+
+    judges = [s.judge for s in subsets.values() if s.judge is not None]
+    sig = summary_signature(RULES_NAME, asr_backend, judges, manifest_sha256, asr_sha256)
     return {
-        "kind": SUMMARY_KIND,
-        "schema_version": SUMMARY_SCHEMA_VERSION,
+        **header(SUMMARY_KIND, SUMMARY_SCHEMA_VERSION, sig, tree_inputs(manifest_sha256, asr_sha256)),
         "manifest_sha256": manifest_sha256,
         "asr_sha256": asr_sha256,
         "rules": rules,

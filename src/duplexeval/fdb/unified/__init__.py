@@ -22,8 +22,10 @@ from duplexeval.fdb.unified.turn_taking import score_turn
 from duplexeval.jsonio import atomic_write_text, dumps_line, write_json
 
 DEFINITIONS = "fdb-v1.0-unified-4"
+UNIFIED_KIND = "duplexeval.fdb.unified"
+UNIFIED_SCHEMA_VERSION = 2  # 2: the artifact header (kind, schema_version, duplexeval, signature, inputs)
 
-__all__ = ["DEFINITIONS", "UnifiedResult", "score"]
+__all__ = ["DEFINITIONS", "UNIFIED_KIND", "UNIFIED_SCHEMA_VERSION", "UnifiedResult", "score"]
 
 
 @dataclass
@@ -119,7 +121,12 @@ def score(
         vad = speech.signature()
     else:
         vad = getattr(segmenter, "signature", {"package": "injected", "note": "segments supplied by the caller"})
+    from duplexeval.artifacts import header
+    from duplexeval.fdb.signatures import tree_inputs, unified_signature
+
+    sig = unified_signature(DEFINITIONS, loaded.asr.backend, vad, loaded.manifest_sha256, loaded.asr_sha256)
     unified = {
+        **header(UNIFIED_KIND, UNIFIED_SCHEMA_VERSION, sig, tree_inputs(loaded.manifest_sha256, loaded.asr_sha256)),
         "definitions": DEFINITIONS,
         "manifest_sha256": loaded.manifest_sha256,
         "asr_sha256": loaded.asr_sha256,

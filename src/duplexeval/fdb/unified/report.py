@@ -33,7 +33,14 @@ def load_reference(tree: str | Path, manifest_sha256: str, asr_sha256: str) -> R
         obj = read_json(path)
     except InputError as exc:
         return Reference(None, f"Reference column left out: {exc}")
-    if not isinstance(obj, dict) or not isinstance(obj.get("subsets"), dict):
+    from duplexeval.artifacts import check_kind
+    from duplexeval.fdb.official.summary import SUMMARY_KIND, SUMMARY_SCHEMA_VERSION
+
+    try:
+        check_kind(obj, SUMMARY_KIND, path, SUMMARY_SCHEMA_VERSION)
+    except InputError as exc:
+        return Reference(None, f"Reference column left out: {exc}")
+    if not isinstance(obj.get("subsets"), dict):
         return Reference(None, "Reference column left out: summary.json has no 'subsets' object.")
     changed = [
         name
@@ -162,3 +169,5 @@ def render(result: Any, reference: Reference, console: Any = None) -> None:
     )
     if reference.message:
         console.print(reference.message)
+    if "signature" in u:
+        console.print(f"signature: {u['signature']['compact']}", soft_wrap=True, highlight=False)

@@ -1,0 +1,271 @@
+"""Paired comparison of scored trees (spec 000, "Denominators and intervals"): B - A on the same samples.
+
+Rows of unified-samples.jsonl are paired by sample id over the samples eligible in both trees (for
+interruption, exercised in both; `exercised_rate` itself over eligible in both). Every metric gets A,
+B, the difference B - A with its paired-bootstrap 95% interval (`duplexeval.paired`), the number of
+pairs, and for the shares McNemar's exact test. Pairing does not remove selection bias, so each subset
+also carries both trees' coverage, `exercised_rate` and selected bounds, and the pairing counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from duplexeval import paired
+from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.results import ScoredTree, load_scored
+from duplexeval.fdb.signatures import compare_signature
+from duplexeval.fdb.tree import (
+    PAUSE_HANDLING,
+    SUBSET_ORDER,
+    SUBSETS,
+    TURN_TAKING,
+    USER_INTERRUPTION,
+)
+from duplexeval.fdb.unified import interruption as intr
+from duplexeval.fdb.unified import turn_taking as tt
+from duplexeval.signature import Signature
+
+COMPARE_KIND = "duplexeval.fdb.compare"
+COMPARE_SCHEMA_VERSION = 1
+COMPARE_FILE = "compare.json"
+US = 1_000_000
+TICKS = intr.TICKS_PER_S
+RESPONSE_KS = (1, 2, 5)
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """How one unified metric is compared: a 0/1 share, a pooled ratio or a median (in integer time units)."""
+
+    name: str
+    kind: str  # "share" | "ratio" | "median"
+    value: Callable[[Row], Any]  # share: bool; ratio: (num, den); median: int or +inf
+    per_second: int = 1
+
+
+def _us(x: float | None) -> float:
+    return math.inf if x is None else float(round(x * US))
+
+
+def _ticks(x: float | None) -> float:
+    return math.inf if x is None else float(round(x * TICKS))
+
+
+def _responded_within(outcome: str, k: int) -> Callable[[Row], bool]:
+    return lambda r: r["outcome"] == outcome and r["latency_s"] is not None and _us(r["latency_s"]) <= k * US
+
+
+PAUSE_METRICS = (
+    MetricSpec("pause_intrusion_rate", "share", lambda r: r["pause_intrusion"]),
+    MetricSpec("pause_intrusion_per_pause", "ratio", lambda r: (r["pauses_intruded"], r["n_pauses"])),
+    MetricSpec("intrusion_s_per_pause_s", "ratio", lambda r: (_us(r["intrusion_s"]), _us(r["pause_s"]))),
+    MetricSpec("inside_pause_onset_rate", "share", lambda r: r["inside_pause_onset"]),
+    MetricSpec("pre_pause_speech_rate", "share", lambda r: r["pre_pause_speech"]),
+    MetricSpec("carry_in_rate", "share", lambda r: r["carry_in"]),
+    MetricSpec("any_speech_rate", "share", lambda r: r["any_speech"]),
+)
+TURN_METRICS = (
+    MetricSpec("early_start_rate", "share", lambda r: r["outcome"] == tt.EARLY_START),
+    *(MetricSpec(f"response_rate_{k}s", "share", _responded_within(tt.RESPONSE, k)) for k in RESPONSE_KS),
+    MetricSpec("no_response_rate", "share", lambda r: r["outcome"] == tt.NO_RESPONSE),
+    MetricSpec("response_latency_s", "median", lambda r: _us(r["latency_s"]), US),
+)
+INTERRUPTION_METRICS = (  # over samples exercised in both (exercised_rate is handled apart)
+    MetricSpec("speaking_at_end_rate", "share", lambda r: r["outcome"] == intr.SPEAKING_AT_END),
+    *(MetricSpec(f"response_rate_{k}s", "share", _responded_within(intr.RESPONSE, k)) for k in RESPONSE_KS),
+    MetricSpec("no_response_rate", "share", lambda r: r["outcome"] == intr.NO_RESPONSE),
+    MetricSpec("response_latency_s", "median", lambda r: _us(r["latency_s"]), US),
+    MetricSpec("stop_latency_s", "median", lambda r: _ticks(r["stop_s"]), TICKS),
+    MetricSpec("speech_s_per_interruption_s", "ratio",
+               lambda r: (_ticks(r["speech_in_interruption_s"]), _ticks(r["interruption_s"]))),
+    MetricSpec("restart_rate", "share", lambda r: r["restarts"] > 0),
+)
+EXERCISED = MetricSpec("exercised_rate", "share", lambda r: r["outcome"] != intr.NOT_EXERCISED)
+METRICS = {PAUSE_HANDLING: PAUSE_METRICS, TURN_TAKING: TURN_METRICS, USER_INTERRUPTION: INTERRUPTION_METRICS}
+
+
+def _scaled(d: paired.PairedDifference, per_second: int) -> paired.PairedDifference:
+    if per_second == 1:
+        return d
+
+    def s(x: float | None) -> float | None:
+        return None if x is None else x / per_second
+
+    iv = None if d.interval is None else (d.interval[0] / per_second, d.interval[1] / per_second)
+    return paired.PairedDifference(s(d.a), s(d.b), s(d.diff), iv, d.n_pairs, d.reason, d.skipped)
+
+
+def compare_metric(spec: MetricSpec, rows_a: Sequence[Row], rows_b: Sequence[Row]) -> dict[str, Any]:
+    """One metric over aligned pairs of rows: A, B, B - A with its interval, pairs, and McNemar for a share."""
+    va = [spec.value(r) for r in rows_a]
+    vb = [spec.value(r) for r in rows_b]
+    out: dict[str, Any] = {"kind": spec.kind}
+    if spec.kind == "share":
+        d = paired.paired_mean_difference([float(x) for x in va], [float(x) for x in vb])
+        out.update(d.to_json())
+        out["count_a"], out["count_b"] = sum(map(bool, va)), sum(map(bool, vb))
+        out["mcnemar"] = paired.mcnemar_exact([bool(x) for x in va], [bool(x) for x in vb]).to_json() if va else None
+    elif spec.kind == "ratio":
+        d = paired.paired_ratio_difference([x[0] for x in va], [x[1] for x in va], [x[0] for x in vb], [x[1] for x in vb])
+        out.update(d.to_json())
+    else:
+        d = _scaled(paired.paired_quantile_difference(va, vb, 0.5), spec.per_second)
+        out.update(d.to_json())
+        out["a_reached"] = None if not va else d.a is not None  # a median on +inf is not reached
+        out["b_reached"] = None if not vb else d.b is not None
+    return out
+
+
+def _context(block: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What pairing cannot fix, per tree: coverage, exercised_rate and every share's selected bounds."""
+    if block is None:
+        return None
+    metrics = block.get("metrics") or {}
+    out: dict[str, Any] = {"coverage": block.get("coverage"), "counts": block.get("counts")}
+    if "exercised_rate" in metrics:
+        out["exercised_rate"] = metrics["exercised_rate"]
+    out["selected_bounds"] = {k: m["selected_bounds"] for k, m in metrics.items() if "selected_bounds" in m}
+    return out
+
+
+def compare_subset(subset: str, a: ScoredTree, b: ScoredTree) -> dict[str, Any]:
+    """The comparison block of one scored subset."""
+    task = SUBSETS[subset].task
+    ra, rb = a.rows.get(subset, {}), b.rows.get(subset, {})
+    common = [i for i in ra if i in rb]
+    both = [i for i in common if ra[i]["eligible"] and rb[i]["eligible"]]
+    pairing: dict[str, Any] = {
+        "selected_a": len(ra), "selected_b": len(rb), "selected_both": len(common),
+        "eligible_a": sum(1 for r in ra.values() if r["eligible"]),
+        "eligible_b": sum(1 for r in rb.values() if r["eligible"]),
+        "eligible_both": len(both),
+    }  # fmt: skip
+    metrics: dict[str, Any] = {}
+    paired_ids = both
+    if task == USER_INTERRUPTION:
+        ex_a = {i for i in both if EXERCISED.value(ra[i])}
+        ex_b = {i for i in both if EXERCISED.value(rb[i])}
+        paired_ids = [i for i in both if i in ex_a and i in ex_b]
+        pairing["exercised"] = {
+            "both": len(paired_ids),
+            "only_a": len(ex_a - ex_b),
+            "only_b": len(ex_b - ex_a),
+            "neither": len(both) - len(ex_a | ex_b),
+        }
+        metrics[EXERCISED.name] = compare_metric(EXERCISED, [ra[i] for i in both], [rb[i] for i in both])
+    pairing["paired"] = len(paired_ids)
+    for spec in METRICS[task]:
+        metrics[spec.name] = compare_metric(spec, [ra[i] for i in paired_ids], [rb[i] for i in paired_ids])
+    return {
+        "task": task,
+        "pairing": pairing,
+        "pairs_over": "samples exercised in both (exercised_rate: eligible in both)"
+        if task == USER_INTERRUPTION else "samples eligible in both",
+        "context": {"a": _context(a.unified["subsets"].get(subset)), "b": _context(b.unified["subsets"].get(subset))},
+        "metrics": metrics,
+    }
+
+
+def _dataset_difference(a: ScoredTree, b: ScoredTree) -> str | None:
+    """Why two trees are not from the same dataset (name, declared sizes, an annotation or T of a shared sample)."""
+    if a.manifest.dataset_name != b.manifest.dataset_name:
+        return f"dataset name {a.manifest.dataset_name!r} vs {b.manifest.dataset_name!r}"
+    if a.manifest.declared != b.manifest.declared:
+        return f"declared subset sizes {a.manifest.declared} vs {b.manifest.declared}"
+    eb = {e.key: e for e in b.manifest.samples}
+    for e in a.manifest.samples:
+        o = eb.get(e.key)
+        if o is None:
+            continue
+        if e.T != o.T:
+            return f"sample {e.key}: input length T {e.T!r} vs {o.T!r}"
+        ann = e.annotation
+        if ann and ann in e.files and ann in o.files and e.files[ann] != o.files[ann]:
+            return f"sample {e.key}: {ann} differs (sha256 {e.files[ann][:12]}... vs {o.files[ann][:12]}...)"
+    return None
+
+
+def _component(sig: Signature, name: str) -> Any:
+    return next((c for c in sig.components if c.name == name), None)
+
+
+def check_comparable(a: ScoredTree, b: ScoredTree, allow_different_asr: bool = False) -> list[str]:
+    """Refuse trees that are not comparable, naming the input that differs; returns notes for allowed differences."""
+    where = f"compare: {a.root} and {b.root}"
+    why = _dataset_difference(a, b)
+    if why:
+        raise RefusalError(f"{where} were made from different datasets ({why})")
+    sa, sb = a.signature, b.signature
+    if sa.definitions != sb.definitions:
+        raise RefusalError(f"{where} were scored with different definitions ({sa.definitions} vs {sb.definitions}); rescore both")
+    va, vb = _component(sa, "vad"), _component(sb, "vad")
+    if va is not None and vb is not None and (va.value, va.hash, dict(va.settings)) != (vb.value, vb.hash, dict(vb.settings)):
+        raise RefusalError(f"{where} were scored with different VAD ({va.compact()} vs {vb.compact()}); rescore both")
+    aa, ab = _component(sa, "asr"), _component(sb, "asr")
+    notes = []
+    if aa is not None and ab is not None and (aa.value, aa.hash, dict(aa.settings)) != (ab.value, ab.hash, dict(ab.settings)):
+        if not allow_different_asr:
+            raise RefusalError(
+                f"{where} were transcribed by different ASR backends ({aa.compact()} vs {ab.compact()}); "
+                "transcribe both the same way, or pass --allow-different-asr"
+            )
+        notes.append(f"different ASR backends allowed: {aa.compact()} vs {ab.compact()}")
+    return notes
+
+
+@dataclass
+class CompareResult:
+    """compare.json as an object; `to_json()` is the file (header first)."""
+
+    trees: list[ScoredTree]
+    comparisons: list[dict[str, Any]]
+    signature: Signature
+    notes: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        from duplexeval.artifacts import header
+
+        inputs = {}
+        for k, t in enumerate(self.trees):
+            inputs[f"{k}:unified.json"] = t.unified_sha256
+            inputs[f"{k}:unified-samples.jsonl"] = t.rows_sha256
+        return {
+            **header(COMPARE_KIND, COMPARE_SCHEMA_VERSION, self.signature, inputs),
+            "method": "paired percentile bootstrap over samples (2000 resamples, default_rng(0) per interval, "
+            "quantile-rule endpoints at ranks 50 and 1950; a median's difference is the difference of the "
+            "resample medians; not reached stays null); McNemar's exact two-sided test for the shares",
+            "trees": [
+                {"index": k, "path": str(t.root), "label": t.label, "signature": t.unified["signature"]["compact"]}
+                for k, t in enumerate(self.trees)
+            ],
+            "notes": self.notes,
+            "comparisons": self.comparisons,
+        }
+
+
+def compare_trees(trees: Sequence[str | Path | ScoredTree], allow_different_asr: bool = False) -> CompareResult:
+    """Compare every tree to the first (B - A with A the first tree)."""
+    if len(trees) < 2:
+        raise InputError("compare: give at least two trees")
+    loaded = [t if isinstance(t, ScoredTree) else load_scored(t) for t in trees]
+    base = loaded[0]
+    notes: list[str] = []
+    for other in loaded[1:]:
+        notes += check_comparable(base, other, allow_different_asr)
+    comparisons = []
+    for k, other in enumerate(loaded[1:], 1):
+        subsets = {
+            s: compare_subset(s, base, other)
+            for s in SUBSET_ORDER
+            if SUBSETS[s].task in METRICS and (s in base.rows or s in other.rows)
+        }
+        comparisons.append({"a": 0, "b": k, "subsets": subsets})
+    inputs = {f"{k}:unified.json": t.unified_sha256 for k, t in enumerate(loaded)}
+    return CompareResult(loaded, comparisons, compare_signature(base.signature, inputs), notes)

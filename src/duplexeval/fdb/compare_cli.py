@@ -1,0 +1,106 @@
+"""`duplexeval fdb compare TREE_A TREE_B [...]`: paired differences B - A, written to compare.json and printed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+
+def _num(x: Any, digits: int = 3, signed: bool = False) -> str:
+    if x is None:
+        return "—"
+    return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
+
+
+def _iv(iv: Any) -> str:
+    if iv is None:
+        return "—"
+    return "[" + ", ".join("n/r" if v is None else f"{v:+.3f}" for v in iv) + "]"
+
+
+def metric_cells(m: dict[str, Any]) -> tuple[str, str, str, str, str, str]:
+    """(A, B, B - A, interval, pairs, McNemar) cells of one compared metric; a not-reached median is `n/r`."""
+    if m["kind"] == "median":
+        a = "—" if m["a_reached"] is None else _num(m["a"]) if m["a_reached"] else "n/r"
+        b = "—" if m["b_reached"] is None else _num(m["b"]) if m["b_reached"] else "n/r"
+    else:
+        a, b = _num(m["a"]), _num(m["b"])
+    diff = _num(m["diff"], signed=True) if m["diff"] is not None else f"— ({m['reason']})" if m["reason"] else "—"
+    mc = m.get("mcnemar")
+    mcn = f"{mc['a_only']}/{mc['b_only']} p={mc['p_value']:.3g}" if mc else ""
+    return a, b, diff, _iv(m["interval"]) if m["diff"] is not None else "—", str(m["n_pairs"]), mcn
+
+
+def pairing_line(block: dict[str, Any]) -> str:
+    """Coverage, pairing counts and (interruption) the exercised-in-both breakdown of one subset."""
+    p, ctx = block["pairing"], block["context"]
+    cov = "/".join(_num((c or {}).get("coverage")) for c in (ctx["a"], ctx["b"]))
+    parts = [f"eligible A {p['eligible_a']}, B {p['eligible_b']}, both {p['eligible_both']}", f"coverage A/B {cov}"]
+    if "exercised" in p:
+        e = p["exercised"]
+        ex = "/".join(_num(((c or {}).get("exercised_rate") or {}).get("value")) for c in (ctx["a"], ctx["b"]))
+        parts.append(f"exercised_rate A/B {ex}; exercised in both {e['both']}, only A {e['only_a']}, "
+                     f"only B {e['only_b']}, neither {e['neither']}")
+    parts.append(f"pairs {p['paired']} ({block['pairs_over']})")
+    return "; ".join(parts)
+
+
+def render(compare: dict[str, Any], console: Any = None) -> None:
+    """Print each comparison (every tree against the first) as one rich table per subset, then the signature."""
+    from rich.console import Console
+    from rich.table import Table
+
+    if console is None:
+        console = Console()
+        if not console.is_terminal:  # a log or a pipe: do not squeeze the tables into 80 columns
+            console = Console(width=160)
+    trees = compare["trees"]
+    for note in compare["notes"]:
+        console.print(f"note: {note}")
+    for comp in compare["comparisons"]:
+        a, b = trees[comp["a"]], trees[comp["b"]]
+        console.print(f"\n[bold]B - A[/bold]: A = {a['path']}, B = {b['path']} (paired 95% bootstrap; McNemar A-only/B-only)")
+        for subset, block in comp["subsets"].items():
+            console.print(f"\n[bold]{subset}[/bold]: {pairing_line(block)}", soft_wrap=True)
+            t = Table(show_edge=False, pad_edge=False)
+            for col in ("metric", "A", "B", "B - A", "95% interval", "pairs", "McNemar"):
+                t.add_column(col, no_wrap=col != "metric", overflow="fold")
+            for name, m in block["metrics"].items():
+                t.add_row(f"{name} median" if m["kind"] == "median" else name, *metric_cells(m))
+            console.print(t)
+    console.print(f"\nsignature: {compare['signature']['compact']}", soft_wrap=True, highlight=False)
+
+
+def compare_command(
+    trees: list[Path] = typer.Argument(..., help="Two or more scored trees; each is compared to the first (B - A)."),
+    out: Path = typer.Option(Path("compare.json"), "--out", help="Where to write compare.json."),
+    no_write: bool = typer.Option(False, "--no-write", help="Print only; write no compare.json."),
+    json_out: bool = typer.Option(False, "--json", help="Print compare.json instead of the tables."),
+    allow_different_asr: bool = typer.Option(
+        False, "--allow-different-asr", help="Compare trees transcribed by different ASR backends (noted in compare.json)."
+    ),
+) -> None:
+    """Paired comparison of scored trees on the samples eligible in both (spec 000)."""
+    from duplexeval.errors import InputError
+    from duplexeval.fdb.compare import compare_trees
+    from duplexeval.jsonio import dumps, write_json
+
+    result = compare_trees(trees, allow_different_asr=allow_different_asr).to_json()
+    if not no_write:
+        try:
+            write_json(out, result)
+        except OSError as exc:
+            raise InputError(f"{out}: cannot write: {exc.strerror or exc}") from None
+    if json_out:
+        typer.echo(dumps(result), nl=False)
+        return
+    render(result)
+    if not no_write:
+        typer.echo(f"wrote {out}")
+
+
+def register(apps) -> None:
+    """Add `fdb compare`."""
+    apps.fdb.command("compare")(compare_command)

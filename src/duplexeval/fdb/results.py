@@ -1,0 +1,92 @@
+"""Read a scored tree for comparison and reports: manifest, asr.json, unified.json and its per-sample rows.
+
+Only files the stages wrote are read, and only when they are current: unified.json must be of kind
+``duplexeval.fdb.unified`` and made from the tree's present manifest.json and asr.json, and
+unified-samples.jsonl must hold exactly one row per selected sample of the scored subsets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duplexeval.artifacts import check_kind
+from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.tree import (
+    BACKCHANNEL,
+    UNIFIED_FILE,
+    UNIFIED_SAMPLES_FILE,
+    AsrRecord,
+    Manifest,
+    SampleEntry,
+    load_asr,
+    load_manifest,
+)
+from duplexeval.jsonio import (
+    json_lines,
+    read_json,
+    read_text,
+    sha256_bytes,
+    sha256_file,
+)
+from duplexeval.signature import Signature
+
+
+@dataclass
+class ScoredTree:
+    """A tree with current unified results; `rows[subset][sample_id]` is its unified-samples.jsonl row."""
+
+    root: Path
+    manifest: Manifest
+    manifest_sha256: str
+    asr: AsrRecord
+    asr_sha256: str
+    unified: dict[str, Any]
+    unified_sha256: str
+    rows_sha256: str
+    rows: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+
+    @property
+    def signature(self) -> Signature:
+        return Signature.from_json(self.unified["signature"])
+
+    @property
+    def label(self) -> str:
+        return self.root.name or str(self.root)
+
+    def entry(self, subset: str, sample_id: str) -> SampleEntry | None:
+        return next((e for e in self.manifest.samples if e.subset == subset and e.id == sample_id), None)
+
+
+def load_scored(tree: str | Path) -> ScoredTree:
+    """Load and check a scored tree; one-line refusals name the file and what to rerun."""
+    from duplexeval.fdb.unified import UNIFIED_KIND, UNIFIED_SCHEMA_VERSION
+
+    root = Path(tree)
+    if not root.is_dir():
+        raise InputError(f"{root}: not a folder (expected a tree scored by `duplexeval fdb score`)")
+    manifest, msha = load_manifest(root)
+    asr, asha = load_asr(root)
+    upath = root / UNIFIED_FILE
+    if not upath.is_file():
+        raise RefusalError(f"{upath}: no unified.json; run `duplexeval fdb score --tree {root}` first")
+    unified = check_kind(read_json(upath), UNIFIED_KIND, upath, UNIFIED_SCHEMA_VERSION)
+    for name, key, current in (("manifest.json", "manifest_sha256", msha), ("asr.json", "asr_sha256", asha)):
+        if unified.get(key) != current:
+            raise RefusalError(f"{upath}: made from another {name} than the tree holds now; rerun `duplexeval fdb score --tree {root}`")
+    if not isinstance(unified.get("signature"), dict) or not isinstance(unified.get("subsets"), dict):
+        raise InputError(f"{upath}: has no 'signature' or 'subsets' object")
+    rpath = root / UNIFIED_SAMPLES_FILE
+    if not rpath.is_file():
+        raise RefusalError(f"{rpath}: file not found; rerun `duplexeval fdb score --tree {root}`")
+    text = read_text(rpath)
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
+    for lineno, row in json_lines(text, rpath):
+        if not isinstance(row, dict) or not isinstance(row.get("subset"), str) or not isinstance(row.get("sample_id"), str):
+            raise InputError(f"{rpath}: line {lineno}: expected an object with 'subset' and 'sample_id'")
+        rows.setdefault(row["subset"], {})[row["sample_id"]] = row
+    for e in manifest.samples:
+        if e.task != BACKCHANNEL and e.id not in rows.get(e.subset, {}):
+            raise RefusalError(f"{rpath}: sample {e.key} has no row; rerun `duplexeval fdb score --tree {root}`")
+    return ScoredTree(root, manifest, msha, asr, asha, unified, sha256_file(upath), sha256_bytes(text.encode("utf-8")), rows)

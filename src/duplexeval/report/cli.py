@@ -1,0 +1,63 @@
+"""`duplexeval report PATH... --out report.html` and `duplexeval fdb show TREE SUBSET/ID [--out PNG]`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def report_command(
+    paths: list[Path] = typer.Argument(..., help="Scored FDB trees (folders), or controller / EOT report JSON files."),
+    out: Path = typer.Option(Path("report.html"), "--out", help="Where to write the HTML page."),
+    jobs: int = typer.Option(0, "--jobs", min=0, help="Processes drawing the per-sample timelines (0: one per CPU)."),
+) -> None:
+    """One self-contained HTML page (inline CSS and SVG, no JavaScript) made from the files only."""
+    import os
+
+    from duplexeval.report import write_report
+
+    typer.echo(str(write_report(paths, out, jobs or os.cpu_count() or 1)))
+
+
+def show_command(
+    tree: Path = typer.Argument(..., help="A scored tree."),
+    sample: str = typer.Argument(..., help="The sample as SUBSET/ID, e.g. candor_turn_taking/3."),
+    out: Path | None = typer.Option(None, "--out", help="PNG to write (default: SUBSET-ID.png here)."),
+    dataset: str | None = typer.Option(
+        None, "--dataset", help="The dataset the tree was exported from (folder, or 'demo'), to draw the input waveform too."
+    ),
+) -> None:
+    """Draw one sample's timeline (output envelope, VAD, ASR words, annotation marks, outcome) as a PNG."""
+    from duplexeval.errors import InputError
+    from duplexeval.fdb.results import load_scored
+    from duplexeval.fdb.tree import validate_sample_id, validate_subset
+    from duplexeval.report.timeline import load_view, show_png
+
+    subset, _, sid = sample.partition("/")
+    validate_subset(subset, "SUBSET/ID")
+    validate_sample_id(sid, "SUBSET/ID")
+    scored = load_scored(tree)
+    entry = scored.entry(subset, sid)
+    if entry is None:
+        raise InputError(f"{tree}: sample {sample} is not in manifest.json")
+    view = load_view(scored.root, entry, scored.rows.get(subset, {}).get(sid))
+    audio = None
+    if dataset is not None:
+        from duplexeval.fdb.export import resolve_dataset
+
+        ds = resolve_dataset(dataset)
+        match = [s for s in ds.samples(subset) if s.id == sid]
+        if not match:
+            raise InputError(f"dataset {dataset}: has no sample {sample}")
+        audio = match[0].read_input_16k()
+    path = show_png(view, out or Path(f"{subset}-{sid}.png"), audio)
+    typer.echo(f"{path}: {sample}: {view.outcome}")
+    if audio is None:
+        typer.echo("(the tree holds no input audio: pass --dataset to draw the input waveform above)", err=True)
+
+
+def register(apps) -> None:
+    """Add the top-level `report` and `fdb show`."""
+    apps.root.command("report")(report_command)
+    apps.fdb.command("show")(show_command)

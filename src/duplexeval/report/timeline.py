@@ -1,0 +1,236 @@
+"""One sample's timeline: output waveform envelope, VAD segments, ASR words, annotation marks and outcome.
+
+`load_view` reads the sample's files from the tree (output.wav, output.json, the annotation) and its
+unified row; `draw` puts it on matplotlib axes. The HTML report renders it as SVG, `fdb show` as PNG
+(with the dataset's input waveform above when the dataset is given).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from duplexeval.errors import InputError
+from duplexeval.fdb.tree import (
+    OUTPUT_JSON,
+    OUTPUT_WAV,
+    PAUSE_HANDLING,
+    TURN_TAKING,
+    USER_INTERRUPTION,
+    SampleEntry,
+)
+
+ENVELOPE_BINS = 180
+
+
+@dataclass
+class SampleView:
+    """Everything drawn for one sample (times in seconds on [0, T])."""
+
+    key: str
+    task: str
+    T: float
+    eligible: bool
+    reasons: list[str]
+    row: dict[str, Any] | None
+    envelope: np.ndarray | None = None  # (bins, 2): min and max per bin
+    words: list[tuple[str, float, float | None]] = field(default_factory=list)
+    marks: list[tuple[str, float]] = field(default_factory=list)  # (label, time): E, S, R
+    spans: list[tuple[str, float, float]] = field(default_factory=list)  # (label, a, b): pauses, interruption
+    vad: list[tuple[float, float]] = field(default_factory=list)
+    input_envelope: np.ndarray | None = None
+
+    @property
+    def outcome(self) -> str:
+        if not self.eligible:
+            return "ineligible (" + ", ".join(self.reasons) + ")"
+        if self.row is None:
+            return "counted only (backchannel)"
+        if "outcome" in self.row:
+            return str(self.row["outcome"])
+        return "pause intrusion" if self.row.get("pause_intrusion") else "no intrusion"
+
+
+def envelope(audio: np.ndarray, bins: int = ENVELOPE_BINS) -> np.ndarray:
+    """Per-bin (min, max) of a waveform, for drawing it small."""
+    a = np.asarray(audio, dtype=np.float32).reshape(-1)
+    if a.size == 0:
+        return np.zeros((bins, 2), dtype=np.float32)
+    edges = np.linspace(0, a.size, bins + 1).astype(np.int64)
+    out = np.zeros((bins, 2), dtype=np.float32)
+    for i in range(bins):
+        seg = a[edges[i] : max(edges[i + 1], edges[i] + 1)]
+        out[i] = (seg.min(), seg.max())
+    return out
+
+
+def _annotation(path: Path, task: str) -> tuple[list[tuple[str, float]], list[tuple[str, float, float]]]:
+    try:
+        ann = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return [], []
+    try:
+        if task == PAUSE_HANDLING:
+            return [], [("pause", float(p["timestamp"][0]), float(p["timestamp"][1])) for p in ann]
+        if task == TURN_TAKING:
+            return [("E", float(ann[0]["timestamp"][0]))], []
+        if task == USER_INTERRUPTION:
+            S, R = (float(x) for x in ann[0]["timestamp"])
+            return [("S", S), ("R", R)], [("interruption", S, R)]
+    except (KeyError, IndexError, TypeError, ValueError):
+        pass
+    return [], []
+
+
+def load_view(tree: Path, entry: SampleEntry, row: dict[str, Any] | None) -> SampleView:
+    """Read one sample's files for drawing; missing files (an ineligible capture) are simply not drawn."""
+    from duplexeval.audio import read_audio
+    from duplexeval.fdb.transcript import parse_output_json
+
+    d = entry.dir(tree)
+    view = SampleView(entry.key, entry.task, entry.T, entry.eligible, list(entry.reasons), row)
+    wav = d / OUTPUT_WAV
+    if wav.is_file():
+        try:
+            audio, _sr = read_audio(wav)
+            view.envelope = envelope(audio)
+        except (InputError, RuntimeError, OSError):
+            view.envelope = None
+    oj = d / OUTPUT_JSON
+    if oj.is_file():
+        try:
+            words = parse_output_json(json.loads(oj.read_text(encoding="utf-8")), str(oj))
+            view.words = [(w.text.strip(), float(w.start), None if w.end is None else float(w.end)) for w in words]
+        except (InputError, ValueError, OSError):
+            view.words = []
+    if entry.annotation:
+        view.marks, view.spans = _annotation(d / entry.annotation, entry.task)
+    if row is not None and row.get("vad_segments"):
+        view.vad = [(float(a), float(b)) for a, b in row["vad_segments"]]
+    return view
+
+
+MARK_COLORS = {"E": "#c2185b", "S": "#d9602b", "R": "#8e44ad"}
+
+
+LEGEND = ("grey: output waveform envelope; green: VAD segments; blue: ASR words; yellow: annotated pauses; "
+          "pink: the user's interruption [S, R]; E, S, R: annotation marks; x axis: seconds of input time")
+
+
+def draw(ax: Any, view: SampleView, show_words: int = 12, caption: bool = False) -> None:
+    """The timeline on one axes: y in [-1, 1] is the waveform; lanes above for VAD, below for words."""
+    ax.set_xlim(0, view.T)
+    ax.set_ylim(-2.3, 1.9)
+    ax.set_axis_off()  # a drawn time scale below: matplotlib's axis machinery costs half of each picture
+    step = next(s for s in (0.5, 1, 2, 5, 10, 20, 30, 60) if view.T / s <= 8)
+    ticks = np.arange(0, view.T + 1e-9, step)
+    ax.hlines([-2.3], 0, view.T, color="#333", lw=0.8)
+    ax.vlines(ticks, -2.3, -2.42, color="#333", lw=0.8, clip_on=False)
+    for t in ticks:
+        ax.text(t, -2.5, f"{t:g}", fontsize=8, ha="center", va="top", clip_on=False)
+    for label, a, b in view.spans:
+        ax.axvspan(a, b, color="#ffe08a" if label == "pause" else "#f3d1f4", alpha=0.6, lw=0)
+    if view.envelope is not None:
+        env = view.envelope
+        peak = float(np.abs(env).max()) or 1.0
+        x = np.linspace(0, view.T, env.shape[0])
+        ax.fill_between(x, env[:, 0] / peak * 0.9, env[:, 1] / peak * 0.9, color="#7a869a", lw=0)
+        ax.axhline(0, color="#7a869a", lw=0.5)
+    else:
+        ax.text(view.T / 2, 0, "no output.wav", ha="center", va="center", color="#999")
+    if view.vad:
+        ax.broken_barh([(a, b - a) for a, b in view.vad], (1.15, 0.45), color="#2f9e44")
+    if view.vad or view.task == USER_INTERRUPTION:
+        ax.text(0, 1.65, "VAD", fontsize=6, color="#2f9e44")
+    if view.words:
+        bars = [(s, max((e if e is not None else s) - s, view.T / 600)) for _, s, e in view.words]
+        ax.broken_barh(bars, (-1.55, 0.4), facecolor="#1f6fb4", edgecolor="white", lw=0.4)
+        last = -1e9
+        shown = 0
+        for text, s, _ in view.words:  # label a word only where the previous label has room (text is the cost)
+            if s - last >= view.T / 25 and shown < show_words:
+                ax.text(s, -1.75, text, fontsize=5.5, va="top", ha="left", color="#1f3b57", clip_on=True)
+                last, shown = s, shown + 1
+    for label, t in view.marks:
+        ax.axvline(t, color=MARK_COLORS.get(label, "#333"), lw=1.2)
+        ax.text(t, 1.75, label, color=MARK_COLORS.get(label, "#333"), fontsize=7, ha="center", fontweight="bold")
+    if caption:
+        ax.text(view.T, -3.1, LEGEND, fontsize=6.5, ha="right", va="top", color="#555", clip_on=False)
+
+
+class TimelineSVG:
+    """Renders many sample timelines to SVG through one reused figure and axes (a new figure each: about 2x slower).
+
+    Only the drawn artists are removed between samples; the SVG ids come from the content and matplotlib's
+    fixed hash salt, so a timeline's bytes do not depend on what was drawn before it.
+    """
+
+    def __init__(self, width_in: float = 10.5, height_in: float = 1.55) -> None:
+        from duplexeval.report import svg
+
+        self.fig = svg.figure(width_in, height_in)
+        self.ax = self.fig.add_axes((0.015, 0.2, 0.97, 0.78))
+        self._svg = svg
+
+    def render(self, view: SampleView) -> str:
+        ax = self.ax
+        for artist in [*ax.patches, *ax.collections, *ax.lines, *ax.texts]:
+            artist.remove()
+        draw(ax, view)
+        return self._svg.to_svg(self.fig)
+
+
+@dataclass(frozen=True)
+class SampleItem:
+    """One timeline to draw (picklable, for the executor): the tree, the manifest entry and the unified row."""
+
+    tree: str
+    entry: SampleEntry
+    row: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class RenderedSample:
+    svg: str
+    outcome: str
+    words: list[tuple[str, float, float | None]]
+
+
+_RENDERER: list[TimelineSVG] = []  # one per process
+
+
+def render_item(item: SampleItem) -> RenderedSample:
+    """Load and draw one sample (top-level and pure, so a process pool can run it)."""
+    if not _RENDERER:
+        _RENDERER.append(TimelineSVG())
+    view = load_view(Path(item.tree), item.entry, item.row)
+    body = _RENDERER[0].render(view) if item.entry.eligible else ""
+    return RenderedSample(body, view.outcome, view.words)
+
+
+def show_png(view: SampleView, out: Path, input_audio: np.ndarray | None = None) -> Path:
+    """`fdb show`: the timeline as a PNG, with the input waveform above when given."""
+    from duplexeval.report import svg
+
+    rows = 2 if input_audio is not None else 1
+    fig = svg.figure(11, 1.4 + 1.7 * rows)
+    axes = fig.subplots(rows, 1, sharex=True, squeeze=False)[:, 0]
+    if input_audio is not None:
+        env = envelope(input_audio)
+        x = np.linspace(0, view.T, env.shape[0])
+        peak = float(np.abs(env).max()) or 1.0
+        ax0 = axes[0]
+        ax0.fill_between(x, env[:, 0] / peak, env[:, 1] / peak, color="#b0773c", lw=0)
+        ax0.set_yticks([])
+        ax0.set_title("input (user) waveform", fontsize=8, loc="left")
+        for label, t in view.marks:
+            ax0.axvline(t, color=MARK_COLORS.get(label, "#333"), lw=1.2)
+    draw(axes[-1], view, caption=True)
+    axes[-1].set_title(f"{view.key}: {view.outcome}", fontsize=9, loc="left")
+    fig.tight_layout()
+    svg.to_png(fig, out)
+    return out

@@ -1,0 +1,178 @@
+"""`duplexeval report` and `fdb show`: demo-like trees (espeak-ng speech, real Silero VAD) rendered to HTML,
+opened in headless Chromium, and checked as a reader would: every subset and sample is on the page."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from fdb_fixtures import (
+    FixtureSample,
+    interrupt_ann,
+    pause_ann,
+    place,
+    turn_ann,
+    write_tree,
+)
+
+from duplexeval import cli
+from duplexeval.errors import InputError
+from duplexeval.fdb.unified import score
+from duplexeval.report import write_report
+from duplexeval.report.build import render_html
+
+P, SP, TT, UI, BC = ("candor_pause_handling", "synthetic_pause_handling", "candor_turn_taking",
+                     "synthetic_user_interruption", "icc_backchannel")  # fmt: skip
+
+
+def _speech(text: str):
+    from duplexeval.tts import synthesize
+
+    return synthesize(text)
+
+
+def _words(sp, start: float) -> list[tuple[str, float, float]]:
+    return [(w.text, round(start + w.start_s, 3), round(start + w.end_s, 3)) for w in sp.words]
+
+
+def demo_like_tree(root: Path, system: str) -> Path:
+    """A small tree over every subset: a talker that speaks early and through the interruption ('talk'),
+    or a polite one that waits ('wait'); one ineligible sample."""
+    sp = _speech("sure, I can help with that")
+    talk = system == "talk"
+    at = 2.2 if talk else 4.0  # pause samples: pause [2, 3.5]; turn-taking E = 3.0
+    s = [
+        FixtureSample(P, "1", 8.0, pause_ann((2.0, 3.5)), _words(sp, at), place(8.0, [(at, sp.audio)])),
+        FixtureSample(P, "2", 8.0, pause_ann((2.0, 3.5)), []),
+        FixtureSample(SP, "1", 7.0, pause_ann((1.5, 2.5)), _words(sp, at - 0.5), place(7.0, [(at - 0.5, sp.audio)])),
+        FixtureSample(TT, "1", 9.0, turn_ann(3.0), _words(sp, 2.5 if talk else 3.6), place(9.0, [(2.5 if talk else 3.6, sp.audio)])),
+        FixtureSample(TT, "2", 9.0, turn_ann(3.0), _words(sp, 3.3), place(9.0, [(3.3, sp.audio)])),
+        FixtureSample(TT, "3", 9.0, turn_ann(3.0), None, eligible=False, reasons=["late_input"], wav=False),
+        # interruption S = 5, R = 6.5: speech from 3.5 s, cut at S + 0.3 (wait) or carried over R (talk)
+        FixtureSample(UI, "1", 12.0, interrupt_ann(5.0, 6.5),
+                      _words(sp, 7.2) if not talk else [("and", 6.6, 6.8)],
+                      place(12.0, [(3.5, sp.audio[: int(1.8 * 16000)]), (7.2, sp.audio)]) if not talk
+                      else place(12.0, [(3.5, sp.audio), (4.9, sp.audio), (6.2, sp.audio)])),
+        FixtureSample(BC, "1", 10.0, None, _words(sp, 4.0), place(10.0, [(4.0, sp.audio)])),
+    ]
+    tree = write_tree(root, s, declared={P: 216, SP: 137, TT: 119, UI: 200, BC: 55}, dataset="demo-like")
+    score(tree)  # real Silero VAD on the interruption output
+    return tree
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    base = tmp_path_factory.mktemp("report")
+    return [demo_like_tree(base / "wait", "wait"), demo_like_tree(base / "talk", "talk")]
+
+
+def _keys(tree: Path) -> list[str]:
+    m = json.loads((tree / "manifest.json").read_text())
+    return [f"{s['subset']}/{s['id']}" for s in m["samples"]]
+
+
+def test_page_is_self_contained_deterministic_and_its_svgs_parse(trees: list[Path], tmp_path: Path) -> None:
+    a = write_report(trees, tmp_path / "a.html", jobs=1).read_bytes()
+    b = write_report(trees, tmp_path / "b.html", jobs=2).read_bytes()
+    assert a == b  # same bytes, whichever number of processes drew the timelines
+    page = a.decode("utf-8")
+    assert "<script" not in page and "<link" not in page and "<img" not in page
+    assert not re.search(r'(src|href)="(https?:)?//', page)  # no network resource of any kind
+    svgs = re.findall(r"<svg.*?</svg>", page, flags=re.DOTALL)
+    assert len(svgs) >= 2 * 7 + 4  # every eligible sample's timeline, F(t) twice, outcomes, stop latencies
+    for s in svgs:
+        ET.fromstring(s)  # well-formed XML
+    targets = set(re.findall(r'id="([^"]+)"', page))
+    links = re.findall(r'href="#([^"]+)"', page)
+    assert links and all(x in targets for x in links)  # every table link lands on a section
+    for k in (0, 1):
+        for key in _keys(trees[k]):
+            assert f'id="s{k}-{key.replace("/", "-")}"' in page
+    assert "Paired comparison" in page and "McNemar" in page and "Reference column" not in page  # no summary.json
+    assert "No summary.json, so no reference column" in page
+    assert page.count("signature: ") >= 5
+
+
+def test_reference_column_only_when_hashes_match(trees: list[Path], tmp_path: Path) -> None:
+    from duplexeval.fdb.official import evaluate
+
+    one = tmp_path / "one"
+    shutil.copytree(trees[0], one)
+    evaluate(one, subsets=[P, SP, TT, UI], progress=False)
+    page = render_html([one])
+    assert "Reference column: official rules" in page and "Average take turn" in page
+    summary = json.loads((one / "summary.json").read_text())
+    (one / "summary.json").write_text(json.dumps({**summary, "asr_sha256": "0" * 64}))
+    page = render_html([one])
+    assert "Reference column left out: asr.json changed since summary.json was written" in page
+
+
+def test_compare_json_renders_as_in_the_tree_report(trees: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "compare.json"
+    with pytest.raises(SystemExit) as e:
+        cli.main(["fdb", "compare", str(trees[0]), str(trees[1]), "--out", str(out), "--no-write"])
+    assert e.value.code == 0 and not out.exists()
+    with pytest.raises(SystemExit):
+        cli.main(["fdb", "compare", str(trees[0]), str(trees[1]), "--out", str(out)])
+    from_file = render_html([out])
+    from_trees = render_html(trees)
+    table = from_trees[from_trees.index('<h2 id="compare">'):from_trees.index('<h2 id="samples">')]
+    assert table in from_file and "exercised in both" in table
+
+
+def test_worst_cases_come_first(trees: list[Path]) -> None:
+    page = render_html([trees[1]])
+    tt = page[page.index('id="samples-candor_turn_taking"'):]
+    assert tt.index('id="s0-candor_turn_taking-1"') < tt.index('id="s0-candor_turn_taking-2"')  # early start first
+    assert "early start: first word" in page and "speaking_at_end" in page
+
+
+def test_fdb_show_draws_a_png_and_refuses_bad_samples(trees: list[Path], tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from PIL import Image
+
+    out = tmp_path / "one.png"
+    with pytest.raises(SystemExit) as e:
+        cli.main(["fdb", "show", str(trees[1]), f"{UI}/1", "--out", str(out)])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.strip() == f"{out}: {UI}/1: speaking_at_end"
+    assert Image.open(out).size[0] > 800
+    for bad, msg in ((f"{UI}/../x", "sample id '../x' is not allowed"), (f"{TT}/9", f"sample {TT}/9 is not in manifest.json"),
+                     ("nope/1", "unknown subset 'nope'")):
+        with pytest.raises(SystemExit) as e:
+            cli.main(["fdb", "show", str(trees[1]), bad, "--out", str(out)])
+        assert e.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert msg in err and "\n" not in err
+
+
+def test_controller_and_eot_reports_share_the_page(tmp_path: Path) -> None:
+    from test_controller_core_io import _turn_clip
+
+    from duplexeval.controller.data import write_data
+    from duplexeval.eot.pairs import EOTPair
+    from duplexeval.eot.report import build_report
+    from duplexeval.jsonio import write_json
+
+    write_data(tmp_path / "ctl", [_turn_clip(f"c{k}", f"g{k // 2}", 26 + k) for k in range(4)])
+    with pytest.raises(SystemExit):
+        cli.main(["controller", "evaluate", str(tmp_path / "ctl"), "--json", str(tmp_path / "ctl.json")])
+    write_data(tmp_path / "ctl-b", [_turn_clip(f"c{k}", f"g{k // 2}", 28 + k) for k in range(4)])
+    with pytest.raises(SystemExit):
+        cli.main(["controller", "compare", str(tmp_path / "ctl"), str(tmp_path / "ctl-b"), "--json", str(tmp_path / "cmp.json")])
+    write_json(tmp_path / "eot.json", build_report([EOTPair(1.0, 1.3), EOTPair(2.0, 1.9), EOTPair(3.0, 4.2)]))
+    page = render_html([tmp_path / "ctl.json", tmp_path / "eot.json"])
+    assert "Event metrics" in page and "false cutoff" in page and "hang &gt; " in page
+    cmp = render_html([tmp_path / "cmp.json"])
+    assert "endpoint.latency_median_ms" in cmp and "+160" in cmp and "|boot:2000@0|" in cmp  # 2 frames later in B
+    assert "signature: " in page and "controller-spec002-1" in page
+    assert render_html([tmp_path / "ctl.json", tmp_path / "eot.json"]) == page
+    write_json(tmp_path / "other.json", {"kind": "duplexeval.fdb.summary"})
+    with pytest.raises(InputError, match="other.json: is a 'duplexeval.fdb.summary' file"):
+        render_html([tmp_path / "other.json"])
+    with pytest.raises(InputError, match="either scored trees"):
+        render_html([tmp_path, tmp_path / "eot.json"])
