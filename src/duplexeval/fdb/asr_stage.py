@@ -18,7 +18,7 @@ from typing import Any
 from duplexeval import __version__
 from duplexeval.artifacts import header
 from duplexeval.asr.base import check_words, round_words
-from duplexeval.asr.registry import BACKENDS, DEFAULT_BACKEND, IMPORT, backend_spec, make_backend
+from duplexeval.asr.registry import DEFAULT_BACKEND, IMPORT, backend_spec, check_backend_name, make_backend
 from duplexeval.errors import DuplexEvalError, InputError, RefusalError
 from duplexeval.fdb.signatures import asr_signature
 from duplexeval.fdb.transcript import parse_output_json, transcript_bytes
@@ -203,7 +203,7 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
         device: str = "cpu") -> StageResult:
     """Transcribe every eligible sample of the tree, write output.json files and asr.json.
 
-    `backend` is a name from BACKENDS or a Backend object (tests). Failed samples are recorded with
+    `backend` is a registered name, `module.path:Name` (see asr.registry) or a Backend object (tests). Failed samples are recorded with
     their reason and do not stop the run; check `StageResult.failed`.
     """
     tree = Path(tree)
@@ -225,8 +225,7 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
             generate, obj, spec = False, None, None
             signature = _import_signature(declare)
         else:
-            if backend not in BACKENDS:
-                raise InputError(f"unknown ASR backend {backend!r} (expected one of {', '.join(BACKENDS)})")
+            check_backend_name(backend)
             if declare:
                 raise InputError("--declare is only for --backend import")
             threads = max(1, ncpu // jobs)
