@@ -103,7 +103,7 @@ def _summary(d, out: Path) -> str:  # noqa: ANN001
 
 
 def controller_run(
-    controller: str = typer.Argument(..., help="baseline:silence, baseline:silero, FILE.onnx, or package.module:factory."),
+    controller: str = typer.Argument(..., help="silence or silero (also spelled baseline:NAME), an installed plugin's name, FILE.onnx, or package.module:factory."),
     out: Path = typer.Argument(..., help="Data folder to write, ready for `controller evaluate`."),
     conversations: Path | None = typer.Option(None, "--conversations", help="Conversation manifest with audio."),
     fdb: Path | None = typer.Option(None, "--fdb", help="FDB v1.0 folder (CANDOR turn-taking and pause subsets)."),
@@ -126,7 +126,7 @@ def controller_run(
 
 
 def controller_bench(
-    controller: str = typer.Argument(..., help="baseline:silence, baseline:silero, FILE.onnx, or package.module:factory."),
+    controller: str = typer.Argument(..., help="silence or silero (also spelled baseline:NAME), an installed plugin's name, FILE.onnx, or package.module:factory."),
     option: list[str] | None = typer.Option(None, "--option", help="Controller keyword option key=value (repeatable)."),
     prefill: int = typer.Option(64, "--prefill", help="Prefill frames before the timed updates."),
     updates: int = typer.Option(200, "--updates", help="Timed one-frame updates per repeat."),
