@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from duplexeval.fdb.unified import aggregate
@@ -144,8 +144,10 @@ def test_a_settled_prefix_gives_the_whole_file_segments():
 
     seen = {"settled": 0, "settled_with_speech": 0}
 
-    @settings(max_examples=150, deadline=None, database=None)
+    @settings(max_examples=150, deadline=None, database=None, derandomize=True)
     @given(probs_seq, st.integers(0, 160 * 512), st.integers(0, 511))
+    @example([0.97] * 20 + [0.02] * 40, 0, 0)  # speech, then silence long enough to settle before the end
+    @example([0.02] * 10 + [0.97] * 30 + [0.02] * 60, 5 * 512, 100)
     def prop(probs, limit, short):
         p = np.asarray(probs, dtype=np.float32)
         n_samples = len(p) * 512 - short  # the last frame may be partial

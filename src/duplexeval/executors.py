@@ -3,20 +3,29 @@
 Every per-sample stage maps a pure, picklable function over its work items through ``make_executor``;
 the driver writes outputs in item order, so the bytes are the same whichever executor ran them.
 A failing item comes back as an ``ItemFailure`` (recorded with its reason by the stage), never lost.
+Stages with a model use ``map_stateful(StatefulWork(init, arg, fn), items)``: ``init(arg)`` builds the
+model once per worker process (or Ray actor), then ``fn(state, item)`` runs per item.
+Local pool workers exit when their parent dies (even by SIGKILL), so no orphan keeps writing files.
 ``--executor ray`` lives in ``duplexeval.executors_ray`` (optional extra ``duplexeval[ray]``).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import multiprocessing as mp
+import os
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from duplexeval.errors import InputError
 
 T = TypeVar("T")
 R = TypeVar("R")
+S = TypeVar("S")
 
 EXECUTORS = ("local", "ray")
 
@@ -49,12 +58,27 @@ class ItemFailure:
 
     index: int
     reason: str
+    worker_lost: bool = False  # the worker process died (crash, OOM kill), not the function raising
 
 
 @dataclass(frozen=True)
 class ItemResult(Generic[R]):
     index: int
     value: R
+
+
+@dataclass(frozen=True)
+class StatefulWork(Generic[S, T, R]):
+    """Per-item work that needs a loaded model: ``init(arg)`` once per worker, then ``fn(state, item)`` per item.
+
+    ``init`` and ``fn`` are top-level functions and ``arg`` is picklable (they are sent to worker processes).
+    ``uses_gpu``: the model runs on a GPU when one exists (Ray then requests one per worker).
+    """
+
+    init: Callable[[Any], S]
+    arg: Any
+    fn: Callable[[S, T], R]
+    uses_gpu: bool = False
 
 
 class Executor(Protocol):
@@ -64,11 +88,58 @@ class Executor(Protocol):
 
     def map_ordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[ItemResult[R] | ItemFailure]: ...
 
+    def map_stateful(self, work: StatefulWork[Any, T, R], items: Sequence[T]) -> Iterator[ItemResult[R] | ItemFailure]: ...
+
+    @property
+    def parallelism(self) -> int:
+        """How many items run at the same time (worker processes or Ray slots)."""
+        ...
+
     def close(self) -> None: ...
 
 
 def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+
+
+def _failure(index: int, exc: BaseException) -> ItemFailure:
+    return ItemFailure(index, _one_line(exc), worker_lost=isinstance(exc, BrokenProcessPool))
+
+
+# -- local pool workers: die with the parent, hold the per-worker state ---------------------------------
+PARENT_POLL_S = 0.1
+_STATE: dict[str, Any] = {}
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while True:
+        time.sleep(PARENT_POLL_S)
+        if os.getppid() != parent_pid:  # re-parented: the driver is gone (SIGKILL included)
+            os._exit(1)
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Make this worker process exit within PARENT_POLL_S of its parent's death (a daemon thread watching getppid).
+
+    A pipe or PR_SET_PDEATHSIG would also do; the latter fires when the *thread* that forked us exits, which a
+    pool created from a short-lived thread would trip over, so we watch the parent id instead (any POSIX system).
+    """
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="duplexeval-parent-watch").start()
+
+
+def _init_plain(parent_pid: int) -> None:
+    die_with_parent(parent_pid)
+
+
+def _init_stateful(parent_pid: int, init: Callable[[Any], Any], arg: Any) -> None:
+    die_with_parent(parent_pid)
+    _STATE["state"] = init(arg)
+
+
+def _call_stateful(fn: Callable[[Any, Any], Any], item: Any) -> Any:
+    return fn(_STATE["state"], item)
 
 
 class LocalExecutor:
@@ -80,6 +151,10 @@ class LocalExecutor:
         self.jobs = jobs
         self._pool: cf.ProcessPoolExecutor | None = None
 
+    @property
+    def parallelism(self) -> int:
+        return self.jobs
+
     def map_ordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[ItemResult[R] | ItemFailure]:
         if self.jobs == 1:
             for i, item in enumerate(items):
@@ -89,13 +164,29 @@ class LocalExecutor:
                     yield ItemFailure(i, _one_line(exc))
             return
         if self._pool is None:
-            self._pool = cf.ProcessPoolExecutor(max_workers=self.jobs)
+            self._pool = cf.ProcessPoolExecutor(max_workers=self.jobs, initializer=_init_plain, initargs=(os.getpid(),))
         futures = [self._pool.submit(fn, item) for item in items]
-        for i, fut in enumerate(futures):
+        yield from _ordered(futures)
+
+    def map_stateful(self, work: StatefulWork[Any, T, R], items: Sequence[T]) -> Iterator[ItemResult[R] | ItemFailure]:
+        """In this process (jobs=1: ``init`` runs here, its errors propagate) or ``jobs`` spawned processes."""
+        if self.jobs == 1 or len(items) <= 1:
+            state = work.init(work.arg) if items else None
+            for i, item in enumerate(items):
+                try:
+                    yield ItemResult(i, work.fn(state, item))
+                except Exception as exc:  # noqa: BLE001 - recorded per item by the stage
+                    yield ItemFailure(i, _one_line(exc))
+            return
+        # spawn: model libraries (onnxruntime, CTranslate2) are not fork-safe once their threads exist.
+        with cf.ProcessPoolExecutor(max_workers=min(self.jobs, len(items)), mp_context=mp.get_context("spawn"),
+                                    initializer=_init_stateful, initargs=(os.getpid(), work.init, work.arg)) as pool:
+            futures = [pool.submit(_call_stateful, work.fn, item) for item in items]
             try:
-                yield ItemResult(i, fut.result())
-            except Exception as exc:  # noqa: BLE001
-                yield ItemFailure(i, _one_line(exc))
+                yield from _ordered(futures)
+            finally:
+                for f in futures:
+                    f.cancel()
 
     def close(self) -> None:
         if self._pool is not None:
@@ -103,10 +194,20 @@ class LocalExecutor:
             self._pool = None
 
 
+def _ordered(futures: Sequence[cf.Future[Any]]) -> Iterator[ItemResult[Any] | ItemFailure]:
+    for i, fut in enumerate(futures):
+        try:
+            yield ItemResult(i, fut.result())
+        except Exception as exc:  # noqa: BLE001 - recorded per item by the stage
+            yield _failure(i, exc)
+
+
 def make_executor(spec: ExecutorSpec) -> Executor:
     """The executor `spec` names; Ray is imported only when asked for."""
     if spec.kind == "local":
         return LocalExecutor(spec.jobs)
-    from duplexeval.executors_ray import make_ray_executor  # optional extra, heavy import
+    from duplexeval.executors_ray import (
+        make_ray_executor,  # optional extra, heavy import
+    )
 
     return make_ray_executor(spec)

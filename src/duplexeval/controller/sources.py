@@ -163,13 +163,12 @@ def _at(c: Conversation) -> str:
     return f"{c.where}: " if c.where else ""
 
 
-def conversation_clips(
+def labelled_clips(
     convs: Sequence[Conversation] | Iterator[Conversation],
-    controller: Any = None,
     rules: LabelRules | None = None,
-) -> Iterator[Clip]:
-    """Derive labels (and level_db when audio exists) per assignment; with a controller, add its scores."""
-    from duplexeval.controller.runner import frame_level_db, run
+) -> Iterator[tuple[Clip, Conversation, Any]]:
+    """(clip with labels and level_db, the conversation as assigned, its derived labels) per channel assignment."""
+    from duplexeval.controller.runner import frame_level_db
 
     for conv in convs:
         for clip_id, c in assignments(conv):
@@ -180,11 +179,27 @@ def conversation_clips(
             level = frame_level_db(c.user_audio, lab.n_frames) if c.user_audio is not None else None
             clip = to_clip(lab, clip_id, group=c.group, level_db=level, events_end_s=c.events_end_s,
                            extra={"label_source": c.label_source})  # fmt: skip
-            if controller is not None:
-                if c.user_audio is None:
-                    raise InputError(f"{_at(c)}conversation {c.id}: running a controller needs the user audio")
-                res = run(controller, c.user_audio, c.agent_audio, lab.n_frames, lab.truth_state,
-                          name=getattr(controller, "name", "controller"))  # fmt: skip
-                res.apply(clip.frames)
-            yield clip
+            yield clip, c, lab
 
+
+def needs_user_audio(c: Conversation) -> np.ndarray:
+    """The user channel a controller run needs (InputError naming the conversation when there is none)."""
+    if c.user_audio is None:
+        raise InputError(f"{_at(c)}conversation {c.id}: running a controller needs the user audio")
+    return c.user_audio
+
+
+def conversation_clips(
+    convs: Sequence[Conversation] | Iterator[Conversation],
+    controller: Any = None,
+    rules: LabelRules | None = None,
+) -> Iterator[Clip]:
+    """Derive labels (and level_db when audio exists) per assignment; with a controller, add its scores."""
+    from duplexeval.controller.runner import run
+
+    for clip, c, lab in labelled_clips(convs, rules):
+        if controller is not None:
+            res = run(controller, needs_user_audio(c), c.agent_audio, lab.n_frames, lab.truth_state,
+                      name=getattr(controller, "name", "controller"))  # fmt: skip
+            res.apply(clip.frames)
+        yield clip

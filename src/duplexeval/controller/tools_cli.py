@@ -9,6 +9,8 @@ from pathlib import Path
 
 import typer
 
+from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
+from duplexeval.executors import ExecutorSpec
 from duplexeval.schemas import MAX_TIME_S
 
 
@@ -54,25 +56,47 @@ def _check_out(out: Path, force: bool) -> None:
         raise RefusalError(f"{out}: exists and is not empty; give --force to overwrite")
 
 
-def _clips(conversations: Path | None, fdb: Path | None, controller, rules):  # noqa: ANN001, ANN202
+def _clips(conversations: Path | None, fdb: Path | None, controller, rules, remote=None):  # noqa: ANN001, ANN202
+    """Clips with labels (and the controller's scores). `remote` = (spec, options, ExecutorSpec): run on Ray."""
     from duplexeval.errors import InputError
 
     if (conversations is None) == (fdb is None):
         raise InputError("give exactly one of --conversations MANIFEST or --fdb DATASET")
+    name = getattr(controller, "name", "controller")
     if conversations is not None:
-        from duplexeval.controller.sources import conversation_clips, read_manifest
+        from duplexeval.controller.sources import (
+            conversation_clips,
+            labelled_clips,
+            needs_user_audio,
+            read_manifest,
+        )
 
-        return conversation_clips(read_manifest(conversations), controller, rules), {"conversations": str(conversations)}
+        info: dict = {"conversations": str(conversations)}
+        if remote is None:
+            return conversation_clips(read_manifest(conversations), controller, rules), info
+        from duplexeval.controller.parallel import RunJob, run_clips
+
+        pairs = ((clip, RunJob(needs_user_audio(c), c.agent_audio, lab.n_frames, lab.truth_state, name))
+                 for clip, c, lab in labelled_clips(read_manifest(conversations), rules))
+        return run_clips(pairs, *remote), info
     from duplexeval.controller.fdb_bridge import bridge_dataset
     from duplexeval.controller.runner import run
+
+    info = {"fdb": str(fdb), "fdb_subsets": ["candor_turn_taking", "candor_pause_handling"]}
+    if remote is not None:
+        from duplexeval.controller.parallel import RunJob, run_clips
+
+        pairs = ((bc.clip, RunJob(bc.audio16k, None, bc.clip.meta.n_frames, None, name))
+                 for bc in bridge_dataset(str(fdb)))
+        return run_clips(pairs, *remote), info
 
     def gen():  # noqa: ANN202
         for bc in bridge_dataset(str(fdb)):
             if controller is not None:
-                run(controller, bc.audio16k, None, bc.clip.meta.n_frames, None, name=getattr(controller, "name", "controller")).apply(bc.clip.frames)
+                run(controller, bc.audio16k, None, bc.clip.meta.n_frames, None, name=name).apply(bc.clip.frames)
             yield bc.clip
 
-    return gen(), {"fdb": str(fdb), "fdb_subsets": ["candor_turn_taking", "candor_pause_handling"]}
+    return gen(), info
 
 
 def controller_label(
@@ -102,6 +126,7 @@ def _summary(d, out: Path) -> str:  # noqa: ANN001
             f"{n_b} backchannel onsets, reference {d.reference_s() / 3600:.5f} h")  # fmt: skip
 
 
+@executor_options
 def controller_run(
     controller: str = typer.Argument(..., help="silence or silero (also spelled baseline:NAME), an installed plugin's name, FILE.onnx, or package.module:factory."),
     out: Path = typer.Argument(..., help="Data folder to write, ready for `controller evaluate`."),
@@ -110,16 +135,19 @@ def controller_run(
     option: list[str] | None = typer.Option(None, "--option", help="Controller keyword option key=value (repeatable)."),
     rule: list[str] | None = typer.Option(None, "--rule", help="Override a derivation rule key=value (repeatable)."),
     force: bool = typer.Option(False, "--force", help="Overwrite a non-empty OUT."),
+    executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Run a streaming controller over two-channel audio (state/yield teacher-forced, endpoint/backchannel with
-    LISTEN forced) and write its scores with the derived labels."""
+    LISTEN forced) and write its scores with the derived labels. With --executor ray, one conversation per task."""
     from duplexeval.controller.data import load_data, write_data
     from duplexeval.controller.runner import load_controller
 
     _check_out(out, force)
-    ctl = load_controller(controller, _options(option, "--option"))
+    opts = _options(option, "--option")
+    ctl = load_controller(controller, opts)
     rules = _rules(rule)
-    clips, info = _clips(conversations, fdb, ctl, rules)
+    remote = (controller, opts, executor_spec) if executor_spec.kind != "local" else None
+    clips, info = _clips(conversations, fdb, ctl, rules, remote)
     cfg = ctl.config() if hasattr(ctl, "config") else None
     write_data(out, clips, info={**info, "controller": controller, "controller_config": cfg, "label_rules": rules.to_json()})
     typer.echo(_summary(load_data(out), out))

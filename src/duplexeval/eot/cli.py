@@ -8,6 +8,9 @@ from typing import Any
 
 import typer
 
+from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
+from duplexeval.executors import ExecutorSpec
+
 SWEEP_FILES = ("summary.json", "sweep.parquet", "pareto.png", "operating_points.png")
 
 
@@ -141,6 +144,7 @@ def eot_score(
         atomic_write_text(rows_out, "".join(dumps_line(r) for r in prow))
 
 
+@executor_options
 def eot_predict(
     spans: Path = typer.Argument(..., help="Span set: eot-bench parquet/JSONL rows, an FDB v1.0 folder, a conversation manifest (.jsonl) or a synth script (.yaml)."),
     detector: str = typer.Option(..., "--detector", "-d", help="silence, silero, smart-turn, or module.path:Class (predict_batch(items) -> list[float])."),
@@ -151,20 +155,21 @@ def eot_predict(
     transcript_lag: float = typer.Option(0.5, "--transcript-lag", help="Words are visible this many seconds after they end (eot-bench: 0.5)."),
     only_at: str | None = typer.Option(None, "--only-at", help="Score only at these silences, comma list in s (e.g. 0.2 for a score-point model)."),
     batch_size: int = typer.Option(16, "--batch-size", help="Items per predict_batch call."),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="Worker processes (one turn per task)."),
-    executor: str = typer.Option("local", "--executor", help="local or ray."),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="Local worker processes (one turn per task); with --executor ray "
+                                                   "the cluster's size decides."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing predictions file (and drop its journal)."),
     progress: bool | None = typer.Option(None, "--progress/--no-progress", help="Show a progress bar (default: when stderr is a terminal)."),
+    executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Causal predictions at every grid time of every silence span, in eot-bench's columns; resumes an interrupted run."""
     from duplexeval.controller.tools_cli import _options
     from duplexeval.eot.predict import PredictSettings, run_predict
     from duplexeval.eot.sources import load_span_set
     from duplexeval.eot.spans import span_set_summary
-    from duplexeval.executors import ExecutorSpec
+    from dataclasses import replace
 
     settings = PredictSettings(step, transcript_lag, batch_size, _parse_grid(only_at, "--only-at", ()) if only_at else ())
-    spec = ExecutorSpec(kind=executor, jobs=jobs)
+    spec = replace(executor_spec, jobs=jobs)
     ss = load_span_set(spans, source)
     info = span_set_summary(ss)
     skipped = ", ".join(f"{k} {v}" for k, v in info["skipped"].items()) or "none"

@@ -7,7 +7,11 @@ from typing import Optional
 
 import typer
 
+from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
+from duplexeval.executors import ExecutorSpec
 
+
+@executor_options
 def asr_command(
     tree: Path = typer.Option(..., "--tree", help="The tree written by `duplexeval fdb export` or `import`."),
     backend: str = typer.Option("whisper-align", "--backend",
@@ -16,12 +20,14 @@ def asr_command(
     model: Optional[str] = typer.Option(None, "--model",
                                          help="faster-whisper/whisper-align: a CTranslate2 model directory; "
                                               "parakeet: a .nemo file (or a hub id)."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", help="Worker processes (default: the number of cores)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", help="Local worker processes (default: the number of cores); "
+                                                            "with --executor ray the cluster's size decides."),
     force: bool = typer.Option(False, "--force", help="Transcribe again even if asr.json or other outputs exist."),
     declare: Optional[str] = typer.Option(None, "--declare",
                                           help="With --backend import: the ASR that made the files (e.g. parakeet-tdt-0.6b-v2)."),
     device: str = typer.Option("cpu", "--device", help="parakeet only: cpu or cuda."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Transcribe each eligible sample's output.wav into output.json, then write asr.json.
 
@@ -30,7 +36,7 @@ def asr_command(
     from duplexeval.fdb.asr_stage import run
 
     result = run(tree, backend=backend, model=model, jobs=jobs, force=force, progress=not no_progress,
-                 declare=declare, device=device)
+                 declare=declare, device=device, executor=executor_spec)
     typer.echo(result.summary())
     if result.failed:
         for key, reason in result.errors[:20]:

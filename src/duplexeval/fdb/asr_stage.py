@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from duplexeval.artifacts import header
 from duplexeval.asr.base import check_words, round_words
 from duplexeval.asr.registry import DEFAULT_BACKEND, IMPORT, backend_spec, check_backend_name, make_backend
 from duplexeval.errors import DuplexEvalError, InputError, RefusalError
+from duplexeval.executors import ExecutorSpec, ItemResult, StatefulWork, make_executor
 from duplexeval.fdb.signatures import asr_signature
 from duplexeval.fdb.transcript import parse_output_json, transcript_bytes
 from duplexeval.fdb.tree import (
@@ -82,7 +83,6 @@ class StageResult:
 
 
 # -- per-sample work (runs in workers) --------------------------------------------------------------
-_WORKER: dict[str, Any] = {}
 
 
 def _read_cut(task: SampleTask) -> float:
@@ -164,14 +164,25 @@ def cut_sample(cut: float) -> int:
     return int(nearest) if abs(exact - nearest) < 1e-6 else math.ceil(exact)
 
 
-def _init_worker(spec: Any) -> None:
-    _WORKER["backend"] = _build(spec)
-    if hasattr(_WORKER["backend"], "load"):
-        _WORKER["backend"].load()
+def _load_backend(spec: Any) -> Any:
+    """A worker's backend, built and loaded once (StatefulWork.init): None for import, a spec tuple, or an object."""
+    backend = _build(spec)
+    if backend is not None and hasattr(backend, "load"):
+        backend.load()
+    return backend
 
 
-def _worker_task(task: SampleTask) -> tuple[str, dict[str, Any]]:
-    return task.key, process_sample(_WORKER.get("backend"), task)
+def _worker_task(backend: Any, task: SampleTask) -> dict[str, Any]:
+    return process_sample(backend, task)
+
+
+def _lost_record(task: SampleTask, reason: str) -> dict[str, Any]:
+    """A sample whose worker died past the retries: recorded with the reason, never a transcript it did not vouch for."""
+    out = Path(task.dir) / OUTPUT_JSON
+    if task.generate and out.is_file():
+        out.unlink()
+    return {"status": "error", "output.json": None, "error": f"sample {task.key}: {reason}",
+            "audio_sha256": None, "cut_s": None}
 
 
 def _build(spec: Any) -> Any:
@@ -200,11 +211,12 @@ def _progress_path(tree: Path, key: str) -> Path:
 
 def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str | os.PathLike[str] | None = None,
         jobs: int | None = None, force: bool = False, progress: bool = True, declare: str | None = None,
-        device: str = "cpu") -> StageResult:
+        device: str = "cpu", executor: ExecutorSpec | None = None) -> StageResult:
     """Transcribe every eligible sample of the tree, write output.json files and asr.json.
 
     `backend` is a registered name, `module.path:Name` (see asr.registry) or a Backend object (tests). Failed samples are recorded with
-    their reason and do not stop the run; check `StageResult.failed`.
+    their reason and do not stop the run; check `StageResult.failed`. `executor` (default: local, `jobs`
+    processes) says where the samples run; each worker loads the backend once, the driver writes in order.
     """
     tree = Path(tree)
     manifest, manifest_sha = load_manifest(tree)
@@ -214,6 +226,8 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
     jobs = ncpu if jobs is None else int(jobs)
     if jobs < 1:
         raise InputError(f"--jobs must be >= 1, got {jobs}")
+    xspec = replace(executor, jobs=jobs) if executor is not None else ExecutorSpec("local", jobs=jobs)
+    on_ray = xspec.kind != "local"
 
     generate = True
     if isinstance(backend, str):
@@ -228,7 +242,7 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
             check_backend_name(backend)
             if declare:
                 raise InputError("--declare is only for --backend import")
-            threads = max(1, ncpu // jobs)
+            threads = max(1, int(xspec.ray_num_cpus)) if on_ray else max(1, ncpu // jobs)
             spec = backend_spec(backend, model, device, threads)
             obj = _build(spec)
             signature = obj.signature()
@@ -237,9 +251,10 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
         signature = obj.signature()
 
     eligible = [s for s in manifest.samples if s.eligible]
+    where = tree.resolve() if on_ray else tree  # Ray workers may run in another folder (or on another machine)
     tasks = [
         SampleTask(
-            key=s.key, subset=s.subset, id=s.id, T=s.T, dir=str(s.dir(tree)), wav_sha256=s.files[OUTPUT_WAV],
+            key=s.key, subset=s.subset, id=s.id, T=s.T, dir=str(s.dir(where)), wav_sha256=s.files[OUTPUT_WAV],
             annotation=s.annotation, annotation_sha256=s.files.get(s.annotation) if s.annotation else None,
             generate=generate,
         )
@@ -282,15 +297,25 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
         records[key] = rec
         write_json(_progress_path(tree, key), rec)
 
+    # In this process the backend built above is reused; workers build their own from the spec.
+    in_process = not on_ray and (jobs == 1 or len(todo) <= 1)
+    work = StatefulWork(_load_backend, obj if in_process else spec, _worker_task, uses_gpu=device == "cuda")
     with _ProgressBar(progress, len(tasks), n_resumed, signature.get("name", "?")) as advance:
-        if jobs == 1 or len(todo) <= 1:
-            if obj is not None and hasattr(obj, "load") and todo:
-                obj.load()
-            for t in todo:
-                finish(t.key, process_sample(obj, t))
-                advance()
-        else:
-            _run_pool(todo, spec, min(jobs, len(todo)), finish, advance)
+        if todo:
+            ex = make_executor(replace(xspec, jobs=1 if in_process else min(jobs, len(todo))))
+            try:
+                for out in ex.map_stateful(work, todo):
+                    t = todo[out.index]
+                    if isinstance(out, ItemResult):
+                        finish(t.key, out.value)
+                    elif out.worker_lost and not on_ray:
+                        raise RefusalError("an ASR worker process died (out of memory?); finished samples are kept, "
+                                           "rerun the same command to resume, perhaps with fewer --jobs")
+                    else:
+                        finish(t.key, _lost_record(t, out.reason))
+                    advance()
+            finally:
+                ex.close()
 
     samples = {t.key: _asr_sample(records[t.key]) for t in tasks}
     errors = [(k, s.error or "") for k, s in samples.items() if s.status == "error"]
@@ -328,29 +353,6 @@ def _resumable(tree: Path, t: SampleTask) -> dict[str, Any] | None:
 def _asr_sample(rec: dict[str, Any]) -> AsrSample:
     extra = {k: v for k, v in rec.items() if k not in ("status", "output.json", "error")}
     return AsrSample(rec["status"], rec["output.json"], rec["error"], extra)
-
-
-def _run_pool(todo: list[SampleTask], spec: Any, jobs: int, finish: Any, advance: Any) -> None:
-    """Run tasks in `jobs` spawned processes, each loading the backend once."""
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
-
-    ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(spec,)) as pool:
-        futures = [pool.submit(_worker_task, t) for t in todo]
-        try:
-            for fut in as_completed(futures):
-                key, rec = fut.result()
-                finish(key, rec)
-                advance()
-        except BrokenProcessPool:
-            raise RefusalError("an ASR worker process died (out of memory?); finished samples are kept, "
-                               "rerun the same command to resume, perhaps with fewer --jobs") from None
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
 
 
 class _ProgressBar:

@@ -365,8 +365,13 @@ def export(
     limit: int | None = None,
     force: bool = False,
     progress: bool = True,
+    executor: Any = None,
 ) -> ExportResult:
-    """Drive `system` (a System or a `NAME[:k=v,...]` spec) over `dataset` and write the tree `out`."""
+    """Drive `system` (a System or a `NAME[:k=v,...]` spec) over `dataset` and write the tree `out`.
+
+    `executor` (an ExecutorSpec of kind ray) runs the sessions on Ray workers first (`export_remote`).
+    """
+    system_arg = system
     system = _resolve_system(system)
     ds = resolve_dataset(dataset)
     chosen = select_samples(ds, subsets, limit)
@@ -380,6 +385,14 @@ def export(
     def make(i: int, run_sha: str, input_sha: str, _payload: None) -> SampleEntry:
         return _export_one(system, chosen[i], out, run_sha, input_sha)
 
-    entries, ran, reused = build_samples(out, run, force, progress, chosen, key_of, make, f"export {system.name}")
+    remote = 0
+    if executor is not None and executor.kind != "local":
+        from duplexeval.fdb.export_remote import prepass
+
+        remote = prepass(system_arg, chosen, out, run, force, progress, executor, f"export {system.name}")
+        force = False  # the pre-pass redid what --force asks for; the loop below finds it all in the journal
+    entries, ran, reused = build_samples(out, run, force, progress and not remote, chosen, key_of, make,
+                                         f"export {system.name}")
+    ran, reused = ran + remote, reused - remote
     info = {"tool": "duplexeval fdb export", "clock": "virtual", "frame_samples": 1280, "playout": PLAYOUT_POLICY}
     return finish_run(out, ds, entries, sysj, "export", info, limit, ran, reused)

@@ -7,6 +7,9 @@ from typing import Optional
 
 import typer
 
+from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
+from duplexeval.executors import ExecutorSpec
+
 
 def _summary(kind: str, result) -> None:  # noqa: ANN001 - ExportResult
     sel = sum(c["selected"] for c in result.counts.values())
@@ -16,6 +19,7 @@ def _summary(kind: str, result) -> None:  # noqa: ANN001 - ExportResult
         typer.echo(f"  {subset}: {c['eligible']}/{c['selected']} eligible")
 
 
+@executor_options
 def export_command(
     system: str = typer.Option(..., "--system", help="NAME[:key=value,...], e.g. 'turn-based:silence_ms=700' (see docs/systems.md)."),
     dataset: str = typer.Option(..., "--dataset", help="An FDB v1.0 folder, a synth folder, or 'demo'."),
@@ -24,11 +28,15 @@ def export_command(
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
     force: bool = typer.Option(False, "--force", help="Write into a tree made by another system/dataset, redoing every sample."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
-    """Drive a system over a dataset: output.wav (FIFO playout, exactly T), annotations, trace.json, manifest.json."""
+    """Drive a system over a dataset: output.wav (FIFO playout, exactly T), annotations, trace.json, manifest.json.
+
+    With --executor ray the sessions run on Ray workers, one sample per task (the tree must be on a shared path)."""
     from duplexeval.fdb.export import export
 
-    result = export(system, dataset, out, subsets=subset or None, limit=limit, force=force, progress=not quiet)
+    result = export(system, dataset, out, subsets=subset or None, limit=limit, force=force, progress=not quiet,
+                    executor=executor_spec)
     _summary("export", result)
 
 

@@ -7,12 +7,17 @@ from typing import Any
 
 import typer
 
+from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
+from duplexeval.executors import ExecutorSpec
 
+
+@executor_options
 def score_command(
     tree: Path = typer.Option(..., "--tree", help="A tree written by `fdb export`/`import` and transcribed by `fdb asr`."),
     json_out: bool = typer.Option(False, "--json", help="Print unified.json instead of the report."),
     no_write: bool = typer.Option(False, "--no-write", help="Score and print without writing unified.json / unified-samples.jsonl."),
-    jobs: int = typer.Option(0, "--jobs", min=0, help="VAD worker processes (0: one per available CPU)."),
+    jobs: int = typer.Option(0, "--jobs", min=0, help="Local VAD threads (0: one per available CPU); "
+                                                      "with --executor ray the cluster's size decides."),
     sensitivity: bool = typer.Option(
         False,
         "--sensitivity",
@@ -20,13 +25,14 @@ def score_command(
         "minimum silence 50-500 ms; whole-file scans) and flag samples whose S is within 200 ms of a segment "
         "edge; writes TREE/unified-sensitivity.json. The headline numbers keep spec 000's rule.",
     ),
+    executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Score a tree by the unified rules: writes TREE/unified.json and TREE/unified-samples.jsonl."""
     from duplexeval.fdb.unified import score
     from duplexeval.fdb.unified.report import load_reference, render
     from duplexeval.jsonio import dumps
 
-    result = score(tree, write=not no_write, jobs=jobs or None)
+    result = score(tree, write=not no_write, jobs=jobs or None, executor=executor_spec)
     sens = _sensitivity(tree, not no_write, jobs) if sensitivity else None
     if json_out:
         out = result.to_json() if sens is None else {"unified": result.to_json(), "sensitivity": sens.to_json()}

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.errors import InputError
+from duplexeval.executors import ExecutorSpec
 from duplexeval.fdb.tree import BACKCHANNEL, SUBSET_ORDER, SUBSETS, UNIFIED_FILE, UNIFIED_SAMPLES_FILE
 from duplexeval.fdb.unified.aggregate import subset_block
 from duplexeval.fdb.unified.interruption import r_limit_sample, score_interruption
@@ -47,21 +48,29 @@ class UnifiedResult:
         return self.unified["subsets"][name]
 
 
-def _interruption_segments(inputs: list[InterruptionInput], segmenter: Segmenter | None, jobs: int | None) -> list:
-    """VAD segments of each interruption output (Silero unless a segmenter is injected)."""
+def _interruption_segments(inputs: list[InterruptionInput], segmenter: Segmenter | None, jobs: int | None,
+                           executor: ExecutorSpec | None = None) -> list:
+    """VAD segments of each interruption output (Silero unless a segmenter is injected), here or on `executor`."""
     from duplexeval.fdb.unified import speech
 
     paths = [i.wav_path for i in inputs]
     if segmenter is not None:
         return segmenter(paths)
     # Only segments starting at or before R enter any quantity, so each scan may stop once they are final.
-    return speech.segment_files(paths, jobs, limits=[r_limit_sample(i.R_us) for i in inputs])
+    limits: list[int | None] = [r_limit_sample(i.R_us) for i in inputs]
+    if executor is not None and executor.kind != "local":
+        from duplexeval.fdb.unified import vad_remote
+
+        return vad_remote.segment_files(executor, paths, limits)
+    return speech.segment_files(paths, jobs, limits=limits)
 
 
-def _rows_and_blocks(loaded: LoadedTree, segmenter: Segmenter | None, jobs: int | None) -> tuple[dict, list]:
+def _rows_and_blocks(loaded: LoadedTree, segmenter: Segmenter | None, jobs: int | None,
+                     executor: ExecutorSpec | None = None) -> tuple[dict, list]:
     """Per-sample rows (unified-samples.jsonl) and per-subset blocks (unified.json), in canonical order."""
     inter = [ls for ls in loaded.samples if isinstance(ls.input, InterruptionInput)]
-    segs = _interruption_segments([ls.input for ls in inter], segmenter, jobs) if inter else []  # type: ignore[misc]
+    segs = (_interruption_segments([ls.input for ls in inter], segmenter, jobs, executor)  # type: ignore[misc]
+            if inter else [])
     if len(segs) != len(inter):
         raise ValueError(f"segmenter returned {len(segs)} segment lists for {len(inter)} outputs")
     seg_of = {id(ls): s for ls, s in zip(inter, segs)}
@@ -108,13 +117,15 @@ def score(
     write: bool = True,
     segmenter: Segmenter | None = None,
     jobs: int | None = None,
+    executor: ExecutorSpec | None = None,
 ) -> UnifiedResult:
     """Score a tree by the unified rules; writes TREE/unified.json and TREE/unified-samples.jsonl when `write`.
 
-    `segmenter` replaces the Silero VAD (tests); `jobs` caps the VAD threads (default: one per CPU).
+    `segmenter` replaces the Silero VAD (tests); `jobs` caps the VAD threads (default: one per CPU);
+    `executor` (kind ray) runs the VAD on Ray instead, with the same segments.
     """
     loaded = load_tree(tree)
-    blocks, rows = _rows_and_blocks(loaded, segmenter, jobs)
+    blocks, rows = _rows_and_blocks(loaded, segmenter, jobs, executor)
     if segmenter is None:
         from duplexeval.fdb.unified import speech
 
