@@ -12,11 +12,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from duplexeval.fdb.transcript import Word, to_us
+from duplexeval.fdb.transcript import Word
+from duplexeval.units import SAMPLE_RATE, US_PER_S, to_us
 
 __all__ = ["Backend", "Word", "check_words", "package_versions", "round_words", "SAMPLE_RATE"]
-
-SAMPLE_RATE = 16000
 
 
 @runtime_checkable
@@ -53,12 +52,10 @@ def round_words(words: list[Word]) -> list[Word]:
     push a word that ends on the last sample past T. Non-finite values pass through for the checks.
     """
 
-    def r(x: float | None) -> float | None:
-        if x is None or not math.isfinite(x):
-            return x
-        return to_us(float(x)) / 1_000_000
+    def r(x: float) -> float:
+        return to_us(x) / US_PER_S if math.isfinite(x) else x
 
-    return [Word(w.text, r(w.start), r(w.end)) for w in words]  # type: ignore[arg-type]
+    return [Word(w.text, r(w.start), None if w.end is None else r(w.end)) for w in words]
 
 
 def _num(x: object) -> bool:
