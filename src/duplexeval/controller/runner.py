@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.audio import FRAME_SAMPLES
 from duplexeval.controller.data import STATES, ClipFrames
 from duplexeval.controller.protocol import Controller
 from duplexeval.controller.registry import load_controller
 from duplexeval.errors import InputError
+from duplexeval.units import FRAME_SAMPLES
 
 # `Controller` and `load_controller` live in `protocol` and `registry`; re-exported for callers of this module.
 __all__ = ["LISTEN", "OUTPUT_KEYS", "Controller", "RunResult", "frame_level_db", "load_controller", "run", "split_frames"]
