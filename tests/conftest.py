@@ -1,10 +1,28 @@
-"""Test-session settings: keep every cache inside the session's temporary folder (never the user's home)."""
+"""Test-session settings: keep every cache inside the session's temporary folder (never the user's home),
+and mark the slow tests (listed in slow_tests.txt, plus every Ray test) so `make test-fast` can skip them."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+
+_SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+
+
+def _slow_ids() -> set[str]:
+    lines = _SLOW_LIST.read_text(encoding="utf-8").splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Add the `slow` marker to the listed tests (parametrized cases by their base id) and to Ray tests."""
+    slow = _slow_ids()
+    for item in items:
+        base = item.nodeid.split("[", 1)[0]
+        if base in slow or item.get_closest_marker("ray") is not None:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -17,12 +17,18 @@ from systems_fixtures import Dataset, pause, turn_taking
 def test_cells_show_value_interval_and_count() -> None:
     share = {"value": 0.25, "count": 1, "n": 4, "interval": [0.0456, 0.6994], "selected_bounds": [0.25, 0.5]}
     assert format_metric(share) == "0.25 [0.05, 0.70] (1/4)"
-    assert format_metric({"value": None, "count": 0, "n": 0, "interval": None, "selected_bounds": None}) == "— (0/0)"
+    assert format_metric({"value": None, "count": 0, "n": 0, "interval": None, "selected_bounds": None}) == "- (0/0)"
     lat = {"n": 4, "median": 0.7125, "median_interval": [0.58, 0.76], "p90": None}
     assert format_metric(lat) == "0.71 s [0.58, 0.76] (4)"
-    assert format_metric({"n": 4, "median": None, "median_interval": None, "p90": None}) == "not reached (4)"
+    assert format_metric({"n": 4, "median": None, "median_interval": None, "p90": None}) == "n/r (4)"
+    # a median interval whose upper end is not reached (a never-responded sample) says so
+    assert format_metric({"n": 4, "median": 0.7, "median_interval": [0.5, None], "p90": None}) == "0.70 s [0.50, n/r] (4)"
+    # the official rating without a judge says what it needs instead of a bare dash
+    from duplexeval.fdb.official.interruption import NOT_JUDGED
+
+    assert format_metric({"value": None, "std": None, "n": 0, "note": NOT_JUDGED}) == "needs --judge (0)"
     assert format_metric({"value": 0.5, "std": 0.1, "n": 3, "note": None}) == "0.50 ± 0.10 (3)"
-    assert format_metric(None) == "—"
+    assert format_metric(None) == "-"
 
 
 def test_tree_names_and_bad_system_lists(tmp_path: Path) -> None:
@@ -51,9 +57,9 @@ def test_rows_put_systems_side_by_side_and_ignore_stale_results(tmp_path: Path) 
     assert rows[0] == ("turn-taking", "early_start_rate", ["0.25 [0.10, 0.90] (1/4)", "0.75 [0.10, 0.90] (3/4)"])
     assert [r[:2] for r in rows[1:]] == [("turn-taking", m) for m in
                                          ("response_rate_2s", "no_response_rate", "response_latency_s (median)")]
-    assert all(r[2] == ["—", "—"] for r in rows[1:])  # metrics a tree lacks are shown as missing, not dropped
+    assert all(r[2] == ["-", "-"] for r in rows[1:])  # metrics a tree lacks are shown as missing, not dropped
     (b / "asr.json").write_text('{"changed": 1}')  # transcribed again after scoring: b's numbers are stale
-    assert comparison_rows([a, b])[0][2] == ["0.25 [0.10, 0.90] (1/4)", "—"]
+    assert comparison_rows([a, b])[0][2] == ["0.25 [0.10, 0.90] (1/4)", "-"]
 
 
 def test_demo_end_to_end_on_a_tiny_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.errors import DuplexEvalError, InputError, RefusalError
+from duplexeval.fdb.official.interruption import NEEDS_JUDGE, needs_judge
 from duplexeval.jsonio import read_json
+from duplexeval.stats import NO_DATA, NOT_REACHED
 
 DEFAULT_OUT = Path("duplexeval-demo")
 DEFAULT_SYSTEMS: tuple[str, ...] = ("silent", "turn-based", "talk-over", "backchannel")
@@ -193,22 +195,24 @@ def _write_report(out: Path, runs: Sequence[SystemRun], say: Callable[[str], Non
 
 
 def _num(x: float | None, digits: int = 2) -> str:
-    return "—" if x is None else f"{x:.{digits}f}"
+    return NO_DATA if x is None else f"{x:.{digits}f}"
 
 
 def format_metric(m: dict[str, Any] | None) -> str:
     """One table cell: a share `value [lo, hi] (count/n)`, a latency `median [lo, hi] (n)`, or a ratio."""
     if not isinstance(m, dict):
-        return "—"
+        return NO_DATA
+    if needs_judge(m):
+        return f"{NEEDS_JUDGE} ({m.get('n', 0)})"
     if "median" in m:
         n = m.get("n")
         if m.get("median") is None:
-            return f"not reached ({n})" if n else "— (0)"
+            return f"{NOT_REACHED} ({n})" if n else f"{NO_DATA} (0)"
         lo, hi = (m.get("median_interval") or [None, None])[:2]
-        return f"{_num(m['median'])} s [{_num(lo)}, {_num(hi)}] ({n})"
+        return f"{_num(m['median'])} s [{_num_r(lo)}, {_num_r(hi)}] ({n})"
     if "count" in m:
         if m.get("value") is None:
-            return f"— (0/{m.get('n', 0)})"
+            return f"{NO_DATA} (0/{m.get('n', 0)})"
         lo, hi = (m.get("interval") or [None, None])[:2]
         return f"{_num(m['value'])} [{_num(lo)}, {_num(hi)}] ({m['count']}/{m['n']})"
     if "value" in m:
@@ -217,7 +221,12 @@ def format_metric(m: dict[str, Any] | None) -> str:
             std = "" if m.get("std") is None else f" ± {_num(m['std'])}"
             return f"{_num(m.get('value'))}{std} ({m.get('n', '?')})"
         return f"{_num(m.get('value'))} [{_num(lo)}, {_num(hi)}]"
-    return "—"
+    return NO_DATA
+
+
+def _num_r(x: Any) -> str:
+    """An interval endpoint of a latency quantile: null there means not reached (a never-responded sample)."""
+    return NOT_REACHED if x is None else _num(x)
 
 
 def _load(tree: Path, name: str) -> dict[str, Any] | None:
@@ -279,12 +288,9 @@ def comparison_table(result: DemoResult) -> Any:
 
 def print_report(result: DemoResult, console: Any | None = None) -> None:
     """The table, then where each tree is and what each stage did."""
-    from rich.console import Console
+    from duplexeval.progress import table_console
 
-    if console is None:
-        console = Console()
-        if not console.is_terminal:  # a log or a pipe: do not squeeze the table into 80 columns
-            console = Console(width=160)
+    console = console or table_console()  # a log or a pipe: do not squeeze the table into 80 columns
     console.print(comparison_table(result))
     for run in result.runs:  # every number carries its signature: one line per tree, under the table
         u = _load(run.tree, "unified.json")

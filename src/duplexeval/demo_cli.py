@@ -9,7 +9,7 @@ import typer
 
 
 def demo_command(
-    out: Path = typer.Option(Path("duplexeval-demo"), "--out", help="Folder for the trees (default ./duplexeval-demo)."),
+    out: Path = typer.Option(Path("duplexeval-demo"), "--out", "-o", help="Folder for the trees (default ./duplexeval-demo)."),
     systems: Optional[list[str]] = typer.Option(
         None, "--systems", "--system",
         help="Systems to compare, NAME[:key=value,...], repeatable (default: silent, turn-based, talk-over, backchannel).",

@@ -19,7 +19,7 @@ import numpy as np
 from duplexeval.audio import FRAME_SAMPLES
 from duplexeval.controller.data import STATES
 from duplexeval.errors import InputError
-from duplexeval.stats import Quantile
+from duplexeval.stats import NO_DATA, Quantile
 
 LISTEN = STATES.index("LISTEN")
 
@@ -145,8 +145,8 @@ def bench(ctl: Any, prefill: int = 64, updates: int = 200, repeats: int = 3, see
 def format_bench(rep: dict[str, Any]) -> str:
     """A few lines for the terminal."""
     w = rep["wall_time_per_update_ms"]
-    f = lambda v: "n/a" if v is None else f"{v:.3f} ms"  # noqa: E731
-    b = lambda v: "n/a" if v is None else f"{v:,} B"  # noqa: E731
+    f = lambda v: NO_DATA if v is None else f"{v:.3f} ms"  # noqa: E731
+    b = lambda v: NO_DATA if v is None else f"{v:,} B"  # noqa: E731
     p = rep["protocol"]
     return "\n".join([
         f"controller bench: {rep['controller']} (batch 1, {p['prefill_frames']} prefill frames, "

@@ -125,7 +125,7 @@ def controller_compare(
     json_out: Path | None = typer.Option(None, "--json", help="Write the JSON comparison here."),
 ) -> None:
     """Differences B - A with a conversation-grouped paired bootstrap (same clips, labels and groups required)."""
-    from duplexeval.controller.compare import paired_bootstrap
+    from duplexeval.controller.compare import format_comparison, paired_bootstrap
     from duplexeval.controller.data import load_data
     from duplexeval.controller.report import run_clips
     from duplexeval.errors import InputError
@@ -163,13 +163,7 @@ def controller_compare(
         "head_ranking_point_only": frame,
     }
     typer.echo(f"B - A over {res['clips']} clips in {res['groups']} groups (95% grouped paired bootstrap):")
-    for k, m in res["metrics"].items():
-        if m["a"] is None and m["b"] is None:
-            continue
-        d = "n/a" if m["diff_b_minus_a"] is None else f"{m['diff_b_minus_a']:+.4g}"
-        ci = "" if m["ci95"] is None else f"  [{m['ci95'][0]:+.4g}, {m['ci95'][1]:+.4g}]"
-        fmt = lambda v: "n/a" if v is None else f"{v:.4g}"  # noqa: E731
-        typer.echo(f"  {k:<46} A {fmt(m['a']):>9}  B {fmt(m['b']):>9}  diff {d}{ci}")
+    typer.echo(format_comparison(res["metrics"]))
     typer.echo(f"signature: {sig.compact()}")
     if json_out is not None:
         write_json(json_out, out)

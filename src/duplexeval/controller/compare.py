@@ -189,3 +189,22 @@ def paired_bootstrap(
         "endpoint_mode_b": policy_b.endpoint_mode,
         "metrics": metrics,
     }
+
+
+def format_comparison(metrics: dict) -> str:
+    """The B - A table with aligned columns (metric, A, B, B-A, 95% CI); `-` = no data on that side."""
+    from duplexeval.progress import text_table
+    from duplexeval.stats import NO_DATA
+
+    def num(v: float | None, sign: str = "") -> str:
+        if v is None:
+            return NO_DATA
+        return "0" if v == 0 else f"{v:{sign}.4g}"
+
+    rows = []
+    for k, m in metrics.items():
+        if m["a"] is None and m["b"] is None:
+            continue
+        ci = NO_DATA if m["ci95"] is None else f"[{num(m['ci95'][0], '+')}, {num(m['ci95'][1], '+')}]"
+        rows.append([k, num(m["a"]), num(m["b"]), num(m["diff_b_minus_a"], "+"), ci])
+    return text_table(["metric", "A", "B", "B - A", "95% CI"], rows, right={1, 2, 3})

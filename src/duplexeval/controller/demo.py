@@ -64,6 +64,7 @@ def run_demo(out: str | Path, n: int = 4, exchanges: int = 4, seed: int = 0, for
 
 def format_demo(res: DemoResult) -> str:
     """Both reports (the evaluate text format) and the comparison table."""
+    from duplexeval.controller.compare import format_comparison
     from duplexeval.controller.report import format_report
 
     lines = []
@@ -72,11 +73,6 @@ def format_demo(res: DemoResult) -> str:
         lines.append(format_report(rep))
     lines.append(f"=== compare: {res.comparison['b']} - {res.comparison['a']} "
                  f"({res.comparison['groups']} conversations, paired bootstrap 95% CI)")  # fmt: skip
-    for k, m in res.comparison["metrics"].items():
-        if m["a"] is None and m["b"] is None:
-            continue
-        ci = "n/a" if m["ci95"] is None else f"[{m['ci95'][0]:.4g}, {m['ci95'][1]:.4g}]"
-        fmt = lambda v: "n/a" if v is None else f"{v:.4g}"  # noqa: E731
-        lines.append(f"  {k:<36} A {fmt(m['a']):>9}  B {fmt(m['b']):>9}  B-A {fmt(m['diff_b_minus_a']):>9}  {ci}")
+    lines.append(format_comparison(res.comparison["metrics"]))
     lines.append(f"wrote {res.out} in {res.seconds:.1f} s")
     return "\n".join(lines)

@@ -10,6 +10,7 @@ from duplexeval.controller.events import ClipEvidence, aggregate, clip_events
 from duplexeval.controller.frame_metrics import FrameAccumulator
 from duplexeval.controller.policy import EvaluationPolicy
 from duplexeval.signature import Component, Signature
+from duplexeval.stats import NO_DATA, NOT_REACHED
 
 REPORT_KIND = "duplexeval.controller.report"
 REPORT_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs) replaces duplexeval_version
@@ -73,16 +74,23 @@ def evaluate(
 
 def _pct(sh: dict | None) -> str:
     if not sh or sh.get("rate") is None:
-        return "n/a"
+        return NO_DATA if not sh else f"{NO_DATA} (0/{sh.get('n', 0)})"
     return f"{sh['rate'] * 100:.1f}% ({sh['count']}/{sh['n']})"
 
 
-def _ms(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.0f} ms"
+def _ms(v: float | None, n: int = 0) -> str:
+    """A latency in ms; `n/r` when samples exist but the quantile is not reached, `-` when there are none."""
+    if v is None:
+        return NOT_REACHED if n else NO_DATA
+    return f"{v:.0f} ms"
 
 
 def _rate(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.2f}/h"
+    return NO_DATA if v is None else f"{v:.2f}/h"
+
+
+def _num(v: float | None) -> str:
+    return NO_DATA if v is None else f"{v:.3f}"
 
 
 def format_report(rep: dict) -> str:
@@ -91,14 +99,11 @@ def format_report(rep: dict) -> str:
     fm = rep["frame_metrics"]
     if fm.get("state"):
         s = fm["state"]
-        mf = "n/a" if s["macro_f1"] is None else f"{s['macro_f1']:.3f}"
-        lines.append(f"  state macro-F1 {mf} over {s['scored']} frames ({s['masked']} masked)")
+        lines.append(f"  state macro-F1 {_num(s['macro_f1'])} over {s['scored']} frames ({s['masked']} masked)")
     for h in ("endpoint", "yield", "backchannel"):
         r = fm.get(h)
         if r and "scored" in r:
-            auc = "n/a" if r["roc_auc"] is None else f"{r['roc_auc']:.3f}"
-            ap = "n/a" if r["average_precision"] is None else f"{r['average_precision']:.3f}"
-            lines.append(f"  {h:<11} ROC-AUC {auc}  AP {ap}  ({r['positives']} pos / {r['scored']} frames)")
+            lines.append(f"  {h:<11} ROC-AUC {_num(r['roc_auc'])}  AP {_num(r['average_precision'])}  ({r['positives']} pos / {r['scored']} frames)")
     em = rep["event_metrics"]
     if "endpoint" in em:
         for mode in ("head_only", "fallback_on"):
@@ -106,8 +111,8 @@ def format_report(rep: dict) -> str:
             star = "*" if mode == em["endpoint"]["primary_mode"] else " "
             lat = e["latency"]
             lines.append(
-                f" {star}endpoint[{mode}] latency mean {_ms(lat['mean_ms'])} median {_ms(lat['median_ms'])} "
-                f"p90 {_ms(lat['p90_ms'])} (n={lat['n']}); early {_pct(e['early_cutin'])}; none {_pct(e['no_endpoint'])}; "
+                f" {star}endpoint[{mode}] latency mean {_ms(lat['mean_ms'])} median {_ms(lat['median_ms'], lat['n'])} "
+                f"p90 {_ms(lat['p90_ms'], lat['n'])} (n={lat['n']}); early {_pct(e['early_cutin'])}; none {_pct(e['no_endpoint'])}; "
                 f"miss<=1.2s {_pct(e['miss_within_deadline'])} ({e['miss_within_deadline']['censored']} censored); "
                 f"head {_pct(e['head'])} fallback {_pct(e['fallback'])}; "
                 f"pause false {_pct(e['pause_false_endpoints'])} = {_rate(e['pause_false_endpoints']['per_hour'])}"
@@ -121,15 +126,19 @@ def format_report(rep: dict) -> str:
     if "yield" in em:
         y = em["yield"]
         lines.append(
-            f"  yield detection {_pct(y['detection'])}, median latency {_ms(y['latency']['median_ms'])}, "
+            f"  yield detection {_pct(y['detection'])}, median latency {_ms(y['latency']['median_ms'], y['latency']['n'])}, "
             f"false events {_rate(y['false_events']['per_hour'])}"
         )
     if "backchannel" in em:
         b = em["backchannel"]
         lines.append(
-            f"  backchannel recall {_pct(b['recall'])}, median latency {_ms(b['latency']['median_ms'])}, "
+            f"  backchannel recall {_pct(b['recall'])}, median latency {_ms(b['latency']['median_ms'], b['latency']['n'])}, "
             f"acknowledgments {_rate(b['acknowledgment_rate']['per_hour'])} per LISTEN hour"
         )
+    if "endpoint" in em:
+        lines.append(f"  * = the primary endpoint mode ({em['endpoint']['primary_mode']}, from the evaluation policy): "
+                     "the one calibrate and compare use; the other mode is shown for reference")
+    lines.append(f"  {NOT_REACHED} = not reached, {NO_DATA} = no data (empty denominator)")
     if "signature" in rep:
         lines.append(f"signature: {rep['signature']['compact']}")
     return "\n".join(lines)

@@ -99,8 +99,29 @@ def _clips(conversations: Path | None, fdb: Path | None, controller, rules, remo
     return gen(), info
 
 
+def _out_folder(positional: Path | None, out: Path | None, what: str, default: Path | None = None,
+                deprecated: bool = False) -> Path:
+    """The folder from `--out DIR` or the positional OUT (at most one given; `default` when neither)."""
+    from duplexeval.errors import InputError
+    from duplexeval.jsonio import check_output_dir
+
+    if positional is not None and out is not None:
+        raise InputError(f"give the {what} once: --out DIR" + (" (the positional OUT is deprecated)" if deprecated else
+                                                               ", or OUT, not both"))  # fmt: skip
+    if positional is not None:
+        check_output_dir(positional, "OUT")  # the checks --out gets from duplexeval.cli
+        if deprecated:
+            typer.echo(f"duplexeval: note: a positional OUT is deprecated; use `--out {positional}`", err=True)
+        return positional
+    if out is None and default is None:
+        raise InputError(f"give the {what}: --out DIR (or as the argument OUT)")
+    return out if out is not None else default  # type: ignore[return-value]
+
+
 def controller_label(
-    out: Path = typer.Argument(..., help="Data folder to write (dataset.json, clips.jsonl, frames/)."),
+    positional_out: Path | None = typer.Argument(None, metavar="[OUT]", show_default=False,
+                                                 help="Data folder to write (or --out)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Data folder to write (dataset.json, clips.jsonl, frames/)."),
     conversations: Path | None = typer.Option(None, "--conversations", help="Conversation manifest (JSONL or JSON list; docs/controller-labels.md)."),
     fdb: Path | None = typer.Option(None, "--fdb", help="FDB v1.0 folder: bridge candor_turn_taking and candor_pause_handling."),
     rule: list[str] | None = typer.Option(None, "--rule", help="Override a derivation rule, e.g. --rule max_pause_s=2.5 (repeatable)."),
@@ -109,6 +130,7 @@ def controller_label(
     """Derive frame truth, masks and events (no controller scores) from conversations or the FDB CANDOR subsets."""
     from duplexeval.controller.data import load_data, write_data
 
+    out = _out_folder(positional_out, out, "data folder")
     _check_out(out, force)
     rules = _rules(rule)
     clips, info = _clips(conversations, fdb, None, rules)
@@ -129,7 +151,9 @@ def _summary(d, out: Path) -> str:  # noqa: ANN001
 @executor_options
 def controller_run(
     controller: str = typer.Argument(..., help="silence or silero (also spelled baseline:NAME), an installed plugin's name, FILE.onnx, or package.module:factory."),
-    out: Path = typer.Argument(..., help="Data folder to write, ready for `controller evaluate`."),
+    positional_out: Path | None = typer.Argument(None, metavar="[OUT]", show_default=False,
+                                                 help="Data folder to write (or --out)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Data folder to write, ready for `controller evaluate`."),
     conversations: Path | None = typer.Option(None, "--conversations", help="Conversation manifest with audio."),
     fdb: Path | None = typer.Option(None, "--fdb", help="FDB v1.0 folder (CANDOR turn-taking and pause subsets)."),
     option: list[str] | None = typer.Option(None, "--option", help="Controller keyword option key=value (repeatable)."),
@@ -142,6 +166,7 @@ def controller_run(
     from duplexeval.controller.data import load_data, write_data
     from duplexeval.controller.runner import load_controller
 
+    out = _out_folder(positional_out, out, "data folder")
     _check_out(out, force)
     opts = _options(option, "--option")
     ctl = load_controller(controller, opts)
@@ -173,8 +198,12 @@ def controller_bench(
         write_json(json_out, rep)
 
 
+DEMO_DEFAULT_OUT = Path("controller-demo")
+
+
 def controller_demo(
-    out: Path = typer.Argument(Path("controller-demo"), help="Folder for conversations, data, reports."),
+    legacy_out: Path | None = typer.Argument(None, metavar="[OUT]", help="Deprecated: use --out DIR.", show_default=False),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Folder for conversations, data, reports (default ./controller-demo)."),
     n: int = typer.Option(4, "--conversations", help="How many conversations to make."),
     exchanges: int = typer.Option(4, "--exchanges", help="Exchanges per conversation."),
     seed: int = typer.Option(0, "--seed", help="Seed for voices, rates, gaps and event types."),
@@ -186,6 +215,7 @@ def controller_demo(
 
     if n < 1 or exchanges < 1:
         raise InputError("--conversations and --exchanges must be >= 1")
+    out = _out_folder(legacy_out, out, "folder", DEMO_DEFAULT_OUT, deprecated=True)
     typer.echo(format_demo(run_demo(out, n, exchanges, seed, force)))
 
 

@@ -20,6 +20,7 @@ from duplexeval.jsonio import (
     write_json,
 )
 from duplexeval.signature import Component, Signature
+from duplexeval.stats import NO_DATA, NOT_REACHED
 
 REPORT_KIND = "duplexeval.dialogue.report"
 JUDGEMENTS_KIND = "duplexeval.dialogue.judgements"
@@ -119,7 +120,7 @@ def score_run(run_dir: Path, judge: Judge) -> dict[str, Any]:
 def fmt_share(js: dict[str, Any] | None) -> str:
     """A share cell: 'value [lo, hi] (count/n)', '-' when empty."""
     if not js or js.get("value") is None:
-        return f"- (0/{js.get('n', 0)})" if js else "-"
+        return f"{NO_DATA} (0/{js.get('n', 0)})" if js else NO_DATA
     iv = js.get("interval") or [None, None]
     return f"{js['value']:.3f} [{iv[0]:.3f}, {iv[1]:.3f}] ({js['count']}/{js['n']})"
 
@@ -127,7 +128,7 @@ def fmt_share(js: dict[str, Any] | None) -> str:
 def fmt_value(js: dict[str, Any] | None) -> str:
     """A value with its interval (precision, PRRavg)."""
     if not js or js.get("value") is None:
-        return "-"
+        return NO_DATA
     iv = js.get("interval")
     if not iv or iv[0] is None or iv[1] is None:
         return f"{js['value']:.3f}"
@@ -138,12 +139,12 @@ def fmt_value(js: dict[str, Any] | None) -> str:
 def fmt_fted(js: dict[str, Any] | None) -> str:
     """FTED cell: mean / p50 [95%] / p90 (responded/n); 'n/r' for a quantile that is not reached."""
     if not js or not js.get("n"):
-        return "-"
+        return NO_DATA
     def q(v: float | None, reached: bool | None) -> str:
-        return "n/r" if v is None and reached is False else ("-" if v is None else f"{v:.2f}")
+        return NOT_REACHED if v is None and reached is False else (NO_DATA if v is None else f"{v:.2f}")
     iv = js.get("median_interval") or [None, None]
-    ivs = "[" + ", ".join("n/r" if x is None else f"{x:.2f}" for x in iv) + "]"
-    mean = "-" if js.get("mean") is None else f"{js['mean']:.2f}"
+    ivs = "[" + ", ".join(NOT_REACHED if x is None else f"{x:.2f}" for x in iv) + "]"
+    mean = NO_DATA if js.get("mean") is None else f"{js['mean']:.2f}"
     return f"{mean} / {q(js['median'], js['median_reached'])} {ivs} / {q(js['p90'], js['p90_reached'])} ({js['responded']}/{js['n']})"
 
 
@@ -179,20 +180,18 @@ def render(reports: list[dict[str, Any]], labels: list[str], title: str) -> Any:
     per = [table_rows(r) for r in reports]
     prev = None
     for i, (fam, metric, _) in enumerate(per[0]):
-        table.add_row(fam if fam != prev else "", metric, *(p[i][2] if i < len(p) else "-" for p in per))
+        table.add_row(fam if fam != prev else "", metric, *(p[i][2] if i < len(p) else NO_DATA for p in per))
         prev = fam
     return table
 
 
 def print_report(reports: list[dict[str, Any]], labels: list[str], title: str, console: Any | None = None) -> None:
     """Table, the paper's numbers marked secondary, the definitions note, and the signature line(s)."""
-    from rich.console import Console
     from rich.table import Table
 
-    if console is None:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=200)
+    from duplexeval.progress import table_console
+
+    console = console or table_console()
     console.print(render(reports, labels, title))
     paper = Table(title="paper's published numbers (secondary: from summaries of Wang et al. 2024, not our measurement)")
     paper.add_column("metric")

@@ -159,6 +159,7 @@ def eot_predict(
                                                    "the cluster's size decides."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing predictions file (and drop its journal)."),
     progress: bool | None = typer.Option(None, "--progress/--no-progress", help="Show a progress bar (default: when stderr is a terminal)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (as every stage's -q; same as --no-progress)."),
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Causal predictions at every grid time of every silence span, in eot-bench's columns; resumes an interrupted run."""
@@ -174,12 +175,17 @@ def eot_predict(
     info = span_set_summary(ss)
     skipped = ", ".join(f"{k} {v}" for k, v in info["skipped"].items()) or "none"
     typer.echo(f"spans: {info['n_turns']} turns, {info['n_hold_spans']} hold + {info['n_eot_spans']} eot spans (skipped: {skipped})")
-    r = run_predict(ss, detector, _options(option, "--option"), out, settings=settings, executor=spec, force=force, progress=progress)
+    r = run_predict(ss, detector, _options(option, "--option"), out, settings=settings, executor=spec, force=force,
+                    progress=False if quiet else progress)
     rate = r.n_scored / r.elapsed_s if r.elapsed_s > 0 else float("inf")
     resumed = f", {r.resumed_turns} turns resumed from the journal" if r.resumed_turns else ""
     typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} rows, {r.n_scored} scored in {r.elapsed_s:.1f} s "
                f"({rate:.1f} predictions/s{resumed}) -> " + ", ".join(str(f) for f in r.files))  # fmt: skip
     typer.echo(r.signature.compact())
+    if not quiet:
+        from duplexeval.progress import timing_line
+
+        typer.echo(timing_line("predict", r.elapsed_s, sum(t.duration_s for t in ss.turns)), err=True)
 
 
 _MODE_HELP = "max (a span's largest p_eot; streaming detectors) or score_point (one score at --score-point)."

@@ -14,6 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -191,40 +192,31 @@ def _read_journal(path: Path, run_id: str) -> dict[str, list[Row]]:
 
 
 class _Progress:
-    """A rich progress bar on stderr (turns done, predictions per second, ETA); a no-op when disabled."""
+    """The shared progress bar (duplexeval.progress) over turns, with predictions per second; a no-op when disabled."""
 
     def __init__(self, total: int, enabled: bool, done: int = 0) -> None:
         self.total, self.enabled, self.done, self.t0 = total, enabled, done, time.monotonic()
-        self._prog: Any = None
+        self._stack: ExitStack | None = None
+        self._advance: Any = None
 
     def start(self) -> None:
         if not self.enabled:
             return
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+        from duplexeval.progress import progress_bar
 
-        self._prog = Progress(TextColumn("predict"), BarColumn(), MofNCompleteColumn(), TextColumn("turns"),
-                              TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn(),
-                              TimeElapsedColumn(), console=Console(stderr=True), transient=True)  # fmt: skip
-        self._prog.start()
-        self._task = self._prog.add_task("predict", total=self.total, completed=self.done, rate="")
+        self._stack = ExitStack()
+        self._advance = self._stack.enter_context(progress_bar(self.total, "predict", True, done=self.done))
 
     def advance(self, n_new: int) -> None:
         self.done += 1
-        if self._prog is not None:
+        if self._advance is not None:
             el = max(time.monotonic() - self.t0, 1e-9)
-            self._prog.update(self._task, advance=1, rate=f"{n_new / el:.1f} turns/s")
+            self._advance(f"{n_new / el:.1f} turns/s")
 
     def stop(self) -> None:
-        if self._prog is not None:
-            self._prog.stop()
+        if self._stack is not None:
+            self._stack.close()
+            self._stack = self._advance = None
 
 
 def run_predict(

@@ -298,8 +298,8 @@ def format_summary(s: Mapping[str, Any], title: str = "") -> str:
     con = Console(file=buf, width=200, no_color=True, highlight=False)
     con.print(t)
     f = s["filtered"]
-    auc = "n/a" if s["auc"] is None else f"{s['auc']:.3f}"
-    ap = "n/a" if s["ap"] is None else f"{s['ap']:.3f}"
+    auc = NO_DATA if s["auc"] is None else f"{s['auc']:.3f}"
+    ap = NO_DATA if s["ap"] is None else f"{s['ap']:.3f}"
     mfl = _ms(s["mean_frontier_latency_0_10"])
     tail = [
         (f"spans: {s['n_hold_spans']} hold + {s['n_eot_spans']} eot in {s['n_turns']} turns; hold filter "

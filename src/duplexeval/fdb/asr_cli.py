@@ -23,10 +23,14 @@ def asr_command(
     jobs: Optional[int] = typer.Option(None, "--jobs", help="Local worker processes (default: the number of cores); "
                                                             "with --executor ray the cluster's size decides."),
     force: bool = typer.Option(False, "--force", help="Transcribe again even if asr.json or other outputs exist."),
-    declare: Optional[str] = typer.Option(None, "--declare",
-                                          help="With --backend import: the ASR that made the files (e.g. parakeet-tdt-0.6b-v2)."),
+    declare: Optional[list[str]] = typer.Option(
+        None, "--declare",
+        help="With --backend import: the ASR that made the files, NAME for every subset or SUBSET=NAME "
+             "(repeatable), e.g. --declare candor_turn_taking=parakeet-tdt-0.6b-v2; recorded in asr.json.",
+    ),
     device: str = typer.Option("cpu", "--device", help="parakeet only: cpu or cuda."),
-    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no timing line."),
+    no_progress: bool = typer.Option(False, "--no-progress", hidden=True, help="Old spelling of --quiet."),
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Transcribe each eligible sample's output.wav into output.json, then write asr.json.
@@ -34,10 +38,16 @@ def asr_command(
     Exits 1 with a summary if any sample failed (its reason is in asr.json); the others are kept.
     """
     from duplexeval.fdb.asr_stage import run
+    from duplexeval.progress import StageClock, tree_audio_s
 
-    result = run(tree, backend=backend, model=model, jobs=jobs, force=force, progress=not no_progress,
+    quiet = quiet or no_progress
+    clock = StageClock("asr")
+
+    result = run(tree, backend=backend, model=model, jobs=jobs, force=force, progress=not quiet,
                  declare=declare, device=device, executor=executor_spec)
     typer.echo(result.summary())
+    if not quiet:
+        clock.say(tree_audio_s(tree))
     if result.failed:
         for key, reason in result.errors[:20]:
             typer.echo(f"  failed: {reason}", err=True)

@@ -37,6 +37,7 @@ from duplexeval.fdb.tree import (
     write_asr,
 )
 from duplexeval.jsonio import atomic_write_bytes, dumps, read_json, sha256_bytes, sha256_file, write_json
+from duplexeval.progress import progress_bar
 from duplexeval.schemas import validate
 from duplexeval.schemas.fdb import AsrSampleRecord, InterruptAnnotation
 
@@ -194,14 +195,48 @@ def _build(spec: Any) -> Any:
 
 
 # -- the stage -----------------------------------------------------------------------------------
-def _import_signature(declare: str) -> dict[str, Any]:
-    return {
-        "name": declare,
+def parse_declare(declare: str | list[str] | tuple[str, ...] | None) -> dict[str, str]:
+    """`--declare NAME` (every subset) and/or `--declare SUBSET=NAME` (repeatable) -> {subset or "*": name}."""
+    items = [declare] if isinstance(declare, str) else list(declare or [])
+    out: dict[str, str] = {}
+    for item in items:
+        subset, sep, name = item.partition("=") if "=" in item else ("*", "", item)
+        name, subset = name.strip(), subset.strip()
+        if sep and subset not in SUBSETS:
+            raise InputError(f"--declare {item!r}: unknown subset {subset!r}; subsets: {', '.join(SUBSETS)}")
+        if not name:
+            raise InputError(f"--declare {item!r}: give the ASR's name, e.g. parakeet-tdt-0.6b-v2")
+        if subset in out and out[subset] != name:
+            what = "every subset" if subset == "*" else subset
+            raise InputError(f"--declare: two names for {what} ({out[subset]!r}, {name!r})")
+        out[subset] = name
+    return out
+
+
+def declared_per_subset(declared: dict[str, str], subsets: list[str]) -> dict[str, str]:
+    """The declared ASR of each subset in the tree; refuses a subset that no --declare covers."""
+    per = {}
+    for subset in subsets:
+        name = declared.get(subset, declared.get("*"))
+        if name is None:
+            raise InputError(f"--declare: no ASR named for subset {subset}; add --declare {subset}=NAME "
+                             "(or --declare NAME for every subset)")
+        per[subset] = name
+    return per
+
+
+def _import_signature(per_subset: dict[str, str]) -> dict[str, Any]:
+    names = sorted(set(per_subset.values()))
+    sig: dict[str, Any] = {
+        "name": names[0] if len(names) == 1 else "; ".join(f"{s}={n}" for s, n in per_subset.items()),
         "source": "import",
         "declared_by": "user (--declare)",
         "packages": {"duplexeval": __version__},
         "options": {"validation": "finite starts, null or finite ends, start <= end, inside [0, T]"},
     }
+    if len(names) > 1:
+        sig["per_subset"] = dict(per_subset)
+    return sig
 
 
 def _progress_path(tree: Path, key: str) -> Path:
@@ -210,7 +245,7 @@ def _progress_path(tree: Path, key: str) -> Path:
 
 
 def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str | os.PathLike[str] | None = None,
-        jobs: int | None = None, force: bool = False, progress: bool = True, declare: str | None = None,
+        jobs: int | None = None, force: bool = False, progress: bool = True, declare: str | list[str] | None = None,
         device: str = "cpu", executor: ExecutorSpec | None = None) -> StageResult:
     """Transcribe every eligible sample of the tree, write output.json files and asr.json.
 
@@ -237,7 +272,8 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
             if model is not None:
                 raise InputError("--model is not used with --backend import")
             generate, obj, spec = False, None, None
-            signature = _import_signature(declare)
+            in_tree = list(dict.fromkeys(x.subset for x in manifest.samples if x.eligible))
+            signature = _import_signature(declared_per_subset(parse_declare(declare), in_tree))
         else:
             check_backend_name(backend)
             if declare:
@@ -300,7 +336,7 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
     # In this process the backend built above is reused; workers build their own from the spec.
     in_process = not on_ray and (jobs == 1 or len(todo) <= 1)
     work = StatefulWork(_load_backend, obj if in_process else spec, _worker_task, uses_gpu=device == "cuda")
-    with _ProgressBar(progress, len(tasks), n_resumed, signature.get("name", "?")) as advance:
+    with progress_bar(len(tasks), f"asr ({signature.get('name', '?')})", progress, done=n_resumed) as advance:
         if todo:
             ex = make_executor(replace(xspec, jobs=1 if in_process else min(jobs, len(todo))))
             try:
@@ -355,24 +391,3 @@ def _asr_sample(rec: dict[str, Any]) -> AsrSample:
     return AsrSample(rec["status"], rec["output.json"], rec["error"], extra)
 
 
-class _ProgressBar:
-    """A rich progress bar over samples (a no-op when progress is off)."""
-
-    def __init__(self, enabled: bool, total: int, done: int, label: str) -> None:
-        self.enabled, self.total, self.done, self.label = enabled, total, done, label
-        self._p: Any = None
-
-    def __enter__(self) -> Any:
-        if not self.enabled:
-            return lambda: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self._p = Progress(TextColumn(f"asr ({self.label})"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                           transient=False)
-        self._p.start()
-        tid = self._p.add_task("asr", total=self.total, completed=self.done)
-        return lambda: self._p.advance(tid)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._p is not None:
-            self._p.stop()

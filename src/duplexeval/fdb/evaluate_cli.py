@@ -30,12 +30,15 @@ def evaluate_command(
     backchannel_rules: str = typer.Option(
         "2025-06", "--backchannel-rules", help="Backchannel loop: 2025-06 (v1.0 table) or 2026-02 (HEAD)."
     ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines and no timing line."),
 ) -> None:
     """Reproduce the official Full-Duplex-Bench v1.0 evaluator rules and write TREE/summary.json."""
     from duplexeval.errors import InputError
     from duplexeval.fdb.official import evaluate
     from duplexeval.fdb.official.judge import check_timeout
+    from duplexeval.progress import StageClock, tree_audio_s
+
+    clock = StageClock("evaluate")
 
     check_timeout(judge_timeout)
     if backchannel_rules not in BACKCHANNEL_RULES:
@@ -57,6 +60,8 @@ def evaluate_command(
     for line in format_summary(summary):
         typer.echo(line)
     typer.echo(f"wrote {tree / 'summary.json'}")
+    if not quiet:
+        clock.say(tree_audio_s(tree))
 
 
 def _fmt(x: Any) -> str:
@@ -65,6 +70,8 @@ def _fmt(x: Any) -> str:
 
 def format_summary(summary: dict[str, Any]) -> list[str]:
     """One line per metric, as `subset  name  value [± std]  (n)  note`."""
+    from duplexeval.fdb.official.interruption import NEEDS_JUDGE, needs_judge
+
     lines = [f"official rules: {summary['rules']['name']} (backchannel loop {summary['rules']['backchannel_rules']})"]
     for name, sub in summary["subsets"].items():
         c = sub["counts"]
@@ -72,6 +79,9 @@ def format_summary(summary: dict[str, Any]) -> list[str]:
         if "judge" in sub:
             lines.append(f"  judge: {sub['judge']['label']}")
         for metric, m in sub["metrics"].items():
+            if needs_judge(m):
+                lines.append(f"  {metric}: {NEEDS_JUDGE} openai (--judge none was used; the official run asks gpt-4-turbo)")
+                continue
             val = _fmt(m["value"]) + (f" ± {_fmt(m['std'])}" if m["std"] is not None else "")
             note = f"  [{m['note']}]" if m["note"] else ""
             lines.append(f"  {metric}: {val}  (n={m['n']}){note}")

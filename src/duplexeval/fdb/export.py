@@ -10,8 +10,7 @@ resumes. `manifest.json` is rebuilt from the traces at the end.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from duplexeval.fdb.tree import (
     write_manifest,
 )
 from duplexeval.jsonio import atomic_write_bytes, dumps, make_output_dir, read_json, sha256_bytes, sha256_file, write_json
+from duplexeval.progress import progress_bar
 
 TRACE_FILE = "trace.json"
 RUN_FILE = ".duplexeval-export.json"  # what made this tree (system + dataset); checked before writing
@@ -176,27 +176,6 @@ def check_run_file(out: Path, run: dict[str, Any], force: bool, what: str) -> No
     elif (out / MANIFEST_FILE).is_file() and not force:
         raise RefusalError(f"{out}: has a manifest.json not written by `duplexeval fdb {what}`; use another --out or --force")
     write_json(path, run)
-
-
-@contextmanager
-def progress_bar(total: int, label: str, enabled: bool) -> Iterator[Any]:
-    """A rich progress bar on stderr (a no-op when disabled); yields `advance(description)`."""
-    if not enabled:
-        yield lambda _desc="": None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=Console(stderr=True), transient=True,
-    ) as prog:
-        task = prog.add_task(label, total=total)
-
-        def advance(desc: str = "") -> None:
-            prog.update(task, advance=1, description=f"{label} {desc}".strip())
-
-        yield advance
 
 
 def entry_from_json(obj: dict[str, Any]) -> SampleEntry:

@@ -10,13 +10,50 @@ import typer
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
 
+# What to do about each ineligibility reason (a reason without an entry gets the generic hint).
+NEXT_STEP = {
+    "missing_output": "put the model's output.wav at {outputs}/<subset>/<id>/output.wav (or the dataset's own nesting) and rerun",
+    "length_mismatch": "output.wav must last T seconds (within 80 ms; T is the input's length): regenerate it at full length",
+    "unreadable_output": "output.wav cannot be decoded: write it again as a 16 or 24 kHz WAV",
+    "missing_annotation": "the dataset folder lacks this sample's annotation file: restore it from the FDB v1.0 download",
+    "annotation_hash_mismatch": "the annotation changed during the run: restore the dataset and rerun with --force",
+    "system_error": "the system failed on this sample: see the sample's trace.json, fix the system, rerun",
+    "input_pacing_late": "the system could not keep up with real-time input: rerun on a less loaded machine",
+}
+EXAMPLES = 3
 
-def _summary(kind: str, result) -> None:  # noqa: ANN001 - ExportResult
+
+def ineligible_lines(tree: Path, outputs: Path | None = None) -> list[str]:
+    """Per ineligibility reason: how many samples, which ones (first few) and what to do next."""
+    from collections import defaultdict
+
+    from duplexeval.fdb.tree import load_manifest
+
+    manifest, _sha = load_manifest(tree)
+    by_reason: dict[str, list[str]] = defaultdict(list)
+    for e in manifest.samples:
+        for r in e.reasons:
+            by_reason[r].append(f"{e.subset}/{e.id}")
+    lines = []
+    for reason, keys in sorted(by_reason.items()):
+        more = f" and {len(keys) - EXAMPLES} more" if len(keys) > EXAMPLES else ""
+        hint = NEXT_STEP.get(reason, "see the sample's trace.json in the tree")
+        lines.append(f"  ineligible, {reason}: {len(keys)} ({', '.join(keys[:EXAMPLES])}{more})")
+        lines.append(f"    next: {hint.format(outputs=outputs if outputs is not None else '<outputs>')}")
+    if by_reason:
+        lines.append(f"  (every sample's reasons are in {tree / 'manifest.json'}; scoring counts them, never drops them)")
+    return lines
+
+
+def _summary(kind: str, result, outputs: Path | None = None) -> None:  # noqa: ANN001 - ExportResult
     sel = sum(c["selected"] for c in result.counts.values())
     elig = sum(c["eligible"] for c in result.counts.values())
     typer.echo(f"{kind}: {elig}/{sel} samples eligible ({result.ran} run, {result.reused} reused) -> {result.tree}")
     for subset, c in result.counts.items():
         typer.echo(f"  {subset}: {c['eligible']}/{c['selected']} eligible")
+    if elig < sel:
+        for line in ineligible_lines(Path(result.tree), outputs):
+            typer.echo(line)
 
 
 @executor_options
@@ -27,17 +64,22 @@ def export_command(
     subset: Optional[list[str]] = typer.Option(None, "--subset", help="Only this subset (repeatable)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
     force: bool = typer.Option(False, "--force", help="Write into a tree made by another system/dataset, redoing every sample."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no timing line."),
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Drive a system over a dataset: output.wav (FIFO playout, exactly T), annotations, trace.json, manifest.json.
 
     With --executor ray the sessions run on Ray workers, one sample per task (the tree must be on a shared path)."""
     from duplexeval.fdb.export import export
+    from duplexeval.progress import StageClock, tree_audio_s
+
+    clock = StageClock("export")
 
     result = export(system, dataset, out, subsets=subset or None, limit=limit, force=force, progress=not quiet,
                     executor=executor_spec)
     _summary("export", result)
+    if not quiet:
+        clock.say(tree_audio_s(result.tree))
 
 
 def import_command(
@@ -48,15 +90,25 @@ def import_command(
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
     name: str = typer.Option("imported", "--name", help="A label for the system that made the outputs (recorded in the manifest)."),
     channel: Optional[str] = typer.Option(None, "--channel", help="For multi-channel output.wav files: the model's channel (0-based N) or 'mean'; recorded. Without it such files are refused."),
+    ignore_output_json: bool = typer.Option(
+        False, "--ignore-output-json",
+        help="Leave output.json files found next to the outputs behind (transcribe with `fdb asr` instead); recorded.",
+    ),
     force: bool = typer.Option(False, "--force", help="Write into a tree made by another run, redoing every sample."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no timing line."),
 ) -> None:
     """Adopt output.wav files made elsewhere: resample to 16 kHz, fix lengths within 80 ms, hash, write manifest.json."""
     from duplexeval.fdb.import_outputs import import_outputs, parse_channel
+    from duplexeval.progress import StageClock, tree_audio_s
+
+    clock = StageClock("import")
 
     result = import_outputs(dataset, outputs, out, subsets=subset or None, limit=limit, name=name, force=force,
-                            progress=not quiet, channel=parse_channel(channel))
-    _summary("import", result)
+                            progress=not quiet, channel=parse_channel(channel),
+                            ignore_output_json=ignore_output_json)
+    _summary("import", result, outputs)
+    if not quiet:
+        clock.say(tree_audio_s(result.tree))
 
 
 def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle

@@ -98,7 +98,7 @@ def _refuse_multichannel(samples: list[Any], sources: list[Path]) -> None:
 
 
 def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, key: str,
-                channel: int | str | None = None) -> SampleEntry:
+                channel: int | str | None = None, ignore_output_json: bool = False) -> SampleEntry:
     from duplexeval.audio import (
         SAMPLE_RATE,
         fit_length,
@@ -143,7 +143,7 @@ def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, k
             else:
                 files = {OUTPUT_WAV: write_wav_pcm16(sdir / OUTPUT_WAV, float_to_int16(fit_length(a16, n)), SAMPLE_RATE), **files}
                 oj = src.parent / OUTPUT_JSON
-                if oj.is_file():
+                if oj.is_file() and not ignore_output_json:
                     data = oj.read_bytes()
                     atomic_write_bytes(sdir / OUTPUT_JSON, data)
                     info["output_json"] = True
@@ -174,11 +174,14 @@ def import_outputs(
     force: bool = False,
     progress: bool = True,
     channel: int | str | None = None,
+    ignore_output_json: bool = False,
 ) -> ExportResult:
     """Build the tree `out` from the dataset's annotations and the `output.wav` files under `outputs`.
 
     `channel` says which channel of a multi-channel output.wav is the model's (a 0-based number or
     "mean"); without it such files are refused. The choice is recorded per sample and in the run.
+    `ignore_output_json` leaves any output.json next to the wavs behind (the tree is then transcribed
+    by `fdb asr` itself); recorded in the run.
     """
     if channel is not None and channel != "mean" and (isinstance(channel, bool) or not isinstance(channel, int) or channel < 0):
         raise InputError(f"--channel: expected a 0-based channel number or 'mean', got {channel!r}")
@@ -203,6 +206,8 @@ def import_outputs(
     params: dict[str, Any] = {"outputs": outputs.name, "label": name}
     if channel is not None:
         params["channel"] = channel
+    if ignore_output_json:
+        params["ignore_output_json"] = True
     sysj = {"name": "import", "params": params, "version": _version()}
     run = {"tool": "import", "system": sysj, "dataset": dataset_identity(ds)}
 
@@ -211,13 +216,13 @@ def import_outputs(
         oj = src.parent / OUTPUT_JSON
         try:
             src_sha = sha256_file(src) if src.is_file() else "missing"
-            return src_sha + (f"+{sha256_file(oj)}" if oj.is_file() else ""), src_sha
+            return src_sha + (f"+{sha256_file(oj)}" if oj.is_file() and not ignore_output_json else ""), src_sha
         except OSError as exc:
             raise InputError(f"{exc.filename or src}: sample {chosen[i].subset}/{chosen[i].id}: cannot read: "
                              f"{exc.strerror or exc}") from None
 
     def make(i: int, run_sha: str, key: str, src_sha: str) -> SampleEntry:
-        return _import_one(chosen[i], sources[i], out, run_sha, src_sha, key, channel)
+        return _import_one(chosen[i], sources[i], out, run_sha, src_sha, key, channel, ignore_output_json)
 
     entries, ran, reused = build_samples(out, run, force, progress, chosen, key_of, make, "import")
     info = {"tool": "duplexeval fdb import", "length_tolerance_samples": LENGTH_TOLERANCE_SAMPLES}

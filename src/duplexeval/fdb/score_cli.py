@@ -25,25 +25,33 @@ def score_command(
         "minimum silence 50-500 ms; whole-file scans) and flag samples whose S is within 200 ms of a segment "
         "edge; writes TREE/unified-sensitivity.json. The headline numbers keep spec 000's rule.",
     ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No timing line on stderr."),
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Score a tree by the unified rules: writes TREE/unified.json and TREE/unified-samples.jsonl."""
     from duplexeval.fdb.unified import score
     from duplexeval.fdb.unified.report import load_reference, render
     from duplexeval.jsonio import dumps
+    from duplexeval.progress import StageClock, table_console, tree_audio_s
 
+    clock = StageClock("score")
     result = score(tree, write=not no_write, jobs=jobs or None, executor=executor_spec)
     sens = _sensitivity(tree, not no_write, jobs) if sensitivity else None
     if json_out:
         out = result.to_json() if sens is None else {"unified": result.to_json(), "sensitivity": sens.to_json()}
         typer.echo(dumps(out), nl=False)
+        if not quiet:
+            clock.say(tree_audio_s(tree))
         return
     u = result.to_json()
-    render(result, load_reference(tree, u["manifest_sha256"], u["asr_sha256"]))
+    console = table_console()  # the terminal's width, or wide when piped: tables never wrap in a log
+    render(result, load_reference(tree, u["manifest_sha256"], u["asr_sha256"]), console)
     if sens is not None:
         from duplexeval.fdb.unified.sensitivity import render as render_sensitivity
 
-        render_sensitivity(sens)
+        render_sensitivity(sens, console)
+    if not quiet:
+        clock.say(tree_audio_s(tree))
 
 
 SENSITIVITY_FILE = "unified-sensitivity.json"

@@ -15,17 +15,23 @@ def synth(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output folder (required for a script; for the demo, write there instead of the cache)."),
     demo: bool = typer.Option(False, "--demo", help="Build or locate the built-in demo set and print its path."),
     force: bool = typer.Option(False, "--force", help="Replace an existing synth output folder (or rebuild the cached demo)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines and no timing line on stderr."),
 ) -> None:
     """Generate FDB v1.0 input folders (input.wav + annotation + transcription.json) with espeak-ng; prints the folder."""
     from duplexeval.errors import InputError
     from duplexeval.fdb import synth as S
+    from duplexeval.progress import StageClock, wav_seconds
+
+    clock = StageClock("synth")
 
     if demo or script == "demo":
         if demo and script not in (None, "demo"):
             raise InputError("give either a script or --demo, not both")
         if out is None:
+            cached = not force and S.verify(S.cache_dir() / f"demo-{S.demo_key(S.load_script(S.DEMO_SCRIPT))}")
             path = S.ensure_demo(force=force, progress=not quiet)
+            if cached:  # nothing was synthesized: no real-time factor to report
+                clock.stage = "synth (demo set already cached)"
         else:
             path = S.synthesize_dataset(S.load_script(S.DEMO_SCRIPT), out, force=force, progress=not quiet)
     else:
@@ -35,6 +41,8 @@ def synth(
             raise InputError("--out DIR is required when synthesizing a script")
         path = S.synthesize_dataset(script, out, force=force, progress=not quiet)
     typer.echo(str(path))
+    if not quiet:
+        clock.say(None if clock.stage != "synth" else wav_seconds(sorted(Path(path).rglob("input.wav"))))
 
 
 def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle

@@ -19,6 +19,12 @@ AVERAGE_RATING = "Average rating"
 AVERAGE_TAKE_TURN = "Average take turn"
 AVERAGE_LATENCY = "Average latency"
 NOT_JUDGED = "not judged (--judge none): the official script always asks gpt-4-turbo"
+NEEDS_JUDGE = "needs --judge"  # the printed cell of a rating that was not judged (not a bare dash)
+
+
+def needs_judge(m: object) -> bool:
+    """True for a summary.json metric left empty only because no judge was asked (`--judge none`)."""
+    return isinstance(m, dict) and m.get("value") is None and m.get("note") == NOT_JUDGED
 
 
 @dataclass

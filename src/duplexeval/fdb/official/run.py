@@ -119,6 +119,15 @@ def read_output_raw(path: Path, key: str) -> tuple[Any, int]:
     return np.ascontiguousarray(data[:, 0]), int(rate)
 
 
+def _progress_value(m: Any) -> str:
+    """A metric in a progress line: 4 decimals (summary.json keeps full precision), `null` when empty."""
+    from duplexeval.fdb.official.interruption import NEEDS_JUDGE, needs_judge
+
+    if needs_judge(m.to_json()):
+        return NEEDS_JUDGE
+    return "null" if m.value is None else f"{m.value:.4f}"
+
+
 class _Progress:
     def __init__(self, on: bool) -> None:
         self.on = on
@@ -219,7 +228,7 @@ def evaluate(
         order = {e.id: i for i, e in enumerate(entries)}
         rows.sort(key=lambda r: order[r["id"]])
         results[subset] = SubsetSummary(task, counts, metrics, rows, judge_block)
-        say(f"{subset}: evaluated {len(done)}: " + ", ".join(f"{k} {m.value if m.value is not None else 'null'}" for k, m in metrics.items()))
+        say(f"{subset}: evaluated {len(done)}: " + ", ".join(f"{k} {_progress_value(m)}" for k, m in metrics.items()))
 
     summary = build_summary(manifest_sha, asr_sha, rules_block(backchannel_rules, bc_info), results, asr.backend)
     write_summary(tree, summary)

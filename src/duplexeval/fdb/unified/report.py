@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from duplexeval.fdb.official.interruption import NEEDS_JUDGE, needs_judge
 from duplexeval.fdb.tree import SUMMARY_FILE, USER_INTERRUPTION
+from duplexeval.stats import NO_DATA, NOT_REACHED
 
 
 @dataclass(frozen=True)
@@ -58,25 +60,24 @@ def load_reference(tree: str | Path, manifest_sha256: str, asr_sha256: str) -> R
 
 def _num(x: Any, digits: int = 3) -> str:
     if x is None:
-        return "—"
+        return NO_DATA
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         return str(x)
     return f"{x:.{digits}f}"
 
 
-NOT_REACHED = "n/r"
 
 
 def _iv(iv: Any) -> str:
     if iv is None:
-        return "—"
+        return NO_DATA
     lo, hi = iv
     return f"[{_num(lo) if lo is not None else NOT_REACHED}, {_num(hi) if hi is not None else NOT_REACHED}]"
 
 
 def _latency_value(x: Any, n: int) -> str:
     if n == 0:
-        return "—"
+        return NO_DATA
     return NOT_REACHED if x is None else _num(x)
 
 
@@ -131,7 +132,8 @@ def _reference_table(ref: dict[str, Any]) -> Any:
     t.add_column("note", overflow="fold")
     for name, m in (ref.get("metrics") or {}).items():
         if isinstance(m, dict):
-            t.add_row(name, _num(m.get("value")), _num(m.get("std")), str(m.get("n", "")), str(m.get("note") or ""))
+            value = NEEDS_JUDGE if needs_judge(m) else _num(m.get("value"))
+            t.add_row(name, value, _num(m.get("std")), str(m.get("n", "")), str(m.get("note") or ""))
     return t
 
 
