@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from duplexeval.cli import main
 from duplexeval.errors import InputError
 from duplexeval.units import SAMPLE_RATE
 from fdb_fixtures import FixtureSample, turn_ann, write_tree
+from plugin_fixtures import declare_entry_point, plugin_module
 
 # A user's own backend: one word "loud" over the samples above a level (times from the audio itself).
 PLUGIN = '''
@@ -52,11 +52,7 @@ def _tree(tmp_path: Path) -> Path:
 
 @pytest.fixture()
 def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    d = tmp_path / "plugins"
-    d.mkdir()
-    (d / "my_asr_plugin.py").write_text(PLUGIN)
-    monkeypatch.syspath_prepend(str(d))
-    return d
+    return plugin_module(tmp_path, monkeypatch, "my_asr_plugin", PLUGIN)
 
 
 def test_builtins_and_import_are_registered() -> None:
@@ -109,13 +105,9 @@ def test_fdb_asr_unknown_backend_is_one_line(tmp_path: Path, capsys: pytest.Capt
 
 def test_entry_point_of_an_installed_package(tmp_path: Path, plugin_dir: Path) -> None:
     """A package that declares `[duplexeval.asr_backends] level = my_asr_plugin:LevelBackend` is usable by name."""
-    info = plugin_dir / "my_asr_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-asr-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[duplexeval.asr_backends]\nlevel = my_asr_plugin:LevelBackend\n")
+    env = declare_entry_point(plugin_dir, "my-asr-plugin", "duplexeval.asr_backends", "level", "my_asr_plugin:LevelBackend")
     assert ASR_BACKENDS.entry_point_group == "duplexeval.asr_backends"
     tree = _tree(tmp_path)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_dir), *sys.path])}
     run = subprocess.run([sys.executable, "-m", "duplexeval", "fdb", "asr", "--tree", str(tree), "--backend", "level",
                           "--jobs", "1", "--no-progress"], check=False, capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from duplexeval.controller.registry import CONTROLLERS, load_controller
 from duplexeval.controller.runner import run
 from duplexeval.errors import InputError
 from duplexeval.units import FRAME_SAMPLES
+from plugin_fixtures import declare_entry_point, plugin_module
 
 # A user's own controller: endpoint 1.0 on every frame quieter than `gate` (RMS), else 0.0.
 PLUGIN = '''
@@ -44,11 +44,7 @@ def broken(**options):
 
 @pytest.fixture()
 def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    d = tmp_path / "plugins"
-    d.mkdir()
-    (d / "my_ctl_plugin.py").write_text(PLUGIN)
-    monkeypatch.syspath_prepend(str(d))
-    return d
+    return plugin_module(tmp_path, monkeypatch, "my_ctl_plugin", PLUGIN)
 
 
 def test_builtin_names_and_the_baseline_spelling() -> None:
@@ -80,12 +76,8 @@ def test_options_that_do_not_build_are_one_line(plugin_dir: Path) -> None:
 
 def test_entry_point_of_an_installed_package(tmp_path: Path, plugin_dir: Path) -> None:
     """`[duplexeval.controllers] gate = my_ctl_plugin:GateController` makes `gate` a controller name on the CLI."""
-    info = plugin_dir / "my_ctl_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-ctl-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[duplexeval.controllers]\ngate = my_ctl_plugin:GateController\n")
+    env = declare_entry_point(plugin_dir, "my-ctl-plugin", "duplexeval.controllers", "gate", "my_ctl_plugin:GateController")
     assert CONTROLLERS.entry_point_group == "duplexeval.controllers"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_dir), *sys.path])}
     out = tmp_path / "bench.json"
     cmd = [sys.executable, "-m", "duplexeval", "controller", "bench", "gate", "--option", "gate=0.2",
            "--prefill", "4", "--updates", "5", "--repeats", "1", "--json", str(out)]
