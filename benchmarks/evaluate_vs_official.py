@@ -8,11 +8,14 @@ rates every request 4), and do the same work: every eligible sample of the five 
 - official: the scripts of a local checkout (`--official DIR`, CC BY-NC, never copied into this project) run
   as their `evaluate.py` runs them, one process per task and subset root (5 processes), from the checkout's
   evaluation folder. The machine has no torch, so two imports are answered by stand-ins written to a temporary
-  folder: `torchaudio.load` (soundfile, channels-first float32) and `silero_vad` (our per-frame onnxruntime port
-  of the same Silero model, one frame per call as the official JIT call steps it); the judge client is a
-  stand-in for `openai.OpenAI` making the same HTTP request with urllib.
+  folder: `torchaudio.load` (soundfile, channels-first float32, a torch tensor when torch is there) and, unless
+  `--official-python` names an interpreter with torch and silero-vad 6.2.3 (then the real `load_silero_vad()`
+  JIT model runs), `silero_vad` (our per-frame onnxruntime port of the same Silero model, one frame per call as
+  the official call steps it); the judge client is a stand-in for `openai.OpenAI` making the same HTTP request
+  with urllib.
 
     .venv/bin/python benchmarks/evaluate_vs_official.py --official /path/to/Full-Duplex-Bench [--repeat N]
+        [--official-python /tmp/silero-ref/bin/python]   # torch + silero-vad venv (scripts/silero_reference.py)
 
 Prints both wall times (process start included) and CPU times, and the ratio.
 """
@@ -46,7 +49,12 @@ SHIM_TORCHAUDIO = '''
 import numpy as np, soundfile as sf
 def load(path):
     data, sr = sf.read(str(path), dtype="float32", always_2d=True)
-    return np.ascontiguousarray(data.T), sr
+    wav = np.ascontiguousarray(data.T)
+    try:
+        import torch
+    except ImportError:
+        return wav, sr
+    return torch.from_numpy(wav), sr
 '''
 SHIM_SILERO = '''
 import numpy as np
@@ -135,6 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=ROOT / ".cache/bench-full-tree")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--keep", type=Path, help="keep the working copies and logs here")
+    ap.add_argument("--no-skip", action="store_true",
+                    help="run ours with the VAD's leading-silence skip off (this tree's backchannel outputs are silent)")
+    ap.add_argument("--official-python", default=sys.executable,
+                    help="interpreter for the official scripts; one with torch and silero-vad 6.2.3 runs the real "
+                         "load_silero_vad() JIT model (otherwise our per-frame onnxruntime port stands in)")
     args = ap.parse_args(argv)
     evaldir = _eval_dir(args.official.resolve())
     if not (args.cache / "asr.json").is_file():
@@ -152,8 +165,17 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     shims = work / "shims"
     shims.mkdir(exist_ok=True)
-    (shims / "torchaudio.py").write_text(SHIM_TORCHAUDIO)
-    (shims / "silero_vad.py").write_text(SHIM_SILERO)
+
+    def has(module: str) -> bool:
+        return subprocess.run([args.official_python, "-c", f"import {module}"], check=False, capture_output=True).returncode == 0
+
+    real_silero = has("silero_vad") and has("torch")
+    if not has("torchaudio"):
+        (shims / "torchaudio.py").write_text(SHIM_TORCHAUDIO)
+    if not real_silero:
+        (shims / "silero_vad.py").write_text(SHIM_SILERO)
+    print(f"official scripts: {args.official_python}; VAD: "
+          + ("silero_vad load_silero_vad() (torch JIT)" if real_silero else "stand-in (duplexeval per-frame onnxruntime)"))
     env = dict(os.environ, BENCH_FAKE_KEY="sk-bench-not-a-key", PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
     results = []
     for rep in range(args.repeat):
@@ -165,7 +187,11 @@ def main(argv: list[str] | None = None) -> int:
             for d in sorted((args.cache / subset).iterdir()):
                 if (subset, d.name) in eligible:
                     shutil.copytree(d, off_root / subset / d.name)
-        cmd = [sys.executable, "-m", "duplexeval", "fdb", "evaluate", "--tree", str(ours_tree), "--judge", "openai",
+        ours = [sys.executable, "-m", "duplexeval"]
+        if args.no_skip:  # the VAD cost on outputs without leading digital silence
+            ours = [sys.executable, "-c", ("import sys; import duplexeval.fdb.unified.speech as s; "
+                                           "s.SKIP_LEADING_SILENCE = False; from duplexeval.cli import main; main(sys.argv[1:])")]
+        cmd = [*ours, "fdb", "evaluate", "--tree", str(ours_tree), "--judge", "openai",
                "--base-url", url, "--api-key-env", "BENCH_FAKE_KEY", "--reference-source", str(args.official),
                "--icc-gt", str(evaldir / "icc_gt_distribution.json"), "-q"]
         ours_wall, ours_cpu = _timed(cmd, env=env, log=work / f"ours{rep}.log")
@@ -173,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         per_task = {}
         for subset, module, call in TASKS:
             driver = DRIVER.replace("MODULE", module).replace("FUNCTION", module).replace("CALL", call)
-            w, c = _timed([sys.executable, "-c", driver, str(shims), str(off_root / subset), url], cwd=evaldir,
+            w, c = _timed([args.official_python, "-c", driver, str(shims), str(off_root / subset), url], cwd=evaldir,
                           env=env, log=work / f"official{rep}-{subset}.log")
             per_task[subset] = round(w, 2)
             off_wall += w

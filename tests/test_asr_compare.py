@@ -58,6 +58,8 @@ def test_compare_trees_rows_and_summary(tmp_path):
     cmp = compare_trees(ta, tb)
     body = cmp.to_json()
     assert body["kind"] == "duplexeval.fdb.asr-compare" and body["schema_version"] == 1
+    assert body["signature"]["compact"].startswith("fdb-asr-compare-1|a:hand|b:hand|v:")
+    assert set(body["inputs"]) == {"a/asr.json", "b/asr.json", "a/manifest.json", "b/manifest.json"}
     rows = {r["sample"]: r for r in body["samples"]}
     assert set(rows) == {f"{TT}/1", f"{UI}/2"}
     assert rows[f"{TT}/1"]["word_edits"] == 2  # "it is" vs "it's": one substitution, one deletion

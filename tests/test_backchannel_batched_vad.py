@@ -56,3 +56,36 @@ def test_segment_audios_equals_per_file_segments_in_samples(audios, settings):
     vad = load_vad()
     want = [vad.segments(a, settings) for a in audios]
     assert segment_audios(audios, settings, jobs=2, batch=3) == want
+
+
+def test_leading_digital_silence_is_skipped_exactly(audios):
+    """Files that start with exact zeros join the batch late with the shared zero trajectory; probabilities
+    and segments stay bit-identical to the frame-by-frame path. -0.0 is not silence."""
+    from duplexeval.fdb.unified import speech
+
+    vad = load_vad()
+    speech_clip = audios[0]
+    cases = [
+        np.concatenate([np.zeros(16000 * 3 + 100, dtype=np.float32), speech_clip]),  # silence, then speech
+        np.concatenate([np.zeros(512 * 7, dtype=np.float32), speech_clip, np.zeros(5000, dtype=np.float32)]),
+        np.zeros(16000 * 2, dtype=np.float32),  # silence to the end: never stepped
+        np.concatenate([np.full(600, -0.0, dtype=np.float32), speech_clip]),  # negative zeros: stepped
+        speech_clip,
+    ]
+    frames, n_frames = speech._frames(cases)
+    starts = [speech.leading_silent_frames(frames[j], n_frames[j]) for j in range(len(cases))]
+    first_nonzero = [int(np.flatnonzero(c)[0]) if c.any() else None for c in cases]
+    assert starts[0] == first_nonzero[0] // 512 >= (16000 * 3 + 100) // 512
+    assert starts[1] == first_nonzero[1] // 512 >= 7 and starts[2] == n_frames[2]
+    assert starts[3] == 0 and starts[4] == first_nonzero[4] // 512
+    for probs, c in zip(speech.batch_probs(vad, cases), cases):
+        assert np.array_equal(probs, vad.probs(c))
+    for settings in (OFFICIAL_SETTINGS, SCORER_SETTINGS):
+        assert segment_audios(cases, settings, jobs=2, batch=2) == [vad.segments(c, settings) for c in cases]
+    # int16 files as the scorer reads them, with early stop at a limit
+    pcm = [np.round(np.clip(c, -1, 1) * 32767).astype(np.int16) for c in cases]
+    limits = [16000 * 4, None, 16000, 16000 * 2, 16000]
+    got = speech.batch_segments(vad, pcm, limits, SCORER_SETTINGS)
+    for g, c, lim in zip(got, pcm, limits):
+        whole = vad.segments(c.astype(np.float32) / 32768.0, SCORER_SETTINGS)
+        assert g == [(s, e) for s, e in whole if lim is None or s <= lim]

@@ -80,6 +80,9 @@ def test_sweep_shows_the_gap_sample_flip_and_flags_it(tree):
     assert not rows["silent"].near_edge
     assert sens.body["near_edge"] == 1
     assert sens.body["kind"] == "duplexeval.fdb.unified-sensitivity"
+    assert sens.body["signature"]["compact"].startswith(
+        "fdb-v1.0-unified-4-sensitivity-1|asr:hand|vad:silero-6.2.3@1a153a22:t0.3-0.7,s50-500,p0,edge200|v:"
+    )
 
 
 def test_nearest_edge_is_exact_and_ignores_file_boundaries(tree):
@@ -118,3 +121,19 @@ def test_cli_flag_prints_the_table_and_writes_the_file(tree, capsys):
     # without the flag nothing changes: unified.json alone
     plain = json.loads(_cli(["fdb", "score", "--tree", str(tree), "--json", "--no-write"], capsys))
     assert plain == both["unified"]
+
+
+def test_sweep_rows_equal_whole_file_segmentation(tree):
+    """The sweep segments only the prefix that fixes the segments starting at or before R; every setting's
+    outcomes equal those from whole-file segments."""
+    from duplexeval.fdb.unified import interruption as intr
+    from duplexeval.fdb.unified import speech
+    from duplexeval.fdb.unified.sensitivity import segments_up_to_r, settings_grid
+    from duplexeval.vad import timestamps_from_probs
+
+    inputs = [ls.input for ls in load_tree(tree).samples if ls.input is not None]
+    probs = speech.probs_files([i.wav_path for i in inputs], jobs=1)
+    for st in settings_grid():
+        for inp, p in zip(inputs, probs):
+            whole = intr.score_interruption(inp, timestamps_from_probs(p, inp.n_samples, st))
+            assert intr.score_interruption(inp, segments_up_to_r(p, inp, st)) == whole

@@ -86,6 +86,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "duplexeval.controller.tools_cli",
     "duplexeval.dialogue.cli",
     "duplexeval.demo_cli",
+    "duplexeval.systems.net.serve_cli",
+    "duplexeval.fdb.replay_cli",
 )
 
 

@@ -21,7 +21,12 @@ from duplexeval.jsonio import read_json
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
 DEFAULT_OUT = Path("duplexeval-demo")
-DEFAULT_SYSTEMS: tuple[str, ...] = ("silent", "turn-based", "talk-over", "backchannel")
+# The turn-based baseline served by a loopback openai-realtime server (a `duplexeval serve` child process)
+# and driven over the wire, all samples at once: the network path on a known system. The server grants
+# 16 kHz, so the column can be compared with `turn-based` (docs/network.md).
+NETWORK_DEMO = "loopback:protocol=openai-realtime,serve=turn-based,options=rate=16000,client=rate=16000"
+DEFAULT_SYSTEMS: tuple[str, ...] = ("silent", "turn-based", "talk-over", "backchannel", NETWORK_DEMO)
+LABELS = {NETWORK_DEMO: "turn-based@openai-realtime"}
 
 # (subset, metric, label) of the unified headline rows, in table order.
 UNIFIED_ROWS: tuple[tuple[str, str, str], ...] = (
@@ -69,11 +74,46 @@ class DemoResult:
 
 def tree_name(spec: str) -> str:
     """A folder name for a system spec: the bare name, or name + a short hash when it has parameters."""
+    if spec in LABELS:
+        return re.sub(r"[^A-Za-z0-9._-]", "-", LABELS[spec])
     name, _, rest = spec.partition(":")
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", name.strip()) or "system"
     if not rest.strip():
         return safe
     return f"{safe}-{hashlib.sha256(spec.encode('utf-8')).hexdigest()[:8]}"
+
+
+class NetExport:
+    """`duplexeval fdb export --concurrency N` of a network system in a child process (see run_demo)."""
+
+    def __init__(self, spec: str, dataset: Path, tree: Path, concurrency: int) -> None:
+        import sys
+
+        self.args = [sys.executable, "-m", "duplexeval", "fdb", "export", "--system", spec, "--dataset", str(dataset),
+                     "--out", str(tree), "--concurrency", str(concurrency), "--quiet"]
+        self.proc: Any = None
+        self.forced = False
+
+    def start(self, force: bool = False) -> NetExport:
+        import subprocess
+
+        self.proc = subprocess.Popen(self.args + (["--force"] if force else []), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.forced = force
+        return self
+
+    def result(self, say: Callable[[str], None], label: str) -> tuple[int, int]:
+        """Wait; (ran, reused). An older demo tree is exported again with --force; other failures raise."""
+        out, err = self.proc.communicate()
+        if self.proc.returncode != 0 and not self.forced and "--force" in err:
+            say(f"demo: [{label}] {err.strip().removeprefix('duplexeval: error: ')}; exporting again")
+            return self.start(force=True).result(say, label)
+        if self.proc.returncode != 0:
+            raise RefusalError(" ".join((err.strip().splitlines() or ["the export failed"])[-1:]))
+        m = re.search(r"\((\d+) run, (\d+) reused\)", out)
+        if m is None:
+            raise RefusalError(f"unexpected export output: {out.strip()[:200]}")
+        return int(m.group(1)), int(m.group(2))
 
 
 def _stage(module: str, attr: str) -> Callable[..., Any] | None:
@@ -125,16 +165,49 @@ def run_demo(
     evaluate = _stage("duplexeval.fdb.official", "evaluate")
     score = _stage("duplexeval.fdb.unified", "score")
     runs: list[SystemRun] = []
+
+    def do_export(system: Any, label: str, tree: Path, show: bool) -> Any:
+        try:
+            return export(system, ds, tree, progress=show)
+        except RefusalError as exc:  # an older demo tree (another version, demo set or parameters): redo it
+            say(f"demo: [{label}] {exc}; exporting again")
+            return export(system, ds, tree, progress=show, force=True)
+
+    # Network exports wait on the wall clock: start them now as `duplexeval fdb export` child processes, so their
+    # real-time wait overlaps the other systems' work without sharing this interpreter's lock (a thread here was
+    # paced up to 0.3 s late while the in-process exports ran).
+    background: dict[str, NetExport] = {}
+    for (spec, system), label in zip(made, labels):
+        if getattr(system, "wall_clock", False):
+            say(f"demo: [{label}] export over the network started (a child process, all samples at once)")
+            background[label] = NetExport(spec, Path(ds.root), out / label, len(ds.samples())).start()
+    # The in-process exports (seconds) overlap the network ones; ASR and scoring wait until every export is
+    # done, so nothing CPU-heavy competes with a session's send schedule.
     for (spec, system), label in zip(made, labels):
         run = SystemRun(spec, label, out / label)
         runs.append(run)
+        if label in background:
+            continue
         say(f"demo: [{label}] export")
         try:
-            res = export(system, ds, run.tree, progress=progress)
-        except RefusalError as exc:  # an older demo tree (another version, demo set or parameters): redo it
-            say(f"demo: [{label}] {exc}; exporting again")
-            res = export(system, ds, run.tree, progress=progress, force=True)
-        run.stages["export"] = f"{res.ran} run, {res.reused} reused"
+            res = do_export(system, label, run.tree, progress)
+            run.stages["export"] = f"{res.ran} run, {res.reused} reused"
+        except DuplexEvalError as exc:
+            say(f"demo: [{label}] export failed: {exc}")
+            run.stages["export"] = f"failed: {exc}"
+    for run in runs:
+        if run.label in background:
+            say(f"demo: [{run.label}] waiting for the network export")
+            try:
+                ran, reused = background[run.label].result(say, run.label)
+                run.stages["export"] = f"{ran} run, {reused} reused"
+            except DuplexEvalError as exc:
+                say(f"demo: [{run.label}] export failed: {exc}")
+                run.stages["export"] = f"failed: {exc}"
+    for run in runs:
+        label = run.label
+        if run.stages["export"].startswith("failed"):
+            continue
 
         def asr(tree: Path) -> str:
             if _asr_is_current(tree):

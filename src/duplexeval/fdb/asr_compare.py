@@ -27,10 +27,12 @@ from duplexeval.fdb.tree import (
     load_manifest,
 )
 from duplexeval.jsonio import read_json, sha256_file
+from duplexeval.signature import Component, Signature
 from duplexeval.stats import Quantile
 
 KIND = "duplexeval.fdb.asr-compare"
 SCHEMA_VERSION = 1
+DEFINITIONS = "fdb-asr-compare-1"  # normalisation + minimum word edits + first onsets, as documented above
 
 
 @dataclass(frozen=True)
@@ -173,14 +175,22 @@ def _words(tree: Path, key: str) -> list[Word]:
         raise InputError(f"{path}: sample {key}: asr.json says ok but output.json is missing") from None
 
 
-def _ok_samples(tree: Path) -> tuple[dict[str, Any], dict[str, str], str]:
-    """(asr records of ok samples, output.wav sha256 per sample key from the manifest, backend name)."""
+def asr_component(backend: dict[str, Any], label: str) -> Component:
+    """The signature component of one transcript set: backend name and its model hash (when recorded)."""
+    model = backend.get("model")
+    sha = model.get("sha256") if isinstance(model, dict) and isinstance(model.get("sha256"), str) else None
+    name = str(backend.get("name", "?"))
+    return Component(label, name + (":imported" if backend.get("declared_by") else ""), sha)
+
+
+def _ok_samples(tree: Path) -> tuple[dict[str, Any], dict[str, str], str, dict[str, Any]]:
+    """(asr records of ok samples, output.wav sha256 per sample key from the manifest, backend name, backend)."""
     manifest, _ = load_manifest(tree)
     asr, _ = load_asr(tree)
     wav = {e.key: e.files.get(OUTPUT_WAV, "") for e in manifest.samples}
     ok = {k: r for k, r in asr.samples.items() if r.status == "ok"}
     name = str(asr.backend.get("name", "?"))
-    return ok, wav, f"{name} (imported)" if asr.backend.get("declared_by") else name
+    return ok, wav, f"{name} (imported)" if asr.backend.get("declared_by") else name, asr.backend
 
 
 @dataclass
@@ -194,18 +204,24 @@ class Comparison:
     rows: list[SampleComparison]
     only_a: list[str]
     only_b: list[str]
+    components: tuple[Component, Component]
 
-    def to_json(self) -> dict[str, Any]:
-        from duplexeval import artifacts
-
+    def signature(self) -> Signature:
+        """What made the numbers: both transcript sets and the input hashes."""
         inputs = {
             "a/asr.json": sha256_file(self.tree_a / ASR_FILE),
             "b/asr.json": sha256_file(self.tree_b / ASR_FILE),
             "a/manifest.json": sha256_file(self.tree_a / MANIFEST_FILE),
             "b/manifest.json": sha256_file(self.tree_b / MANIFEST_FILE),
         }
+        return Signature(DEFINITIONS, self.components, inputs)
+
+    def to_json(self) -> dict[str, Any]:
+        from duplexeval import artifacts
+
+        sig = self.signature()
         return {
-            **artifacts.header(KIND, SCHEMA_VERSION, inputs=inputs),
+            **artifacts.header(KIND, SCHEMA_VERSION, signature=sig, inputs=sig.inputs),
             "backend_a": self.backend_a,
             "backend_b": self.backend_b,
             "summary": _summary(self.rows),
@@ -217,8 +233,8 @@ class Comparison:
 def compare_trees(tree_a: str | Path, tree_b: str | Path) -> Comparison:
     """Compare the transcripts of the samples both trees transcribed; refuse if their audio differs."""
     ta, tb = Path(tree_a), Path(tree_b)
-    ok_a, wav_a, name_a = _ok_samples(ta)
-    ok_b, wav_b, name_b = _ok_samples(tb)
+    ok_a, wav_a, name_a, be_a = _ok_samples(ta)
+    ok_b, wav_b, name_b, be_b = _ok_samples(tb)
     common = [k for k in ok_a if k in ok_b]
     for k in common:
         ha, hb = wav_a.get(k), wav_b.get(k)
@@ -238,7 +254,7 @@ def compare_trees(tree_a: str | Path, tree_b: str | Path) -> Comparison:
     rows = [compare_words(k, _words(ta, k), _words(tb, k)) for k in common]
     only_a = [k for k in ok_a if k not in ok_b]
     only_b = [k for k in ok_b if k not in ok_a]
-    return Comparison(ta, tb, name_a, name_b, rows, only_a, only_b)
+    return Comparison(ta, tb, name_a, name_b, rows, only_a, only_b, (asr_component(be_a, "a"), asr_component(be_b, "b")))
 
 
 def _ms(x: float | None, signed: bool = True) -> str:
@@ -283,3 +299,4 @@ def render(cmp: Comparison, console: Any = None, max_rows: int | None = None) ->
     console.print(t)
     if max_rows is not None and len(cmp.rows) > max_rows:
         console.print(f"... {len(cmp.rows) - max_rows} more sample(s) (--all or --json for every row)")
+    console.print(cmp.signature().compact(), markup=False, highlight=False)

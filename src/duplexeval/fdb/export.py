@@ -277,13 +277,22 @@ def system_json(system: Any) -> dict[str, Any]:
     return {"name": system.name, "params": system.params(), "version": system.version()}
 
 
-def _export_one(system: Any, sample: Any, out: Path, run_sha: str, input_sha: str) -> SampleEntry:
+@dataclass
+class PreparedSample:
+    """One sample ready to run: its folder, input PCM (16 kHz int16, exactly T) and what the journal keeps."""
+
+    sample: Any
+    sdir: Path
+    T: float
+    n: int
+    pcm: Any
+    input_len: int
+
+
+def _prepare(sample: Any, out: Path) -> PreparedSample:
     import numpy as np
 
-    from duplexeval.audio import SAMPLE_RATE, fit_length, n_samples_for, write_wav_pcm16
-    from duplexeval.systems.base import SampleInfo
-    from duplexeval.systems.playout import placements_json, playout
-    from duplexeval.systems.runner import MAX_SEND_LATENESS_S, run_session
+    from duplexeval.audio import fit_length, n_samples_for
 
     sdir = out / sample.subset / sample.id
     sdir.mkdir(parents=True, exist_ok=True)
@@ -293,47 +302,146 @@ def _export_one(system: Any, sample: Any, out: Path, run_sha: str, input_sha: st
     T = float(sample.T)
     n = n_samples_for(T)
     audio = np.asarray(sample.read_input_16k(), dtype=np.float32)
-    input_len = int(audio.shape[0])
-    pcm = float_to_int16(fit_length(audio, n))
-    trace = run_session(system, pcm, SampleInfo(sample.subset, sample.id, T, n))
-    files, reasons, ann_sha = copy_annotation(sample, sdir)
-    if trace.error is not None:
-        reasons.append(REASON_SYSTEM_ERROR)
-    if trace.max_send_lateness_s > MAX_SEND_LATENESS_S:
-        reasons.append(REASON_PACING)
-    pl = playout(trace.items, n, T)
+    return PreparedSample(sample, sdir, T, n, float_to_int16(fit_length(audio, n)), int(audio.shape[0]))
+
+
+async def _run_prepared(system: Any, prep: PreparedSample) -> Any:
+    from duplexeval.systems.base import SampleInfo
+    from duplexeval.systems.runner import run_session_async
+
+    return await run_session_async(system, prep.pcm, SampleInfo(prep.sample.subset, prep.sample.id, prep.T, prep.n))
+
+
+def write_sample(prep_meta: dict[str, Any], sdir: Path, sample: Any, items: list[Any], reasons: list[str],
+                 files: dict[str, str], error: str | None, error_at_s: float | None, input_json: dict[str, Any],
+                 clock: str, network: dict[str, Any] | None, write_wav: bool) -> SampleEntry:
+    """Play out `items`, write output.wav (unless `write_wav` is False) and the journal trace.json last."""
+    from duplexeval.audio import SAMPLE_RATE, write_wav_pcm16
+    from duplexeval.systems.playout import placements_json, playout
+
+    T, n = prep_meta["T"], prep_meta["n_samples"]
+    pl = playout(items, n, T)
     wav = sdir / OUTPUT_WAV
-    if trace.error is None:
+    if write_wav:
         files = {OUTPUT_WAV: write_wav_pcm16(wav, pl.audio, SAMPLE_RATE), **files}
     elif wav.exists():
         wav.unlink()
-    summary = {
-        "clock": trace.clock,
-        **pl.stats,
-        "error": trace.error,
-    }
+    summary: dict[str, Any] = {"clock": clock, **pl.stats, "error": error}
+    if network is not None:
+        summary["network"] = {k: network[k] for k in ("reasons", "post_window_errors", "max_send_lateness_s")}
     entry = SampleEntry(sample.subset, sample.id, T, not reasons, sorted(set(reasons)), files, {"export": summary})
     doc = {
         "kind": TRACE_KIND,
         "schema_version": 1,
-        "run_sha256": run_sha,
-        "subset": sample.subset,
-        "id": sample.id,
-        "T": T,
-        "n_samples": n,
-        "input_sha256": input_sha,
-        "input_samples_16k": input_len,
-        "annotation_sha256": ann_sha,
-        "input": trace.input_json(),
+        **prep_meta,
+        "input": input_json,
         "playout_policy": PLAYOUT_POLICY,
-        "items": placements_json(trace.items, pl),
+        "items": placements_json(items, pl),
         "playout": pl.stats,
-        "error": trace.error,
-        "error_at_s": trace.error_at_s,
-        "result": entry_json(entry),
+        "error": error,
+        "error_at_s": error_at_s,
     }
+    if network is not None:
+        doc["network"] = network
+    doc["result"] = entry_json(entry)
     write_json(sdir / TRACE_FILE, doc)
     return entry
+
+
+def network_outcome(records: list[dict[str, Any]], pcm: bytes, T: float, stall_s: float,
+                    error: str | None) -> tuple[list[Any], list[str], dict[str, Any], bool]:
+    """(items, session reasons, network summary, write_wav) from a wire trace: the one rule export and replay share."""
+    from duplexeval.systems.net.trace import (
+        SESSION_REASONS,
+        received_items,
+        send_stats,
+        verdict,
+    )
+
+    v = verdict(records, T, stall_s)
+    reasons = list(v.reasons)
+    if error is not None and not any(r in SESSION_REASONS for r in reasons):
+        reasons.append(REASON_SYSTEM_ERROR)  # the adapter itself broke, not the network
+    failed = any(r in SESSION_REASONS or r == REASON_SYSTEM_ERROR for r in reasons)
+    summary = {**v.to_json(), "reasons": sorted(reasons), "send": send_stats(records)}
+    return received_items(records, pcm), reasons, summary, not failed
+
+
+def _finish_prepared(prep: PreparedSample, trace: Any, run_sha: str, input_sha: str) -> SampleEntry:
+    from duplexeval.systems.runner import MAX_SEND_LATENESS_S
+
+    sample, sdir = prep.sample, prep.sdir
+    files, reasons, ann_sha = copy_annotation(sample, sdir)
+    meta = {"run_sha256": run_sha, "subset": sample.subset, "id": sample.id, "T": prep.T, "n_samples": prep.n,
+            "input_sha256": input_sha, "input_samples_16k": prep.input_len, "annotation_sha256": ann_sha}
+    wire = getattr(trace, "wire", None)
+    input_json = trace.input_json()
+    if wire is None:
+        if trace.error is not None:
+            reasons.append(REASON_SYSTEM_ERROR)
+        if trace.max_send_lateness_s > MAX_SEND_LATENESS_S:
+            reasons.append(REASON_PACING)
+        return write_sample(meta, sdir, sample, trace.items, reasons, files, trace.error, trace.error_at_s,
+                            input_json, trace.clock, None, trace.error is None)
+    from duplexeval.systems.net.trace import load_trace
+
+    files.update(wire.write(sdir, prep.T))
+    written = load_trace(sdir)  # decide from the files as written, so `fdb replay` reproduces it exactly
+    stall_s = float(wire.settings.get("stall_s", 10.0))
+    items, net_reasons, network, write_wav = network_outcome(written.records, written.pcm, prep.T, stall_s, trace.error)
+    input_json["max_send_lateness_s"] = network["max_send_lateness_s"]
+    return write_sample(meta, sdir, sample, items, reasons + net_reasons, files, trace.error, trace.error_at_s,
+                        input_json, trace.clock, network, write_wav)
+
+
+def _export_one(system: Any, sample: Any, out: Path, run_sha: str, input_sha: str) -> SampleEntry:
+    import asyncio
+
+    prep = _prepare(sample, out)
+    trace = asyncio.run(_run_prepared(system, prep))
+    return _finish_prepared(prep, trace, run_sha, input_sha)
+
+
+@dataclass
+class RunProgress:
+    """Live counters of a concurrent export (shown in the progress line)."""
+
+    done: int = 0
+    running: int = 0
+    failed: int = 0
+    worst_lateness_s: float = 0.0
+
+    def line(self) -> str:
+        return (f"done {self.done} running {self.running} failed {self.failed} "
+                f"worst send lateness {self.worst_lateness_s * 1000:.1f} ms")
+
+
+async def _run_concurrently(system: Any, samples: list[Any], todo: list[int], out: Path, run_sha: str,
+                            keys: dict[int, str], concurrency: int, advance: Callable[[str], None],
+                            state: RunProgress) -> dict[int, SampleEntry]:
+    """Run the `todo` samples, at most `concurrency` sessions at once on this event loop."""
+    import asyncio
+
+    sem = asyncio.Semaphore(concurrency)
+    made: dict[int, SampleEntry] = {}
+
+    async def one(i: int) -> None:
+        async with sem:
+            prep = await asyncio.to_thread(_prepare, samples[i], out)
+            state.running += 1
+            try:
+                trace = await _run_prepared(system, prep)
+            finally:
+                state.running -= 1
+            state.worst_lateness_s = max(state.worst_lateness_s, float(trace.max_send_lateness_s))
+            entry = await asyncio.to_thread(_finish_prepared, prep, trace, run_sha, keys[i])
+            made[i] = entry
+            state.done += 1
+            state.failed += int(not entry.eligible)
+            advance(state.line())
+
+    await asyncio.gather(*(one(i) for i in todo))
+    return made
 
 
 def export(
@@ -344,12 +452,18 @@ def export(
     limit: int | None = None,
     force: bool = False,
     progress: bool = True,
+    concurrency: int = 1,
     executor: Any = None,
 ) -> ExportResult:
     """Drive `system` (a System or a `NAME[:k=v,...]` spec) over `dataset` and write the tree `out`.
 
-    `executor` (an ExecutorSpec of kind ray) runs the sessions on Ray workers first (`export_remote`).
+    `concurrency` > 1 runs that many sessions at once on one event loop (network systems spend most of
+    their time waiting on the wall clock); the tree is the same as a sequential run's except for
+    receipt-time jitter. `executor` (an ExecutorSpec of kind ray) runs the sessions on Ray workers first
+    (`export_remote`).
     """
+    if concurrency < 1:
+        raise InputError(f"--concurrency must be at least 1, got {concurrency}")
     system_arg = system
     system = _resolve_system(system)
     ds = resolve_dataset(dataset)
@@ -357,11 +471,30 @@ def export(
     out = make_output_dir(check_out_outside(Path(out), ds), "--out")
     sysj = system_json(system)
     run = {"tool": "export", "system": sysj, "dataset": dataset_identity(ds)}
+    wall = bool(getattr(system, "wall_clock", False))
+    keys: dict[int, str] = {}
 
     def key_of(i: int) -> tuple[str, None]:
-        return sha256_file(chosen[i].input_path), None
+        if i not in keys:
+            keys[i] = sha256_file(chosen[i].input_path)
+        return keys[i], None
+
+    made: dict[int, SampleEntry] = {}
+    if concurrency > 1 and (executor is None or executor.kind == "local"):
+        import asyncio
+
+        check_run_file(out, run, force, "export")
+        run_sha = sha256_bytes(dumps(run).encode("utf-8"))
+        todo = [i for i in range(len(chosen))
+                if reuse_entry(out / chosen[i].subset / chosen[i].id, run_sha, key_of(i)[0],
+                               f"{chosen[i].subset}/{chosen[i].id}") is None or force]
+        state = RunProgress()
+        with progress_bar(len(todo), f"export {system.name}", progress and bool(todo)) as advance:
+            made = asyncio.run(_run_concurrently(system, chosen, todo, out, run_sha, keys, concurrency, advance, state))
 
     def make(i: int, run_sha: str, input_sha: str, _payload: None) -> SampleEntry:
+        if i in made:
+            return made[i]
         return _export_one(system, chosen[i], out, run_sha, input_sha)
 
     remote = 0
@@ -370,8 +503,12 @@ def export(
 
         remote = prepass(system_arg, chosen, out, run, force, progress, executor, f"export {system.name}")
         force = False  # the pre-pass redid what --force asks for; the loop below finds it all in the journal
-    entries, ran, reused = build_samples(out, run, force, progress and not remote, chosen, key_of, make,
-                                         f"export {system.name}")
+    elif made:
+        remote = len(made)  # the concurrent pre-pass ran them; the loop below finds them in the journal
+        force = False
+    entries, ran, reused = build_samples(out, run, force, progress and not remote and concurrency == 1, chosen,
+                                         key_of, make, f"export {system.name}")
     ran, reused = ran + remote, reused - remote
-    info = {"tool": "duplexeval fdb export", "clock": "virtual", "frame_samples": 1280, "playout": PLAYOUT_POLICY}
+    info = {"tool": "duplexeval fdb export", "clock": "wall" if wall else "virtual", "frame_samples": 1280,
+            "playout": PLAYOUT_POLICY}
     return finish_run(out, ds, entries, sysj, "export", info, limit, ran, reused)

@@ -65,6 +65,7 @@ def export_command(
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
     force: bool = typer.Option(False, "--force", help="Write into a tree made by another system/dataset, redoing every sample."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no timing line."),
+    concurrency: int = typer.Option(1, "--concurrency", min=1, max=1024, help="Run N sessions at once on one event loop (network systems; default 1)."),
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Drive a system over a dataset: output.wav (FIFO playout, exactly T), annotations, trace.json, manifest.json.
@@ -76,7 +77,7 @@ def export_command(
     clock = StageClock("export")
 
     result = export(system, dataset, out, subsets=subset or None, limit=limit, force=force, progress=not quiet,
-                    executor=executor_spec)
+                    concurrency=concurrency, executor=executor_spec)
     _summary("export", result)
     if not quiet:
         clock.say(tree_audio_s(result.tree))

@@ -33,6 +33,7 @@ class OutputChunk:
     pcm16: bytes
     sample_rate: int
     emitted_at_s: float
+    received_at_s: float | None = None  # set by network adapters: stamped on arrival by their receive task
 
     @property
     def n_samples(self) -> int:
@@ -55,6 +56,7 @@ class ControlEvent:
     kind: str
     emitted_at_s: float
     detail: dict[str, Any] = field(default_factory=dict)
+    received_at_s: float | None = None  # set by network adapters: stamped on arrival by their receive task
 
 
 Received = Union[OutputChunk, ControlEvent]

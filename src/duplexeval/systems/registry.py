@@ -22,11 +22,46 @@ def register_system(name: str, cls: type) -> None:
     _FACTORIES[name] = cls
 
 
+# Network adapters, imported on first use (module:Class); netproto adds moshi and native-duplex here.
+NETWORK_SYSTEMS: dict[str, str] = {
+    "openai-realtime": "duplexeval.systems.net.openai_realtime:OpenAIRealtime",
+    "ws-pcm": "duplexeval.systems.net.ws_pcm:WsPcm",
+    "loopback": "duplexeval.systems.net.loopback:Loopback",
+    "moshi": "duplexeval.systems.net.moshi:MoshiSystem",
+    "native-duplex": "duplexeval.systems.net.native:NativeDuplexSystem",
+}
+_PLUGIN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_.]*)(?::(.*))?$", re.DOTALL)
+
+
 def _ensure_builtins() -> None:
     from duplexeval.systems.baselines import BASELINES
 
     for name, cls in BASELINES.items():
         _FACTORIES.setdefault(name, cls)
+    for name in NETWORK_SYSTEMS:
+        _FACTORIES.setdefault(name, _Lazy)  # type: ignore[arg-type]
+
+
+class _Lazy:
+    """Placeholder for a network adapter not imported yet."""
+
+
+def _factory(spec: str, name: str) -> type:
+    cls = _FACTORIES[name]
+    if cls is _Lazy:
+        from duplexeval.registry import import_object
+
+        cls = import_object(NETWORK_SYSTEMS[name], "system")  # type: ignore[assignment]
+        _FACTORIES[name] = cls
+    return cls
+
+
+def split_plugin(spec: str) -> tuple[str, str] | None:
+    """`module.path:Class[:k=v,...]` -> ("module.path:Class", "k=v,...") for a plugin spec, else None."""
+    m = _PLUGIN.match(spec.strip())
+    if m is None or m.group(1) in _FACTORIES or m.group(1) in NETWORK_SYSTEMS:
+        return None
+    return f"{m.group(1)}:{m.group(2)}", m.group(3) or ""
 
 
 def system_names() -> list[str]:
@@ -55,9 +90,13 @@ def _coerce(spec: str, key: str, raw: str, default: Any) -> Any:
 
 
 def parse_system_spec(spec: str) -> tuple[str, dict[str, str]]:
-    """Split `NAME[:k=v,...]` into the name and raw values (no type checks yet)."""
-    name, _, rest = spec.partition(":")
-    name = name.strip()
+    """Split `NAME[:k=v,...]` (or `module.path:Class[:k=v,...]`) into the name and raw values (no type checks yet)."""
+    plugin = split_plugin(spec)
+    if plugin is not None:
+        name, rest = plugin
+    else:
+        name, _, rest = spec.partition(":")
+        name = name.strip()
     raw: dict[str, str] = {}
     if rest.strip():
         for part in _SPLIT.split(rest):
@@ -75,9 +114,19 @@ def make_system(spec: str) -> System:
     """Build the system `spec` names, with every parameter checked."""
     _ensure_builtins()
     name, raw = parse_system_spec(spec)
-    if name not in _FACTORIES:
+    if split_plugin(spec) is not None:
+        from duplexeval.registry import Registry
+
+        cls = Registry[type]("system").get(name)
+        if not isinstance(cls, type) or not dataclasses.is_dataclass(cls):
+            raise InputError(f"--system {spec!r}: {name} is not a dataclass (its fields are its parameters)")
+        for attr in ("name", "params", "version", "open_session"):
+            if not hasattr(cls, attr):
+                raise InputError(f"--system {spec!r}: {name} does not implement the System protocol (no {attr})")
+    elif name not in _FACTORIES:
         raise InputError(f"--system {spec!r}: unknown system {name!r} (known: {', '.join(_FACTORIES)})")
-    cls = _FACTORIES[name]
+    else:
+        cls = _factory(spec, name)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in raw.items():

@@ -24,7 +24,7 @@ from duplexeval.systems.base import (
     SampleInfo,
     System,
 )
-from duplexeval.systems.clock import VirtualClock
+from duplexeval.systems.clock import VirtualClock, WallClock
 
 # A wall-clock send later than this past its slot makes the sample ineligible (`input_pacing_late`).
 MAX_SEND_LATENESS_S = 0.080
@@ -57,6 +57,8 @@ class SessionTrace:
     items: list[ReceivedItem]
     error: str | None = None
     error_at_s: float | None = None
+    sends: list[tuple[float, float, float]] = field(default_factory=list)  # wall clock: (slot, start, done)
+    wire: Any = None  # a network session's WireTrace (systems.net.trace), when the session keeps one
 
     def input_json(self) -> dict[str, Any]:
         return {
@@ -115,8 +117,9 @@ async def run_session_async(system: System, pcm16: np.ndarray, info: SampleInfo,
                 if emitted > now + 1e-9:
                     raise ProtocolViolation(f"item emitted at {emitted:.6f} s returned by a poll at {now:.6f} s")
                 received = min(max(emitted, prev_poll), now)
-            else:
-                received = now
+            else:  # wall clock: the arrival stamp of the adapter's receive task, else (no stamp) the poll time
+                stamp = getattr(obj, "received_at_s", None)
+                received = now if stamp is None else min(float(stamp), now)
             received = max(received, last_received)
             last_received = received
             items.append(_to_item(obj, received))
@@ -125,17 +128,32 @@ async def run_session_async(system: System, pcm16: np.ndarray, info: SampleInfo,
     session = None
     try:
         session = await system.open_session(info)
+        # A network session owns its clock (input slot 0 = the end of its handshake); a wall-clock
+        # system without one gets a WallClock started now.
+        own = getattr(session, "clock", None)
+        if own is not None:
+            clock = own
+        elif getattr(system, "wall_clock", False) and clock.exact_receipt:
+            clock = WallClock()
+            clock.start()
+        trace.clock = getattr(clock, "name", type(clock).__name__)
+        trace.wire = getattr(session, "wire", None)
         for i, frame in enumerate(frames):
             t = i * FRAME_SAMPLES / INPUT_SAMPLE_RATE
             await clock.sleep_until(t)
-            trace.max_send_lateness_s = max(trace.max_send_lateness_s, clock.now() - t)
+            start = clock.now()
+            trace.max_send_lateness_s = max(trace.max_send_lateness_s, start - t)
             await session.push_input(frame, t)
+            if not clock.exact_receipt:
+                trace.sends.append((t, start, clock.now()))
             await poll(t)
         await clock.sleep_until(T)
         await poll(T)
     except Exception as exc:  # noqa: BLE001 - a broken system is a recorded outcome, not a crash
         trace.error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
         trace.error_at_s = round(clock.now(), 6)
+        if trace.wire is None:
+            trace.wire = getattr(exc, "wire", None)
     finally:
         if session is not None:
             try:

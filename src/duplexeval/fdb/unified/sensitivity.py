@@ -22,6 +22,7 @@ from duplexeval.fdb.tree import SUBSET_ORDER, SUBSETS, USER_INTERRUPTION
 from duplexeval.fdb.unified import interruption as intr
 from duplexeval.fdb.unified.aggregate import base_counts, interruption_block
 from duplexeval.fdb.unified.load import InterruptionInput, LoadedTree
+from duplexeval.signature import Component, Signature
 
 KIND = "duplexeval.fdb.unified-sensitivity"
 SCHEMA_VERSION = 1
@@ -115,6 +116,23 @@ def nearest_edge(inp: InterruptionInput, segments: Sequence[tuple[int, int]]) ->
     return best * intr.TICKS_PER_SAMPLE, abs(best * intr.TICKS_PER_SAMPLE - S)
 
 
+def segments_up_to_r(probs: np.ndarray, inp: InterruptionInput, settings: Any) -> list[tuple[int, int]]:
+    """The whole-file segments that start at or before R, from the shortest prefix of the probabilities that
+    fixes them (the scorer's early stop, `speech.settled`: exact for no padding and no maximum speech length,
+    which every setting of the sweep has); the only segments an interruption row uses."""
+    from duplexeval.fdb.unified.speech import CHECK_EVERY, WINDOW, settled
+    from duplexeval.vad import timestamps_from_probs
+
+    limit = intr.r_limit_sample(inp.R_us)
+    k = int((limit + 16000 * settings.min_speech_ms / 1000) // WINDOW) + 1
+    while k < len(probs):
+        fixed = settled(probs[:k], limit, settings)
+        if fixed is not None:
+            return fixed
+        k += CHECK_EVERY
+    return [(int(s), int(e)) for s, e in timestamps_from_probs(probs, inp.n_samples, settings) if s <= limit]
+
+
 def _setting_row(subset: str, settings: Any, headline: bool, rows: list[intr.InterruptionRow], counts: dict) -> SettingRow:
     block = interruption_block(rows, counts)
     c, m = block["counts"], block["metrics"]
@@ -157,12 +175,14 @@ def sweep(
         is_head = st == SCORER_SETTINGS
         rows = []
         for k, ((_, inp), p) in enumerate(zip(inputs, probs)):
-            segs = timestamps_from_probs(p, inp.n_samples, st)
+            if is_head:  # whole-file segments: the edge flag looks at every segment edge near S
+                segs = timestamps_from_probs(p, inp.n_samples, st)
+                headline_segs.append(segs)
+            else:
+                segs = segments_up_to_r(p, inp, st)
             row = intr.score_interruption(inp, segs)
             rows.append(row)
             outcomes[k][row.outcome] = outcomes[k].get(row.outcome, 0) + 1
-            if is_head:
-                headline_segs.append(segs)
         if is_head:
             headline_rows = rows
         table.append(_setting_row(subset, st, is_head, rows, counts))
@@ -217,8 +237,9 @@ def analyse(loaded: LoadedTree, jobs: int | None = None) -> Sensitivity:
         edges += e
     vad = speech.signature()
     vad.pop("scan", None)
+    sig = signature(loaded, vad)
     body = {
-        **artifacts.header(KIND, SCHEMA_VERSION, inputs={"manifest.json": loaded.manifest_sha256, "asr.json": loaded.asr_sha256}),
+        **artifacts.header(KIND, SCHEMA_VERSION, signature=sig, inputs=sig.inputs),
         "vad": vad,
         "grid": {"thresholds": list(THRESHOLDS), "min_silence_ms": list(MIN_SILENCES_MS), "edge_ms": EDGE_MS,
                  "fixed": "min speech 250 ms, no padding, neg_threshold = threshold - 0.15, whole-file scans"},
@@ -228,6 +249,19 @@ def analyse(loaded: LoadedTree, jobs: int | None = None) -> Sensitivity:
         "near_edge": sum(1 for r in edges if r.near_edge),
     }
     return Sensitivity(table, edges, body)
+
+
+def signature(loaded: LoadedTree, vad: dict[str, Any]) -> Signature:
+    """Definitions, the ASR that made the transcripts, the VAD model and the swept grid, and the input hashes."""
+    from duplexeval.fdb.asr_compare import asr_component
+    from duplexeval.fdb.unified import DEFINITIONS
+
+    grid = {"t": f"{THRESHOLDS[0]}-{THRESHOLDS[-1]}", "s": f"{MIN_SILENCES_MS[0]}-{MIN_SILENCES_MS[-1]}", "p": 0, "edge": EDGE_MS}
+    comps = (
+        asr_component(loaded.asr.backend, "asr"),
+        Component("vad", "silero-" + str(vad.get("equivalent_to", "silero-vad ?")).split()[1], str(vad.get("model_sha256") or ""), grid),
+    )
+    return Signature(f"{DEFINITIONS}-sensitivity-1", comps, {"manifest.json": loaded.manifest_sha256, "asr.json": loaded.asr_sha256})
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -276,3 +310,4 @@ def render(sens: Sensitivity, console: Any = None) -> None:
     console.print(
         f"Shares: not_exercised over eligible, the rest over exercised. {NOT_REACHED} = the median sample never stopped."
     )
+    console.print(sens.body["signature"]["compact"], markup=False, highlight=False)

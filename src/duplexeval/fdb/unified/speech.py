@@ -12,12 +12,19 @@ Speed, without changing a single segment:
   segments. So once the prefix scanned reaches more than the minimum speech length past R and no
   segment that starts at or before R is still open, those segments equal the whole file's (tested
   against full scans). With other settings the whole file is always scanned.
+- Leading digital silence. A batch row's result depends only on its own input and state, so the first k
+  frames of a file that starts with k frames of exact zeros (every sample's bits zero) have the values of
+  a fresh model fed k frames of zeros. That trajectory (probabilities and states) is computed once per
+  process and shared; such a file joins the batch at frame k with the shared state (tested: probabilities
+  bit-identical to `SileroVad.probs`). Outputs written by systems that emit exact zeros while silent
+  (cascaded pipelines, padded captures) start this way; outputs with a noise floor gain nothing.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -62,21 +69,102 @@ def _frames(audios: Sequence[np.ndarray]) -> tuple[np.ndarray, list[int]]:
     return frames.reshape(len(audios), F, WINDOW), n_frames
 
 
-class _Stepper:
-    """Steps a shrinking set of rows of a frame batch through the model, one frame at a time."""
+SKIP_LEADING_SILENCE = True  # benchmarks switch it off to measure what it saves
 
-    def __init__(self, vad: Any, frames: np.ndarray) -> None:
+
+def leading_silent_frames(frames_row: np.ndarray, n_frames: int) -> int:
+    """How many leading 512-sample frames of one file are exact digital silence (all bits zero: -0.0 is not)."""
+    flat = frames_row[:n_frames].reshape(-1)
+    bits = flat.view(np.uint16 if flat.dtype == np.int16 else np.uint32)
+    nz = bits != 0
+    return n_frames if not nz.any() else int(np.argmax(nz)) // WINDOW
+
+
+class _ZeroTrajectory:
+    """The model fed only zeros from a fresh start: `probs[k]` is frame k's probability and `states[k]` the
+    state before frame k. Grown on demand, shared by every file that starts with digital silence."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.vad: Any = None
+        self.probs = np.zeros(0, dtype=np.float32)
+        self.states = np.zeros((1, 2, 1, 128), dtype=np.float32)
+
+    def upto(self, vad: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(probs[:k], states[:k+1]) for this model."""
+        with self.lock:
+            if self.vad is not vad:
+                self.vad = vad
+                self.probs = np.zeros(0, dtype=np.float32)
+                self.states = np.zeros((1, 2, 1, 128), dtype=np.float32)
+            have = self.probs.size
+            if k > have:
+                x = np.zeros((1, CONTEXT + WINDOW), dtype=np.float32)
+                state = self.states[-1]
+                probs = np.empty(k - have, dtype=np.float32)
+                states = np.empty((k - have, 2, 1, 128), dtype=np.float32)
+                for n in range(k - have):
+                    prob, state = vad.step(x, state)
+                    probs[n] = prob[0, 0]
+                    states[n] = state
+                self.probs = np.concatenate([self.probs, probs])
+                self.states = np.concatenate([self.states, states])
+            return self.probs[:k], self.states[: k + 1]
+
+
+_ZEROS = _ZeroTrajectory()
+
+
+class _Stepper:
+    """Steps a changing set of rows of a frame batch through the model, one frame at a time.
+
+    A file that starts with z frames of digital silence gets the shared zero trajectory for them and joins
+    at frame z (`pending`); a file made only of silence never needs a step (`complete`).
+    """
+
+    def __init__(self, vad: Any, frames: np.ndarray, n_frames: Sequence[int] | None = None) -> None:
         self.vad, self.frames = vad, frames
-        self.rows = list(range(frames.shape[0]))
+        B, F = frames.shape[:2]
+        counts = [F] * B if n_frames is None else list(n_frames)
+        starts = [leading_silent_frames(frames[j], counts[j]) if SKIP_LEADING_SILENCE else 0 for j in range(B)]
+        self.probs = np.zeros((B, F), dtype=np.float32)
+        self.zero_states = np.zeros((1, 2, 1, 128), dtype=np.float32)
+        top = max(starts, default=0)
+        if top:
+            zp, self.zero_states = _ZEROS.upto(vad, top)
+            for j, z in enumerate(starts):
+                self.probs[j, :z] = zp[:z]
+        self.complete = [j for j in range(B) if starts[j] >= counts[j]]  # nothing to step (silence or empty)
+        self.pending = sorted((starts[j], j) for j in range(B) if 0 < starts[j] < counts[j])
+        self.rows = [j for j in range(B) if starts[j] == 0 and counts[j] > 0]
         self.x = np.zeros((len(self.rows), CONTEXT + WINDOW), dtype=np.float32)
         self.state = np.zeros((2, len(self.rows), 128), dtype=np.float32)
-        self.probs = np.zeros(frames.shape[:2], dtype=np.float32)
         self.i = 0  # frames stepped so far
+        self._all = list(range(B))
+
+    @property
+    def active(self) -> bool:
+        """Rows left to step now or later."""
+        return bool(self.rows or self.pending)
+
+    def _join(self) -> None:
+        if not self.rows and self.pending:
+            self.i = max(self.i, self.pending[0][0])  # nothing to step until the next file leaves its silence
+        new = []
+        while self.pending and self.pending[0][0] <= self.i:
+            new.append(self.pending.pop(0))
+        if not new:
+            return
+        self.rows += [j for _, j in new]
+        self.x = np.concatenate([self.x, np.zeros((len(new), CONTEXT + WINDOW), dtype=np.float32)])
+        joined = np.concatenate([self.zero_states[z] for z, _ in new], axis=1)  # (2, len(new), 128)
+        self.state = np.ascontiguousarray(np.concatenate([self.state, joined], axis=1))
 
     def step(self) -> None:
+        self._join()
         x, i = self.x, self.i
         x[:, :CONTEXT] = x[:, WINDOW:]  # previous frame's last 64 samples (zeros before the first frame)
-        block = self.frames[self.rows, i] if len(self.rows) != self.frames.shape[0] else self.frames[:, i]
+        block = self.frames[:, i] if self.rows == self._all else self.frames[self.rows, i]
         if block.dtype == np.int16:  # x / 32768: what soundfile returns as float32 for PCM16
             np.multiply(block, _SCALE, out=x[:, CONTEXT:], casting="unsafe")
         else:
@@ -96,8 +184,8 @@ class _Stepper:
 def batch_probs(vad: Any, audios: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Per-frame speech probabilities of several 16 kHz signals, stepped together; equal to `vad.probs(a)` each."""
     frames, n_frames = _frames(audios)
-    st = _Stepper(vad, frames)
-    while st.i < frames.shape[1]:
+    st = _Stepper(vad, frames, n_frames)
+    while st.active and st.i < frames.shape[1]:
         st.step()
     return [st.probs[j, : n_frames[j]] for j in range(len(audios))]
 
@@ -138,13 +226,11 @@ def batch_segments(vad: Any, audios: Sequence[np.ndarray], limits: Sequence[int 
         None if (lim is None or not early) else int((lim + min_speech) // WINDOW) + 1 for lim in limits
     ]
     out: list[Segments | None] = [None] * len(audios)
-    st = _Stepper(vad, frames)
-    empty = {j for j in st.rows if n_frames[j] == 0}
-    for j in empty:
-        out[j] = []
-    if empty:
-        st.drop(empty)
-    while st.rows:
+    st = _Stepper(vad, frames, n_frames)
+    for j in st.complete:  # empty, or digital silence to the end: the shared trajectory is the whole file
+        segs = timestamps_from_probs(st.probs[j, : n_frames[j]], audios[j].size, settings)
+        out[j] = [(int(s), int(e)) for s, e in segs if limits[j] is None or s <= limits[j]]  # type: ignore[operator]
+    while st.active:
         st.step()
         i = st.i
         done: set[int] = set()
@@ -206,14 +292,15 @@ def segment_audios(
     """Whole-file VAD segments of several signals (any settings), batched and threaded; equal to
     `SileroVad.segments(a, settings)` of each signal (the samples are taken as 16 kHz, whatever they are).
 
-    Signals are stepped longest first, so each batch holds signals of similar length and finished rows
-    leave together. Used by the official backchannel rule (30 ms padding, whole files).
+    Signals are dealt to the batches longest first, round-robin, so the threads get equal work and each
+    batch's rows finish in order. Used by the official backchannel rule (30 ms padding, whole files).
     """
     from duplexeval.vad import load_vad
 
     jobs = default_jobs() if jobs is None else max(1, jobs)
     order = sorted(range(len(audios)), key=lambda k: (-audios[k].size, k))
-    groups = [[order[i] for i in r] for r in _even_groups(len(order), jobs, batch)]
+    n_groups = len(_even_groups(len(order), jobs, batch))
+    groups = [order[g::n_groups] for g in range(n_groups)]  # dealt round-robin: every thread gets long and short ones
 
     def run(group: list[int]) -> list[Segments]:
         return batch_segments(load_vad(), [audios[k] for k in group], [None] * len(group), settings)

@@ -1,0 +1,127 @@
+"""`duplexeval fdb replay --tree TREE`: rebuild every network sample's output.wav and verdict from its wire trace.
+
+For each sample with `trace.jsonl` + `trace.pcm`, the received items and the eligibility reasons are
+recomputed by the same functions the export used (`fdb.export.network_outcome`, the FIFO playout),
+into a scratch folder, then compared byte for byte with the tree's `output.wav` and `trace.json`.
+Without `--check` changed files replace the old ones (a playout-rule change needs no new capture)
+and `manifest.json` is rewritten from the new entries; with `--check` nothing is written and any
+difference is an error. Samples without a wire trace (in-process exports) are left as they are.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.export import (
+    REASON_SYSTEM_ERROR,
+    TRACE_FILE,
+    counts_of,
+    entry_from_json,
+    network_outcome,
+    write_sample,
+)
+from duplexeval.fdb.tree import (
+    MANIFEST_FILE,
+    OUTPUT_WAV,
+    SampleEntry,
+    load_manifest,
+    write_manifest,
+)
+from duplexeval.jsonio import atomic_write_bytes, read_json
+from duplexeval.systems.net.trace import NET_REASONS, TRACE_JSONL, TRACE_PCM, load_trace
+
+META_KEYS = ("run_sha256", "subset", "id", "T", "n_samples", "input_sha256", "input_samples_16k", "annotation_sha256")
+
+
+@dataclass
+class ReplayResult:
+    """What a replay found: per sample key, `same` or the names of the files that changed."""
+
+    tree: Path
+    replayed: int = 0
+    skipped: int = 0
+    changed: dict[str, list[str]] = field(default_factory=dict)
+    manifest_changed: bool = False
+
+
+def _replay_sample(sdir: Path, scratch: Path) -> tuple[SampleEntry, dict[str, bytes]]:
+    """Rebuild one sample in `scratch`; returns its entry and the rebuilt files' bytes."""
+    doc = read_json(sdir / TRACE_FILE)
+    if not isinstance(doc, dict) or "result" not in doc or "network" not in doc:
+        raise InputError(f"{sdir / TRACE_FILE}: not the journal of a network export")
+    wire = load_trace(sdir)
+    old = entry_from_json(doc["result"])
+    T = float(doc["T"])
+    stall_s = float((wire.head.get("settings") or {}).get("stall_s", 10.0))
+    items, net_reasons, network, write_wav = network_outcome(wire.records, wire.pcm, T, stall_s, doc.get("error"))
+    base = [r for r in old.reasons if r not in NET_REASONS and r != REASON_SYSTEM_ERROR]
+    files = {k: v for k, v in old.files.items() if k != OUTPUT_WAV}
+    input_json = dict(doc["input"], max_send_lateness_s=network["max_send_lateness_s"])
+    clock = str(((old.extra or {}).get("export") or {}).get("clock", "wall"))
+    meta = {k: doc[k] for k in META_KEYS}
+    entry = write_sample(meta, scratch, old, items, base + net_reasons, files, doc.get("error"), doc.get("error_at_s"),
+                         input_json, clock, network, write_wav)
+    out = {TRACE_FILE: (scratch / TRACE_FILE).read_bytes()}
+    if (scratch / OUTPUT_WAV).is_file():
+        out[OUTPUT_WAV] = (scratch / OUTPUT_WAV).read_bytes()
+    return entry, out
+
+
+def replay(tree: str | Path, check: bool = False) -> ReplayResult:
+    """Rebuild (or with `check`, verify) every network sample of `tree` from its trace."""
+    tree = Path(tree)
+    manifest, _ = load_manifest(tree)
+    result = ReplayResult(tree)
+    entries: list[SampleEntry] = []
+    with tempfile.TemporaryDirectory(prefix="duplexeval-replay-") as tmp:
+        for i, e in enumerate(manifest.samples):
+            sdir = e.dir(tree)
+            if not (sdir / TRACE_JSONL).is_file():
+                entries.append(e)
+                result.skipped += 1
+                continue
+            if not (sdir / TRACE_PCM).is_file():
+                raise InputError(f"{sdir / TRACE_PCM}: missing (sample {e.key} has a trace.jsonl without its audio)")
+            scratch = Path(tmp) / str(i)
+            scratch.mkdir()
+            entry, rebuilt = _replay_sample(sdir, scratch)
+            result.replayed += 1
+            diff = [name for name, data in rebuilt.items()
+                    if not (sdir / name).is_file() or (sdir / name).read_bytes() != data]
+            if (sdir / OUTPUT_WAV).is_file() and OUTPUT_WAV not in rebuilt:
+                diff.append(f"{OUTPUT_WAV} (now not written)")
+            if diff:
+                result.changed[e.key] = diff
+                if not check:
+                    for name, data in rebuilt.items():
+                        atomic_write_bytes(sdir / name, data)
+                    if OUTPUT_WAV not in rebuilt and (sdir / OUTPUT_WAV).is_file():
+                        (sdir / OUTPUT_WAV).unlink()
+            entries.append(entry)
+            shutil.rmtree(scratch)
+    if result.replayed == 0:
+        raise InputError(f"{tree}: no sample has a wire trace ({TRACE_JSONL}); replay needs a network export")
+    extra = dict(manifest.extra)
+    if isinstance(extra.get("export"), dict):
+        extra["export"] = {**extra["export"], "counts": counts_of(entries)}
+    manifest.samples = entries
+    manifest.extra = extra
+    new_bytes = _manifest_bytes(manifest)
+    result.manifest_changed = (tree / MANIFEST_FILE).read_bytes() != new_bytes
+    if check and (result.changed or result.manifest_changed):
+        what = ", ".join(f"{k}: {', '.join(v)}" for k, v in list(result.changed.items())[:5]) or MANIFEST_FILE
+        raise RefusalError(f"{tree}: replay differs from the tree ({what})")
+    if not check and result.manifest_changed:
+        write_manifest(tree, manifest)
+    return result
+
+
+def _manifest_bytes(manifest: Any) -> bytes:
+    from duplexeval.jsonio import dumps
+
+    return dumps(manifest.to_json()).encode("utf-8")

@@ -1,0 +1,30 @@
+"""`duplexeval fdb replay --tree TREE`: rebuild output.wav and eligibility of network samples from their wire traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+
+def replay_command(
+    tree: Path = typer.Option(..., "--tree", help="A tree written by `fdb export` with a network system (samples with trace.jsonl)."),
+    check: bool = typer.Option(False, "--check", help="Write nothing; fail (exit 2) if a rebuilt file differs from the tree."),
+) -> None:
+    """Rebuild every network sample's output.wav, trace.json and the manifest from trace.jsonl + trace.pcm alone."""
+    from duplexeval.fdb.replay import replay
+
+    res = replay(tree, check=check)
+    same = res.replayed - len(res.changed)
+    verb = "checked" if check else "replayed"
+    typer.echo(f"replay: {verb} {res.replayed} samples from their traces: {same} identical, {len(res.changed)} changed"
+               f"{'' if not res.skipped else f', {res.skipped} without a trace left as they are'}; "
+               f"manifest.json {'changed' if res.manifest_changed else 'identical'} -> {res.tree}")
+    for key, files in res.changed.items():
+        typer.echo(f"  {key}: {', '.join(files)}")
+
+
+def register(apps: Any) -> None:
+    """Add `fdb replay`."""
+    apps.fdb.command("replay")(replay_command)

@@ -1,0 +1,329 @@
+"""The Moshi / PersonaPlex `/api/chat` wire format: kind-byte messages and Ogg/Opus audio at 24 kHz.
+
+Every WebSocket message is binary; byte 0 is the kind (0 handshake, 1 audio, 2 text, 3 control,
+4 metadata JSON, 5 error UTF-8, 6 ping), the rest its payload. Audio in both directions is one
+continuous Ogg/Opus stream at 24 kHz mono in 80 ms (1920-sample) frames, written and read with the
+`sphn` package. Pure codec: no sockets here (the adapter and the loopback server use it).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+import sphn  # type: ignore[import-untyped]
+
+from duplexeval.audio import from_pcm16, to_pcm16
+from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation
+from duplexeval.systems.net.resample_stream import StreamResampler
+
+MOSHI_SAMPLE_RATE = 24000
+MOSHI_FRAME_SAMPLES = 1920  # 80 ms at 24 kHz
+CHAT_PATH = "/api/chat"
+DEFAULT_PORT = 8998
+# The server treats the first input frame as "in the past" and ignores it, so its output is one frame
+# behind; the client sends this many silent lead frames right after the handshake to keep every
+# sample of the user's audio (see `MoshiClientCodec.lead_frames`).
+SERVER_SKIPPED_FRAMES = 1
+# Handshake payload the reference server sends: protocol version and model version, u32 little-endian.
+HANDSHAKE_PAYLOAD = (0).to_bytes(4, "little") + (0).to_bytes(4, "little")
+
+
+class Kind(IntEnum):
+    """Byte 0 of every message."""
+
+    HANDSHAKE = 0
+    AUDIO = 1
+    TEXT = 2
+    CONTROL = 3
+    METADATA = 4
+    ERROR = 5
+    PING = 6
+
+
+class Control(IntEnum):
+    """Payload byte of a CONTROL message."""
+
+    START = 0
+    END_TURN = 1
+    PAUSE = 2
+    RESTART = 3
+
+
+class MoshiWireError(ProtocolViolation):
+    """A message that breaks the Moshi wire format (unknown kind, text frame, bad UTF-8/JSON/Ogg)."""
+
+
+@dataclass(frozen=True)
+class MoshiMessage:
+    """One decoded message: its kind and raw payload (audio payloads are Ogg bytes)."""
+
+    kind: Kind
+    payload: bytes
+
+    def text(self) -> str:
+        """The payload of a TEXT or ERROR message as UTF-8."""
+        try:
+            return self.payload.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MoshiWireError(f"{self.kind.name.lower()} message is not UTF-8: {exc}") from None
+
+    def metadata(self) -> dict[str, Any]:
+        """The payload of a METADATA message as a JSON object."""
+        try:
+            obj = json.loads(self.payload.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise MoshiWireError(f"metadata message is not JSON: {exc}") from None
+        if not isinstance(obj, dict):
+            raise MoshiWireError("metadata message is not a JSON object")
+        return obj
+
+    def control(self) -> Control:
+        """The action of a CONTROL message."""
+        if len(self.payload) != 1 or self.payload[0] not in tuple(Control):
+            raise MoshiWireError(f"control message has a bad payload {self.payload[:8]!r}")
+        return Control(self.payload[0])
+
+
+def encode(kind: Kind, payload: bytes = b"") -> bytes:
+    """One wire message: the kind byte, then the payload."""
+    return bytes((int(kind),)) + payload
+
+
+def encode_text(text: str) -> bytes:
+    return encode(Kind.TEXT, text.encode("utf-8"))
+
+
+def encode_error(message: str) -> bytes:
+    return encode(Kind.ERROR, message.encode("utf-8"))
+
+
+def encode_metadata(obj: dict[str, Any]) -> bytes:
+    return encode(Kind.METADATA, json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+
+
+def decode(data: bytes | str) -> MoshiMessage:
+    """Parse one received message; a text frame, an empty frame or an unknown kind is a violation."""
+    if isinstance(data, str):
+        raise MoshiWireError("text frame on a binary protocol")
+    if not data:
+        raise MoshiWireError("empty message")
+    try:
+        kind = Kind(data[0])
+    except ValueError:
+        raise MoshiWireError(f"unknown message kind {data[0]}") from None
+    return MoshiMessage(kind, bytes(data[1:]))
+
+
+def chat_url(url: str, text_prompt: str = "", voice_prompt: str = "", seed: int | None = None) -> str:
+    """The `/api/chat` URL with PersonaPlex's query parameters (only the ones given), in a fixed order."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("ws", "wss"):
+        raise ValueError(f"url must start with ws:// or wss://, got {url!r}")
+    path = parts.path if parts.path not in ("", "/") else CHAT_PATH
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    for key, value in (("text_prompt", text_prompt), ("voice_prompt", voice_prompt)):
+        if value:
+            query.append((key, value))
+    if seed is not None:
+        query.append(("seed", str(seed)))
+    return urlunsplit((parts.scheme, parts.netloc, path, urlencode(query), ""))
+
+
+def _pcm16_to_float(pcm16: bytes) -> np.ndarray:
+    if len(pcm16) % 2:
+        raise MoshiWireError("odd-length PCM16")
+    return from_pcm16(np.frombuffer(pcm16, dtype="<i2"))
+
+
+def float_to_pcm16(x: np.ndarray) -> bytes:
+    """float32 in [-1, 1] -> PCM16 little-endian bytes (soundfile's scale, rounded, clipped)."""
+    return to_pcm16(np.asarray(x, dtype=np.float32)).astype("<i2").tobytes()
+
+
+class OpusEncoder:
+    """PCM16 frames at `sr_in` -> one Ogg/Opus page per 80 ms frame at 24 kHz (sphn)."""
+
+    def __init__(self, sr_in: int = INPUT_SAMPLE_RATE) -> None:
+        self._resampler = StreamResampler(sr_in, MOSHI_SAMPLE_RATE)
+        self._writer = sphn.OpusStreamWriter(MOSHI_SAMPLE_RATE)
+        self.sr_in = sr_in
+        self.frame_in = sr_in * 80 // 1000
+        self.frames = 0
+
+    def encode_frame(self, pcm16: bytes) -> bytes:
+        """One 80 ms frame of PCM16 at `sr_in` -> its Ogg bytes (the first one carries the stream headers)."""
+        x = _pcm16_to_float(pcm16)
+        if x.shape[0] != self.frame_in:
+            raise ValueError(f"expected {self.frame_in} samples per frame, got {x.shape[0]}")
+        y = self._resampler.process(x)
+        self.frames += 1
+        return bytes(self._writer.append_pcm(np.ascontiguousarray(y, dtype=np.float32)))
+
+    def encode_silence(self) -> bytes:
+        return self.encode_frame(bytes(self.frame_in * 2))
+
+
+class OpusDecoder:
+    """A received Ogg/Opus byte stream -> PCM16 at 24 kHz, whatever the page boundaries."""
+
+    def __init__(self) -> None:
+        self._reader = sphn.OpusStreamReader(MOSHI_SAMPLE_RATE)
+        self.bytes_in = 0
+        self.samples_out = 0
+
+    def feed(self, ogg: bytes) -> np.ndarray:
+        """Append bytes; return the float32 samples they completed (possibly none)."""
+        self.bytes_in += len(ogg)
+        try:
+            pcm = self._reader.append_bytes(ogg)
+        except (ValueError, RuntimeError) as exc:
+            raise MoshiWireError(f"bad Ogg/Opus audio: {exc}") from None
+        out = np.asarray(pcm, dtype=np.float32).ravel() if pcm is not None else np.zeros(0, np.float32)
+        self.samples_out += int(out.shape[0])
+        return out
+
+
+class Framer:
+    """Collects float samples and hands them out in whole frames of `frame` samples."""
+
+    def __init__(self, frame: int) -> None:
+        self.frame = frame
+        self._buf = np.zeros(0, dtype=np.float32)
+
+    def push(self, x: np.ndarray) -> list[np.ndarray]:
+        self._buf = np.concatenate([self._buf, np.asarray(x, dtype=np.float32)])
+        n = self._buf.shape[0] // self.frame
+        frames = [self._buf[i * self.frame : (i + 1) * self.frame] for i in range(n)]
+        self._buf = self._buf[n * self.frame :]
+        return frames
+
+    @property
+    def pending(self) -> int:
+        return int(self._buf.shape[0])
+
+
+# ---- the client's side of a conversation, independent of the transport ----
+
+
+@dataclass(frozen=True)
+class Handshake:
+    """The server is ready (PersonaPlex: its prompts have run); audio may flow from now on."""
+
+    payload: bytes
+
+
+@dataclass(frozen=True)
+class AudioOut:
+    """Decoded output audio: PCM16 bytes at `sample_rate` (16 kHz after the client's resampler)."""
+
+    pcm16: bytes
+    sample_rate: int
+    ogg_bytes: int
+
+
+@dataclass(frozen=True)
+class TextOut:
+    text: str
+
+
+@dataclass(frozen=True)
+class MetadataOut:
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ErrorOut:
+    message: str
+
+
+@dataclass(frozen=True)
+class ControlOut:
+    action: Control
+
+
+@dataclass(frozen=True)
+class PingOut:
+    pass
+
+
+ServerEvent = Handshake | AudioOut | TextOut | MetadataOut | ErrorOut | ControlOut | PingOut
+
+
+class MoshiClientCodec:
+    """The client's protocol rules: nothing but a handshake first, audio only after it, and the
+    output stream decoded (Ogg/Opus 24 kHz) and resampled to `out_rate` continuously (no per-chunk
+    edges). Input frames (16 kHz PCM16, 80 ms) become Ogg pages; `lead_frames()` gives the silent
+    frame(s) the server skips, sent right after the handshake so no user audio is lost.
+    """
+
+    def __init__(self, sr_in: int = INPUT_SAMPLE_RATE, out_rate: int = INPUT_SAMPLE_RATE) -> None:
+        self.encoder = OpusEncoder(sr_in)
+        self.decoder = OpusDecoder()
+        self.out_rate = out_rate
+        self._out_resampler = StreamResampler(MOSHI_SAMPLE_RATE, out_rate)
+        self._framer = Framer(MOSHI_FRAME_SAMPLES)
+        self.handshaken = False
+
+    def lead_frames(self) -> list[bytes]:
+        """Wire messages for the skipped lead frame(s): silence the server treats as the past."""
+        return [encode(Kind.AUDIO, self.encoder.encode_silence()) for _ in range(SERVER_SKIPPED_FRAMES)]
+
+    def audio_message(self, pcm16_frame: bytes) -> bytes:
+        """The wire message for one 80 ms input frame; refused before the handshake."""
+        if not self.handshaken:
+            raise MoshiWireError("audio before the server's handshake")
+        return encode(Kind.AUDIO, self.encoder.encode_frame(pcm16_frame))
+
+    def receive(self, data: bytes | str) -> ServerEvent:
+        """Decode one server message into an event (a violation raises `MoshiWireError`)."""
+        msg = decode(data)
+        if not self.handshaken:
+            if msg.kind == Kind.HANDSHAKE:
+                self.handshaken = True
+                return Handshake(msg.payload)
+            if msg.kind == Kind.ERROR:
+                return ErrorOut(msg.text())
+            if msg.kind == Kind.PING:
+                return PingOut()
+            raise MoshiWireError(f"{msg.kind.name.lower()} message before the handshake")
+        if msg.kind == Kind.HANDSHAKE:
+            raise MoshiWireError("second handshake")
+        if msg.kind == Kind.AUDIO:
+            x = self.decoder.feed(msg.payload)
+            pcm = b"".join(float_to_pcm16(self._out_resampler.process(f)) for f in self._framer.push(x))
+            return AudioOut(pcm, self.out_rate, len(msg.payload))
+        if msg.kind == Kind.TEXT:
+            return TextOut(msg.text())
+        if msg.kind == Kind.METADATA:
+            return MetadataOut(msg.metadata())
+        if msg.kind == Kind.ERROR:
+            return ErrorOut(msg.text())
+        if msg.kind == Kind.CONTROL:
+            return ControlOut(msg.control())
+        return PingOut()
+
+
+def opus_round_trip(pcm16: np.ndarray) -> np.ndarray:
+    """What a Moshi server hears of 16 kHz int16 input: 24 kHz Ogg/Opus there and back, 80 ms frames.
+
+    The same chain the adapter and the loopback server run (lead frame, resampler, sphn encoder,
+    decoder, resampler), for comparing a served system with its in-process run on equal input.
+    """
+    x = np.asarray(pcm16, dtype="<i2")
+    pad = (-x.shape[0]) % 1280
+    x = np.concatenate([x, np.zeros(pad, dtype="<i2")])
+    enc, dec = OpusEncoder(INPUT_SAMPLE_RATE), OpusDecoder()
+    framer, down = Framer(MOSHI_FRAME_SAMPLES), StreamResampler(MOSHI_SAMPLE_RATE, INPUT_SAMPLE_RATE)
+    for _ in range(SERVER_SKIPPED_FRAMES):  # the client's silent lead frame, which the server skips
+        framer.push(dec.feed(enc.encode_silence()))
+    out = []
+    for i in range(x.shape[0] // 1280):
+        for frame in framer.push(dec.feed(enc.encode_frame(x[i * 1280 : (i + 1) * 1280].tobytes()))):
+            out.append(np.frombuffer(float_to_pcm16(down.process(frame)), dtype="<i2"))
+    y = np.concatenate(out) if out else np.zeros(0, dtype="<i2")
+    return y[: pcm16.shape[0]].astype(np.int16)

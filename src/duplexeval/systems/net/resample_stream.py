@@ -1,0 +1,51 @@
+"""A stateful rational resampler: every input frame gives exactly its share of output samples.
+
+Ogg/Opus frames must be exactly 1920 samples at 24 kHz, so the 16 kHz -> 24 kHz conversion of each
+80 ms input frame must give exactly 1920 samples with no buffering lag. soxr's stream mode emits in
+uneven blocks (up to ~36 ms behind at HQ), so this is a causal polyphase FIR (scipy's `firwin` +
+`lfilter` with carried state): a constant delay of `delay_samples` output samples, nothing else.
+"""
+
+from __future__ import annotations
+
+from math import gcd
+
+import numpy as np
+from scipy.signal import firwin, lfilter  # type: ignore[import-untyped]
+
+TAPS_PER_PHASE = 24  # filter length = taps_per_phase * up (odd-adjusted); ~1 ms of delay at 16/24 kHz
+
+
+class StreamResampler:
+    """Resample float32 mono audio from `sr_in` to `sr_out` chunk by chunk with carried filter state.
+
+    `process(x)` returns exactly `len(x) * sr_out / sr_in` samples when that is an integer (the caller
+    feeds whole frames); otherwise the fractional remainder is carried to the next call.
+    """
+
+    def __init__(self, sr_in: int, sr_out: int) -> None:
+        if sr_in <= 0 or sr_out <= 0:
+            raise ValueError(f"sample rates must be positive, got {sr_in} and {sr_out}")
+        g = gcd(sr_in, sr_out)
+        self.sr_in, self.sr_out = sr_in, sr_out
+        self.up, self.down = sr_out // g, sr_in // g
+        self._identity = self.up == self.down
+        n_taps = TAPS_PER_PHASE * max(self.up, self.down) | 1
+        cutoff = 0.92 / max(self.up, self.down)  # of the upsampled Nyquist, just inside the narrower band
+        self._h = (firwin(n_taps, cutoff) * self.up).astype(np.float64)
+        self._zi = np.zeros(n_taps - 1, dtype=np.float64)
+        self._phase = 0  # index into the upsampled stream of the next kept sample (mod down)
+        # Linear-phase FIR: group delay (n_taps - 1) / 2 at the upsampled rate.
+        self.delay_samples = ((n_taps - 1) / 2) / self.down
+
+    def process(self, x: np.ndarray) -> np.ndarray:
+        """Resample one chunk (float32 mono); returns float32."""
+        x = np.asarray(x, dtype=np.float64).ravel()
+        if self._identity:
+            return x.astype(np.float32)
+        stuffed = np.zeros(x.shape[0] * self.up, dtype=np.float64)
+        stuffed[:: self.up] = x
+        y, self._zi = lfilter(self._h, 1.0, stuffed, zi=self._zi)
+        kept = y[self._phase :: self.down]
+        self._phase = (self._phase - stuffed.shape[0]) % self.down
+        return kept.astype(np.float32)

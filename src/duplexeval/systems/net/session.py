@@ -1,0 +1,325 @@
+"""The base a protocol adapter subclasses: connect, handshake, paced sends, stamped receipts, bounded close.
+
+Contract for an adapter (see ws_pcm.py for the smallest one):
+
+- `NetSystem` is a frozen dataclass whose fields are the parameters (`--system NAME:k=v`); it sets the
+  class variables `name`, `protocol` and `session_class`, and may override `headers()` / `secrets()`
+  (an API key goes there, never into a field) and `connect_url(info)`.
+- `NetSession` subclasses implement only the protocol:
+  `handshake()` (after connect, before input; use `expect` / `wait_for` for replies the server owes),
+  `encode_input(frame16k) -> (event type, wire message)` for one 80 ms packet,
+  `on_message(rec, data)` to decode one received message (set `rec["type"]`, call `output_audio`,
+  `clear_queue`, `server_error`, `signal`; raise `ProtocolViolation` for a broken message), and
+  optionally `finish_input()` (after T: end-of-input messages and a drain wait bounded by `drain_s`).
+- The base records everything in `self.wire` (a `WireTrace`), runs the receive task, owns the clock the
+  runner paces with (`self.clock`: slot i is sent at start + i * 80 ms, absolute), marks the session dead
+  when the socket closes, and bounds every wait (`stall_s` for owed replies, `send_timeout_s` per send,
+  `drain_s` after T, `T + session_extra_s` in total). A session never raises for a network fault: the
+  fault is a record, and `trace.verdict` turns records into eligibility reasons.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
+from urllib.parse import parse_qsl, urlsplit
+
+from duplexeval.systems.base import (
+    CLEAR_QUEUE,
+    ControlEvent,
+    OutputChunk,
+    ProtocolViolation,
+    Received,
+    SampleInfo,
+)
+from duplexeval.systems.net.trace import WireTrace
+from duplexeval.systems.net.transport import (
+    DEFAULT_MAX_SIZE,
+    ConnectFailed,
+    Receiver,
+    TransportSettings,
+    closed_error,
+    connect,
+    describe,
+    redact,
+    send_bounded,
+)
+
+_SECRET_QUERY = ("key", "api-key", "api_key", "token", "access_token", "auth", "password", "secret")
+
+
+class SessionOpenFailed(Exception):
+    """The session never reached its input phase; `wire` holds what happened (connect attempts, handshake)."""
+
+    def __init__(self, message: str, wire: WireTrace) -> None:
+        super().__init__(message)
+        self.wire = wire
+
+
+class HandshakeAborted(Exception):
+    """A handshake wait failed; the records already say why (an owed reply, a close, an error event)."""
+
+
+class TraceClock:
+    """The runner's clock for a network session: input-timeline seconds from the session's WireTrace."""
+
+    exact_receipt = False
+    name = "wall"
+
+    def __init__(self, wire: WireTrace) -> None:
+        self.wire = wire
+
+    def now(self) -> float:
+        return self.wire.now()
+
+    async def sleep_until(self, t_s: float) -> None:
+        delay = t_s - self.wire.now()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+@dataclass(frozen=True)
+class NetSystem:
+    """Common parameters of every network adapter (bounds); subclasses add their protocol's parameters."""
+
+    name: ClassVar[str] = "net"
+    protocol: ClassVar[str] = "net"
+    session_class: ClassVar[type[NetSession]]
+    wall_clock: ClassVar[bool] = True
+
+    url: str = ""
+    max_size: int = DEFAULT_MAX_SIZE
+    open_timeout_s: float = 10.0
+    stall_s: float = 10.0
+    drain_s: float = 5.0
+    session_extra_s: float = 30.0
+    linger_s: float = 0.0  # keep listening this long after T before closing (records post-window events)
+
+    def params(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def version(self) -> str:
+        import websockets
+
+        from duplexeval import __version__
+
+        return f"duplexeval {__version__}; websockets {websockets.__version__}; protocol {self.protocol}"
+
+    def headers(self) -> dict[str, str]:
+        """HTTP headers of the upgrade request (never recorded anywhere)."""
+        return {}
+
+    def secrets(self) -> tuple[str, ...]:
+        """Values that must never appear in any file or log (redacted from error texts)."""
+        return ()
+
+    def connect_url(self, info: SampleInfo) -> str:
+        return self.url
+
+    def transport(self) -> TransportSettings:
+        return TransportSettings(max_size=self.max_size, open_timeout_s=self.open_timeout_s)
+
+    def validate(self) -> None:
+        """Check the common bounds; raise ValueError naming the key."""
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("ws", "wss") or not parts.netloc:
+            raise ValueError(f"url must be ws:// or wss:// with a host, got {self.url!r}")
+        for key, _ in parse_qsl(parts.query):
+            if key.lower() in _SECRET_QUERY:
+                raise ValueError(f"url must not carry a credential ({key}=...); put it in the environment (api_key_env)")
+        if not (1024 <= self.max_size <= 256 * 1024 * 1024):
+            raise ValueError(f"max_size must be between 1024 and 268435456 bytes, got {self.max_size}")
+        for key in ("open_timeout_s", "stall_s", "drain_s", "session_extra_s"):
+            v = getattr(self, key)
+            if not (0 < v <= 3600):
+                raise ValueError(f"{key} must be in (0, 3600] seconds, got {v}")
+        if not (0 <= self.linger_s <= 60):
+            raise ValueError(f"linger_s must be between 0 and 60 seconds, got {self.linger_s}")
+
+    async def open_session(self, info: SampleInfo) -> NetSession:
+        session = self.session_class(self, info)
+        await session.open()
+        return session
+
+
+class NetSession:
+    """One connection driving one input; subclasses implement the protocol hooks (see the module docstring)."""
+
+    def __init__(self, system: NetSystem, info: SampleInfo) -> None:
+        self.system = system
+        self.info = info
+        settings = {"protocol": system.protocol, "stall_s": system.stall_s, "drain_s": system.drain_s,
+                    "session_extra_s": system.session_extra_s, "max_size": system.max_size}
+        self.wire = WireTrace(system.protocol, settings)
+        self.clock = TraceClock(self.wire)
+        self.ws: Any = None
+        self.receiver: Receiver | None = None
+        self.outbox: list[Received] = []
+        self.seq = 0
+        self.dead = False
+        self._signals: dict[str, asyncio.Event] = {}
+        self._owed: set[str] = set()
+        self._error = asyncio.Event()
+        self._watchdog: asyncio.Task[None] | None = None
+
+    # ---------------------------------------------------------- protocol hooks (override)
+    async def handshake(self) -> None:
+        """After connect, before the first input packet."""
+
+    def encode_input(self, frame: bytes) -> tuple[str, str | bytes]:
+        """One 80 ms packet of 16 kHz PCM16 -> (event type for the trace, the wire message)."""
+        raise NotImplementedError
+
+    def on_message(self, rec: dict[str, Any], data: str | bytes) -> None:
+        """Decode one received message; `rec` is its trace record (already stamped)."""
+        raise NotImplementedError
+
+    async def finish_input(self) -> None:
+        """After the last packet and the poll at T: end-of-input messages, bounded drain."""
+
+    # ---------------------------------------------------------- helpers for adapters
+    def output_audio(self, rec: dict[str, Any], pcm16: bytes, rate: int) -> None:
+        """Received output audio at `rate` (PCM16 mono): into the trace's sidecar and the runner's outbox."""
+        if len(pcm16) % 2:
+            raise ProtocolViolation(f"{rec.get('type')}: odd-length PCM16 ({len(pcm16)} bytes)")
+        self.wire.add_audio(rec, pcm16, rate)
+        t = float(rec["t"])
+        self.outbox.append(OutputChunk(pcm16, rate, t, received_at_s=t))
+
+    def clear_queue(self, rec: dict[str, Any], **detail: Any) -> None:
+        """The client drops its queued audio at this message's receipt time."""
+        rec["control"] = CLEAR_QUEUE
+        t = float(rec["t"])
+        self.outbox.append(ControlEvent(CLEAR_QUEUE, t, dict(detail), received_at_s=t))
+
+    def server_error(self, rec: dict[str, Any], message: str) -> None:
+        rec["error"] = True
+        rec["message"] = redact(" ".join(str(message).split()), self.system.secrets())[:300]
+        self._error.set()  # a handshake waiting for a reply gives up at once
+
+    def expect(self, what: str) -> None:
+        """The server owes a reply named `what` (a gap over stall_s while owed is a `timeout`)."""
+        if what in self._owed:
+            return
+        self._owed.add(what)
+        self.wire.meta("owe", what=what)
+        self._signals[what] = asyncio.Event()
+
+    def signal(self, what: str, rec: dict[str, Any] | None = None) -> None:
+        """The reply `what` arrived (paid at its receipt time)."""
+        t = self.wire.now() if rec is None else float(rec["t"])
+        if what in self._owed:
+            self._owed.discard(what)
+            self.wire.meta("paid", t, what=what)
+        self._signals.setdefault(what, asyncio.Event()).set()
+
+    async def wait_for(self, what: str, timeout_s: float | None = None) -> bool:
+        """Wait (bounded, default stall_s) for `signal(what)`; False on timeout, an error event or a closed socket."""
+        ev = self._signals.setdefault(what, asyncio.Event())
+        closed = self.receiver.closed if self.receiver is not None else asyncio.Event()
+        waits = [asyncio.ensure_future(ev.wait()), asyncio.ensure_future(closed.wait()),
+                 asyncio.ensure_future(self._error.wait())]
+        try:
+            await asyncio.wait(waits, timeout=self.system.stall_s if timeout_s is None else timeout_s,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+        return ev.is_set()
+
+    async def send(self, kind: str, data: str | bytes, **fields: Any) -> dict[str, Any] | None:
+        """Send one message (bounded by send_timeout_s) and record it with its start and completion times."""
+        if self.dead or self.ws is None:
+            return None
+        t0 = self.wire.now()
+        rec = self.wire.send(t0, kind, len(data.encode("utf-8")) if isinstance(data, str) else len(data), **fields)
+        try:
+            ok = await send_bounded(self.ws, data, self.system.transport().send_timeout_s)
+        except Exception as exc:  # noqa: BLE001 - a closed socket ends the session; the receive task records it
+            rec["failed"] = describe(exc, self.system.secrets()) if not closed_error(exc) else "closed"
+            self.dead = True
+            return rec
+        rec["t_done"] = self.wire.now()
+        if not ok:
+            self.wire.meta("send_timeout", t0, type=kind)
+            self.dead = True
+        return rec
+
+    # ---------------------------------------------------------- lifecycle (the runner calls these)
+    async def open(self) -> None:
+        url = self.system.connect_url(self.info)
+        try:
+            self.ws = await connect(url, self.system.headers(), self.wire, self.system.transport(), self.system.secrets())
+        except ConnectFailed as exc:
+            raise SessionOpenFailed(f"connect_failed: {exc}", self.wire) from None
+        self.wire.meta("opened")
+        self.receiver = Receiver(self.ws, self.wire, self._on_message, self.system.max_size)
+        try:
+            await self.handshake()
+        except Exception as exc:  # noqa: BLE001 - recorded, then the session ends before any input
+            if not isinstance(exc, HandshakeAborted):
+                self.wire.meta("violation", what=f"handshake: {describe(exc, self.system.secrets())}")
+            await self._shutdown()
+            raise SessionOpenFailed(describe(exc, self.system.secrets()), self.wire) from None
+        if self.receiver.closed.is_set():
+            raise SessionOpenFailed("the server closed the connection during the handshake", self.wire)
+        # Everything alive now (modules, models, codecs) leaves the collector's view, so no full
+        # collection can stall the 80 ms schedule (measured: a 108 ms gen-2 pass mid-session in the CLI).
+        gc.freeze()
+        self.wire.start_input()
+        bound = self.info.T + self.system.session_extra_s
+        self._watchdog = asyncio.get_running_loop().create_task(self._bound(bound))
+
+    async def _bound(self, bound_s: float) -> None:
+        await self.clock.sleep_until(bound_s)
+        self.wire.meta("session_bound", bound_s=round(bound_s, 6))
+        self.dead = True
+        if self.receiver is not None:
+            await self.receiver.close()
+
+    def _on_message(self, t: float, data: str | bytes) -> None:
+        nbytes = len(data.encode("utf-8")) if isinstance(data, str) else len(data)
+        rec = self.wire.recv(t, "text" if isinstance(data, str) else "binary", nbytes)
+        try:
+            self.on_message(rec, data)
+        except ProtocolViolation as exc:
+            rec["violation"] = describe(exc, self.system.secrets()).split(": ", 1)[-1]
+        if self.receiver is not None and self.receiver.closed.is_set():
+            self.dead = True
+
+    async def push_input(self, frame: bytes, t_s: float) -> None:
+        if self.dead or (self.receiver is not None and self.receiver.closed.is_set()):
+            self.dead = True
+            return
+        slot = round(t_s, 6)
+        seq = self.seq
+        self.seq += 1
+        kind, data = self.encode_input(frame)
+        await self.send(kind, data, seq=seq, slot_s=slot)
+
+    async def poll_output(self, t_s: float) -> list[Received]:
+        out, self.outbox = self.outbox, []
+        return out
+
+    async def close(self) -> None:
+        self.wire.meta("input_end")
+        if self.system.linger_s > 0 and not self.dead and self.receiver is not None:
+            try:  # listen on after T (a close by the server ends the wait)
+                await asyncio.wait_for(self.receiver.closed.wait(), timeout=self.system.linger_s)
+            except asyncio.TimeoutError:
+                pass
+        if not self.dead:
+            try:
+                await asyncio.wait_for(self.finish_input(), timeout=self.system.drain_s)
+            except asyncio.TimeoutError:
+                self.wire.meta("drain_timeout", drain_s=self.system.drain_s)
+        await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        if self.receiver is not None:
+            await self.receiver.close()
+        self.dead = True

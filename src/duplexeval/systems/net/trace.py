@@ -1,0 +1,284 @@
+"""The wire trace of one network session, and the pure functions that turn it into a verdict and a playout.
+
+Contract (shared by every protocol adapter):
+
+- A session keeps `WireTrace.records` in memory and the export writes them as
+  `<subset>/<id>/trace.jsonl` (a header line, then one record per line) plus the received audio as
+  raw PCM16 in `<subset>/<id>/trace.pcm` (records point into it with `audio: [offset, nbytes, rate]`;
+  base64 is never kept in JSON).
+- Every record has `dir` (`send` | `recv` | `meta`), `t` (seconds on the input timeline: 0 is the
+  first input packet's slot; connect attempts are negative) and for messages `type` and `bytes`
+  (wire size). Audio sends add `seq`, `slot_s` and `t_done`. A received message the adapter turned
+  into output adds `audio` and/or `control` (`clear_queue`); an error event adds `error: true`; a
+  message that broke the protocol adds `violation`. Meta events: `connect_attempt`, `opened`,
+  `owe` / `paid` (a reply the client is owed, for `timeout`), `closed`, `send_timeout`,
+  `session_bound`, `input_end`.
+- `verdict(records, T, stall_s)` and `received_items(records, pcm)` are pure: the live export and
+  `duplexeval fdb replay` call the same two functions, so a replay is byte-identical by construction.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from duplexeval.artifacts import header
+from duplexeval.errors import InputError
+from duplexeval.jsonio import atomic_write_bytes, dumps_line, json_lines, read_text
+from duplexeval.systems.base import CLEAR_QUEUE
+from duplexeval.systems.runner import MAX_SEND_LATENESS_S, ReceivedItem
+
+TRACE_JSONL = "trace.jsonl"
+TRACE_PCM = "trace.pcm"
+TRACE_KIND = "duplexeval.net.trace"
+TRACE_SCHEMA = 1
+
+# Eligibility reasons of a network session (docs/network.md lists them).
+CONNECT_FAILED = "connect_failed"
+SERVER_ERROR = "server_error"
+DISCONNECTED = "disconnected"
+PROTOCOL_VIOLATION = "protocol_violation"
+TIMEOUT = "timeout"
+INPUT_PACING_LATE = "input_pacing_late"
+SESSION_REASONS = (CONNECT_FAILED, SERVER_ERROR, DISCONNECTED, PROTOCOL_VIOLATION, TIMEOUT)
+NET_REASONS = (*SESSION_REASONS, INPUT_PACING_LATE)
+
+
+def _r6(x: float) -> float:
+    return round(float(x), 6)
+
+
+class WireTrace:
+    """Records of one session on a monotonic clock; times become input-timeline seconds once input starts."""
+
+    def __init__(self, protocol: str, settings: dict[str, Any]) -> None:
+        self.protocol = protocol
+        self.settings = dict(settings)
+        self.records: list[dict[str, Any]] = []
+        self._pcm = bytearray()
+        self.origin: float | None = None  # monotonic time of input slot 0
+        self._created = time.monotonic()
+
+    # -- clock
+    def now(self) -> float:
+        """Seconds on the input timeline (before input starts: negative offsets from the first connect)."""
+        mono = time.monotonic()
+        return mono - (self.origin if self.origin is not None else self._created)
+
+    def mono_to_t(self, mono: float) -> float:
+        return mono - (self.origin if self.origin is not None else self._created)
+
+    def start_input(self) -> None:
+        """Input slot 0 is now: shift every earlier record onto the input timeline (they become negative)."""
+        self.origin = time.monotonic()
+        shift = self.origin - self._created
+        for rec in self.records:
+            for key in ("t", "t_done"):
+                if key in rec:
+                    rec[key] = rec[key] - shift
+
+    # -- recording
+    def meta(self, event: str, t: float | None = None, **fields: Any) -> dict[str, Any]:
+        rec = {"dir": "meta", "t": self.now() if t is None else t, "event": event, **fields}
+        self.records.append(rec)
+        return rec
+
+    def recv(self, t: float, kind: str, nbytes: int, **fields: Any) -> dict[str, Any]:
+        rec = {"dir": "recv", "t": t, "type": kind, "bytes": int(nbytes), **fields}
+        self.records.append(rec)
+        return rec
+
+    def send(self, t: float, kind: str, nbytes: int, **fields: Any) -> dict[str, Any]:
+        rec = {"dir": "send", "t": t, "type": kind, "bytes": int(nbytes), **fields}
+        self.records.append(rec)
+        return rec
+
+    def add_audio(self, rec: dict[str, Any], pcm16: bytes, rate: int) -> None:
+        """Attach received output audio to `rec`: PCM16 goes to the sidecar, the record keeps where."""
+        rec["audio"] = [len(self._pcm), len(pcm16), int(rate)]
+        self._pcm.extend(pcm16)
+
+    # -- files
+    def header(self, T: float) -> dict[str, Any]:
+        return {**header(TRACE_KIND, TRACE_SCHEMA), "protocol": self.protocol, "T": _r6(T),
+                "settings": self.settings, "pcm": TRACE_PCM}
+
+    def lines(self, T: float) -> str:
+        out = [dumps_line(self.header(T))]
+        for rec in self.records:
+            row = dict(rec)
+            for key in ("t", "t_done"):
+                if key in row:
+                    row[key] = _r6(row[key])
+            out.append(dumps_line(row))
+        return "".join(out)
+
+    def pcm(self) -> bytes:
+        return bytes(self._pcm)
+
+    def write(self, folder: Path, T: float) -> dict[str, str]:
+        """Write trace.jsonl and trace.pcm atomically; returns {name: sha256}."""
+        from duplexeval.jsonio import sha256_bytes
+
+        text = self.lines(T).encode("utf-8")
+        pcm = self.pcm()
+        atomic_write_bytes(folder / TRACE_PCM, pcm)
+        atomic_write_bytes(folder / TRACE_JSONL, text)
+        return {TRACE_JSONL: sha256_bytes(text), TRACE_PCM: sha256_bytes(pcm)}
+
+
+@dataclass
+class LoadedTrace:
+    """A trace read back from disk: the header, the records (as written) and the sidecar bytes."""
+
+    head: dict[str, Any]
+    records: list[dict[str, Any]]
+    pcm: bytes
+
+
+def load_trace(folder: Path) -> LoadedTrace:
+    """Read `trace.jsonl` + `trace.pcm`; one-line InputError naming the file on any problem."""
+    path = folder / TRACE_JSONL
+    rows = [obj for _, obj in json_lines(read_text(path), path)]
+    if not rows or not isinstance(rows[0], dict) or rows[0].get("kind") != TRACE_KIND:
+        raise InputError(f"{path}: not a {TRACE_KIND} file")
+    pcm_path = folder / str(rows[0].get("pcm", TRACE_PCM))
+    if not pcm_path.is_file():
+        raise InputError(f"{pcm_path}: missing (the trace's audio sidecar)")
+    pcm = pcm_path.read_bytes()
+    for i, rec in enumerate(rows[1:], 2):
+        if not isinstance(rec, dict) or rec.get("dir") not in ("send", "recv", "meta") or not isinstance(rec.get("t"), (int, float)):
+            raise InputError(f"{path}: line {i}: not a trace record")
+        aud = rec.get("audio")
+        if aud is not None and (not isinstance(aud, list) or len(aud) != 3 or aud[0] + aud[1] > len(pcm) or aud[1] % 2):
+            raise InputError(f"{path}: line {i}: audio reference {aud!r} is outside {pcm_path.name}")
+    return LoadedTrace(rows[0], rows[1:], pcm)
+
+
+# ---------------------------------------------------------------- pure: records -> items, verdict
+
+
+def received_items(records: list[dict[str, Any]], pcm: bytes) -> list[ReceivedItem]:
+    """The output the client received, in receipt order: audio chunks and clear_queue events at receipt time."""
+    items: list[ReceivedItem] = []
+    for rec in records:
+        if rec.get("dir") != "recv":
+            continue
+        t = float(rec["t"])
+        if rec.get("control") == CLEAR_QUEUE:
+            items.append(ReceivedItem(CLEAR_QUEUE, t, t, detail={"type": rec.get("type")}))
+        aud = rec.get("audio")
+        if aud is not None:
+            off, nbytes, rate = int(aud[0]), int(aud[1]), int(aud[2])
+            arr = np.frombuffer(pcm[off : off + nbytes], dtype="<i2").astype(np.int16)
+            items.append(ReceivedItem("audio", t, t, rate, arr))
+    return items
+
+
+@dataclass
+class Verdict:
+    """The session-level eligibility reasons plus the numbers behind them."""
+
+    reasons: list[str]
+    post_window_errors: int = 0
+    max_send_lateness_s: float = 0.0
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reasons": self.reasons, "post_window_errors": self.post_window_errors,
+                "max_send_lateness_s": _r6(self.max_send_lateness_s), **self.detail}
+
+
+def _stalled(records: list[dict[str, Any]], T: float, stall_s: float) -> float | None:
+    """The start of the first gap > stall_s between received messages while a reply was owed, before T.
+
+    Only the open connection counts: the scan stops at the first `closed` record.
+    """
+    if not records:
+        return None
+    closes = [float(r["t"]) for r in records if r["dir"] == "meta" and r.get("event") == "closed"]
+    stop = min(closes) if closes else max(float(r["t"]) for r in records)
+    owed: dict[str, float] = {}
+    last_msg = -math.inf
+    for rec in sorted(records, key=lambda r: float(r["t"])):
+        t = float(rec["t"])
+        if t > stop:
+            break
+        if owed:
+            since = max(last_msg, min(owed.values()))
+            if t - since > stall_s and since <= T:
+                return since
+        if rec["dir"] == "recv":
+            last_msg = t
+        elif rec["dir"] == "meta" and rec.get("event") == "owe":
+            owed.setdefault(str(rec.get("what")), t)
+        elif rec["dir"] == "meta" and rec.get("event") == "paid":
+            owed.pop(str(rec.get("what")), None)
+    if owed:
+        since = max(last_msg, min(owed.values()))
+        if stop - since > stall_s and since <= T:
+            return since
+    return None
+
+
+def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
+    """Eligibility of one network session from its records alone (live export and replay both call this)."""
+    reasons: set[str] = set()
+    detail: dict[str, Any] = {}
+    if not any(r["dir"] == "meta" and r.get("event") == "opened" for r in records):
+        reasons.add(CONNECT_FAILED)
+    post = 0
+    lateness = 0.0
+    for rec in records:
+        t = float(rec["t"])
+        d = rec["dir"]
+        if d == "recv" and (rec.get("error") or rec.get("violation")):
+            if t > T:
+                post += 1
+            else:
+                reasons.add(SERVER_ERROR if rec.get("error") else PROTOCOL_VIOLATION)
+                detail.setdefault("first_problem", {"t": _r6(t), "type": rec.get("type"),
+                                                    "what": rec.get("violation") or rec.get("message")})
+        elif d == "send" and "slot_s" in rec:
+            lateness = max(lateness, t - float(rec["slot_s"]))
+        elif d == "meta":
+            ev = rec.get("event")
+            if ev == "violation":
+                if t > T:
+                    post += 1
+                else:
+                    reasons.add(PROTOCOL_VIOLATION)
+                    detail.setdefault("first_problem", {"t": _r6(t), "type": None, "what": rec.get("what")})
+            elif ev == "closed" and rec.get("by") != "client" and t <= T:
+                reasons.add(DISCONNECTED)
+            elif (ev == "send_timeout" and t <= T) or ev in ("session_bound", "handshake_timeout"):
+                reasons.add(TIMEOUT)  # handshake_timeout: moshi, no handshake within handshake_timeout_s
+            elif ev == "accounting" and rec.get("checked"):  # native-duplex: append/unit/drain accounting
+                if rec.get("drained") is None:
+                    reasons.add(TIMEOUT)  # no `drained` within drain_s
+                elif rec.get("problems"):
+                    reasons.add(PROTOCOL_VIOLATION)
+                    detail.setdefault("first_problem", {"t": _r6(t), "type": "accounting", "what": rec["problems"][0]})
+    stall = _stalled(records, T, stall_s)
+    if stall is not None:
+        reasons.add(TIMEOUT)
+        detail["stalled_from_s"] = _r6(stall)
+    if lateness > MAX_SEND_LATENESS_S:
+        reasons.add(INPUT_PACING_LATE)
+    return Verdict(sorted(reasons), post, lateness, detail)
+
+
+def send_stats(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-packet send lateness (start - slot) and duration (completion - start), summarized."""
+    late = [float(r["t"]) - float(r["slot_s"]) for r in records if r["dir"] == "send" and "slot_s" in r]
+    dur = [float(r["t_done"]) - float(r["t"]) for r in records if r["dir"] == "send" and "t_done" in r]
+    if not late:
+        return {"packets": 0}
+    arr = np.asarray(late)
+    return {"packets": len(late), "lateness_p50_s": _r6(float(np.quantile(arr, 0.5))),
+            "lateness_max_s": _r6(float(arr.max())), "send_duration_max_s": _r6(max(dur) if dur else 0.0)}
