@@ -15,17 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duplexeval import paired
+from duplexeval import paired, stats
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.results import ScoredTree, load_scored
 from duplexeval.fdb.signatures import compare_signature
-from duplexeval.fdb.tree import (
-    PAUSE_HANDLING,
-    SUBSET_ORDER,
-    SUBSETS,
-    TURN_TAKING,
-    USER_INTERRUPTION,
-)
+from duplexeval.fdb.tasks import get_task
+from duplexeval.fdb.tree import SUBSET_ORDER, SUBSETS
 from duplexeval.fdb.unified import interruption as intr
 from duplexeval.fdb.unified import turn_taking as tt
 from duplexeval.signature import Signature
@@ -88,7 +83,7 @@ INTERRUPTION_METRICS = (  # over samples exercised in both (exercised_rate is ha
     MetricSpec("restart_rate", "share", lambda r: r["restarts"] > 0),
 )
 EXERCISED = MetricSpec("exercised_rate", "share", lambda r: r["outcome"] != intr.NOT_EXERCISED)
-METRICS = {PAUSE_HANDLING: PAUSE_METRICS, TURN_TAKING: TURN_METRICS, USER_INTERRUPTION: INTERRUPTION_METRICS}
+# Each task's record names its compared metrics (`Task.paired_metrics`) and gate (`Task.paired_gate`).
 
 
 def _scaled(d: paired.PairedDifference, per_second: int) -> paired.PairedDifference:
@@ -131,13 +126,20 @@ def _context(block: dict[str, Any] | None) -> dict[str, Any] | None:
     out: dict[str, Any] = {"coverage": block.get("coverage"), "counts": block.get("counts")}
     if "exercised_rate" in metrics:
         out["exercised_rate"] = metrics["exercised_rate"]
-    out["selected_bounds"] = {k: m["selected_bounds"] for k, m in metrics.items() if "selected_bounds" in m}
+    kinds = get_task(block["task"]).metric_kinds
+    out["selected_bounds"] = {k: m["selected_bounds"] for k, m in metrics.items() if _is_share(kinds.get(k))}
     return out
 
 
+def _is_share(kind: type | None) -> bool:
+    return kind is not None and issubclass(kind, stats.Share)
+
+
 def compare_subset(subset: str, a: ScoredTree, b: ScoredTree) -> dict[str, Any]:
-    """The comparison block of one scored subset."""
-    task = SUBSETS[subset].task
+    """The comparison block of one scored subset: pairs over eligible in both, or passing the task's gate in both."""
+    name = SUBSETS[subset].task
+    task = get_task(name)
+    gate = task.paired_gate
     ra, rb = a.rows.get(subset, {}), b.rows.get(subset, {})
     common = [i for i in ra if i in rb]
     both = [i for i in common if ra[i]["eligible"] and rb[i]["eligible"]]
@@ -149,9 +151,9 @@ def compare_subset(subset: str, a: ScoredTree, b: ScoredTree) -> dict[str, Any]:
     }  # fmt: skip
     metrics: dict[str, Any] = {}
     paired_ids = both
-    if task == USER_INTERRUPTION:
-        ex_a = {i for i in both if EXERCISED.value(ra[i])}
-        ex_b = {i for i in both if EXERCISED.value(rb[i])}
+    if gate is not None:
+        ex_a = {i for i in both if gate.value(ra[i])}
+        ex_b = {i for i in both if gate.value(rb[i])}
         paired_ids = [i for i in both if i in ex_a and i in ex_b]
         pairing["exercised"] = {
             "both": len(paired_ids),
@@ -159,15 +161,14 @@ def compare_subset(subset: str, a: ScoredTree, b: ScoredTree) -> dict[str, Any]:
             "only_b": len(ex_b - ex_a),
             "neither": len(both) - len(ex_a | ex_b),
         }
-        metrics[EXERCISED.name] = compare_metric(EXERCISED, [ra[i] for i in both], [rb[i] for i in both])
+        metrics[gate.name] = compare_metric(gate, [ra[i] for i in both], [rb[i] for i in both])
     pairing["paired"] = len(paired_ids)
-    for spec in METRICS[task]:
+    for spec in task.paired_metrics:
         metrics[spec.name] = compare_metric(spec, [ra[i] for i in paired_ids], [rb[i] for i in paired_ids])
     return {
-        "task": task,
+        "task": name,
         "pairing": pairing,
-        "pairs_over": "samples exercised in both (exercised_rate: eligible in both)"
-        if task == USER_INTERRUPTION else "samples eligible in both",
+        "pairs_over": task.paired_over,
         "context": {"a": _context(a.unified["subsets"].get(subset)), "b": _context(b.unified["subsets"].get(subset))},
         "metrics": metrics,
     }
@@ -264,7 +265,7 @@ def compare_trees(trees: Sequence[str | Path | ScoredTree], allow_different_asr:
         subsets = {
             s: compare_subset(s, base, other)
             for s in SUBSET_ORDER
-            if SUBSETS[s].task in METRICS and (s in base.rows or s in other.rows)
+            if get_task(SUBSETS[s].task).paired_metrics and (s in base.rows or s in other.rows)
         }
         comparisons.append({"a": 0, "b": k, "subsets": subsets})
     inputs = {f"{k}:unified.json": t.unified_sha256 for k, t in enumerate(loaded)}

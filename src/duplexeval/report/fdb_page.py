@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from duplexeval.fdb.results import ScoredTree
+from duplexeval.fdb.tasks import get_task
 from duplexeval.fdb.tree import (
     BACKCHANNEL,
     SUBSET_ORDER,
@@ -34,11 +35,12 @@ def _metrics_table(trees: Sequence[ScoredTree], subset: str) -> str:
             if n not in names:
                 names.append(n)
     rows = []
+    kinds = get_task(SUBSETS[subset].task).metric_kinds
     for name in names:
         per_tree = []
         for t in trees:
             m = ((t.unified["subsets"].get(subset) or {}).get("metrics") or {}).get(name)
-            per_tree.append(metric_rows(name, m) if m else [])
+            per_tree.append(metric_rows(name, m, kinds.get(name)) if m else [])
         for i in range(max(len(r) for r in per_tree)):
             cells = [esc(next(r[i][0] for r in per_tree if len(r) > i))]
             for r in per_tree:

@@ -13,30 +13,26 @@ from typing import Any
 
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.official import backchannel as bc
-from duplexeval.fdb.official.interruption import InterruptionSample, interruption_metrics, interruption_sample
 from duplexeval.fdb.official.judge import Judge, JudgeConfig
-from duplexeval.fdb.official.pause import pause_metrics, pause_sample
-from duplexeval.fdb.official.summary import NOT_JUDGED, SubsetSummary, build_summary, rules_block, write_summary
-from duplexeval.fdb.official.turn_taking import turn_taking_metrics, turn_taking_sample
+from duplexeval.fdb.official.summary import (
+    SubsetSummary,
+    build_summary,
+    rules_block,
+    write_summary,
+)
+from duplexeval.fdb.tasks import OfficialContext, get_task
 from duplexeval.fdb.transcript import Word, parse_output_json
 from duplexeval.fdb.tree import (
-    BACKCHANNEL,
     OUTPUT_JSON,
-    OUTPUT_WAV,
-    PAUSE_HANDLING,
     SUBSETS,
-    TURN_TAKING,
-    USER_INTERRUPTION,
-    Manifest,
     AsrRecord,
+    Manifest,
     SampleEntry,
     load_asr,
     load_manifest,
     validate_subset,
 )
 from duplexeval.jsonio import read_json, sha256_file
-from duplexeval.schemas import validate
-from duplexeval.schemas.fdb import InterruptAnnotation, TurnAnnotation
 
 ICC_GT_FILE = "icc_gt_distribution.json"
 BC_SUBSET = "icc_backchannel"
@@ -49,7 +45,8 @@ ICC_GT_MISSING = (
 )
 
 
-def _check_file(entry: SampleEntry, tree: Path, name: str, expected: str | None, what: str) -> Path:
+def check_file(entry: SampleEntry, tree: Path, name: str, expected: str | None, what: str) -> Path:
+    """The path of a sample's file, refusing when it is missing or its hash differs from `what`'s record."""
     path = entry.dir(tree) / name
     if not path.is_file():
         raise RefusalError(f"{path}: sample {entry.key}: {name} is missing ({what})")
@@ -59,7 +56,7 @@ def _check_file(entry: SampleEntry, tree: Path, name: str, expected: str | None,
 
 
 def _read_transcript(entry: SampleEntry, tree: Path, digest: str) -> tuple[list[Word], str]:
-    path = _check_file(entry, tree, OUTPUT_JSON, digest, "asr.json")
+    path = check_file(entry, tree, OUTPUT_JSON, digest, "asr.json")
     obj = read_json(path)
     words = parse_output_json(obj, f"{path}: sample {entry.key}")
     text = obj.get("text")
@@ -68,21 +65,11 @@ def _read_transcript(entry: SampleEntry, tree: Path, digest: str) -> tuple[list[
     return words, text
 
 
-def _annotation(entry: SampleEntry, tree: Path) -> Any:
+def annotation(entry: SampleEntry, tree: Path) -> Any:
+    """The sample's annotation JSON, after checking its hash against manifest.json."""
     name = entry.annotation
     assert name is not None
-    return read_json(_check_file(entry, tree, name, entry.files.get(name), "manifest.json"))
-
-
-def _turn_end(obj: Any, where: str) -> float:
-    """`turn_taking.json[0].timestamp[0]`: the end of the user's turn."""
-    return validate(obj, TurnAnnotation, where).E
-
-
-def _interrupt(obj: Any, where: str) -> tuple[float, str, str]:
-    """(R, context text, interrupt text) from `interrupt.json[0]`."""
-    first = validate(obj, InterruptAnnotation, where).root[0]
-    return float(first.timestamp[1]), first.context, first.interrupt
+    return read_json(check_file(entry, tree, name, entry.files.get(name), "manifest.json"))
 
 
 def load_icc_gt(icc_gt: str | Path | None, tree: Path, manifest: Manifest) -> tuple[dict[str, list[float]], dict[str, Any]]:
@@ -190,7 +177,7 @@ def evaluate(
         raise InputError(f"unknown judge option(s): {', '.join(sorted(unknown))}")
     config = JudgeConfig(**{k: v for k, v in judge_opts.items() if v is not None})
     judge_obj = None
-    if judge == "openai" and USER_INTERRUPTION in {SUBSETS[s].task for s in chosen}:
+    if judge == "openai" and any(get_task(SUBSETS[s].task).uses_judge for s in chosen):
         judge_obj = Judge.create(config, tree)
 
     gt = None
@@ -206,23 +193,12 @@ def evaluate(
         counts = _base_counts(subset, manifest, entries)
         rows: list[dict[str, Any]] = []
         ready = _transcribed(tree, asr, entries, counts, rows)
-        judge_block: dict[str, Any] | None = None
-        done: Sequence[Any]
-        if task == PAUSE_HANDLING:
-            done = [pause_sample(e.id, w) for e, w, _ in ready]
-            metrics = pause_metrics(done)
-        elif task == TURN_TAKING:
-            done = [turn_taking_sample(e.id, w, _turn_end(_annotation(e, tree), _where(e, tree))) for e, w, _ in ready]
-            metrics = turn_taking_metrics(done)
-        elif task == USER_INTERRUPTION:
-            done, judge_block = _interruption(subset, tree, ready, judge_obj, say)
-            metrics = interruption_metrics(done, judged=judge_obj is not None)
-        elif task == BACKCHANNEL:
-            done, counts_extra, bc_info = _backchannel(subset, tree, ready, gt, backchannel_rules, rows, say)
-            counts.update(counts_extra)
-            metrics = bc.backchannel_metrics(done)
-        else:  # pragma: no cover - SUBSETS only holds the four tasks
-            raise AssertionError(task)
+        ctx = OfficialContext(tree, subset, judge_obj, gt, backchannel_rules, rows, say)
+        outcome = get_task(task).official(ctx, ready)
+        done, metrics, judge_block = outcome.done, outcome.metrics, outcome.judge
+        counts.update(outcome.counts)
+        if outcome.rules_info is not None:
+            bc_info = outcome.rules_info
         counts["evaluated"] = len(done)
         rows.extend(s.to_json() for s in done)
         order = {e.id: i for i, e in enumerate(entries)}
@@ -238,7 +214,8 @@ def evaluate(
 Ready = list[tuple[SampleEntry, list[Word], str]]
 
 
-def _where(e: SampleEntry, tree: Path) -> str:
+def sample_where(e: SampleEntry, tree: Path) -> str:
+    """`ANNOTATION_PATH: sample SUBSET/ID` for messages about a sample's annotation."""
     return f"{e.dir(tree) / (e.annotation or '')}: sample {e.key}"
 
 
@@ -261,68 +238,4 @@ def _transcribed(tree: Path, asr: AsrRecord, entries: Sequence[SampleEntry], cou
     return ready
 
 
-def _interruption(
-    subset: str, tree: Path, ready: Ready, judge: Judge | None, say: _Progress
-) -> tuple[list[InterruptionSample], dict[str, Any]]:
-    """TOR and latency per sample, then the judge on the takeovers (when one is configured)."""
-    done: list[InterruptionSample] = []
-    for e, words, text in ready:
-        r, context, interrupt = _interrupt(_annotation(e, tree), _where(e, tree))
-        done.append(interruption_sample(e.id, words, text, r, context, interrupt))
-    if judge is None:
-        return done, dict(NOT_JUDGED)
-    judge.log_run_start(subset)
-    takeovers = [(e, s) for (e, _, _), s in zip(ready, done) if s.turn.tor == 1]
-    for i, (e, s) in enumerate(takeovers, 1):
-        say(f"{subset}: judging {e.id} ({i}/{len(takeovers)})")
-        s.judge = judge.rate(e.key, e.dir(tree), s.context, s.interrupt, s.response_text)
-    ratings = [s.judge for _, s in takeovers if s.judge is not None]
-    block = judge.signature()
-    block["rated"] = sum(1 for r in ratings if r.rating is not None)
-    block["failed"] = len(takeovers) - block["rated"]
-    block["retried_samples"] = sum(1 for r in ratings if r.attempts > 1)
-    st = judge.stats
-    say(f"{subset}: judge requests {st['requests']}, retries {st['retries']}, reused {st['reused']}, failed {st['failed']}")
-    return done, block
-
-
-def _backchannel(
-    subset: str,
-    tree: Path,
-    ready: Ready,
-    gt_loaded: tuple[dict[str, list[float]], dict[str, Any]] | None,
-    rules: str,
-    rows: list[dict[str, Any]],
-    say: _Progress,
-) -> tuple[list[bc.BackchannelSample], dict[str, Any], dict[str, Any] | None]:
-    """VAD (official settings, 16 kHz assumed as the official call does) on each output.wav, then the loop."""
-    digit = [(e, w) for e, w, _ in ready if e.id.isdigit()]
-    for e, _, _ in ready:
-        if not e.id.isdigit():
-            rows.append({"id": e.id, "evaluated": False, "reason": "id is not all digits: the official script skips it"})
-    extra = {"skipped_non_digit_id": len(ready) - len(digit)}
-    if not digit:
-        return [], extra, None
-    from duplexeval import vad as vadmod
-
-    assert gt_loaded is not None  # loaded up front whenever the subset has eligible samples
-    gt, gt_info = gt_loaded
-    info = {
-        "vad": vadmod.vad_signature(vadmod.OFFICIAL_SETTINGS),
-        "vad_rounding": "round(seconds, 1) as get_speech_timestamps(return_seconds=True)",
-        "vad_sampling_rate_assumed": vadmod.SAMPLE_RATE,
-        "icc_gt": gt_info,
-    }
-    loaded = [read_output_raw(_check_file(e, tree, OUTPUT_WAV, e.files.get(OUTPUT_WAV), "manifest.json"), e.key) for e, _ in digit]
-    say(f"{subset}: VAD on {len(digit)} output(s), batched")
-    all_segments = bc.vad_segments_s([audio for audio, _ in loaded])
-    done: list[bc.BackchannelSample] = []
-    for (e, words), (audio, rate), segments in zip(digit, loaded, all_segments):
-        try:
-            done.append(bc.backchannel_sample(e.id, segments, words, len(audio), rate, gt.get(e.id), rules))
-        except KeyError:
-            raise InputError(f"{gt_info['file']}: has no distribution for sample {e.key} (keys are folder ids)") from None
-    return done, extra, info
-
-
-__all__ = ["evaluate", "load_icc_gt", "ICC_GT_MISSING"]
+__all__ = ["ICC_GT_MISSING", "evaluate", "load_icc_gt"]

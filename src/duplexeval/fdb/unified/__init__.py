@@ -1,8 +1,9 @@
 """The unified Full-Duplex-Bench v1.0 scorer (spec 000): `score(tree)` writes unified.json and unified-samples.jsonl.
 
-Stages: `load` (refusals, hash and time checks, integer µs) -> `pause` / `turn_taking` / `interruption`
-(pure per-sample rows; interruption also takes VAD segments from `speech`) -> `aggregate` (metrics with
-their statistics) -> `report` (the printed tables). Same tree in, same bytes out.
+Stages: `load` (refusals, hash and time checks, integer µs) -> each task's `score` (pure per-sample rows
+in `pause` / `turn_taking` / `interruption`; interruption also takes VAD segments from `speech`) ->
+`aggregate` (metrics with their statistics) -> `report` (the printed tables). The per-task parts are
+looked up by name in `duplexeval.fdb.tasks`. Same tree in, same bytes out.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ from typing import Any
 
 from duplexeval.errors import InputError
 from duplexeval.executors import ExecutorSpec
-from duplexeval.fdb.tree import BACKCHANNEL, SUBSET_ORDER, SUBSETS, UNIFIED_FILE, UNIFIED_SAMPLES_FILE
+from duplexeval.fdb.tasks import get_task
+from duplexeval.fdb.tree import (
+    SUBSET_ORDER,
+    SUBSETS,
+    UNIFIED_FILE,
+    UNIFIED_SAMPLES_FILE,
+)
 from duplexeval.fdb.unified.aggregate import subset_block
-from duplexeval.fdb.unified.interruption import r_limit_sample, score_interruption
-from duplexeval.fdb.unified.load import InterruptionInput, LoadedTree, PauseInput, TurnInput, load_tree
-from duplexeval.fdb.unified.pause import score_pause
+from duplexeval.fdb.unified.load import LoadedTree, load_tree
 from duplexeval.fdb.unified.speech import Segmenter
-from duplexeval.fdb.unified.turn_taking import score_turn
 from duplexeval.jsonio import atomic_write_text, dumps_line, write_json
 
 DEFINITIONS = "fdb-v1.0-unified-4"
@@ -48,16 +52,16 @@ class UnifiedResult:
         return self.unified["subsets"][name]
 
 
-def _interruption_segments(inputs: list[InterruptionInput], segmenter: Segmenter | None, jobs: int | None,
-                           executor: ExecutorSpec | None = None) -> list:
-    """VAD segments of each interruption output (Silero unless a segmenter is injected), here or on `executor`."""
+def _segments(files: list[tuple[Path, int]], segmenter: Segmenter | None, jobs: int | None,
+              executor: ExecutorSpec | None = None) -> list:
+    """VAD segments of each (output.wav, last sample needed) (Silero unless a segmenter is injected), here or on `executor`."""
     from duplexeval.fdb.unified import speech
 
-    paths = [i.wav_path for i in inputs]
+    paths = [path for path, _ in files]
     if segmenter is not None:
         return segmenter(paths)
-    # Only segments starting at or before R enter any quantity, so each scan may stop once they are final.
-    limits: list[int | None] = [r_limit_sample(i.R_us) for i in inputs]
+    # Only segments up to each limit enter any quantity, so each scan may stop once they are final.
+    limits: list[int | None] = [limit for _, limit in files]
     if executor is not None and executor.kind != "local":
         from duplexeval.fdb.unified import vad_remote
 
@@ -68,12 +72,13 @@ def _interruption_segments(inputs: list[InterruptionInput], segmenter: Segmenter
 def _rows_and_blocks(loaded: LoadedTree, segmenter: Segmenter | None, jobs: int | None,
                      executor: ExecutorSpec | None = None) -> tuple[dict, list]:
     """Per-sample rows (unified-samples.jsonl) and per-subset blocks (unified.json), in canonical order."""
-    inter = [ls for ls in loaded.samples if isinstance(ls.input, InterruptionInput)]
-    segs = (_interruption_segments([ls.input for ls in inter], segmenter, jobs, executor)  # type: ignore[misc]
-            if inter else [])
-    if len(segs) != len(inter):
-        raise ValueError(f"segmenter returned {len(segs)} segment lists for {len(inter)} outputs")
-    seg_of = {id(ls): s for ls, s in zip(inter, segs)}
+    tasks = {ls.entry.task: get_task(ls.entry.task) for ls in loaded.samples}
+    vad = [ls for ls in loaded.samples if ls.input is not None and tasks[ls.entry.task].segments is not None]
+    files = [tasks[ls.entry.task].segments(ls.input) for ls in vad]  # type: ignore[misc]
+    segs = _segments(files, segmenter, jobs, executor) if vad else []
+    if len(segs) != len(vad):
+        raise ValueError(f"segmenter returned {len(segs)} segment lists for {len(vad)} outputs")
+    seg_of = {id(ls): s for ls, s in zip(vad, segs)}
 
     blocks: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
@@ -81,25 +86,20 @@ def _rows_and_blocks(loaded: LoadedTree, segmenter: Segmenter | None, jobs: int 
         members = [ls for ls in loaded.samples if ls.entry.subset == subset]
         if not members:
             continue
-        task = SUBSETS[subset].task
+        name = SUBSETS[subset].task
+        task = tasks[name]
         scored = []
         for ls in members:
             row = None
-            inp = ls.input
-            if isinstance(inp, PauseInput):
-                row = score_pause(inp)
-            elif isinstance(inp, TurnInput):
-                row = score_turn(inp)
-            elif isinstance(inp, InterruptionInput):
-                row = score_interruption(inp, seg_of[id(ls)])
-            if row is not None:
+            if ls.input is not None and task.score is not None:
+                row = task.score(ls.input, seg_of.get(id(ls)))
                 scored.append(row)
-            if task == BACKCHANNEL:
-                continue
+            if task.score is None:
+                continue  # counted-only task: no per-sample rows
             out = {
                 "subset": subset,
                 "sample_id": ls.entry.id,
-                "task": task,
+                "task": name,
                 "eligible": ls.entry.eligible,
                 "reasons": list(ls.entry.reasons),
             }

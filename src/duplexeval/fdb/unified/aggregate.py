@@ -10,12 +10,19 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from duplexeval import stats
-from duplexeval.fdb.tree import BACKCHANNEL, PAUSE_HANDLING, SUBSETS, TURN_TAKING, USER_INTERRUPTION, SampleEntry
+from duplexeval.fdb.tasks import get_task
+from duplexeval.fdb.tree import (
+    BACKCHANNEL,
+    PAUSE_HANDLING,
+    SUBSETS,
+    TURN_TAKING,
+    USER_INTERRUPTION,
+    SampleEntry,
+)
 from duplexeval.fdb.unified import interruption as intr
 from duplexeval.fdb.unified import turn_taking as tt
 from duplexeval.fdb.unified.pause import PauseRow
@@ -24,62 +31,61 @@ RESPONSE_KS = (1, 2, 5)
 US_PER_S = 1_000_000
 
 
-def _pair(iv: tuple[float, float] | None) -> list[float | None] | None:
-    """An interval as a JSON pair; an infinite endpoint (not reached) becomes null."""
-    if iv is None:
-        return None
-    return [None if math.isinf(v) else float(v) for v in iv]
-
-
-def share(count: int, n: int, unknown: int, selected: int) -> dict[str, Any]:
+def share(count: int, n: int, unknown: int, selected: int) -> stats.Share:
     """A share of samples: value, count, n, Wilson 95% interval and bounds over all selected samples."""
-    return {
-        "value": count / n if n else None,
-        "count": count,
-        "n": n,
-        "interval": _pair(stats.wilson_interval(count, n)),
-        "selected_bounds": _pair(stats.selected_bounds(count, unknown, selected)),
-    }
+    return stats.Share(count, n, unknown, selected)
 
 
-def pooled_seconds(num: Sequence[int], den: Sequence[int], per_second: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PooledCount(stats.PooledRatio):
+    """A ratio of summed counts over samples (pauses); its JSON keeps the sums as integers."""
+
+    def to_json(self) -> dict[str, object]:
+        n_sum, d_sum = int(sum(self.numerators)), int(sum(self.denominators))
+        return {
+            "value": n_sum / d_sum if d_sum > 0 else None,
+            "interval": stats.json_interval(self.interval),
+            "numerator": n_sum,
+            "denominator": d_sum,
+        }
+
+
+@dataclass(frozen=True)
+class PooledSeconds(stats.PooledRatio):
+    """A ratio of summed times over samples, kept in integer units of 1/per_second s, reported in seconds."""
+
+    per_second: int = 1
+
+    def to_json(self) -> dict[str, object]:
+        n_sum, d_sum = int(sum(self.numerators)), int(sum(self.denominators))
+        return {
+            "value": n_sum / d_sum if d_sum > 0 else None,
+            "interval": stats.json_interval(self.interval),
+            "numerator_s": n_sum / self.per_second,
+            "denominator_s": d_sum / self.per_second,
+        }
+
+
+def pooled_seconds(num: Sequence[int], den: Sequence[int], per_second: int) -> PooledSeconds:
     """A ratio of summed seconds over samples (integer time units), with a whole-sample bootstrap interval."""
-    n_sum, d_sum = int(sum(num)), int(sum(den))
-    return {
-        "value": n_sum / d_sum if d_sum > 0 else None,
-        "interval": _pair(stats.bootstrap_ratio_interval(np.asarray(num, float), np.asarray(den, float))),
-        "numerator_s": n_sum / per_second,
-        "denominator_s": d_sum / per_second,
-    }
+    base = stats.PooledRatio.of(num, den)
+    return PooledSeconds(base.numerators, base.denominators, per_second)
 
 
-def pooled_count(num: Sequence[int], den: Sequence[int]) -> dict[str, Any]:
+def pooled_count(num: Sequence[int], den: Sequence[int]) -> PooledCount:
     """A ratio of summed counts over samples (pauses), with a whole-sample bootstrap interval."""
-    n_sum, d_sum = int(sum(num)), int(sum(den))
-    return {
-        "value": n_sum / d_sum if d_sum > 0 else None,
-        "interval": _pair(stats.bootstrap_ratio_interval(np.asarray(num, float), np.asarray(den, float))),
-        "numerator": n_sum,
-        "denominator": d_sum,
-    }
+    base = stats.PooledRatio.of(num, den)
+    return PooledCount(base.numerators, base.denominators)
 
 
-def latency(values: Sequence[float], per_second: int) -> dict[str, Any]:
+def latency(values: Sequence[float], per_second: int) -> stats.Latency:
     """Median (with its bootstrap interval) and p90 by the quantile rule; +inf = never, not reached = null."""
-    arr = np.asarray(values, dtype=float)
-    n = int(arr.size)
-    med = stats.Quantile.of(arr, 0.5)
-    p90 = stats.Quantile.of(arr, 0.9)
-    iv = stats.bootstrap_median_interval(arr) if n else None
-    scaled = None if iv is None else tuple(v / per_second for v in iv)
-    return {
-        "n": n,
-        "median": None if med.value is None else med.value / per_second,
-        "median_interval": _pair(scaled),
-        "p90": None if p90.value is None else p90.value / per_second,
-        "median_reached": med.reached if n else None,
-        "p90_reached": p90.reached if n else None,
-    }
+    return stats.Latency.of(values, per_second)
+
+
+def metrics_json(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The unified.json `metrics` object: each typed value's one JSON shape, in order."""
+    return {name: value.to_json() for name, value in metrics.items()}
 
 
 def base_counts(entries: Sequence[SampleEntry], declared: int | None) -> dict[str, Any]:
@@ -107,7 +113,7 @@ def pause_block(rows: Sequence[PauseRow], counts: dict[str, Any]) -> dict[str, A
     n, sel, unk = counts["eligible"], counts["selected"], counts["ineligible"]
     counts = dict(counts, pauses=sum(r.n_pauses for r in rows))
 
-    def flag(name: str) -> dict[str, Any]:
+    def flag(name: str) -> stats.Share:
         return share(sum(1 for r in rows if getattr(r, name)), n, unk, sel)
 
     metrics = {
@@ -119,7 +125,7 @@ def pause_block(rows: Sequence[PauseRow], counts: dict[str, Any]) -> dict[str, A
         "carry_in_rate": flag("carry_in"),
         "any_speech_rate": flag("any_speech"),
     }
-    return {"task": PAUSE_HANDLING, "counts": counts, "coverage": _coverage(counts), "metrics": metrics}
+    return {"task": PAUSE_HANDLING, "counts": counts, "coverage": _coverage(counts), "metrics": metrics_json(metrics)}
 
 
 def _response_rates(latencies_us: Sequence[int | None], n: int, unk: int, sel: int) -> dict[str, Any]:
@@ -145,7 +151,7 @@ def turn_block(rows: Sequence[tt.TurnRow], counts: dict[str, Any]) -> dict[str, 
         "counts": counts,
         "coverage": _coverage(counts),
         "min_observable_s": min(((r.T_us - r.E_us) / 1e6 for r in rows), default=None),
-        "metrics": metrics,
+        "metrics": metrics_json(metrics),
     }
 
 
@@ -182,7 +188,7 @@ def interruption_block(rows: Sequence[intr.InterruptionRow], counts: dict[str, A
         "counts": counts,
         "coverage": _coverage(counts),
         "min_observable_s": min(((r.T_us - r.R_us) / 1e6 for r in rows), default=None),
-        "metrics": metrics,
+        "metrics": metrics_json(metrics),
     }
 
 
@@ -193,12 +199,9 @@ def backchannel_block(counts: dict[str, Any]) -> dict[str, Any]:
 
 def subset_block(subset: str, entries: Sequence[SampleEntry], rows: Sequence[Any], declared: int | None) -> dict[str, Any]:
     """The unified.json block of one subset from its selected entries and the rows of its eligible samples."""
-    counts = base_counts(entries, declared)
-    task = SUBSETS[subset].task
-    if task == PAUSE_HANDLING:
-        return pause_block(rows, counts)
-    if task == TURN_TAKING:
-        return turn_block(rows, counts)
-    if task == USER_INTERRUPTION:
-        return interruption_block(rows, counts)
-    return backchannel_block(counts)
+    return task_block(SUBSETS[subset].task, entries, rows, declared)
+
+
+def task_block(task: str, entries: Sequence[SampleEntry], rows: Sequence[Any], declared: int | None) -> dict[str, Any]:
+    """The block of `task`'s aggregate over the base counts of `entries` (the task looked up by name)."""
+    return get_task(task).aggregate(rows, base_counts(entries, declared))

@@ -14,16 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.tasks import SampleFiles, get_task
 from duplexeval.fdb.transcript import parse_output_json, to_us
 from duplexeval.fdb.tree import (
     ASR_FILE,
     MANIFEST_FILE,
     OUTPUT_JSON,
-    OUTPUT_WAV,
-    PAUSE_HANDLING,
     SUBSETS,
-    TURN_TAKING,
-    USER_INTERRUPTION,
     AsrRecord,
     Manifest,
     SampleEntry,
@@ -35,7 +32,6 @@ from duplexeval.schemas import validate
 from duplexeval.schemas.fdb import InterruptAnnotation, PauseAnnotation, TurnAnnotation
 
 SAMPLE_RATE = 16000
-SCORED_TASKS = (PAUSE_HANDLING, TURN_TAKING, USER_INTERRUPTION)
 
 
 @dataclass(frozen=True)
@@ -84,7 +80,7 @@ class LoadedSample:
     """One selected sample: its manifest entry and, when eligible and scored, its checked input."""
 
     entry: SampleEntry
-    input: SampleInput | None
+    input: Any  # the task's parsed input (a SampleInput for the built-in tasks), None when not scored
 
 
 @dataclass
@@ -99,22 +95,23 @@ class LoadedTree:
     samples: list[LoadedSample]
 
 
-def _where(path: Path, entry: SampleEntry) -> str:
+def where(path: Path, entry: SampleEntry) -> str:
+    """`PATH: sample SUBSET/ID`, the prefix of every message about one sample's file."""
     return f"{path}: sample {entry.key}"
 
 
-def _read_checked(path: Path, entry: SampleEntry, expected: str, against: str) -> bytes:
+def read_checked(path: Path, entry: SampleEntry, expected: str, against: str) -> bytes:
     """Read a file and refuse when its SHA-256 differs from the hash recorded in `against`."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise InputError(f"{_where(path, entry)}: file not found") from None
+        raise InputError(f"{where(path, entry)}: file not found") from None
     except OSError as exc:
-        raise InputError(f"{_where(path, entry)}: cannot read: {exc}") from None
+        raise InputError(f"{where(path, entry)}: cannot read: {exc}") from None
     digest = sha256_bytes(data)
     if digest != expected:
         raise RefusalError(
-            f"{_where(path, entry)}: file differs from {against} (sha256 {digest[:12]}..., "
+            f"{where(path, entry)}: file differs from {against} (sha256 {digest[:12]}..., "
             f"recorded {expected[:12]}...); rerun the stage that wrote it"
         )
     return data
@@ -124,7 +121,7 @@ def _json(data: bytes, path: Path, entry: SampleEntry) -> Any:
     try:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{_where(path, entry)}: invalid JSON: {exc}") from None
+        raise InputError(f"{where(path, entry)}: invalid JSON: {exc}") from None
 
 
 def _in_window(t_us: int, T_us: int) -> bool:
@@ -138,18 +135,18 @@ def fmt_s(us: int) -> str:
 
 def parse_pauses(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> tuple[tuple[int, int], ...]:
     """pause.json: at least one pause, each [a, b] with a <= b inside [0, T], sorted, not overlapping."""
-    rec = validate(obj, PauseAnnotation, _where(path, entry))
+    rec = validate(obj, PauseAnnotation, where(path, entry))
     pauses: list[tuple[int, int]] = []
     for i, item in enumerate(rec.root):
         a, b = item.timestamp
         a_us, b_us = to_us(a), to_us(b)
         if a_us > b_us:
-            raise InputError(f"{_where(path, entry)}: pause {i} ends before it starts ({a!r} > {b!r})")
+            raise InputError(f"{where(path, entry)}: pause {i} ends before it starts ({a!r} > {b!r})")
         if not (_in_window(a_us, T_us) and _in_window(b_us, T_us)):
-            raise InputError(f"{_where(path, entry)}: pause {i} [{a!r}, {b!r}] is not inside [0, T={fmt_s(T_us)}]")
+            raise InputError(f"{where(path, entry)}: pause {i} [{a!r}, {b!r}] is not inside [0, T={fmt_s(T_us)}]")
         if pauses and a_us < pauses[-1][1]:
             raise InputError(
-                f"{_where(path, entry)}: pause {i} [{a!r}, {b!r}] starts before pause {i - 1} ends "
+                f"{where(path, entry)}: pause {i} [{a!r}, {b!r}] starts before pause {i - 1} ends "
                 "(pauses must be sorted and not overlapping)"
             )
         pauses.append((a_us, b_us))
@@ -158,22 +155,22 @@ def parse_pauses(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> tuple[t
 
 def parse_turn_taking(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> int:
     """turn_taking.json: E = [0].timestamp[0] inside [0, T]."""
-    E = validate(obj, TurnAnnotation, _where(path, entry)).root[0].timestamp[0]
+    E = validate(obj, TurnAnnotation, where(path, entry)).root[0].timestamp[0]
     E_us = to_us(E)
     if not _in_window(E_us, T_us):
-        raise InputError(f"{_where(path, entry)}: E={E!r} is not inside [0, T={fmt_s(T_us)}]")
+        raise InputError(f"{where(path, entry)}: E={E!r} is not inside [0, T={fmt_s(T_us)}]")
     return E_us
 
 
 def parse_interrupt(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> tuple[int, int]:
     """interrupt.json: [0].timestamp = [S, R] inside [0, T] with S <= R."""
-    S, R = validate(obj, InterruptAnnotation, _where(path, entry)).root[0].timestamp
+    S, R = validate(obj, InterruptAnnotation, where(path, entry)).root[0].timestamp
     S_us, R_us = to_us(S), to_us(R)
     for name, v, v_us in (("S", S, S_us), ("R", R, R_us)):
         if not _in_window(v_us, T_us):
-            raise InputError(f"{_where(path, entry)}: {name}={v!r} is not inside [0, T={fmt_s(T_us)}]")
+            raise InputError(f"{where(path, entry)}: {name}={v!r} is not inside [0, T={fmt_s(T_us)}]")
     if S_us > R_us:
-        raise InputError(f"{_where(path, entry)}: S={S!r} is after R={R!r}")
+        raise InputError(f"{where(path, entry)}: S={S!r} is after R={R!r}")
     return S_us, R_us
 
 
@@ -182,13 +179,13 @@ def parse_words(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> tuple[Sp
 
     An end before its start (never written by our ASR) is treated like a null end: the word covers no time.
     """
-    words = parse_output_json(obj, f"{_where(path, entry)}")
+    words = parse_output_json(obj, f"{where(path, entry)}")
     spans: list[Span] = []
     for i, w in enumerate(words):
         s_us = to_us(w.start)
         if not _in_window(s_us, T_us):
             raise InputError(
-                f"{_where(path, entry)}: word {i} ({w.text.strip()!r}) starts at {w.start!r}, "
+                f"{where(path, entry)}: word {i} ({w.text.strip()!r}) starts at {w.start!r}, "
                 f"outside [0, T={fmt_s(T_us)}]"
             )
         e_us = s_us if w.end is None else max(s_us, to_us(w.end))
@@ -203,28 +200,31 @@ def check_wav(data: bytes, path: Path, entry: SampleEntry) -> int:
     try:
         info = sf.info(io.BytesIO(data))
     except (RuntimeError, OSError) as exc:
-        raise InputError(f"{_where(path, entry)}: cannot read audio: {exc}") from None
+        raise InputError(f"{where(path, entry)}: cannot read audio: {exc}") from None
     T = entry.T
     want = int(round(T * SAMPLE_RATE))
     if info.samplerate != SAMPLE_RATE:
-        raise InputError(f"{_where(path, entry)}: sample rate {info.samplerate} Hz, expected {SAMPLE_RATE} Hz")
+        raise InputError(f"{where(path, entry)}: sample rate {info.samplerate} Hz, expected {SAMPLE_RATE} Hz")
     if info.channels != 1:
-        raise InputError(f"{_where(path, entry)}: {info.channels} channels, expected mono")
+        raise InputError(f"{where(path, entry)}: {info.channels} channels, expected mono")
     if info.frames != want:
         raise InputError(
-            f"{_where(path, entry)}: {info.frames} samples, expected exactly round(T*16000) = {want} (T={T!r} s)"
+            f"{where(path, entry)}: {info.frames} samples, expected exactly round(T*16000) = {want} (T={T!r} s)"
         )
     return want
 
 
-def load_sample(root: Path, entry: SampleEntry, asr: AsrRecord) -> SampleInput:
-    """Check one eligible sample of a scored subset (hashes first, then times) and build its input."""
+def load_sample(root: Path, entry: SampleEntry, asr: AsrRecord) -> Any:
+    """Check one eligible sample of a scored subset (hashes first, then times) and build its input.
+
+    The common part (annotation and transcript hashes) is here; the task's `parse` does the rest.
+    """
     sdir = root / entry.subset / entry.id
     T_us = to_us(entry.T)
     ann_name = SUBSETS[entry.subset].annotation
     assert ann_name is not None
     ann_path = sdir / ann_name
-    ann = _json(_read_checked(ann_path, entry, entry.files[ann_name], MANIFEST_FILE), ann_path, entry)
+    ann = _json(read_checked(ann_path, entry, entry.files[ann_name], MANIFEST_FILE), ann_path, entry)
 
     oj_path = sdir / OUTPUT_JSON
     rec = asr.samples.get(entry.key)
@@ -234,33 +234,11 @@ def load_sample(root: Path, entry: SampleEntry, asr: AsrRecord) -> SampleInput:
         raise RefusalError(
             f"{root / ASR_FILE}: sample {entry.key}: ASR failed ({rec.error}); rerun asr before scoring"
         )
-    transcript = _json(_read_checked(oj_path, entry, rec.output_json, ASR_FILE), oj_path, entry)
+    transcript = _json(read_checked(oj_path, entry, rec.output_json, ASR_FILE), oj_path, entry)
 
-    task = entry.task
-    if task == PAUSE_HANDLING:
-        pauses = parse_pauses(ann, T_us, ann_path, entry)
-        return PauseInput(T_us, parse_words(transcript, T_us, oj_path, entry), pauses)
-    if task == TURN_TAKING:
-        E_us = parse_turn_taking(ann, T_us, ann_path, entry)
-        return TurnInput(T_us, parse_words(transcript, T_us, oj_path, entry), E_us)
-    assert task == USER_INTERRUPTION
-    S_us, R_us = parse_interrupt(ann, T_us, ann_path, entry)
-    words = parse_words(transcript, T_us, oj_path, entry)
-    for i, w in enumerate(words):
-        if w.start_us < R_us:
-            raise InputError(
-                f"{_where(oj_path, entry)}: word {i} starts at {fmt_s(w.start_us)}, before R={fmt_s(R_us)} "
-                "(interruption transcripts hold only words from R on)"
-            )
-    wav_path = sdir / OUTPUT_WAV
-    data = _read_checked(wav_path, entry, entry.files[OUTPUT_WAV], MANIFEST_FILE)
-    audio_sha = rec.extra.get("audio_sha256")
-    if isinstance(audio_sha, str) and audio_sha != entry.files[OUTPUT_WAV]:
-        raise RefusalError(
-            f"{root / ASR_FILE}: sample {entry.key}: transcribed a different output.wav than manifest.json records; rerun asr"
-        )
-    n = check_wav(data, wav_path, entry)
-    return InterruptionInput(T_us, words, S_us, R_us, n, wav_path)
+    task = get_task(entry.task)
+    assert task.parse is not None
+    return task.parse(SampleFiles(root, entry, rec, T_us, ann, ann_path, transcript, oj_path))
 
 
 def load_tree(tree: str | Path) -> LoadedTree:
@@ -276,7 +254,7 @@ def load_tree(tree: str | Path) -> LoadedTree:
     samples: list[LoadedSample] = []
     for entry in manifest.samples:
         inp = None
-        if entry.eligible and entry.task in SCORED_TASKS:
+        if entry.eligible and get_task(entry.task).parse is not None:
             inp = load_sample(root, entry, asr)
         samples.append(LoadedSample(entry, inp))
     return LoadedTree(root, manifest, msha, asr, asha, samples)

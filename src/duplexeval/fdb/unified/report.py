@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from duplexeval import stats
 from duplexeval.fdb.official.interruption import NEEDS_JUDGE, needs_judge
+from duplexeval.fdb.tasks import get_task
 from duplexeval.fdb.tree import SUMMARY_FILE, USER_INTERRUPTION
+from duplexeval.fdb.unified.aggregate import PooledSeconds
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
 
@@ -81,19 +84,41 @@ def _latency_value(x: Any, n: int) -> str:
     return NOT_REACHED if x is None else _num(x)
 
 
-def metric_rows(name: str, m: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
-    """Table rows (metric, value, interval, count, selected bounds) for a share, pooled ratio or latency."""
-    if "selected_bounds" in m:  # share of samples
-        return [(name, _num(m["value"]), _iv(m["interval"]), f"{m['count']}/{m['n']}", _iv(m["selected_bounds"]))]
-    if "median" in m:  # latency: median with its interval, then p90 (no interval)
+Row = tuple[str, str, str, str, str]
+TypedValue = stats.Share | stats.PooledRatio | stats.Latency
+
+
+def metric_rows(name: str, m: TypedValue | dict[str, Any], kind: type | None = None) -> list[Row]:
+    """Table rows (metric, value, interval, count, selected bounds) for a share, pooled ratio or latency.
+
+    `m` is a typed value, or its JSON with `kind` the typed value's class (a task's `metric_kinds`).
+    """
+    js: dict[str, Any]
+    if isinstance(m, (stats.Share, stats.PooledRatio, stats.Latency)):
+        kind, js = type(m), cast(dict[str, Any], m.to_json())
+    else:
+        js = m
+    if kind is None:
+        raise ValueError(f"metric {name!r}: a JSON value needs its kind")
+    if issubclass(kind, stats.Share):
+        return [(name, _num(js["value"]), _iv(js["interval"]), f"{js['count']}/{js['n']}", _iv(js["selected_bounds"]))]
+    if issubclass(kind, stats.Latency):  # median with its interval, then p90 (no interval)
         return [
-            (f"{name} median", _latency_value(m["median"], m["n"]), _iv(m["median_interval"]), f"n={m['n']}", ""),
-            (f"{name} p90", _latency_value(m["p90"], m["n"]), "", f"n={m['n']}", ""),
+            (f"{name} median", _latency_value(js["median"], js["n"]), _iv(js["median_interval"]), f"n={js['n']}", ""),
+            (f"{name} p90", _latency_value(js["p90"], js["n"]), "", f"n={js['n']}", ""),
         ]
-    if "numerator_s" in m:
-        count = f"{_num(m['numerator_s'], 2)}/{_num(m['denominator_s'], 2)}"
-        return [(name, _num(m["value"]), _iv(m["interval"]), count, "")]
-    return [(name, _num(m["value"]), _iv(m["interval"]), f"{m['numerator']}/{m['denominator']}", "")]
+    if issubclass(kind, PooledSeconds):
+        count = f"{_num(js['numerator_s'], 2)}/{_num(js['denominator_s'], 2)}"
+        return [(name, _num(js["value"]), _iv(js["interval"]), count, "")]
+    if issubclass(kind, stats.PooledRatio):
+        return [(name, _num(js["value"]), _iv(js["interval"]), f"{js['numerator']}/{js['denominator']}", "")]
+    raise ValueError(f"metric {name!r}: no table rows for kind {kind.__name__}")
+
+
+def block_rows(block: dict[str, Any]) -> list[Row]:
+    """Every metric's rows of a unified.json subset block, each by the kind its task declares."""
+    kinds = get_task(block["task"]).metric_kinds
+    return [row for name, m in block["metrics"].items() for row in metric_rows(name, m, kinds.get(name))]
 
 
 def _counts_line(block: dict[str, Any]) -> str:
@@ -153,9 +178,8 @@ def render(result: Any, reference: Reference, console: Any = None) -> None:
             t.add_column("metric", overflow="fold")
             for col in ("value", "95% interval", "count", "selected bounds"):
                 t.add_column(col, no_wrap=True)
-            for name, m in block["metrics"].items():
-                for row in metric_rows(name, m):
-                    t.add_row(*row)
+            for row in block_rows(block):
+                t.add_row(*row)
             console.print(t)
         else:
             console.print("  counted only: no unified metric (the official frequency and JSD are the reference)")
