@@ -14,17 +14,21 @@ character counts; such words carry ``exact=False``.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import re
+import shutil
+import tempfile
 import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from duplexeval.audio import resample
 from duplexeval.errors import InputError
+from duplexeval.units import SAMPLE_RATE
 
-SAMPLE_RATE = 16000
 _ESPEAK_RATE = 22050
 
 # espeak_AUDIO_OUTPUT / espeak_EVENT_TYPE / espeak_PARAMETER / flags from speak_lib.h.
@@ -94,17 +98,18 @@ class _Engine:
     """
 
     def __init__(self) -> None:
-        import atexit
-        import shutil
-        import tempfile
-
         import espeakng_loader
 
         self.data_path = espeakng_loader.get_data_path().encode()
         self.src_path = espeakng_loader.get_library_path()
         tmp = tempfile.mkdtemp(prefix="duplexeval-espeak-")
         owner = os.getpid()
-        atexit.register(lambda: os.getpid() == owner and shutil.rmtree(tmp, True))  # not from forked children
+
+        def cleanup() -> None:
+            if os.getpid() == owner:  # not from forked children
+                shutil.rmtree(tmp, True)
+
+        atexit.register(cleanup)
         self.lib_path = os.path.join(tmp, "libespeak-ng-duplexeval.so")
         shutil.copyfile(self.src_path, self.lib_path)
         self._pcm: list[np.ndarray] = []
@@ -118,8 +123,6 @@ class _Engine:
 
     def _load(self) -> ctypes.CDLL:
         if not os.path.exists(self.lib_path):  # e.g. a temp-folder cleaner removed our copy
-            import shutil
-
             os.makedirs(os.path.dirname(self.lib_path), exist_ok=True)
             shutil.copyfile(self.src_path, self.lib_path)
         lib = ctypes.CDLL(self.lib_path)
@@ -153,7 +156,8 @@ class _Engine:
                 if self.lib_path in fh.read():
                     raise RuntimeError("libespeak-ng could not be unloaded; its output would not be reproducible")
 
-    def _on_synth(self, wav, n, events) -> int:  # noqa: ANN001 - ctypes callback
+    def _on_synth(self, wav: ctypes._Pointer[ctypes.c_short], n: int, events: ctypes._Pointer[_Event]) -> int:
+        """The ctypes callback: collect the audio block and the WORD/END events of one synthesis call."""
         if n > 0 and wav:
             self._pcm.append(np.ctypeslib.as_array(wav, shape=(n,)).copy())
         i = 0
@@ -285,8 +289,6 @@ def synthesize(text: str, voice: str = "en-us", rate: int = 160, pitch: int = 50
         eng = _engine()
         pcm, events = eng.run(text, voice, int(rate), int(pitch))
     words = word_times(text, pcm, events)
-    from duplexeval.audio import resample
-
     audio = resample(pcm.astype(np.float32) / 32768.0, _ESPEAK_RATE, SAMPLE_RATE)
     params = {"voice": voice, "rate": int(rate), "pitch": int(pitch), "volume": 100, "range": 50, "wordgap": 0}
     return Speech(audio=audio, words=words, sample_rate=SAMPLE_RATE, voice=voice, rate=int(rate), pitch=int(pitch), params=params)

@@ -9,13 +9,14 @@ that still cannot be pronounced, or that the aligner cannot reach, is reported a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from duplexeval.audio import to_pcm16
+from duplexeval.units import SAMPLE_RATE
 
-SAMPLE_RATE = 16000
 FRAME_S = 0.01  # pocketsphinx: 100 frames per second
 # A frame stands for the middle of its 25.6 ms analysis window: frame i -> i * 10 ms + 12.8 ms.
 FRAME_CENTER_S = 0.0128
@@ -46,6 +47,8 @@ class Aligner:
 
     def __init__(self) -> None:
         self._dec: Any = None
+        self._known: dict[str, bool] = {}
+        self._n = 0
         self.reset()
 
     def reset(self) -> None:
@@ -56,7 +59,7 @@ class Aligner:
         if self._dec is not None and self._n == 0:
             return  # still fresh
         self._dec = pocketsphinx.Decoder(samprate=SAMPLE_RATE, loglevel="FATAL", lm=None)  # grammars only
-        self._known: dict[str, bool] = {}
+        self._known = {}
         self._n = 0
 
     # -- dictionary ---------------------------------------------------------------------------
@@ -102,11 +105,11 @@ class Aligner:
         clip = np.asarray(clip, np.float32)
         dur = clip.shape[0] / SAMPLE_RATE
         if hints is None:
-            spans = self._forced(clip, [usable[i] for i in todo])
-            if spans is None:
-                spans = self._window(clip, [usable[i] for i in todo], optional=True)
-            for i, sp in zip(todo, spans or []):
-                out[i] = sp
+            toks = [usable[i] for i in todo]
+            forced = self._forced(clip, toks)
+            spans: list[tuple[float, float] | None] = list(forced) if forced is not None else self._window(clip, toks, optional=True)
+            for i, found in zip(todo, spans):
+                out[i] = found
         else:
             self._split(clip, usable, hints, todo, 0.0, dur, out)
         prev_end = 0.0
@@ -143,8 +146,9 @@ class Aligner:
         """Every token forced in order (the dither attempts in turn); None if no attempt reaches the end."""
         for dither in FORCED_DITHERS:
             spans = self._window(clip, tokens, optional=False, dither=dither)
-            if all(sp is not None for sp in spans):
-                return spans  # type: ignore[return-value]
+            found = [sp for sp in spans if sp is not None]
+            if len(found) == len(spans):
+                return found
         return None
 
     def _window(self, clip: np.ndarray, tokens: list[list[Reading]], optional: bool,
@@ -231,7 +235,7 @@ def _grammar(tokens: list[list[Reading]], optional: bool = False) -> str:
     return f"#JSGF V1.0;\ngrammar align;\npublic <utt> = {body} ;\n"
 
 
-def _decompose(word: str, in_dict) -> list[str] | None:  # noqa: ANN001
+def _decompose(word: str, in_dict: Callable[[str], bool]) -> list[str] | None:
     """Split an unknown word into the fewest dictionary words of >= 2 letters ("meetingnoter"), or None."""
     w = word.replace("'", "")
     n = len(w)
@@ -240,13 +244,15 @@ def _decompose(word: str, in_dict) -> list[str] | None:  # noqa: ANN001
     best: list[list[str] | None] = [None] * (n + 1)
     best[0] = []
     for i in range(n):
-        if best[i] is None:
+        head = best[i]
+        if head is None:
             continue
         for j in range(i + 2, n + 1):
             piece = w[i:j]
             if in_dict(piece):
-                cand = best[i] + [piece]  # type: ignore[operator]
-                if best[j] is None or len(cand) < len(best[j]):  # type: ignore[arg-type]
+                cand = [*head, piece]
+                known = best[j]
+                if known is None or len(cand) < len(known):
                     best[j] = cand
     return best[n]
 

@@ -8,15 +8,23 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from duplexeval.fdb.transcript import Word, to_us
+from duplexeval.units import SAMPLE_RATE, US_PER_S, to_us
 
-__all__ = ["Backend", "Word", "check_words", "package_versions", "round_words", "SAMPLE_RATE"]
+__all__ = ["SAMPLE_RATE", "Backend", "Word", "check_words", "package_versions", "round_words"]
 
-SAMPLE_RATE = 16000
+
+@dataclass(frozen=True)
+class Word:
+    """One transcript word with absolute times in seconds; `end` is None when a file has a null end."""
+
+    text: str
+    start: float
+    end: float | None
 
 
 @runtime_checkable
@@ -53,12 +61,10 @@ def round_words(words: list[Word]) -> list[Word]:
     push a word that ends on the last sample past T. Non-finite values pass through for the checks.
     """
 
-    def r(x: float | None) -> float | None:
-        if x is None or not math.isfinite(x):
-            return x
-        return to_us(float(x)) / 1_000_000
+    def r(x: float) -> float:
+        return to_us(x) / US_PER_S if math.isfinite(x) else x
 
-    return [Word(w.text, r(w.start), r(w.end)) for w in words]  # type: ignore[arg-type]
+    return [Word(w.text, r(w.start), None if w.end is None else r(w.end)) for w in words]
 
 
 def _num(x: object) -> bool:

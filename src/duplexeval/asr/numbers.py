@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["normalize", "readings", "cardinal", "ordinal", "digits"]
+__all__ = ["cardinal", "digits", "normalize", "ordinal", "readings"]
 
 _ONES = [
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
@@ -112,8 +112,8 @@ def readings(token: str) -> list[list[str]]:
     if t in _SYMBOL_WORDS:
         return [list(_SYMBOL_WORDS[t])]
     if ":" in t and re.fullmatch(r"\d{1,2}:\d{2}", t):  # clock time "2:30"
-        h, m = t.split(":")
-        return _clock(h, m)
+        hours, minutes = t.split(":")
+        return _clock(hours, minutes)
     m = _NUM.match(t)
     if m:
         whole = m.group("int").replace(",", "")

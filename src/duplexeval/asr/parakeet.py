@@ -35,7 +35,7 @@ def require_nemo() -> None:
 def nemo_loader(path: Path, device: str) -> Any:
     """Restore a `.nemo` checkpoint with NeMo on `device` (cpu|cuda)."""
     try:
-        import nemo.collections.asr as nemo_asr  # type: ignore[import-not-found]
+        import nemo.collections.asr as nemo_asr
     except ImportError:
         raise RefusalError(NEEDS_NEMO) from None
     model = nemo_asr.models.ASRModel.restore_from(str(path), map_location=device)

@@ -15,8 +15,8 @@ import numpy as np
 from duplexeval.asr.align import DITHER_LSB, FRAME_CENTER_S, FRAME_S, dithered_pcm
 from duplexeval.asr.base import Word, package_versions
 from duplexeval.asr.regions import RegionSettings, regions_signature, speech_regions
+from duplexeval.units import SAMPLE_RATE
 
-SAMPLE_RATE = 16000
 _SKIP = re.compile(r"^(<s>|</s>|<sil>|\[.*\])$")
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-SAMPLE_RATE = 16000
+from duplexeval.units import SAMPLE_RATE
 
 
 @dataclass(frozen=True)

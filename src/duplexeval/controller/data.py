@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -30,11 +30,10 @@ from duplexeval.errors import InputError
 from duplexeval.schemas import check_number, validate
 from duplexeval.schemas.base import MAX_TIME_S
 from duplexeval.schemas.controller import ClipLine, is_clip_id
+from duplexeval.units import FRAME_S, FRAME_US, US_PER_S, to_us
 
 KIND = "duplexeval.controller.data"
 SCHEMA_VERSION = 1
-FRAME_S = 0.08
-FRAME_US = 80_000
 STATES: tuple[str, ...] = ("LISTEN", "HOLD", "SPEAK", "BACKCHANNEL")
 HEADS: tuple[str, ...] = ("endpoint", "yield", "backchannel")
 TASKS: tuple[str, ...] = ("state", "endpoint", "yield", "backchannel")
@@ -59,11 +58,6 @@ FRAME_ARRAYS: dict[str, tuple[str, tuple[int, ...]]] = {
 
 
 
-def to_us(t: float) -> int:
-    """Seconds to integer microseconds (rounded): every time comparison happens on these integers."""
-    return int(round(float(t) * 1_000_000))
-
-
 def frame_end_us(i: int | np.ndarray) -> int | np.ndarray:
     """Stamp of frame i in microseconds: the end of its audio, (i+1)*80 ms."""
     return (np.asarray(i) + 1) * FRAME_US if isinstance(i, np.ndarray) else (int(i) + 1) * FRAME_US
@@ -71,7 +65,7 @@ def frame_end_us(i: int | np.ndarray) -> int | np.ndarray:
 
 def frame_end_s(i: int) -> float:
     """Stamp of frame i in seconds: (i+1)*0.08."""
-    return (int(i) + 1) * FRAME_US / 1_000_000
+    return (int(i) + 1) * FRAME_US / US_PER_S
 
 
 def frames_in_window(start_s: float, end_s: float, n_frames: int) -> tuple[int, int]:
@@ -185,7 +179,7 @@ class ClipMeta:
     @property
     def duration_s(self) -> float:
         """Clip length n_frames * 0.08 s."""
-        return self.n_frames * FRAME_US / 1_000_000
+        return self.n_frames * FRAME_US / US_PER_S
 
     @property
     def group_id(self) -> str:
@@ -264,7 +258,12 @@ def _err(where: str, msg: str) -> InputError:
     return InputError(f"{where}: {msg}")
 
 
+@overload
+def _num(v: Any, where: str, name: str, *, allow_none: Literal[False] = False, nonneg: bool = True) -> float: ...
+@overload
+def _num(v: Any, where: str, name: str, *, allow_none: bool, nonneg: bool = True) -> float | None: ...
 def _num(v: Any, where: str, name: str, *, allow_none: bool = False, nonneg: bool = True) -> float | None:
+    """A finite time in [-MAX_TIME_S, MAX_TIME_S] (>= 0 unless `nonneg` is off) as a float; None only if allowed."""
     if v is None and allow_none:
         return None
     check_number(v, where, name, -MAX_TIME_S, MAX_TIME_S)
@@ -299,9 +298,15 @@ def clip_meta_from_json(obj: Any, where: str) -> ClipMeta:
     dur = n * FRAME_S
     dur_us = n * FRAME_US
 
-    def t(v: Any, name: str, allow_none: bool = False) -> float | None:
-        x = _num(v, where, name, allow_none=allow_none)
+    def t_opt(v: Any, name: str) -> float | None:
+        x = _num(v, where, name, allow_none=True)
         if x is not None and to_us(x) > dur_us:
+            raise _err(where, f"{name} {x} is after the clip end {dur:.2f} s")
+        return x
+
+    def t(v: Any, name: str) -> float:
+        x = _num(v, where, name)
+        if to_us(x) > dur_us:
             raise _err(where, f"{name} {x} is after the clip end {dur:.2f} s")
         return x
 
@@ -314,7 +319,7 @@ def clip_meta_from_json(obj: Any, where: str) -> ClipMeta:
             raise _err(where, f"{name} must be [turn_end_s, window_start_s?, window_end_s?]")
         te = t(p[0], name)
         ws = t(p[1], name) if len(p) > 1 and p[1] is not None else 0.0
-        we = t(p[2], name, True) if len(p) > 2 else None
+        we = t_opt(p[2], name) if len(p) > 2 else None
         if not to_us(ws) <= to_us(te) <= (to_us(we) if we is not None else dur_us):
             raise _err(where, f"{name}: need window_start <= turn_end <= window_end")
         turn_probes.append(TurnProbe(te, ws, we))
@@ -325,7 +330,7 @@ def clip_meta_from_json(obj: Any, where: str) -> ClipMeta:
             raise _err(where, f"{name} must be [pause_start_s, pause_end_s, window_start_s?, window_end_s?]")
         a, b = t(p[0], name), t(p[1], name)
         ws = t(p[2], name) if len(p) > 2 and p[2] is not None else 0.0
-        we = t(p[3], name, True) if len(p) > 3 else None
+        we = t_opt(p[3], name) if len(p) > 3 else None
         if not to_us(a) < to_us(b):
             raise _err(where, f"{name}: pause_start must be < pause_end")
         if not to_us(ws) <= to_us(a) or (we is not None and to_us(we) < to_us(b)):
@@ -333,7 +338,7 @@ def clip_meta_from_json(obj: Any, where: str) -> ClipMeta:
         pause_probes.append(PauseProbe(a, b, ws, we))
     onsets: dict[str, list[float]] = {}
     for key in ("yield_onsets", "backchannel_onsets"):
-        onsets[key] = [t(v, f"{key}[{k}]") for k, v in enumerate(_list(obj.get(key), where, key))]  # type: ignore[misc]
+        onsets[key] = [t(v, f"{key}[{k}]") for k, v in enumerate(_list(obj.get(key), where, key))]
     user_pauses = []
     for k, p in enumerate(_list(obj.get("user_pauses"), where, "user_pauses")):
         name = f"user_pauses[{k}]"
@@ -343,10 +348,10 @@ def clip_meta_from_json(obj: Any, where: str) -> ClipMeta:
         r = _num(p[2], where, name)
         if not to_us(a) < to_us(b):
             raise _err(where, f"{name}: start must be < end")
-        user_pauses.append(UserPause(a, b, r))  # type: ignore[arg-type]
+        user_pauses.append(UserPause(a, b, r))
     es = t(obj.get("events_start_s", 0.0), "events_start_s")
-    ee = t(obj.get("events_end_s"), "events_end_s", True)
-    if ee is not None and to_us(ee) < to_us(es):  # type: ignore[arg-type]
+    ee = t_opt(obj.get("events_end_s"), "events_end_s")
+    if ee is not None and to_us(ee) < to_us(es):
         raise _err(where, "events_end_s must be >= events_start_s")
     group = obj.get("group", "")
     if group is None:
@@ -376,9 +381,9 @@ def clip_meta_from_json(obj: Any, where: str) -> ClipMeta:
         yield_onsets=onsets["yield_onsets"],
         backchannel_onsets=onsets["backchannel_onsets"],
         user_pauses=user_pauses,
-        listen_s=float(_num(obj.get("listen_s", 0.0), where, "listen_s")),  # type: ignore[arg-type]
-        floor_s=float(_num(obj.get("floor_s", 0.0), where, "floor_s")),  # type: ignore[arg-type]
-        events_start_s=float(es),  # type: ignore[arg-type]
+        listen_s=_num(obj.get("listen_s", 0.0), where, "listen_s"),
+        floor_s=_num(obj.get("floor_s", 0.0), where, "floor_s"),
+        events_start_s=es,
         events_end_s=ee,
         extra=extra,
     )

@@ -11,36 +11,24 @@ runner makes two passes over a conversation (docs/controller-labels.md, "Running
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
-from duplexeval.audio import FRAME_SAMPLES
 from duplexeval.controller.data import STATES, ClipFrames
+from duplexeval.controller.protocol import Controller
+from duplexeval.controller.registry import load_controller
 from duplexeval.errors import InputError
+from duplexeval.units import FRAME_SAMPLES
+
+# `Controller` and `load_controller` live in `protocol` and `registry`; re-exported for callers of this module.
+__all__ = ["LISTEN", "OUTPUT_KEYS", "Controller", "RunResult", "frame_level_db", "load_controller", "run", "split_frames"]
 
 LISTEN = STATES.index("LISTEN")
 OUTPUT_KEYS = ("state_probs", "endpoint", "yield", "backchannel")
-
-
-@runtime_checkable
-class Controller(Protocol):
-    """A streaming turn-taking controller, one decision per 80 ms frame.
-
-    ``step`` gets 1280 float32 samples (16 kHz) of the user microphone and of the agent playback and the
-    previous state (an index into ``data.STATES``), and returns a mapping with any of ``state_probs`` (4 floats in
-    STATES order), ``endpoint``, ``yield``, ``backchannel`` (floats). Optional extras used by ``bench``:
-    ``prefill(user[n,1280], agent[n,1280], prev_states[n])``, ``weight_bytes()``, ``state_bytes()``.
-    """
-
-    def reset(self) -> None: ...
-
-    def step(self, user: np.ndarray, agent: np.ndarray, prev_state: int) -> Mapping[str, Any]: ...
 
 
 def frame_level_db(audio: np.ndarray, n_frames: int | None = None) -> np.ndarray:
@@ -152,31 +140,3 @@ def run(
         yield_=_collect(rows_state, "yield", n_frames, f"{name}: state pass"),
         backchannel=_collect(rows_listen, "backchannel", n_frames, f"{name}: listen pass"),
     )
-
-
-def load_controller(spec: str, options: Mapping[str, Any] | None = None) -> Controller:
-    """A controller from a spec: ``baseline:silence`` / ``baseline:silero``, a ``.onnx`` file (runner convention in
-    docs/controller-labels.md), or ``package.module:factory`` (called with the options as keyword arguments)."""
-    opts = dict(options or {})
-    if spec.startswith("baseline:"):
-        from duplexeval.controller import baselines
-
-        return baselines.make(spec.split(":", 1)[1], **opts)
-    if spec.endswith(".onnx"):
-        from duplexeval.controller.onnx_controller import OnnxController
-
-        return OnnxController(Path(spec), **opts)
-    mod_name, sep, attr = spec.partition(":")
-    if not sep or not mod_name or not attr:
-        raise InputError(f"controller {spec!r}: expected baseline:NAME, FILE.onnx or package.module:factory")
-    try:
-        mod = importlib.import_module(mod_name)
-    except ImportError as exc:
-        raise InputError(f"controller {spec!r}: cannot import {mod_name}: {exc}") from None
-    factory = getattr(mod, attr, None)
-    if factory is None:
-        raise InputError(f"controller {spec!r}: {mod_name} has no {attr}")
-    obj = factory if (not isinstance(factory, type) and hasattr(factory, "step")) else factory(**opts)
-    if not isinstance(obj, Controller):
-        raise InputError(f"controller {spec!r}: the object has no reset() and step(user, agent, prev_state)")
-    return obj

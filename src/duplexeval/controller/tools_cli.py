@@ -150,7 +150,7 @@ def _summary(d, out: Path) -> str:  # noqa: ANN001
 
 @executor_options
 def controller_run(
-    controller: str = typer.Argument(..., help="baseline:silence, baseline:silero, FILE.onnx, or package.module:factory."),
+    controller: str = typer.Argument(..., help="silence or silero (also spelled baseline:NAME), an installed plugin's name, FILE.onnx, or package.module:factory."),
     positional_out: Path | None = typer.Argument(None, metavar="[OUT]", show_default=False,
                                                  help="Data folder to write (or --out)."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Data folder to write, ready for `controller evaluate`."),
@@ -179,7 +179,7 @@ def controller_run(
 
 
 def controller_bench(
-    controller: str = typer.Argument(..., help="baseline:silence, baseline:silero, FILE.onnx, or package.module:factory."),
+    controller: str = typer.Argument(..., help="silence or silero (also spelled baseline:NAME), an installed plugin's name, FILE.onnx, or package.module:factory."),
     option: list[str] | None = typer.Option(None, "--option", help="Controller keyword option key=value (repeatable)."),
     prefill: int = typer.Option(64, "--prefill", help="Prefill frames before the timed updates."),
     updates: int = typer.Option(200, "--updates", help="Timed one-frame updates per repeat."),

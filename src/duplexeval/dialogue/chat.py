@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from duplexeval.chat_http import sanitize_url
 from duplexeval.dialogue.http import (
     DEFAULT_ATTEMPTS,
     DEFAULT_BACKOFF_S,
@@ -34,7 +35,6 @@ from duplexeval.dialogue.protocol import (
     CaseView,
     Event,
 )
-from duplexeval.fdb.official.judge import sanitize_url
 
 CHAT_LOG = "chat-log.jsonl"
 MAX_REPLY_TOKENS = 200

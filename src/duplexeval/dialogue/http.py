@@ -1,6 +1,6 @@
 """Bounded, cached, logged chat-completions calls for the chat manager and the ``openai`` judge.
 
-The HTTP client is the project's one (``duplexeval.fdb.official.judge.ChatClient``: bounded reads,
+The HTTP client is the project's one (``duplexeval.chat_http.ChatClient``: bounded reads,
 timeout, no redirects). On top of it: a bounded number of attempts, an on-disk cache keyed by the
 request's hash (and attempt number, so a retried reply is cached too: a rerun replays the same
 answers and costs nothing), and a JSONL log of every exchange. The key comes only from the
@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.official.judge import (
+from duplexeval.chat_http import (
     ChatClient,
+    api_key_from_env,
     redact_secret,
     sanitize_url,
     secret_variants,
 )
+from duplexeval.errors import InputError
 from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_bytes
 
 T = TypeVar("T")
@@ -43,7 +44,7 @@ def default_cache_dir() -> Path:
 
 def key_forms(key: str) -> list[str]:
     """Every spelling of the key that could end up in a file (raw, JSON-escaped, URL-encoded): the
-    project's one list, ``duplexeval.fdb.official.judge.secret_variants``."""
+    project's one list, ``duplexeval.chat_http.secret_variants``."""
     return secret_variants(key)
 
 
@@ -53,16 +54,8 @@ def redact_all(text: str, key: str) -> str:
 
 
 def api_key(env_name: str, what: str) -> str:
-    """The key from the environment variable `env_name`; refuse when it is unset."""
-    if not env_name:
-        return ""
-    key = os.environ.get(env_name, "")
-    if not key:
-        raise RefusalError(
-            f"{what} needs an API key in the environment variable {env_name} "
-            "(set it to any value for a server that needs none, or name another variable)"
-        )
-    return key
+    """The key from the environment variable `env_name`; refuse when it is unset (``chat_http.api_key_from_env``)."""
+    return api_key_from_env(env_name, what)
 
 
 @dataclass(frozen=True)

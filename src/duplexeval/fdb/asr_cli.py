@@ -15,7 +15,8 @@ from duplexeval.executors import ExecutorSpec
 def asr_command(
     tree: Path = typer.Option(..., "--tree", help="The tree written by `duplexeval fdb export` or `import`."),
     backend: str = typer.Option("whisper-align", "--backend",
-                                help="whisper-align (default, offline) | pocketsphinx | faster-whisper | parakeet | import."),
+                                help="whisper-align (default, offline) | pocketsphinx | faster-whisper | parakeet | import, "
+                                     "an installed plugin's name, or module.path:Class for your own backend (docs/asr.md)."),
     model: Optional[str] = typer.Option(None, "--model",
                                          help="faster-whisper/whisper-align: a CTranslate2 model directory; "
                                               "parakeet: a .nemo file (or a hub id)."),

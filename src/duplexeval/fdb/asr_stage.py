@@ -18,7 +18,7 @@ from typing import Any
 from duplexeval import __version__
 from duplexeval.artifacts import header
 from duplexeval.asr.base import check_words, round_words
-from duplexeval.asr.registry import BACKENDS, DEFAULT_BACKEND, IMPORT, backend_spec, make_backend
+from duplexeval.asr.registry import DEFAULT_BACKEND, IMPORT, backend_spec, check_backend_name, make_backend
 from duplexeval.errors import DuplexEvalError, InputError, RefusalError
 from duplexeval.executors import ExecutorSpec, ItemResult, StatefulWork, make_executor
 from duplexeval.fdb.signatures import asr_signature
@@ -249,7 +249,7 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
         device: str = "cpu", executor: ExecutorSpec | None = None) -> StageResult:
     """Transcribe every eligible sample of the tree, write output.json files and asr.json.
 
-    `backend` is a name from BACKENDS or a Backend object (tests). Failed samples are recorded with
+    `backend` is a registered name, `module.path:Name` (see asr.registry) or a Backend object (tests). Failed samples are recorded with
     their reason and do not stop the run; check `StageResult.failed`. `executor` (default: local, `jobs`
     processes) says where the samples run; each worker loads the backend once, the driver writes in order.
     """
@@ -275,8 +275,7 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
             in_tree = list(dict.fromkeys(x.subset for x in manifest.samples if x.eligible))
             signature = _import_signature(declared_per_subset(parse_declare(declare), in_tree))
         else:
-            if backend not in BACKENDS:
-                raise InputError(f"unknown ASR backend {backend!r} (expected one of {', '.join(BACKENDS)})")
+            check_backend_name(backend)
             if declare:
                 raise InputError("--declare is only for --backend import")
             threads = max(1, int(xspec.ray_num_cpus)) if on_ray else max(1, ncpu // jobs)

@@ -6,29 +6,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from duplexeval.asr.base import Word
 from duplexeval.jsonio import dumps
 from duplexeval.schemas import validate
 from duplexeval.schemas.fdb import OutputJson
+from duplexeval.units import US_PER_S, to_us
 
-US_PER_S = 1_000_000
-
-
-def to_us(seconds: float) -> int:
-    """Seconds to integer microseconds, rounded (spec 000: times are rounded before any comparison)."""
-    return int(round(seconds * US_PER_S))
-
-
-@dataclass(frozen=True)
-class Word:
-    """One transcript word; `end` is None when the file has a null end."""
-
-    text: str
-    start: float
-    end: float | None
+__all__ = ["US_PER_S", "Word", "parse_output_json", "to_us", "transcript_bytes", "transcript_json"]
 
 
 def parse_output_json(obj: Any, path: Path | str) -> list[Word]:

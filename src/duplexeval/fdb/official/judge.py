@@ -1,278 +1,78 @@
-"""The interruption judge: an OpenAI-compatible chat-completions client (stdlib only) and its prompt.
+"""The interruption judge: rates takeovers through an OpenAI-compatible endpoint, logging and caching every rating.
 
-stdlib `urllib` instead of the `openai` package: we need bounded reads, no redirects (the key must
-never follow one to another host) and a loopback-testable client with no extra dependency.
-The official prompt is never shipped: it is read from a local checkout (`--reference-source`).
+The prompt lives in `judge_prompt` (ours, or the official one read from a local checkout), the HTTP
+client in `duplexeval.chat_http` (bounded reads, timeout, no redirects, key redaction). Their names
+are re-exported here for one release, for callers that imported them from this module.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import math
-import os
-import re
-import socket
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from duplexeval.errors import InputError, RefusalError
+from duplexeval.chat_http import (  # re-exported: the old home of the HTTP client (one release)
+    DEFAULT_TIMEOUT_S,
+    MAX_LOGGED_ERROR_BODY,
+    MAX_RESPONSE_BYTES,
+    ChatClient,
+    Exchange,
+    api_key_from_env,
+    redact_secret,
+    sanitize_url,
+    secret_variants,
+)
+from duplexeval.errors import InputError
 from duplexeval.fdb.official.interruption import Rating
-from duplexeval.jsonio import dumps_line, sha256_bytes
+from duplexeval.fdb.official.judge_prompt import (  # re-exported: the old home of the prompt (one release)
+    OFFICIAL_EVALUATOR_PATHS,
+    OUR_PROMPT,
+    OUR_SYSTEM,
+    Prompt,
+    load_official_prompt,
+    parse_reply,
+)
+from duplexeval.jsonio import dumps_line, sha256_bytes, write_json
+
+__all__ = [
+    "DEFAULT_API_KEY_ENV",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_TIMEOUT_S",
+    "JUDGE_LOG",
+    "MAX_ATTEMPTS",
+    "MAX_LOGGED_ERROR_BODY",
+    "MAX_RESPONSE_BYTES",
+    "OFFICIAL_EVALUATOR_PATHS",
+    "OFFICIAL_MODEL",
+    "OFFICIAL_SEED",
+    "OUR_PROMPT",
+    "OUR_SYSTEM",
+    "RATING_FILE",
+    "ChatClient",
+    "Exchange",
+    "Judge",
+    "JudgeConfig",
+    "Prompt",
+    "RateFn",
+    "check_timeout",
+    "judge_label",
+    "load_official_prompt",
+    "parse_reply",
+    "redact_secret",
+    "sanitize_url",
+    "secret_variants",
+]
 
 OFFICIAL_MODEL = "gpt-4-turbo"
 OFFICIAL_SEED = 0
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 MAX_ATTEMPTS = 3
-DEFAULT_TIMEOUT_S = 60.0
-MAX_RESPONSE_BYTES = 1 << 20  # a chat reply is a few KB; refuse anything over 1 MiB
-MAX_LOGGED_ERROR_BODY = 2000  # characters of an error body kept in the log
 JUDGE_LOG = "judge-log.jsonl"
 RATING_FILE = "rating.json"
-
-# Where the official evaluator lives in a checkout: v1.0 layout first, then HEAD's.
-OFFICIAL_EVALUATOR_PATHS = ("evaluation/eval_user_interruption.py", "v1_v1.5/evaluation/eval_user_interruption.py")
-
-# The reply format both prompts ask for: an "Analysis:" paragraph, then the fixed rating sentence.
-# The last match wins and the reply gets a trailing newline first, as in the official parser.
-_REPLY = re.compile(r"Analysis:\s*(?P<analysis>.*?)\nI would rate the AI's response as (?P<rating>\d+)", re.DOTALL)
-
-
-def parse_reply(text: str) -> tuple[str, int] | None:
-    """(analysis, rating) from a judge reply, or None when it does not follow the format."""
-    found: tuple[str, int] | None = None
-    for m in _REPLY.finditer(text + "\n"):
-        found = (m.group("analysis").strip(), int(m.group("rating")))
-    return found
-
-
-# ---------------------------------------------------------------------------------------------
-# Prompts
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """A system message and a user-message template with three slots: context, interrupt, response."""
-
-    source: str  # "official" (read from a checkout) or "duplexeval"
-    system: str
-    user_parts: tuple[str | int, ...]  # literal text, or slot index 0/1/2
-    file: str | None = None
-    file_sha256: str | None = None
-
-    def user(self, context: str, interrupt: str, response: str) -> str:
-        values = (context, interrupt, response)
-        return "".join(p if isinstance(p, str) else values[p] for p in self.user_parts)
-
-    @property
-    def sha256(self) -> str:
-        """Hash of the prompt itself (system text and user template), independent of the file around it."""
-        blob = json.dumps({"system": self.system, "user": list(self.user_parts)}, ensure_ascii=False)
-        return sha256_bytes(blob.encode("utf-8"))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "sha256": self.sha256, "file": self.file, "file_sha256": self.file_sha256}
-
-
-OUR_SYSTEM = """You judge one moment of a spoken conversation between a user and an AI voice assistant.
-The user spoke first and the AI began to answer. While the AI was still talking, the user cut in
-with a new turn. You will see the user's first turn, the interrupting turn, and what the AI said
-after the interruption.
-
-Rate how well the AI's words after the interruption respond to the interrupting turn, on a scale
-from 0 (worst) to 5 (best):
-0 = nothing to do with the interrupting turn
-1 = unrelated to it
-2 = only loosely related to it
-3 = related to it
-4 = closely related to it
-5 = fully responsive to it
-
-First give a short analysis of the interrupting turn and the AI's reply. Then answer in exactly
-this format, the second line holding a single integer:
-Analysis: <your analysis>
-I would rate the AI's response as <rating>"""
-
-OUR_PROMPT = Prompt(
-    source="duplexeval",
-    system=OUR_SYSTEM,
-    user_parts=("User's first turn: ", 0, "\nUser's interrupting turn: ", 1, "\nAI's reply after the interruption: ", 2, "\n"),
-)
-
-
-def _find_assign(func: ast.AST, name: str) -> ast.expr | None:
-    for node in ast.walk(func):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            return node.value
-    return None
-
-
-def load_official_prompt(reference_source: str | Path) -> Prompt:
-    """Read the judge prompt from a local checkout of the official repository (parsed, never executed)."""
-    root = Path(reference_source)
-    path = next((root / p for p in OFFICIAL_EVALUATOR_PATHS if (root / p).is_file()), None)
-    if path is None:
-        raise InputError(
-            f"{root}: --reference-source must be a checkout of DanielLin94144/Full-Duplex-Bench "
-            f"(looked for {' or '.join(OFFICIAL_EVALUATOR_PATHS)})"
-        )
-    data = path.read_bytes()
-    try:
-        module = ast.parse(data.decode("utf-8"))
-    except (SyntaxError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot parse the official evaluator: {exc}") from None
-    func = next((n for n in ast.walk(module) if isinstance(n, ast.FunctionDef) and n.name == "eval_user_interruption"), None)
-    if func is None:
-        raise InputError(f"{path}: no function eval_user_interruption; not the v1.0 official evaluator")
-    system = _find_assign(func, "system_msg")
-    user = _find_assign(func, "user_msg")
-    if not (isinstance(system, ast.Constant) and isinstance(system.value, str)):
-        raise InputError(f"{path}: system_msg is not a plain string literal; cannot read the official prompt")
-    if not isinstance(user, ast.JoinedStr):
-        raise InputError(f"{path}: user_msg is not an f-string; cannot read the official prompt")
-    parts: list[str | int] = []
-    slot = 0
-    for v in user.values:
-        if isinstance(v, ast.Constant) and isinstance(v.value, str):
-            parts.append(v.value)
-        elif isinstance(v, ast.FormattedValue) and v.conversion == -1 and v.format_spec is None and slot < 3:
-            parts.append(slot)  # in file order: context, interrupt, response
-            slot += 1
-        else:
-            raise InputError(f"{path}: user_msg has an unexpected part; cannot read the official prompt")
-    if slot != 3:
-        raise InputError(f"{path}: user_msg has {slot} fields, expected 3 (context, interrupt, response)")
-    return Prompt("official", system.value, tuple(parts), str(path), sha256_bytes(data))
-
-
-# ---------------------------------------------------------------------------------------------
-# HTTP
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Never follow a redirect: it would carry the Authorization header to wherever it points."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001, ANN201
-        return None
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """One HTTP round trip: the reply text, or why there is none."""
-
-    status: int | None
-    content: str | None
-    error: str | None
-
-
-def sanitize_url(url: str) -> str:
-    """The base URL without user info, query or fragment (safe to write to a file)."""
-    p = urllib.parse.urlsplit(url)
-    host = p.hostname or ""
-    if p.port:
-        host = f"{host}:{p.port}"
-    return urllib.parse.urlunsplit((p.scheme, host, p.path, "", ""))
-
-
-class ChatClient:
-    """POST {base_url}/chat/completions with a bounded read and a timeout; never raises for HTTP trouble."""
-
-    def __init__(self, base_url: str, api_key: str, timeout_s: float = DEFAULT_TIMEOUT_S, max_bytes: int = MAX_RESPONSE_BYTES):
-        scheme = urllib.parse.urlsplit(base_url).scheme
-        if scheme not in ("http", "https"):
-            raise InputError(f"--base-url {sanitize_url(base_url)!r}: must be an http:// or https:// URL")
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self._key = api_key
-        self.timeout_s = timeout_s
-        self.max_bytes = max_bytes
-        self._opener = urllib.request.build_opener(_NoRedirect)
-
-    def _read_bounded(self, fh: Any, deadline: float) -> bytes:
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"reply not complete within {self.timeout_s:g} s")
-            block = fh.read(65536)
-            if not block:
-                return b"".join(chunks)
-            total += len(block)
-            if total > self.max_bytes:
-                raise ValueError(f"reply larger than {self.max_bytes} bytes")
-            chunks.append(block)
-
-    def complete(self, payload: dict[str, Any]) -> Exchange:
-        """Send one chat-completions request; the reply's first choice text, or an error description."""
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._key:
-            headers["Authorization"] = f"Bearer {self._key}"
-        req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
-        deadline = time.monotonic() + self.timeout_s
-        try:
-            with self._opener.open(req, timeout=self.timeout_s) as resp:
-                status = resp.status
-                raw = self._read_bounded(resp, deadline)
-        except urllib.error.HTTPError as exc:
-            try:
-                text = self._read_bounded(exc, deadline).decode("utf-8", "replace")
-            except Exception:  # noqa: BLE001 - the status alone is enough to report
-                text = ""
-            return Exchange(exc.code, None, f"HTTP {exc.code}: {self.redact(text[:MAX_LOGGED_ERROR_BODY])}")
-        except (TimeoutError, socket.timeout):
-            return Exchange(None, None, f"timed out after {self.timeout_s:g} s")
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, (TimeoutError, socket.timeout)):
-                return Exchange(None, None, f"timed out after {self.timeout_s:g} s")
-            return Exchange(None, None, f"connection failed: {self.redact(str(reason))}")
-        except (ValueError, OSError) as exc:
-            return Exchange(None, None, self.redact(str(exc)))
-        try:
-            obj = json.loads(raw.decode("utf-8"))
-            content = obj["choices"][0]["message"]["content"]
-        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, IndexError, TypeError):
-            return Exchange(status, None, "reply is not a chat completion: " + self.redact(raw[:MAX_LOGGED_ERROR_BODY].decode("utf-8", "replace")))
-        if not isinstance(content, str):
-            return Exchange(status, None, "reply has no text content")
-        return Exchange(status, self.redact(content), None)
-
-    def redact(self, text: str) -> str:
-        """Remove the key, in every encoding it may come back in, from anything that might be logged."""
-        return redact_secret(text, self._key)
-
-
-def secret_variants(secret: str) -> list[str]:
-    """The forms a secret can take in text we log: raw, JSON-escaped (once and twice, ASCII or not), URL-encoded."""
-    if not secret:
-        return []
-    forms = {secret}
-    for _ in range(2):  # a JSON body echoed inside a JSON log line is escaped twice
-        for s in list(forms):
-            forms.add(json.dumps(s, ensure_ascii=False)[1:-1])
-            forms.add(json.dumps(s, ensure_ascii=True)[1:-1])
-    for s in (secret, *list(forms)):
-        forms.add(urllib.parse.quote(s, safe=""))
-        forms.add(urllib.parse.quote_plus(s, safe=""))
-    return sorted(forms, key=len, reverse=True)
-
-
-def redact_secret(text: str, secret: str) -> str:
-    """`text` with every variant of `secret` replaced by [redacted] (longest first)."""
-    for form in secret_variants(secret):
-        text = text.replace(form, "[redacted]")
-    return text
-
-
-# ---------------------------------------------------------------------------------------------
-# Judging
 
 
 @dataclass
@@ -319,12 +119,7 @@ class Judge:
         if config.max_attempts < 1:
             raise InputError(f"judge attempts must be at least 1, got {config.max_attempts}")
         check_timeout(config.timeout_s)
-        key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
-        if config.api_key_env and not key:
-            raise RefusalError(
-                f"--judge openai needs an API key in the environment variable {config.api_key_env} "
-                "(set it to any value for a server that needs none, or name another with --api-key-env)"
-            )
+        key = api_key_from_env(config.api_key_env, "--judge openai", "name another with --api-key-env")
         prompt = load_official_prompt(config.reference_source) if config.reference_source else OUR_PROMPT
         client = ChatClient(config.base_url, key, config.timeout_s)
         return cls(config, prompt, client, Path(tree) / JUDGE_LOG)
@@ -425,8 +220,6 @@ def _read_cached_rating(path: Path, request_sha: str) -> Rating | None:
 
 def _write_rating(path: Path, rating: Rating, request_sha: str, label: str) -> None:
     """`rating.json` in the official shape, plus what request produced it (so a rerun can reuse it)."""
-    from duplexeval.jsonio import write_json
-
     write_json(
         path,
         {

@@ -1,0 +1,161 @@
+"""The project's one OpenAI-compatible chat-completions client (stdlib only) and the key-redaction rules.
+
+Shared by the FDB interruption judge and the dialogue family. stdlib `urllib` instead of the `openai`
+package: we need bounded reads, no redirects (the key must never follow one to another host) and a
+loopback-testable client with no extra dependency. The key comes only from the environment and is
+removed, in every encoding it can take, from anything that might be written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from http.client import HTTPMessage
+from typing import IO, Any, Protocol
+
+from duplexeval.errors import InputError, RefusalError
+
+DEFAULT_TIMEOUT_S = 60.0
+MAX_RESPONSE_BYTES = 1 << 20  # a chat reply is a few KB; refuse anything over 1 MiB
+MAX_LOGGED_ERROR_BODY = 2000  # characters of an error body kept in the log
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Never follow a redirect: it would carry the Authorization header to wherever it points."""
+
+    def redirect_request(
+        self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str, headers: HTTPMessage, newurl: str
+    ) -> urllib.request.Request | None:
+        return None
+
+
+class _Readable(Protocol):
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One HTTP round trip: the reply text, or why there is none."""
+
+    status: int | None
+    content: str | None
+    error: str | None
+
+
+def sanitize_url(url: str) -> str:
+    """The base URL without user info, query or fragment (safe to write to a file)."""
+    p = urllib.parse.urlsplit(url)
+    host = p.hostname or ""
+    if p.port:
+        host = f"{host}:{p.port}"
+    return urllib.parse.urlunsplit((p.scheme, host, p.path, "", ""))
+
+
+def api_key_from_env(env_name: str, what: str, rename_hint: str = "name another variable") -> str:
+    """The key from the environment variable `env_name` ("" when no variable is named); refuse when it is unset.
+
+    `what` names the user of the key in the error ("--judge openai"); `rename_hint` says how to name
+    another variable.
+    """
+    if not env_name:
+        return ""
+    key = os.environ.get(env_name, "")
+    if not key:
+        raise RefusalError(
+            f"{what} needs an API key in the environment variable {env_name} "
+            f"(set it to any value for a server that needs none, or {rename_hint})"
+        )
+    return key
+
+
+class ChatClient:
+    """POST {base_url}/chat/completions with a bounded read and a timeout; never raises for HTTP trouble."""
+
+    def __init__(self, base_url: str, api_key: str, timeout_s: float = DEFAULT_TIMEOUT_S, max_bytes: int = MAX_RESPONSE_BYTES):
+        scheme = urllib.parse.urlsplit(base_url).scheme
+        if scheme not in ("http", "https"):
+            raise InputError(f"--base-url {sanitize_url(base_url)!r}: must be an http:// or https:// URL")
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self._key = api_key
+        self.timeout_s = timeout_s
+        self.max_bytes = max_bytes
+        self._opener = urllib.request.build_opener(_NoRedirect)
+
+    def _read_bounded(self, fh: _Readable, deadline: float) -> bytes:
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"reply not complete within {self.timeout_s:g} s")
+            block = fh.read(65536)
+            if not block:
+                return b"".join(chunks)
+            total += len(block)
+            if total > self.max_bytes:
+                raise ValueError(f"reply larger than {self.max_bytes} bytes")
+            chunks.append(block)
+
+    def complete(self, payload: dict[str, Any]) -> Exchange:
+        """Send one chat-completions request; the reply's first choice text, or an error description."""
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            with self._opener.open(req, timeout=self.timeout_s) as resp:
+                status: int = resp.status
+                raw = self._read_bounded(resp, deadline)
+        except urllib.error.HTTPError as exc:
+            try:
+                text = self._read_bounded(exc, deadline).decode("utf-8", "replace")
+            except Exception:  # noqa: BLE001 - the status alone is enough to report
+                text = ""
+            return Exchange(exc.code, None, f"HTTP {exc.code}: {self.redact(text[:MAX_LOGGED_ERROR_BODY])}")
+        except TimeoutError:
+            return Exchange(None, None, f"timed out after {self.timeout_s:g} s")
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            if isinstance(reason, TimeoutError):  # socket.timeout is TimeoutError since 3.10
+                return Exchange(None, None, f"timed out after {self.timeout_s:g} s")
+            return Exchange(None, None, f"connection failed: {self.redact(str(reason))}")
+        except (ValueError, OSError) as exc:
+            return Exchange(None, None, self.redact(str(exc)))
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+            content = obj["choices"][0]["message"]["content"]
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, IndexError, TypeError):
+            return Exchange(status, None, "reply is not a chat completion: " + self.redact(raw[:MAX_LOGGED_ERROR_BODY].decode("utf-8", "replace")))
+        if not isinstance(content, str):
+            return Exchange(status, None, "reply has no text content")
+        return Exchange(status, self.redact(content), None)
+
+    def redact(self, text: str) -> str:
+        """Remove the key, in every encoding it may come back in, from anything that might be logged."""
+        return redact_secret(text, self._key)
+
+
+def secret_variants(secret: str) -> list[str]:
+    """The forms a secret can take in text we log: raw, JSON-escaped (once and twice, ASCII or not), URL-encoded."""
+    if not secret:
+        return []
+    forms = {secret}
+    for _ in range(2):  # a JSON body echoed inside a JSON log line is escaped twice
+        forms |= {json.dumps(s, ensure_ascii=ascii_only)[1:-1] for s in forms for ascii_only in (False, True)}
+    for s in (secret, *list(forms)):
+        forms.add(urllib.parse.quote(s, safe=""))
+        forms.add(urllib.parse.quote_plus(s, safe=""))
+    return sorted(forms, key=len, reverse=True)
+
+
+def redact_secret(text: str, secret: str) -> str:
+    """`text` with every variant of `secret` replaced by [redacted] (longest first)."""
+    for form in secret_variants(secret):
+        text = text.replace(form, "[redacted]")
+    return text

@@ -1,0 +1,150 @@
+"""Rendering one sample: espeak-ng speech trimmed to its voiced extent, placed on the 16 kHz grid (layouts: docs/synth.md)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from duplexeval.errors import InputError
+from duplexeval.fdb.tree import (
+    BACKCHANNEL,
+    PAUSE_HANDLING,
+    SUBSETS,
+    TURN_TAKING,
+    USER_INTERRUPTION,
+)
+from duplexeval.tts import synthesize
+from duplexeval.units import SAMPLE_RATE
+
+Word = tuple[str, float, float]  # text, start s, end s
+
+
+@dataclass
+class Utterance:
+    """Speech trimmed to its voiced extent; word times relative to its first sample."""
+
+    text: str
+    audio: np.ndarray
+    words: list[Word]
+
+
+def speak(text: str, voice: str, rate: int, pitch: int, where: str = "") -> Utterance:
+    """Synthesize and trim to [first word start, last word end] on the 16 kHz grid."""
+    try:
+        sp = synthesize(text, voice=voice, rate=rate, pitch=pitch)
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    if not sp.words:
+        raise InputError(f"{where}: espeak-ng spoke no words for {text!r}")
+    s0 = math.floor(sp.words[0].start_s * SAMPLE_RATE)
+    s1 = min(math.ceil(sp.words[-1].end_s * SAMPLE_RATE), sp.audio.shape[0])
+    off = s0 / SAMPLE_RATE
+    return Utterance(text, sp.audio[s0:s1].copy(), [(w.text, w.start_s - off, w.end_s - off) for w in sp.words])
+
+
+class _Timeline:
+    """Concatenates silences and utterances on the 16 kHz sample grid and keeps absolute word times."""
+
+    def __init__(self) -> None:
+        self.chunks: list[np.ndarray] = []
+        self.n = 0
+        self.words: list[Word] = []
+
+    def silence(self, seconds: float) -> None:
+        k = round(seconds * SAMPLE_RATE)
+        self.chunks.append(np.zeros(k, dtype=np.float32))
+        self.n += k
+
+    def speech(self, utt: Utterance) -> list[Word]:
+        t0 = self.n / SAMPLE_RATE
+        placed = [(w, t0 + a, t0 + b) for w, a, b in utt.words]
+        self.chunks.append(utt.audio)
+        self.n += utt.audio.shape[0]
+        self.words.extend(placed)
+        return placed
+
+    def audio(self) -> np.ndarray:
+        return np.concatenate(self.chunks) if self.chunks else np.zeros(0, dtype=np.float32)
+
+
+def round_s(x: float) -> float:
+    """A time in seconds as written to the annotation files: rounded to the microsecond."""
+    return round(float(x), 6)
+
+
+def _transcription(words: list[Word]) -> list[dict[str, Any]]:
+    return [{"speaker": 0, "item": [{"text": w, "timestamp": [round_s(a), round_s(b)]} for w, a, b in words]}]
+
+
+@dataclass
+class RenderedSample:
+    """One generated sample: its input audio, annotation object, transcription and extra WAVs."""
+
+    subset: str
+    id: str
+    audio: np.ndarray
+    annotation: list[dict[str, Any]] | None
+    transcription: list[dict[str, Any]]
+    words: list[Word]
+    extra_wavs: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def T(self) -> float:
+        return self.audio.shape[0] / SAMPLE_RATE
+
+
+def render_sample(spec: dict[str, Any], where: str = "") -> RenderedSample:
+    """Build one sample's audio and annotations from its normalised spec (layouts in docs/synth.md)."""
+    task = SUBSETS[spec["subset"]].task
+    v = (spec["voice"], spec["rate"], spec["pitch"])
+    tl = _Timeline()
+    tl.silence(spec["lead"])
+    annotation: list[dict[str, Any]] | None = None
+    extra: dict[str, np.ndarray] = {}
+    if task in (PAUSE_HANDLING, BACKCHANNEL):
+        pauses: list[dict[str, Any]] = []
+        last_end: float | None = None
+        pending_pause = False
+        for p in spec["parts"]:
+            if isinstance(p, dict):
+                tl.silence(p["pause"])
+                pending_pause = True
+                continue
+            placed = tl.speech(speak(p, *v, where=where))
+            if pending_pause and last_end is not None:
+                pauses.append({"text": "[PAUSE]", "timestamp": [round_s(last_end), round_s(placed[0][1])]})
+            pending_pause = False
+            last_end = placed[-1][2]
+        if task == PAUSE_HANDLING:
+            annotation = pauses
+    elif task == TURN_TAKING:
+        placed = tl.speech(speak(spec["text"], *v, where=where))
+        end = placed[-1][2]
+        annotation = [{"text": "[TURN-TAKING]", "timestamp": [round_s(end), round_s(end + spec["partner_gap"])]}]
+    elif task == USER_INTERRUPTION:
+        ctx = speak(spec["context"], *v, where=where)
+        itr = speak(spec["interrupt"], *v, where=where)
+        tl.speech(ctx)
+        tl.silence(spec["gap"])
+        placed = tl.speech(itr)
+        annotation = [
+            {
+                "context": spec["context"],
+                "interrupt": spec["interrupt"],
+                "timestamp": [round_s(placed[0][1]), round_s(placed[-1][2])],
+            }
+        ]
+        extra = {"context.wav": ctx.audio, "interrupt.wav": itr.audio}
+    tl.silence(spec["tail"])
+    return RenderedSample(
+        subset=spec["subset"],
+        id=spec["id"],
+        audio=tl.audio(),
+        annotation=annotation,
+        transcription=_transcription(tl.words),
+        words=list(tl.words),
+        extra_wavs=extra,
+    )
