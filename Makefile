@@ -33,7 +33,7 @@ test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not slow"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks scripts
 	$(VENV)/bin/mypy
 
 clean:

@@ -20,7 +20,6 @@ import sys
 import time
 
 import numpy as np
-
 import sklearn.metrics  # noqa: F401 - imported before timing so the import is not counted
 
 from duplexeval.controller.baselines import silence_timeout_scores

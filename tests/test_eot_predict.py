@@ -300,7 +300,7 @@ def test_conversation_manifest_source(tmp_path):
     assert t.group == "c1"
 
 
-from duplexeval.eot.detectors import smart_turn_available
+from duplexeval.eot.detectors import smart_turn_available  # noqa: E402 - next to the tests that use it
 
 smart_reason = smart_turn_available()
 

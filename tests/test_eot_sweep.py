@@ -168,7 +168,7 @@ def reference_sweep(rows: list[dict], cfg: SweepConfig) -> dict[tuple, tuple]:
         s = spans.setdefault((r["id"], r["span_index"]), {"label": r["label"], "rows": []})
         s["rows"].append((r["silence_dur"], r["timestamp"], r["p_eot"]))
     kept = []
-    for key, s in sorted(spans.items()):
+    for _key, s in sorted(spans.items()):
         d = max(sd for sd, _, _ in s["rows"])
         if s["label"] == "hold" and not (cfg.min_hold_s - EPS <= d <= cfg.max_hold_s + EPS):
             continue

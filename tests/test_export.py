@@ -9,14 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from systems_fixtures import Dataset, interruption, small_dataset, turn_taking
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.export import RUN_FILE, TRACE_FILE, export
 from duplexeval.fdb.tree import load_manifest
 from duplexeval.systems.base import SampleInfo
-
-from systems_fixtures import Dataset, interruption, small_dataset, turn_taking
 
 ENERGY = "turn-based:vad=energy"
 

@@ -6,9 +6,6 @@ import json
 from pathlib import Path
 
 import duplexeval.fdb as fdb
-import duplexeval.fdb.export
-import duplexeval.fdb.import_outputs
-import duplexeval.fdb.synth
 
 
 def test_api_lists_the_stages_in_pipeline_order() -> None:

@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 import soxr
+from systems_fixtures import Dataset, small_dataset
 
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.import_outputs import import_outputs
 from duplexeval.fdb.tree import load_manifest
-
-from systems_fixtures import Dataset, small_dataset
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fdb_fixtures import FixtureSample, interrupt_ann, pause_ann, place, rewrite_json, turn_ann, write_tree
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.official import evaluate
 from duplexeval.jsonio import sha256_file
-
-from fdb_fixtures import FixtureSample, interrupt_ann, pause_ann, place, rewrite_json, turn_ann, write_tree
 
 PAUSE = "candor_pause_handling"
 TT = "candor_turn_taking"

@@ -93,7 +93,7 @@ class Echo:
     def version(self) -> str:
         return "test"
 
-    async def open_session(self, info: SampleInfo) -> "Echo._S":
+    async def open_session(self, info: SampleInfo) -> Echo._S:
         return Echo._S(self.delay)
 
     class _S:

@@ -7,11 +7,6 @@ import json
 import numpy as np
 import pytest
 import soundfile as sf
-
-from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.unified import score
-from duplexeval.jsonio import read_json, write_json
-
 from fdb_fixtures import (
     FixedSegmenter,
     FixtureSample,
@@ -22,6 +17,10 @@ from fdb_fixtures import (
     turn_ann,
     write_tree,
 )
+
+from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.unified import score
+from duplexeval.jsonio import read_json, write_json
 
 P, TT, UI = "candor_pause_handling", "candor_turn_taking", "synthetic_user_interruption"
 

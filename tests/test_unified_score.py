@@ -7,12 +7,6 @@ import math
 
 import numpy as np
 import pytest
-
-from duplexeval import cli
-from duplexeval.fdb.unified import DEFINITIONS, score
-from duplexeval.fdb.unified.report import load_reference
-from duplexeval.jsonio import read_json, sha256_file, write_json
-
 from fdb_fixtures import (
     FixedSegmenter,
     FixtureSample,
@@ -22,6 +16,11 @@ from fdb_fixtures import (
     turn_ann,
     write_tree,
 )
+
+from duplexeval import cli
+from duplexeval.fdb.unified import DEFINITIONS, score
+from duplexeval.fdb.unified.report import load_reference
+from duplexeval.jsonio import read_json, sha256_file, write_json
 
 P, SP, TT, UI, BC = (
     "candor_pause_handling",

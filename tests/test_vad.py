@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -60,14 +60,14 @@ def reference() -> dict:
     return json.loads((DATA / "reference.json").read_text())
 
 
-@lru_cache(maxsize=None)
+@cache
 def clip_audio(name: str) -> np.ndarray:
     audio, sr = read_audio(DATA / reference()["clips"][name]["file"])
     assert sr == 16000
     return audio
 
 
-@lru_cache(maxsize=None)
+@cache
 def our_probs(name: str) -> np.ndarray:
     return load_vad().probs(clip_audio(name))
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 
 def demo_command(
     out: Path = typer.Option(Path("duplexeval-demo"), "--out", "-o", help="Folder for the trees (default ./duplexeval-demo)."),
-    systems: Optional[list[str]] = typer.Option(
+    systems: list[str] | None = typer.Option(
         None, "--systems", "--system",
         help="Systems to compare, NAME[:key=value,...], repeatable (default: silent, turn-based, talk-over, backchannel).",
     ),

@@ -33,7 +33,7 @@ class OnnxController:
         so.inter_op_num_threads = 1
         try:
             self._sess = ort.InferenceSession(str(self.path), sess_options=so, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # onnxruntime raises its own exception types
+        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
             raise InputError(f"{self.path}: cannot load ONNX model: {' '.join(str(exc).split())}") from None
         ins = {i.name: i for i in self._sess.get_inputs()}
         missing = [n for n in _FIXED if n not in ins]

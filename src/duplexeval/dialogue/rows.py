@@ -29,7 +29,7 @@ def miu_row(case: MiUCase, rep: Replay) -> dict[str, Any]:
     outcome = classify_miu(rep.takes, rep.speech_end_us)
     take = min(rep.takes) if rep.takes else None
     heard = 0
-    for t, what, text, idx in rep.steps:
+    for t, what, text, _idx in rep.steps:
         if what == USER_CHUNK:
             heard += 1
         elif what == "action" and text == S_SPEAK and t == take:

@@ -163,11 +163,12 @@ def eot_predict(
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Causal predictions at every grid time of every silence span, in eot-bench's columns; resumes an interrupted run."""
+    from dataclasses import replace
+
     from duplexeval.controller.tools_cli import _options
     from duplexeval.eot.predict import PredictSettings, run_predict
     from duplexeval.eot.sources import load_span_set
     from duplexeval.eot.spans import span_set_summary
-    from dataclasses import replace
 
     settings = PredictSettings(step, transcript_lag, batch_size, _parse_grid(only_at, "--only-at", ()) if only_at else ())
     spec = replace(executor_spec, jobs=jobs)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -17,13 +16,13 @@ def asr_command(
     backend: str = typer.Option("whisper-align", "--backend",
                                 help="whisper-align (default, offline) | pocketsphinx | faster-whisper | parakeet | import, "
                                      "an installed plugin's name, or module.path:Class for your own backend (docs/asr.md)."),
-    model: Optional[str] = typer.Option(None, "--model",
+    model: str | None = typer.Option(None, "--model",
                                          help="faster-whisper/whisper-align: a CTranslate2 model directory; "
                                               "parakeet: a .nemo file (or a hub id)."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", help="Local worker processes (default: the number of cores); "
+    jobs: int | None = typer.Option(None, "--jobs", help="Local worker processes (default: the number of cores); "
                                                             "with --executor ray the cluster's size decides."),
     force: bool = typer.Option(False, "--force", help="Transcribe again even if asr.json or other outputs exist."),
-    declare: Optional[list[str]] = typer.Option(
+    declare: list[str] | None = typer.Option(
         None, "--declare",
         help="With --backend import: the ASR that made the files, NAME for every subset or SUBSET=NAME "
              "(repeatable), e.g. --declare candor_turn_taking=parakeet-tdt-0.6b-v2; recorded in asr.json.",
@@ -49,7 +48,7 @@ def asr_command(
     if not quiet:
         clock.say(tree_audio_s(tree))
     if result.failed:
-        for key, reason in result.errors[:20]:
+        for _key, reason in result.errors[:20]:
             typer.echo(f"  failed: {reason}", err=True)
         if len(result.errors) > 20:
             typer.echo(f"  ... and {len(result.errors) - 20} more (see {tree / 'asr.json'})", err=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -12,7 +12,7 @@ BACKCHANNEL_RULES = ("2025-06", "2026-02")
 
 def evaluate_command(
     tree: Path = typer.Option(..., "--tree", help="A tree written by export/import and transcribed by `fdb asr`."),
-    subset: Optional[list[str]] = typer.Option(None, "--subset", help="Evaluate only this subset (repeatable)."),
+    subset: list[str] | None = typer.Option(None, "--subset", help="Evaluate only this subset (repeatable)."),
     judge: str = typer.Option("none", "--judge", help="Interruption judge: none (ratings not judged) or openai."),
     judge_model: str = typer.Option("gpt-4-turbo", "--judge-model", help="Chat model of the judge."),
     base_url: str = typer.Option("https://api.openai.com/v1", "--base-url", help="OpenAI-compatible API base URL."),
@@ -21,10 +21,10 @@ def evaluate_command(
     ),
     judge_seed: int = typer.Option(0, "--judge-seed", help="Seed sent to the judge (the official run used 0)."),
     judge_timeout: float = typer.Option(60.0, "--judge-timeout", help="Seconds per judge request."),
-    reference_source: Optional[Path] = typer.Option(
+    reference_source: Path | None = typer.Option(
         None, "--reference-source", help="Local checkout of the official repository; its judge prompt is used."
     ),
-    icc_gt: Optional[Path] = typer.Option(
+    icc_gt: Path | None = typer.Option(
         None, "--icc-gt", help="The official icc_gt_distribution.json (CC BY-NC, not shipped); default TREE/icc_gt_distribution.json."
     ),
     backchannel_rules: str = typer.Option(

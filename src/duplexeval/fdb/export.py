@@ -28,7 +28,15 @@ from duplexeval.fdb.tree import (
     validate_subset,
     write_manifest,
 )
-from duplexeval.jsonio import atomic_write_bytes, dumps, make_output_dir, read_json, sha256_bytes, sha256_file, write_json
+from duplexeval.jsonio import (
+    atomic_write_bytes,
+    dumps,
+    make_output_dir,
+    read_json,
+    sha256_bytes,
+    sha256_file,
+    write_json,
+)
 from duplexeval.progress import progress_bar
 
 TRACE_FILE = "trace.json"

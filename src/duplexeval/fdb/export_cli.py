@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -61,8 +60,8 @@ def export_command(
     system: str = typer.Option(..., "--system", help="NAME[:key=value,...], e.g. 'turn-based:silence_ms=700' (see docs/systems.md)."),
     dataset: str = typer.Option(..., "--dataset", help="An FDB v1.0 folder, a synth folder, or 'demo'."),
     out: Path = typer.Option(..., "--out", help="Tree folder to write (resumes an interrupted export of the same run)."),
-    subset: Optional[list[str]] = typer.Option(None, "--subset", help="Only this subset (repeatable)."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
+    subset: list[str] | None = typer.Option(None, "--subset", help="Only this subset (repeatable)."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
     force: bool = typer.Option(False, "--force", help="Write into a tree made by another system/dataset, redoing every sample."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no timing line."),
     concurrency: int = typer.Option(1, "--concurrency", min=1, max=1024, help="Run N sessions at once on one event loop (network systems; default 1)."),
@@ -87,10 +86,10 @@ def import_command(
     dataset: str = typer.Option(..., "--dataset", help="The FDB v1.0 folder (or 'demo') the outputs were made from."),
     outputs: Path = typer.Option(..., "--outputs", help="Folder with <subset>/<id>/output.wav (16 or 24 kHz; output.json optional); may be the dataset folder itself."),
     out: Path = typer.Option(..., "--out", help="Tree folder to write."),
-    subset: Optional[list[str]] = typer.Option(None, "--subset", help="Only this subset (repeatable)."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
+    subset: list[str] | None = typer.Option(None, "--subset", help="Only this subset (repeatable)."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
     name: str = typer.Option("imported", "--name", help="A label for the system that made the outputs (recorded in the manifest)."),
-    channel: Optional[str] = typer.Option(None, "--channel", help="For multi-channel output.wav files: the model's channel (0-based N) or 'mean'; recorded. Without it such files are refused."),
+    channel: str | None = typer.Option(None, "--channel", help="For multi-channel output.wav files: the model's channel (0-based N) or 'mean'; recorded. Without it such files are refused."),
     ignore_output_json: bool = typer.Option(
         False, "--ignore-output-json",
         help="Leave output.json files found next to the outputs behind (transcribe with `fdb asr` instead); recorded.",

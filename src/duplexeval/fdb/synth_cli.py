@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 
 def synth(
-    script: Optional[str] = typer.Argument(
+    script: str | None = typer.Argument(
         None, help="YAML/JSON synth script (format: docs/synth.md), or 'demo' for the built-in demo set."
     ),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output folder (required for a script; for the demo, write there instead of the cache)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Output folder (required for a script; for the demo, write there instead of the cache)."),
     demo: bool = typer.Option(False, "--demo", help="Build or locate the built-in demo set and print its path."),
     force: bool = typer.Option(False, "--force", help="Replace an existing synth output folder (or rebuild the cached demo)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines and no timing line on stderr."),

@@ -67,7 +67,7 @@ def _strip_axes(n_rows: int, right: float) -> tuple[Any, Any]:
 def outcome_bars(rows: Sequence[tuple[str, dict[str, int]]]) -> str:
     """Interruption outcomes per tree as one stacked horizontal bar each (counts over selected samples)."""
     fig, ax = _strip_axes(len(rows), right=0.8)
-    for i, (label, counts) in enumerate(rows):
+    for i, (_label, counts) in enumerate(rows):
         left = 0
         for name, color in OUTCOME_COLORS.items():
             v = counts.get(name, 0)

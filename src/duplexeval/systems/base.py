@@ -7,7 +7,7 @@ same protocol as in-process systems, which run on a virtual clock (see runner.py
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Union, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 INPUT_SAMPLE_RATE = 16000
 FRAME_SAMPLES = 1280  # 80 ms at 16 kHz
@@ -59,7 +59,7 @@ class ControlEvent:
     received_at_s: float | None = None  # set by network adapters: stamped on arrival by their receive task
 
 
-Received = Union[OutputChunk, ControlEvent]
+Received = OutputChunk | ControlEvent
 
 
 @runtime_checkable
