@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 from duplexeval.errors import InputError
@@ -12,8 +13,10 @@ from duplexeval.report.page import document
 CONTROLLER_REPORT = "duplexeval.controller.report"
 CONTROLLER_COMPARE = "duplexeval.controller.compare"
 EOT_REPORT = "duplexeval.eot.report"
+EOT_SWEEP = "duplexeval.eot.sweep"
+EOT_COMPARE = "duplexeval.eot.compare"
 FDB_COMPARE = "duplexeval.fdb.compare"
-FILE_KINDS = (CONTROLLER_REPORT, CONTROLLER_COMPARE, EOT_REPORT, FDB_COMPARE)
+FILE_KINDS = (CONTROLLER_REPORT, CONTROLLER_COMPARE, EOT_REPORT, EOT_SWEEP, EOT_COMPARE, FDB_COMPARE)
 
 
 def render_html(paths: Sequence[str | Path], jobs: int = 1) -> str:
@@ -56,9 +59,35 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1) -> str:
             from duplexeval.report.fdb_page import comparison_html
 
             bodies.append(comparison_html(check_kind(obj, kind, p, COMPARE_SCHEMA_VERSION)))
+        elif kind == EOT_SWEEP:
+            from duplexeval.eot.sweep_report import SCHEMA_VERSION as SWEEP_SCHEMA
+            from duplexeval.report.eot_pages import sweep_body
+
+            summary = check_kind(obj, kind, p, SWEEP_SCHEMA)
+            bodies.append(_render(p, kind, partial(sweep_body, _file_label(p), summary, p)))
+        elif kind == EOT_COMPARE:
+            from duplexeval.eot.compare import SCHEMA_VERSION as EOT_COMPARE_SCHEMA
+            from duplexeval.report.eot_pages import compare_body
+
+            cmp = check_kind(obj, kind, p, EOT_COMPARE_SCHEMA)
+            bodies.append(_render(p, kind, partial(compare_body, _file_label(p), cmp)))
         else:
             bodies.append(other_pages.eot_body(p.name, check_kind(obj, kind, p)))
     return document("duplexeval report", "".join(bodies), "Files: " + ", ".join(str(p) for p in given))
+
+
+def _render(path: Path, kind: str, make: Callable[[], str]) -> str:
+    """Run one page maker; a field missing or of the wrong type in the file is one line naming the file."""
+    try:
+        return make()
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{path}: malformed {kind} file: {what}") from None
+
+
+def _file_label(p: Path) -> str:
+    """The heading of a file's section: `DIR/summary.json` (every sweep's file has the same name), else the name."""
+    return f"{p.parent.name}/{p.name}" if p.parent.name else p.name
 
 
 def write_report(paths: Sequence[str | Path], out: str | Path, jobs: int = 1) -> Path:

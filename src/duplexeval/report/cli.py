@@ -8,7 +8,7 @@ import typer
 
 
 def report_command(
-    paths: list[Path] = typer.Argument(..., help="Scored FDB trees (folders), or controller / EOT report JSON files."),
+    paths: list[Path] = typer.Argument(..., help="Scored FDB trees (folders), or report JSON files: controller evaluate/compare, eot score, eot sweep summary.json, eot compare, fdb compare."),
     out: Path = typer.Option(Path("report.html"), "--out", help="Where to write the HTML page."),
     jobs: int = typer.Option(0, "--jobs", min=0, help="Processes drawing the per-sample timelines (0: one per CPU)."),
 ) -> None:
