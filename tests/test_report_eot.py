@@ -48,12 +48,15 @@ def test_sweep_page_has_every_operating_point_the_signature_and_a_parsing_fronti
     for key, p in points.items():
         label = ("cutoff ≤ " + key.replace("pct", "%")) if key.endswith("pct") else "latency ≤ " + key
         assert p is not None, key  # the demo meets every budget
-        fx = s["intervals"][key]["fixed_policy"]["cutoff_rate"]
+        fx, lat = s["intervals"][key]["fixed_policy"]["cutoff_rate"], s["intervals"][key]["fixed_policy"]["mean_latency"]
+        wl = s["intervals"][key]["span_wilson_cutoff_rate"]
         row = (f"<td>{label}</td><td class=\"num\">{p['threshold']:.2f} / {p['action_delay']:.1f} s / {p['timeout']:.1f} s</td>"
-               f"<td class=\"num\">{_pct(p['cutoff_rate'])} [{_pct(fx[0])}, {_pct(fx[1])}]</td>")
+               f"<td class=\"num\">{_pct(p['cutoff_rate'])} [{_pct(fx[0])}, {_pct(fx[1])}]</td>"
+               f"<td class=\"num\">[{_pct(wl[0])}, {_pct(wl[1])}]</td>"
+               f"<td class=\"num\">{p['mean_latency'] * 1000:.0f} ms [{lat[0] * 1000:.0f}, {lat[1] * 1000:.0f}] ms</td>")
         assert row in page, key
         v = {**s["vad_baseline"]["operating_points"], **s["vad_baseline"]["cutoff_at_latency_budget"]}[key]
-        assert f"{_pct(v['cutoff_rate'])} @ {v['mean_latency'] * 1000:.0f} ms (delay {v['delay']:g} s)" in page
+        assert f"{_pct(v['cutoff_rate'])} @ {v['mean_latency'] * 1000:.0f} ms ({v['delay']:g} s)" in page
     assert f"<td>mean_frontier_latency_0_10</td><td class=\"num\">{s['mean_frontier_latency_0_10'] * 1000:.0f} ms</td>" in page
     assert f"<td>filtered.hold_too_short</td><td class=\"num\">{s['filtered']['hold_too_short']}</td>" in page
     svgs = _svgs(page)

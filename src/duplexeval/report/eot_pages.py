@@ -41,6 +41,11 @@ def _ci(v: Any, fmt: Any) -> str:
     return "—" if not isinstance(v, list) or len(v) != 2 else f"[{fmt(v[0])}, {fmt(v[1])}]"
 
 
+def _ci_ms(v: Any) -> str:
+    """A latency interval in ms with the unit once: `[200, 450] ms`."""
+    return "—" if not isinstance(v, list) or len(v) != 2 else f"[{_ms(v[0]).removesuffix(' ms')}, {_ms(v[1]).removesuffix(' ms')}] ms"
+
+
 def _label(key: str) -> str:
     return "cutoff ≤ " + key.replace("pct", "%") if key.endswith("pct") else "latency ≤ " + key
 
@@ -63,7 +68,7 @@ def _points_table(s: Mapping[str, Any]) -> str:
     rows = []
     for key, p in _budget_rows(s):
         v = vads.get(key)
-        vtxt = NO_DATA if v is None else f"{_pct(v.get('cutoff_rate'))} @ {_ms(v.get('mean_latency'))} (delay {v['delay']:g} s)"
+        vtxt = NO_DATA if v is None else f"{_pct(v.get('cutoff_rate'))} @ {_ms(v.get('mean_latency'))} ({v['delay']:g} s)"
         if p is None:
             rows.append([_label(key), "no policy met the budget", NO_DATA, "—", NO_DATA, "—", "—", NO_DATA, NO_DATA, vtxt])
             continue
@@ -73,13 +78,13 @@ def _points_table(s: Mapping[str, Any]) -> str:
         rows.append([
             _label(key), f"{p['threshold']:.2f} / {p['action_delay']:.1f} s / {p['timeout']:.1f} s",
             f"{_pct(p.get('cutoff_rate'))} {_ci(fx.get('cutoff_rate'), _pct)}", _ci(e.get("span_wilson_cutoff_rate"), _pct),
-            f"{_ms(p.get('mean_latency'))} {_ci(fx.get('mean_latency'), _ms)}",
-            _ci(sa.get("cutoff_rate"), _pct), _ci(sa.get("mean_latency"), _ms),
+            f"{_ms(p.get('mean_latency'))} {_ci_ms(fx.get('mean_latency'))}",
+            _ci(sa.get("cutoff_rate"), _pct), _ci_ms(sa.get("mean_latency")),
             _pct(p.get("timeout_rate")), _pct(p.get("detect_rate")), vtxt,
         ])  # fmt: skip
-    head = ["budget", "threshold / action delay / timeout", "false cutoffs [95% CI]", "95% Wilson (spans)",
+    head = ["budget", "threshold / delay / timeout", "false cutoffs [95% CI]", "95% Wilson (spans)",
             "mean latency [95% CI]", "re-picked: cutoffs", "re-picked: latency", "timeout", "detect",
-            "VAD baseline: cutoffs @ latency"]  # fmt: skip
+            "VAD baseline: cutoffs @ latency (delay)"]  # fmt: skip
     notes = [f"{NOT_REACHED} = not reached, {NO_DATA} = no policy / no data; CI = 95% bootstrap over whole turns with the "
              "policy held fixed; re-picked = selection-aware interval (the policy chosen again in each resample)"]
     if "method" in ivs:
@@ -135,7 +140,7 @@ def _spec003_table(s: Mapping[str, Any]) -> str:
                      NOT_REACHED if med is None or not sc.get("median_latency_reached", True) else f"{med:.0f} ms", hang,
                      str(e.get("n_turns_without_eot_span"))])  # fmt: skip
     rule = f'<p class="note">{esc(sp["rule"])}</p>' if "rule" in sp else ""
-    head = ["operating point", "false cutoff (turns)", "95% Wilson", "median latency", "hang (95% Wilson)", "turns without eot span"]
+    head = ["operating point", "false cutoff (turns)", "95% Wilson", "median latency (commit - true end)", "hang (95% Wilson)", "turns without eot span"]
     return table(head, rows) + rule
 
 
