@@ -23,7 +23,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     slow = _slow_ids()
     for item in items:
         base = item.nodeid.split("[", 1)[0]
-        if base in slow or item.get_closest_marker("ray") is not None:
+        module = base.split("::", 1)[0]
+        if base in slow or module in slow or item.get_closest_marker("ray") is not None:
             item.add_marker(pytest.mark.slow)
 
 
