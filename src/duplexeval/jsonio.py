@@ -10,6 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from duplexeval.errors import InputError
+
 
 def dumps(obj: Any) -> str:
     """Canonical JSON text: insertion-ordered keys, 2-space indent, no NaN/Infinity, trailing newline."""
@@ -28,38 +30,31 @@ def _nearest_existing(path: Path) -> Path:
     return p
 
 
-def check_output_dir(path: str | os.PathLike[str], what: str = "output folder") -> Path:
-    """Refuse (one InputError line) an output folder that is an existing file or cannot be created or written."""
-    from duplexeval.errors import InputError
-
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise InputError(f"{path}: {what} is an existing file, not a folder; give a folder path")
-    base = _nearest_existing(path)
+def _check_writable_base(path: Path, base: Path, what: str) -> Path:
+    """`path` can be made under `base` (its nearest existing ancestor): base is a folder we may write in."""
     if not base.is_dir():
         raise InputError(f"{path}: {what} cannot be created: {base} is a file, not a folder")
     if not os.access(base, os.W_OK | os.X_OK):
         raise InputError(f"{path}: {what} is not writable (no write permission in {base})")
     return path
+
+
+def check_output_dir(path: str | os.PathLike[str], what: str = "output folder") -> Path:
+    """Refuse (one InputError line) an output folder that is an existing file or cannot be created or written."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{path}: {what} is an existing file, not a folder; give a folder path")
+    return _check_writable_base(path, _nearest_existing(path), what)
 
 
 def check_output_path(path: str | os.PathLike[str], what: str = "output") -> Path:
     """The checks valid for a file or a folder output: its nearest existing ancestor is a writable folder."""
-    from duplexeval.errors import InputError
-
     path = Path(path)
-    base = path.parent if path.exists() else _nearest_existing(path)
-    if not base.is_dir():
-        raise InputError(f"{path}: {what} cannot be created: {base} is a file, not a folder")
-    if not os.access(base, os.W_OK | os.X_OK):
-        raise InputError(f"{path}: {what} is not writable (no write permission in {base})")
-    return path
+    return _check_writable_base(path, path.parent if path.exists() else _nearest_existing(path), what)
 
 
 def check_output_file(path: str | os.PathLike[str], what: str = "output file") -> Path:
     """Refuse (one InputError line) an output file path that is a folder or whose folder cannot be written."""
-    from duplexeval.errors import InputError
-
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path}: {what} is an existing folder; give a file path")
@@ -83,8 +78,6 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 
     This is the one place output files are opened: any OS error becomes one InputError line naming the file.
     """
-    from duplexeval.errors import InputError
-
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,8 +102,6 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 
 def make_output_dir(path: str | os.PathLike[str], what: str = "output folder") -> Path:
     """Create an output folder (and parents); one InputError line when a file is in the way or it is not writable."""
-    from duplexeval.errors import InputError
-
     path = check_output_dir(path, what)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -134,8 +125,6 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> str:
 def read_text(path: str | os.PathLike[str]) -> str:
     """Read a user's UTF-8 text file (a leading BOM, as Excel writes, is dropped); InputError naming the file when
     it is missing, a folder, unreadable or not UTF-8."""
-    from duplexeval.errors import InputError
-
     path = Path(path)
     try:
         return path.read_text(encoding="utf-8-sig")
@@ -149,8 +138,6 @@ def read_text(path: str | os.PathLike[str]) -> str:
 
 def json_lines(text: str, path: str | os.PathLike[str]) -> list[tuple[int, Any]]:
     """(line number, object) of each non-blank line of JSONL text; InputError naming the file and line on bad JSON."""
-    from duplexeval.errors import InputError
-
     out: list[tuple[int, Any]] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -164,8 +151,6 @@ def json_lines(text: str, path: str | os.PathLike[str]) -> list[tuple[int, Any]]
 
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Read a JSON file; raises InputError naming the file on a missing file or bad JSON."""
-    from duplexeval.errors import InputError
-
     path = Path(path)
     text = read_text(path)
     try:
