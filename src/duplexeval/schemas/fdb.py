@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
+    BeforeValidator,
     ConfigDict,
     Field,
     RootModel,
@@ -256,25 +257,28 @@ class OutputJson(OpenRecord):
 # ---------------------------------------------------------------- dataset.json (a synth set)
 
 
+def _checked_subset(v: Any) -> Any:
+    if not isinstance(v, str) or v not in SUBSET_NAMES:
+        raise fail(subset_problem(v))
+    return v
+
+
+def _checked_id(v: Any) -> Any:
+    if not is_safe_id(v):
+        raise fail(id_problem(v))
+    return v
+
+
+# A subset name and a sample id as every listing of samples (dataset.json, manifest.json) checks them.
+SubsetName = Annotated[str, BeforeValidator(_checked_subset)]
+SampleId = Annotated[str, BeforeValidator(_checked_id)]
+
+
 class ListedSample(OpenRecord):
     """dataset.json `samples[i]`: which sample the set holds (T, voice, ... are kept as extras)."""
 
-    subset: str
-    id: str
-
-    @field_validator("subset", mode="before")
-    @classmethod
-    def _subset(cls, v: Any) -> Any:
-        if not isinstance(v, str) or v not in SUBSET_NAMES:
-            raise fail(subset_problem(v))
-        return v
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id(cls, v: Any) -> Any:
-        if not is_safe_id(v):
-            raise fail(id_problem(v))
-        return v
+    subset: SubsetName
+    id: SampleId
 
 
 class SynthDatasetFile(OpenRecord):
@@ -314,26 +318,12 @@ def _sample_label(raw: Any, i: Any) -> str | None:
 class ManifestSample(OpenRecord):
     """manifest.json `samples[i]`; keys beyond the six fixed ones are kept."""
 
-    subset: str
-    id: str
+    subset: SubsetName
+    id: SampleId
     T: PositiveTime
     eligible: bool
     reasons: list[str]
     files: dict[str, Sha256]
-
-    @field_validator("subset", mode="before")
-    @classmethod
-    def _subset(cls, v: Any) -> Any:
-        if not isinstance(v, str) or v not in SUBSET_NAMES:
-            raise fail(subset_problem(v))
-        return v
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id(cls, v: Any) -> Any:
-        if not is_safe_id(v):
-            raise fail(id_problem(v))
-        return v
 
     @field_validator("T", mode="wrap")
     @classmethod
