@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from matplotlib.patches import Patch
 
 from duplexeval.report import svg
 from duplexeval.report.svg import COLORS
@@ -78,6 +77,8 @@ def outcome_bars(rows: Sequence[tuple[str, dict[str, int]]]) -> str:
     ax.set_yticks(range(len(rows)), [label for label, _ in rows])
     ax.invert_yaxis()
     ax.set_xlabel("selected samples")
+    from matplotlib.patches import Patch  # lazy: matplotlib is loaded only when a figure is drawn
+
     handles = [Patch(color=c, label=n) for n, c in OUTCOME_COLORS.items()]
     ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=6.5, frameon=False)
     return svg.to_svg(fig)

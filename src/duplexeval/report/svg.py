@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-from matplotlib.backends.backend_svg import FigureCanvasSVG
-from matplotlib.figure import Figure
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 STYLE: Any = {
     "svg.hashsalt": "duplexeval",  # element ids from content, not from a random salt
@@ -40,14 +37,28 @@ def compact(svg_text: str) -> str:
     return _PATH_BREAKS.sub(" ", out)
 
 
+def _matplotlib() -> ModuleType:
+    """matplotlib on the Agg backend, imported on first use (a quarter second that `--help` need not pay)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    return matplotlib
+
+
 def figure(width_in: float, height_in: float) -> Figure:
     """A new figure (not registered with pyplot, so nothing global is kept)."""
+    matplotlib = _matplotlib()
+    from matplotlib.figure import Figure
+
     with matplotlib.rc_context(STYLE):
         return Figure(figsize=(width_in, height_in), dpi=100)
 
 
 def to_svg(fig: Figure) -> str:
     """The figure as an inline <svg> element: no XML prolog, no date, ids stable across runs."""
+    matplotlib = _matplotlib()
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+
     buf = io.StringIO()
     with matplotlib.rc_context(STYLE):
         FigureCanvasSVG(fig).print_svg(buf, metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
@@ -56,6 +67,7 @@ def to_svg(fig: Figure) -> str:
 
 def to_png(fig: Figure, path: Any) -> None:
     """Write the figure as a PNG (for `fdb show`) without the software/date text chunks."""
+    matplotlib = _matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     with matplotlib.rc_context(STYLE):
