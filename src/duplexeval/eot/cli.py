@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from duplexeval.errors import InputError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
+from duplexeval.jsonio import (
+    atomic_write_text,
+    check_output_dir,
+    check_output_file,
+    dumps_line,
+    sha256_file,
+    write_json,
+)
 
 SWEEP_FILES = ("summary.json", "sweep.parquet", "pareto.png", "operating_points.png")
 
 
 def _parse_grid(text: str | None, flag: str, default: tuple[float, ...]) -> tuple[float, ...]:
     """'a:b:step' (inclusive) or 'x,y,z'; None keeps eot-bench's default."""
-    from duplexeval.errors import InputError
-
     if text is None:
         return default
     try:
@@ -47,52 +55,6 @@ def _sweep_config(score_mode: str, score_point: float | None, thresholds: str | 
     )  # fmt: skip
 
 
-def _check_out_dir(out: Path, force: bool) -> None:
-    from duplexeval.errors import RefusalError
-    from duplexeval.jsonio import check_output_dir
-
-    check_output_dir(out, "--out folder")
-    if out.is_dir() and (out / "summary.json").exists() and not force:
-        raise RefusalError(f"--out {out}: already has a summary.json; pass --force to overwrite it")
-
-
-def run_sweep_command(
-    predictions: Path, out: Path | None, cfg: Any, *, force: bool = False, bootstrap: bool = True,
-    selection_aware: bool = True, selection_max_turns: int = 2000, bootstrap_max_turns: int = 20000, plots: bool = True,
-    echo: Any = typer.echo,
-    title: str = "",
-) -> dict[str, Any]:  # fmt: skip
-    """Read, sweep, summarise, write ``out/{summary.json, sweep.parquet, pareto.png, operating_points.png}``, print."""
-    from duplexeval.eot.predictions import read_predictions
-    from duplexeval.eot.sweep_report import (
-        build_summary,
-        compute,
-        format_summary,
-        write_sweep_parquet,
-    )
-    from duplexeval.jsonio import sha256_file, write_json
-
-    if out is not None:
-        _check_out_dir(out, force)
-    preds = read_predictions(predictions)
-    sha = sha256_file(predictions)
-    res = compute(preds, cfg)
-    summary = build_summary(res, preds, sha, bootstrap=bootstrap, selection_aware=selection_aware,
-                            selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns)  # fmt: skip
-    if out is not None:
-        from duplexeval.eot.plots import plot_operating_points, plot_pareto
-
-        out.mkdir(parents=True, exist_ok=True)
-        write_sweep_parquet(out / "sweep.parquet", res)
-        if plots:
-            name = title or predictions.name
-            plot_pareto(out / "pareto.png", res, name)
-            plot_operating_points(out / "operating_points.png", summary, name)
-        write_json(out / "summary.json", summary)
-    echo(format_summary(summary, title or f"eot sweep: {predictions.name}"))
-    return summary
-
-
 _PAIRS_HELP = ("CSV (header true_turn_end_s,detector_commit_s[,id][,conversation]) or JSONL file of pairs; "
                "an empty or null commit = the detector never fired.")
 
@@ -108,14 +70,6 @@ def eot_score(
     """Score end-of-turn (true end, commit) pairs: false cutoff, hang at latency bands, latency quantiles (spec 003)."""
     from duplexeval.eot.io import read_pair_rows
     from duplexeval.eot.report import build_report, format_report, pair_rows
-    from duplexeval.errors import InputError
-    from duplexeval.jsonio import (
-        atomic_write_text,
-        check_output_file,
-        dumps_line,
-        sha256_file,
-        write_json,
-    )
 
     try:
         band_list = [int(b) for b in bands.split(",") if b.strip()]
@@ -163,8 +117,6 @@ def eot_predict(
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Causal predictions at every grid time of every silence span, in eot-bench's columns; resumes an interrupted run."""
-    from dataclasses import replace
-
     from duplexeval.controller.tools_cli import _options
     from duplexeval.eot.predict import PredictSettings, run_predict
     from duplexeval.eot.sources import load_span_set
@@ -210,6 +162,8 @@ def eot_sweep(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing summary in --out."),
 ) -> None:
     """eot-bench's threshold x action-delay x timeout sweep with operating points, VAD baseline and turn intervals."""
+    from duplexeval.eot.sweep_run import run_sweep_command
+
     cfg = _sweep_config(score_mode, score_point, thresholds, action_delays, timeouts, min_hold, max_hold)
     run_sweep_command(predictions, out, cfg, force=force, bootstrap=bootstrap, selection_aware=selection_aware,
                       selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns, plots=plots)  # fmt: skip
@@ -227,7 +181,6 @@ def eot_compare(
     """Paired difference B - A at every budget (each its own operating point), bootstrap over whole turns."""
     from duplexeval.eot.compare import compare, format_compare
     from duplexeval.eot.predictions import read_predictions
-    from duplexeval.jsonio import check_output_file, sha256_file, write_json
 
     if json_out is not None:
         check_output_file(json_out, "--json file")
@@ -246,7 +199,6 @@ def eot_demo(
 ) -> None:
     """espeak-ng turns with real pauses: silence and silero (and smart-turn if installed), swept and compared."""
     from duplexeval.eot.demo import run_demo
-    from duplexeval.jsonio import check_output_dir
 
     check_output_dir(out, "--out folder")
     run_demo(out, force=force, echo=typer.echo, jobs=jobs)

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 
 from duplexeval import paired
 from duplexeval.artifacts import header
@@ -117,9 +119,6 @@ def _pt(p: Any) -> dict[str, Any] | None:
 
 
 def format_compare(c: Mapping[str, Any]) -> str:
-    from rich.console import Console
-    from rich.table import Table
-
     t = Table(title=f"paired comparison: B = {c['b']} minus A = {c['a']} ({c['pairing']['n_turns']} turns)")
     for col in ("budget", "A cutoffs / latency", "B cutoffs / latency", "cutoff diff B-A [95% CI]", "latency diff B-A [95% CI]"):
         t.add_column(col)

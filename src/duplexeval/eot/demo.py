@@ -7,7 +7,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from duplexeval.eot.spans import SpanSet
+from duplexeval.eot.compare import compare, format_compare
+from duplexeval.eot.detectors import smart_turn_available
+from duplexeval.eot.predict import PredictSettings, run_predict
+from duplexeval.eot.predictions import read_predictions
+from duplexeval.eot.sources import span_set_from_script
+from duplexeval.eot.spans import SpanSet, span_set_summary
+from duplexeval.eot.sweep import SweepConfig
+from duplexeval.eot.sweep_run import run_sweep_command
+from duplexeval.executors import ExecutorSpec
+from duplexeval.fdb.synth import parse_script
+from duplexeval.jsonio import sha256_file, write_json
 
 VOICES = [("en-us", 160, 50), ("en-gb", 170, 40), ("en-us+f3", 165, 60), ("en-gb-x-rp", 145, 50)]
 # (parts, tail after the last word). Pauses are mid-sentence holds; the tail is the true end of turn.
@@ -42,24 +52,11 @@ def demo_script() -> dict[str, Any]:
 
 
 def demo_spans() -> SpanSet:
-    from duplexeval.eot.sources import span_set_from_script
-    from duplexeval.fdb.synth import parse_script
-
     return span_set_from_script(parse_script(demo_script(), "<eot demo script>"), "<eot demo script>")
 
 
 def run_demo(out: Path, force: bool = False, echo: Any = print, jobs: int = 1) -> dict[str, Any]:
     """Predict, sweep and compare; returns the summaries (also written under ``out``)."""
-    from duplexeval.eot.cli import run_sweep_command
-    from duplexeval.eot.compare import compare, format_compare
-    from duplexeval.eot.detectors import smart_turn_available
-    from duplexeval.eot.predict import PredictSettings, run_predict
-    from duplexeval.eot.predictions import read_predictions
-    from duplexeval.eot.spans import span_set_summary
-    from duplexeval.eot.sweep import SweepConfig
-    from duplexeval.executors import ExecutorSpec
-    from duplexeval.jsonio import sha256_file, write_json
-
     t0 = time.monotonic()
     spans = demo_spans()
     info = span_set_summary(spans)

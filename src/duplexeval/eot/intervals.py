@@ -21,6 +21,8 @@ from duplexeval.eot.sweep import (
     SpanTable,
     Sweep,
     SweepConfig,
+    budget_key,
+    latency_key,
     pick_sorted_min_cutoff,
     pick_sorted_min_latency,
     policy_grid,
@@ -189,8 +191,6 @@ def selection_aware(
 
 
 def _name(kind: str, b: float) -> str:
-    from duplexeval.eot.sweep import budget_key, latency_key
-
     return budget_key(b) if kind == "cutoff" else latency_key(b)
 
 

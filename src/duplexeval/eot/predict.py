@@ -36,6 +36,7 @@ from duplexeval.eot.spans import (
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
 from duplexeval.jsonio import check_output_file, dumps_line, sha256_bytes
+from duplexeval.progress import progress_bar
 from duplexeval.signature import Component, Signature
 from duplexeval.units import SAMPLE_RATE
 
@@ -202,7 +203,6 @@ class _Progress:
     def start(self) -> None:
         if not self.enabled:
             return
-        from duplexeval.progress import progress_bar
 
         self._stack = ExitStack()
         self._advance = self._stack.enter_context(progress_bar(self.total, "predict", True, done=self.done))

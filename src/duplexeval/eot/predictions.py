@@ -7,6 +7,7 @@ the columns unchanged and ours can check what made them. Every bad row is one li
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -212,8 +213,6 @@ def _from_arrow(table: Any, source: str, meta: Mapping[str, Any] | None) -> Pred
 
 def write_predictions(path: str | Path, preds: Predictions, header: Mapping[str, Any]) -> tuple[Path, Path]:
     """Write ``PATH`` (.parquet, header in the schema metadata) and the same rows as ``PATH`` with .jsonl; atomic."""
-    import io
-
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -15,9 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import soundfile as sf
 
+from duplexeval.audio import resample
+from duplexeval.controller.labels import USER, derive
+from duplexeval.controller.sources import assignments, read_manifest
 from duplexeval.eot.spans import SpanSet, SpanTurn, make_turn
 from duplexeval.errors import InputError
+from duplexeval.fdb.dataset import load_dataset
+from duplexeval.fdb.synth import load_script, render_sample
+from duplexeval.fdb.tree import PAUSE_HANDLING, SUBSETS, TURN_TAKING
 from duplexeval.jsonio import json_lines, read_text
 from duplexeval.units import SAMPLE_RATE, TimedWord
 
@@ -35,10 +42,6 @@ def _bump(skipped: dict[str, int], reason: str, k: int = 1) -> None:
 
 def _decode_audio(audio: Any, base: Path, where: str) -> np.ndarray:
     """eot-bench's audio cell: ``{"array", "sampling_rate"}``, ``{"bytes"}`` (an encoded file) or ``{"path"}``; to 16 kHz."""
-    import soundfile as sf
-
-    from duplexeval.audio import resample
-
     if not isinstance(audio, Mapping):
         raise InputError(f"{where}: audio must be an object with array/sampling_rate, bytes or path")
     if audio.get("array") is not None:
@@ -176,9 +179,6 @@ def _finish(name: str, source: str, turns: list[SpanTurn], skipped: dict[str, in
 def read_fdb(path: str | Path, subsets: tuple[str, ...] = ("candor_turn_taking", "candor_pause_handling")) -> SpanSet:
     """FDB v1.0 (or a synth set of the same shape): turn-taking -> one eot span [E, min(T, E + 4 s)] per sample;
     pause handling -> each annotated pause a hold span. Other subsets are counted as skipped."""
-    from duplexeval.fdb.dataset import load_dataset
-    from duplexeval.fdb.tree import PAUSE_HANDLING, TURN_TAKING
-
     ds = load_dataset(path)
     skipped: dict[str, int] = {}
     turns: list[SpanTurn] = []
@@ -207,9 +207,6 @@ def read_fdb(path: str | Path, subsets: tuple[str, ...] = ("candor_turn_taking",
 def read_conversations(path: str | Path) -> SpanSet:
     """User turns of two-channel conversations, by the controller label rules (docs/controller-labels.md): a user
     turn ended by a shift gives its inner pauses as holds and [turn end, min(next user onset, end + 4 s)] as eot."""
-    from duplexeval.controller.labels import USER, derive
-    from duplexeval.controller.sources import assignments, read_manifest
-
     skipped: dict[str, int] = {}
     turns: list[SpanTurn] = []
     for conv in read_manifest(path):
@@ -243,17 +240,12 @@ def read_conversations(path: str | Path) -> SpanSet:
 
 def read_synth_script(path: str | Path) -> SpanSet:
     """A `fdb synth` script rendered with espeak-ng (see ``span_set_from_script``)."""
-    from duplexeval.fdb.synth import load_script
-
     return span_set_from_script(load_script(path), str(path))
 
 
 def span_set_from_script(script: Any, where: str) -> SpanSet:
     """Pause-handling samples give their pauses as holds and the tail after the last word as eot; turn-taking
     samples give [last word end, min(T, end + 4 s)] as eot; other tasks are counted as skipped."""
-    from duplexeval.fdb.synth import render_sample
-    from duplexeval.fdb.tree import PAUSE_HANDLING, SUBSETS, TURN_TAKING
-
     skipped: dict[str, int] = {}
     turns: list[SpanTurn] = []
     for spec in script.samples:

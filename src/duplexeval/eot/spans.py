@@ -72,7 +72,7 @@ class SpanSet:
         for t in self.turns:
             head = {"id": t.id, "language": t.language, "group": t.group,
                     "spans": [[s.index, s.label, round(s.start_s, 6), round(s.end_s, 6)] for s in t.spans],
-                    "words": [[w.text, w.start_s, w.end_s] for w in t.words], "messages": list(t.messages)}  # fmt: skip
+                    "words": [[w.text, w.start, w.end] for w in t.words], "messages": list(t.messages)}  # fmt: skip
             h.update(json.dumps(head, sort_keys=True).encode("utf-8"))
             h.update(np.ascontiguousarray(t.audio, dtype=np.float32).tobytes())
         return h.hexdigest()
@@ -146,7 +146,7 @@ def end_sample(t: float) -> int:
 def visible_messages(turn: SpanTurn, t: float, lag_s: float) -> list[dict[str, str]]:
     """The turn's prior messages plus the user's words that ended by t - lag (eot-bench's transcript rule)."""
     msgs = [dict(m) for m in turn.messages]
-    words = [w.text.strip() for w in turn.words if (w.end_s if w.end_s is not None else w.start_s) <= t - lag_s + _GRID_EPS]
+    words = [w.text.strip() for w in turn.words if (w.end if w.end is not None else w.start) <= t - lag_s + _GRID_EPS]
     words = [w for w in words if w]
     if words:
         msgs.append({"role": "user", "content": " ".join(words)})

@@ -14,12 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 
 from duplexeval import stats
 from duplexeval.artifacts import header
 from duplexeval.eot import intervals as iv
 from duplexeval.eot.pairs import DEFAULT_LATENCY_BANDS_MS, DEFAULT_TOLERANCE_MS
 from duplexeval.eot.predictions import Predictions
+from duplexeval.eot.report import build_report
 from duplexeval.eot.sweep import (
     CUTOFF_BUDGETS,
     LATENCY_BUDGETS,
@@ -193,8 +196,6 @@ def _intervals(res: SweepResult, selection: bool, max_turns: int) -> dict[str, A
 
 def _spec003(res: SweepResult) -> dict[str, Any]:
     """Spec 003's score of each operating point's commits (per turn: true end, first commit)."""
-    from duplexeval.eot.report import build_report
-
     out: dict[str, Any] = {"rule": "per turn with an eot span: (true end, first commit of the policy in the turn); "
                                    "a commit inside a hold span is a false cutoff before the true end"}  # fmt: skip
     for name, p in res.points.items():
@@ -268,9 +269,6 @@ def _spec003_lines(sp: Mapping[str, Any]) -> list[str]:
 
 def format_summary(s: Mapping[str, Any], title: str = "") -> str:
     """The printed table: operating points (model, intervals, VAD baseline), latency budgets, counts, signature."""
-    from rich.console import Console
-    from rich.table import Table
-
     ivs = s.get("intervals") or {}
     t = Table(title=title or "end-of-turn policy sweep", show_lines=False)
     for col in ("budget", "thr / delay / timeout", "false cutoffs [CI]", "mean latency [CI]", "re-picked: cutoffs / latency",

@@ -1,0 +1,50 @@
+"""`eot sweep` end to end: read predictions, sweep, summarise, write the four files, print the table.
+
+Shared by the `duplexeval eot sweep` command and the eot demo (which must not import the CLI module).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from duplexeval.eot.plots import plot_operating_points, plot_pareto
+from duplexeval.eot.predictions import read_predictions
+from duplexeval.eot.sweep_report import build_summary, compute, format_summary, write_sweep_parquet
+from duplexeval.errors import RefusalError
+from duplexeval.jsonio import check_output_dir, sha256_file, write_json
+
+
+def _check_out_dir(out: Path, force: bool) -> None:
+    check_output_dir(out, "--out folder")
+    if out.is_dir() and (out / "summary.json").exists() and not force:
+        raise RefusalError(f"--out {out}: already has a summary.json; pass --force to overwrite it")
+
+
+def run_sweep_command(
+    predictions: Path, out: Path | None, cfg: Any, *, force: bool = False, bootstrap: bool = True,
+    selection_aware: bool = True, selection_max_turns: int = 2000, bootstrap_max_turns: int = 20000, plots: bool = True,
+    echo: Any = typer.echo,
+    title: str = "",
+) -> dict[str, Any]:  # fmt: skip
+    """Read, sweep, summarise, write ``out/{summary.json, sweep.parquet, pareto.png, operating_points.png}``, print."""
+
+    if out is not None:
+        _check_out_dir(out, force)
+    preds = read_predictions(predictions)
+    sha = sha256_file(predictions)
+    res = compute(preds, cfg)
+    summary = build_summary(res, preds, sha, bootstrap=bootstrap, selection_aware=selection_aware,
+                            selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns)  # fmt: skip
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_sweep_parquet(out / "sweep.parquet", res)
+        if plots:
+            name = title or predictions.name
+            plot_pareto(out / "pareto.png", res, name)
+            plot_operating_points(out / "operating_points.png", summary, name)
+        write_json(out / "summary.json", summary)
+    echo(format_summary(summary, title or f"eot sweep: {predictions.name}"))
+    return summary
