@@ -22,8 +22,7 @@ from fdb_fixtures import (
 from duplexeval import cli
 from duplexeval.errors import InputError
 from duplexeval.fdb.unified import score
-from duplexeval.report import write_report
-from duplexeval.report.build import render_html
+from duplexeval.report.build import render_html, write_report
 
 P, SP, TT, UI, BC = ("candor_pause_handling", "synthetic_pause_handling", "candor_turn_taking",
                      "synthetic_user_interruption", "icc_backchannel")  # fmt: skip

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_report import BC, SP, TT, UI, P, demo_like_tree
 
-from duplexeval.report import write_report
+from duplexeval.report.build import write_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

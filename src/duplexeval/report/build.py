@@ -6,8 +6,16 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
+from duplexeval.artifacts import check_kind
+from duplexeval.eot.compare import SCHEMA_VERSION as EOT_COMPARE_SCHEMA
+from duplexeval.eot.sweep_report import SCHEMA_VERSION as SWEEP_SCHEMA
 from duplexeval.errors import InputError
+from duplexeval.fdb.compare import COMPARE_SCHEMA_VERSION
+from duplexeval.fdb.results import load_scored
 from duplexeval.jsonio import atomic_write_text, read_json
+from duplexeval.report import other_pages
+from duplexeval.report.eot_pages import compare_body, sweep_body
+from duplexeval.report.fdb_page import comparison_html, fdb_body
 from duplexeval.report.page import document
 
 CONTROLLER_REPORT = "duplexeval.controller.report"
@@ -21,8 +29,6 @@ FILE_KINDS = (CONTROLLER_REPORT, CONTROLLER_COMPARE, EOT_REPORT, EOT_SWEEP, EOT_
 
 def render_html(paths: Sequence[str | Path], jobs: int = 1) -> str:
     """The page for `paths`: all folders (FDB trees) or all report files; a mix is refused."""
-    from duplexeval.artifacts import check_kind
-
     if not paths:
         raise InputError("report: give at least one tree or report file")
     given = [Path(p) for p in paths]
@@ -30,16 +36,12 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1) -> str:
     if dirs and len(dirs) != len(given):
         raise InputError("report: give either scored trees (folders) or report files, not both")
     if dirs:
-        from duplexeval.fdb.results import load_scored
-        from duplexeval.report.fdb_page import fdb_body
-
         trees = [load_scored(p) for p in given]
         labels = [t.label for t in trees]
         if len(set(labels)) != len(labels):
             raise InputError(f"report: two trees have the same folder name ({', '.join(labels)}); rename one")
         title = "duplexeval report: Full-Duplex-Bench v1.0 (unified rules)"
         return document(title, fdb_body(trees, jobs), "Trees: " + ", ".join(str(t.root) for t in trees))
-    from duplexeval.report import other_pages
 
     bodies = []
     for p in given:
@@ -55,20 +57,11 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1) -> str:
         elif kind == CONTROLLER_COMPARE:
             bodies.append(other_pages.controller_compare_body(p.name, check_kind(obj, kind, p, 2)))
         elif kind == FDB_COMPARE:
-            from duplexeval.fdb.compare import COMPARE_SCHEMA_VERSION
-            from duplexeval.report.fdb_page import comparison_html
-
             bodies.append(comparison_html(check_kind(obj, kind, p, COMPARE_SCHEMA_VERSION)))
         elif kind == EOT_SWEEP:
-            from duplexeval.eot.sweep_report import SCHEMA_VERSION as SWEEP_SCHEMA
-            from duplexeval.report.eot_pages import sweep_body
-
             summary = check_kind(obj, kind, p, SWEEP_SCHEMA)
             bodies.append(_render(p, kind, partial(sweep_body, _file_label(p), summary, p)))
         elif kind == EOT_COMPARE:
-            from duplexeval.eot.compare import SCHEMA_VERSION as EOT_COMPARE_SCHEMA
-            from duplexeval.report.eot_pages import compare_body
-
             cmp = check_kind(obj, kind, p, EOT_COMPARE_SCHEMA)
             bodies.append(_render(p, kind, partial(compare_body, _file_label(p), cmp)))
         else:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
+
+from duplexeval.errors import InputError
 
 
 def report_command(
@@ -13,9 +16,7 @@ def report_command(
     jobs: int = typer.Option(0, "--jobs", min=0, help="Processes drawing the per-sample timelines (0: one per CPU)."),
 ) -> None:
     """One self-contained HTML page (inline CSS and SVG, no JavaScript) made from the files only."""
-    import os
-
-    from duplexeval.report import write_report
+    from duplexeval.report.build import write_report
 
     typer.echo(str(write_report(paths, out, jobs or os.cpu_count() or 1)))
 
@@ -29,7 +30,6 @@ def show_command(
     ),
 ) -> None:
     """Draw one sample's timeline (output envelope, VAD, ASR words, annotation marks, outcome) as a PNG."""
-    from duplexeval.errors import InputError
     from duplexeval.fdb.results import load_scored
     from duplexeval.fdb.tree import validate_sample_id, validate_subset
     from duplexeval.report.timeline import load_view, show_png

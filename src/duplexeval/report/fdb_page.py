@@ -7,6 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from duplexeval.errors import DuplexEvalError
+from duplexeval.fdb.compare import compare_trees
+from duplexeval.fdb.compare_cli import metric_cells, pairing_line
 from duplexeval.fdb.results import ScoredTree
 from duplexeval.fdb.tasks import get_task
 from duplexeval.fdb.tree import (
@@ -147,9 +150,6 @@ def _figures(trees: Sequence[ScoredTree], subset: str, task: str) -> str:
 
 
 def _comparison(trees: Sequence[ScoredTree]) -> str:
-    from duplexeval.errors import DuplexEvalError
-    from duplexeval.fdb.compare import compare_trees
-
     try:
         comp = compare_trees(list(trees)).to_json()
     except DuplexEvalError as exc:
@@ -159,8 +159,6 @@ def _comparison(trees: Sequence[ScoredTree]) -> str:
 
 def comparison_html(comp: dict[str, Any]) -> str:
     """A compare.json object (made here from the trees, or read from `fdb compare --out`) as tables."""
-    from duplexeval.fdb.compare_cli import metric_cells, pairing_line
-
     out = ['<h2 id="compare">Paired comparison (B - A, every tree against the first)</h2>']
     out += [f'<p class="note">note: {esc(n)}</p>' for n in comp["notes"]]
     for c in comp["comparisons"]:

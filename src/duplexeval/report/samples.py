@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from duplexeval.errors import InputError
+from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
 from duplexeval.fdb.results import ScoredTree
 from duplexeval.fdb.tree import (
     BACKCHANNEL,
@@ -76,9 +78,6 @@ def field_text(v: Any) -> str:
 
 def render_all(trees: Sequence[ScoredTree], jobs: int) -> dict[tuple[int, str, str], RenderedSample]:
     """Every sample's timeline, drawn through the executor seam (same bytes whatever `jobs` is)."""
-    from duplexeval.errors import InputError
-    from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
-
     keys, items = [], []
     for k, t in enumerate(trees):
         for e in t.manifest.samples:

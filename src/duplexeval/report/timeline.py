@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from duplexeval.audio import read_audio
 from duplexeval.errors import InputError
+from duplexeval.fdb.transcript import parse_output_json
 from duplexeval.fdb.tree import (
     OUTPUT_JSON,
     OUTPUT_WAV,
@@ -23,6 +25,7 @@ from duplexeval.fdb.tree import (
     USER_INTERRUPTION,
     SampleEntry,
 )
+from duplexeval.report import svg
 
 ENVELOPE_BINS = 180
 
@@ -88,9 +91,6 @@ def _annotation(path: Path, task: str) -> tuple[list[tuple[str, float]], list[tu
 
 def load_view(tree: Path, entry: SampleEntry, row: dict[str, Any] | None) -> SampleView:
     """Read one sample's files for drawing; missing files (an ineligible capture) are simply not drawn."""
-    from duplexeval.audio import read_audio
-    from duplexeval.fdb.transcript import parse_output_json
-
     d = entry.dir(tree)
     view = SampleView(entry.key, entry.task, entry.T, entry.eligible, list(entry.reasons), row)
     wav = d / OUTPUT_WAV
@@ -170,8 +170,6 @@ class TimelineSVG:
     """
 
     def __init__(self, width_in: float = 10.5, height_in: float = 1.55) -> None:
-        from duplexeval.report import svg
-
         self.fig = svg.figure(width_in, height_in)
         self.ax = self.fig.add_axes((0.015, 0.2, 0.97, 0.78))
         self._svg = svg
@@ -214,8 +212,6 @@ def render_item(item: SampleItem) -> RenderedSample:
 
 def show_png(view: SampleView, out: Path, input_audio: np.ndarray | None = None) -> Path:
     """`fdb show`: the timeline as a PNG, with the input waveform above when given."""
-    from duplexeval.report import svg
-
     rows = 2 if input_audio is not None else 1
     fig = svg.figure(11, 1.4 + 1.7 * rows)
     axes = fig.subplots(rows, 1, sharex=True, squeeze=False)[:, 0]
