@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from duplexeval.dialogue.chat import ChatManager
 from duplexeval.dialogue.protocol import (
     C_SPEAK,
     S_LISTEN,
@@ -171,7 +172,6 @@ def _load_builtins() -> None:
     SYSTEMS.register("half-duplex", HalfDuplex)
     SYSTEMS.register("eager", Eager)
     SYSTEMS.register("keyword", Keyword)
-    from duplexeval.dialogue.chat import ChatManager
 
     SYSTEMS.register("openai-chat", ChatManager)
 

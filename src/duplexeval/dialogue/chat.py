@@ -35,6 +35,7 @@ from duplexeval.dialogue.protocol import (
     CaseView,
     Event,
 )
+from duplexeval.jsonio import sha256_bytes
 
 CHAT_LOG = "chat-log.jsonl"
 MAX_REPLY_TOKENS = 200
@@ -158,6 +159,4 @@ class ChatManager:
 
 
 def _prompt_sha() -> str:
-    from duplexeval.jsonio import sha256_bytes
-
     return sha256_bytes(SYSTEM_PROMPT.encode("utf-8"))

@@ -8,6 +8,10 @@ from typing import Annotated, Any
 
 import typer
 
+from duplexeval.errors import InputError
+from duplexeval.executors import ExecutorSpec
+from duplexeval.jsonio import atomic_write_text, write_json
+
 DEMO_OUT = Path("duplexeval-dialogue-demo")
 
 
@@ -25,8 +29,6 @@ def dialogue_synth(
 ) -> None:
     """Write the built-in synthetic case set (ours, made from templates; not the paper's data)."""
     from duplexeval.dialogue.synth import caseset_text
-    from duplexeval.errors import InputError
-    from duplexeval.jsonio import atomic_write_text
 
     if n_miu < 0 or n_uim < 0 or n_miu + n_uim == 0:
         raise InputError(f"--n-miu and --n-uim must be non-negative and not both 0, got {n_miu} and {n_uim}")
@@ -51,7 +53,6 @@ def dialogue_run(
     from duplexeval.dialogue.baselines import parse_params
     from duplexeval.dialogue.load import load_cases
     from duplexeval.dialogue.run import run_cases
-    from duplexeval.executors import ExecutorSpec
 
     cs = load_cases(cases)
     clock = _clock(asr_chunk_ms, first_token_ms, per_token_ms, endpoint_ms, horizon_ms)
@@ -99,7 +100,6 @@ def dialogue_compare(
 ) -> None:
     """Paired comparison of two scored runs: B - A with a paired bootstrap interval, McNemar's exact test."""
     from duplexeval.dialogue.compare import comparison_artifact, format_comparison
-    from duplexeval.jsonio import write_json
 
     art = comparison_artifact(run_a, run_b)
     for line in format_comparison(str(run_a), str(run_b), art):

@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from duplexeval.artifacts import check_kind
+from duplexeval.artifacts import check_kind, header
 from duplexeval.dialogue.metrics import END, MID, MISS
 from duplexeval.dialogue.run import SCHEMA
 from duplexeval.dialogue.score import JUDGEMENTS_FILE, JUDGEMENTS_KIND
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.jsonio import json_lines, read_text
+from duplexeval.jsonio import json_lines, read_json, read_text, sha256_file
 from duplexeval.paired import mcnemar_exact, paired_mean_difference
 
 
@@ -92,9 +92,6 @@ def format_comparison(label_a: str, label_b: str, cmp: dict[str, Any]) -> list[s
 
 def comparison_artifact(run_a: Path, run_b: Path) -> dict[str, Any]:
     """The comparison with the header and both runs' signatures (a number is only comparable with its signature)."""
-    from duplexeval.artifacts import header
-    from duplexeval.jsonio import read_json, sha256_file
-
     sigs = {}
     for key, run in (("a", run_a), ("b", run_b)):
         rep = check_kind(read_json(Path(run) / "dialogue.json"), "duplexeval.dialogue.report", Path(run) / "dialogue.json", SCHEMA)

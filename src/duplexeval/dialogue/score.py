@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
 from duplexeval.artifacts import check_kind, header
 from duplexeval.dialogue.judges import Judge, Verdict
 from duplexeval.dialogue.metrics import NOTE, MiUItem, UiMItem, miu_metrics, uim_metrics
@@ -19,6 +21,7 @@ from duplexeval.jsonio import (
     sha256_bytes,
     write_json,
 )
+from duplexeval.progress import table_console
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
@@ -170,8 +173,6 @@ def table_rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 def render(reports: list[dict[str, Any]], labels: list[str], title: str) -> Any:
     """A rich Table: one column per report; rows are metrics."""
-    from rich.table import Table
-
     table = Table(title=title)
     table.add_column("family", style="bold")
     table.add_column("metric")
@@ -187,10 +188,6 @@ def render(reports: list[dict[str, Any]], labels: list[str], title: str) -> Any:
 
 def print_report(reports: list[dict[str, Any]], labels: list[str], title: str, console: Any | None = None) -> None:
     """Table, the paper's numbers marked secondary, the definitions note, and the signature line(s)."""
-    from rich.table import Table
-
-    from duplexeval.progress import table_console
-
     console = console or table_console()
     console.print(render(reports, labels, title))
     paper = Table(title="paper's published numbers (secondary: from summaries of Wang et al. 2024, not our measurement)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from duplexeval.artifacts import header
 from duplexeval.dialogue.cases import (
     REASONS,
     Chunk,
@@ -242,8 +243,6 @@ def generate(seed: int = 0, n_miu: int = DEFAULT_MIU, n_uim: int = DEFAULT_UIM_P
 
 def caseset_header(seed: int, n_miu: int, n_uim: int) -> dict[str, Any]:
     """The header line of a generated case file: what made it (ours, not the paper's data)."""
-    from duplexeval.artifacts import header
-
     return {
         **header(CASESET_KIND, CASESET_SCHEMA),
         "generator": GENERATOR,
