@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.units import SAMPLE_RATE
+from duplexeval.vad import VadSettings, load_vad, vad_signature
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,6 @@ def merge_regions(segments: list[tuple[int, int]], n_samples: int, merge_gap_s: 
 
 
 def _vad_settings(rs: RegionSettings) -> Any:
-    from duplexeval.vad import VadSettings
-
     return VadSettings(
         threshold=rs.threshold,
         min_speech_ms=rs.min_speech_ms,
@@ -65,8 +64,6 @@ def _vad_settings(rs: RegionSettings) -> Any:
 
 def vad_segments(audio16k: np.ndarray, rs: RegionSettings) -> list[tuple[int, int]]:
     """Silero VAD speech segments (sample indices) with Silero's own timestamp rules."""
-    from duplexeval.vad import load_vad
-
     return [(int(s), int(e)) for s, e in load_vad().segments(np.asarray(audio16k, np.float32), _vad_settings(rs))]
 
 
@@ -77,6 +74,4 @@ def speech_regions(audio16k: np.ndarray, rs: RegionSettings) -> list[tuple[int, 
 
 def regions_signature(rs: RegionSettings) -> dict[str, Any]:
     """VAD package/model/settings plus the merge/pad rule, for the backend signature."""
-    from duplexeval.vad import vad_signature
-
     return {"vad": vad_signature(_vad_settings(rs)), "merge_gap_s": rs.merge_gap_s, "pad_s": rs.pad_s}

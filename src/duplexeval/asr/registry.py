@@ -15,6 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from duplexeval.asr.base import Backend
+from duplexeval.asr.faster_whisper_backend import FasterWhisperBackend
+from duplexeval.asr.parakeet import ParakeetBackend
+from duplexeval.asr.pocketsphinx_free import PocketsphinxBackend
+from duplexeval.asr.whisper_align import WhisperAlignBackend
 from duplexeval.errors import InputError
 from duplexeval.registry import Registry
 
@@ -30,11 +34,6 @@ def _import_is_not_a_backend(**_: Any) -> Backend:
 
 
 def _register_builtins() -> None:
-    from duplexeval.asr.faster_whisper_backend import FasterWhisperBackend
-    from duplexeval.asr.parakeet import ParakeetBackend
-    from duplexeval.asr.pocketsphinx_free import PocketsphinxBackend
-    from duplexeval.asr.whisper_align import WhisperAlignBackend
-
     ASR_BACKENDS.register("whisper-align", WhisperAlignBackend)
     ASR_BACKENDS.register("pocketsphinx", PocketsphinxBackend)
     ASR_BACKENDS.register("faster-whisper", FasterWhisperBackend)

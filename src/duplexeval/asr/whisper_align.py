@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from duplexeval.asr.align import EDGE_S, FORCED_DITHERS, FRAME_CENTER_S, HINT_MARGIN_S, Aligner
 from duplexeval.asr.base import Word, package_versions
 from duplexeval.asr.numbers import readings
 from duplexeval.asr.regions import RegionSettings, regions_signature, speech_regions
@@ -127,8 +128,6 @@ class WhisperAlignBackend:
                 },
             }
             if self.align:
-                from duplexeval.asr.align import EDGE_S, FORCED_DITHERS, FRAME_CENTER_S, HINT_MARGIN_S
-
                 sig["options"]["aligner"] = {
                     "engine": "pocketsphinx forced alignment (JSGF, en-us model and cmudict from the wheel)",
                     "dither_lsb": list(FORCED_DITHERS),
@@ -152,8 +151,6 @@ class WhisperAlignBackend:
 
         self._whisper = WhisperModel(str(self._model_dir), device="cpu", compute_type="int8", cpu_threads=self.threads)
         if self.align:
-            from duplexeval.asr.align import Aligner
-
             self._aligner = Aligner()
 
     # -- transcription --------------------------------------------------------------------------
