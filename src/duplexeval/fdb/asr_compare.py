@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
+from duplexeval import artifacts
 from duplexeval.asr.numbers import normalize
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.transcript import Word, parse_output_json
@@ -217,8 +221,6 @@ class Comparison:
         return Signature(DEFINITIONS, self.components, inputs)
 
     def to_json(self) -> dict[str, Any]:
-        from duplexeval import artifacts
-
         sig = self.signature()
         return {
             **artifacts.header(KIND, SCHEMA_VERSION, signature=sig, inputs=sig.inputs),
@@ -263,9 +265,6 @@ def _ms(x: float | None, signed: bool = True) -> str:
 
 def render(cmp: Comparison, console: Any = None, max_rows: int | None = None) -> None:
     """Summary then one row per sample (word edits and first-onset difference B - A in ms)."""
-    from rich.console import Console
-    from rich.table import Table
-
     console = console or Console(width=None if sys.stdout.isatty() else 160)  # piped: wide, not wrapped
     s = cmp.to_json()["summary"]
     f = s["first_onset_diff_s"]

@@ -7,6 +7,9 @@ from typing import Any
 
 import typer
 
+from duplexeval.errors import InputError
+from duplexeval.jsonio import dumps, write_json
+
 
 def asr_compare_command(
     tree_a: Path = typer.Argument(..., help="A tree transcribed by `duplexeval fdb asr` (the reference, A)."),
@@ -20,9 +23,7 @@ def asr_compare_command(
     Refuses in one line when a sample transcribed in both trees has different audio (output.wav hash or
     interruption cut point).
     """
-    from duplexeval.errors import InputError
     from duplexeval.fdb.asr_compare import compare_trees, render
-    from duplexeval.jsonio import dumps, write_json
 
     cmp = compare_trees(tree_a, tree_b)
     body: dict[str, Any] = cmp.to_json()

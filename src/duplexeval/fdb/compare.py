@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval import paired, stats
+from duplexeval.artifacts import header
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.results import ScoredTree, load_scored
 from duplexeval.fdb.signatures import compare_signature
@@ -231,8 +232,6 @@ class CompareResult:
     notes: list[str]
 
     def to_json(self) -> dict[str, Any]:
-        from duplexeval.artifacts import header
-
         inputs = {}
         for k, t in enumerate(self.trees):
             inputs[f"{k}:unified.json"] = t.unified_sha256

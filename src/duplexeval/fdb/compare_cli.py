@@ -6,6 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from duplexeval.errors import InputError
+from duplexeval.jsonio import dumps, write_json
 
 
 def _num(x: Any, digits: int = 3, signed: bool = False) -> str:
@@ -49,9 +54,6 @@ def pairing_line(block: dict[str, Any]) -> str:
 
 def render(compare: dict[str, Any], console: Any = None) -> None:
     """Print each comparison (every tree against the first) as one rich table per subset, then the signature."""
-    from rich.console import Console
-    from rich.table import Table
-
     if console is None:
         console = Console()
         if not console.is_terminal:  # a log or a pipe: do not squeeze the tables into 80 columns
@@ -83,9 +85,7 @@ def compare_command(
     ),
 ) -> None:
     """Paired comparison of scored trees on the samples eligible in both (spec 000)."""
-    from duplexeval.errors import InputError
     from duplexeval.fdb.compare import compare_trees
-    from duplexeval.jsonio import dumps, write_json
 
     result = compare_trees(trees, allow_different_asr=allow_different_asr).to_json()
     if not no_write:

@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from duplexeval.audio import audio_info, read_audio_16k
 from duplexeval.errors import InputError
+from duplexeval.fdb.synth import ensure_demo
 from duplexeval.fdb.tree import (
     BACKCHANNEL,
     PAUSE_HANDLING,
@@ -63,8 +65,6 @@ class DatasetSample:
 
     def read_input_16k(self) -> np.ndarray:
         """The input as mono float32 at 16 kHz (resampled with soxr from its own rate)."""
-        from duplexeval.audio import read_audio_16k
-
         return read_audio_16k(self.input_path)
 
 
@@ -193,8 +193,6 @@ def _check_declared(root: Path, listing: SynthDatasetFile, samples: list[Dataset
 
 
 def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
-    from duplexeval.audio import audio_info
-
     sid = validate_sample_id(d.name, f"{where_root}: {subset}")
     where = f"sample {subset}/{sid}"
     info = SUBSETS[subset]
@@ -231,8 +229,6 @@ def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
 def load_dataset(path: str | os.PathLike[str]) -> Dataset:
     """Load `"demo"` (built or found in the cache), a synth folder (has dataset.json) or a real FDB v1.0 folder."""
     if str(path) == "demo":
-        from duplexeval.fdb.synth import ensure_demo
-
         return load_dataset(ensure_demo())
     root = Path(path)
     if not root.is_dir():

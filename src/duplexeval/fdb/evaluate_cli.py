@@ -7,6 +7,8 @@ from typing import Any
 
 import typer
 
+from duplexeval.errors import InputError
+
 BACKCHANNEL_RULES = ("2025-06", "2026-02")
 
 
@@ -33,7 +35,6 @@ def evaluate_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines and no timing line."),
 ) -> None:
     """Reproduce the official Full-Duplex-Bench v1.0 evaluator rules and write TREE/summary.json."""
-    from duplexeval.errors import InputError
     from duplexeval.fdb.official import evaluate
     from duplexeval.fdb.official.judge import check_timeout
     from duplexeval.progress import StageClock, tree_audio_s

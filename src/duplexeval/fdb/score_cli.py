@@ -7,8 +7,10 @@ from typing import Any
 
 import typer
 
+from duplexeval.errors import InputError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
+from duplexeval.jsonio import dumps, write_json
 
 
 @executor_options
@@ -31,7 +33,6 @@ def score_command(
     """Score a tree by the unified rules: writes TREE/unified.json and TREE/unified-samples.jsonl."""
     from duplexeval.fdb.unified import score
     from duplexeval.fdb.unified.report import load_reference, render
-    from duplexeval.jsonio import dumps
     from duplexeval.progress import StageClock, table_console, tree_audio_s
 
     clock = StageClock("score")
@@ -59,10 +60,8 @@ SENSITIVITY_FILE = "unified-sensitivity.json"
 
 def _sensitivity(tree: Path, write: bool, jobs: int) -> Any:
     """Run the sweep on the tree and write TREE/unified-sensitivity.json (atomically) when `write`."""
-    from duplexeval.errors import InputError
     from duplexeval.fdb.unified.load import load_tree
     from duplexeval.fdb.unified.sensitivity import analyse
-    from duplexeval.jsonio import write_json
 
     sens = analyse(load_tree(tree), jobs or None)
     if write:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from duplexeval.errors import InputError
+
 
 def synth(
     script: str | None = typer.Argument(
@@ -17,7 +19,6 @@ def synth(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines and no timing line on stderr."),
 ) -> None:
     """Generate FDB v1.0 input folders (input.wav + annotation + transcription.json) with espeak-ng; prints the folder."""
-    from duplexeval.errors import InputError
     from duplexeval.fdb import synth as S
     from duplexeval.progress import StageClock, wav_seconds
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from duplexeval.fdb.official.run import evaluate as _evaluate
+
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
@@ -23,6 +25,4 @@ def evaluate(
     **judge_opts: Any,
 ) -> dict[str, Any]:
     """Apply the official v1.0 rules to a transcribed tree and write TREE/summary.json (see run.evaluate)."""
-    from duplexeval.fdb.official.run import evaluate as _evaluate
-
     return _evaluate(tree, subsets, judge, icc_gt, backchannel_rules, progress, **judge_opts)

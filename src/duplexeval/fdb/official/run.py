@@ -11,8 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import soundfile as sf
+
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.official import backchannel as bc
+from duplexeval.fdb.official.interruption import NEEDS_JUDGE, needs_judge
 from duplexeval.fdb.official.judge import Judge, JudgeConfig
 from duplexeval.fdb.official.summary import (
     SubsetSummary,
@@ -92,9 +96,6 @@ def load_icc_gt(icc_gt: str | Path | None, tree: Path, manifest: Manifest) -> tu
 
 def read_output_raw(path: Path, key: str) -> tuple[Any, int]:
     """output.wav samples as float32 at the file's own rate, as the official torchaudio load gives them."""
-    import numpy as np
-    import soundfile as sf
-
     try:
         data, rate = sf.read(str(path), dtype="float32", always_2d=True)
     except (RuntimeError, OSError) as exc:  # soundfile errors are RuntimeErrors
@@ -108,8 +109,6 @@ def read_output_raw(path: Path, key: str) -> tuple[Any, int]:
 
 def _progress_value(m: Any) -> str:
     """A metric in a progress line: 4 decimals (summary.json keeps full precision), `null` when empty."""
-    from duplexeval.fdb.official.interruption import NEEDS_JUDGE, needs_judge
-
     if needs_judge(m.to_json()):
         return NEEDS_JUDGE
     return "null" if m.value is None else f"{m.value:.4f}"

@@ -6,7 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from duplexeval.artifacts import header
+from duplexeval.fdb.official import backchannel as bc
+from duplexeval.fdb.official import rules
 from duplexeval.fdb.official.metric import Metric
+from duplexeval.fdb.signatures import summary_signature, tree_inputs
 from duplexeval.fdb.tree import SUMMARY_FILE
 from duplexeval.jsonio import write_json
 
@@ -52,9 +56,6 @@ class SubsetSummary:
 
 def rules_block(backchannel_rules: str, backchannel: dict[str, Any] | None) -> dict[str, Any]:
     """What rule set the numbers reproduce, and every constant that matters."""
-    from duplexeval.fdb.official import backchannel as bc
-    from duplexeval.fdb.official import rules
-
     out: dict[str, Any] = {
         "name": RULES_NAME,
         "reproduces": REPRODUCES,
@@ -80,9 +81,6 @@ def rules_block(backchannel_rules: str, backchannel: dict[str, Any] | None) -> d
 def build_summary(manifest_sha256: str, asr_sha256: str, rules: dict[str, Any], subsets: dict[str, SubsetSummary],
                   asr_backend: dict[str, Any] | None = None) -> dict[str, Any]:
     """The summary.json object (key order fixed, so the bytes are deterministic), led by the artifact header."""
-    from duplexeval.artifacts import header
-    from duplexeval.fdb.signatures import summary_signature, tree_inputs
-
     judges = [s.judge for s in subsets.values() if s.judge is not None]
     sig = summary_signature(RULES_NAME, asr_backend, judges, manifest_sha256, asr_sha256)
     return {

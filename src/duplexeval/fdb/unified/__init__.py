@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from duplexeval.artifacts import header
 from duplexeval.errors import InputError
 from duplexeval.executors import ExecutorSpec
+from duplexeval.fdb.signatures import tree_inputs, unified_signature
 from duplexeval.fdb.tasks import get_task
 from duplexeval.fdb.tree import (
     SUBSET_ORDER,
@@ -21,6 +23,7 @@ from duplexeval.fdb.tree import (
     UNIFIED_FILE,
     UNIFIED_SAMPLES_FILE,
 )
+from duplexeval.fdb.unified import speech, vad_remote
 from duplexeval.fdb.unified.aggregate import subset_block
 from duplexeval.fdb.unified.load import LoadedTree, load_tree
 from duplexeval.fdb.unified.speech import Segmenter
@@ -55,16 +58,12 @@ class UnifiedResult:
 def _segments(files: list[tuple[Path, int]], segmenter: Segmenter | None, jobs: int | None,
               executor: ExecutorSpec | None = None) -> list:
     """VAD segments of each (output.wav, last sample needed) (Silero unless a segmenter is injected), here or on `executor`."""
-    from duplexeval.fdb.unified import speech
-
     paths = [path for path, _ in files]
     if segmenter is not None:
         return segmenter(paths)
     # Only segments up to each limit enter any quantity, so each scan may stop once they are final.
     limits: list[int | None] = [limit for _, limit in files]
     if executor is not None and executor.kind != "local":
-        from duplexeval.fdb.unified import vad_remote
-
         return vad_remote.segment_files(executor, paths, limits)
     return speech.segment_files(paths, jobs, limits=limits)
 
@@ -127,13 +126,9 @@ def score(
     loaded = load_tree(tree)
     blocks, rows = _rows_and_blocks(loaded, segmenter, jobs, executor)
     if segmenter is None:
-        from duplexeval.fdb.unified import speech
-
         vad = speech.signature()
     else:
         vad = getattr(segmenter, "signature", {"package": "injected", "note": "segments supplied by the caller"})
-    from duplexeval.artifacts import header
-    from duplexeval.fdb.signatures import tree_inputs, unified_signature
 
     sig = unified_signature(DEFINITIONS, loaded.asr.backend, vad, loaded.manifest_sha256, loaded.asr_sha256)
     unified = {

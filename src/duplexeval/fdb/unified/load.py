@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import soundfile as sf
+
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.tasks import SampleFiles, get_task
 from duplexeval.fdb.transcript import parse_output_json, to_us
@@ -195,8 +197,6 @@ def parse_words(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> tuple[Sp
 
 def check_wav(data: bytes, path: Path, entry: SampleEntry) -> int:
     """output.wav must be mono 16 kHz with exactly round(T * 16000) samples; returns that count."""
-    import soundfile as sf
-
     try:
         info = sf.info(io.BytesIO(data))
     except (RuntimeError, OSError) as exc:

@@ -10,11 +10,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from rich.console import Console
+from rich.table import Table
+
 from duplexeval import stats
+from duplexeval.artifacts import check_kind
+from duplexeval.errors import InputError
 from duplexeval.fdb.official.interruption import NEEDS_JUDGE, needs_judge
+from duplexeval.fdb.official.summary import SUMMARY_KIND, SUMMARY_SCHEMA_VERSION
 from duplexeval.fdb.tasks import get_task
 from duplexeval.fdb.tree import SUMMARY_FILE, USER_INTERRUPTION
 from duplexeval.fdb.unified.aggregate import PooledSeconds
+from duplexeval.jsonio import read_json
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
 
@@ -28,9 +35,6 @@ class Reference:
 
 def load_reference(tree: str | Path, manifest_sha256: str, asr_sha256: str) -> Reference:
     """Read TREE/summary.json for display; usable only when both of its input hashes match the current files."""
-    from duplexeval.errors import InputError
-    from duplexeval.jsonio import read_json
-
     path = Path(tree) / SUMMARY_FILE
     if not path.is_file():
         return Reference(None, "No summary.json, so no reference column (run `duplexeval fdb evaluate` first).")
@@ -38,8 +42,6 @@ def load_reference(tree: str | Path, manifest_sha256: str, asr_sha256: str) -> R
         obj = read_json(path)
     except InputError as exc:
         return Reference(None, f"Reference column left out: {exc}")
-    from duplexeval.artifacts import check_kind
-    from duplexeval.fdb.official.summary import SUMMARY_KIND, SUMMARY_SCHEMA_VERSION
 
     try:
         check_kind(obj, SUMMARY_KIND, path, SUMMARY_SCHEMA_VERSION)
@@ -148,8 +150,6 @@ def _reference_title(subset: str, ref: dict[str, Any]) -> str:
 
 
 def _reference_table(ref: dict[str, Any]) -> Any:
-    from rich.table import Table
-
     t = Table(show_edge=False, pad_edge=False)
     t.add_column("official metric", overflow="fold")
     for col in ("value", "std", "n"):
@@ -164,9 +164,6 @@ def _reference_table(ref: dict[str, Any]) -> Any:
 
 def render(result: Any, reference: Reference, console: Any = None) -> None:
     """Print every subset's unified metrics (and the reference column when usable) with rich tables."""
-    from rich.console import Console
-    from rich.table import Table
-
     console = console or Console()
     u = result.to_json()
     console.print(f"[bold]Unified FDB v1.0 metrics[/bold] ({u['definitions']}), tree {result.tree}")

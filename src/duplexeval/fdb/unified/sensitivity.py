@@ -12,17 +12,25 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 
+from duplexeval import artifacts
+from duplexeval.fdb.asr_compare import asr_component
 from duplexeval.fdb.tree import SUBSET_ORDER, SUBSETS, USER_INTERRUPTION
+from duplexeval.fdb.unified import DEFINITIONS, speech
 from duplexeval.fdb.unified import interruption as intr
 from duplexeval.fdb.unified.aggregate import base_counts, interruption_block
 from duplexeval.fdb.unified.load import InterruptionInput, LoadedTree
+from duplexeval.fdb.unified.speech import CHECK_EVERY, WINDOW, settled
 from duplexeval.signature import Component, Signature
+from duplexeval.stats import NOT_REACHED
+from duplexeval.vad import SCORER_SETTINGS, timestamps_from_probs
 
 KIND = "duplexeval.fdb.unified-sensitivity"
 SCHEMA_VERSION = 1
@@ -98,10 +106,6 @@ class EdgeRow:
 
 def settings_grid() -> list[Any]:
     """The VadSettings of the sweep (scorer settings with the threshold and minimum silence varied)."""
-    from dataclasses import replace
-
-    from duplexeval.vad import SCORER_SETTINGS
-
     return [replace(SCORER_SETTINGS, threshold=t, min_silence_ms=m) for t in THRESHOLDS for m in MIN_SILENCES_MS]
 
 
@@ -120,9 +124,6 @@ def segments_up_to_r(probs: np.ndarray, inp: InterruptionInput, settings: Any) -
     """The whole-file segments that start at or before R, from the shortest prefix of the probabilities that
     fixes them (the scorer's early stop, `speech.settled`: exact for no padding and no maximum speech length,
     which every setting of the sweep has); the only segments an interruption row uses."""
-    from duplexeval.fdb.unified.speech import CHECK_EVERY, WINDOW, settled
-    from duplexeval.vad import timestamps_from_probs
-
     limit = intr.r_limit_sample(inp.R_us)
     k = int((limit + 16000 * settings.min_speech_ms / 1000) // WINDOW) + 1
     while k < len(probs):
@@ -165,8 +166,6 @@ def sweep(
 
     `inputs` are (sample id, input) of its eligible samples and `probs` their whole-file probabilities.
     """
-    from duplexeval.vad import SCORER_SETTINGS, timestamps_from_probs
-
     table: list[SettingRow] = []
     outcomes: list[dict[str, int]] = [{} for _ in inputs]
     headline_rows: list[intr.InterruptionRow] = []
@@ -218,9 +217,6 @@ class Sensitivity:
 
 def analyse(loaded: LoadedTree, jobs: int | None = None) -> Sensitivity:
     """Whole-file Silero probabilities of every eligible interruption output, then `sweep` per subset."""
-    from duplexeval import artifacts
-    from duplexeval.fdb.unified import speech
-
     table: list[SettingRow] = []
     edges: list[EdgeRow] = []
     for subset in SUBSET_ORDER:
@@ -253,9 +249,6 @@ def analyse(loaded: LoadedTree, jobs: int | None = None) -> Sensitivity:
 
 def signature(loaded: LoadedTree, vad: dict[str, Any]) -> Signature:
     """Definitions, the ASR that made the transcripts, the VAD model and the swept grid, and the input hashes."""
-    from duplexeval.fdb.asr_compare import asr_component
-    from duplexeval.fdb.unified import DEFINITIONS
-
     grid = {"t": f"{THRESHOLDS[0]}-{THRESHOLDS[-1]}", "s": f"{MIN_SILENCES_MS[0]}-{MIN_SILENCES_MS[-1]}", "p": 0, "edge": EDGE_MS}
     comps = (
         asr_component(loaded.asr.backend, "asr"),
@@ -270,11 +263,6 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 
 def render(sens: Sensitivity, console: Any = None) -> None:
     """The sensitivity table (headline row starred) and the samples whose S is within 200 ms of an edge."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from duplexeval.stats import NOT_REACHED
-
     console = console or Console(width=None if sys.stdout.isatty() else 160)  # piped: wide, not wrapped
     subsets = list(dict.fromkeys(r.subset for r in sens.table))
     if not subsets:

@@ -14,6 +14,7 @@ from typing import Any
 from duplexeval.errors import InputError
 from duplexeval.executors import ExecutorSpec, ItemFailure, StatefulWork, make_executor
 from duplexeval.fdb.unified import speech
+from duplexeval.vad import load_vad
 
 Chunk = tuple[tuple[str, "int | None"], ...]
 CHUNKS_PER_WORKER = 4
@@ -21,8 +22,6 @@ CHUNKS_PER_WORKER = 4
 
 def _load(_: Any) -> None:
     """The worker's model load: Silero into this process's cache (speech reads it from there)."""
-    from duplexeval.vad import load_vad
-
     load_vad()
 
 
