@@ -7,8 +7,11 @@ import os
 from pathlib import Path
 
 import numpy as np
+import soundfile as sf
+import soxr
 
 from duplexeval.errors import InputError
+from duplexeval.jsonio import atomic_write_bytes, sha256_bytes
 
 SAMPLE_RATE = 16000
 FRAME_MS = 80
@@ -17,8 +20,6 @@ FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000  # 1280 samples per 80 ms frame a
 
 def read_audio_channels(path: str | os.PathLike[str]) -> tuple[np.ndarray, int]:
     """Read a sound file as float32 (frames, channels) with its own sample rate; InputError naming the file."""
-    import soundfile as sf
-
     path = Path(path)
     if not path.exists():  # libsndfile says only "System error" for a missing file
         raise InputError(f"{path}: file not found")
@@ -42,8 +43,6 @@ def read_audio(path: str | os.PathLike[str]) -> tuple[np.ndarray, int]:
 
 def audio_info(path: str | os.PathLike[str]) -> tuple[int, int]:
     """(frames, sample rate) of a sound file without reading its samples."""
-    import soundfile as sf
-
     try:
         info = sf.info(str(path))
     except FileNotFoundError:
@@ -57,7 +56,6 @@ def resample(audio: np.ndarray, sr_in: int, sr_out: int = SAMPLE_RATE) -> np.nda
     """Resample mono float32 audio with soxr (HQ); a no-op when the rates match."""
     if sr_in == sr_out:
         return np.asarray(audio, dtype=np.float32)
-    import soxr
 
     return np.asarray(soxr.resample(np.asarray(audio, dtype=np.float32), sr_in, sr_out, quality="HQ"), dtype=np.float32)
 
@@ -100,8 +98,6 @@ def n_samples_for(T: float, sr: int = SAMPLE_RATE) -> int:
 
 def wav_bytes_pcm16(audio: np.ndarray, sr: int = SAMPLE_RATE) -> bytes:
     """A mono PCM16 WAV as bytes (the same samples always give the same bytes)."""
-    import soundfile as sf
-
     buf = io.BytesIO()
     sf.write(buf, to_pcm16(audio), sr, subtype="PCM_16", format="WAV")
     return buf.getvalue()
@@ -109,8 +105,6 @@ def wav_bytes_pcm16(audio: np.ndarray, sr: int = SAMPLE_RATE) -> bytes:
 
 def write_wav_pcm16(path: str | os.PathLike[str], audio: np.ndarray, sr: int = SAMPLE_RATE) -> str:
     """Atomically write mono PCM16 WAV; returns its SHA-256."""
-    from duplexeval.jsonio import atomic_write_bytes, sha256_bytes
-
     data = wav_bytes_pcm16(audio, sr)
     atomic_write_bytes(path, data)
     return sha256_bytes(data)

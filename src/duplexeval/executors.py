@@ -206,8 +206,7 @@ def make_executor(spec: ExecutorSpec) -> Executor:
     """The executor `spec` names; Ray is imported only when asked for."""
     if spec.kind == "local":
         return LocalExecutor(spec.jobs)
-    from duplexeval.executors_ray import (
-        make_ray_executor,  # optional extra, heavy import
-    )
+    # Lazy: the Ray backend (optional extra) imports this module's records, so a top-level import would be a cycle.
+    from duplexeval.executors_ray import make_ray_executor
 
     return make_ray_executor(spec)

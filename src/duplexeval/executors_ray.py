@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import pickle
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -71,8 +72,6 @@ class _StatefulWorker:
         if err is None:
             return os.getpid(), None
         try:
-            import pickle
-
             pickle.dumps(err)
             return os.getpid(), err
         except Exception:  # noqa: BLE001 - an exception that cannot travel: its line

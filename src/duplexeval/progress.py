@@ -7,11 +7,21 @@ tables printed at the terminal's width, or a wide fixed width when piped (so a l
 
 from __future__ import annotations
 
+import io
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
+
+import soundfile as sf
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from duplexeval.errors import DuplexEvalError
+from duplexeval.fdb.tree import load_manifest
 
 PIPED_WIDTH = 200  # columns for tables written to a file or a pipe
 
@@ -19,8 +29,6 @@ PIPED_WIDTH = 200  # columns for tables written to a file or a pipe
 def table_console(file: TextIO | None = None, stderr: bool = False) -> Any:
     """A rich Console for tables: the terminal's width on a TTY; piped, tables get PIPED_WIDTH columns and
     plain text lines are not wrapped at all (a log keeps one line per line)."""
-    from rich.console import Console
-
     console = Console(file=file, stderr=stderr)
     if console.is_terminal:
         return console
@@ -36,14 +44,6 @@ def progress_bar(total: int, label: str, enabled: bool = True, done: int = 0) ->
     if not enabled:
         yield lambda *_a, **_k: None
         return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
 
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -87,9 +87,6 @@ class StageClock:
 
 def tree_audio_s(tree: Any) -> float | None:
     """Seconds of audio in a tree's eligible samples (sum of T), or None when there is no readable manifest."""
-    from duplexeval.errors import DuplexEvalError
-    from duplexeval.fdb.tree import load_manifest
-
     try:
         manifest, _sha = load_manifest(tree)
     except (DuplexEvalError, OSError):
@@ -99,8 +96,6 @@ def tree_audio_s(tree: Any) -> float | None:
 
 def wav_seconds(paths: Any) -> float:
     """Total duration of the given wav files (header reads only)."""
-    import soundfile as sf
-
     return float(sum(sf.info(str(p)).duration for p in paths))
 
 
@@ -109,12 +104,6 @@ def text_table(headers: list[str], rows: list[list[str]], right: set[int] | None
 
     `right` holds the column indexes to right-align (numbers); the rest are left-aligned.
     """
-    import io
-
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
     t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for i, h in enumerate(headers):
         t.add_column(h, justify="right" if right and i in right else "left", no_wrap=True)

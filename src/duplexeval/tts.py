@@ -14,6 +14,7 @@ character counts; such words carry ``exact=False``.
 
 from __future__ import annotations
 
+import _ctypes
 import atexit
 import ctypes
 import os
@@ -145,8 +146,6 @@ class _Engine:
         return lib
 
     def _unload(self, lib: ctypes.CDLL, terminate: bool = True) -> None:
-        import _ctypes
-
         if terminate:
             lib.espeak_Terminate()
         _ctypes.dlclose(lib._handle)

@@ -354,7 +354,7 @@ class ManifestSample(OpenRecord):
 
     @model_validator(mode="after")
     def _consistent(self) -> ManifestSample:
-        from duplexeval.fdb.tree import OUTPUT_WAV, SUBSETS
+        from duplexeval.fdb.tree import OUTPUT_WAV, SUBSETS  # lazy: fdb.tree imports this module (a cycle)
 
         if not self.eligible and not self.reasons:
             raise fail("ineligible without a reason")
@@ -417,7 +417,7 @@ class ManifestFile(OpenRecord):
     @model_validator(mode="before")
     @classmethod
     def _kind_first(cls, data: Any) -> Any:
-        from duplexeval.fdb.tree import MANIFEST_KIND, SCHEMA_VERSION
+        from duplexeval.fdb.tree import MANIFEST_KIND, SCHEMA_VERSION  # lazy: fdb.tree imports this module
 
         if not isinstance(data, dict):
             raise fail("manifest must be a JSON object")

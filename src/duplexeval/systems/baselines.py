@@ -13,8 +13,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from duplexeval import __version__
+from duplexeval.audio import to_pcm16
+from duplexeval.errors import InputError
 from duplexeval.systems.base import CLEAR_QUEUE, ControlEvent, OutputChunk, Received, SampleInfo
 from duplexeval.systems.listener import VAD_FRAME_S, FrameProbs, Onset, UserSpeech, energy_prob
+from duplexeval.tts import espeak_version, synthesize
+from duplexeval.vad import SCORER_SETTINGS, StreamingVad, vad_signature
 
 # No punctuation on purpose: espeak pauses at commas and full stops, and a sentence gap longer
 # than 100 ms would split the VAD segment that decides whether an interruption cut into speech.
@@ -34,9 +39,6 @@ VAD_CHOICES = ("silero", "energy")
 @functools.lru_cache(maxsize=32)
 def _speech_pcm(text: str, voice: str, rate: int) -> bytes:
     """espeak-ng speech as 16 kHz PCM16 bytes (cached: baselines say the same thing every time)."""
-    from duplexeval.audio import to_pcm16
-    from duplexeval.tts import synthesize
-
     return to_pcm16(synthesize(text, voice=voice, rate=rate).audio).astype("<i2").tobytes()
 
 
@@ -44,7 +46,6 @@ def _prob_source(kind: str) -> FrameProbs | Any:
     """A streaming speech-probability source: Silero (real) or energy (fast, for tests)."""
     if kind == "energy":
         return FrameProbs(energy_prob)
-    from duplexeval.vad import StreamingVad
 
     return StreamingVad()
 
@@ -183,12 +184,8 @@ class _Baseline:
         return asdict(self)  # type: ignore[call-overload]
 
     def version(self) -> str:
-        from duplexeval import __version__
-
         parts = [f"duplexeval {__version__}"]
         if self.name != "silent":
-            from duplexeval.tts import espeak_version
-
             parts.append(f"espeak-ng {espeak_version()}")
             if getattr(self, "vad", "") == "silero":
                 parts.append(_silero_version())
@@ -212,8 +209,6 @@ class _Baseline:
             if hasattr(self, key) and not getattr(self, key).strip():
                 raise ValueError(f"{key} must not be empty")
         if hasattr(self, "voice"):
-            from duplexeval.errors import InputError
-
             try:  # synthesize now: a bad voice fails before any sample runs (and the cache is warm)
                 for key in ("text", "ack_text"):
                     if hasattr(self, key):
@@ -224,8 +219,6 @@ class _Baseline:
 
 def _silero_version() -> str:
     try:
-        from duplexeval.vad import SCORER_SETTINGS, vad_signature
-
         sig = vad_signature(SCORER_SETTINGS)
         return f"{sig.get('package', 'silero')} {sig.get('version', '?')} model {str(sig.get('model_sha256', '?'))[:16]}"
     except Exception:  # noqa: BLE001 - version string only

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from duplexeval.errors import InputError
+from duplexeval.registry import Registry, import_object
 from duplexeval.systems.base import System
 
 # Commas separate parameters only where the next part starts with `key=`, so a text value may hold commas.
@@ -34,6 +35,7 @@ _PLUGIN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([
 
 
 def _ensure_builtins() -> None:
+    # Lazy: the network server imports this registry at `--help` time; the baselines bring VAD, TTS and audio I/O.
     from duplexeval.systems.baselines import BASELINES
 
     for name, cls in BASELINES.items():
@@ -49,8 +51,6 @@ class _Lazy:
 def _factory(spec: str, name: str) -> type:
     cls = _FACTORIES[name]
     if cls is _Lazy:
-        from duplexeval.registry import import_object
-
         cls = import_object(NETWORK_SYSTEMS[name], "system")  # type: ignore[assignment]
         _FACTORIES[name] = cls
     return cls
@@ -115,8 +115,6 @@ def make_system(spec: str) -> System:
     _ensure_builtins()
     name, raw = parse_system_spec(spec)
     if split_plugin(spec) is not None:
-        from duplexeval.registry import Registry
-
         cls = Registry[type]("system").get(name)
         if not isinstance(cls, type) or not dataclasses.is_dataclass(cls):
             raise InputError(f"--system {spec!r}: {name} is not a dataclass (its fields are its parameters)")
