@@ -9,16 +9,28 @@ from __future__ import annotations
 
 import hashlib
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
 from duplexeval.errors import DuplexEvalError, InputError, RefusalError
+from duplexeval.fdb.asr_stage import run as asr_run
+from duplexeval.fdb.export import export, resolve_dataset
 from duplexeval.fdb.official.interruption import NEEDS_JUDGE, needs_judge
-from duplexeval.jsonio import read_json
+from duplexeval.fdb.official.run import evaluate
+from duplexeval.fdb.tree import ASR_FILE, MANIFEST_FILE, SUBSET_ORDER
+from duplexeval.fdb.unified import score
+from duplexeval.jsonio import read_json, sha256_file
+from duplexeval.progress import table_console
+from duplexeval.report.build import write_report
 from duplexeval.stats import NO_DATA, NOT_REACHED
+from duplexeval.systems.registry import make_system
 
 DEFAULT_OUT = Path("duplexeval-demo")
 # The turn-based baseline served by a loopback openai-realtime server (a `duplexeval serve` child process)
@@ -87,16 +99,12 @@ class NetExport:
     """`duplexeval fdb export --concurrency N` of a network system in a child process (see run_demo)."""
 
     def __init__(self, spec: str, dataset: Path, tree: Path, concurrency: int) -> None:
-        import sys
-
         self.args = [sys.executable, "-m", "duplexeval", "fdb", "export", "--system", spec, "--dataset", str(dataset),
                      "--out", str(tree), "--concurrency", str(concurrency), "--quiet"]
         self.proc: Any = None
         self.forced = False
 
     def start(self, force: bool = False) -> NetExport:
-        import subprocess
-
         self.proc = subprocess.Popen(self.args + (["--force"] if force else []), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self.forced = force
@@ -116,19 +124,7 @@ class NetExport:
         return int(m.group(1)), int(m.group(2))
 
 
-def _stage(module: str, attr: str) -> Callable[..., Any] | None:
-    import importlib
-
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError):
-        return None
-
-
 def _asr_is_current(tree: Path) -> bool:
-    from duplexeval.fdb.tree import ASR_FILE, MANIFEST_FILE
-    from duplexeval.jsonio import sha256_file
-
     asr = tree / ASR_FILE
     if not asr.is_file():
         return False
@@ -147,9 +143,6 @@ def run_demo(
     asr_backend: str | None = None,
 ) -> DemoResult:
     """Run every stage for each system; returns where everything is (render it with `comparison_table`)."""
-    from duplexeval.fdb.export import export, resolve_dataset
-    from duplexeval.systems.registry import make_system
-
     t0 = time.monotonic()
     if not systems:
         raise InputError("--systems: give at least one system")
@@ -161,9 +154,6 @@ def run_demo(
     say("demo: making or finding the demo set (espeak-ng)")
     ds = resolve_dataset(dataset)
     say(f"demo: dataset {ds.name!r}: {len(ds.samples())} samples in {Path(ds.root)}")
-    asr_run = _stage("duplexeval.fdb.asr_stage", "run")
-    evaluate = _stage("duplexeval.fdb.official", "evaluate")
-    score = _stage("duplexeval.fdb.unified", "score")
     runs: list[SystemRun] = []
 
     def do_export(system: Any, label: str, tree: Path, show: bool) -> Any:
@@ -215,27 +205,23 @@ def run_demo(
             kwargs: dict[str, Any] = {"progress": progress, "force": True}
             if asr_backend is not None:
                 kwargs["backend"] = asr_backend
-            asr_run(tree, **kwargs)  # type: ignore[misc]
+            asr_run(tree, **kwargs)
             return "done"
 
         def official(tree: Path) -> str:
-            evaluate(tree, progress=progress)  # type: ignore[misc]
+            evaluate(tree, progress=progress)
             return "done"
 
         def unified(tree: Path) -> str:
-            score(tree)  # type: ignore[misc]
+            score(tree)
             return "done"
 
         steps = (
-            ("asr", "asr", asr_run, asr),
-            ("evaluate", "evaluate (official rules)", evaluate, official),
-            ("score", "score (unified rules)", score, unified),
+            ("asr", "asr", asr),
+            ("evaluate", "evaluate (official rules)", official),
+            ("score", "score (unified rules)", unified),
         )
-        for key, title, available, step in steps:
-            if available is None:
-                say(f"demo: stage {title} not available")
-                run.stages[key] = "not available"
-                continue
+        for key, title, step in steps:
             if any(v.startswith("failed") for v in run.stages.values()):
                 run.stages[key] = "skipped (an earlier stage failed)"
                 continue
@@ -251,8 +237,6 @@ def run_demo(
 
 def _write_report(out: Path, runs: Sequence[SystemRun], say: Callable[[str], None]) -> Path | None:
     """OUT/report.html from every tree whose scoring finished (the HTML report of all systems side by side)."""
-    from duplexeval.report import write_report
-
     scored = [r.tree for r in runs if r.stages.get("score") == "done"]
     if not scored:
         return None
@@ -304,9 +288,6 @@ def _num_r(x: Any) -> str:
 
 def _load(tree: Path, name: str) -> dict[str, Any] | None:
     """A stage's result file, only if it was made from the tree's current manifest.json and asr.json."""
-    from duplexeval.fdb.tree import ASR_FILE, MANIFEST_FILE
-    from duplexeval.jsonio import sha256_file
-
     p = tree / name
     if not p.is_file() or not (tree / MANIFEST_FILE).is_file() or not (tree / ASR_FILE).is_file():
         return None
@@ -334,7 +315,6 @@ def comparison_rows(trees: Sequence[Path]) -> list[tuple[str, str, list[str]]]:
             for name in (block.get("metrics") or {}):
                 if (subset, name) not in official_keys:
                     official_keys.append((subset, name))
-    from duplexeval.fdb.tree import SUBSET_ORDER
 
     official_keys.sort(key=lambda k: SUBSET_ORDER.index(k[0]) if k[0] in SUBSET_ORDER else 99)
     for subset, name in official_keys:
@@ -345,8 +325,6 @@ def comparison_rows(trees: Sequence[Path]) -> list[tuple[str, str, list[str]]]:
 
 def comparison_table(result: DemoResult) -> Any:
     """A rich Table: rows = metrics, columns = systems; cells `value [lo, hi] (n)`."""
-    from rich.table import Table
-
     table = Table(title="duplexeval demo: systems side by side (95% intervals; counts in parentheses)", show_lines=False)
     table.add_column("subset", style="bold")
     table.add_column("metric")
@@ -361,8 +339,6 @@ def comparison_table(result: DemoResult) -> Any:
 
 def print_report(result: DemoResult, console: Any | None = None) -> None:
     """The table, then where each tree is and what each stage did."""
-    from duplexeval.progress import table_console
-
     console = console or table_console()  # a log or a pipe: do not squeeze the table into 80 columns
     console.print(comparison_table(result))
     for run in result.runs:  # every number carries its signature: one line per tree, under the table

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -16,8 +17,6 @@ def demo_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or stage lines; only the table."),
 ) -> None:
     """Make the demo set, export it with each baseline, run ASR, official and unified scoring; print one table."""
-    import sys
-
     from duplexeval.demo import DEFAULT_SYSTEMS, print_report, run_demo
 
     def say(line: str) -> None:
