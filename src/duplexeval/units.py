@@ -28,11 +28,14 @@ def to_s(us: int) -> float:
 
 @dataclass(frozen=True)
 class TimedWord:
-    """One word with its start and end in seconds (end None when unknown)."""
+    """One word with absolute start and end times in seconds (end None when a file has a null end).
+
+    The one timed-word type: ASR output (`asr.base.Word` is this class), transcripts, EOT turn words.
+    """
 
     text: str
-    start_s: float
-    end_s: float | None
+    start: float
+    end: float | None
 
 
 @dataclass(frozen=True)

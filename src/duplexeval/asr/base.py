@@ -8,23 +8,16 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from duplexeval.units import SAMPLE_RATE, US_PER_S, to_us
+from duplexeval.units import SAMPLE_RATE, US_PER_S, TimedWord, to_us
 
 __all__ = ["SAMPLE_RATE", "Backend", "Word", "check_words", "package_versions", "round_words"]
 
 
-@dataclass(frozen=True)
-class Word:
-    """One transcript word with absolute times in seconds; `end` is None when a file has a null end."""
-
-    text: str
-    start: float
-    end: float | None
+Word = TimedWord  # the ASR layer's name for the shared timed word (text, start, end in seconds)
 
 
 @runtime_checkable
