@@ -24,6 +24,7 @@ from duplexeval.fdb.tasks import get_task
 from duplexeval.fdb.tree import SUBSET_ORDER, SUBSETS
 from duplexeval.fdb.unified import interruption as intr
 from duplexeval.fdb.unified import turn_taking as tt
+from duplexeval.fdb.unified.aggregate import RESPONSE_KS
 from duplexeval.signature import Signature
 
 COMPARE_KIND = "duplexeval.fdb.compare"
@@ -31,7 +32,6 @@ COMPARE_SCHEMA_VERSION = 1
 COMPARE_FILE = "compare.json"
 US = 1_000_000
 TICKS = intr.TICKS_PER_S
-RESPONSE_KS = (1, 2, 5)
 
 Row = dict[str, Any]
 

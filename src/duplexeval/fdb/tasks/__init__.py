@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,15 @@ class Task:
     paired_over: str = "samples eligible in both"
 
 
+def _score_without_segments(score: Callable[[Any], Any], inp: Any, _segments: None) -> Any:
+    return score(inp)
+
+
+def without_segments(score: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    """`Task.score` for a task without VAD segments: `score(input)`, ignoring the None segments (picklable)."""
+    return partial(_score_without_segments, score)
+
+
 def _register_builtins() -> None:
     for mod_name in BUILTIN_MODULES:
         task = importlib.import_module(mod_name).TASK
@@ -114,4 +124,4 @@ def register_task(task: Task) -> Task:
     return TASKS.register(task.name, task)
 
 
-__all__ = ["TASKS", "OfficialContext", "OfficialOutcome", "SampleFiles", "Task", "get_task", "register_task"]
+__all__ = ["TASKS", "OfficialContext", "OfficialOutcome", "SampleFiles", "Task", "get_task", "register_task", "without_segments"]

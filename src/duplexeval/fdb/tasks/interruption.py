@@ -18,7 +18,7 @@ from duplexeval.fdb.official.summary import NOT_JUDGED
 from duplexeval.fdb.tasks import OfficialContext, OfficialOutcome, SampleFiles, Task
 from duplexeval.fdb.tree import ASR_FILE, MANIFEST_FILE, OUTPUT_WAV, USER_INTERRUPTION
 from duplexeval.fdb.unified.aggregate import (
-    RESPONSE_KS,
+    RESPONSE_KINDS,
     PooledSeconds,
     interruption_block,
 )
@@ -32,8 +32,8 @@ from duplexeval.fdb.unified.load import (
     check_wav,
     fmt_s,
     parse_interrupt,
-    parse_words,
     read_checked,
+    sample_words,
     where,
 )
 from duplexeval.schemas import validate
@@ -44,7 +44,7 @@ def parse(s: SampleFiles) -> InterruptionInput:
     """interrupt.json's S and R, the words (all at or after R), then the hash-checked, 16 kHz output.wav."""
     entry = s.entry
     S_us, R_us = parse_interrupt(s.annotation, s.T_us, s.annotation_path, entry)
-    words = parse_words(s.transcript, s.T_us, s.transcript_path, entry)
+    words = sample_words(s)
     for i, w in enumerate(words):
         if w.start_us < R_us:
             raise InputError(
@@ -113,9 +113,7 @@ TASK = Task(
     metric_kinds={
         "exercised_rate": stats.Share,
         "speaking_at_end_rate": stats.Share,
-        **{f"response_rate_{k}s": stats.Share for k in RESPONSE_KS},
-        "no_response_rate": stats.Share,
-        "response_latency_s": stats.Latency,
+        **RESPONSE_KINDS,
         "stop_latency_s": stats.Latency,
         "speech_s_per_interruption_s": PooledSeconds,
         "restart_rate": stats.Share,

@@ -5,22 +5,18 @@ from __future__ import annotations
 from duplexeval import stats
 from duplexeval.fdb.compare import PAUSE_METRICS
 from duplexeval.fdb.official.pause import pause_metrics, pause_sample
-from duplexeval.fdb.tasks import OfficialContext, OfficialOutcome, SampleFiles, Task
+from duplexeval.fdb.tasks import OfficialContext, OfficialOutcome, SampleFiles, Task, without_segments
 from duplexeval.fdb.tree import PAUSE_HANDLING
 from duplexeval.fdb.unified.aggregate import PooledCount, PooledSeconds, pause_block
-from duplexeval.fdb.unified.load import PauseInput, parse_pauses, parse_words
-from duplexeval.fdb.unified.pause import PauseRow, score_pause
+from duplexeval.fdb.unified.load import PauseInput, parse_pauses, sample_words
+from duplexeval.fdb.unified.pause import score_pause
 from duplexeval.schemas.fdb import PauseAnnotation
 
 
 def parse(s: SampleFiles) -> PauseInput:
     """pause.json's pauses (checked first), then the transcript's words."""
     pauses = parse_pauses(s.annotation, s.T_us, s.annotation_path, s.entry)
-    return PauseInput(s.T_us, parse_words(s.transcript, s.T_us, s.transcript_path, s.entry), pauses)
-
-
-def score(inp: PauseInput, _segments: None) -> PauseRow:
-    return score_pause(inp)
+    return PauseInput(s.T_us, sample_words(s), pauses)
 
 
 def official(ctx: OfficialContext, ready: list) -> OfficialOutcome:
@@ -35,7 +31,7 @@ TASK = Task(
     annotation="pause.json",
     annotation_model=PauseAnnotation,
     parse=parse,
-    score=score,
+    score=without_segments(score_pause),
     aggregate=pause_block,
     metric_kinds={
         "pause_intrusion_rate": stats.Share,

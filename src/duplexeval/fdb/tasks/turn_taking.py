@@ -8,11 +8,11 @@ from duplexeval import stats
 from duplexeval.fdb.compare import TURN_METRICS
 from duplexeval.fdb.official.run import annotation, sample_where
 from duplexeval.fdb.official.turn_taking import turn_taking_metrics, turn_taking_sample
-from duplexeval.fdb.tasks import OfficialContext, OfficialOutcome, SampleFiles, Task
+from duplexeval.fdb.tasks import OfficialContext, OfficialOutcome, SampleFiles, Task, without_segments
 from duplexeval.fdb.tree import TURN_TAKING
-from duplexeval.fdb.unified.aggregate import RESPONSE_KS, turn_block
-from duplexeval.fdb.unified.load import TurnInput, parse_turn_taking, parse_words
-from duplexeval.fdb.unified.turn_taking import TurnRow, score_turn
+from duplexeval.fdb.unified.aggregate import RESPONSE_KINDS, turn_block
+from duplexeval.fdb.unified.load import TurnInput, parse_turn_taking, sample_words
+from duplexeval.fdb.unified.turn_taking import score_turn
 from duplexeval.schemas import validate
 from duplexeval.schemas.fdb import TurnAnnotation
 
@@ -20,11 +20,7 @@ from duplexeval.schemas.fdb import TurnAnnotation
 def parse(s: SampleFiles) -> TurnInput:
     """turn_taking.json's E (checked first), then the transcript's words."""
     E_us = parse_turn_taking(s.annotation, s.T_us, s.annotation_path, s.entry)
-    return TurnInput(s.T_us, parse_words(s.transcript, s.T_us, s.transcript_path, s.entry), E_us)
-
-
-def score(inp: TurnInput, _segments: None) -> TurnRow:
-    return score_turn(inp)
+    return TurnInput(s.T_us, sample_words(s), E_us)
 
 
 def turn_end(obj: Any, where: str) -> float:
@@ -46,13 +42,11 @@ TASK = Task(
     annotation="turn_taking.json",
     annotation_model=TurnAnnotation,
     parse=parse,
-    score=score,
+    score=without_segments(score_turn),
     aggregate=turn_block,
     metric_kinds={
         "early_start_rate": stats.Share,
-        **{f"response_rate_{k}s": stats.Share for k in RESPONSE_KS},
-        "no_response_rate": stats.Share,
-        "response_latency_s": stats.Latency,
+        **RESPONSE_KINDS,
     },
     official=official,
     paired_metrics=TURN_METRICS,

@@ -28,6 +28,12 @@ from duplexeval.fdb.unified import turn_taking as tt
 from duplexeval.fdb.unified.pause import PauseRow
 
 RESPONSE_KS = (1, 2, 5)
+# The kinds of the response metrics every block with responses writes (`_response_rates`, no-response, latency).
+RESPONSE_KINDS: dict[str, type] = {
+    **{f"response_rate_{k}s": stats.Share for k in RESPONSE_KS},
+    "no_response_rate": stats.Share,
+    "response_latency_s": stats.Latency,
+}
 US_PER_S = 1_000_000
 
 

@@ -176,6 +176,11 @@ def parse_interrupt(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> tupl
     return S_us, R_us
 
 
+def sample_words(s: SampleFiles) -> tuple[Span, ...]:
+    """The sample's transcript words (`parse_words` of its output.json), as every task's parser reads them."""
+    return parse_words(s.transcript, s.T_us, s.transcript_path, s.entry)
+
+
 def parse_words(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> tuple[Span, ...]:
     """output.json words in µs; every word must start in [0, T]; a null end is zero-length at the start.
 
