@@ -7,7 +7,6 @@ from typing import Any
 
 import typer
 
-from duplexeval.errors import InputError
 from duplexeval.jsonio import dumps, write_json
 
 
@@ -28,10 +27,7 @@ def asr_compare_command(
     cmp = compare_trees(tree_a, tree_b)
     body: dict[str, Any] = cmp.to_json()
     if out is not None:
-        try:
-            write_json(out, body)
-        except OSError as exc:
-            raise InputError(f"{out}: cannot write: {exc.strerror or exc}") from None
+        write_json(out, body)  # an OS error is already one InputError line naming the file
     if json_out:
         typer.echo(dumps(body), nl=False)
         return

@@ -9,7 +9,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from duplexeval.errors import InputError
 from duplexeval.jsonio import dumps, write_json
 
 
@@ -89,10 +88,7 @@ def compare_command(
 
     result = compare_trees(trees, allow_different_asr=allow_different_asr).to_json()
     if not no_write:
-        try:
-            write_json(out, result)
-        except OSError as exc:
-            raise InputError(f"{out}: cannot write: {exc.strerror or exc}") from None
+        write_json(out, result)  # an OS error is already one InputError line naming the file
     if json_out:
         typer.echo(dumps(result), nl=False)
         return

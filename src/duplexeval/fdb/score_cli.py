@@ -7,7 +7,6 @@ from typing import Any
 
 import typer
 
-from duplexeval.errors import InputError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
 from duplexeval.jsonio import dumps, write_json
@@ -66,10 +65,7 @@ def _sensitivity(tree: Path, write: bool, jobs: int) -> Any:
     sens = analyse(load_tree(tree), jobs or None)
     if write:
         path = tree / SENSITIVITY_FILE
-        try:
-            write_json(path, sens.to_json())
-        except OSError as exc:
-            raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        write_json(path, sens.to_json())  # an OS error is already one InputError line naming the file
     return sens
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.artifacts import header
-from duplexeval.errors import InputError
 from duplexeval.executors import ExecutorSpec
 from duplexeval.fdb.signatures import tree_inputs, unified_signature
 from duplexeval.fdb.tasks import get_task
@@ -143,13 +142,10 @@ def score(
     if write:
         for name in (UNIFIED_FILE, UNIFIED_SAMPLES_FILE):
             path = loaded.root / name
-            try:
-                if name == UNIFIED_FILE:
-                    write_json(path, unified)
-                else:
-                    atomic_write_text(path, result.samples_jsonl())
-            except OSError as exc:
-                raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+            if name == UNIFIED_FILE:  # an OS error is already one InputError line naming the file (jsonio)
+                write_json(path, unified)
+            else:
+                atomic_write_text(path, result.samples_jsonl())
     return result
 
 
