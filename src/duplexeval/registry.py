@@ -87,9 +87,10 @@ class Registry(Generic[T]):
             raise InputError(f"unknown {self.kind} {name!r}; available: {', '.join(self.names()) or 'none'}")
         item = self._items[name]
         if isinstance(item, metadata.EntryPoint):
+            ep = item
             try:
-                item = item.load()
+                item = ep.load()
             except Exception as exc:  # noqa: BLE001 - a broken plugin package is a user-facing setup error
-                raise InputError(f"{self.kind} {name!r}: entry point {item.value!r} failed to load ({exc})") from None
+                raise InputError(f"{self.kind} {name!r}: entry point {ep.value!r} failed to load ({exc})") from None
             self._items[name] = item
         return item

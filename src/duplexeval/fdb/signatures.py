@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from duplexeval.jsonio import dumps
@@ -59,7 +59,7 @@ def vad_component(vad: Mapping[str, Any]) -> Component:
     return Component("vad", value, vad.get("model_sha256"), short, dict(vad))
 
 
-def judge_component(judges: list[Mapping[str, Any]]) -> Component:
+def judge_component(judges: Sequence[Mapping[str, Any]]) -> Component:
     """The interruption judge: 'none' when nothing was judged, else its label (model) with the full block as detail."""
     real = [j for j in judges if j.get("mode") not in (None, "none")]
     if not real:
@@ -90,7 +90,7 @@ def unified_signature(
 
 
 def summary_signature(
-    rules: str, backend: Mapping[str, Any] | None, judges: list[Mapping[str, Any]], manifest_sha256: str, asr_sha256: str
+    rules: str, backend: Mapping[str, Any] | None, judges: Sequence[Mapping[str, Any]], manifest_sha256: str, asr_sha256: str
 ) -> Signature:
     """summary.json: the official rule set, ASR and judge (no bootstrap: the official numbers have none)."""
     comps = ((asr_component(backend),) if backend is not None else ()) + (judge_component(judges),)

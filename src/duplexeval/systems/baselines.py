@@ -208,7 +208,7 @@ class _Baseline:
         for key in ("text", "ack_text"):
             if hasattr(self, key) and not getattr(self, key).strip():
                 raise ValueError(f"{key} must not be empty")
-        if hasattr(self, "voice"):
+        if hasattr(self, "voice") and hasattr(self, "rate"):  # every baseline with a voice has a rate
             try:  # synthesize now: a bad voice fails before any sample runs (and the cache is warm)
                 for key in ("text", "ack_text"):
                     if hasattr(self, key):

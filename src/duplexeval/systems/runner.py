@@ -107,6 +107,7 @@ async def run_session_async(system: System, pcm16: np.ndarray, info: SampleInfo,
 
     async def poll(t: float) -> None:
         nonlocal prev_poll, last_received
+        assert session is not None  # polled only once the session is open
         got = await session.poll_output(t)
         now = clock.now()
         for obj in got:
