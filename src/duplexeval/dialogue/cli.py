@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from duplexeval.errors import InputError
 from duplexeval.executors import ExecutorSpec
 from duplexeval.jsonio import atomic_write_text, write_json
+
+if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
+    from duplexeval.cli import CliApps
 
 DEMO_OUT = Path("duplexeval-dialogue-demo")
 
@@ -110,7 +113,7 @@ def dialogue_compare(
         write_json(json_out, art)
 
 
-def register(apps: Any) -> None:
+def register(apps: CliApps) -> None:
     """Add the `dialogue` commands."""
     apps.dialogue.command("synth")(dialogue_synth)
     apps.dialogue.command("run")(dialogue_run)

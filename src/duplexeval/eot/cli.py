@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -20,6 +20,9 @@ from duplexeval.jsonio import (
     sha256_file,
     write_json,
 )
+
+if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
+    from duplexeval.cli import CliApps
 
 SWEEP_FILES = ("summary.json", "sweep.parquet", "pareto.png", "operating_points.png")
 
@@ -204,7 +207,7 @@ def eot_demo(
     run_demo(out, force=force, echo=typer.echo, jobs=jobs)
 
 
-def register(apps) -> None:
+def register(apps: CliApps) -> None:
     """Add `eot score | predict | sweep | compare | demo`."""
     apps.eot.command("score")(eot_score)
     apps.eot.command("predict")(eot_predict)

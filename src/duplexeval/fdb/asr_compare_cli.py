@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from duplexeval.jsonio import dumps, write_json
+
+if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
+    from duplexeval.cli import CliApps
 
 
 def asr_compare_command(
@@ -34,6 +37,6 @@ def asr_compare_command(
     render(cmp, max_rows=None if all_rows else 50)
 
 
-def register(apps: Any) -> None:
+def register(apps: CliApps) -> None:
     """Add `fdb asr-compare`."""
     apps.fdb.command("asr-compare")(asr_compare_command)

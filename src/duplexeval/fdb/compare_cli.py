@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from duplexeval.jsonio import dumps, write_json
+
+if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
+    from duplexeval.cli import CliApps
 
 
 def _num(x: Any, digits: int = 3, signed: bool = False) -> str:
@@ -97,6 +100,6 @@ def compare_command(
         typer.echo(f"wrote {out}")
 
 
-def register(apps) -> None:
+def register(apps: CliApps) -> None:
     """Add `fdb compare`."""
     apps.fdb.command("compare")(compare_command)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from duplexeval.errors import InputError
+
+if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
+    from duplexeval.cli import CliApps
 
 BACKCHANNEL_RULES = ("2025-06", "2026-02")
 
@@ -91,7 +94,7 @@ def format_summary(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
+def register(apps: CliApps) -> None:
     """Add `fdb evaluate` and its hidden alias `fdb reference-evaluate`."""
     apps.fdb.command("evaluate")(evaluate_command)
     apps.fdb.command("reference-evaluate", hidden=True)(evaluate_command)

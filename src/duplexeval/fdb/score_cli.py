@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
 from duplexeval.jsonio import dumps, write_json
+
+if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
+    from duplexeval.cli import CliApps
 
 
 @executor_options
@@ -69,7 +72,7 @@ def _sensitivity(tree: Path, write: bool, jobs: int) -> Any:
     return sens
 
 
-def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
+def register(apps: CliApps) -> None:
     """Add `fdb score` and its hidden alias `fdb unified-score`."""
     apps.fdb.command("score")(score_command)
     apps.fdb.command("unified-score", hidden=True)(score_command)

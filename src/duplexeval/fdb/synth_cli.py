@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from duplexeval.errors import InputError
+
+if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
+    from duplexeval.cli import CliApps
 
 
 def synth(
@@ -45,6 +49,6 @@ def synth(
         clock.say(None if clock.stage != "synth" else wav_seconds(sorted(Path(path).rglob("input.wav"))))
 
 
-def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
+def register(apps: CliApps) -> None:
     """Add `duplexeval fdb synth`."""
     apps.fdb.command("synth")(synth)

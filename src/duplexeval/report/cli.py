@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from duplexeval.errors import InputError
+
+if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
+    from duplexeval.cli import CliApps
 
 
 def report_command(
@@ -57,7 +61,7 @@ def show_command(
         typer.echo("(the tree holds no input audio: pass --dataset to draw the input waveform above)", err=True)
 
 
-def register(apps) -> None:
+def register(apps: CliApps) -> None:
     """Add the top-level `report` and `fdb show`."""
     apps.root.command("report")(report_command)
     apps.fdb.command("show")(show_command)

@@ -14,9 +14,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from duplexeval.registry import Registry
+
+if TYPE_CHECKING:  # types only: the stages import this registry
+    from duplexeval.fdb.official.judge import Judge
+    from duplexeval.fdb.transcript import Word
+    from duplexeval.fdb.tree import AsrSample, SampleEntry
 
 BUILTIN_MODULES = (
     "duplexeval.fdb.tasks.pause",
@@ -31,8 +36,8 @@ class SampleFiles:
     """One eligible sample's checked files for the unified parser: annotation and transcript JSON, in µs."""
 
     root: Path
-    entry: Any  # fdb.tree.SampleEntry
-    asr: Any  # fdb.tree.AsrSampleRecord of this sample
+    entry: SampleEntry
+    asr: AsrSample  # this sample's asr.json record
     T_us: int
     annotation: Any
     annotation_path: Path
@@ -46,7 +51,7 @@ class OfficialContext:
 
     tree: Path
     subset: str
-    judge: Any  # fdb.official.judge.Judge | None
+    judge: Judge | None
     icc_gt: tuple[dict[str, list[float]], dict[str, Any]] | None
     backchannel_rules: str
     rows: list[dict[str, Any]]  # the subset's summary rows; a rule may add not-evaluated rows
@@ -65,7 +70,7 @@ class OfficialOutcome:
 
 
 # (tree context, [(entry, words, text)]) -> outcome
-OfficialRule = Callable[[OfficialContext, list[tuple[Any, list[Any], str]]], OfficialOutcome]
+OfficialRule: TypeAlias = "Callable[[OfficialContext, list[tuple[SampleEntry, list[Word], str]]], OfficialOutcome]"
 
 
 @dataclass(frozen=True)
