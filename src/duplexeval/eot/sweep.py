@@ -520,22 +520,23 @@ def latency_budget_point(sw: Sweep, budget_s: float) -> Selected | None:
     return None if k < 0 else selected(sw, int(rows[k]))
 
 
-def vad_point(sw: Sweep, budget: float) -> Selected | None:
-    """The VAD baseline's lowest-latency delay within a cutoff budget (ties: the shorter delay)."""
+def _vad_best(sw: Sweep, within: np.ndarray, budget: float, best: np.ndarray) -> Selected | None:
+    """The VAD baseline row with `within <= budget` and the smallest `best` (ties: the shorter delay)."""
     rows = np.flatnonzero(~sw.is_model)
-    ok = rows[sw.cutoff_rate[rows] <= budget + EPS]
+    ok = rows[within[rows] <= budget + EPS]
     if ok.size == 0:
         return None
-    return selected(sw, int(ok[np.lexsort((sw.action_delay[ok], sw.latency_sum_us[ok]))[0]]))
+    return selected(sw, int(ok[np.lexsort((sw.action_delay[ok], best[ok]))[0]]))
+
+
+def vad_point(sw: Sweep, budget: float) -> Selected | None:
+    """The VAD baseline's lowest-latency delay within a cutoff budget (ties: the shorter delay)."""
+    return _vad_best(sw, sw.cutoff_rate, budget, sw.latency_sum_us)
 
 
 def vad_latency_point(sw: Sweep, budget_s: float) -> Selected | None:
     """The VAD baseline's lowest cutoff within a latency budget."""
-    rows = np.flatnonzero(~sw.is_model)
-    ok = rows[sw.mean_latency[rows] <= budget_s + EPS]
-    if ok.size == 0:
-        return None
-    return selected(sw, int(ok[np.lexsort((sw.action_delay[ok], sw.cutoff_count[ok]))[0]]))
+    return _vad_best(sw, sw.mean_latency, budget_s, sw.cutoff_count)
 
 
 def mean_frontier_latency(sw: Sweep, budgets: Sequence[float] = FRONTIER_BUDGETS) -> float | None:

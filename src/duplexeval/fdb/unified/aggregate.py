@@ -28,7 +28,7 @@ from duplexeval.fdb.unified import turn_taking as tt
 from duplexeval.fdb.unified.pause import PauseRow
 
 RESPONSE_KS = (1, 2, 5)
-# The kinds of the response metrics every block with responses writes (`_response_rates`, no-response, latency).
+# The kinds of the response metrics every block with responses writes (`_response_metrics`).
 RESPONSE_KINDS: dict[str, type] = {
     **{f"response_rate_{k}s": stats.Share for k in RESPONSE_KS},
     "no_response_rate": stats.Share,
@@ -134,11 +134,14 @@ def pause_block(rows: Sequence[PauseRow], counts: dict[str, Any]) -> dict[str, A
     return {"task": PAUSE_HANDLING, "counts": counts, "coverage": _coverage(counts), "metrics": metrics_json(metrics)}
 
 
-def _response_rates(latencies_us: Sequence[int | None], n: int, unk: int, sel: int) -> dict[str, Any]:
-    out = {}
+def _response_metrics(latencies_us: Sequence[int | None], no_response: int, n: int, unk: int, sel: int) -> dict[str, Any]:
+    """The RESPONSE_KINDS metrics: response within k s, no response, and the latency (+inf without a response)."""
+    out: dict[str, Any] = {}
     for k in RESPONSE_KS:
         c = sum(1 for v in latencies_us if v is not None and v <= k * US_PER_S)
         out[f"response_rate_{k}s"] = share(c, n, unk, sel)
+    out["no_response_rate"] = share(no_response, n, unk, sel)
+    out["response_latency_s"] = latency([math.inf if v is None else v for v in latencies_us], US_PER_S)
     return out
 
 
@@ -149,9 +152,7 @@ def turn_block(rows: Sequence[tt.TurnRow], counts: dict[str, Any]) -> dict[str, 
     counts = dict(counts, **{o: oc[o] for o in tt.TURN_OUTCOMES})
     lat = [r.latency_us for r in rows]
     metrics: dict[str, Any] = {"early_start_rate": share(oc[tt.EARLY_START], n, unk, sel)}
-    metrics.update(_response_rates(lat, n, unk, sel))
-    metrics["no_response_rate"] = share(oc[tt.NO_RESPONSE], n, unk, sel)
-    metrics["response_latency_s"] = latency([math.inf if v is None else v for v in lat], US_PER_S)
+    metrics.update(_response_metrics(lat, oc[tt.NO_RESPONSE], n, unk, sel))
     return {
         "task": TURN_TAKING,
         "counts": counts,
@@ -177,9 +178,7 @@ def interruption_block(rows: Sequence[intr.InterruptionRow], counts: dict[str, A
         "exercised_rate": share(n_ex, n_elig, inel, sel),
         "speaking_at_end_rate": share(oc[intr.SPEAKING_AT_END], n_ex, unk, sel),
     }
-    metrics.update(_response_rates(lat, n_ex, unk, sel))
-    metrics["no_response_rate"] = share(oc[intr.NO_RESPONSE], n_ex, unk, sel)
-    metrics["response_latency_s"] = latency([math.inf if v is None else v for v in lat], US_PER_S)
+    metrics.update(_response_metrics(lat, oc[intr.NO_RESPONSE], n_ex, unk, sel))
     metrics["stop_latency_s"] = latency(
         [math.inf if r.stop_ticks is None else r.stop_ticks for r in ex], intr.TICKS_PER_S
     )
