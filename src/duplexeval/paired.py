@@ -81,6 +81,18 @@ def _diff_of(a: float | None, b: float | None) -> float:
     return b - a
 
 
+# The result of every paired difference with no unit in both.
+NO_PAIRS = PairedDifference(None, None, None, None, 0, "no unit is in both")
+
+
+def _paired_arrays(a: Sequence[float], b: Sequence[float], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """`a` and `b` as float arrays; ValueError naming the function when their lengths differ."""
+    av, bv = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if av.shape != bv.shape:
+        raise ValueError(f"{name}: a and b differ in length")
+    return av, bv
+
+
 def paired_difference(
     n: int,
     statistic_a: Callable[[np.ndarray], float | None],
@@ -88,7 +100,7 @@ def paired_difference(
 ) -> PairedDifference:
     """Generic paired bootstrap: each statistic gets the same index rows; +inf means not reached."""
     if n == 0:
-        return PairedDifference(None, None, None, None, 0, "no unit is in both")
+        return NO_PAIRS
     full = np.arange(n)
     a, b = statistic_a(full), statistic_b(full)
     idx = stats.bootstrap_indices(n)
@@ -106,12 +118,10 @@ def paired_difference(
 
 def paired_mean_difference(a: Sequence[float], b: Sequence[float]) -> PairedDifference:
     """B - A of the mean (a share when the values are 0/1), vectorised."""
-    av, bv = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if av.shape != bv.shape:
-        raise ValueError("paired_mean_difference: a and b differ in length")
+    av, bv = _paired_arrays(a, b, "paired_mean_difference")
     n = int(av.size)
     if n == 0:
-        return PairedDifference(None, None, None, None, 0, "no unit is in both")
+        return NO_PAIRS
     idx = stats.bootstrap_indices(n)
     diffs = bv[idx].mean(axis=1) - av[idx].mean(axis=1)
     am, bm = float(av.mean()), float(bv.mean())
@@ -120,12 +130,10 @@ def paired_mean_difference(a: Sequence[float], b: Sequence[float]) -> PairedDiff
 
 def paired_quantile_difference(a: Sequence[float], b: Sequence[float], q: float = 0.5) -> PairedDifference:
     """B - A of the quantile-rule Q(q) (the difference of the resample quantiles); +inf = never happened."""
-    av, bv = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if av.shape != bv.shape:
-        raise ValueError("paired_quantile_difference: a and b differ in length")
+    av, bv = _paired_arrays(a, b, "paired_quantile_difference")
     n = int(av.size)
     if n == 0:
-        return PairedDifference(None, None, None, None, 0, "no unit is in both")
+        return NO_PAIRS
     k = stats.quantile_rank(q, n)
     idx = stats.bootstrap_indices(n)
     qa = np.sort(av[idx], axis=1)[:, k - 1]
@@ -181,7 +189,7 @@ def paired_ratio_difference(
     if not (da.size == nb.size == db.size == n):
         raise ValueError("paired_ratio_difference: arrays differ in length")
     if n == 0:
-        return PairedDifference(None, None, None, None, 0, "no unit is in both")
+        return NO_PAIRS
     idx = stats.bootstrap_indices(n)
 
     def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
