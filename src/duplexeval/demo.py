@@ -30,6 +30,7 @@ from duplexeval.jsonio import read_json, sha256_file
 from duplexeval.progress import table_console
 from duplexeval.report.build import write_report
 from duplexeval.stats import NO_DATA, NOT_REACHED
+from duplexeval.systems.base import System
 from duplexeval.systems.registry import make_system
 
 DEFAULT_OUT = Path("duplexeval-demo")
@@ -156,7 +157,7 @@ def run_demo(
     say(f"demo: dataset {ds.name!r}: {len(ds.samples())} samples in {Path(ds.root)}")
     runs: list[SystemRun] = []
 
-    def do_export(system: Any, label: str, tree: Path, show: bool) -> Any:
+    def do_export(system: System, label: str, tree: Path, show: bool) -> Any:
         try:
             return export(system, ds, tree, progress=show)
         except RefusalError as exc:  # an older demo tree (another version, demo set or parameters): redo it

@@ -10,8 +10,9 @@ from __future__ import annotations
 import io
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TextIO
 
 import soundfile as sf
@@ -85,7 +86,7 @@ class StageClock:
         print(self.line(audio_s), file=file or sys.stderr, flush=True)
 
 
-def tree_audio_s(tree: Any) -> float | None:
+def tree_audio_s(tree: str | Path) -> float | None:
     """Seconds of audio in a tree's eligible samples (sum of T), or None when there is no readable manifest."""
     try:
         manifest, _sha = load_manifest(tree)
@@ -94,7 +95,7 @@ def tree_audio_s(tree: Any) -> float | None:
     return float(sum(s.T for s in manifest.samples if s.eligible))
 
 
-def wav_seconds(paths: Any) -> float:
+def wav_seconds(paths: Iterable[str | Path]) -> float:
     """Total duration of the given wav files (header reads only)."""
     return float(sum(sf.info(str(p)).duration for p in paths))
 

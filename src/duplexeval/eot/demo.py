@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ def demo_spans() -> SpanSet:
     return span_set_from_script(parse_script(demo_script(), "<eot demo script>"), "<eot demo script>")
 
 
-def run_demo(out: Path, force: bool = False, echo: Any = print, jobs: int = 1) -> dict[str, Any]:
+def run_demo(out: Path, force: bool = False, echo: Callable[[str], Any] = print, jobs: int = 1) -> dict[str, Any]:
     """Predict, sweep and compare; returns the summaries (also written under ``out``)."""
     t0 = time.monotonic()
     spans = demo_spans()

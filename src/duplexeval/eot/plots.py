@@ -5,11 +5,14 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from duplexeval.jsonio import atomic_write_bytes
+
+if TYPE_CHECKING:  # sweep_report's callers import this module
+    from duplexeval.eot.sweep_report import SweepResult
 
 
 def _save(fig: Any, path: Path) -> None:
@@ -18,7 +21,7 @@ def _save(fig: Any, path: Path) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
-def plot_pareto(path: Path, res: Any, title: str) -> None:
+def plot_pareto(path: Path, res: SweepResult, title: str) -> None:
     """Every model policy (grey), the frontier (line), the VAD baseline and the operating points."""
     import matplotlib
 

@@ -5,6 +5,7 @@ Shared by the `duplexeval eot sweep` command and the eot demo (which must not im
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import typer
 
 from duplexeval.eot.plots import plot_operating_points, plot_pareto
 from duplexeval.eot.predictions import read_predictions
+from duplexeval.eot.sweep import SweepConfig
 from duplexeval.eot.sweep_report import build_summary, compute, format_summary, write_sweep_parquet
 from duplexeval.errors import RefusalError
 from duplexeval.jsonio import check_output_dir, sha256_file, write_json
@@ -24,9 +26,9 @@ def _check_out_dir(out: Path, force: bool) -> None:
 
 
 def run_sweep_command(
-    predictions: Path, out: Path | None, cfg: Any, *, force: bool = False, bootstrap: bool = True,
+    predictions: Path, out: Path | None, cfg: SweepConfig, *, force: bool = False, bootstrap: bool = True,
     selection_aware: bool = True, selection_max_turns: int = 2000, bootstrap_max_turns: int = 20000, plots: bool = True,
-    echo: Any = typer.echo,
+    echo: Callable[[str], Any] = typer.echo,
     title: str = "",
 ) -> dict[str, Any]:  # fmt: skip
     """Read, sweep, summarise, write ``out/{summary.json, sweep.parquet, pareto.png, operating_points.png}``, print."""

@@ -263,7 +263,7 @@ def _ms(x: float | None, signed: bool = True) -> str:
     return "—" if x is None else (f"{x * 1000:+.1f}" if signed else f"{x * 1000:.1f}")
 
 
-def render(cmp: Comparison, console: Any = None, max_rows: int | None = None) -> None:
+def render(cmp: Comparison, console: Console | None = None, max_rows: int | None = None) -> None:
     """Summary then one row per sample (word edits and first-onset difference B - A in ms)."""
     console = console or Console(width=None if sys.stdout.isatty() else 160)  # piped: wide, not wrapped
     s = cmp.to_json()["summary"]

@@ -54,7 +54,7 @@ def pairing_line(block: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def render(compare: dict[str, Any], console: Any = None) -> None:
+def render(compare: dict[str, Any], console: Console | None = None) -> None:
     """Print each comparison (every tree against the first) as one rich table per subset, then the signature."""
     if console is None:
         console = Console()

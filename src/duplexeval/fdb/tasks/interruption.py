@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,7 @@ def segments(inp: InterruptionInput) -> tuple[Path, int]:
     return inp.wav_path, r_limit_sample(inp.R_us)
 
 
-def score(inp: InterruptionInput, segs: Any) -> InterruptionRow:
+def score(inp: InterruptionInput, segs: Sequence[tuple[int, int]]) -> InterruptionRow:
     return score_interruption(inp, segs)
 
 

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:  # the scorer imports this module
+    from duplexeval.fdb.unified import UnifiedResult
 
 from duplexeval import stats
 from duplexeval.artifacts import check_kind
@@ -162,7 +165,7 @@ def _reference_table(ref: dict[str, Any]) -> Any:
     return t
 
 
-def render(result: Any, reference: Reference, console: Any = None) -> None:
+def render(result: UnifiedResult, reference: Reference, console: Console | None = None) -> None:
     """Print every subset's unified metrics (and the reference column when usable) with rich tables."""
     console = console or Console()
     u = result.to_json()

@@ -30,7 +30,7 @@ from duplexeval.fdb.unified.load import InterruptionInput, LoadedTree
 from duplexeval.fdb.unified.speech import CHECK_EVERY, WINDOW, settled
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import NOT_REACHED
-from duplexeval.vad import SCORER_SETTINGS, timestamps_from_probs
+from duplexeval.vad import SCORER_SETTINGS, VadSettings, timestamps_from_probs
 
 KIND = "duplexeval.fdb.unified-sensitivity"
 SCHEMA_VERSION = 1
@@ -120,7 +120,7 @@ def nearest_edge(inp: InterruptionInput, segments: Sequence[tuple[int, int]]) ->
     return best * intr.TICKS_PER_SAMPLE, abs(best * intr.TICKS_PER_SAMPLE - S)
 
 
-def segments_up_to_r(probs: np.ndarray, inp: InterruptionInput, settings: Any) -> list[tuple[int, int]]:
+def segments_up_to_r(probs: np.ndarray, inp: InterruptionInput, settings: VadSettings) -> list[tuple[int, int]]:
     """The whole-file segments that start at or before R, from the shortest prefix of the probabilities that
     fixes them (the scorer's early stop, `speech.settled`: exact for no padding and no maximum speech length,
     which every setting of the sweep has); the only segments an interruption row uses."""
@@ -261,7 +261,7 @@ def _fmt(x: float | None, digits: int = 3) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
-def render(sens: Sensitivity, console: Any = None) -> None:
+def render(sens: Sensitivity, console: Console | None = None) -> None:
     """The sensitivity table (headline row starred) and the samples whose S is within 200 ms of an edge."""
     console = console or Console(width=None if sys.stdout.isatty() else 160)  # piped: wide, not wrapped
     subsets = list(dict.fromkeys(r.subset for r in sens.table))
