@@ -22,7 +22,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from duplexeval.errors import DuplexEvalError
-from duplexeval.fdb.tree import load_manifest
 
 PIPED_WIDTH = 200  # columns for tables written to a file or a pipe
 
@@ -88,6 +87,8 @@ class StageClock:
 
 def tree_audio_s(tree: str | Path) -> float | None:
     """Seconds of audio in a tree's eligible samples (sum of T), or None when there is no readable manifest."""
+    from duplexeval.fdb.tree import load_manifest  # lazy: this shared layer must not import the FDB tree at the top
+
     try:
         manifest, _sha = load_manifest(tree)
     except (DuplexEvalError, OSError):
