@@ -4,6 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """What the session runner needs of a clock: now, a wait until a time, and whether receipt is exact."""
+
+    exact_receipt: bool
+
+    def now(self) -> float: ...
+
+    async def sleep_until(self, t_s: float) -> None: ...
 
 
 class VirtualClock:

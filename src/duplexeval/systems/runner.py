@@ -24,7 +24,7 @@ from duplexeval.systems.base import (
     SampleInfo,
     System,
 )
-from duplexeval.systems.clock import VirtualClock, WallClock
+from duplexeval.systems.clock import Clock, VirtualClock, WallClock
 
 # A wall-clock send later than this past its slot makes the sample ineligible (`input_pacing_late`).
 MAX_SEND_LATENESS_S = 0.080
@@ -95,13 +95,13 @@ def _to_item(obj: object, received_at: float) -> ReceivedItem:
     raise ProtocolViolation(f"poll_output returned {type(obj).__name__}, expected OutputChunk or ControlEvent")
 
 
-async def run_session_async(system: System, pcm16: np.ndarray, info: SampleInfo, clock: Any = None) -> SessionTrace:
+async def run_session_async(system: System, pcm16: np.ndarray, info: SampleInfo, clock: Clock | None = None) -> SessionTrace:
     """Feed `pcm16` (int16, 16 kHz) to a new session frame by frame on `clock`; poll after every frame and at T."""
-    clock = clock or VirtualClock()
+    clk: Clock = clock or VirtualClock()
     frames, pad = _frames(pcm16)
     T = info.T
     items: list[ReceivedItem] = []
-    trace = SessionTrace(getattr(clock, "name", type(clock).__name__), len(frames), pad, 0.0, items)
+    trace = SessionTrace(getattr(clk, "name", type(clk).__name__), len(frames), pad, 0.0, items)
     prev_poll = 0.0
     last_received = 0.0
 
@@ -109,12 +109,12 @@ async def run_session_async(system: System, pcm16: np.ndarray, info: SampleInfo,
         nonlocal prev_poll, last_received
         assert session is not None  # polled only once the session is open
         got = await session.poll_output(t)
-        now = clock.now()
+        now = clk.now()
         for obj in got:
             emitted = float(getattr(obj, "emitted_at_s", math.nan))
             if not math.isfinite(emitted):
                 raise ProtocolViolation("emitted_at_s is not a finite number")
-            if clock.exact_receipt:
+            if clk.exact_receipt:
                 if emitted > now + 1e-9:
                     raise ProtocolViolation(f"item emitted at {emitted:.6f} s returned by a poll at {now:.6f} s")
                 received = min(max(emitted, prev_poll), now)
@@ -133,26 +133,27 @@ async def run_session_async(system: System, pcm16: np.ndarray, info: SampleInfo,
         # system without one gets a WallClock started now.
         own = getattr(session, "clock", None)
         if own is not None:
-            clock = own
-        elif getattr(system, "wall_clock", False) and clock.exact_receipt:
-            clock = WallClock()
-            clock.start()
-        trace.clock = getattr(clock, "name", type(clock).__name__)
+            clk = own
+        elif getattr(system, "wall_clock", False) and clk.exact_receipt:
+            wall = WallClock()
+            wall.start()
+            clk = wall
+        trace.clock = getattr(clk, "name", type(clk).__name__)
         trace.wire = getattr(session, "wire", None)
         for i, frame in enumerate(frames):
             t = i * FRAME_SAMPLES / INPUT_SAMPLE_RATE
-            await clock.sleep_until(t)
-            start = clock.now()
+            await clk.sleep_until(t)
+            start = clk.now()
             trace.max_send_lateness_s = max(trace.max_send_lateness_s, start - t)
             await session.push_input(frame, t)
-            if not clock.exact_receipt:
-                trace.sends.append((t, start, clock.now()))
+            if not clk.exact_receipt:
+                trace.sends.append((t, start, clk.now()))
             await poll(t)
-        await clock.sleep_until(T)
+        await clk.sleep_until(T)
         await poll(T)
     except Exception as exc:  # noqa: BLE001 - a broken system is a recorded outcome, not a crash
         trace.error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
-        trace.error_at_s = round(clock.now(), 6)
+        trace.error_at_s = round(clk.now(), 6)
         if trace.wire is None:
             trace.wire = getattr(exc, "wire", None)
     finally:
@@ -162,10 +163,10 @@ async def run_session_async(system: System, pcm16: np.ndarray, info: SampleInfo,
             except Exception as exc:  # noqa: BLE001
                 if trace.error is None:
                     trace.error = f"close: {type(exc).__name__}: {exc}"[:500]
-                    trace.error_at_s = round(clock.now(), 6)
+                    trace.error_at_s = round(clk.now(), 6)
     return trace
 
 
-def run_session(system: System, pcm16: np.ndarray, info: SampleInfo, clock: Any = None) -> SessionTrace:
+def run_session(system: System, pcm16: np.ndarray, info: SampleInfo, clock: Clock | None = None) -> SessionTrace:
     """Synchronous wrapper around `run_session_async` (one event loop per call)."""
     return asyncio.run(run_session_async(system, pcm16, info, clock))
