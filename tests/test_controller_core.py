@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from duplexeval.controller.data import Clip, ClipFrames, ClipMeta, PauseProbe, TurnProbe, UserPause
-from duplexeval.controller.events import aggregate, clip_events, match_onsets
-from duplexeval.controller.policy import EvaluationPolicy
-from duplexeval.controller.replay import backchannel_firings, endpoint_firings, voiced_frames, yield_firings
+from duplexeval.controller.format.data import Clip, ClipFrames, ClipMeta, PauseProbe, TurnProbe, UserPause
+from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.controller.metrics.events import aggregate, clip_events, match_onsets
+from duplexeval.controller.metrics.replay import backchannel_firings, endpoint_firings, voiced_frames, yield_firings
 
 POL = EvaluationPolicy()
 LOUD, QUIET = -20.0, -80.0

@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from duplexeval.controller.compare import paired_bootstrap
-from duplexeval.controller.data import Clip, ClipFrames, ClipMeta, TurnProbe, UserPause
-from duplexeval.controller.events import aggregate, clip_events
-from duplexeval.controller.frame_metrics import frame_metrics
-from duplexeval.controller.policy import EvaluationPolicy
+from duplexeval.controller.format.data import Clip, ClipFrames, ClipMeta, TurnProbe, UserPause
+from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.controller.metrics.compare import paired_bootstrap
+from duplexeval.controller.metrics.events import aggregate, clip_events
+from duplexeval.controller.metrics.frame_metrics import frame_metrics
 from duplexeval.stats import bootstrap_indices
 
 POL = EvaluationPolicy()

@@ -153,7 +153,7 @@ def test_fdb_show_draws_a_png_and_refuses_bad_samples(trees: list[Path], tmp_pat
 def test_controller_and_eot_reports_share_the_page(tmp_path: Path) -> None:
     from test_controller_core_io import _turn_clip
 
-    from duplexeval.controller.data import write_data
+    from duplexeval.controller.format.data import write_data
     from duplexeval.eot.pairs import EOTPair
     from duplexeval.eot.report import build_report
     from duplexeval.jsonio import write_json

@@ -33,7 +33,7 @@ def _options(items: list[str] | None, flag: str) -> dict:
 def _rules(items: list[str] | None):  # noqa: ANN202
     from dataclasses import fields
 
-    from duplexeval.controller.labels import LabelRules
+    from duplexeval.controller.labels.derive import LabelRules
     from duplexeval.errors import InputError
 
     opts = _options(items, "--rule")
@@ -64,7 +64,7 @@ def _clips(conversations: Path | None, fdb: Path | None, controller, rules, remo
         raise InputError("give exactly one of --conversations MANIFEST or --fdb DATASET")
     name = getattr(controller, "name", "controller")
     if conversations is not None:
-        from duplexeval.controller.sources import (
+        from duplexeval.controller.labels.sources import (
             conversation_clips,
             labelled_clips,
             needs_user_audio,
@@ -74,17 +74,17 @@ def _clips(conversations: Path | None, fdb: Path | None, controller, rules, remo
         info: dict = {"conversations": str(conversations)}
         if remote is None:
             return conversation_clips(read_manifest(conversations), controller, rules), info
-        from duplexeval.controller.parallel import RunJob, run_clips
+        from duplexeval.controller.runtime.parallel import RunJob, run_clips
 
         pairs = ((clip, RunJob(needs_user_audio(c), c.agent_audio, lab.n_frames, lab.truth_state, name))
                  for clip, c, lab in labelled_clips(read_manifest(conversations), rules))
         return run_clips(pairs, *remote), info
-    from duplexeval.controller.fdb_bridge import bridge_dataset
-    from duplexeval.controller.runner import run
+    from duplexeval.controller.labels.fdb_bridge import bridge_dataset
+    from duplexeval.controller.runtime.runner import run
 
     info = {"fdb": str(fdb), "fdb_subsets": ["candor_turn_taking", "candor_pause_handling"]}
     if remote is not None:
-        from duplexeval.controller.parallel import RunJob, run_clips
+        from duplexeval.controller.runtime.parallel import RunJob, run_clips
 
         pairs = ((bc.clip, RunJob(bc.audio16k, None, bc.clip.meta.n_frames, None, name))
                  for bc in bridge_dataset(str(fdb)))
@@ -128,7 +128,7 @@ def controller_label(
     force: bool = typer.Option(False, "--force", help="Overwrite a non-empty OUT."),
 ) -> None:
     """Derive frame truth, masks and events (no controller scores) from conversations or the FDB CANDOR subsets."""
-    from duplexeval.controller.data import load_data, write_data
+    from duplexeval.controller.format.data import load_data, write_data
 
     out = _out_folder(positional_out, out, "data folder")
     _check_out(out, force)
@@ -163,8 +163,8 @@ def controller_run(
 ) -> None:
     """Run a streaming controller over two-channel audio (state/yield teacher-forced, endpoint/backchannel with
     LISTEN forced) and write its scores with the derived labels. With --executor ray, one conversation per task."""
-    from duplexeval.controller.data import load_data, write_data
-    from duplexeval.controller.runner import load_controller
+    from duplexeval.controller.format.data import load_data, write_data
+    from duplexeval.controller.runtime.runner import load_controller
 
     out = _out_folder(positional_out, out, "data folder")
     _check_out(out, force)
@@ -187,8 +187,8 @@ def controller_bench(
     json_out: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
 ) -> None:
     """Compute cost by spec 002's protocol: batch 1, 64 prefill frames, 3 x 200 one-frame updates."""
-    from duplexeval.controller.bench import bench, format_bench
-    from duplexeval.controller.runner import load_controller
+    from duplexeval.controller.runtime.bench import bench, format_bench
+    from duplexeval.controller.runtime.runner import load_controller
     from duplexeval.jsonio import write_json
 
     rep = bench(load_controller(controller, _options(option, "--option")), prefill, updates, repeats)
@@ -210,7 +210,7 @@ def controller_demo(
     force: bool = typer.Option(False, "--force", help="Overwrite a non-empty OUT."),
 ) -> None:
     """espeak-ng two-channel conversations, labels derived from them, both baselines evaluated and compared."""
-    from duplexeval.controller.demo import format_demo, run_demo
+    from duplexeval.controller.cli.demo import format_demo, run_demo
     from duplexeval.errors import InputError
 
     if n < 1 or exchanges < 1:

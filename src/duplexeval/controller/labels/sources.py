@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.controller.data import Clip, validate_clip_id
-from duplexeval.controller.labels import Activity, LabelRules, derive, to_clip
+from duplexeval.controller.format.data import Clip, validate_clip_id
+from duplexeval.controller.labels.derive import Activity, LabelRules, derive, to_clip
 from duplexeval.errors import InputError
 from duplexeval.jsonio import json_lines, read_text
 from duplexeval.schemas import MAX_TIME_S, check_number
@@ -168,7 +168,7 @@ def labelled_clips(
     rules: LabelRules | None = None,
 ) -> Iterator[tuple[Clip, Conversation, Any]]:
     """(clip with labels and level_db, the conversation as assigned, its derived labels) per channel assignment."""
-    from duplexeval.controller.runner import frame_level_db
+    from duplexeval.controller.runtime.runner import frame_level_db
 
     for conv in convs:
         for clip_id, c in assignments(conv):
@@ -195,7 +195,7 @@ def conversation_clips(
     rules: LabelRules | None = None,
 ) -> Iterator[Clip]:
     """Derive labels (and level_db when audio exists) per assignment; with a controller, add its scores."""
-    from duplexeval.controller.runner import run
+    from duplexeval.controller.runtime.runner import run
 
     for clip, c, lab in labelled_clips(convs, rules):
         if controller is not None:

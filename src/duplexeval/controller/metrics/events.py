@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from duplexeval.controller.data import Clip, ClipFrames, frame_end_us, frames_in_window, to_us
-from duplexeval.controller.policy import MODES, EvaluationPolicy
-from duplexeval.controller.replay import (
+from duplexeval.controller.format.data import Clip, ClipFrames, frame_end_us, frames_in_window, to_us
+from duplexeval.controller.format.policy import MODES, EvaluationPolicy
+from duplexeval.controller.metrics.replay import (
     HEAD,
     EndpointReplayer,
     backchannel_firings,

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.controller.labels import Activity
+from duplexeval.controller.labels.derive import Activity
 
 SR = 16000
 VOICES = ("en-us", "en-gb", "en-us+f3", "en-us+m3", "en-gb+f2", "en-us+f4")

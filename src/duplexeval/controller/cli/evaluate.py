@@ -11,7 +11,7 @@ COMPARE_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inp
 
 
 def _policy(path: Path | None, mode: str | None):  # noqa: ANN202
-    from duplexeval.controller.policy import EvaluationPolicy, load_policy
+    from duplexeval.controller.format.policy import EvaluationPolicy, load_policy
 
     pol = load_policy(path) if path is not None else EvaluationPolicy()
     return pol.with_(endpoint_mode=mode) if mode else pol
@@ -25,9 +25,9 @@ def controller_evaluate(
     rows: Path | None = typer.Option(None, "--rows", help="Write per-clip evidence (one JSON line per clip) here."),
 ) -> None:
     """Frame metrics and replayed event metrics of a controller's outputs under a frozen policy."""
-    from duplexeval.controller.data import load_data
-    from duplexeval.controller.events import evidence_row
-    from duplexeval.controller.report import evaluate, format_report
+    from duplexeval.controller.format.data import load_data
+    from duplexeval.controller.metrics.events import evidence_row
+    from duplexeval.controller.metrics.report import evaluate, format_report
     from duplexeval.jsonio import atomic_write_text, dumps_line, write_json
 
     pol = _policy(policy, mode)
@@ -81,10 +81,10 @@ def controller_calibrate(
     json_out: Path | None = typer.Option(None, "--json", help="Also write the calibration table here."),
 ) -> None:
     """Pick thresholds on development data by spec 002's rules and write a frozen policy for `evaluate`."""
-    from duplexeval.controller.calibrate import Targets, calibrate, targets_from_report
-    from duplexeval.controller.data import load_data
-    from duplexeval.controller.events import evaluate_events
-    from duplexeval.controller.policy import save_policy
+    from duplexeval.controller.calibrate.thresholds import Targets, calibrate, targets_from_report
+    from duplexeval.controller.format.data import load_data
+    from duplexeval.controller.format.policy import save_policy
+    from duplexeval.controller.metrics.events import evaluate_events
     from duplexeval.errors import InputError
     from duplexeval.jsonio import sha256_file, write_json
 
@@ -125,9 +125,9 @@ def controller_compare(
     json_out: Path | None = typer.Option(None, "--json", help="Write the JSON comparison here."),
 ) -> None:
     """Differences B - A with a conversation-grouped paired bootstrap (same clips, labels and groups required)."""
-    from duplexeval.controller.compare import format_comparison, paired_bootstrap
-    from duplexeval.controller.data import load_data
-    from duplexeval.controller.report import run_clips
+    from duplexeval.controller.format.data import load_data
+    from duplexeval.controller.metrics.compare import format_comparison, paired_bootstrap
+    from duplexeval.controller.metrics.report import run_clips
     from duplexeval.errors import InputError
     from duplexeval.jsonio import write_json
 
@@ -150,7 +150,7 @@ def controller_compare(
         va, vb = get(fa), get(fb)
         frame[key] = {"a": va, "b": vb, "diff_b_minus_a": None if va is None or vb is None else vb - va}
     from duplexeval.artifacts import header
-    from duplexeval.controller.report import signature
+    from duplexeval.controller.metrics.report import signature
     from duplexeval.jsonio import sha256_file
 
     inputs = {"a:clips.jsonl": sha256_file(da.root / "clips.jsonl"), "b:clips.jsonl": sha256_file(db.root / "clips.jsonl")}

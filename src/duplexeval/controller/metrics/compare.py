@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from duplexeval.controller.events import HOUR_US, ClipEvidence
-from duplexeval.controller.policy import EvaluationPolicy
+from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.controller.metrics.events import HOUR_US, ClipEvidence
 from duplexeval.paired import from_resamples
 from duplexeval.stats import bootstrap_indices
 
@@ -90,7 +90,7 @@ class _Groups:
 
     def macro_f1(self, counts: np.ndarray) -> np.ndarray:
         """State macro-F1 from the resampled groups' summed confusion matrices (NaN when none)."""
-        from duplexeval.controller.frame_metrics import macro_f1_from_confusion
+        from duplexeval.controller.metrics.frame_metrics import macro_f1_from_confusion
 
         if not self.has_states:
             return np.full(counts.shape[0], np.nan)

@@ -17,8 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.controller.data import FRAME_US, NO_LABEL, Clip, ClipFrames, ClipMeta, PauseProbe, TurnProbe, to_us
-from duplexeval.controller.runner import frame_level_db
+from duplexeval.controller.format.data import (
+    FRAME_US,
+    NO_LABEL,
+    Clip,
+    ClipFrames,
+    ClipMeta,
+    PauseProbe,
+    TurnProbe,
+    to_us,
+)
+from duplexeval.controller.runtime.runner import frame_level_db
 from duplexeval.errors import InputError
 
 BRIDGED_SUBSETS = ("candor_turn_taking", "candor_pause_handling")

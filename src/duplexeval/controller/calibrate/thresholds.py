@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from duplexeval.controller.data import Clip
-from duplexeval.controller.events import ClipEvidence, aggregate, clip_events
-from duplexeval.controller.policy import EvaluationPolicy
+from duplexeval.controller.format.data import Clip
+from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.controller.metrics.events import ClipEvidence, aggregate, clip_events
 from duplexeval.errors import RefusalError
 from duplexeval.stats import quantile_rule
 

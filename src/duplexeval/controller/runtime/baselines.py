@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.controller.data import FRAME_S, STATES
+from duplexeval.controller.format.data import FRAME_S, STATES
 from duplexeval.errors import InputError
 
 _ONE_HOT = {s: np.eye(len(STATES), dtype=np.float64)[i] for i, s in enumerate(STATES)}

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from duplexeval.artifacts import header
-from duplexeval.controller.data import Clip, ControllerData
-from duplexeval.controller.events import ClipEvidence, aggregate, clip_events
-from duplexeval.controller.frame_metrics import FrameAccumulator
-from duplexeval.controller.policy import EvaluationPolicy
+from duplexeval.controller.format.data import Clip, ControllerData
+from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.controller.metrics.events import ClipEvidence, aggregate, clip_events
+from duplexeval.controller.metrics.frame_metrics import FrameAccumulator
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
