@@ -5,19 +5,32 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import fields
 from pathlib import Path
 
 import typer
 
+from duplexeval.controller.format.data import load_data, write_data
+from duplexeval.controller.labels.derive import LabelRules
+from duplexeval.controller.labels.fdb_bridge import bridge_dataset
+from duplexeval.controller.labels.sources import (
+    conversation_clips,
+    labelled_clips,
+    needs_user_audio,
+    read_manifest,
+)
+from duplexeval.controller.runtime.bench import bench, format_bench
+from duplexeval.controller.runtime.parallel import RunJob, run_clips
+from duplexeval.controller.runtime.runner import load_controller, run
+from duplexeval.errors import InputError, RefusalError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
+from duplexeval.jsonio import check_output_dir, write_json
 from duplexeval.schemas import MAX_TIME_S
 
 
 def _options(items: list[str] | None, flag: str) -> dict:
     """key=value pairs; values parsed as JSON when they are (numbers, true/false, null), else kept as strings."""
-    from duplexeval.errors import InputError
-
     out = {}
     for item in items or []:
         k, sep, v = item.partition("=")
@@ -31,11 +44,6 @@ def _options(items: list[str] | None, flag: str) -> dict:
 
 
 def _rules(items: list[str] | None):  # noqa: ANN202
-    from dataclasses import fields
-
-    from duplexeval.controller.labels.derive import LabelRules
-    from duplexeval.errors import InputError
-
     opts = _options(items, "--rule")
     names = {f.name for f in fields(LabelRules)}
     bad = sorted(set(opts) - names)
@@ -50,42 +58,26 @@ def _rules(items: list[str] | None):  # noqa: ANN202
 
 
 def _check_out(out: Path, force: bool) -> None:
-    from duplexeval.errors import RefusalError
-
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
         raise RefusalError(f"{out}: exists and is not empty; give --force to overwrite")
 
 
 def _clips(conversations: Path | None, fdb: Path | None, controller, rules, remote=None):  # noqa: ANN001, ANN202
     """Clips with labels (and the controller's scores). `remote` = (spec, options, ExecutorSpec): run on Ray."""
-    from duplexeval.errors import InputError
-
     if (conversations is None) == (fdb is None):
         raise InputError("give exactly one of --conversations MANIFEST or --fdb DATASET")
     name = getattr(controller, "name", "controller")
     if conversations is not None:
-        from duplexeval.controller.labels.sources import (
-            conversation_clips,
-            labelled_clips,
-            needs_user_audio,
-            read_manifest,
-        )
-
         info: dict = {"conversations": str(conversations)}
         if remote is None:
             return conversation_clips(read_manifest(conversations), controller, rules), info
-        from duplexeval.controller.runtime.parallel import RunJob, run_clips
 
         pairs = ((clip, RunJob(needs_user_audio(c), c.agent_audio, lab.n_frames, lab.truth_state, name))
                  for clip, c, lab in labelled_clips(read_manifest(conversations), rules))
         return run_clips(pairs, *remote), info
-    from duplexeval.controller.labels.fdb_bridge import bridge_dataset
-    from duplexeval.controller.runtime.runner import run
 
     info = {"fdb": str(fdb), "fdb_subsets": ["candor_turn_taking", "candor_pause_handling"]}
     if remote is not None:
-        from duplexeval.controller.runtime.parallel import RunJob, run_clips
-
         pairs = ((bc.clip, RunJob(bc.audio16k, None, bc.clip.meta.n_frames, None, name))
                  for bc in bridge_dataset(str(fdb)))
         return run_clips(pairs, *remote), info
@@ -102,9 +94,6 @@ def _clips(conversations: Path | None, fdb: Path | None, controller, rules, remo
 def _out_folder(positional: Path | None, out: Path | None, what: str, default: Path | None = None,
                 deprecated: bool = False) -> Path:
     """The folder from `--out DIR` or the positional OUT (at most one given; `default` when neither)."""
-    from duplexeval.errors import InputError
-    from duplexeval.jsonio import check_output_dir
-
     if positional is not None and out is not None:
         raise InputError(f"give the {what} once: --out DIR" + (" (the positional OUT is deprecated)" if deprecated else
                                                                ", or OUT, not both"))  # fmt: skip
@@ -128,8 +117,6 @@ def controller_label(
     force: bool = typer.Option(False, "--force", help="Overwrite a non-empty OUT."),
 ) -> None:
     """Derive frame truth, masks and events (no controller scores) from conversations or the FDB CANDOR subsets."""
-    from duplexeval.controller.format.data import load_data, write_data
-
     out = _out_folder(positional_out, out, "data folder")
     _check_out(out, force)
     rules = _rules(rule)
@@ -163,9 +150,6 @@ def controller_run(
 ) -> None:
     """Run a streaming controller over two-channel audio (state/yield teacher-forced, endpoint/backchannel with
     LISTEN forced) and write its scores with the derived labels. With --executor ray, one conversation per task."""
-    from duplexeval.controller.format.data import load_data, write_data
-    from duplexeval.controller.runtime.runner import load_controller
-
     out = _out_folder(positional_out, out, "data folder")
     _check_out(out, force)
     opts = _options(option, "--option")
@@ -187,10 +171,6 @@ def controller_bench(
     json_out: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
 ) -> None:
     """Compute cost by spec 002's protocol: batch 1, 64 prefill frames, 3 x 200 one-frame updates."""
-    from duplexeval.controller.runtime.bench import bench, format_bench
-    from duplexeval.controller.runtime.runner import load_controller
-    from duplexeval.jsonio import write_json
-
     rep = bench(load_controller(controller, _options(option, "--option")), prefill, updates, repeats)
     rep["controller_spec"] = controller
     typer.echo(format_bench(rep))
@@ -210,8 +190,8 @@ def controller_demo(
     force: bool = typer.Option(False, "--force", help="Overwrite a non-empty OUT."),
 ) -> None:
     """espeak-ng two-channel conversations, labels derived from them, both baselines evaluated and compared."""
+    # lazy: the demo compares (duplexeval.paired -> scipy.stats, 1.3 s that every `duplexeval --help` would pay)
     from duplexeval.controller.cli.demo import format_demo, run_demo
-    from duplexeval.errors import InputError
 
     if n < 1 or exchanges < 1:
         raise InputError("--conversations and --exchanges must be >= 1")

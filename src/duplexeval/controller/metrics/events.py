@@ -6,6 +6,8 @@ any list of them into the report section. ``compare`` resamples conversation gro
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -80,7 +82,6 @@ def match_onsets(onsets_us: Sequence[int], firings_us: Sequence[int], window_us:
     fir = sorted(firings_us)
     used = [False] * len(fir)
     out: list[int] = []
-    import bisect
 
     for o in sorted(onsets_us):
         k = bisect.bisect_left(fir, o + lo)
@@ -99,8 +100,6 @@ LABEL_ARRAYS = ("truth_state", "valid_state", "valid_endpoint", "valid_yield", "
 
 def labels_digest(fr: ClipFrames) -> str:
     """SHA-256 over the clip's label arrays (name, dtype-normalised bytes); absent arrays hash as absent."""
-    import hashlib
-
     h = hashlib.sha256()
     for name in LABEL_ARRAYS:
         arr = fr.get(name)

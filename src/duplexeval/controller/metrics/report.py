@@ -9,6 +9,7 @@ from duplexeval.controller.format.data import Clip, ControllerData
 from duplexeval.controller.format.policy import EvaluationPolicy
 from duplexeval.controller.metrics.events import ClipEvidence, aggregate, clip_events
 from duplexeval.controller.metrics.frame_metrics import FrameAccumulator
+from duplexeval.jsonio import dumps, sha256_bytes, sha256_file
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
@@ -18,8 +19,6 @@ DEFINITIONS = "controller-spec002-1"
 
 
 def _policy_component(policy: EvaluationPolicy, name: str = "policy") -> Component:
-    from duplexeval.jsonio import dumps, sha256_bytes
-
     pj = policy.to_json()
     return Component(name, str(policy.endpoint_mode), sha256_bytes(dumps(pj).encode("utf-8")), {}, pj)
 
@@ -50,8 +49,6 @@ def evaluate(
     data: ControllerData, policy: EvaluationPolicy, *, data_label: str | None = None, evidence: list | None = None
 ) -> dict:
     """The full JSON report for a loaded data folder under a policy (per-clip evidence appended to ``evidence``)."""
-    from duplexeval.jsonio import sha256_file
-
     evs, frames = run_clips(data.iter_clips(), policy)
     if evidence is not None:
         evidence.extend(evs)
