@@ -4,6 +4,7 @@ command (it pulls scipy.stats, which every `duplexeval --help` would pay)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -17,11 +18,14 @@ from duplexeval.errors import InputError
 from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_file, write_json
 from duplexeval.schemas import check_number
 
+if TYPE_CHECKING:  # duplexeval.cli imports this module
+    from duplexeval.cli import CliApps
+
 COMPARE_KIND = "duplexeval.controller.compare"
 COMPARE_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs)
 
 
-def _policy(path: Path | None, mode: str | None):  # noqa: ANN202
+def _policy(path: Path | None, mode: str | None) -> EvaluationPolicy:
     pol = load_policy(path) if path is not None else EvaluationPolicy()
     return pol.with_(endpoint_mode=mode) if mode else pol
 
@@ -157,7 +161,7 @@ def controller_compare(
         write_json(json_out, out)
 
 
-def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
+def register(apps: CliApps) -> None:
     """Add `controller evaluate`, `calibrate`, `compare`."""
     apps.controller.command("evaluate")(controller_evaluate)
     apps.controller.command("calibrate")(controller_calibrate)

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from duplexeval.controller.format.data import load_data, write_data
+from duplexeval.controller.format.data import Clip, ControllerData, load_data, write_data
+from duplexeval.controller.format.protocol import Controller
 from duplexeval.controller.labels.derive import LabelRules
 from duplexeval.controller.labels.fdb_bridge import bridge_dataset
 from duplexeval.controller.labels.sources import (
@@ -28,6 +31,9 @@ from duplexeval.executors import ExecutorSpec
 from duplexeval.jsonio import check_output_dir, write_json
 from duplexeval.schemas import MAX_TIME_S
 
+if TYPE_CHECKING:  # duplexeval.cli imports this module
+    from duplexeval.cli import CliApps
+
 
 def _options(items: list[str] | None, flag: str) -> dict:
     """key=value pairs; values parsed as JSON when they are (numbers, true/false, null), else kept as strings."""
@@ -43,7 +49,7 @@ def _options(items: list[str] | None, flag: str) -> dict:
     return out
 
 
-def _rules(items: list[str] | None):  # noqa: ANN202
+def _rules(items: list[str] | None) -> LabelRules:
     opts = _options(items, "--rule")
     names = {f.name for f in fields(LabelRules)}
     bad = sorted(set(opts) - names)
@@ -62,7 +68,8 @@ def _check_out(out: Path, force: bool) -> None:
         raise RefusalError(f"{out}: exists and is not empty; give --force to overwrite")
 
 
-def _clips(conversations: Path | None, fdb: Path | None, controller, rules, remote=None):  # noqa: ANN001, ANN202
+def _clips(conversations: Path | None, fdb: Path | None, controller: Controller | None, rules: LabelRules,
+           remote: tuple[str, dict[str, Any], ExecutorSpec] | None = None) -> tuple[Iterator[Clip], dict[str, Any]]:
     """Clips with labels (and the controller's scores). `remote` = (spec, options, ExecutorSpec): run on Ray."""
     if (conversations is None) == (fdb is None):
         raise InputError("give exactly one of --conversations MANIFEST or --fdb DATASET")
@@ -82,7 +89,7 @@ def _clips(conversations: Path | None, fdb: Path | None, controller, rules, remo
                  for bc in bridge_dataset(str(fdb)))
         return run_clips(pairs, *remote), info
 
-    def gen():  # noqa: ANN202
+    def gen() -> Iterator[Clip]:
         for bc in bridge_dataset(str(fdb)):
             if controller is not None:
                 run(controller, bc.audio16k, None, bc.clip.meta.n_frames, None, name=name).apply(bc.clip.frames)
@@ -102,9 +109,11 @@ def _out_folder(positional: Path | None, out: Path | None, what: str, default: P
         if deprecated:
             typer.echo(f"duplexeval: note: a positional OUT is deprecated; use `--out {positional}`", err=True)
         return positional
-    if out is None and default is None:
+    if out is not None:
+        return out
+    if default is None:
         raise InputError(f"give the {what}: --out DIR (or as the argument OUT)")
-    return out if out is not None else default  # type: ignore[return-value]
+    return default
 
 
 def controller_label(
@@ -126,7 +135,7 @@ def controller_label(
     typer.echo(_summary(d, out))
 
 
-def _summary(d, out: Path) -> str:  # noqa: ANN001
+def _summary(d: ControllerData, out: Path) -> str:
     n_turn = sum(len(c.turn_probes) for c in d.clips)
     n_pause = sum(len(c.pause_probes) for c in d.clips)
     n_y = sum(len(c.yield_onsets) for c in d.clips)
@@ -199,7 +208,7 @@ def controller_demo(
     typer.echo(format_demo(run_demo(out, n, exchanges, seed, force)))
 
 
-def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
+def register(apps: CliApps) -> None:
     """Add `controller label`, `run`, `bench`, `demo`."""
     apps.controller.command("label")(controller_label)
     apps.controller.command("run")(controller_run)

@@ -29,7 +29,7 @@ from duplexeval.controller.format.data import (
 )
 from duplexeval.controller.runtime.runner import frame_level_db
 from duplexeval.errors import InputError
-from duplexeval.fdb.dataset import annotation_record, load_dataset
+from duplexeval.fdb.dataset import DatasetSample, annotation_record, load_dataset
 from duplexeval.jsonio import sha256_file
 
 BRIDGED_SUBSETS = ("candor_turn_taking", "candor_pause_handling")
@@ -47,7 +47,7 @@ def _stamps_us(n: int) -> np.ndarray:
     return (np.arange(n, dtype=np.int64) + 1) * FRAME_US
 
 
-def _record(sample) -> Any:  # noqa: ANN001 - fdb.dataset.DatasetSample
+def _record(sample: DatasetSample) -> Any:
     """The sample's typed annotation (schemas.fdb), validated by the dataset loader or here."""
     rec = getattr(sample, "record", None)
     if rec is None:
@@ -55,7 +55,7 @@ def _record(sample) -> Any:  # noqa: ANN001 - fdb.dataset.DatasetSample
     return rec
 
 
-def bridge_sample(sample, audio16k: np.ndarray | None = None) -> BridgedClip:  # noqa: ANN001 - fdb.dataset.DatasetSample
+def bridge_sample(sample: DatasetSample, audio16k: np.ndarray | None = None) -> BridgedClip:
     """One FDB sample as a clip; the audio is read (and resampled to 16 kHz) unless given."""
     if sample.subset not in BRIDGED_SUBSETS:
         raise InputError(f"sample {sample.key}: only {', '.join(BRIDGED_SUBSETS)} are bridged (spec 002)")

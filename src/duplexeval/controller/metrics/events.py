@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -345,7 +345,7 @@ def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> dict:
     return out
 
 
-def evaluate_events(clips, policy: EvaluationPolicy) -> tuple[list[ClipEvidence], dict]:  # noqa: ANN001
+def evaluate_events(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[ClipEvidence], dict]:
     """Replay every clip (an iterable of Clip) and aggregate; returns the per-clip evidence too."""
     seen: set[str] = set()
     evs = [clip_events(c, policy, seen) for c in clips]

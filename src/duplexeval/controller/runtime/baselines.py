@@ -167,7 +167,7 @@ def _check(v: float, name: str) -> None:
 BASELINES = {"silence": SilenceTimeoutController, "silero": SileroController}
 
 
-def make(name: str, **options: Any):  # noqa: ANN201 - a Controller
+def make(name: str, **options: Any) -> SilenceTimeoutController | SileroController:
     """A baseline by name ('silence' or 'silero') with keyword options."""
     if name not in BASELINES:
         raise InputError(f"unknown baseline {name!r} (expected {', '.join(BASELINES)})")
