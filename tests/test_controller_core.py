@@ -150,7 +150,7 @@ def test_shares_sum_to_one_and_latency_stats():
     ]
     e = aggregate([clip_events(c, POL) for c in clips], POL)["endpoint"]["fallback_on"]
     assert (e["head"]["count"], e["fallback"]["count"], e["no_endpoint"]["count"]) == (1, 1, 1)
-    assert e["head"]["rate"] + e["fallback"]["rate"] + e["no_endpoint"]["rate"] == pytest.approx(1.0)
+    assert e["head"]["value"] + e["fallback"]["value"] + e["no_endpoint"]["value"] == pytest.approx(1.0)
     assert e["latency"] == {"n": 2, "mean_ms": 680.0, "median_ms": 160.0, "p90_ms": 1200.0}
 
 

@@ -116,7 +116,7 @@ def test_controller_report_explains_star_and_uses_the_shared_symbols(tmp_path: P
     from duplexeval.controller.metrics.report import format_report
 
     lat = {"n": 0, "mean_ms": None, "median_ms": None, "p90_ms": None}
-    share = {"count": 0, "n": 0, "rate": None, "wilson95": None}
+    share = {"value": None, "count": 0, "n": 0, "interval": None}
     ep = {"latency": lat, "early_cutin": share, "no_endpoint": share, "miss_within_deadline": {**share, "censored": 0},
           "head": share, "fallback": share, "pause_false_endpoints": {**share, "per_hour": None}}
     rep = {"data": {"clips": 1, "groups": 1}, "frame_metrics": {"endpoint": {"scored": 3, "positives": 0, "roc_auc": None,

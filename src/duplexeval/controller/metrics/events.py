@@ -25,7 +25,7 @@ from duplexeval.controller.metrics.replay import (
     yield_firings,
 )
 from duplexeval.errors import InputError
-from duplexeval.stats import Quantile, wilson_interval
+from duplexeval.stats import Quantile, Share
 
 YIELD_WINDOW_US = (0, 640_000)  # [onset, onset + 640 ms)
 BACKCHANNEL_WINDOW_US = (-640_000, 320_000)  # [onset - 640 ms, onset + 320 ms)
@@ -240,10 +240,10 @@ def evidence_row(ev: ClipEvidence) -> dict:
 # ---------------------------------------------------------------- aggregation
 
 
-def share(count: int, n: int) -> dict:
-    """count/n with its Wilson 95% interval; rate and interval null when n is 0."""
-    ci = wilson_interval(count, n)
-    return {"count": count, "n": n, "rate": (count / n) if n else None, "wilson95": None if ci is None else list(ci)}
+def share(count: int, n: int) -> dict[str, object]:
+    """count/n with its Wilson 95% interval in the one share shape (``stats.Share.to_json``: value, count, n,
+    interval); value and interval null when n is 0."""
+    return Share(count, n).to_json()
 
 
 def per_hour(count: int, den_us: int) -> dict:

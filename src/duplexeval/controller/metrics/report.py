@@ -14,7 +14,9 @@ from duplexeval.signature import Component, Signature
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
 REPORT_KIND = "duplexeval.controller.report"
-REPORT_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs) replaces duplexeval_version
+# 2: the artifact header (duplexeval, signature, inputs) replaces duplexeval_version;
+# 3: shares in the one stats.Share shape (value, count, n, interval), no longer count, n, rate, wilson95
+REPORT_SCHEMA_VERSION = 3
 DEFINITIONS = "controller-spec002-1"
 
 
@@ -70,9 +72,9 @@ def evaluate(
 
 
 def _pct(sh: dict | None) -> str:
-    if not sh or sh.get("rate") is None:
+    if not sh or sh.get("value") is None:
         return NO_DATA if not sh else f"{NO_DATA} (0/{sh.get('n', 0)})"
-    return f"{sh['rate'] * 100:.1f}% ({sh['count']}/{sh['n']})"
+    return f"{sh['value'] * 100:.1f}% ({sh['count']}/{sh['n']})"
 
 
 def _ms(v: float | None, n: int = 0) -> str:
