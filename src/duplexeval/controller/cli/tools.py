@@ -35,6 +35,14 @@ if TYPE_CHECKING:  # duplexeval.cli imports this module
     from duplexeval.cli import CliApps
 
 
+# parameters several commands declare the same way
+CONTROLLER_SPEC = typer.Argument(..., help="silence or silero (also spelled baseline:NAME), an installed plugin's name, "
+                                 "FILE.onnx, or package.module:factory.")
+CONTROLLER_OPTIONS = typer.Option(None, "--option", help="Controller keyword option key=value (repeatable).")
+OUT_ARGUMENT = typer.Argument(None, metavar="[OUT]", show_default=False, help="Data folder to write (or --out).")
+FORCE = typer.Option(False, "--force", help="Overwrite a non-empty OUT.")
+
+
 def _options(items: list[str] | None, flag: str) -> dict:
     """key=value pairs; values parsed as JSON when they are (numbers, true/false, null), else kept as strings."""
     out = {}
@@ -117,13 +125,12 @@ def _out_folder(positional: Path | None, out: Path | None, what: str, default: P
 
 
 def controller_label(
-    positional_out: Path | None = typer.Argument(None, metavar="[OUT]", show_default=False,
-                                                 help="Data folder to write (or --out)."),
+    positional_out: Path | None = OUT_ARGUMENT,
     out: Path | None = typer.Option(None, "--out", "-o", help="Data folder to write (dataset.json, clips.jsonl, frames/)."),
     conversations: Path | None = typer.Option(None, "--conversations", help="Conversation manifest (JSONL or JSON list; docs/controller-labels.md)."),
     fdb: Path | None = typer.Option(None, "--fdb", help="FDB v1.0 folder: bridge candor_turn_taking and candor_pause_handling."),
     rule: list[str] | None = typer.Option(None, "--rule", help="Override a derivation rule, e.g. --rule max_pause_s=2.5 (repeatable)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite a non-empty OUT."),
+    force: bool = FORCE,
 ) -> None:
     """Derive frame truth, masks and events (no controller scores) from conversations or the FDB CANDOR subsets."""
     out = _out_folder(positional_out, out, "data folder")
@@ -146,15 +153,14 @@ def _summary(d: ControllerData, out: Path) -> str:
 
 @executor_options
 def controller_run(
-    controller: str = typer.Argument(..., help="silence or silero (also spelled baseline:NAME), an installed plugin's name, FILE.onnx, or package.module:factory."),
-    positional_out: Path | None = typer.Argument(None, metavar="[OUT]", show_default=False,
-                                                 help="Data folder to write (or --out)."),
+    controller: str = CONTROLLER_SPEC,
+    positional_out: Path | None = OUT_ARGUMENT,
     out: Path | None = typer.Option(None, "--out", "-o", help="Data folder to write, ready for `controller evaluate`."),
     conversations: Path | None = typer.Option(None, "--conversations", help="Conversation manifest with audio."),
     fdb: Path | None = typer.Option(None, "--fdb", help="FDB v1.0 folder (CANDOR turn-taking and pause subsets)."),
-    option: list[str] | None = typer.Option(None, "--option", help="Controller keyword option key=value (repeatable)."),
+    option: list[str] | None = CONTROLLER_OPTIONS,
     rule: list[str] | None = typer.Option(None, "--rule", help="Override a derivation rule key=value (repeatable)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite a non-empty OUT."),
+    force: bool = FORCE,
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Run a streaming controller over two-channel audio (state/yield teacher-forced, endpoint/backchannel with
@@ -172,8 +178,8 @@ def controller_run(
 
 
 def controller_bench(
-    controller: str = typer.Argument(..., help="silence or silero (also spelled baseline:NAME), an installed plugin's name, FILE.onnx, or package.module:factory."),
-    option: list[str] | None = typer.Option(None, "--option", help="Controller keyword option key=value (repeatable)."),
+    controller: str = CONTROLLER_SPEC,
+    option: list[str] | None = CONTROLLER_OPTIONS,
     prefill: int = typer.Option(64, "--prefill", help="Prefill frames before the timed updates."),
     updates: int = typer.Option(200, "--updates", help="Timed one-frame updates per repeat."),
     repeats: int = typer.Option(3, "--repeats", help="Repeats."),
@@ -196,7 +202,7 @@ def controller_demo(
     n: int = typer.Option(4, "--conversations", help="How many conversations to make."),
     exchanges: int = typer.Option(4, "--exchanges", help="Exchanges per conversation."),
     seed: int = typer.Option(0, "--seed", help="Seed for voices, rates, gaps and event types."),
-    force: bool = typer.Option(False, "--force", help="Overwrite a non-empty OUT."),
+    force: bool = FORCE,
 ) -> None:
     """espeak-ng two-channel conversations, labels derived from them, both baselines evaluated and compared."""
     # lazy: the demo compares (duplexeval.paired -> scipy.stats, 1.3 s that every `duplexeval --help` would pay)

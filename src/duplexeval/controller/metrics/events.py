@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -189,25 +189,28 @@ def clip_events(
         # labels for that task: its firings would be false events of nothing, so it is left out unless it has onsets
         return bool(onsets) or (score is not None and (mask is None or bool(mask.any())))
 
-    if takes_part(m.yield_onsets, fr.yield_, fr.valid_yield):
-        if fr.yield_ is None:
-            raise InputError(f"{where}: has yield onsets but no yield scores")
+    def onset_head(head: str, onsets: list[float], score: np.ndarray | None, mask: np.ndarray | None,
+                   firings: Callable[[np.ndarray, int, int, EvaluationPolicy], np.ndarray],
+                   window_us: tuple[int, int]) -> tuple[int, list[int], int] | None:
+        """(onsets in the region, matched latencies, firings) of the yield or backchannel head; None if it takes no part."""
+        if not takes_part(onsets, score, mask):
+            return None
+        if score is None:
+            raise InputError(f"{where}: has {head} onsets but no {head} scores")
+        on = inside(onsets)
+        fired = counted(firings(score, 0, n, policy))
+        return len(on), match_onsets(on, fired.tolist(), window_us), int(fired.size)
+
+    yh = onset_head("yield", m.yield_onsets, fr.yield_, fr.valid_yield, yield_firings, YIELD_WINDOW_US)
+    if yh is not None:
         ev.has_yield = True
-        on = inside(m.yield_onsets)
-        fy = counted(yield_firings(fr.yield_, 0, n, policy))
-        ev.yield_onsets = len(on)
-        ev.yield_latency_us = match_onsets(on, fy.tolist(), YIELD_WINDOW_US)
-        ev.yield_firings = int(fy.size)
+        ev.yield_onsets, ev.yield_latency_us, ev.yield_firings = yh
         ev.yield_region_us = region_us
-    if takes_part(m.backchannel_onsets, fr.backchannel, fr.valid_backchannel):
-        if fr.backchannel is None:
-            raise InputError(f"{where}: has backchannel onsets but no backchannel scores")
+    bh = onset_head("backchannel", m.backchannel_onsets, fr.backchannel, fr.valid_backchannel, backchannel_firings,
+                    BACKCHANNEL_WINDOW_US)
+    if bh is not None:
         ev.has_backchannel = True
-        on = inside(m.backchannel_onsets)
-        fbk = counted(backchannel_firings(fr.backchannel, 0, n, policy))
-        ev.backchannel_onsets = len(on)
-        ev.backchannel_latency_us = match_onsets(on, fbk.tolist(), BACKCHANNEL_WINDOW_US)
-        ev.backchannel_firings = int(fbk.size)
+        ev.backchannel_onsets, ev.backchannel_latency_us, ev.backchannel_firings = bh
         ev.listen_us = to_us(m.listen_s)
     return ev
 
@@ -299,6 +302,16 @@ def endpoint_summary(evs: Sequence[ClipEvidence], mode: str, policy: EvaluationP
     }
 
 
+def _onset_head(window_us: tuple[int, int], matched: str, latencies_us: Sequence[int], n_onsets: int) -> dict:
+    """The leading keys of an onset head's section (yield, backchannel): its matching window, the share of onsets
+    matched by a firing (under the name ``matched``) and the matched latencies."""
+    return {
+        "window_ms": [window_us[0] // 1000, window_us[1] // 1000],
+        matched: share(len(latencies_us), n_onsets),
+        "latency": latency_summary(latencies_us),
+    }
+
+
 def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> dict:
     """The event-metric section of the report (every metric with its counts and denominators)."""
     out: dict = {"clips": len(evs), "groups": len({e.group for e in evs})}
@@ -323,9 +336,7 @@ def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> dict:
         n_fire = sum(e.yield_firings for e in evs)
         region = sum(e.yield_region_us for e in evs)
         out["yield"] = {
-            "window_ms": [YIELD_WINDOW_US[0] // 1000, YIELD_WINDOW_US[1] // 1000],
-            "detection": share(len(lat), n_on),
-            "latency": latency_summary(lat),
+            **_onset_head(YIELD_WINDOW_US, "detection", lat, n_on),
             "firings": n_fire,
             "false_events": per_hour(n_fire - len(lat), region),
         }
@@ -335,9 +346,7 @@ def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> dict:
         n_fire = sum(e.backchannel_firings for e in evs)
         listen = sum(e.listen_us for e in evs)
         out["backchannel"] = {
-            "window_ms": [BACKCHANNEL_WINDOW_US[0] // 1000, BACKCHANNEL_WINDOW_US[1] // 1000],
-            "recall": share(len(lat), n_on),
-            "latency": latency_summary(lat),
+            **_onset_head(BACKCHANNEL_WINDOW_US, "recall", lat, n_on),
             "firings": n_fire,
             "acknowledgment_rate": per_hour(n_fire, listen),
         }
