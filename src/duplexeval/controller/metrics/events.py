@@ -302,14 +302,24 @@ def endpoint_summary(evs: Sequence[ClipEvidence], mode: str, policy: EvaluationP
     }
 
 
-def _onset_head(window_us: tuple[int, int], matched: str, latencies_us: Sequence[int], n_onsets: int) -> dict:
-    """The leading keys of an onset head's section (yield, backchannel): its matching window, the share of onsets
-    matched by a firing (under the name ``matched``) and the matched latencies."""
-    return {
+def _onset_section(window_us: tuple[int, int], matched: str,
+                   clips: Iterable[tuple[int, Sequence[int], int]]) -> tuple[dict, int, int]:
+    """An onset head's section (yield, backchannel) from per-clip (onsets, matched latencies, firings): the matching
+    window, the share of onsets matched by a firing (named ``matched``), the latencies and the firings; also
+    (matched onsets, firings) for the head's rate."""
+    n_on, n_fire = 0, 0
+    lat: list[int] = []
+    for onsets, latencies_us, firings in clips:
+        n_on += onsets
+        lat += latencies_us
+        n_fire += firings
+    sec = {
         "window_ms": [window_us[0] // 1000, window_us[1] // 1000],
-        matched: share(len(latencies_us), n_onsets),
-        "latency": latency_summary(latencies_us),
+        matched: share(len(lat), n_on),
+        "latency": latency_summary(lat),
+        "firings": n_fire,
     }
+    return sec, len(lat), n_fire
 
 
 def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> dict:
@@ -331,25 +341,13 @@ def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> dict:
             "filler_run_max_ms": FILLER_RUN_MAX_US // 1000,
         }
     if any(e.has_yield for e in evs):
-        lat = [x for e in evs for x in e.yield_latency_us]
-        n_on = sum(e.yield_onsets for e in evs)
-        n_fire = sum(e.yield_firings for e in evs)
-        region = sum(e.yield_region_us for e in evs)
-        out["yield"] = {
-            **_onset_head(YIELD_WINDOW_US, "detection", lat, n_on),
-            "firings": n_fire,
-            "false_events": per_hour(n_fire - len(lat), region),
-        }
+        sec, hits, fired = _onset_section(YIELD_WINDOW_US, "detection",
+                                          ((e.yield_onsets, e.yield_latency_us, e.yield_firings) for e in evs))
+        out["yield"] = {**sec, "false_events": per_hour(fired - hits, sum(e.yield_region_us for e in evs))}
     if any(e.has_backchannel for e in evs):
-        lat = [x for e in evs for x in e.backchannel_latency_us]
-        n_on = sum(e.backchannel_onsets for e in evs)
-        n_fire = sum(e.backchannel_firings for e in evs)
-        listen = sum(e.listen_us for e in evs)
-        out["backchannel"] = {
-            **_onset_head(BACKCHANNEL_WINDOW_US, "recall", lat, n_on),
-            "firings": n_fire,
-            "acknowledgment_rate": per_hour(n_fire, listen),
-        }
+        sec, _hits, fired = _onset_section(BACKCHANNEL_WINDOW_US, "recall",
+                                           ((e.backchannel_onsets, e.backchannel_latency_us, e.backchannel_firings) for e in evs))
+        out["backchannel"] = {**sec, "acknowledgment_rate": per_hour(fired, sum(e.listen_us for e in evs))}
     out["onsets_outside_event_region"] = sum(e.onsets_outside_region for e in evs)
     return out
 
