@@ -18,8 +18,8 @@ import numpy as np
 import soundfile as sf
 
 from duplexeval.audio import resample
-from duplexeval.controller.labels import USER, derive
-from duplexeval.controller.sources import assignments, read_manifest
+from duplexeval.controller.labels.derive import USER, derive
+from duplexeval.controller.labels.sources import assignments, read_manifest
 from duplexeval.eot.spans import SpanSet, SpanTurn, make_turn
 from duplexeval.errors import InputError
 from duplexeval.fdb.dataset import load_dataset
