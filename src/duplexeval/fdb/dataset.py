@@ -17,7 +17,6 @@ import numpy as np
 
 from duplexeval.audio import audio_info, read_audio_16k
 from duplexeval.errors import InputError
-from duplexeval.fdb.synth import ensure_demo
 from duplexeval.fdb.tree import (
     BACKCHANNEL,
     PAUSE_HANDLING,
@@ -229,6 +228,10 @@ def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
 def load_dataset(path: str | os.PathLike[str]) -> Dataset:
     """Load `"demo"` (built or found in the cache), a synth folder (has dataset.json) or a real FDB v1.0 folder."""
     if str(path) == "demo":
+        # Lazy: the controller's FDB bridge imports this module for `--help`; the synth stack (YAML, espeak-ng,
+        # resampling) adds about 0.1 s there.
+        from duplexeval.fdb.synth import ensure_demo
+
         return load_dataset(ensure_demo())
     root = Path(path)
     if not root.is_dir():
