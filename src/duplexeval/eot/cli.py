@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from duplexeval.controller.cli.tools import _options
 from duplexeval.errors import InputError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
@@ -120,7 +121,6 @@ def eot_predict(
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Causal predictions at every grid time of every silence span, in eot-bench's columns; resumes an interrupted run."""
-    from duplexeval.controller.cli.tools import _options
     from duplexeval.eot.predict import PredictSettings, run_predict
     from duplexeval.eot.sources import load_span_set
     from duplexeval.eot.spans import span_set_summary

@@ -7,6 +7,7 @@ from functools import partial
 from pathlib import Path
 
 from duplexeval.artifacts import check_kind
+from duplexeval.controller.metrics.report import REPORT_SCHEMA_VERSION as CONTROLLER_SCHEMA
 from duplexeval.eot.compare import SCHEMA_VERSION as EOT_COMPARE_SCHEMA
 from duplexeval.eot.sweep_report import SCHEMA_VERSION as SWEEP_SCHEMA
 from duplexeval.errors import InputError
@@ -53,8 +54,6 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1) -> str:
             check_kind(obj, CONTROLLER_REPORT if kind is None else f"one of {', '.join(FILE_KINDS)}", p)
             raise AssertionError("unreachable: check_kind refused the file")
         if kind == CONTROLLER_REPORT:
-            from duplexeval.controller.metrics.report import REPORT_SCHEMA_VERSION as CONTROLLER_SCHEMA
-
             bodies.append(other_pages.controller_body(p.name, check_kind(obj, kind, p, CONTROLLER_SCHEMA)))
         elif kind == CONTROLLER_COMPARE:
             bodies.append(other_pages.controller_compare_body(p.name, check_kind(obj, kind, p, 2)))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from duplexeval.errors import InputError
+from duplexeval.fdb.tree import validate_sample_id, validate_subset
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -35,7 +36,6 @@ def show_command(
 ) -> None:
     """Draw one sample's timeline (output envelope, VAD, ASR words, annotation marks, outcome) as a PNG."""
     from duplexeval.fdb.results import load_scored
-    from duplexeval.fdb.tree import validate_sample_id, validate_subset
     from duplexeval.report.timeline import load_view, show_png
 
     subset, _, sid = sample.partition("/")
