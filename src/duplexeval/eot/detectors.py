@@ -45,7 +45,7 @@ def _register_builtins() -> None:
 DETECTORS: Registry[Callable[..., Any]] = Registry("EOT detector", loader=_register_builtins)
 
 
-def detector_info(det: Any, name: str) -> dict[str, Any]:
+def detector_info(det: Detector, name: str) -> dict[str, Any]:
     """Name, version, model hash and settings of a detector (for the signature); plugins may define ``info()``."""
     info = det.info() if hasattr(det, "info") else {}
     out = {"name": name, "value": str(info.get("value", "")), "hash": info.get("hash"), "settings": dict(info.get("settings", {}))}
