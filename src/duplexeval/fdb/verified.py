@@ -59,11 +59,15 @@ def read_verified_json(path: str | os.PathLike[str], sha256: str | None, sample:
 
 
 def parse_json(data: bytes, where: str) -> Any:
-    """Bytes already read as UTF-8 JSON (a leading BOM dropped); InputError `WHERE: invalid JSON: ...` when they are not."""
+    """Bytes already read, as UTF-8 JSON (a leading BOM dropped), with `jsonio.read_json`'s messages prefixed by `where`."""
     try:
-        return json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{where}: invalid JSON: {exc}") from None
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: cannot read: {' '.join(str(exc).split())}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
 
 
 def file_matches(path: str | os.PathLike[str], sha256: str) -> bool:
