@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 from duplexeval.artifacts import check_kind
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.verified import parse_json, read_verified
-from duplexeval.jsonio import sha256_bytes, write_json
+from duplexeval.fdb.verified import read_json_hashed
+from duplexeval.jsonio import write_json
 from duplexeval.schemas import is_safe_id, validate
 from duplexeval.schemas.fdb import AsrFile, ManifestFile, id_problem, subset_problem
 
@@ -186,8 +186,8 @@ def _load(tree: str | Path, name: str, missing: str, parse: Callable[[Any, Path]
     path = Path(tree) / name
     if not path.is_file():
         raise RefusalError(f"{path}: no {name}; {missing}")
-    data = read_verified(path, None)
-    return parse(parse_json(data, str(path)), path), sha256_bytes(data)
+    obj, digest = read_json_hashed(path)
+    return parse(obj, path), digest
 
 
 def load_manifest(tree: str | Path) -> tuple[Manifest, str]:

@@ -58,6 +58,12 @@ def read_verified_json(path: str | os.PathLike[str], sha256: str | None, sample:
     return parse_json(read_verified(path, sha256, sample, against), f"{path}: sample {sample}" if sample else str(path))
 
 
+def read_json_hashed(path: str | os.PathLike[str]) -> tuple[Any, str]:
+    """A JSON file and the SHA-256 of the very bytes parsed (one read; for the files a later stage pins by hash)."""
+    data = read_verified(path, None)
+    return parse_json(data, str(path)), sha256_bytes(data)
+
+
 def parse_json(data: bytes, where: str) -> Any:
     """Bytes already read, as UTF-8 JSON (a leading BOM dropped), with `jsonio.read_json`'s messages prefixed by `where`."""
     try:
