@@ -33,10 +33,10 @@ from duplexeval.fdb.unified.load import (
     check_wav,
     fmt_s,
     parse_interrupt,
-    read_checked,
     sample_words,
     where,
 )
+from duplexeval.fdb.verified import read_verified
 from duplexeval.schemas import validate
 from duplexeval.schemas.fdb import InterruptAnnotation
 
@@ -53,7 +53,7 @@ def parse(s: SampleFiles) -> InterruptionInput:
                 "(interruption transcripts hold only words from R on)"
             )
     wav_path = s.root / entry.subset / entry.id / OUTPUT_WAV
-    data = read_checked(wav_path, entry, entry.files[OUTPUT_WAV], MANIFEST_FILE)
+    data = read_verified(wav_path, entry.files[OUTPUT_WAV], entry.key, MANIFEST_FILE)
     audio_sha = s.asr.extra.get("audio_sha256")
     if isinstance(audio_sha, str) and audio_sha != entry.files[OUTPUT_WAV]:
         raise RefusalError(
