@@ -242,12 +242,12 @@ def batch_segments(vad: Any, audios: Sequence[np.ndarray], limits: Sequence[int 
         i = st.i
         done: set[int] = set()
         for j in st.rows:
-            lim = limits[j]
+            lim, fc = limits[j], first_check[j]
             if i == n_frames[j]:  # the whole file
                 segs = timestamps_from_probs(st.probs[j, :i], audios[j].size, settings)
                 out[j] = [(int(s), int(e)) for s, e in segs if lim is None or s <= lim]
                 done.add(j)
-            elif first_check[j] is not None and i >= first_check[j] and (i - first_check[j]) % CHECK_EVERY == 0:
+            elif fc is not None and i >= fc and (i - fc) % CHECK_EVERY == 0:
                 fixed = settled(st.probs[j, :i], lim, settings)  # type: ignore[arg-type]
                 if fixed is not None:
                     out[j] = fixed
