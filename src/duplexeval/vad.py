@@ -35,8 +35,7 @@ STATE_SHAPE = (2, 1, 128)
 # wheel declares torch, so it is installed with --no-deps and found by path (never imported: its
 # __init__ imports torch). Probabilities are bit-identical to silero_vad.onnx (tests/test_vad_sequence_model.py).
 SEQUENCE_PACKAGE = "silero-vad"
-SEQUENCE_MODULE = "silero_vad"
-SEQUENCE_FILE = "data/silero_vad_16k_sequence.onnx"
+SEQUENCE_FILE = "silero_vad/data/silero_vad_16k_sequence.onnx"
 # SHA-256 of silero_vad_16k_sequence.onnx as shipped in silero-vad 6.2.3 (1,246,165 bytes; read 2026-12-01).
 SEQUENCE_SHA256 = "9ccdacc4719d8aa7e45a77536bfabec45a03ba1f2fad5e241ab4060b24238a85"
 
@@ -393,11 +392,13 @@ class SileroVad:
 
 
 def sequence_model_path() -> Path | None:
-    """Path of `silero_vad_16k_sequence.onnx` in the installed `silero-vad` package (not imported), or None."""
-    spec = importlib.util.find_spec(SEQUENCE_MODULE)
-    if spec is None or not spec.submodule_search_locations:
+    """Path of `silero_vad_16k_sequence.onnx` in the installed `silero-vad` wheel (found from its metadata, never
+    imported), or None."""
+    try:
+        dist = importlib.metadata.distribution(SEQUENCE_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
         return None
-    path = Path(list(spec.submodule_search_locations)[0]) / SEQUENCE_FILE
+    path = Path(str(dist.locate_file(SEQUENCE_FILE)))
     return path if path.is_file() else None
 
 
