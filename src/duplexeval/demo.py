@@ -154,7 +154,11 @@ def run_demo(
     out = Path(out)
     say("demo: making or finding the demo set (espeak-ng)")
     ds = resolve_dataset(dataset)
-    say(f"demo: dataset {ds.name!r}: {len(ds.samples())} samples in {Path(ds.root)}")
+    ds_root = getattr(ds, "root", None)  # DatasetLike's optional member; the network export needs the folder
+    if ds_root is None:
+        raise InputError(f"dataset {ds.name!r}: the demo needs a dataset folder (a dataset object with a root)")
+    ds_root = Path(ds_root)
+    say(f"demo: dataset {ds.name!r}: {len(ds.samples())} samples in {ds_root}")
     runs: list[SystemRun] = []
 
     def do_export(system: System, label: str, tree: Path, show: bool) -> Any:
@@ -171,7 +175,7 @@ def run_demo(
     for (spec, system), label in zip(made, labels):
         if getattr(system, "wall_clock", False):
             say(f"demo: [{label}] export over the network started (a child process, all samples at once)")
-            background[label] = NetExport(spec, Path(ds.root), out / label, len(ds.samples())).start()
+            background[label] = NetExport(spec, ds_root, out / label, len(ds.samples())).start()
     # The in-process exports (seconds) overlap the network ones; ASR and scoring wait until every export is
     # done, so nothing CPU-heavy competes with a session's send schedule.
     for (spec, system), label in zip(made, labels):
@@ -233,7 +237,7 @@ def run_demo(
                 say(f"demo: [{label}] stage {key} failed: {exc}")
                 run.stages[key] = f"failed: {exc}"
     report = _write_report(out, runs, say)
-    return DemoResult(out, Path(ds.root), runs, time.monotonic() - t0, report)
+    return DemoResult(out, ds_root, runs, time.monotonic() - t0, report)
 
 
 def _write_report(out: Path, runs: Sequence[SystemRun], say: Callable[[str], None]) -> Path | None:
