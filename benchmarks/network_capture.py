@@ -28,6 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from duplexeval.systems.base import SampleInfo
+from duplexeval.systems.net import phases
 from duplexeval.systems.net.server import ServerProcess
 from duplexeval.systems.net.trace import verdict
 from duplexeval.systems.registry import make_system
@@ -57,6 +58,7 @@ async def _probe(stop: asyncio.Event, out: list[float], period: float = 0.01) ->
 
 async def run(n: int, protocol: str, url: str, T: float, client: str) -> dict:
     system = make_system(f"{protocol}:url={url}{',' + client if client else ''}")
+    inputs = [user_turns(T, i) for i in range(n)]  # made before any session starts (not on the send path)
     stop = asyncio.Event()
     probe: list[float] = []
     ptask = asyncio.get_running_loop().create_task(_probe(stop, probe))
@@ -64,7 +66,7 @@ async def run(n: int, protocol: str, url: str, T: float, client: str) -> dict:
     c0 = resource.getrusage(resource.RUSAGE_SELF)
 
     async def one(i: int) -> dict:
-        pcm = user_turns(T, i)
+        pcm = inputs[i]
         tr = await run_session_async(system, pcm, SampleInfo("candor_turn_taking", str(i), T, pcm.shape[0]))
         v = verdict(tr.wire.records, T, 10.0)
         late = [r["t"] - r["slot_s"] for r in tr.wire.records if r["dir"] == "send" and "slot_s" in r]
@@ -88,6 +90,7 @@ async def run(n: int, protocol: str, url: str, T: float, client: str) -> dict:
                               "max": round(float(late.max()), 2)},
         "stamp_delay_ms": {"p50": round(float(np.quantile(pr, 0.5)), 2), "p99": round(float(np.quantile(pr, 0.99)), 2),
                            "max": round(float(pr.max()), 2)},
+        "packets_over_5ms_late": int((late > 5.0).sum()),
         "pacing_late_sessions": reasons.get("input_pacing_late", 0),
         "other_reasons": {k: v for k, v in reasons.items() if k != "input_pacing_late"},
         "messages_received": int(sum(r["recv"] for r in results)),
@@ -97,19 +100,43 @@ async def run(n: int, protocol: str, url: str, T: float, client: str) -> dict:
     }
 
 
+def _server_priority(pid: int, nice: int, pin: bool) -> dict:
+    """Lower the loopback server's CPU priority and/or pin client and server to different cores."""
+    out: dict = {"server_nice": nice, "pinned": False}
+    if nice:
+        os.setpriority(os.PRIO_PROCESS, pid, nice)
+    if pin and hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) >= 2:
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpus[0]})
+        os.sched_setaffinity(pid, set(cpus[1:]))
+        out["pinned"] = True
+        out["client_cpus"], out["server_cpus"] = [cpus[0]], cpus[1:]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sessions", type=int, action="append", help="Concurrent sessions (repeatable; default 32 64 128).")
     ap.add_argument("--protocol", default="openai-realtime", choices=sorted(PATHS))
     ap.add_argument("--seconds", type=float, default=10.0, help="Input length per session (T).")
+    ap.add_argument("--no-spread", action="store_true",
+                    help="Start every session's slot 0 at the end of its handshake (no phase spreading; for A/B).")
+    ap.add_argument("--server-nice", type=int, default=10,
+                    help="Niceness of the loopback server child (default 10: the server is remote in real use; 0 = as is).")
+    ap.add_argument("--pin", action="store_true", help="Pin the client to the first core and the server to the others.")
     ap.add_argument("--json", type=Path, help="Also write the results here.")
     args = ap.parse_args()
+    phases.set_spread(not args.no_spread)
     client = "rate=16000" if args.protocol == "openai-realtime" else ""
     options = {"rate": "16000"} if args.protocol == "openai-realtime" else {}
     rows = []
     with ServerProcess(args.protocol, SERVED, options=options) as srv:
+        setup = _server_priority(srv.proc.pid, args.server_nice, args.pin)
         for n in args.sessions or [32, 64, 128]:
+            load0 = [round(x, 2) for x in os.getloadavg()]
             row = asyncio.run(run(n, args.protocol, srv.url(), args.seconds, client))
+            row.update({"spread": not args.no_spread, **setup, "load_average_before": load0,
+                        "cpus": os.cpu_count(), "python": sys.version.split()[0], "argv": sys.argv[1:]})
             rows.append(row)
             print(json.dumps(row), flush=True)
     if args.json:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlsplit
@@ -34,6 +35,7 @@ from duplexeval.systems.base import (
     Received,
     SampleInfo,
 )
+from duplexeval.systems.net.phases import planner
 from duplexeval.systems.net.trace import WireTrace
 from duplexeval.systems.net.transport import (
     DEFAULT_MAX_SIZE,
@@ -163,6 +165,7 @@ class NetSession:
         self._owed: set[str] = set()
         self._error = asyncio.Event()
         self._watchdog: asyncio.Task[None] | None = None
+        self._phase: int | None = None
 
     # ---------------------------------------------------------- protocol hooks (override)
     async def handshake(self) -> None:
@@ -268,7 +271,11 @@ class NetSession:
         # Everything alive now (modules, models, codecs) leaves the collector's view, so no full
         # collection can stall the 80 ms schedule (measured: a 108 ms gen-2 pass mid-session in the CLI).
         gc.freeze()
-        self.wire.start_input()
+        # Slot 0 is the next free phase of this loop's 80 ms frame (at most one frame from now; at once
+        # when no other session runs here), so concurrent sessions do not all send in the same ms.
+        plan = planner()
+        self._phase, origin = plan.claim(time.monotonic())
+        self.wire.start_input(origin)
         bound = self.info.T + self.system.session_extra_s
         self._watchdog = asyncio.get_running_loop().create_task(self._bound(bound))
 
@@ -318,6 +325,9 @@ class NetSession:
         await self._shutdown()
 
     async def _shutdown(self) -> None:
+        if self._phase is not None:
+            planner().release(self._phase)
+            self._phase = None
         if self._watchdog is not None:
             self._watchdog.cancel()
         if self.receiver is not None:
