@@ -69,8 +69,9 @@ async def run(n: int, protocol: str, url: str, T: float, client: str) -> dict:
         pcm = inputs[i]
         tr = await run_session_async(system, pcm, SampleInfo("candor_turn_taking", str(i), T, pcm.shape[0]))
         v = verdict(tr.wire.records, T, 10.0)
-        late = [r["t"] - r["slot_s"] for r in tr.wire.records if r["dir"] == "send" and "slot_s" in r]
-        return {"late": late, "reasons": v.reasons, "recv": sum(1 for r in tr.wire.records if r["dir"] == "recv")}
+        sends = [r for r in tr.wire.records if r["dir"] == "send" and "slot_s" in r]
+        late = [r["t"] - r["slot_s"] for r in sends]
+        return {"late": late, "seq": [r["seq"] for r in sends], "dur": [r["t_done"] - r["t"] for r in sends if "t_done" in r], "reasons": v.reasons, "recv": sum(1 for r in tr.wire.records if r["dir"] == "recv")}
 
     results = await asyncio.gather(*(one(i) for i in range(n)))
     wall = time.monotonic() - t0
@@ -78,6 +79,10 @@ async def run(n: int, protocol: str, url: str, T: float, client: str) -> dict:
     stop.set()
     await ptask
     late = np.concatenate([np.asarray(r["late"]) for r in results]) * 1000.0
+    dur = np.concatenate([np.asarray(r["dur"]) for r in results]) * 1000.0
+    seq = np.concatenate([np.asarray(r["seq"], dtype=int) for r in results])
+    over = np.bincount(seq[late > 5.0], minlength=1)
+    top = [[int(i), int(over[i])] for i in np.argsort(-over, kind="stable")[:5] if over[i]]
     pr = np.asarray(probe) * 1000.0
     cpu = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
     reasons: dict[str, int] = {}
@@ -90,7 +95,9 @@ async def run(n: int, protocol: str, url: str, T: float, client: str) -> dict:
                               "max": round(float(late.max()), 2)},
         "stamp_delay_ms": {"p50": round(float(np.quantile(pr, 0.5)), 2), "p99": round(float(np.quantile(pr, 0.99)), 2),
                            "max": round(float(pr.max()), 2)},
+        "send_duration_ms": {"p99": round(float(np.quantile(dur, 0.99)), 2), "max": round(float(dur.max()), 2)},
         "packets_over_5ms_late": int((late > 5.0).sum()),
+        "over_5ms_by_packet_index_top5": top,  # [packet index, how many sessions' packet i was > 5 ms late]
         "pacing_late_sessions": reasons.get("input_pacing_late", 0),
         "other_reasons": {k: v for k, v in reasons.items() if k != "input_pacing_late"},
         "messages_received": int(sum(r["recv"] for r in results)),
@@ -98,6 +105,15 @@ async def run(n: int, protocol: str, url: str, T: float, client: str) -> dict:
         "client_cpu_s_per_session": round(cpu / n, 3),
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
+
+
+def _cpu_of(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc; 0.0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _server_priority(pid: int, nice: int, pin: bool) -> dict:
@@ -134,7 +150,9 @@ def main() -> None:
         setup = _server_priority(srv.proc.pid, args.server_nice, args.pin)
         for n in args.sessions or [32, 64, 128]:
             load0 = [round(x, 2) for x in os.getloadavg()]
+            s0 = _cpu_of(srv.proc.pid)
             row = asyncio.run(run(n, args.protocol, srv.url(), args.seconds, client))
+            row["server_cpu_s_per_session"] = round((_cpu_of(srv.proc.pid) - s0) / n, 3)
             row.update({"spread": not args.no_spread, **setup, "load_average_before": load0,
                         "cpus": os.cpu_count(), "python": sys.version.split()[0], "argv": sys.argv[1:]})
             rows.append(row)

@@ -100,3 +100,35 @@ def test_concurrent_sessions_get_distinct_phases_and_keep_their_schedule() -> No
         assert max(late) > 0.15  # the block delayed this session too
         tail = [x for r, x in zip(sends, late) if r["slot_s"] >= 1.6]
         assert min(tail) < 0.08  # and it caught up (absolute schedule, no drift)
+
+
+def test_a_send_the_server_never_reads_times_out_within_its_bound() -> None:
+    """send_bounded (asyncio.timeout on 3.11+, wait_for on 3.10) gives up when the socket stops draining."""
+    import websockets
+
+    from duplexeval.systems.net.transport import send_bounded
+
+    async def main() -> tuple[list[bool], float]:
+        stop = asyncio.Event()
+
+        async def handler(ws: object) -> None:
+            await stop.wait()  # never reads: the server's queue, then both TCP buffers fill up
+
+        async with websockets.serve(handler, "127.0.0.1", 0, max_queue=1, max_size=None, compression=None,
+                                    close_timeout=0.1) as srv:
+            port = srv.sockets[0].getsockname()[1]
+            ws = await websockets.connect(f"ws://127.0.0.1:{port}", compression=None, max_size=None,
+                                          ping_interval=None, close_timeout=0.1)
+            blob = bytes(1 << 20)
+            results: list[bool] = []
+            t0 = time.monotonic()
+            while len(results) < 64 and (not results or results[-1]):
+                results.append(await asyncio.wait_for(send_bounded(ws, blob, 0.3), 5.0))  # outer guard: a hang fails
+            took = time.monotonic() - t0
+            ws.transport.abort()
+            stop.set()
+            return results, took
+
+    results, took = asyncio.run(main())
+    assert results[-1] is False and all(results[:-1])  # the sends that drained were True, then one timed out
+    assert took < 10
