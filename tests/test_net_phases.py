@@ -132,3 +132,11 @@ def test_a_send_the_server_never_reads_times_out_within_its_bound() -> None:
     results, took = asyncio.run(main())
     assert results[-1] is False and all(results[:-1])  # the sends that drained were True, then one timed out
     assert took < 10
+
+
+def test_wire_length_is_the_utf8_size() -> None:
+    from duplexeval.systems.net.session import wire_len
+
+    assert wire_len('{"audio": "QUJD"}') == 17
+    assert wire_len("héllo") == len("héllo".encode()) == 6  # non-ASCII text: its UTF-8 bytes
+    assert wire_len(b"\x00\x01\x02") == 3

@@ -52,6 +52,13 @@ from duplexeval.systems.net.transport import (
 _SECRET_QUERY = ("key", "api-key", "api_key", "token", "access_token", "auth", "password", "secret")
 
 
+def wire_len(data: str | bytes) -> int:
+    """Bytes of a message on the wire (UTF-8 for text; ASCII text, e.g. base64 JSON, without an encoded copy)."""
+    if isinstance(data, str):
+        return len(data) if data.isascii() else len(data.encode("utf-8"))
+    return len(data)
+
+
 class SessionOpenFailed(Exception):
     """The session never reached its input phase; `wire` holds what happened (connect attempts, handshake)."""
 
@@ -237,7 +244,7 @@ class NetSession:
         if self.dead or self.ws is None:
             return None
         t0 = self.wire.now()
-        rec = self.wire.send(t0, kind, len(data.encode("utf-8")) if isinstance(data, str) else len(data), **fields)
+        rec = self.wire.send(t0, kind, wire_len(data), **fields)
         try:
             ok = await send_bounded(self.ws, data, self.system.transport().send_timeout_s)
         except Exception as exc:  # noqa: BLE001 - a closed socket ends the session; the receive task records it
@@ -287,7 +294,7 @@ class NetSession:
             await self.receiver.close()
 
     def _on_message(self, t: float, data: str | bytes) -> None:
-        nbytes = len(data.encode("utf-8")) if isinstance(data, str) else len(data)
+        nbytes = wire_len(data)
         rec = self.wire.recv(t, "text" if isinstance(data, str) else "binary", nbytes)
         try:
             self.on_message(rec, data)
