@@ -5,11 +5,18 @@ serve` child process (its own interpreter, as a real server would be), which ser
 with the energy detector and a short reply. Reported per N: send deviation from the schedule
 (start - slot: p50 / p99 / max), receipt-stamp delay (how late the receive task stamped a message
 after the socket had it: measured with a zero-byte probe task on the same loop, p50 / p99 / max),
-the sessions that became `input_pacing_late`, sessions per second of wall time, and the client's
-CPU seconds per session (the server process is not counted).
+the sessions that became `input_pacing_late`, sessions per second of wall time, the client's and the
+server child's CPU seconds per session, send durations, the packets more than 5 ms late and where,
+and what is needed to compare runs (settings, load average before and after, Python, cores).
+
+Every session's input is made before the first session starts. The server child runs at nice 10 by
+default (`--server-nice`): in real use it is another machine, here it shares the client's 2 cores.
+`--no-spread` turns off the slot-phase spreading of concurrent sessions (`systems/net/phases.py`) and
+`--pin` puts client and server on different cores, both for A/B comparisons.
 
     .venv/bin/python benchmarks/network_capture.py                   # 32, 64, 128 sessions, openai-realtime
     .venv/bin/python benchmarks/network_capture.py --sessions 32 --protocol ws-pcm --seconds 10
+    .venv/bin/python benchmarks/network_capture.py --no-spread --server-nice 0   # the pacing before 2026-12-01 12:00
 """
 
 from __future__ import annotations
