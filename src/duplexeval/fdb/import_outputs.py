@@ -16,31 +16,30 @@ from typing import Any
 
 import numpy as np
 
+from duplexeval import __version__
+from duplexeval.audio import (
+    SAMPLE_RATE,
+    fit_length,
+    n_samples_for,
+    read_audio_channels,
+    resample,
+    to_pcm16,
+    write_wav_pcm16,
+)
 from duplexeval.errors import InputError
-from duplexeval.fdb.export import (
+from duplexeval.fdb.sample_trace import IMPORT_TRACE_KIND, TRACE_FILE, Trace, TraceHead, write_trace
+from duplexeval.fdb.selection import check_out_outside, dataset_identity, resolve_dataset, select_samples
+from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
+from duplexeval.fdb.tree_writer import (
     REASON_BAD_OUTPUT,
     REASON_LENGTH,
     REASON_MISSING_OUTPUT,
-    TRACE_FILE,
     ExportResult,
     build_samples,
-    check_out_outside,
     copy_annotation,
-    dataset_identity,
-    entry_json,
     finish_run,
-    float_to_int16,
-    resolve_dataset,
-    select_samples,
 )
-from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
-from duplexeval.jsonio import (
-    atomic_write_bytes,
-    make_output_dir,
-    sha256_bytes,
-    sha256_file,
-    write_json,
-)
+from duplexeval.jsonio import atomic_write_bytes, make_output_dir, sha256_bytes, sha256_file
 
 LENGTH_TOLERANCE_SAMPLES = 1280  # one 80 ms frame at 16 kHz
 
@@ -99,15 +98,6 @@ def _refuse_multichannel(samples: list[Any], sources: list[Path]) -> None:
 
 def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, key: str,
                 channel: int | str | None = None, ignore_output_json: bool = False) -> SampleEntry:
-    from duplexeval.audio import (
-        SAMPLE_RATE,
-        fit_length,
-        n_samples_for,
-        read_audio_channels,
-        resample,
-        write_wav_pcm16,
-    )
-
     sdir = out / sample.subset / sample.id
     sdir.mkdir(parents=True, exist_ok=True)
     for stale in (TRACE_FILE, OUTPUT_WAV, OUTPUT_JSON):
@@ -141,7 +131,7 @@ def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, k
             if abs(diff) > LENGTH_TOLERANCE_SAMPLES:
                 reasons.append(REASON_LENGTH)
             else:
-                files = {OUTPUT_WAV: write_wav_pcm16(sdir / OUTPUT_WAV, float_to_int16(fit_length(a16, n)), SAMPLE_RATE), **files}
+                files = {OUTPUT_WAV: write_wav_pcm16(sdir / OUTPUT_WAV, to_pcm16(fit_length(a16, n)), SAMPLE_RATE), **files}
                 oj = src.parent / OUTPUT_JSON
                 if oj.is_file() and not ignore_output_json:
                     data = oj.read_bytes()
@@ -149,18 +139,7 @@ def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, k
                     info["output_json"] = True
                     info["output_json_sha256"] = sha256_bytes(data)
     entry = SampleEntry(sample.subset, sample.id, T, not reasons, sorted(set(reasons)), files, {"import": info})
-    write_json(sdir / TRACE_FILE, {
-        "kind": "duplexeval.fdb.import",
-        "schema_version": 1,
-        "run_sha256": run_sha,
-        "subset": sample.subset,
-        "id": sample.id,
-        "T": T,
-        "n_samples": n,
-        "input_sha256": key,
-        "annotation_sha256": ann_sha,
-        "result": entry_json(entry),
-    })
+    write_trace(sdir, Trace(IMPORT_TRACE_KIND, TraceHead(run_sha, sample.subset, sample.id, T, n, key, ann_sha), entry))
     return entry
 
 
@@ -208,7 +187,7 @@ def import_outputs(
         params["channel"] = channel
     if ignore_output_json:
         params["ignore_output_json"] = True
-    sysj = {"name": "import", "params": params, "version": _version()}
+    sysj = {"name": "import", "params": params, "version": f"duplexeval {__version__}"}
     run = {"tool": "import", "system": sysj, "dataset": dataset_identity(ds)}
 
     def key_of(i: int) -> tuple[str, str]:
@@ -228,8 +207,3 @@ def import_outputs(
     info = {"tool": "duplexeval fdb import", "length_tolerance_samples": LENGTH_TOLERANCE_SAMPLES}
     return finish_run(out, ds, entries, sysj, "import", info, limit, ran, reused)
 
-
-def _version() -> str:
-    from duplexeval import __version__
-
-    return f"duplexeval {__version__}"

@@ -8,7 +8,7 @@ from typing import Any
 from duplexeval import vad as vadmod
 from duplexeval.errors import InputError
 from duplexeval.fdb.official import backchannel as bc
-from duplexeval.fdb.official.run import check_file, read_output_raw
+from duplexeval.fdb.official.run import read_output_raw, read_sample_file
 from duplexeval.fdb.tasks import OfficialContext, OfficialOutcome, Task
 from duplexeval.fdb.tree import BACKCHANNEL, OUTPUT_WAV
 from duplexeval.fdb.unified.aggregate import backchannel_block
@@ -36,7 +36,8 @@ def official(ctx: OfficialContext, ready: list) -> OfficialOutcome:
         "vad_sampling_rate_assumed": vadmod.SAMPLE_RATE,
         "icc_gt": gt_info,
     }
-    loaded = [read_output_raw(check_file(e, tree, OUTPUT_WAV, e.files.get(OUTPUT_WAV), "manifest.json"), e.key) for e, _ in digit]
+    loaded = [read_output_raw(e.dir(tree) / OUTPUT_WAV, e.key, read_sample_file(e, tree, OUTPUT_WAV, e.files.get(OUTPUT_WAV), "manifest.json"))
+              for e, _ in digit]
     ctx.say(f"{subset}: VAD on {len(digit)} output(s), batched")
     all_segments = bc.vad_segments_s([audio for audio, _ in loaded])
     done: list[bc.BackchannelSample] = []
