@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias, overload
 
-from duplexeval.asr.base import check_words, round_words
+from duplexeval.asr.base import Backend, Word, check_words, round_words
 from duplexeval.asr.registry import make_backend
 from duplexeval.audio import SAMPLE_RATE, read_audio, resample
 from duplexeval.errors import DuplexEvalError, InputError
@@ -23,6 +23,11 @@ from duplexeval.fdb.verified import VerifyError, parse_json, read_verified, read
 from duplexeval.jsonio import atomic_write_bytes, sha256_bytes
 from duplexeval.schemas import validate
 from duplexeval.schemas.fdb import InterruptAnnotation
+
+# How a worker gets its backend: `asr.registry.backend_spec`'s picklable (name, model, device, threads) recipe,
+# a backend object itself (tests, in-process runs), or None for `--backend import`.
+BackendSpec: TypeAlias = tuple[str, str | None, str, int | None]
+BackendArg: TypeAlias = BackendSpec | Backend | None
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,7 @@ def _read_cut(task: SampleTask) -> float:
     return float(R)
 
 
-def process_sample(backend: Any, task: SampleTask) -> dict[str, Any]:
+def process_sample(backend: Backend | None, task: SampleTask) -> dict[str, Any]:
     """Transcribe (or import) one sample; returns its asr.json record. Only sample-level failures are caught."""
     rec: dict[str, Any] = {"status": "error", "output.json": None, "error": None, "audio_sha256": None, "cut_s": None}
     out_path = Path(task.dir) / OUTPUT_JSON
@@ -66,6 +71,8 @@ def process_sample(backend: Any, task: SampleTask) -> dict[str, Any]:
         cut = _read_cut(task)
         rec["cut_s"] = cut
         if task.generate:
+            if backend is None:  # the stage builds a backend for every run that generates transcripts
+                raise RuntimeError("no ASR backend to transcribe with")
             words = _transcribe(backend, wav, audio, task.T, cut)
             problem = check_words(words, task.T)
             if problem:
@@ -96,7 +103,7 @@ def process_sample(backend: Any, task: SampleTask) -> dict[str, Any]:
     return rec
 
 
-def _transcribe(backend: Any, wav: Path, data: bytes, T: float, cut: float) -> list[Any]:
+def _transcribe(backend: Backend, wav: Path, data: bytes, T: float, cut: float) -> list[Word]:
     audio, sr = read_audio(wav, data)
     audio = resample(audio, sr, SAMPLE_RATE)
     # output.wav holds round(T*16000) samples; drop a last sample that would end past T.
@@ -116,7 +123,11 @@ def cut_sample(cut: float) -> int:
     return int(nearest) if abs(exact - nearest) < 1e-6 else math.ceil(exact)
 
 
-def build_backend(spec: Any) -> Any:
+@overload
+def build_backend(spec: None) -> None: ...
+@overload
+def build_backend(spec: BackendSpec | Backend) -> Backend: ...
+def build_backend(spec: BackendArg) -> Backend | None:
     """None for import, a backend built from a `backend_spec` tuple, or the picklable backend object itself."""
     if spec is None:  # import
         return None
@@ -125,7 +136,7 @@ def build_backend(spec: Any) -> Any:
     return spec
 
 
-def load_backend(spec: Any) -> Any:
+def load_backend(spec: BackendArg) -> Backend | None:
     """A worker's backend, built and loaded once (StatefulWork.init)."""
     backend = build_backend(spec)
     if backend is not None and hasattr(backend, "load"):

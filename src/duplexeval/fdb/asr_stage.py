@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.artifacts import header
+from duplexeval.asr.base import Backend
 from duplexeval.asr.registry import DEFAULT_BACKEND, IMPORT, backend_spec, check_backend_name
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.executors import ExecutorSpec, ItemResult, StatefulWork, make_executor
 from duplexeval.fdb.asr_declare import declared_per_subset, import_signature, parse_declare
-from duplexeval.fdb.asr_sample import SampleTask, build_backend, load_backend, lost_record, process_sample
+from duplexeval.fdb.asr_sample import BackendArg, SampleTask, build_backend, load_backend, lost_record, process_sample
 from duplexeval.fdb.run_journal import ResumeJournal
 from duplexeval.fdb.signatures import asr_signature
 from duplexeval.fdb.tree import (
@@ -63,7 +64,7 @@ class StageResult:
                 f"({self.n_resumed} resumed) with {self.backend.get('name')}")
 
 
-def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str | os.PathLike[str] | None = None,
+def run(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, model: str | os.PathLike[str] | None = None,
         jobs: int | None = None, force: bool = False, progress: bool = True, declare: str | list[str] | None = None,
         device: str = "cpu", executor: ExecutorSpec | None = None) -> StageResult:
     """Transcribe every eligible sample of the tree, write output.json files and asr.json.
@@ -84,6 +85,8 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
     on_ray = xspec.kind != "local"
 
     generate = True
+    obj: Backend | None  # the backend this process uses (None: import)
+    spec: BackendArg  # what a worker builds its own from
     if isinstance(backend, str):
         if backend == IMPORT:
             if not declare:

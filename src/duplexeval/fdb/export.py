@@ -9,12 +9,12 @@ its resume-journal entry, so an interrupted export resumes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from duplexeval.errors import InputError
+from duplexeval.executors import ExecutorSpec
 from duplexeval.fdb.export_remote import prepass
 from duplexeval.fdb.export_sample import (
     PLAYOUT_POLICY,
@@ -25,11 +25,19 @@ from duplexeval.fdb.export_sample import (
     run_prepared,
     system_json,
 )
-from duplexeval.fdb.selection import check_out_outside, dataset_identity, resolve_dataset, select_samples
+from duplexeval.fdb.protocols import SampleLike
+from duplexeval.fdb.selection import (
+    DatasetArg,
+    check_out_outside,
+    dataset_identity,
+    resolve_dataset,
+    select_samples,
+)
 from duplexeval.fdb.tree import SampleEntry
 from duplexeval.fdb.tree_writer import ExportResult, build_samples, finish_run, open_journal, unfinished
 from duplexeval.jsonio import make_output_dir, sha256_file
 from duplexeval.progress import progress_bar
+from duplexeval.systems.base import System
 
 
 @dataclass
@@ -46,7 +54,7 @@ class RunProgress:
                 f"worst send lateness {self.worst_lateness_s * 1000:.1f} ms")
 
 
-async def _run_concurrently(system: Any, samples: list[Any], todo: list[int], out: Path, run_sha: str,
+async def _run_concurrently(system: System, samples: Sequence[SampleLike], todo: list[int], out: Path, run_sha: str,
                             keys: list[str], concurrency: int, advance: Callable[[str], None],
                             state: RunProgress) -> dict[int, SampleEntry]:
     """Run the `todo` samples, at most `concurrency` sessions at once on this event loop."""
@@ -73,15 +81,15 @@ async def _run_concurrently(system: Any, samples: list[Any], todo: list[int], ou
 
 
 def export(
-    system: Any,
-    dataset: Any,
+    system: System | str,
+    dataset: DatasetArg,
     out: str | Path,
     subsets: Iterable[str] | None = None,
     limit: int | None = None,
     force: bool = False,
     progress: bool = True,
     concurrency: int = 1,
-    executor: Any = None,
+    executor: ExecutorSpec | None = None,
 ) -> ExportResult:
     """Drive `system` (a System or a `NAME[:k=v,...]` spec) over `dataset` and write the tree `out`.
 

@@ -12,6 +12,7 @@ from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
 
 if TYPE_CHECKING:  # the stage modules load numpy and pydantic: imported when a command runs, not for --help
+    from duplexeval.cli import CliApps  # (and duplexeval.cli imports this module)
     from duplexeval.fdb.tree_writer import ExportResult
 
 # What to do about each ineligibility reason (a reason without an entry gets the generic hint).
@@ -114,7 +115,7 @@ def import_command(
         clock.say(tree_audio_s(result.tree))
 
 
-def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
+def register(apps: CliApps) -> None:
     """Add `fdb export` (+ hidden alias `reference-export`) and `fdb import`."""
     apps.fdb.command("export")(export_command)
     apps.fdb.command("reference-export", hidden=True)(export_command)

@@ -15,26 +15,35 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from duplexeval.audio import SAMPLE_RATE, fit_length, n_samples_for, to_pcm16, write_wav_pcm16
+from duplexeval.fdb.protocols import SampleKey, SampleLike
 from duplexeval.fdb.sample_trace import EXPORT_TRACE_KIND, TRACE_FILE, Trace, TraceHead, write_trace
 from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
 from duplexeval.fdb.tree_writer import REASON_PACING, REASON_SYSTEM_ERROR, copy_annotation
-from duplexeval.systems.base import SampleInfo
-from duplexeval.systems.net.trace import SESSION_REASONS, load_trace, received_items, send_stats, verdict
+from duplexeval.systems.base import SampleInfo, System
+from duplexeval.systems.net.trace import (
+    SESSION_REASONS,
+    WireTrace,
+    load_trace,
+    received_items,
+    send_stats,
+    verdict,
+)
 from duplexeval.systems.playout import placements_json, playout
 from duplexeval.systems.registry import make_system
-from duplexeval.systems.runner import MAX_SEND_LATENESS_S, run_session_async
+from duplexeval.systems.runner import MAX_SEND_LATENESS_S, ReceivedItem, SessionTrace, run_session_async
 
 PLAYOUT_POLICY = "fifo-from-receipt-crop-at-T-v1"
 
 
-def resolve_system(system: Any) -> Any:
+def resolve_system(system: System | str) -> System:
     """A System object as is, or build one from its `NAME[:k=v,...]` spec."""
     return make_system(system) if isinstance(system, str) else system
 
 
-def system_json(system: Any) -> dict[str, Any]:
+def system_json(system: System) -> dict[str, Any]:
     """The system as the run record and manifest name it: name, parameters, version."""
     return {"name": system.name, "params": system.params(), "version": system.version()}
 
@@ -43,15 +52,15 @@ def system_json(system: Any) -> dict[str, Any]:
 class PreparedSample:
     """One sample ready to run: its folder, input PCM (16 kHz int16, exactly T) and what the journal keeps."""
 
-    sample: Any
+    sample: SampleLike
     sdir: Path
     T: float
     n: int
-    pcm: Any
+    pcm: npt.NDArray[np.int16]
     input_len: int
 
 
-def prepare(sample: Any, out: Path) -> PreparedSample:
+def prepare(sample: SampleLike, out: Path) -> PreparedSample:
     """The sample's folder (its old journal entry and transcript removed first) and its input at exactly T."""
     sdir = out / sample.subset / sample.id
     sdir.mkdir(parents=True, exist_ok=True)
@@ -64,12 +73,12 @@ def prepare(sample: Any, out: Path) -> PreparedSample:
     return PreparedSample(sample, sdir, T, n, to_pcm16(fit_length(audio, n)), int(audio.shape[0]))
 
 
-async def run_prepared(system: Any, prep: PreparedSample) -> Any:
-    """Run the session of one prepared sample (a SessionTrace)."""
+async def run_prepared(system: System, prep: PreparedSample) -> SessionTrace:
+    """Run the session of one prepared sample."""
     return await run_session_async(system, prep.pcm, SampleInfo(prep.sample.subset, prep.sample.id, prep.T, prep.n))
 
 
-def write_sample(head: TraceHead, sdir: Path, sample: Any, items: list[Any], reasons: list[str],
+def write_sample(head: TraceHead, sdir: Path, sample: SampleKey, items: list[ReceivedItem], reasons: list[str],
                  files: dict[str, str], error: str | None, error_at_s: float | None, input_json: dict[str, Any],
                  clock: str, network: dict[str, Any] | None, write_wav: bool) -> SampleEntry:
     """Play out `items`, write output.wav (unless `write_wav` is False) and the journal trace.json last."""
@@ -99,7 +108,7 @@ def write_sample(head: TraceHead, sdir: Path, sample: Any, items: list[Any], rea
 
 
 def network_outcome(records: list[dict[str, Any]], pcm: bytes, T: float, stall_s: float,
-                    error: str | None) -> tuple[list[Any], list[str], dict[str, Any], bool]:
+                    error: str | None) -> tuple[list[ReceivedItem], list[str], dict[str, Any], bool]:
     """(items, session reasons, network summary, write_wav) from a wire trace: the one rule export and replay share."""
     v = verdict(records, T, stall_s)
     reasons = list(v.reasons)
@@ -110,12 +119,12 @@ def network_outcome(records: list[dict[str, Any]], pcm: bytes, T: float, stall_s
     return received_items(records, pcm), reasons, summary, not failed
 
 
-def finish_prepared(prep: PreparedSample, trace: Any, run_sha: str, input_sha: str) -> SampleEntry:
+def finish_prepared(prep: PreparedSample, trace: SessionTrace, run_sha: str, input_sha: str) -> SampleEntry:
     """Write a sample's files from its session trace: in-process from the received items, network from the wire."""
     sample, sdir = prep.sample, prep.sdir
     files, reasons, ann_sha = copy_annotation(sample, sdir)
     head = TraceHead(run_sha, sample.subset, sample.id, prep.T, prep.n, input_sha, ann_sha, prep.input_len)
-    wire = getattr(trace, "wire", None)
+    wire: WireTrace | None = trace.wire
     input_json = trace.input_json()
     if wire is None:
         if trace.error is not None:
@@ -133,7 +142,7 @@ def finish_prepared(prep: PreparedSample, trace: Any, run_sha: str, input_sha: s
                         input_json, trace.clock, network, write_wav)
 
 
-def export_one(system: Any, sample: Any, out: Path, run_sha: str, input_sha: str) -> SampleEntry:
+def export_one(system: System, sample: SampleLike, out: Path, run_sha: str, input_sha: str) -> SampleEntry:
     """Prepare, run and write one sample (its own event loop)."""
     prep = prepare(sample, out)
     trace = asyncio.run(run_prepared(system, prep))

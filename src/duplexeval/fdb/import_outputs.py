@@ -10,7 +10,7 @@ byte so the ASR stage's `import` backend can use it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +27,15 @@ from duplexeval.audio import (
     write_wav_pcm16,
 )
 from duplexeval.errors import InputError
+from duplexeval.fdb.protocols import SampleKey, SampleLike, dataset_root
 from duplexeval.fdb.sample_trace import IMPORT_TRACE_KIND, TRACE_FILE, Trace, TraceHead, write_trace
-from duplexeval.fdb.selection import check_out_outside, dataset_identity, resolve_dataset, select_samples
+from duplexeval.fdb.selection import (
+    DatasetArg,
+    check_out_outside,
+    dataset_identity,
+    resolve_dataset,
+    select_samples,
+)
 from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
 from duplexeval.fdb.tree_writer import (
     REASON_BAD_OUTPUT,
@@ -44,15 +51,17 @@ from duplexeval.jsonio import atomic_write_bytes, make_output_dir, sha256_bytes,
 LENGTH_TOLERANCE_SAMPLES = 1280  # one 80 ms frame at 16 kHz
 
 
-def find_output(sample: Any, ds_root: Path, outputs: Path) -> Path:
+def find_output(sample: SampleLike, ds_root: Path, outputs: Path) -> Path:
     """Where a sample's output.wav should be: the dataset's own nesting under `outputs`, else `<subset>/<id>/`."""
-    try:
-        rel = Path(sample.dir).resolve().relative_to(ds_root.resolve())
-        nested = outputs / rel / OUTPUT_WAV
-        if nested.is_file():
-            return nested
-    except (ValueError, OSError, AttributeError, TypeError):
-        pass
+    sample_dir = getattr(sample, "dir", None)  # optional (fdb.protocols.SampleLike)
+    if sample_dir is not None:
+        try:
+            rel = Path(sample_dir).resolve().relative_to(ds_root.resolve())
+            nested = outputs / rel / OUTPUT_WAV
+            if nested.is_file():
+                return nested
+        except (ValueError, OSError, AttributeError, TypeError):  # not below the dataset's root, or not a path
+            pass
     return outputs / sample.subset / sample.id / OUTPUT_WAV
 
 
@@ -83,7 +92,7 @@ def to_mono(audio: np.ndarray, channel: int | str | None, where: str) -> np.ndar
     return np.ascontiguousarray(audio[:, int(channel)])
 
 
-def _refuse_multichannel(samples: list[Any], sources: list[Path]) -> None:
+def _refuse_multichannel(samples: Sequence[SampleKey], sources: list[Path]) -> None:
     """Without --channel, refuse the run up front if any source has more than one channel (headers only)."""
     import soundfile as sf
 
@@ -96,7 +105,7 @@ def _refuse_multichannel(samples: list[Any], sources: list[Path]) -> None:
             to_mono(np.zeros((0, n_ch), np.float32), None, f"{src}: sample {sample.subset}/{sample.id}")
 
 
-def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, key: str,
+def _import_one(sample: SampleLike, src: Path, out: Path, run_sha: str, src_sha: str, key: str,
                 channel: int | str | None = None, ignore_output_json: bool = False) -> SampleEntry:
     sdir = out / sample.subset / sample.id
     sdir.mkdir(parents=True, exist_ok=True)
@@ -144,7 +153,7 @@ def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, k
 
 
 def import_outputs(
-    dataset: Any,
+    dataset: DatasetArg,
     outputs: str | Path,
     out: str | Path,
     subsets: Iterable[str] | None = None,
@@ -172,7 +181,7 @@ def import_outputs(
     out = Path(out)
     if out.resolve() == outputs.resolve():
         raise InputError(f"{out}: --out must differ from --outputs (the sources are never modified)")
-    ds_root = Path(getattr(ds, "root", "."))
+    ds_root = dataset_root(ds) or Path(".")
     sources = [find_output(sample, ds_root, outputs) for sample in chosen]
     if not any(src.is_file() for src in sources):
         raise InputError(

@@ -7,12 +7,13 @@ whose trace names this run, this sample and its input, and whose files still hav
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.protocols import DatasetLike, SampleKey, SampleLike, dataset_root
 from duplexeval.fdb.run_journal import ResumeJournal
 from duplexeval.fdb.sample_trace import read_trace
 from duplexeval.fdb.tree import (
@@ -37,6 +38,8 @@ REASON_ANNOTATION_HASH = "annotation_hash_mismatch"
 REASON_MISSING_OUTPUT = "missing_output"
 REASON_LENGTH = "length_mismatch"
 REASON_BAD_OUTPUT = "unreadable_output"
+
+P = TypeVar("P")  # what a stage's `key_of` hands its `make` along with the input key (import: the source hash)
 
 
 @dataclass
@@ -80,18 +83,18 @@ def finished_entry(journal: ResumeJournal, sample_dir: Path, input_sha: str, key
     return trace.result if journal.trusts(trace.journal_entry, key, input_sha, sample_dir) else None
 
 
-def unfinished(journal: ResumeJournal, out: Path, samples: list[Any], input_shas: list[str], force: bool) -> list[int]:
+def unfinished(journal: ResumeJournal, out: Path, samples: Sequence[SampleKey], input_shas: list[str], force: bool) -> list[int]:
     """Indexes of the samples this run has not finished (all of them with `force`)."""
     return [i for i, s in enumerate(samples)
             if force or finished_entry(journal, out / s.subset / s.id, input_shas[i], f"{s.subset}/{s.id}") is None]
 
 
-def copy_annotation(sample: Any, dest_dir: Path) -> tuple[dict[str, str], list[str], str | None]:
+def copy_annotation(sample: SampleLike, dest_dir: Path) -> tuple[dict[str, str], list[str], str | None]:
     """Copy the annotation byte for byte; returns (files, reasons, source sha256)."""
     info = SUBSETS[sample.subset]
     if info.annotation is None:
         return {}, [], None
-    src = getattr(sample, "annotation_path", None)
+    src = getattr(sample, "annotation_path", None)  # optional members (fdb.protocols.SampleLike)
     if src is None or not Path(src).is_file():
         return {}, [REASON_MISSING_ANNOTATION], None
     data = Path(src).read_bytes()
@@ -106,9 +109,9 @@ def copy_annotation(sample: Any, dest_dir: Path) -> tuple[dict[str, str], list[s
     return {info.annotation: got}, reasons, src_sha
 
 
-def copy_icc(ds: Any, out: Path) -> dict[str, Any]:
+def copy_icc(ds: DatasetLike, out: Path) -> dict[str, str]:
     """Copy the dataset's icc_gt_distribution.json into the tree; returns the manifest key, if any."""
-    src = Path(getattr(ds, "root", ".")) / ICC_FILE
+    src = (dataset_root(ds) or Path(".")) / ICC_FILE
     if not src.is_file():
         return {}
     data = src.read_bytes()
@@ -126,9 +129,9 @@ def counts_of(entries: list[SampleEntry]) -> dict[str, dict[str, int]]:
     return counts
 
 
-def declared_of(ds: Any, entries: list[SampleEntry]) -> dict[str, int]:
+def declared_of(ds: DatasetLike, entries: list[SampleEntry]) -> dict[str, int]:
     """The declared size of every subset in the tree: the dataset's, else FDB v1.0's."""
-    declared = dict(getattr(ds, "declared", {}) or {})
+    declared = dict(ds.declared or {})
     for sub in {e.subset for e in entries}:
         declared.setdefault(sub, SUBSETS[sub].declared)
     return {k: int(declared[k]) for k in SUBSET_ORDER if k in declared}
@@ -139,9 +142,9 @@ def build_samples(
     run: dict[str, Any],
     force: bool,
     progress: bool,
-    samples: list[Any],
-    key_of: Callable[[int], tuple[str, Any]],
-    make: Callable[[int, str, str, Any], SampleEntry],
+    samples: Sequence[SampleKey],
+    key_of: Callable[[int], tuple[str, P]],
+    make: Callable[[int, str, str, P], SampleEntry],
     label: str,
 ) -> tuple[list[SampleEntry], int, int]:
     """The per-sample loop export and import share: (entries, made, reused).
@@ -168,7 +171,7 @@ def build_samples(
     return entries, ran, reused
 
 
-def finish_run(out: Path, ds: Any, entries: list[SampleEntry], system: dict[str, Any], section: str,
+def finish_run(out: Path, ds: DatasetLike, entries: list[SampleEntry], system: dict[str, Any], section: str,
                info: dict[str, Any], limit: int | None, ran: int, reused: int) -> ExportResult:
     """Write the manifest with `system` and a `section` of `info` plus the selection and counts."""
     counts = counts_of(entries)
@@ -177,7 +180,7 @@ def finish_run(out: Path, ds: Any, entries: list[SampleEntry], system: dict[str,
     return ExportResult(out, finish_tree(out, ds, entries, extra), counts, ran, reused)
 
 
-def finish_tree(out: Path, ds: Any, entries: list[SampleEntry], extra: dict[str, Any]) -> str:
+def finish_tree(out: Path, ds: DatasetLike, entries: list[SampleEntry], extra: dict[str, Any]) -> str:
     """Write manifest.json (plus the icc distribution) from the per-sample entries; returns its hash."""
     extra = dict(extra)
     extra.update(copy_icc(ds, out))

@@ -182,6 +182,10 @@ def evaluate(
     gt = None
     if BC_SUBSET in chosen and any(e.eligible for e in manifest.by_subset(BC_SUBSET)):
         gt = load_icc_gt(icc_gt, tree, manifest)  # before any work (or judge spending) is done
+        # the backchannel VAD (CPU, in threads) runs while the other subsets are evaluated (mostly judge waits)
+        from duplexeval.fdb.tasks import backchannel as bc_task
+
+        bc_task.start_vad(tree, manifest.by_subset(BC_SUBSET), asr)
 
     results: dict[str, SubsetSummary] = {}
     bc_info: dict[str, Any] | None = None
