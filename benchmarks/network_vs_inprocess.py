@@ -32,7 +32,7 @@ def _rows(tree: Path) -> dict[str, dict]:
 
 
 def offline_resample(system_spec: str, rate: int) -> None:
-    """The baseline in-process on its input and on the input streamed 16 kHz -> rate -> 16 kHz (client HQ, server QQ)."""
+    """The baseline in-process on its input and on the input streamed 16 kHz -> rate -> 16 kHz (the client's and the server's stream resamplers)."""
     import numpy as np
 
     from duplexeval.audio import to_pcm16
@@ -45,7 +45,7 @@ def offline_resample(system_spec: str, rate: int) -> None:
     devs = []
     for s in load_dataset("demo").samples():
         x = to_pcm16(s.read_input_16k()).astype("<i2")
-        up, down = StreamResampler(16000, rate, "HQ"), StreamResampler(rate, 16000, "QQ")
+        up, down = StreamResampler(16000, rate), StreamResampler(rate, 16000)
         y = np.frombuffer(b"".join(down(up(x[i:i + 1280].tobytes())) for i in range(0, len(x), 1280)), dtype="<i2")
         y = np.concatenate([y, np.zeros(max(0, len(x) - len(y)), dtype="<i2")])[: len(x)]
         firsts = []
