@@ -32,7 +32,13 @@ def _rows(tree: Path) -> dict[str, dict]:
 
 
 def offline_resample(system_spec: str, rate: int) -> None:
-    """The baseline in-process on its input and on the input streamed 16 kHz -> rate -> 16 kHz (the client's and the server's stream resamplers)."""
+    """The baseline in-process (virtual clock) on its input and on three variants, first playout minus the input's.
+
+    `round trip`: the input streamed 16 kHz -> rate -> 16 kHz through the client's and the server's stream
+    resamplers (80 ms chunks); `delay only`: the input shifted by that round trip's constant delay (no
+    resampling); `round trip - delay`: the round trip with its delay taken out. The columns split what the
+    resamplers change into the delay's part and the filtering's part.
+    """
     import numpy as np
 
     from duplexeval.audio import to_pcm16
@@ -42,22 +48,30 @@ def offline_resample(system_spec: str, rate: int) -> None:
     from duplexeval.systems.runner import run_session
 
     system = make_system(system_spec.replace(";", ","))
-    devs = []
+    cols: list[list[float]] = [[], [], []]
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    print(f"{'sample':34} {'input':>8} {'round trip':>10} {'delay only':>10} {'rt - delay':>10}  (ms vs input)")
     for s in load_dataset("demo").samples():
         x = to_pcm16(s.read_input_16k()).astype("<i2")
+        n = len(x)
         up, down = StreamResampler(16000, rate), StreamResampler(rate, 16000)
-        y = np.frombuffer(b"".join(down(up(x[i:i + 1280].tobytes())) for i in range(0, len(x), 1280)), dtype="<i2")
-        y = np.concatenate([y, np.zeros(max(0, len(x) - len(y)), dtype="<i2")])[: len(x)]
+        lag = round((up.delay_s + down.delay_s) * 16000)
+        y = np.frombuffer(b"".join(down(up(x[i:i + 1280].tobytes())) for i in range(0, n, 1280)), dtype="<i2")[:n]
+        shifted = np.concatenate([np.zeros(lag, dtype="<i2"), x])[:n]
+        advanced = np.concatenate([y[lag:], np.zeros(lag, dtype="<i2")])
         firsts = []
-        for pcm in (x, y):
-            tr = run_session(system, pcm.astype(np.int16), SampleInfo(s.subset, s.id, s.T, len(x)))
+        for pcm in (x, y, shifted, advanced):
+            tr = run_session(system, pcm.astype(np.int16), SampleInfo(s.subset, s.id, s.T, n))
             firsts.append(next((it.received_at_s for it in tr.items if it.kind == "audio"), None))
-        d = None if None in firsts else (firsts[1] - firsts[0]) * 1000
-        if d is not None:
-            devs.append(abs(d))
-        print(f"{s.subset + '/' + s.id:34} {firsts[0]!s:>10} {firsts[1]!s:>10} {'' if d is None else f'{d:+.1f}':>8}")
-    devs.sort()
-    print(f"offline 16 -> {rate} -> 16 kHz: |diff| median {devs[len(devs) // 2]:.1f} ms, max {devs[-1]:.1f} ms")
+        diffs = [None if f is None or firsts[0] is None else (f - firsts[0]) * 1000 for f in firsts[1:]]
+        for col, d in zip(cols, diffs):
+            if d is not None:
+                col.append(d)
+        shown = ["" if d is None else f"{d:+.0f}" for d in diffs]
+        print(f"{s.subset + '/' + s.id:34} {'' if firsts[0] is None else f'{firsts[0]:.3f}':>8} {shown[0]:>10} {shown[1]:>10} {shown[2]:>10}")
+    for name, col in zip(("round trip", f"delay only ({lag} samples)", "round trip - delay"), cols):
+        moved = sorted(round(d) for d in col if abs(d) > 0.5)
+        print(f"16 -> {rate} -> 16 kHz, {name}: {len(moved)} of {len(col)} first playouts moved {moved} ms")
 
 
 def main() -> None:
@@ -65,7 +79,7 @@ def main() -> None:
     ap.add_argument("--system", default="turn-based", help="The baseline (';' separates its parameters).")
     ap.add_argument("--protocol", default="openai-realtime", choices=["openai-realtime", "ws-pcm"])
     ap.add_argument("--rate", type=int, default=16000, help="openai-realtime: the rate the server grants.")
-    ap.add_argument("--offline-resample", action="store_true", help="No network: compare the input with its 16 -> 24 -> 16 kHz stream round trip.")
+    ap.add_argument("--offline-resample", action="store_true", help="No network: the baseline on its input, its 16 -> rate -> 16 kHz stream round trip, the round trip's delay alone, and the round trip without its delay.")
     args = ap.parse_args()
     if args.offline_resample:
         offline_resample(args.system, 24000 if args.rate == 16000 else args.rate)
