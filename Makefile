@@ -18,6 +18,9 @@ $(STAMP): pyproject.toml
 	@# The smart-turn EOT detector reads the Smart Turn v3.2 model and feature code from the pipecat-ai
 	@# wheel; its own dependencies would downgrade soxr and soundfile, and we need none of them.
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --no-deps 'pipecat-ai==1.14.0'
+	@# The VAD reads Silero's sequence model (silero_vad_16k_sequence.onnx, same probabilities, less CPU) from the
+	@# silero-vad wheel by path; the wheel declares torch, which nothing here needs (never imported).
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --no-deps 'silero-vad==6.2.3'
 	touch $(STAMP)
 	@echo "==> installed"
 

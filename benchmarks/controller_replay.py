@@ -1,6 +1,6 @@
 """Replay speed of the controller evaluation on a large synthetic set (default 10,000 conversations of 5 minutes).
 
-Each conversation is made in memory (random two-channel speech -> labels by duplexeval.controller.labels, the
+Each conversation is made in memory (random two-channel speech -> labels by duplexeval.controller.labels.derive, the
 frame-level silence baseline's endpoint scores plus noise, noisy state/yield/backchannel scores), then timed:
 
 - replay: ``events.clip_events`` (both endpoint modes, dense scan, yield and backchannel matching) per clip;
@@ -22,12 +22,12 @@ import time
 import numpy as np
 import sklearn.metrics  # noqa: F401 - imported before timing so the import is not counted
 
-from duplexeval.controller.baselines import silence_timeout_scores
-from duplexeval.controller.data import STATES
-from duplexeval.controller.events import aggregate, clip_events
-from duplexeval.controller.frame_metrics import FrameAccumulator
-from duplexeval.controller.labels import Activity, derive, to_clip
-from duplexeval.controller.policy import EvaluationPolicy
+from duplexeval.controller.format.data import STATES
+from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.controller.labels.derive import Activity, derive, to_clip
+from duplexeval.controller.metrics.events import aggregate, clip_events
+from duplexeval.controller.metrics.frame_metrics import FrameAccumulator
+from duplexeval.controller.runtime.baselines import silence_timeout_scores
 
 
 def synth_activity(rng: np.random.Generator, minutes: float) -> tuple[Activity, Activity, float]:

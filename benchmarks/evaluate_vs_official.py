@@ -130,6 +130,41 @@ def _timed(cmd: list[str], cwd: Path | None = None, env: dict | None = None, log
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def _official_numbers(log: Path) -> dict[str, float]:
+    """The numbers an official script printed under [Result]: `Name: value` or `Name - Mean: value ± std`."""
+    out: dict[str, float] = {}
+    seen = False
+    for line in log.read_text(errors="replace").splitlines():
+        if line.strip() == "[Result]":
+            seen = True
+        elif seen and ":" in line and not line.startswith("-"):
+            name, _, value = line.partition(":")
+            name = name.replace(" - Mean", "").strip()
+            try:
+                out[name] = float(value.split("±")[0])
+            except ValueError:
+                pass
+    return out
+
+
+def _compare(summary: Path, logs: dict[str, Path]) -> tuple[int, list[str]]:
+    """(numbers compared, mismatches): each official printed number against ours in summary.json (printed with
+    4 decimals: within 5e-5; printed in full: within 1e-12 relative, as the sums run in another order)."""
+    ours = json.loads(summary.read_text())["subsets"]
+    n, bad = 0, []
+    for subset, log in logs.items():
+        for name, value in _official_numbers(log).items():
+            if name not in ours[subset]["metrics"]:
+                continue
+            mine = ours[subset]["metrics"][name]["value"]
+            text = log.read_text(errors="replace")
+            tol = 5e-5 if f"{name} - Mean: {value:.4f}" in text else 1e-12 * max(1.0, abs(value))
+            n += 1
+            if mine is None or abs(mine - value) > tol:
+                bad.append(f"{subset} {name}: official {value}, ours {mine}")
+    return n, bad
+
+
 def _eval_dir(official: Path) -> Path:
     for sub in ("evaluation", "v1_v1.5/evaluation"):
         if (official / sub / "eval_backchannel.py").is_file():
@@ -144,17 +179,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--keep", type=Path, help="keep the working copies and logs here")
     ap.add_argument("--no-skip", action="store_true",
-                    help="run ours with the VAD's leading-silence skip off (this tree's backchannel outputs are silent)")
+                    help="run ours with the VAD's leading-silence skip off (no effect on this tree's backchannel outputs, which have a noise floor)")
+    ap.add_argument("--backchannel-rules", default="auto",
+                    help="ours: 2025-06 or 2026-02; auto: the checkout's (HEAD's v1_v1.5/evaluation is 2026-02)")
     ap.add_argument("--official-python", default=sys.executable,
                     help="interpreter for the official scripts; one with torch and silero-vad 6.2.3 runs the real "
                          "load_silero_vad() JIT model (otherwise our per-frame onnxruntime port stands in)")
     args = ap.parse_args(argv)
     evaldir = _eval_dir(args.official.resolve())
-    if not (args.cache / "asr.json").is_file():
-        sys.path.insert(0, str(Path(__file__).parent))
-        from score_full_tree import build
+    rules = args.backchannel_rules
+    if rules == "auto":
+        rules = "2026-02" if evaldir.parent.name == "v1_v1.5" else "2025-06"
+    sys.path.insert(0, str(Path(__file__).parent))
+    from score_full_tree import ensure_built
 
-        build(args.cache)
+    ensure_built(args.cache)  # (re)built when missing or made by an older recipe
     manifest = json.loads((args.cache / "manifest.json").read_text())
     eligible = {(s["subset"], s["id"]) for s in manifest["samples"] if s["eligible"]}
 
@@ -193,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
                                            "s.SKIP_LEADING_SILENCE = False; from duplexeval.cli import main; main(sys.argv[1:])")]
         cmd = [*ours, "fdb", "evaluate", "--tree", str(ours_tree), "--judge", "openai",
                "--base-url", url, "--api-key-env", "BENCH_FAKE_KEY", "--reference-source", str(args.official),
-               "--icc-gt", str(evaldir / "icc_gt_distribution.json"), "-q"]
+               "--icc-gt", str(evaldir / "icc_gt_distribution.json"), "--backchannel-rules", rules, "-q"]
+        load = os.getloadavg()[0]
         ours_wall, ours_cpu = _timed(cmd, env=env, log=work / f"ours{rep}.log")
         off_wall = off_cpu = 0.0
         per_task = {}
@@ -205,12 +245,17 @@ def main(argv: list[str] | None = None) -> int:
             off_wall += w
             off_cpu += c
         results.append((ours_wall, ours_cpu, off_wall, off_cpu, per_task))
-        print(f"run {rep + 1}: ours {ours_wall:.2f} s wall ({ours_cpu:.2f} s CPU); official {off_wall:.2f} s wall "
-              f"({off_cpu:.2f} s CPU) {per_task}; official / ours = {off_wall / ours_wall:.1f}x")
+        n_cmp, bad = _compare(ours_tree / "summary.json", {s: work / f"official{rep}-{s}.log" for s, _, _ in TASKS})
+        print(f"run {rep + 1} (load {load:.1f} before, {os.getloadavg()[0]:.1f} after): ours {ours_wall:.2f} s wall "
+              f"({ours_cpu:.2f} s CPU); official {off_wall:.2f} s wall ({off_cpu:.2f} s CPU) {per_task}; "
+              f"official / ours = {off_wall / ours_wall:.1f}x wall, {off_cpu / ours_cpu:.1f}x CPU")
+        print(f"  official numbers equal ours: {'yes' if not bad else 'NO'} ({n_cmp} compared, backchannel rules {rules})"
+              + "".join(f"\n    {b}" for b in bad))
     server.shutdown()
     best = min(results, key=lambda r: r[0])
     print(f"eligible samples: {len(eligible)}; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    print(f"summary: ours {best[0]:.2f} s, official {best[2]:.2f} s (same run), ratio {best[2] / best[0]:.1f}x")
+    print(f"summary: ours {best[0]:.2f} s, official {best[2]:.2f} s (same run), ratio {best[2] / best[0]:.1f}x wall, "
+          f"{best[3] / best[1]:.1f}x CPU")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -4,6 +4,9 @@ The tree is built once into a cache folder (default .cache/bench-full-tree, reus
 every subset at its declared size, realistic lengths (interruption about 28 s, turn-taking about
 10 s, pauses 5 to 20 s, backchannel 20 to 60 s), espeak-ng speech placed in output.wav, and
 output.json written from espeak's own word times (so the timing covers the scorer, not ASR).
+Backchannel outputs have sound throughout: espeak backchannels ("yeah", "mm-hmm", ...) every few seconds,
+now and then a sentence, over a small noise floor (no digital silence, so no VAD shortcut applies).
+A cache built by an older recipe (its manifest's `bench_build` differs) is rebuilt.
 
     .venv/bin/python benchmarks/score_full_tree.py [--cache DIR] [--rebuild] [--jobs N]
 
@@ -36,12 +39,27 @@ SENTENCES = [
     "Right, so the next step is to book the train tickets before Friday.",
     "Hmm, yeah.",
 ]
+BACKCHANNELS = ["Yeah.", "Mm-hmm.", "Right.", "Okay.", "I see.", "Uh-huh."]
+BUILD = 2  # 2: backchannel outputs with sound (backchannels and sentences over a noise floor)
+NOISE_RMS = 0.0005  # backchannel noise floor, about -66 dBFS (16 LSB of PCM16)
 
 
 def _speech():
     from duplexeval.tts import synthesize
 
-    return [synthesize(s) for s in SENTENCES]
+    return [synthesize(s) for s in SENTENCES], [synthesize(s) for s in BACKCHANNELS]
+
+
+def _backchannel_output(out: np.ndarray, words: list[Word], speech, backchannels, T: float, rng) -> None:
+    """Backchannels every 2-7 s (sometimes a sentence instead) over a noise floor from the first sample."""
+    t = float(rng.uniform(0.5, 3.0))
+    while t < T - 1.0:
+        if rng.random() < 0.15:
+            _place(out, words, speech[int(rng.integers(len(speech)))], t)
+        else:
+            _place(out, words, backchannels[int(rng.integers(len(backchannels)))], t)
+        t += float(rng.uniform(2.0, 7.0))
+    out += (rng.standard_normal(out.size) * NOISE_RMS).astype(np.float32)
 
 
 def _place(out: np.ndarray, words: list[Word], speech, start: float, cut: float | None = None) -> None:
@@ -60,7 +78,8 @@ def _place(out: np.ndarray, words: list[Word], speech, start: float, cut: float 
 def build(root: Path, seed: int = 0) -> None:
     """Write the full-size tree (manifest.json, annotations, output.wav, output.json, asr.json)."""
     rng = np.random.default_rng(seed)
-    speech = _speech()
+    speech, backchannels = _speech()
+    bc_rng = np.random.default_rng(seed + 1)  # its own stream: the other subsets stay as built before
     entries: list[SampleEntry] = []
     asr: dict[str, AsrSample] = {}
     for subset, info in SUBSETS.items():
@@ -106,6 +125,8 @@ def build(root: Path, seed: int = 0) -> None:
                 if rng.random() < 0.9:
                     _place(out, spoken, speech[int(rng.integers(len(speech)))], R + float(rng.uniform(0.2, 2.0)))
                 words = [w for w in spoken if w.start >= R]
+            elif info.task == "backchannel":
+                _backchannel_output(out, words, speech, backchannels, T, bc_rng)
             eligible = rng.random() > 0.03
             files: dict[str, str] = {}
             d = root / subset / sid
@@ -119,9 +140,26 @@ def build(root: Path, seed: int = 0) -> None:
             tb = transcript_bytes(words)
             atomic_write_bytes(d / "output.json", tb)
             asr[f"{subset}/{sid}"] = AsrSample("ok", sha256_bytes(tb), None, {"audio_sha256": files["output.wav"], "cut_s": cut})
-    manifest = Manifest("bench-full", {s: i.declared for s, i in SUBSETS.items()}, entries, {"system": {"name": "bench"}})
+    manifest = Manifest("bench-full", {s: i.declared for s, i in SUBSETS.items()}, entries,
+                        {"system": {"name": "bench"}, "bench_build": BUILD})
     msha = write_manifest(root, manifest)
     write_asr(root, AsrRecord(msha, {"name": "espeak-word-events"}, asr))
+
+
+def ensure_built(root: Path, rebuild: bool = False) -> None:
+    """Build the tree into `root` unless a build of this recipe is there (an older one is removed first)."""
+    import json
+    import shutil
+
+    try:
+        current = json.loads((root / "manifest.json").read_text()).get("bench_build") == BUILD
+    except (OSError, ValueError):
+        current = False
+    if rebuild or not current or not (root / "asr.json").is_file():
+        shutil.rmtree(root, ignore_errors=True)
+        t0 = time.perf_counter()
+        build(root)
+        print(f"built {root} in {time.perf_counter() - t0:.1f} s")
 
 
 def main() -> None:
@@ -132,12 +170,12 @@ def main() -> None:
     ap.add_argument("--verify", action="store_true", help="also scan whole files and compare the segments")
     args = ap.parse_args()
     root = args.cache
-    if args.rebuild or not (root / "asr.json").is_file():
-        t0 = time.perf_counter()
-        build(root)
-        print(f"built {root} in {time.perf_counter() - t0:.1f} s")
+    ensure_built(root, args.rebuild)
     n = sum(SUBSETS[s].declared for s in SUBSETS)
 
+    import os
+
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     cmd = [sys.executable, "-m", "duplexeval", "fdb", "score", "--tree", str(root), "--no-write"]
     if args.jobs:
         cmd += ["--jobs", str(args.jobs)]
@@ -173,6 +211,16 @@ def main() -> None:
           f"(user+sys, all threads)")
     print(f"in process: load+checks {t_load:.2f} s, VAD wall {t_vad:.2f} s (RTF {t_vad / audio_s:.4f} of the full outputs) "
           f"CPU {c_vad:.2f} s (CPU RTF {c_vad / audio_s:.4f}), score without VAD {t_rest:.2f} s")
+    from duplexeval.vad import load_sequence_vad
+
+    print(f"VAD model: {'silero_vad_16k_sequence.onnx (silero-vad wheel)' if load_sequence_vad() else 'silero_vad.onnx per frame, batched'}")
+    if load_sequence_vad() is not None:  # the fallback without the silero-vad wheel, on the same files
+        speech.USE_SEQUENCE_MODEL = False
+        t0, c0 = time.perf_counter(), time.process_time()
+        segs_pf = speech.segment_files(paths, jobs=args.jobs or None, limits=[r_limit_sample(i.R_us) for i in inter])
+        t_pf, c_pf = time.perf_counter() - t0, time.process_time() - c0
+        speech.USE_SEQUENCE_MODEL = True
+        print(f"VAD with the per-frame model instead (batched): wall {t_pf:.2f} s, CPU {c_pf:.2f} s; segments equal: {segs_pf == segs}")
     # the same scan with the leading-silence skip off: what the skip saves on this tree
     speech.SKIP_LEADING_SILENCE = False
     t0, c0 = time.perf_counter(), time.process_time()
@@ -197,8 +245,6 @@ def main() -> None:
         bad = sum(1 for e, f, lim in zip(segs, full, limits) if e != [(s, x) for s, x in f if s <= lim])
         print(f"whole-file VAD: wall {time.perf_counter() - t0:.2f} s, CPU {c_full:.2f} s; "
               f"{bad} of {len(paths)} files differ from the early-stopped segments")
-    import os
-
     print(f"load average now: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (timings are inflated when it exceeds the CPUs)")
 
 

@@ -5,7 +5,8 @@
 
 Clips are the committed VAD fixtures (tests/data/vad) concatenated and cut to length, each file starting at a
 different offset. Prints x real time for `probs` one file at a time, for `probs_many` (files stepped as one
-batch), and for the segmentation alone; wall and CPU (process) time, as the machine may be shared.
+batch), for Silero's sequence model one call per file when the silero-vad wheel is installed, and for the
+segmentation alone; wall and CPU (process) time, as the machine may be shared.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from duplexeval.audio import read_audio
-from duplexeval.vad import SCORER_SETTINGS, load_vad, timestamps_from_probs
+from duplexeval.fdb.unified.speech import sequence_probs
+from duplexeval.vad import SCORER_SETTINGS, load_sequence_vad, load_vad, timestamps_from_probs
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "vad"
 
@@ -48,6 +50,13 @@ def main() -> None:
     many = vad.probs_many(files, batch=args.batch)
     t_many, c_many = time.perf_counter() - t0, time.process_time() - c0
 
+    seq = load_sequence_vad()
+    if seq is not None:
+        sequence_probs(seq, files[0][:16000])  # warm-up
+        t0, c0 = time.perf_counter(), time.process_time()
+        by_seq = [sequence_probs(seq, f) for f in files]
+        t_seq, c_seq = time.perf_counter() - t0, time.process_time() - c0
+
     t0 = time.perf_counter()
     segs = [timestamps_from_probs(p, f.size, SCORER_SETTINGS) for p, f in zip(single, files)]
     t_seg = time.perf_counter() - t0
@@ -58,6 +67,12 @@ def main() -> None:
           f"CPU {c_single:6.2f} s {audio_s / c_single:6.0f} x")
     print(f"probs_many, batch {args.batch:<3d}     : {t_many:6.2f} s wall {audio_s / t_many:6.0f} x real time; "
           f"CPU {c_many:6.2f} s {audio_s / c_many:6.0f} x  (identical to probs: {same})")
+    if seq is not None:
+        same_seq = all(np.array_equal(a, b) for a, b in zip(single, by_seq))
+        print(f"sequence model, per file  : {t_seq:6.2f} s wall {audio_s / t_seq:6.0f} x real time; "
+              f"CPU {c_seq:6.2f} s {audio_s / c_seq:6.0f} x  (identical to probs: {same_seq})")
+    else:
+        print("sequence model            : not installed (pip install --no-deps silero-vad==6.2.3)")
     print(f"timestamps_from_probs     : {t_seg:6.3f} s  {audio_s / t_seg:7.0f} x real time")
 
 

@@ -69,7 +69,7 @@ def test_good_words_written_in_official_shape(tmp_path: Path) -> None:
     assert s0.extra["audio_sha256"] == sha256_file(tree / "candor_turn_taking" / "0" / "output.wav")
     assert s0.extra["cut_s"] == 0.0
     assert rec.backend["name"] == "scripted"
-    assert not (tree / asr_stage.PROGRESS_DIR).exists()
+    assert not (tree / asr_stage.JOURNAL_DIR).exists()
     raw = json.loads((tree / "asr.json").read_text())  # the artifact header leads, then the record
     assert list(raw)[:6] == ["kind", "schema_version", "duplexeval", "signature", "inputs", "manifest_sha256"]
     assert (raw["kind"], raw["schema_version"]) == ("duplexeval.fdb.asr", 2)
@@ -166,7 +166,7 @@ def test_resume_after_interrupted_run(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         asr_stage.run(tree, backend=ScriptedBackend(stop_after=2), jobs=1, progress=False)
     assert not (tree / "asr.json").exists()
-    done = sorted(p.name for p in (tree / asr_stage.PROGRESS_DIR).glob("candor*"))
+    done = sorted(p.name for p in (tree / asr_stage.JOURNAL_DIR).glob("candor*"))
     assert len(done) == 2
     # A different backend must not mix into the half-finished run.
     class Other(ScriptedBackend):

@@ -143,7 +143,7 @@ def test_aligner_splits_when_a_word_does_not_fit() -> None:
 
 
 def test_cut_sample_starts_at_or_after_R():
-    from duplexeval.fdb.asr_stage import cut_sample
+    from duplexeval.fdb.asr_sample import cut_sample
 
     assert cut_sample(13.14) == 210240  # exact sample: 13.14 * 16000 = 210240 (float noise ignored)
     assert cut_sample(28.7949375 - 10) == 300719  # 18.7949375 * 16000 = 300719.0

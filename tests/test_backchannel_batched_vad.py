@@ -19,6 +19,19 @@ from duplexeval.fdb.unified.speech import segment_audios
 from duplexeval.vad import OFFICIAL_SETTINGS, SCORER_SETTINGS, VadSettings, load_vad
 
 DATA = Path(__file__).parent / "data" / "vad"
+_WANT: dict = {}  # frame-by-frame reference segments, shared by both VAD paths' runs
+
+
+@pytest.fixture(params=["sequence", "per-frame"])
+def vad_path(request, monkeypatch):
+    """Run a test through both VAD paths: Silero's sequence model (when installed) and the batched per-frame one."""
+    from duplexeval.fdb.unified import speech
+    from duplexeval.vad import load_sequence_vad
+
+    if request.param == "sequence" and load_sequence_vad() is None:
+        pytest.skip("silero_vad_16k_sequence.onnx not installed (pip install --no-deps silero-vad==6.2.3)")
+    monkeypatch.setattr(speech, "USE_SEQUENCE_MODEL", request.param == "sequence")
+    return request.param
 
 
 def _clips() -> dict[str, np.ndarray]:
@@ -40,9 +53,11 @@ def audios() -> list[np.ndarray]:
     return out
 
 
-def test_official_vad_batched_equals_frame_by_frame(audios):
+def test_official_vad_batched_equals_frame_by_frame(audios, vad_path):
     vad = load_vad()
-    want = [vad.segments_s(a, OFFICIAL_SETTINGS, official_rounding=True) for a in audios]
+    if "official_s" not in _WANT:
+        _WANT["official_s"] = [vad.segments_s(a, OFFICIAL_SETTINGS, official_rounding=True) for a in audios]
+    want = _WANT["official_s"]
     assert vad_segments_s(audios, jobs=2) == want
     assert vad_segments_s(audios, jobs=1) == want
     assert sum(len(w) for w in want) > 20  # the clips do hold speech
@@ -52,13 +67,15 @@ def test_official_vad_batched_equals_frame_by_frame(audios):
     "settings",
     [OFFICIAL_SETTINGS, SCORER_SETTINGS, VadSettings(max_speech_s=3.0), VadSettings(min_silence_ms=60, speech_pad_ms=120)],
 )
-def test_segment_audios_equals_per_file_segments_in_samples(audios, settings):
+def test_segment_audios_equals_per_file_segments_in_samples(audios, settings, vad_path):
     vad = load_vad()
-    want = [vad.segments(a, settings) for a in audios]
+    if settings not in _WANT:
+        _WANT[settings] = [vad.segments(a, settings) for a in audios]
+    want = _WANT[settings]
     assert segment_audios(audios, settings, jobs=2, batch=3) == want
 
 
-def test_leading_digital_silence_is_skipped_exactly(audios):
+def test_leading_digital_silence_is_skipped_exactly(audios, vad_path):
     """Files that start with exact zeros join the batch late with the shared zero trajectory; probabilities
     and segments stay bit-identical to the frame-by-frame path. -0.0 is not silence."""
     from duplexeval.fdb.unified import speech
@@ -71,6 +88,7 @@ def test_leading_digital_silence_is_skipped_exactly(audios):
         np.zeros(16000 * 2, dtype=np.float32),  # silence to the end: never stepped
         np.concatenate([np.full(600, -0.0, dtype=np.float32), speech_clip]),  # negative zeros: stepped
         speech_clip,
+        np.concatenate([np.zeros(512 * 2 * speech.ZERO_CHECKPOINT, dtype=np.float32), speech_clip]),  # on a checkpoint
     ]
     frames, n_frames = speech._frames(cases)
     starts = [speech.leading_silent_frames(frames[j], n_frames[j]) for j in range(len(cases))]
@@ -84,8 +102,17 @@ def test_leading_digital_silence_is_skipped_exactly(audios):
         assert segment_audios(cases, settings, jobs=2, batch=2) == [vad.segments(c, settings) for c in cases]
     # int16 files as the scorer reads them, with early stop at a limit
     pcm = [np.round(np.clip(c, -1, 1) * 32767).astype(np.int16) for c in cases]
-    limits = [16000 * 4, None, 16000, 16000 * 2, 16000]
+    limits = [16000 * 4, None, 16000, 16000 * 2, 16000, 16000 * 3]
     got = speech.batch_segments(vad, pcm, limits, SCORER_SETTINGS)
     for g, c, lim in zip(got, pcm, limits):
         whole = vad.segments(c.astype(np.float32) / 32768.0, SCORER_SETTINGS)
         assert g == [(s, e) for s, e in whole if lim is None or s <= lim]
+    if vad_path == "sequence":  # the sequence model's own zero trajectory and checkpoints, float and int16 input
+        from duplexeval.vad import load_sequence_vad
+
+        seq = load_sequence_vad()
+        for c, p in zip(cases, pcm):
+            assert np.array_equal(speech.sequence_probs(seq, c), vad.probs(c))
+            assert np.array_equal(speech.sequence_probs(seq, p), vad.probs(p.astype(np.float32) / 32768.0))
+        for g, p, lim in zip(got, pcm, limits):
+            assert speech.sequence_segments(seq, p, lim, SCORER_SETTINGS) == g

@@ -92,7 +92,7 @@ def edit_manifest(tree: Path, fn: Callable[[dict], None]) -> None:
 
 
 def controller_data(root: Path, lines: list[dict] | None = None) -> Path:
-    from duplexeval.controller.data import (
+    from duplexeval.controller.format.data import (
         Clip,
         ClipFrames,
         ClipMeta,

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from duplexeval.controller.data import Clip, ClipFrames, ClipMeta, PauseProbe, TurnProbe, UserPause
-from duplexeval.controller.events import aggregate, clip_events, match_onsets
-from duplexeval.controller.policy import EvaluationPolicy
-from duplexeval.controller.replay import backchannel_firings, endpoint_firings, voiced_frames, yield_firings
+from duplexeval.controller.format.data import Clip, ClipFrames, ClipMeta, PauseProbe, TurnProbe, UserPause
+from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.controller.metrics.events import aggregate, clip_events, match_onsets
+from duplexeval.controller.metrics.replay import backchannel_firings, endpoint_firings, voiced_frames, yield_firings
 
 POL = EvaluationPolicy()
 LOUD, QUIET = -20.0, -80.0
@@ -150,7 +150,7 @@ def test_shares_sum_to_one_and_latency_stats():
     ]
     e = aggregate([clip_events(c, POL) for c in clips], POL)["endpoint"]["fallback_on"]
     assert (e["head"]["count"], e["fallback"]["count"], e["no_endpoint"]["count"]) == (1, 1, 1)
-    assert e["head"]["rate"] + e["fallback"]["rate"] + e["no_endpoint"]["rate"] == pytest.approx(1.0)
+    assert e["head"]["value"] + e["fallback"]["value"] + e["no_endpoint"]["value"] == pytest.approx(1.0)
     assert e["latency"] == {"n": 2, "mean_ms": 680.0, "median_ms": 160.0, "p90_ms": 1200.0}
 
 

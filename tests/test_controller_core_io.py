@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from duplexeval.controller.data import (
+from duplexeval.controller.format.data import (
     Clip,
     ClipFrames,
     ClipMeta,
@@ -17,9 +17,9 @@ from duplexeval.controller.data import (
     load_data,
     write_data,
 )
-from duplexeval.controller.events import clip_events
-from duplexeval.controller.frame_metrics import frame_metrics
-from duplexeval.controller.policy import EvaluationPolicy, load_policy, save_policy
+from duplexeval.controller.format.policy import EvaluationPolicy, load_policy, save_policy
+from duplexeval.controller.metrics.events import clip_events
+from duplexeval.controller.metrics.frame_metrics import frame_metrics
 from duplexeval.errors import InputError
 from duplexeval.stats import bootstrap_indices, percentile_interval, quantile_rule
 
@@ -162,7 +162,7 @@ def _turn_clip(cid, group, fire_at, n=60, turn_end=2.0):
 
 
 def test_paired_bootstrap_matches_a_brute_force_group_resample():
-    from duplexeval.controller.compare import paired_bootstrap
+    from duplexeval.controller.metrics.compare import paired_bootstrap
 
     pol = EvaluationPolicy(endpoint_mode="head_only")
     rng = np.random.default_rng(5)
@@ -192,7 +192,7 @@ def test_paired_bootstrap_matches_a_brute_force_group_resample():
 
 
 def test_paired_bootstrap_ratio_metric_brute_force():
-    from duplexeval.controller.compare import paired_bootstrap
+    from duplexeval.controller.metrics.compare import paired_bootstrap
 
     pol = EvaluationPolicy(endpoint_mode="head_only")
     fires_a = [30, None, 30, None, 30, 30]
@@ -218,7 +218,7 @@ def test_paired_bootstrap_ratio_metric_brute_force():
 
 
 def test_calibration_picks_lowest_latency_under_the_pause_ceiling():
-    from duplexeval.controller.calibrate import Targets, calibrate
+    from duplexeval.controller.calibrate.thresholds import Targets, calibrate
 
     n = 80
     # one turn probe (turn end 2.0 s) and one pause probe (3.2-4.0 s) in one clip
@@ -308,9 +308,9 @@ def test_evaluate_report_is_deterministic_and_rows_add_up(tmp_path):
 def test_macro_f1_bootstrap_uses_group_confusions():
     from sklearn.metrics import f1_score
 
-    from duplexeval.controller.compare import paired_bootstrap
-    from duplexeval.controller.frame_metrics import macro_f1_from_confusion
-    from duplexeval.controller.report import run_clips
+    from duplexeval.controller.metrics.compare import paired_bootstrap
+    from duplexeval.controller.metrics.frame_metrics import macro_f1_from_confusion
+    from duplexeval.controller.metrics.report import run_clips
 
     rng = np.random.default_rng(3)
     clips_a, clips_b, per_group = [], [], {}
@@ -342,7 +342,7 @@ def test_macro_f1_bootstrap_uses_group_confusions():
     cmb = np.zeros((len(gs), 16))
     for ev in eb:
         cmb[gs.index(ev.group)] += np.asarray(ev.state_confusion).ravel()
-    from duplexeval.controller.compare import group_counts
+    from duplexeval.controller.metrics.compare import group_counts
 
     counts = group_counts(bootstrap_indices(len(gs)), len(gs))
     mine = macro_f1_from_confusion((counts @ cmb).reshape(-1, 4, 4)) - macro_f1_from_confusion((counts @ cm).reshape(-1, 4, 4))
@@ -352,7 +352,7 @@ def test_macro_f1_bootstrap_uses_group_confusions():
 
 
 def test_compare_refuses_different_frame_labels():
-    from duplexeval.controller.compare import paired_bootstrap
+    from duplexeval.controller.metrics.compare import paired_bootstrap
 
     pol = EvaluationPolicy()
     a = _turn_clip("c", "g", 30)

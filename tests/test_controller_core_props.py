@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from duplexeval.controller.policy import EvaluationPolicy
-from duplexeval.controller.replay import backchannel_firings, endpoint_firings, voiced_frames
+from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.controller.metrics.replay import backchannel_firings, endpoint_firings, voiced_frames
 
 
 def reference_endpoints(score, level, pol: EvaluationPolicy, fallback: bool):

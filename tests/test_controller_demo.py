@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from duplexeval.controller.conversations import make_conversation
-from duplexeval.controller.labels import derive
+from duplexeval.controller.labels.conversations import make_conversation
+from duplexeval.controller.labels.derive import derive
 
 
 @pytest.mark.parametrize("index", [0, 1, 2, 4])

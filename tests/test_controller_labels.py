@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from duplexeval.controller import data as cdata
-from duplexeval.controller.labels import (
+from duplexeval.controller.format import data as cdata
+from duplexeval.controller.labels.derive import (
     BACKCHANNEL,
     HOLD,
     LISTEN,
@@ -171,9 +171,9 @@ def test_deterministic_and_assignment_symmetric():
 
 
 def test_short_probe_window_is_censored_in_the_replay():
-    from duplexeval.controller.baselines import silence_timeout_scores
-    from duplexeval.controller.events import evaluate_events
-    from duplexeval.controller.policy import EvaluationPolicy
+    from duplexeval.controller.format.policy import EvaluationPolicy
+    from duplexeval.controller.metrics.events import evaluate_events
+    from duplexeval.controller.runtime.baselines import silence_timeout_scores
 
     # turn 1 ends at 1.0 s and the user barges in at 2.0 s (< 1.0 + 1.2): its window cannot show the deadline;
     # turn 2 ends at 4.0 s with 3 s of silence after it: eligible

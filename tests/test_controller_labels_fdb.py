@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from duplexeval.audio import write_wav_pcm16
-from duplexeval.controller import data as cdata
-from duplexeval.controller.fdb_bridge import bridge_dataset, unique_source_hours
+from duplexeval.controller.format import data as cdata
+from duplexeval.controller.labels.fdb_bridge import bridge_dataset, unique_source_hours
 from duplexeval.errors import InputError
 
 
@@ -69,8 +69,8 @@ def test_bridge_rejects_other_subsets(fdb):
 
 def test_run_baseline_over_fdb_and_evaluate(fdb, tmp_path):
     from duplexeval.cli import main
-    from duplexeval.controller.policy import EvaluationPolicy
-    from duplexeval.controller.report import evaluate
+    from duplexeval.controller.format.policy import EvaluationPolicy
+    from duplexeval.controller.metrics.report import evaluate
 
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as ex:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from duplexeval.controller import data as cdata
-from duplexeval.controller.sources import assignments, conversation_clips, read_manifest
+from duplexeval.controller.format import data as cdata
+from duplexeval.controller.labels.sources import assignments, conversation_clips, read_manifest
 from duplexeval.errors import InputError
 
 

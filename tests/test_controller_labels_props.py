@@ -8,9 +8,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from duplexeval.controller import data as cdata
-from duplexeval.controller.data import to_us
-from duplexeval.controller.labels import Activity, derive, to_clip
+from duplexeval.controller.format import data as cdata
+from duplexeval.controller.format.data import to_us
+from duplexeval.controller.labels.derive import Activity, derive, to_clip
 
 DUR = 20.0
 

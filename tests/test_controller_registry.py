@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from plugin_fixtures import declare_entry_point, plugin_module
 
-from duplexeval.controller.baselines import SilenceTimeoutController, SileroController
-from duplexeval.controller.registry import CONTROLLERS, load_controller
-from duplexeval.controller.runner import run
+from duplexeval.controller.runtime.baselines import SilenceTimeoutController, SileroController
+from duplexeval.controller.runtime.registry import CONTROLLERS, load_controller
+from duplexeval.controller.runtime.runner import run
 from duplexeval.errors import InputError
 from duplexeval.units import FRAME_SAMPLES
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from duplexeval.controller.compare import paired_bootstrap
-from duplexeval.controller.data import Clip, ClipFrames, ClipMeta, TurnProbe, UserPause
-from duplexeval.controller.events import aggregate, clip_events
-from duplexeval.controller.frame_metrics import frame_metrics
-from duplexeval.controller.policy import EvaluationPolicy
+from duplexeval.controller.format.data import Clip, ClipFrames, ClipMeta, TurnProbe, UserPause
+from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.controller.metrics.compare import paired_bootstrap
+from duplexeval.controller.metrics.events import aggregate, clip_events
+from duplexeval.controller.metrics.frame_metrics import frame_metrics
 from duplexeval.stats import bootstrap_indices
 
 POL = EvaluationPolicy()
@@ -33,12 +33,12 @@ def test_probe_with_deadline_inside_an_unaligned_window_is_eligible():
     agg = aggregate([clip_events(clip, POL)], POL)["endpoint"]
     for mode in ("head_only", "fallback_on"):
         m = agg[mode]["miss_within_deadline"]
-        assert (m["eligible"], m["censored"], m["count"], m["rate"]) == (1, 0, 1, 1.0)
+        assert (m["eligible"], m["censored"], m["count"], m["value"]) == (1, 0, 1, 1.0)
     # 1 us less of window: censored
     meta2 = ClipMeta("c", 40, turn_probes=[TurnProbe(1.0, 0.0, 2.199999)])
     clip2 = Clip(meta2, ClipFrames(40, endpoint=np.zeros(40), level_db=np.full(40, LOUD)))
     m2 = aggregate([clip_events(clip2, POL)], POL)["endpoint"]["head_only"]["miss_within_deadline"]
-    assert (m2["eligible"], m2["censored"], m2["rate"]) == (0, 1, None)
+    assert (m2["eligible"], m2["censored"], m2["value"]) == (0, 1, None)
 
 
 def test_head_auc_and_ap_use_full_precision_scores():

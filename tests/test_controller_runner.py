@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from duplexeval.controller import baselines
-from duplexeval.controller.data import STATES
-from duplexeval.controller.runner import Controller, frame_level_db, load_controller, run, split_frames
+from duplexeval.controller.format.data import STATES
+from duplexeval.controller.runtime import baselines
+from duplexeval.controller.runtime.runner import Controller, frame_level_db, load_controller, run, split_frames
 from duplexeval.errors import InputError
 
 LISTEN, HOLD, SPEAK = 0, 1, 2

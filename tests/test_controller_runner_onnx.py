@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from duplexeval.controller.bench import bench
-from duplexeval.controller.runner import load_controller, run
+from duplexeval.controller.runtime.bench import bench
+from duplexeval.controller.runtime.runner import load_controller, run
 
 FLOAT, INT64 = 1, 7
 

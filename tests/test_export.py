@@ -13,8 +13,10 @@ from systems_fixtures import Dataset, interruption, small_dataset, turn_taking
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.export import RUN_FILE, TRACE_FILE, export
+from duplexeval.fdb.export import export
+from duplexeval.fdb.sample_trace import TRACE_FILE
 from duplexeval.fdb.tree import load_manifest
+from duplexeval.fdb.tree_writer import RUN_RECORD
 from duplexeval.systems.base import SampleInfo
 
 ENERGY = "turn-based:vad=energy"
@@ -80,7 +82,7 @@ def test_export_refuses_a_tree_made_by_another_system_unless_forced(ds: Dataset,
         export(ENERGY, ds, tmp_path / "t", subsets=["candor_turn_taking"], limit=1, progress=False)
     res = export(ENERGY, ds, tmp_path / "t", subsets=["candor_turn_taking"], limit=1, force=True, progress=False)
     assert res.ran == 1
-    assert json.loads((tmp_path / "t" / RUN_FILE).read_text())["system"]["name"] == "turn-based"
+    assert json.loads((tmp_path / "t" / RUN_RECORD).read_text())["system"]["name"] == "turn-based"
 
 
 def test_selection_by_subset_and_limit(ds: Dataset, tmp_path: Path) -> None:

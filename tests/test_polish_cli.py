@@ -108,7 +108,7 @@ def test_declare_per_subset_recorded(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_declare_per_subset_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from duplexeval.fdb.asr_stage import parse_declare
+    from duplexeval.fdb.asr_declare import parse_declare
 
     tree = _two_subset_tree(tmp_path / "t")
     rc, _out, err = run_cli(["fdb", "asr", "--tree", str(tree), "--backend", "import", "-q",

@@ -89,7 +89,7 @@ def _metrics() -> dict:
 def test_comparison_table_is_aligned() -> None:
     import re
 
-    from duplexeval.controller.compare import format_comparison
+    from duplexeval.controller.metrics.compare import format_comparison
 
     text = format_comparison(_metrics())
     lines = [x for x in text.splitlines() if x.strip() and not set(x.strip()) <= {"─"}]
@@ -113,10 +113,10 @@ def test_comparison_table_is_aligned() -> None:
 
 
 def test_controller_report_explains_star_and_uses_the_shared_symbols(tmp_path: Path) -> None:
-    from duplexeval.controller.report import format_report
+    from duplexeval.controller.metrics.report import format_report
 
     lat = {"n": 0, "mean_ms": None, "median_ms": None, "p90_ms": None}
-    share = {"count": 0, "n": 0, "rate": None, "wilson95": None}
+    share = {"value": None, "count": 0, "n": 0, "interval": None}
     ep = {"latency": lat, "early_cutin": share, "no_endpoint": share, "miss_within_deadline": {**share, "censored": 0},
           "head": share, "fallback": share, "pause_false_endpoints": {**share, "per_hour": None}}
     rep = {"data": {"clips": 1, "groups": 1}, "frame_metrics": {"endpoint": {"scored": 3, "positives": 0, "roc_auc": None,
@@ -155,7 +155,7 @@ def test_controller_demo_out_keeps_the_output_checks(tmp_path: Path, capsys: pyt
 
 
 def test_controller_label_takes_out_option_as_well_as_the_argument(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from duplexeval.controller.conversations import write_conversations
+    from duplexeval.controller.labels.conversations import write_conversations
 
     manifest = write_conversations(tmp_path / "conv", 1, seed=0, exchanges=1)
     rc, out, err = run_cli(["controller", "label", "--out", str(tmp_path / "a"), "--conversations", str(manifest)], capsys)

@@ -153,7 +153,7 @@ def test_fdb_show_draws_a_png_and_refuses_bad_samples(trees: list[Path], tmp_pat
 def test_controller_and_eot_reports_share_the_page(tmp_path: Path) -> None:
     from test_controller_core_io import _turn_clip
 
-    from duplexeval.controller.data import write_data
+    from duplexeval.controller.format.data import write_data
     from duplexeval.eot.pairs import EOTPair
     from duplexeval.eot.report import build_report
     from duplexeval.jsonio import write_json
@@ -167,6 +167,8 @@ def test_controller_and_eot_reports_share_the_page(tmp_path: Path) -> None:
     write_json(tmp_path / "eot.json", build_report([EOTPair(1.0, 1.3), EOTPair(2.0, 1.9), EOTPair(3.0, 4.2)]))
     page = render_html([tmp_path / "ctl.json", tmp_path / "eot.json"])
     assert "Event metrics" in page and "false cutoff" in page and "hang &gt; " in page
+    # the EOT shares in the stats.Share shape: 1 of 3 pairs commits early, Wilson interval of 1/3
+    assert '<td>false cutoff</td><td class="num">0.3333</td><td class="num">[0.0615, 0.7923]</td><td class="num">1/3</td>' in page
     cmp = render_html([tmp_path / "cmp.json"])
     assert "endpoint.latency_median_ms" in cmp and "+160" in cmp and "|boot:2000@0|" in cmp  # 2 frames later in B
     assert "signature: " in page and "controller-spec002-1" in page

@@ -17,7 +17,8 @@ import pytest
 from systems_fixtures import Dataset, interruption, pause, turn_taking
 
 from duplexeval.fdb.asr_stage import run as asr_run
-from duplexeval.fdb.export import TRACE_FILE, export
+from duplexeval.fdb.export import export
+from duplexeval.fdb.sample_trace import TRACE_FILE
 from duplexeval.fdb.unified import score
 from duplexeval.systems.baselines import DEFAULT_REPLY
 from duplexeval.tts import synthesize

@@ -13,6 +13,18 @@ from duplexeval.vad import SCORER_SETTINGS, load_vad
 UI = "synthetic_user_interruption"
 
 
+@pytest.fixture(params=["sequence", "per-frame"])
+def vad_path(request, monkeypatch):
+    """Run a test through both VAD paths: Silero's sequence model (when installed) and the batched per-frame one."""
+    from duplexeval.fdb.unified import speech
+    from duplexeval.vad import load_sequence_vad
+
+    if request.param == "sequence" and load_sequence_vad() is None:
+        pytest.skip("silero_vad_16k_sequence.onnx not installed (pip install --no-deps silero-vad==6.2.3)")
+    monkeypatch.setattr(speech, "USE_SEQUENCE_MODEL", request.param == "sequence")
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def story():
     return synthesize("Once upon a time there was a small village by the sea, and the people fished every day.")
@@ -37,7 +49,7 @@ def test_batched_probabilities_equal_one_file_at_a_time(story, reply):
         assert np.array_equal(p, vad.probs(a))
 
 
-def test_segment_files_equals_segments_per_file(tmp_path, story, reply):
+def test_segment_files_equals_segments_per_file(tmp_path, story, reply, vad_path):
     import soundfile as sf
 
     vad = load_vad()
@@ -53,7 +65,7 @@ def test_segment_files_equals_segments_per_file(tmp_path, story, reply):
     assert speech.segment_files(paths, jobs=2, batch=32) == want
 
 
-def test_interruption_outcomes_from_real_speech(tmp_path, story, reply):
+def test_interruption_outcomes_from_real_speech(tmp_path, story, reply, vad_path):
     # The model tells a story from 6.0 s; the user interrupts at S = 8.0 until R = 10.0.
     # r1 stops at 9.0 s (audio cut) and replies at 11.0 s; r2 keeps talking through R; r3 is silent at S.
     S, R, T = 8.0, 10.0, 20.0
@@ -85,7 +97,7 @@ def test_interruption_outcomes_from_real_speech(tmp_path, story, reply):
     assert res.subset(UI)["metrics"]["exercised_rate"]["count"] == 2
 
 
-def test_early_stop_gives_the_whole_file_segments_up_to_the_limit(tmp_path, story, reply):
+def test_early_stop_gives_the_whole_file_segments_up_to_the_limit(tmp_path, story, reply, vad_path):
     """Stopping the scan once the segments starting at or before R are final changes none of them."""
     import soundfile as sf
 

@@ -42,7 +42,7 @@ def _alive(pid: int) -> bool:
 
 
 def _records(tree: Path) -> list[Path]:
-    return [p for p in (tree / asr_stage.PROGRESS_DIR).glob("*.json") if p.name != asr_stage.RUN_FILE]
+    return [p for p in (tree / asr_stage.JOURNAL_DIR).glob("*.json") if p.name != asr_stage.JOURNAL_RUN_RECORD]
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc to find the worker processes")
@@ -78,7 +78,7 @@ def test_sigkill_of_asr_driver_takes_its_workers_and_resume_gives_the_same_bytes
     assert not (tree / "asr.json").exists()
     # a transcript no journal record vouches for (a worker wrote it as the driver died): resume must redo it
     unvouched = [d for d in sorted(tree.glob("*/*")) if d.is_dir() and (d / "output.wav").exists()
-                 and not (tree / asr_stage.PROGRESS_DIR / f"{d.parent.name}__{d.name}.json").exists()]
+                 and not (tree / asr_stage.JOURNAL_DIR / f"{d.parent.name}__{d.name}.json").exists()]
     (unvouched[0] / "output.json").write_text('{"chunks": "not from this run"}')
     res = asr_stage.run(tree, backend=wh.SleepyBackend(0.25), jobs=2, progress=False)
     assert 0 < res.n_resumed < res.n_eligible and not res.failed

@@ -15,15 +15,17 @@ FRAME_MS = 80
 FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000  # 1280 samples per 80 ms frame at 16 kHz
 
 
-def read_audio_channels(path: str | os.PathLike[str]) -> tuple[np.ndarray, int]:
-    """Read a sound file as float32 (frames, channels) with its own sample rate; InputError naming the file."""
+def read_audio_channels(path: str | os.PathLike[str], raw: bytes | None = None) -> tuple[np.ndarray, int]:
+    """Read a sound file as float32 (frames, channels) with its own sample rate; InputError naming the file.
+
+    `raw`: the file's bytes when the caller has read them already (a hash-checked read); decoded from memory."""
     import soundfile as sf
 
     path = Path(path)
-    if not path.exists():  # libsndfile says only "System error" for a missing file
+    if raw is None and not path.exists():  # libsndfile says only "System error" for a missing file
         raise InputError(f"{path}: file not found")
     try:
-        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+        data, sr = sf.read(io.BytesIO(raw) if raw is not None else str(path), dtype="float32", always_2d=True)
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except (RuntimeError, sf.LibsndfileError, OSError) as exc:  # type: ignore[attr-defined]
@@ -33,9 +35,9 @@ def read_audio_channels(path: str | os.PathLike[str]) -> tuple[np.ndarray, int]:
     return data, int(sr)
 
 
-def read_audio(path: str | os.PathLike[str]) -> tuple[np.ndarray, int]:
-    """Read a sound file as mono float32 in [-1, 1] with its own sample rate (channels averaged)."""
-    data, sr = read_audio_channels(path)
+def read_audio(path: str | os.PathLike[str], raw: bytes | None = None) -> tuple[np.ndarray, int]:
+    """Read a sound file as mono float32 in [-1, 1] with its own sample rate (channels averaged); `raw` as above."""
+    data, sr = read_audio_channels(path, raw)
     mono = data.mean(axis=1, dtype=np.float32) if data.shape[1] > 1 else data[:, 0]
     return np.ascontiguousarray(mono, dtype=np.float32), int(sr)
 

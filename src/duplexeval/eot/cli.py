@@ -165,7 +165,7 @@ def eot_predict(
     """Causal predictions at every grid time of every silence span, in eot-bench's columns; resumes an interrupted run."""
     from dataclasses import replace
 
-    from duplexeval.controller.tools_cli import _options
+    from duplexeval.controller.cli.tools import _options
     from duplexeval.eot.predict import PredictSettings, run_predict
     from duplexeval.eot.sources import load_span_set
     from duplexeval.eot.spans import span_set_summary

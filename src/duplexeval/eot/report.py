@@ -52,8 +52,10 @@ def report_signature(latency_bands_ms: Sequence[int], tolerance_ms: int, inputs:
 
 
 def _share_json(count: int, n: int, interval: tuple[float, float] | None, method: str) -> dict[str, Any]:
-    js: dict[str, Any] = Share(count, n).to_json() if method == "wilson" else {"value": count / n if n else None, "count": count, "n": n,
-                                                               "interval": stats.json_interval(interval)}  # fmt: skip
+    """The one share shape (``stats.Share.to_json``); a grouped bootstrap interval replaces the Wilson one."""
+    js: dict[str, Any] = Share(count, n).to_json()
+    if method != "wilson":
+        js["interval"] = stats.json_interval(interval)
     js["interval_method"] = method
     return js
 

@@ -207,8 +207,8 @@ def read_fdb(path: str | Path, subsets: tuple[str, ...] = ("candor_turn_taking",
 def read_conversations(path: str | Path) -> SpanSet:
     """User turns of two-channel conversations, by the controller label rules (docs/controller-labels.md): a user
     turn ended by a shift gives its inner pauses as holds and [turn end, min(next user onset, end + 4 s)] as eot."""
-    from duplexeval.controller.labels import USER, derive
-    from duplexeval.controller.sources import assignments, read_manifest
+    from duplexeval.controller.labels.derive import USER, derive
+    from duplexeval.controller.labels.sources import assignments, read_manifest
 
     skipped: dict[str, int] = {}
     turns: list[SpanTurn] = []

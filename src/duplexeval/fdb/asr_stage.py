@@ -1,64 +1,45 @@
 """The ASR stage: `output.wav` -> `output.json` (official shape) for each eligible sample, then `asr.json`.
 
-Official semantics: `synthetic_user_interruption` audio is cut at R = interrupt.json[0].timestamp[1]
-and R is added back to every word time. Word times are validated, never clipped; a bad one fails
-that sample only. Each finished sample leaves a record in TREE/.asr-progress/, so a killed run
-resumes where it stopped; asr.json is written last.
+The stage: pick the eligible samples, skip those its resume journal (`fdb.run_journal`, kept in
+TREE/.asr-progress/ until asr.json is written) says are finished, run the rest on the executor's pool (each
+worker loads the backend once; the per-sample work is `fdb.asr_sample`), and write asr.json last, in sample
+order. A killed run resumes where it stopped; a run with another backend or manifest is refused.
 """
 
 from __future__ import annotations
 
-import math
 import os
-import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from duplexeval import __version__
 from duplexeval.artifacts import header
-from duplexeval.asr.base import check_words, round_words
-from duplexeval.asr.registry import DEFAULT_BACKEND, IMPORT, backend_spec, check_backend_name, make_backend
-from duplexeval.errors import DuplexEvalError, InputError, RefusalError
+from duplexeval.asr.base import Backend
+from duplexeval.asr.registry import DEFAULT_BACKEND, IMPORT, backend_spec, check_backend_name
+from duplexeval.errors import InputError, RefusalError
 from duplexeval.executors import ExecutorSpec, ItemResult, StatefulWork, make_executor
+from duplexeval.fdb.asr_declare import declared_per_subset, import_signature, parse_declare
+from duplexeval.fdb.asr_sample import BackendArg, SampleTask, build_backend, load_backend, lost_record, process_sample
+from duplexeval.fdb.run_journal import ResumeJournal
 from duplexeval.fdb.signatures import asr_signature
-from duplexeval.fdb.transcript import parse_output_json, transcript_bytes
 from duplexeval.fdb.tree import (
     ASR_FILE,
     ASR_KIND,
     ASR_SCHEMA_VERSION,
     OUTPUT_JSON,
     OUTPUT_WAV,
-    SUBSETS,
-    USER_INTERRUPTION,
     AsrRecord,
     AsrSample,
     load_manifest,
     write_asr,
 )
-from duplexeval.jsonio import atomic_write_bytes, dumps, read_json, sha256_bytes, sha256_file, write_json
 from duplexeval.progress import progress_bar
 from duplexeval.schemas import validate
-from duplexeval.schemas.fdb import AsrSampleRecord, InterruptAnnotation
+from duplexeval.schemas.fdb import AsrSampleRecord
 
-PROGRESS_DIR = ".asr-progress"
-RUN_FILE = "run.json"
-SAMPLE_RATE = 16000
-
-
-@dataclass(frozen=True)
-class SampleTask:
-    """Everything a worker needs for one sample (paths inside the tree, validated ids)."""
-
-    key: str
-    subset: str
-    id: str
-    T: float
-    dir: str
-    wav_sha256: str
-    annotation: str | None
-    annotation_sha256: str | None
-    generate: bool  # False: import the existing output.json
+JOURNAL_DIR = ".asr-progress"  # the stage's resume journal: the run record and one entry per finished sample
+JOURNAL_RUN_RECORD = "run.json"
+JOURNAL_KIND = "duplexeval.fdb.asr-progress"
 
 
 @dataclass
@@ -83,168 +64,7 @@ class StageResult:
                 f"({self.n_resumed} resumed) with {self.backend.get('name')}")
 
 
-# -- per-sample work (runs in workers) --------------------------------------------------------------
-
-
-def _read_cut(task: SampleTask) -> float:
-    """R for the interruption subset (end of the user's interrupt), else 0.0; InputError when malformed."""
-    if SUBSETS[task.subset].task != USER_INTERRUPTION:
-        return 0.0
-    path = Path(task.dir) / str(task.annotation)
-    if task.annotation_sha256 is not None and sha256_file(path) != task.annotation_sha256:
-        raise InputError(f"{path}: SHA-256 differs from manifest.json (the tree changed after export)")
-    R = validate(read_json(path), InterruptAnnotation, path).R
-    if not 0 <= R < task.T:
-        raise InputError(f"{path}: interrupt end R={R!r} is not a finite time inside [0, T={task.T})")
-    return float(R)
-
-
-def process_sample(backend: Any, task: SampleTask) -> dict[str, Any]:
-    """Transcribe (or import) one sample; returns its asr.json record. Only sample-level failures are caught."""
-    rec: dict[str, Any] = {"status": "error", "output.json": None, "error": None, "audio_sha256": None, "cut_s": None}
-    out_path = Path(task.dir) / OUTPUT_JSON
-    try:
-        wav = Path(task.dir) / OUTPUT_WAV
-        if not wav.is_file():
-            raise InputError(f"{wav}: file not found")
-        rec["audio_sha256"] = sha256_file(wav)
-        if rec["audio_sha256"] != task.wav_sha256:
-            raise InputError(f"{wav}: SHA-256 differs from manifest.json (the tree changed after export)")
-        cut = _read_cut(task)
-        rec["cut_s"] = cut
-        if task.generate:
-            words = _transcribe(backend, wav, task.T, cut)
-            problem = check_words(words, task.T)
-            if problem:
-                raise InputError(f"backend {backend.name!r} returned a bad time: {problem}")
-            digest = sha256_bytes(data := transcript_bytes(words))
-            atomic_write_bytes(out_path, data)
-            stats = getattr(backend, "last_stats", {}) or {}
-            rec.update({"status": "ok", "output.json": digest, "n_words": len(words)})
-            if "unaligned" in stats:
-                rec["unaligned_words"] = int(stats["unaligned"])
-        else:
-            if not out_path.is_file():
-                raise InputError(f"{out_path}: no output.json to import")
-            digest = sha256_file(out_path)
-            words = parse_output_json(read_json(out_path), out_path)
-            problem = check_words(words, task.T, allow_null_end=True)
-            if problem:
-                raise InputError(f"{out_path}: {problem}")
-            rec.update({"status": "ok", "output.json": digest, "n_words": len(words),
-                        "null_ends": sum(1 for w in words if w.end is None),
-                        "words_before_cut": sum(1 for w in words if w.start < cut)})
-    except DuplexEvalError as exc:
-        rec["error"] = f"sample {task.key}: {exc}"
-    except Exception as exc:  # noqa: BLE001 - a backend crash fails this sample, the run goes on
-        rec["error"] = f"sample {task.key}: backend failed: {type(exc).__name__}: {exc}"
-    if rec["status"] == "error" and task.generate and out_path.is_file():
-        out_path.unlink()  # never leave a transcript that asr.json does not vouch for
-    return rec
-
-
-def _transcribe(backend: Any, wav: Path, T: float, cut: float) -> list[Any]:
-    from duplexeval.audio import read_audio, resample
-
-    audio, sr = read_audio(wav)
-    audio = resample(audio, sr, SAMPLE_RATE)
-    # output.wav holds round(T*16000) samples; drop a last sample that would end past T.
-    audio = audio[: int(math.floor(T * SAMPLE_RATE + 1e-6))]
-    audio = audio[cut_sample(cut):]
-    return round_words(list(backend.transcribe(audio, offset_s=cut)))
-
-
-def cut_sample(cut: float) -> int:
-    """First sample kept when cutting at R: the first sample at or after R, so times shifted by R stay in [R, T].
-
-    The official `wav[int(R*sr):]` starts up to one sample *before* R and then adds R, which can push a word
-    that runs to the end of the file past T (by < 62.5 us); starting at or after R cannot.
-    """
-    exact = cut * SAMPLE_RATE
-    nearest = round(exact)
-    return int(nearest) if abs(exact - nearest) < 1e-6 else math.ceil(exact)
-
-
-def _load_backend(spec: Any) -> Any:
-    """A worker's backend, built and loaded once (StatefulWork.init): None for import, a spec tuple, or an object."""
-    backend = _build(spec)
-    if backend is not None and hasattr(backend, "load"):
-        backend.load()
-    return backend
-
-
-def _worker_task(backend: Any, task: SampleTask) -> dict[str, Any]:
-    return process_sample(backend, task)
-
-
-def _lost_record(task: SampleTask, reason: str) -> dict[str, Any]:
-    """A sample whose worker died past the retries: recorded with the reason, never a transcript it did not vouch for."""
-    out = Path(task.dir) / OUTPUT_JSON
-    if task.generate and out.is_file():
-        out.unlink()
-    return {"status": "error", "output.json": None, "error": f"sample {task.key}: {reason}",
-            "audio_sha256": None, "cut_s": None}
-
-
-def _build(spec: Any) -> Any:
-    if spec is None:  # import
-        return None
-    if isinstance(spec, tuple) and len(spec) == 4 and isinstance(spec[0], str):
-        return make_backend(spec[0], spec[1], spec[2], spec[3])
-    return spec  # a picklable backend object
-
-
-# -- the stage -----------------------------------------------------------------------------------
-def parse_declare(declare: str | list[str] | tuple[str, ...] | None) -> dict[str, str]:
-    """`--declare NAME` (every subset) and/or `--declare SUBSET=NAME` (repeatable) -> {subset or "*": name}."""
-    items = [declare] if isinstance(declare, str) else list(declare or [])
-    out: dict[str, str] = {}
-    for item in items:
-        subset, sep, name = item.partition("=") if "=" in item else ("*", "", item)
-        name, subset = name.strip(), subset.strip()
-        if sep and subset not in SUBSETS:
-            raise InputError(f"--declare {item!r}: unknown subset {subset!r}; subsets: {', '.join(SUBSETS)}")
-        if not name:
-            raise InputError(f"--declare {item!r}: give the ASR's name, e.g. parakeet-tdt-0.6b-v2")
-        if subset in out and out[subset] != name:
-            what = "every subset" if subset == "*" else subset
-            raise InputError(f"--declare: two names for {what} ({out[subset]!r}, {name!r})")
-        out[subset] = name
-    return out
-
-
-def declared_per_subset(declared: dict[str, str], subsets: list[str]) -> dict[str, str]:
-    """The declared ASR of each subset in the tree; refuses a subset that no --declare covers."""
-    per = {}
-    for subset in subsets:
-        name = declared.get(subset, declared.get("*"))
-        if name is None:
-            raise InputError(f"--declare: no ASR named for subset {subset}; add --declare {subset}=NAME "
-                             "(or --declare NAME for every subset)")
-        per[subset] = name
-    return per
-
-
-def _import_signature(per_subset: dict[str, str]) -> dict[str, Any]:
-    names = sorted(set(per_subset.values()))
-    sig: dict[str, Any] = {
-        "name": names[0] if len(names) == 1 else "; ".join(f"{s}={n}" for s, n in per_subset.items()),
-        "source": "import",
-        "declared_by": "user (--declare)",
-        "packages": {"duplexeval": __version__},
-        "options": {"validation": "finite starts, null or finite ends, start <= end, inside [0, T]"},
-    }
-    if len(names) > 1:
-        sig["per_subset"] = dict(per_subset)
-    return sig
-
-
-def _progress_path(tree: Path, key: str) -> Path:
-    subset, sid = key.split("/")
-    return tree / PROGRESS_DIR / f"{subset}__{sid}.json"
-
-
-def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str | os.PathLike[str] | None = None,
+def run(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, model: str | os.PathLike[str] | None = None,
         jobs: int | None = None, force: bool = False, progress: bool = True, declare: str | list[str] | None = None,
         device: str = "cpu", executor: ExecutorSpec | None = None) -> StageResult:
     """Transcribe every eligible sample of the tree, write output.json files and asr.json.
@@ -265,6 +85,8 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
     on_ray = xspec.kind != "local"
 
     generate = True
+    obj: Backend | None  # the backend this process uses (None: import)
+    spec: BackendArg  # what a worker builds its own from
     if isinstance(backend, str):
         if backend == IMPORT:
             if not declare:
@@ -273,14 +95,14 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
                 raise InputError("--model is not used with --backend import")
             generate, obj, spec = False, None, None
             in_tree = list(dict.fromkeys(x.subset for x in manifest.samples if x.eligible))
-            signature = _import_signature(declared_per_subset(parse_declare(declare), in_tree))
+            signature = import_signature(declared_per_subset(parse_declare(declare), in_tree))
         else:
             check_backend_name(backend)
             if declare:
                 raise InputError("--declare is only for --backend import")
             threads = max(1, int(xspec.ray_num_cpus)) if on_ray else max(1, ncpu // jobs)
             spec = backend_spec(backend, model, device, threads)
-            obj = _build(spec)
+            obj = build_backend(spec)
             signature = obj.signature()
     else:
         obj = spec = backend
@@ -297,17 +119,18 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
         for s in eligible
     ]
 
-    # Resume bookkeeping: the run record pins manifest and backend; per-sample records hold results.
-    pdir = tree / PROGRESS_DIR
-    run_rec = {"kind": "duplexeval.fdb.asr-progress", "manifest_sha256": manifest_sha, "backend": signature}
-    run_path = pdir / RUN_FILE
-    if force and pdir.exists():
-        shutil.rmtree(pdir)
-    if run_path.is_file():
-        if dumps(read_json(run_path)) != dumps(run_rec):
+    # Resume bookkeeping: the run record pins manifest and backend; per-sample entries hold results.
+    journal = ResumeJournal(tree / JOURNAL_DIR / JOURNAL_RUN_RECORD,
+                            {"kind": JOURNAL_KIND, "manifest_sha256": manifest_sha, "backend": signature},
+                            tree / JOURNAL_DIR)
+    if force:
+        journal.clear()
+    recorded = journal.recorded_run()
+    if recorded is not None:
+        if not journal.is_this_run(recorded):
             raise RefusalError(
-                f"{pdir}: an interrupted ASR run with a different backend, model, settings or manifest is in this tree; "
-                "rerun it with the same options to resume, or use --force to start over"
+                f"{tree / JOURNAL_DIR}: an interrupted ASR run with a different backend, model, settings or manifest is "
+                "in this tree; rerun it with the same options to resume, or use --force to start over"
             )
     else:
         if generate:
@@ -317,25 +140,26 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
                     f"{tree}: {len(foreign)} samples already have an output.json made elsewhere (first: {foreign[0]}); "
                     "adopt them with --backend import --declare NAME, or overwrite with --force"
                 )
-        write_json(run_path, run_rec)
+        journal.start()
 
     records: dict[str, dict[str, Any]] = {}
     todo: list[SampleTask] = []
     for t in tasks:
-        rec = _resumable(tree, t)
+        rec = _resumed(journal, t)
         if rec is not None:
             records[t.key] = rec
         else:
             todo.append(t)
     n_resumed = len(records)
 
-    def finish(key: str, rec: dict[str, Any]) -> None:
-        records[key] = rec
-        write_json(_progress_path(tree, key), rec)
+    def finish(t: SampleTask, rec: dict[str, Any]) -> None:
+        records[t.key] = rec
+        ok = rec.get("status") == "ok" and isinstance(rec.get("output.json"), str)
+        journal.write_entry(t.key, t.wav_sha256, {OUTPUT_JSON: rec["output.json"]} if ok else {}, rec)
 
     # In this process the backend built above is reused; workers build their own from the spec.
     in_process = not on_ray and (jobs == 1 or len(todo) <= 1)
-    work = StatefulWork(_load_backend, obj if in_process else spec, _worker_task, uses_gpu=device == "cuda")
+    work = StatefulWork(load_backend, obj if in_process else spec, process_sample, uses_gpu=device == "cuda")
     with progress_bar(len(tasks), f"asr ({signature.get('name', '?')})", progress, done=n_resumed) as advance:
         if todo:
             ex = make_executor(replace(xspec, jobs=1 if in_process else min(jobs, len(todo))))
@@ -343,12 +167,12 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
                 for out in ex.map_stateful(work, todo):
                     t = todo[out.index]
                     if isinstance(out, ItemResult):
-                        finish(t.key, out.value)
+                        finish(t, out.value)
                     elif out.worker_lost and not on_ray:
                         raise RefusalError("an ASR worker process died (out of memory?); finished samples are kept, "
                                            "rerun the same command to resume, perhaps with fewer --jobs")
                     else:
-                        finish(t.key, _lost_record(t, out.reason))
+                        finish(t, lost_record(t, out.reason))
                     advance()
             finally:
                 ex.close()
@@ -364,24 +188,24 @@ def run(tree: str | os.PathLike[str], backend: Any = DEFAULT_BACKEND, model: str
                "summary": {"eligible": len(tasks), "ok": n_ok, "error": len(errors)}},
     )
     asr_sha = write_asr(tree, record)
-    shutil.rmtree(pdir, ignore_errors=True)
+    journal.clear()
     return StageResult(len(tasks), n_ok, len(errors), n_resumed, errors, asr_sha, signature)
 
 
-def _resumable(tree: Path, t: SampleTask) -> dict[str, Any] | None:
-    """The finished record of a sample from an interrupted run, if its files still match it."""
-    path = _progress_path(tree, t.key)
-    if not path.is_file():
+def _resumed(journal: ResumeJournal, t: SampleTask) -> dict[str, Any] | None:
+    """The finished record of a sample from an interrupted run, if the journal trusts it and it succeeded."""
+    entry = journal.read_entry(t.key)
+    if not journal.trusts(entry, t.key, t.wav_sha256, Path(t.dir)):
         return None
+    assert entry is not None
+    rec = entry.record
     try:
-        rec = read_json(path)
-        validate(rec, AsrSampleRecord, path)  # a journal of the wrong shape is redone, never trusted
+        validate(rec, AsrSampleRecord, journal.entry_path(t.key))  # a journal of the wrong shape is redone, never trusted
     except InputError:
         return None
     if not isinstance(rec, dict) or rec.get("status") != "ok" or rec.get("audio_sha256") != t.wav_sha256:
         return None  # failed samples are retried on resume
-    out = Path(t.dir) / OUTPUT_JSON
-    if not out.is_file() or sha256_file(out) != rec.get("output.json"):
+    if entry.files.get(OUTPUT_JSON) != rec.get("output.json"):
         return None
     return rec
 
@@ -389,5 +213,3 @@ def _resumable(tree: Path, t: SampleTask) -> dict[str, Any] | None:
 def _asr_sample(rec: dict[str, Any]) -> AsrSample:
     extra = {k: v for k, v in rec.items() if k not in ("status", "output.json", "error")}
     return AsrSample(rec["status"], rec["output.json"], rec["error"], extra)
-
-

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
+
+if TYPE_CHECKING:  # the stage modules load numpy and pydantic: imported when a command runs, not for --help
+    from duplexeval.cli import CliApps  # (and duplexeval.cli imports this module)
+    from duplexeval.fdb.tree_writer import ExportResult
 
 # What to do about each ineligibility reason (a reason without an entry gets the generic hint).
 NEXT_STEP = {
@@ -24,8 +30,6 @@ EXAMPLES = 3
 
 def ineligible_lines(tree: Path, outputs: Path | None = None) -> list[str]:
     """Per ineligibility reason: how many samples, which ones (first few) and what to do next."""
-    from collections import defaultdict
-
     from duplexeval.fdb.tree import load_manifest
 
     manifest, _sha = load_manifest(tree)
@@ -44,7 +48,7 @@ def ineligible_lines(tree: Path, outputs: Path | None = None) -> list[str]:
     return lines
 
 
-def _summary(kind: str, result, outputs: Path | None = None) -> None:  # noqa: ANN001 - ExportResult
+def _summary(kind: str, result: ExportResult, outputs: Path | None = None) -> None:
     sel = sum(c["selected"] for c in result.counts.values())
     elig = sum(c["eligible"] for c in result.counts.values())
     typer.echo(f"{kind}: {elig}/{sel} samples eligible ({result.ran} run, {result.reused} reused) -> {result.tree}")
@@ -111,7 +115,7 @@ def import_command(
         clock.say(tree_audio_s(result.tree))
 
 
-def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
+def register(apps: CliApps) -> None:
     """Add `fdb export` (+ hidden alias `reference-export`) and `fdb import`."""
     apps.fdb.command("export")(export_command)
     apps.fdb.command("reference-export", hidden=True)(export_command)

@@ -10,43 +10,40 @@ and every file equal a local export's. Network systems read their API keys from 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.executors import ExecutorSpec, ItemFailure, StatefulWork, make_executor
-from duplexeval.fdb.export import (
-    _export_one,
-    _resolve_system,
-    check_run_file,
-    progress_bar,
-    reuse_entry,
-)
-from duplexeval.jsonio import dumps, sha256_bytes, sha256_file
+from duplexeval.fdb.export_sample import export_one, resolve_system
+from duplexeval.fdb.protocols import SampleLike
+from duplexeval.fdb.tree_writer import open_journal, unfinished
+from duplexeval.jsonio import sha256_file
+from duplexeval.progress import progress_bar
+from duplexeval.systems.base import System
+
+Job = tuple[SampleLike, str, str, str]  # (sample, tree folder, run sha256, input sha256): one Ray task
 
 
-def _one(system: Any, job: tuple[Any, str, str, str]) -> None:
+def _one(system: System, job: Job) -> None:
     sample, out, run_sha, input_sha = job
-    _export_one(system, sample, Path(out), run_sha, input_sha)
+    export_one(system, sample, Path(out), run_sha, input_sha)
 
 
-def prepass(system: Any, chosen: list[Any], out: Path, run: dict[str, Any], force: bool, progress: bool,
+def prepass(system: System | str, chosen: Sequence[SampleLike], out: Path, run: dict[str, Any], force: bool, progress: bool,
             executor: ExecutorSpec, label: str) -> int:
     """Run the samples this run has not finished (all of them with `force`) on `executor`; returns how many ran."""
-    check_run_file(out, run, force, str(run["tool"]))
-    run_sha = sha256_bytes(dumps(run).encode("utf-8"))
+    journal = open_journal(out, run, force)
     where = str(out.resolve())  # workers may run in another folder (or on another machine)
-    todo = []
-    for s in chosen:
-        key = sha256_file(s.input_path)
-        if force or reuse_entry(out / s.subset / s.id, run_sha, key, f"{s.subset}/{s.id}") is None:
-            todo.append((s, where, run_sha, key))
+    shas = [sha256_file(s.input_path) for s in chosen]
+    todo: list[Job] = [(chosen[i], where, journal.run_sha256, shas[i]) for i in unfinished(journal, out, chosen, shas, force)]
     if not todo:
         return 0
     ex = make_executor(executor)
     try:
         with progress_bar(len(todo), label, progress) as advance:
-            for res in ex.map_stateful(StatefulWork(_resolve_system, system, _one), todo):
+            for res in ex.map_stateful(StatefulWork(resolve_system, system, _one), todo):
                 s = todo[res.index][0]
                 if isinstance(res, ItemFailure):
                     if res.worker_lost:

@@ -10,50 +10,58 @@ byte so the ASR stage's `import` backend can use it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from duplexeval import __version__
+from duplexeval.audio import (
+    SAMPLE_RATE,
+    fit_length,
+    n_samples_for,
+    read_audio_channels,
+    resample,
+    to_pcm16,
+    write_wav_pcm16,
+)
 from duplexeval.errors import InputError
-from duplexeval.fdb.export import (
-    REASON_BAD_OUTPUT,
-    REASON_LENGTH,
-    REASON_MISSING_OUTPUT,
-    TRACE_FILE,
-    ExportResult,
-    build_samples,
+from duplexeval.fdb.protocols import SampleKey, SampleLike, dataset_root
+from duplexeval.fdb.sample_trace import IMPORT_TRACE_KIND, TRACE_FILE, Trace, TraceHead, write_trace
+from duplexeval.fdb.selection import (
+    DatasetArg,
     check_out_outside,
-    copy_annotation,
     dataset_identity,
-    entry_json,
-    finish_run,
-    float_to_int16,
     resolve_dataset,
     select_samples,
 )
 from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
-from duplexeval.jsonio import (
-    atomic_write_bytes,
-    make_output_dir,
-    sha256_bytes,
-    sha256_file,
-    write_json,
+from duplexeval.fdb.tree_writer import (
+    REASON_BAD_OUTPUT,
+    REASON_LENGTH,
+    REASON_MISSING_OUTPUT,
+    ExportResult,
+    build_samples,
+    copy_annotation,
+    finish_run,
 )
+from duplexeval.jsonio import atomic_write_bytes, make_output_dir, sha256_bytes, sha256_file
 
 LENGTH_TOLERANCE_SAMPLES = 1280  # one 80 ms frame at 16 kHz
 
 
-def find_output(sample: Any, ds_root: Path, outputs: Path) -> Path:
+def find_output(sample: SampleLike, ds_root: Path, outputs: Path) -> Path:
     """Where a sample's output.wav should be: the dataset's own nesting under `outputs`, else `<subset>/<id>/`."""
-    try:
-        rel = Path(sample.dir).resolve().relative_to(ds_root.resolve())
-        nested = outputs / rel / OUTPUT_WAV
-        if nested.is_file():
-            return nested
-    except (ValueError, OSError, AttributeError, TypeError):
-        pass
+    sample_dir = getattr(sample, "dir", None)  # optional (fdb.protocols.SampleLike)
+    if sample_dir is not None:
+        try:
+            rel = Path(sample_dir).resolve().relative_to(ds_root.resolve())
+            nested = outputs / rel / OUTPUT_WAV
+            if nested.is_file():
+                return nested
+        except (ValueError, OSError, AttributeError, TypeError):  # not below the dataset's root, or not a path
+            pass
     return outputs / sample.subset / sample.id / OUTPUT_WAV
 
 
@@ -84,7 +92,7 @@ def to_mono(audio: np.ndarray, channel: int | str | None, where: str) -> np.ndar
     return np.ascontiguousarray(audio[:, int(channel)])
 
 
-def _refuse_multichannel(samples: list[Any], sources: list[Path]) -> None:
+def _refuse_multichannel(samples: Sequence[SampleKey], sources: list[Path]) -> None:
     """Without --channel, refuse the run up front if any source has more than one channel (headers only)."""
     import soundfile as sf
 
@@ -97,17 +105,8 @@ def _refuse_multichannel(samples: list[Any], sources: list[Path]) -> None:
             to_mono(np.zeros((0, n_ch), np.float32), None, f"{src}: sample {sample.subset}/{sample.id}")
 
 
-def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, key: str,
+def _import_one(sample: SampleLike, src: Path, out: Path, run_sha: str, src_sha: str, key: str,
                 channel: int | str | None = None, ignore_output_json: bool = False) -> SampleEntry:
-    from duplexeval.audio import (
-        SAMPLE_RATE,
-        fit_length,
-        n_samples_for,
-        read_audio_channels,
-        resample,
-        write_wav_pcm16,
-    )
-
     sdir = out / sample.subset / sample.id
     sdir.mkdir(parents=True, exist_ok=True)
     for stale in (TRACE_FILE, OUTPUT_WAV, OUTPUT_JSON):
@@ -141,7 +140,7 @@ def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, k
             if abs(diff) > LENGTH_TOLERANCE_SAMPLES:
                 reasons.append(REASON_LENGTH)
             else:
-                files = {OUTPUT_WAV: write_wav_pcm16(sdir / OUTPUT_WAV, float_to_int16(fit_length(a16, n)), SAMPLE_RATE), **files}
+                files = {OUTPUT_WAV: write_wav_pcm16(sdir / OUTPUT_WAV, to_pcm16(fit_length(a16, n)), SAMPLE_RATE), **files}
                 oj = src.parent / OUTPUT_JSON
                 if oj.is_file() and not ignore_output_json:
                     data = oj.read_bytes()
@@ -149,23 +148,12 @@ def _import_one(sample: Any, src: Path, out: Path, run_sha: str, src_sha: str, k
                     info["output_json"] = True
                     info["output_json_sha256"] = sha256_bytes(data)
     entry = SampleEntry(sample.subset, sample.id, T, not reasons, sorted(set(reasons)), files, {"import": info})
-    write_json(sdir / TRACE_FILE, {
-        "kind": "duplexeval.fdb.import",
-        "schema_version": 1,
-        "run_sha256": run_sha,
-        "subset": sample.subset,
-        "id": sample.id,
-        "T": T,
-        "n_samples": n,
-        "input_sha256": key,
-        "annotation_sha256": ann_sha,
-        "result": entry_json(entry),
-    })
+    write_trace(sdir, Trace(IMPORT_TRACE_KIND, TraceHead(run_sha, sample.subset, sample.id, T, n, key, ann_sha), entry))
     return entry
 
 
 def import_outputs(
-    dataset: Any,
+    dataset: DatasetArg,
     outputs: str | Path,
     out: str | Path,
     subsets: Iterable[str] | None = None,
@@ -193,7 +181,7 @@ def import_outputs(
     out = Path(out)
     if out.resolve() == outputs.resolve():
         raise InputError(f"{out}: --out must differ from --outputs (the sources are never modified)")
-    ds_root = Path(getattr(ds, "root", "."))
+    ds_root = dataset_root(ds) or Path(".")
     sources = [find_output(sample, ds_root, outputs) for sample in chosen]
     if not any(src.is_file() for src in sources):
         raise InputError(
@@ -208,7 +196,7 @@ def import_outputs(
         params["channel"] = channel
     if ignore_output_json:
         params["ignore_output_json"] = True
-    sysj = {"name": "import", "params": params, "version": _version()}
+    sysj = {"name": "import", "params": params, "version": f"duplexeval {__version__}"}
     run = {"tool": "import", "system": sysj, "dataset": dataset_identity(ds)}
 
     def key_of(i: int) -> tuple[str, str]:
@@ -228,8 +216,3 @@ def import_outputs(
     info = {"tool": "duplexeval fdb import", "length_tolerance_samples": LENGTH_TOLERANCE_SAMPLES}
     return finish_run(out, ds, entries, sysj, "import", info, limit, ran, reused)
 
-
-def _version() -> str:
-    from duplexeval import __version__
-
-    return f"duplexeval {__version__}"

@@ -1,7 +1,7 @@
 """`duplexeval fdb replay --tree TREE`: rebuild every network sample's output.wav and verdict from its wire trace.
 
 For each sample with `trace.jsonl` + `trace.pcm`, the received items and the eligibility reasons are
-recomputed by the same functions the export used (`fdb.export.network_outcome`, the FIFO playout),
+recomputed by the same functions the export used (`fdb.export_sample.network_outcome`, the FIFO playout),
 into a scratch folder, then compared byte for byte with the tree's `output.wav` and `trace.json`.
 Without `--check` changed files replace the old ones (a playout-rule change needs no new capture)
 and `manifest.json` is rewritten from the new entries; with `--check` nothing is written and any
@@ -14,17 +14,10 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.export import (
-    REASON_SYSTEM_ERROR,
-    TRACE_FILE,
-    counts_of,
-    entry_from_json,
-    network_outcome,
-    write_sample,
-)
+from duplexeval.fdb.export_sample import network_outcome, write_sample
+from duplexeval.fdb.sample_trace import TRACE_FILE, read_trace
 from duplexeval.fdb.tree import (
     MANIFEST_FILE,
     OUTPUT_WAV,
@@ -32,10 +25,9 @@ from duplexeval.fdb.tree import (
     load_manifest,
     write_manifest,
 )
-from duplexeval.jsonio import atomic_write_bytes, read_json
+from duplexeval.fdb.tree_writer import REASON_SYSTEM_ERROR, counts_of
+from duplexeval.jsonio import atomic_write_bytes, dumps
 from duplexeval.systems.net.trace import NET_REASONS, TRACE_JSONL, TRACE_PCM, load_trace
-
-META_KEYS = ("run_sha256", "subset", "id", "T", "n_samples", "input_sha256", "input_samples_16k", "annotation_sha256")
 
 
 @dataclass
@@ -51,21 +43,21 @@ class ReplayResult:
 
 def _replay_sample(sdir: Path, scratch: Path) -> tuple[SampleEntry, dict[str, bytes]]:
     """Rebuild one sample in `scratch`; returns its entry and the rebuilt files' bytes."""
-    doc = read_json(sdir / TRACE_FILE)
-    if not isinstance(doc, dict) or "result" not in doc or "network" not in doc:
+    trace = read_trace(sdir)
+    doc = trace.details
+    if "network" not in doc or not isinstance(doc.get("input"), dict) or trace.head.input_samples_16k is None:
         raise InputError(f"{sdir / TRACE_FILE}: not the journal of a network export")
     wire = load_trace(sdir)
-    old = entry_from_json(doc["result"])
-    T = float(doc["T"])
+    old = trace.result
     stall_s = float((wire.head.get("settings") or {}).get("stall_s", 10.0))
-    items, net_reasons, network, write_wav = network_outcome(wire.records, wire.pcm, T, stall_s, doc.get("error"))
+    items, net_reasons, network, write_wav = network_outcome(wire.records, wire.pcm, float(trace.head.T), stall_s,
+                                                             doc.get("error"))
     base = [r for r in old.reasons if r not in NET_REASONS and r != REASON_SYSTEM_ERROR]
     files = {k: v for k, v in old.files.items() if k != OUTPUT_WAV}
     input_json = dict(doc["input"], max_send_lateness_s=network["max_send_lateness_s"])
     clock = str(((old.extra or {}).get("export") or {}).get("clock", "wall"))
-    meta = {k: doc[k] for k in META_KEYS}
-    entry = write_sample(meta, scratch, old, items, base + net_reasons, files, doc.get("error"), doc.get("error_at_s"),
-                         input_json, clock, network, write_wav)
+    entry = write_sample(trace.head, scratch, old, items, base + net_reasons, files, doc.get("error"),
+                         doc.get("error_at_s"), input_json, clock, network, write_wav)
     out = {TRACE_FILE: (scratch / TRACE_FILE).read_bytes()}
     if (scratch / OUTPUT_WAV).is_file():
         out[OUTPUT_WAV] = (scratch / OUTPUT_WAV).read_bytes()
@@ -111,7 +103,7 @@ def replay(tree: str | Path, check: bool = False) -> ReplayResult:
         extra["export"] = {**extra["export"], "counts": counts_of(entries)}
     manifest.samples = entries
     manifest.extra = extra
-    new_bytes = _manifest_bytes(manifest)
+    new_bytes = dumps(manifest.to_json()).encode("utf-8")
     result.manifest_changed = (tree / MANIFEST_FILE).read_bytes() != new_bytes
     if check and (result.changed or result.manifest_changed):
         what = ", ".join(f"{k}: {', '.join(v)}" for k, v in list(result.changed.items())[:5]) or MANIFEST_FILE
@@ -120,8 +112,3 @@ def replay(tree: str | Path, check: bool = False) -> ReplayResult:
         write_manifest(tree, manifest)
     return result
 
-
-def _manifest_bytes(manifest: Any) -> bytes:
-    from duplexeval.jsonio import dumps
-
-    return dumps(manifest.to_json()).encode("utf-8")

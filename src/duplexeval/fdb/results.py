@@ -23,13 +23,9 @@ from duplexeval.fdb.tree import (
     load_asr,
     load_manifest,
 )
-from duplexeval.jsonio import (
-    json_lines,
-    read_json,
-    read_text,
-    sha256_bytes,
-    sha256_file,
-)
+from duplexeval.fdb.unified import UNIFIED_KIND, UNIFIED_SCHEMA_VERSION
+from duplexeval.fdb.verified import read_json_hashed
+from duplexeval.jsonio import json_lines, read_text, sha256_bytes
 from duplexeval.signature import Signature
 
 
@@ -61,8 +57,6 @@ class ScoredTree:
 
 def load_scored(tree: str | Path) -> ScoredTree:
     """Load and check a scored tree; one-line refusals name the file and what to rerun."""
-    from duplexeval.fdb.unified import UNIFIED_KIND, UNIFIED_SCHEMA_VERSION
-
     root = Path(tree)
     if not root.is_dir():
         raise InputError(f"{root}: not a folder (expected a tree scored by `duplexeval fdb score`)")
@@ -71,7 +65,8 @@ def load_scored(tree: str | Path) -> ScoredTree:
     upath = root / UNIFIED_FILE
     if not upath.is_file():
         raise RefusalError(f"{upath}: no unified.json; run `duplexeval fdb score --tree {root}` first")
-    unified = check_kind(read_json(upath), UNIFIED_KIND, upath, UNIFIED_SCHEMA_VERSION)
+    raw, unified_sha = read_json_hashed(upath)
+    unified = check_kind(raw, UNIFIED_KIND, upath, UNIFIED_SCHEMA_VERSION)
     for name, key, current in (("manifest.json", "manifest_sha256", msha), ("asr.json", "asr_sha256", asha)):
         if unified.get(key) != current:
             raise RefusalError(f"{upath}: made from another {name} than the tree holds now; rerun `duplexeval fdb score --tree {root}`")
@@ -89,4 +84,4 @@ def load_scored(tree: str | Path) -> ScoredTree:
     for e in manifest.samples:
         if e.task != BACKCHANNEL and e.id not in rows.get(e.subset, {}):
             raise RefusalError(f"{rpath}: sample {e.key} has no row; rerun `duplexeval fdb score --tree {root}`")
-    return ScoredTree(root, manifest, msha, asr, asha, unified, sha256_file(upath), sha256_bytes(text.encode("utf-8")), rows)
+    return ScoredTree(root, manifest, msha, asr, asha, unified, unified_sha, sha256_bytes(text.encode("utf-8")), rows)

@@ -6,15 +6,19 @@ validates on load so every later stage can trust the records.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from duplexeval.artifacts import check_kind
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.jsonio import read_json, sha256_file, write_json
+from duplexeval.fdb.verified import read_json_hashed
+from duplexeval.jsonio import write_json
 from duplexeval.schemas import is_safe_id, validate
 from duplexeval.schemas.fdb import AsrFile, ManifestFile, id_problem, subset_problem
+
+_R = TypeVar("_R")
 
 MANIFEST_KIND = "duplexeval.fdb.tree"
 SCHEMA_VERSION = 1
@@ -177,12 +181,18 @@ def parse_manifest(obj: Any, path: Path) -> Manifest:
     return Manifest(rec.dataset.name, {k: int(v) for k, v in declared.items()}, samples, extra)
 
 
+def _load(tree: str | Path, name: str, missing: str, parse: Callable[[Any, Path], _R]) -> tuple[_R, str]:
+    """Read TREE/NAME once, parse and validate it; returns the record and the SHA-256 of the bytes read."""
+    path = Path(tree) / name
+    if not path.is_file():
+        raise RefusalError(f"{path}: no {name}; {missing}")
+    obj, digest = read_json_hashed(path)
+    return parse(obj, path), digest
+
+
 def load_manifest(tree: str | Path) -> tuple[Manifest, str]:
     """Load and validate TREE/manifest.json; returns the manifest and the file's SHA-256."""
-    path = Path(tree) / MANIFEST_FILE
-    if not path.is_file():
-        raise RefusalError(f"{path}: no manifest.json; is {tree} a tree written by `duplexeval fdb export` or `import`?")
-    return parse_manifest(read_json(path), path), sha256_file(path)
+    return _load(tree, MANIFEST_FILE, f"is {tree} a tree written by `duplexeval fdb export` or `import`?", parse_manifest)
 
 
 def write_manifest(tree: str | Path, manifest: Manifest) -> str:
@@ -234,10 +244,7 @@ def parse_asr(obj: Any, path: Path) -> AsrRecord:
 
 def load_asr(tree: str | Path) -> tuple[AsrRecord, str]:
     """Load and validate TREE/asr.json; returns the record and the file's SHA-256."""
-    path = Path(tree) / ASR_FILE
-    if not path.is_file():
-        raise RefusalError(f"{path}: no asr.json; run `duplexeval fdb asr --tree {tree}` first")
-    return parse_asr(read_json(path), path), sha256_file(path)
+    return _load(tree, ASR_FILE, f"run `duplexeval fdb asr --tree {tree}` first", parse_asr)
 
 
 def write_asr(tree: str | Path, record: AsrRecord) -> str:

@@ -51,7 +51,9 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1) -> str:
             check_kind(obj, CONTROLLER_REPORT if kind is None else f"one of {', '.join(FILE_KINDS)}", p)
             raise AssertionError("unreachable: check_kind refused the file")
         if kind == CONTROLLER_REPORT:
-            bodies.append(other_pages.controller_body(p.name, check_kind(obj, kind, p, 2)))
+            from duplexeval.controller.metrics.report import REPORT_SCHEMA_VERSION as CONTROLLER_SCHEMA
+
+            bodies.append(other_pages.controller_body(p.name, check_kind(obj, kind, p, CONTROLLER_SCHEMA)))
         elif kind == CONTROLLER_COMPARE:
             bodies.append(other_pages.controller_compare_body(p.name, check_kind(obj, kind, p, 2)))
         elif kind == FDB_COMPARE:

@@ -59,17 +59,20 @@ def controller_compare_body(label: str, rep: dict[str, Any]) -> str:
 
 
 def eot_body(label: str, rep: dict[str, Any]) -> str:
-    """An end-of-turn report: spec 003's score, the shares with Wilson intervals, the latency quantiles."""
-    def share(sh: dict[str, Any]) -> list[str]:
-        ci = sh.get("wilson95")
-        return [_text(sh.get("rate")), "—" if ci is None else f"[{ci[0]:.4f}, {ci[1]:.4f}]", f"{sh.get('count')}/{sh.get('n')}"]
+    """An end-of-turn report: spec 003's score, the shares with their intervals, the latency quantiles."""
+    def share(sh: dict[str, Any]) -> list[str]:  # the stats.Share shape: value, count, n, interval
+        ci = sh.get("interval")
+        return [_text(sh.get("value")), "—" if ci is None or None in ci else f"[{ci[0]:.4f}, {ci[1]:.4f}]",
+                f"{sh.get('count')}/{sh.get('n')}"]
+
+    method = (rep.get("false_cutoff") or {}).get("interval_method", "wilson")
 
     rows = [["false cutoff", *share(rep["false_cutoff"])]] if "false_cutoff" in rep else []
     rows += [[f"hang > {band} ms", *share(sh)] for band, sh in (rep.get("hang_at_ms") or {}).items()]
     lat = rep.get("latency_ms") or {}
     return (f"<h2>{esc(label)}</h2>" + _sig(rep)
             + "<h3>Score (spec 003)</h3>" + table(["field", "value"], _flat(rep.get("score") or {}))
-            + "<h3>Shares</h3>" + table(["metric", "rate", "95% Wilson", "count/n"], rows)
+            + "<h3>Shares</h3>" + table(["metric", "share", f"95% interval ({method})", "count/n"], rows)
             + "<h3>Latency (ms)</h3>" + table(["quantile", "value"], _flat(lat.get("quantiles") or {}))
             + f"<p class=\"note\">{esc(lat.get('rule'))}</p>"
             + "".join(f"<p class=\"note\">{esc(n)}</p>" for n in rep.get("notes") or []))

@@ -1,7 +1,7 @@
 """Controller data formats (spec 002) as typed records: one clips.jsonl line, and an evaluation policy.
 
 The clip line's *shape* is checked here (known keys only, types, finite in-range numbers, a safe id);
-rules between its values (events inside the clip, windows around probes) stay in controller/data.py.
+rules between its values (events inside the clip, windows around probes) stay in controller/format/data.py.
 """
 
 from __future__ import annotations

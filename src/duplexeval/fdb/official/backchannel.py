@@ -144,22 +144,38 @@ def predicted_distribution(backchannels: Sequence[Segment], duration_s: float) -
 
 
 def resample_gt(gt: Sequence[float], n: int) -> np.ndarray:
-    """The ground-truth distribution linearly interpolated onto n points of a 0..1 grid (as the script does)."""
-    from scipy.interpolate import interp1d
+    """The ground-truth distribution linearly interpolated onto n points of a 0..1 grid, as the script's
+    `interp1d(x_gt, gt, kind="linear", fill_value="extrapolate")(x_pred)`.
 
+    Written out with interp1d's own arithmetic (the interval from a left `searchsorted`, clipped to the inner
+    intervals; slope times offset plus the left value) so the values are bit-identical (tested against SciPy)
+    without importing scipy.interpolate, which costs 0.4-0.6 s of every `fdb evaluate` start.
+    """
     x_gt = np.linspace(0, 1, len(gt))
-    x_pred = np.linspace(0, 1, n)
-    return interp1d(x_gt, np.asarray(gt, dtype=np.float64), kind="linear", fill_value="extrapolate")(x_pred)
+    y = np.asarray(gt, dtype=np.float64)
+    x = np.linspace(0, 1, n)
+    hi = np.searchsorted(x_gt, x).clip(1, len(x_gt) - 1)
+    lo = hi - 1
+    slope = (y[hi] - y[lo]) / (x_gt[hi] - x_gt[lo])
+    return slope * (x - x_gt[lo]) + y[lo]
 
 
 def jsd(backchannels: Sequence[Segment], duration_s: float, gt: Sequence[float]) -> float:
-    """SciPy's Jensen-Shannon *distance* (natural log, max sqrt(ln 2)); 1 when there is no backchannel."""
+    """SciPy's Jensen-Shannon *distance* (natural log, max sqrt(ln 2)); 1 when there is no backchannel.
+
+    The same operations as `scipy.spatial.distance.jensenshannon(p, q)` (normalise, mean, `rel_entr` sums,
+    square root of half), bit-identical (tested), without importing scipy.spatial (0.4-0.9 s per start).
+    """
     if not backchannels:
         return float(NO_BACKCHANNEL_JSD)
-    from scipy.spatial.distance import jensenshannon
+    from scipy.special import rel_entr
 
     pred = predicted_distribution(backchannels, duration_s)
-    return float(jensenshannon(pred, resample_gt(gt, len(pred))))
+    ref = resample_gt(gt, len(pred))
+    p = pred / np.sum(pred)
+    q = ref / np.sum(ref)
+    m = (p + q) / 2.0
+    return float(np.sqrt((np.sum(rel_entr(p, m)) + np.sum(rel_entr(q, m))) / 2.0))
 
 
 def validate_gt(obj: Any, where: str) -> dict[str, list[float]]:

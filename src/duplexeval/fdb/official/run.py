@@ -5,6 +5,7 @@ I/O lives here; the rules themselves are pure functions in the sibling modules.
 
 from __future__ import annotations
 
+import io
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -32,7 +33,8 @@ from duplexeval.fdb.tree import (
     load_manifest,
     validate_subset,
 )
-from duplexeval.jsonio import read_json, sha256_file
+from duplexeval.fdb.verified import parse_json, read_verified, read_verified_json
+from duplexeval.jsonio import sha256_bytes
 
 ICC_GT_FILE = "icc_gt_distribution.json"
 BC_SUBSET = "icc_backchannel"
@@ -45,19 +47,14 @@ ICC_GT_MISSING = (
 )
 
 
-def check_file(entry: SampleEntry, tree: Path, name: str, expected: str | None, what: str) -> Path:
-    """The path of a sample's file, refusing when it is missing or its hash differs from `what`'s record."""
-    path = entry.dir(tree) / name
-    if not path.is_file():
-        raise RefusalError(f"{path}: sample {entry.key}: {name} is missing ({what})")
-    if expected is not None and sha256_file(path) != expected:
-        raise RefusalError(f"{path}: sample {entry.key}: {name} differs from the hash in {what}; rerun that stage")
-    return path
+def read_sample_file(entry: SampleEntry, tree: Path, name: str, expected: str | None, what: str) -> bytes:
+    """A sample's file, read once and checked against the hash in `what`'s record (`fdb.verified`)."""
+    return read_verified(entry.dir(tree) / name, expected, entry.key, what)
 
 
 def _read_transcript(entry: SampleEntry, tree: Path, digest: str) -> tuple[list[Word], str]:
-    path = check_file(entry, tree, OUTPUT_JSON, digest, "asr.json")
-    obj = read_json(path)
+    path = entry.dir(tree) / OUTPUT_JSON
+    obj = read_verified_json(path, digest, entry.key, "asr.json")
     words = parse_output_json(obj, f"{path}: sample {entry.key}")
     text = obj.get("text")
     if not isinstance(text, str):
@@ -69,7 +66,7 @@ def annotation(entry: SampleEntry, tree: Path) -> Any:
     """The sample's annotation JSON, after checking its hash against manifest.json."""
     name = entry.annotation
     assert name is not None
-    return read_json(check_file(entry, tree, name, entry.files.get(name), "manifest.json"))
+    return read_verified_json(entry.dir(tree) / name, entry.files.get(name), entry.key, "manifest.json")
 
 
 def load_icc_gt(icc_gt: str | Path | None, tree: Path, manifest: Manifest) -> tuple[dict[str, list[float]], dict[str, Any]]:
@@ -82,21 +79,23 @@ def load_icc_gt(icc_gt: str | Path | None, tree: Path, manifest: Manifest) -> tu
         path, source = tree / ICC_GT_FILE, "tree"
         if not path.is_file():
             raise RefusalError(f"{path}: not found. {ICC_GT_MISSING}")
-    digest = sha256_file(path)
     expected = manifest.extra.get("icc_gt_distribution")
-    if source == "tree" and isinstance(expected, str) and expected != digest:
-        raise RefusalError(f"{path}: differs from the hash recorded in manifest.json (icc_gt_distribution)")
-    gt = bc.validate_gt(read_json(path), str(path))
+    recorded = expected if source == "tree" and isinstance(expected, str) else None
+    data = read_verified(path, recorded, None, "manifest.json (icc_gt_distribution)")
+    digest = sha256_bytes(data)
+    gt = bc.validate_gt(parse_json(data, str(path)), str(path))
     return gt, {"source": source, "file": path.name, "sha256": digest}
 
 
-def read_output_raw(path: Path, key: str) -> tuple[Any, int]:
-    """output.wav samples as float32 at the file's own rate, as the official torchaudio load gives them."""
+def read_output_raw(path: Path, key: str, raw: bytes | None = None) -> tuple[Any, int]:
+    """output.wav samples as float32 at the file's own rate, as the official torchaudio load gives them.
+
+    `raw`: the file's bytes when the caller has read (and hash-checked) them already; else the file is read."""
     import numpy as np
     import soundfile as sf
 
     try:
-        data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+        data, rate = sf.read(io.BytesIO(raw) if raw is not None else str(path), dtype="float32", always_2d=True)
     except (RuntimeError, OSError) as exc:  # soundfile errors are RuntimeErrors
         raise InputError(f"{path}: sample {key}: cannot read audio: {exc}") from None
     if data.shape[1] != 1:
@@ -183,6 +182,10 @@ def evaluate(
     gt = None
     if BC_SUBSET in chosen and any(e.eligible for e in manifest.by_subset(BC_SUBSET)):
         gt = load_icc_gt(icc_gt, tree, manifest)  # before any work (or judge spending) is done
+        # the backchannel VAD (CPU, in threads) runs while the other subsets are evaluated (mostly judge waits)
+        from duplexeval.fdb.tasks import backchannel as bc_task
+
+        bc_task.start_vad(tree, manifest.by_subset(BC_SUBSET), asr)
 
     results: dict[str, SubsetSummary] = {}
     bc_info: dict[str, Any] | None = None

@@ -33,9 +33,9 @@ from duplexeval.fdb.unified.load import (
     fmt_s,
     parse_interrupt,
     parse_words,
-    read_checked,
     where,
 )
+from duplexeval.fdb.verified import read_verified
 from duplexeval.schemas import validate
 from duplexeval.schemas.fdb import InterruptAnnotation
 
@@ -52,7 +52,7 @@ def parse(s: SampleFiles) -> InterruptionInput:
                 "(interruption transcripts hold only words from R on)"
             )
     wav_path = s.root / entry.subset / entry.id / OUTPUT_WAV
-    data = read_checked(wav_path, entry, entry.files[OUTPUT_WAV], MANIFEST_FILE)
+    data = read_verified(wav_path, entry.files[OUTPUT_WAV], entry.key, MANIFEST_FILE)
     audio_sha = s.asr.extra.get("audio_sha256")
     if isinstance(audio_sha, str) and audio_sha != entry.files[OUTPUT_WAV]:
         raise RefusalError(

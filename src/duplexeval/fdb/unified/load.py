@@ -27,7 +27,7 @@ from duplexeval.fdb.tree import (
     load_asr,
     load_manifest,
 )
-from duplexeval.jsonio import sha256_bytes
+from duplexeval.fdb.verified import read_verified
 from duplexeval.schemas import validate
 from duplexeval.schemas.fdb import InterruptAnnotation, PauseAnnotation, TurnAnnotation
 
@@ -98,23 +98,6 @@ class LoadedTree:
 def where(path: Path, entry: SampleEntry) -> str:
     """`PATH: sample SUBSET/ID`, the prefix of every message about one sample's file."""
     return f"{path}: sample {entry.key}"
-
-
-def read_checked(path: Path, entry: SampleEntry, expected: str, against: str) -> bytes:
-    """Read a file and refuse when its SHA-256 differs from the hash recorded in `against`."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{where(path, entry)}: file not found") from None
-    except OSError as exc:
-        raise InputError(f"{where(path, entry)}: cannot read: {exc}") from None
-    digest = sha256_bytes(data)
-    if digest != expected:
-        raise RefusalError(
-            f"{where(path, entry)}: file differs from {against} (sha256 {digest[:12]}..., "
-            f"recorded {expected[:12]}...); rerun the stage that wrote it"
-        )
-    return data
 
 
 def _json(data: bytes, path: Path, entry: SampleEntry) -> Any:
@@ -224,7 +207,7 @@ def load_sample(root: Path, entry: SampleEntry, asr: AsrRecord) -> Any:
     ann_name = SUBSETS[entry.subset].annotation
     assert ann_name is not None
     ann_path = sdir / ann_name
-    ann = _json(read_checked(ann_path, entry, entry.files[ann_name], MANIFEST_FILE), ann_path, entry)
+    ann = _json(read_verified(ann_path, entry.files[ann_name], entry.key, MANIFEST_FILE), ann_path, entry)
 
     oj_path = sdir / OUTPUT_JSON
     rec = asr.samples.get(entry.key)
@@ -234,7 +217,7 @@ def load_sample(root: Path, entry: SampleEntry, asr: AsrRecord) -> Any:
         raise RefusalError(
             f"{root / ASR_FILE}: sample {entry.key}: ASR failed ({rec.error}); rerun asr before scoring"
         )
-    transcript = _json(read_checked(oj_path, entry, rec.output_json, ASR_FILE), oj_path, entry)
+    transcript = _json(read_verified(oj_path, rec.output_json, entry.key, ASR_FILE), oj_path, entry)
 
     task = get_task(entry.task)
     assert task.parse is not None

@@ -18,6 +18,11 @@ Speed, without changing a single segment:
   process and shared; such a file joins the batch at frame k with the shared state (tested: probabilities
   bit-identical to `SileroVad.probs`). Outputs written by systems that emit exact zeros while silent
   (cascaded pipelines, padded captures) start this way; outputs with a noise floor gain nothing.
+- The sequence model. When the `silero-vad` wheel's `silero_vad_16k_sequence.onnx` is installed (checked
+  by SHA-256, `vad.load_sequence_vad`), each file runs through it alone, many frames per call, in chunks that
+  end where the early-stop check looks; the threads take files one at a time from a shared queue, so both
+  cores stay busy to the end. Same probabilities as the per-frame model (tested), so the same segments; without
+  the file, the batched per-frame path above runs.
 """
 
 from __future__ import annotations
@@ -70,6 +75,8 @@ def _frames(audios: Sequence[np.ndarray]) -> tuple[np.ndarray, list[int]]:
 
 
 SKIP_LEADING_SILENCE = True  # benchmarks switch it off to measure what it saves
+USE_SEQUENCE_MODEL = True  # tests and benchmarks switch it off to run the per-frame fallback
+ZERO_CHECKPOINT = 16  # frames between the saved states of the sequence model's zero trajectory
 
 
 def leading_silent_frames(frames_row: np.ndarray, n_frames: int) -> int:
@@ -235,12 +242,12 @@ def batch_segments(vad: Any, audios: Sequence[np.ndarray], limits: Sequence[int 
         i = st.i
         done: set[int] = set()
         for j in st.rows:
-            lim = limits[j]
+            lim, fc = limits[j], first_check[j]
             if i == n_frames[j]:  # the whole file
                 segs = timestamps_from_probs(st.probs[j, :i], audios[j].size, settings)
                 out[j] = [(int(s), int(e)) for s, e in segs if lim is None or s <= lim]
                 done.add(j)
-            elif first_check[j] is not None and i >= first_check[j] and (i - first_check[j]) % CHECK_EVERY == 0:
+            elif fc is not None and i >= fc and (i - fc) % CHECK_EVERY == 0:
                 fixed = settled(st.probs[j, :i], lim, settings)  # type: ignore[arg-type]
                 if fixed is not None:
                     out[j] = fixed
@@ -250,12 +257,134 @@ def batch_segments(vad: Any, audios: Sequence[np.ndarray], limits: Sequence[int 
     return [o if o is not None else [] for o in out]
 
 
+def _sequence_model() -> Any:
+    """The sequence model when it is installed and wanted, else None (the per-frame path runs)."""
+    if not USE_SEQUENCE_MODEL:
+        return None
+    from duplexeval.vad import load_sequence_vad
+
+    return load_sequence_vad()
+
+
+class _SequenceZeros:
+    """The sequence model fed only zeros from a fresh start: `probs[k]` is frame k's probability and
+    `states[m]` the state before frame m * ZERO_CHECKPOINT. Grown on demand, shared by every file."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.model: Any = None
+        self.probs = np.zeros(0, dtype=np.float32)
+        self.states = [np.zeros((2, 1, 128), dtype=np.float32)]
+
+    def upto(self, model: Any, k: int) -> tuple[np.ndarray, list[np.ndarray]]:
+        """(probs of at least k frames, the checkpoint states) for this model."""
+        with self.lock:
+            if self.model is not model:
+                self.model = model
+                self.probs = np.zeros(0, dtype=np.float32)
+                self.states = [np.zeros((2, 1, 128), dtype=np.float32)]
+            if self.probs.size < k:
+                x = np.zeros((ZERO_CHECKPOINT, CONTEXT + WINDOW), dtype=np.float32)
+                chunks = [self.probs]
+                have = self.probs.size
+                while have < k:
+                    probs, state = model.run(x, self.states[-1])
+                    chunks.append(probs)
+                    self.states.append(state)
+                    have += ZERO_CHECKPOINT
+                self.probs = np.concatenate(chunks)
+            return self.probs, self.states
+
+
+_SEQ_ZEROS = _SequenceZeros()
+
+
+def _model_rows(frames: np.ndarray, lo: int) -> np.ndarray:
+    """The model inputs [F - lo, 576] for frames lo.. of one file: each frame's 512 samples after the previous
+    frame's last 64 (zeros before the first frame)."""
+    x = np.empty((frames.shape[0] - lo, CONTEXT + WINDOW), dtype=np.float32)
+    x[:, CONTEXT:] = frames[lo:]
+    x[0, :CONTEXT] = frames[lo - 1, -CONTEXT:] if lo > 0 else 0.0
+    x[1:, :CONTEXT] = frames[lo:-1, -CONTEXT:]
+    return x
+
+
+def _sequence_start(model: Any, audio: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    """(float32 frames [F, 512], probs [F] filled for the leading digital silence, first frame to run, state
+    before it). A file that starts with k silent frames resumes from the zero trajectory's last checkpoint at
+    or before k (the frames in between are zeros too, so they get the same values again)."""
+    n = -(-audio.size // WINDOW)
+    flat = np.zeros(n * WINDOW, dtype=np.int16 if audio.dtype == np.int16 else np.float32)
+    flat[: audio.size] = audio
+    raw = flat.reshape(n, WINDOW)
+    if raw.dtype == np.int16:  # x / 32768: what soundfile returns as float32 for PCM16
+        frames = np.multiply(raw, _SCALE, dtype=np.float32)
+    else:
+        frames = raw
+    probs = np.empty(n, dtype=np.float32)
+    k = leading_silent_frames(raw, n) if SKIP_LEADING_SILENCE and n else 0
+    if k == 0:
+        return frames, probs, 0, np.zeros((2, 1, 128), dtype=np.float32)
+    zp, states = _SEQ_ZEROS.upto(model, k)
+    if k >= n:
+        probs[:] = zp[:n]
+        return frames, probs, n, states[0]
+    lo = (k // ZERO_CHECKPOINT) * ZERO_CHECKPOINT
+    probs[:lo] = zp[:lo]
+    return frames, probs, lo, states[k // ZERO_CHECKPOINT]
+
+
+def sequence_probs(model: Any, audio: np.ndarray) -> np.ndarray:
+    """Per-frame speech probabilities of one 16 kHz signal by the sequence model (equal to `SileroVad.probs`)."""
+    frames, probs, lo, state = _sequence_start(model, audio)
+    if lo < frames.shape[0]:
+        probs[lo:] = model.run(_model_rows(frames, lo), state)[0]
+    return probs
+
+
+def sequence_segments(model: Any, audio: np.ndarray, limit: int | None, settings: Any) -> Segments:
+    """`batch_segments` of one signal by the sequence model: with a limit, the scan stops at the same checks
+    (every CHECK_EVERY frames from the first useful one) once the segments starting by then are final."""
+    from duplexeval.vad import timestamps_from_probs
+
+    n = -(-audio.size // WINDOW)
+    if limit is None or not _early_stop_ok(settings) or n == 0:
+        segs = timestamps_from_probs(sequence_probs(model, audio), audio.size, settings)
+        return [(int(s), int(e)) for s, e in segs if limit is None or s <= limit]
+    frames, probs, pos, state = _sequence_start(model, audio)
+    first_check = int((limit + 16000 * settings.min_speech_ms / 1000) // WINDOW) + 1
+    rows = _model_rows(frames, pos) if pos < n else frames[:0]
+    base = pos
+    while True:
+        # the next check point after `pos`: first_check + m * CHECK_EVERY, or the end of the file
+        m = max(0, -(-(pos + 1 - first_check) // CHECK_EVERY))
+        stop = min(n, first_check + m * CHECK_EVERY)
+        if stop > pos:
+            probs[pos:stop], state = model.run(rows[pos - base : stop - base], state)
+        pos = stop
+        if pos == n:
+            segs = timestamps_from_probs(probs, audio.size, settings)
+            return [(int(s), int(e)) for s, e in segs if s <= limit]
+        fixed = settled(probs[:pos], limit, settings)
+        if fixed is not None:
+            return fixed
+
+
+def _threaded(fn: Callable[[Any], Any], items: Sequence[Any], jobs: int) -> list[Any]:
+    """`fn` of each item in `jobs` threads that take the next item when free (onnxruntime releases the GIL)."""
+    if jobs == 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(fn, items))
+
+
 def _read(path: Path) -> np.ndarray:
     """A 16 kHz mono file: PCM16 as int16 samples (exact, half the memory), any other encoding as float32."""
     import soundfile as sf
 
-    dtype = "int16" if sf.info(str(path)).subtype == "PCM_16" else "float32"
-    data, sr = sf.read(str(path), dtype=dtype, always_2d=True)
+    with sf.SoundFile(str(path)) as f:
+        data = f.read(dtype="int16" if f.subtype == "PCM_16" else "float32", always_2d=True)
+        sr = f.samplerate
     if sr != 16000 or data.shape[1] != 1:
         raise ValueError(f"{path}: expected mono 16 kHz, got {data.shape[1]} channels at {sr} Hz")
     return np.ascontiguousarray(data[:, 0])
@@ -299,6 +428,13 @@ def segment_audios(
 
     jobs = default_jobs() if jobs is None else max(1, jobs)
     order = sorted(range(len(audios)), key=lambda k: (-audios[k].size, k))
+    model = _sequence_model()
+    if model is not None:  # longest first, one file at a time per thread
+        segs_in_order = _threaded(lambda k: sequence_segments(model, audios[k], None, settings), order, jobs)
+        out_seq: list[Segments] = [[] for _ in audios]
+        for k, sg in zip(order, segs_in_order):
+            out_seq[k] = sg
+        return out_seq
     n_groups = len(_even_groups(len(order), jobs, batch))
     groups = [order[g::n_groups] for g in range(n_groups)]  # dealt round-robin: every thread gets long and short ones
 
@@ -323,6 +459,9 @@ def probs_files(paths: Sequence[Path], jobs: int | None = None, batch: int = BAT
     from duplexeval.vad import load_vad
 
     jobs = default_jobs() if jobs is None else max(1, jobs)
+    model = _sequence_model()
+    if model is not None:
+        return _threaded(lambda p: sequence_probs(model, _read(p)), list(paths), jobs)
     groups = [[paths[i] for i in r] for r in _even_groups(len(paths), jobs, batch)]
 
     def run(group: list[Path]) -> list[np.ndarray]:
@@ -348,6 +487,10 @@ def segment_files(
     """
     jobs = default_jobs() if jobs is None else max(1, jobs)
     items = list(zip(paths, limits if limits is not None else [None] * len(paths)))
+    model = _sequence_model()
+    if model is not None:
+        settings = _settings()
+        return _threaded(lambda item: sequence_segments(model, _read(item[0]), item[1], settings), items, jobs)
     groups = [[items[i] for i in r] for r in _even_groups(len(items), jobs, batch)]
     if jobs == 1 or len(groups) <= 1:
         results = [_segment_group(g) for g in groups]

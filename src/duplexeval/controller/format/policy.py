@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.errors import InputError
+from duplexeval.jsonio import read_json, write_json
 from duplexeval.schemas import validate
 from duplexeval.schemas.controller import PolicyFields
 
@@ -66,15 +67,11 @@ class EvaluationPolicy:
 
 def load_policy(path: str | Path) -> EvaluationPolicy:
     """Read a policy JSON file (a bare policy, or any file with an ``evaluation_policy`` key)."""
-    from duplexeval.jsonio import read_json
-
     return EvaluationPolicy.from_json(read_json(path), str(path))
 
 
 def save_policy(path: str | Path, policy: EvaluationPolicy, extra: dict[str, Any] | None = None) -> str:
     """Write the policy (plus optional provenance under ``calibration``); returns the file's SHA-256."""
-    from duplexeval.jsonio import write_json
-
     obj: dict[str, Any] = {"evaluation_policy": policy.to_json()}
     if extra:
         obj.update(extra)

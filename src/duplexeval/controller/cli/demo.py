@@ -9,7 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from duplexeval.controller.format.data import load_data, write_data
+from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.controller.labels.conversations import write_conversations
+from duplexeval.controller.labels.sources import conversation_clips, read_manifest
+from duplexeval.controller.metrics.compare import format_comparison, paired_bootstrap
+from duplexeval.controller.metrics.report import evaluate, format_report, run_clips
+from duplexeval.controller.runtime.baselines import make
 from duplexeval.errors import RefusalError
+from duplexeval.jsonio import write_json
 
 DEMO_BASELINES = ("silence", "silero")
 
@@ -27,15 +35,6 @@ class DemoResult:
 
 def run_demo(out: str | Path, n: int = 4, exchanges: int = 4, seed: int = 0, force: bool = False) -> DemoResult:
     """Make the conversations, write one data folder per baseline, evaluate both, compare B = silero vs A = silence."""
-    from duplexeval.controller.baselines import make
-    from duplexeval.controller.compare import paired_bootstrap
-    from duplexeval.controller.conversations import write_conversations
-    from duplexeval.controller.data import load_data, write_data
-    from duplexeval.controller.policy import EvaluationPolicy
-    from duplexeval.controller.report import evaluate, run_clips
-    from duplexeval.controller.sources import conversation_clips, read_manifest
-    from duplexeval.jsonio import write_json
-
     t0 = time.perf_counter()
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not force:
@@ -64,9 +63,6 @@ def run_demo(out: str | Path, n: int = 4, exchanges: int = 4, seed: int = 0, for
 
 def format_demo(res: DemoResult) -> str:
     """Both reports (the evaluate text format) and the comparison table."""
-    from duplexeval.controller.compare import format_comparison
-    from duplexeval.controller.report import format_report
-
     lines = []
     for name, rep in res.reports.items():
         lines.append(f"=== baseline:{name}")

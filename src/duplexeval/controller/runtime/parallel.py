@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.controller.data import Clip
-from duplexeval.controller.runner import Controller, RunResult, load_controller, run
+from duplexeval.controller.format.data import Clip
+from duplexeval.controller.runtime.runner import Controller, RunResult, load_controller, run
 from duplexeval.errors import InputError
 from duplexeval.executors import ExecutorSpec, ItemFailure, StatefulWork, make_executor
 

@@ -15,10 +15,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from duplexeval.controller.events import HOUR_US, ClipEvidence
-from duplexeval.controller.policy import EvaluationPolicy
+from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.controller.metrics.events import HOUR_US, ClipEvidence
+from duplexeval.controller.metrics.frame_metrics import macro_f1_from_confusion
+from duplexeval.errors import InputError
 from duplexeval.paired import from_resamples
-from duplexeval.stats import bootstrap_indices
+from duplexeval.progress import text_table
+from duplexeval.stats import NO_DATA, bootstrap_indices
 
 # name -> (numerator column, denominator column, scale); ratios of sums over resampled groups
 _COLS = (
@@ -90,8 +93,6 @@ class _Groups:
 
     def macro_f1(self, counts: np.ndarray) -> np.ndarray:
         """State macro-F1 from the resampled groups' summed confusion matrices (NaN when none)."""
-        from duplexeval.controller.frame_metrics import macro_f1_from_confusion
-
         if not self.has_states:
             return np.full(counts.shape[0], np.nan)
         return macro_f1_from_confusion((counts @ self.cm).reshape(-1, 4, 4))
@@ -154,8 +155,6 @@ def paired_bootstrap(
         raise ValueError("compare: A and B must cover the same clips and groups in the same order")
     for x, y in zip(evs_a, evs_b):
         if x.labels_sha256 != y.labels_sha256:
-            from duplexeval.errors import InputError
-
             raise InputError(f"compare: clip {x.clip_id}: A and B have different frame labels or masks")
     groups = sorted({e.group for e in evs_a})
     A, B = _Groups(evs_a, groups, policy_a), _Groups(evs_b, groups, policy_b)
@@ -193,9 +192,6 @@ def paired_bootstrap(
 
 def format_comparison(metrics: dict) -> str:
     """The B - A table with aligned columns (metric, A, B, B-A, 95% CI); `-` = no data on that side."""
-    from duplexeval.progress import text_table
-    from duplexeval.stats import NO_DATA
-
     def num(v: float | None, sign: str = "") -> str:
         if v is None:
             return NO_DATA

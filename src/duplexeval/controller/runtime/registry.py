@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from duplexeval.controller.baselines import BASELINES
-from duplexeval.controller.onnx_controller import OnnxController
-from duplexeval.controller.protocol import Controller
+from duplexeval.controller.format.protocol import Controller
+from duplexeval.controller.runtime.baselines import BASELINES
+from duplexeval.controller.runtime.onnx_controller import OnnxController
 from duplexeval.errors import InputError
 from duplexeval.registry import Registry, is_import_spec
 

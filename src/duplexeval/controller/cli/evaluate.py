@@ -1,18 +1,31 @@
-"""`duplexeval controller evaluate | calibrate | compare` (spec 002 core); heavy imports stay inside commands."""
+"""`duplexeval controller evaluate | calibrate | compare` (spec 002 core); the comparison is imported inside its
+command (it pulls scipy.stats, which every `duplexeval --help` would pay)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+from duplexeval.artifacts import header
+from duplexeval.controller.calibrate.thresholds import Targets, calibrate, targets_from_report
+from duplexeval.controller.format.data import load_data
+from duplexeval.controller.format.policy import EvaluationPolicy, load_policy, save_policy
+from duplexeval.controller.metrics.events import evaluate_events, evidence_row
+from duplexeval.controller.metrics.report import evaluate, format_report, run_clips, signature
+from duplexeval.errors import InputError
+from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_file, write_json
+from duplexeval.schemas import check_number
+
+if TYPE_CHECKING:  # duplexeval.cli imports this module
+    from duplexeval.cli import CliApps
 
 COMPARE_KIND = "duplexeval.controller.compare"
 COMPARE_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs)
 
 
-def _policy(path: Path | None, mode: str | None):  # noqa: ANN202
-    from duplexeval.controller.policy import EvaluationPolicy, load_policy
-
+def _policy(path: Path | None, mode: str | None) -> EvaluationPolicy:
     pol = load_policy(path) if path is not None else EvaluationPolicy()
     return pol.with_(endpoint_mode=mode) if mode else pol
 
@@ -25,11 +38,6 @@ def controller_evaluate(
     rows: Path | None = typer.Option(None, "--rows", help="Write per-clip evidence (one JSON line per clip) here."),
 ) -> None:
     """Frame metrics and replayed event metrics of a controller's outputs under a frozen policy."""
-    from duplexeval.controller.data import load_data
-    from duplexeval.controller.events import evidence_row
-    from duplexeval.controller.report import evaluate, format_report
-    from duplexeval.jsonio import atomic_write_text, dumps_line, write_json
-
     pol = _policy(policy, mode)
     evs: list = []
     rep = evaluate(load_data(data), pol, evidence=evs)
@@ -41,9 +49,6 @@ def controller_evaluate(
 
 
 def _grid(text: str) -> list[float]:
-    from duplexeval.errors import InputError
-    from duplexeval.schemas import check_number
-
     try:
         if ":" in text:
             a, b, step = (float(x) for x in text.split(":"))
@@ -81,13 +86,6 @@ def controller_calibrate(
     json_out: Path | None = typer.Option(None, "--json", help="Also write the calibration table here."),
 ) -> None:
     """Pick thresholds on development data by spec 002's rules and write a frozen policy for `evaluate`."""
-    from duplexeval.controller.calibrate import Targets, calibrate, targets_from_report
-    from duplexeval.controller.data import load_data
-    from duplexeval.controller.events import evaluate_events
-    from duplexeval.controller.policy import save_policy
-    from duplexeval.errors import InputError
-    from duplexeval.jsonio import sha256_file, write_json
-
     base = _policy(base_policy, None)
     t = Targets(pause_cutin_ceiling, yield_false_per_hour, backchannel_ack_per_hour)
     ref_info = None
@@ -125,11 +123,8 @@ def controller_compare(
     json_out: Path | None = typer.Option(None, "--json", help="Write the JSON comparison here."),
 ) -> None:
     """Differences B - A with a conversation-grouped paired bootstrap (same clips, labels and groups required)."""
-    from duplexeval.controller.compare import format_comparison, paired_bootstrap
-    from duplexeval.controller.data import load_data
-    from duplexeval.controller.report import run_clips
-    from duplexeval.errors import InputError
-    from duplexeval.jsonio import write_json
+    # lazy: compare -> duplexeval.paired -> scipy.stats, 1.3 s that every `duplexeval --help` would pay
+    from duplexeval.controller.metrics.compare import format_comparison, paired_bootstrap
 
     pa = _policy(policy, mode)
     pb = _policy(policy_b, mode) if policy_b is not None else pa
@@ -149,9 +144,6 @@ def controller_compare(
                      ("backchannel.roc_auc", lambda f: (f.get("backchannel") or {}).get("roc_auc"))):  # fmt: skip
         va, vb = get(fa), get(fb)
         frame[key] = {"a": va, "b": vb, "diff_b_minus_a": None if va is None or vb is None else vb - va}
-    from duplexeval.artifacts import header
-    from duplexeval.controller.report import signature
-    from duplexeval.jsonio import sha256_file
 
     inputs = {"a:clips.jsonl": sha256_file(da.root / "clips.jsonl"), "b:clips.jsonl": sha256_file(db.root / "clips.jsonl")}
     sig = signature(pa, inputs, bootstrap=True, policy_b=pb if pb != pa else None)
@@ -169,7 +161,7 @@ def controller_compare(
         write_json(json_out, out)
 
 
-def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
+def register(apps: CliApps) -> None:
     """Add `controller evaluate`, `calibrate`, `compare`."""
     apps.controller.command("evaluate")(controller_evaluate)
     apps.controller.command("calibrate")(controller_calibrate)

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from duplexeval.controller.data import Clip
-from duplexeval.controller.events import ClipEvidence, aggregate, clip_events
-from duplexeval.controller.policy import EvaluationPolicy
+from duplexeval.controller.format.data import Clip
+from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.controller.metrics.events import ClipEvidence, aggregate, clip_events
 from duplexeval.errors import RefusalError
 from duplexeval.stats import quantile_rule
 
@@ -41,7 +41,7 @@ def targets_from_report(events: dict, mode: str) -> Targets:
     """Targets equal to a reference system's development event metrics (its pause cut-in share, false yields and
     acknowledgments per hour)."""
     ep = events.get("endpoint", {}).get(mode, {})
-    pause = ep.get("pause_false_endpoints", {}).get("rate") if ep else None
+    pause = ep.get("pause_false_endpoints", {}).get("value") if ep else None
     y = events.get("yield", {}).get("false_events", {}).get("per_hour") if "yield" in events else None
     b = events.get("backchannel", {}).get("acknowledgment_rate", {}).get("per_hour") if "backchannel" in events else None
     return Targets(pause, y, b)
@@ -80,14 +80,14 @@ def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets, g
         if "endpoint" in agg:
             e = agg["endpoint"][mode]
             row["endpoint_median_latency_all_ms"] = _f(endpoint_latency_key(agg, evs, mode))
-            row["pause_cutin"] = e["pause_false_endpoints"]["rate"]
-            row["early_cutin"] = e["early_cutin"]["rate"]
-            row["no_endpoint"] = e["no_endpoint"]["rate"]
+            row["pause_cutin"] = e["pause_false_endpoints"]["value"]
+            row["early_cutin"] = e["early_cutin"]["value"]
+            row["no_endpoint"] = e["no_endpoint"]["value"]
         if "yield" in agg:
-            row["yield_detection"] = agg["yield"]["detection"]["rate"]
+            row["yield_detection"] = agg["yield"]["detection"]["value"]
             row["yield_false_per_hour"] = agg["yield"]["false_events"]["per_hour"]
         if "backchannel" in agg:
-            row["backchannel_recall"] = agg["backchannel"]["recall"]["rate"]
+            row["backchannel_recall"] = agg["backchannel"]["recall"]["value"]
             row["backchannel_ack_per_hour"] = agg["backchannel"]["acknowledgment_rate"]["per_hour"]
         table.append(row)
     chosen: dict = {}

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from duplexeval.controller.data import FRAME_US, frame_end_us, to_us
-from duplexeval.controller.policy import EvaluationPolicy
+from duplexeval.controller.format.data import FRAME_US, frame_end_us, to_us
+from duplexeval.controller.format.policy import EvaluationPolicy
 
 HEAD, FALLBACK = "head", "fallback"
 

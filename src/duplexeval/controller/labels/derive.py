@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from duplexeval.controller.data import (
+from duplexeval.controller.format.data import (
     FRAME_US,
     STATES,
     Clip,

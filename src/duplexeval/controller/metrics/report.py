@@ -5,21 +5,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from duplexeval.artifacts import header
-from duplexeval.controller.data import Clip, ControllerData
-from duplexeval.controller.events import ClipEvidence, aggregate, clip_events
-from duplexeval.controller.frame_metrics import FrameAccumulator
-from duplexeval.controller.policy import EvaluationPolicy
+from duplexeval.controller.format.data import Clip, ControllerData
+from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.controller.metrics.events import ClipEvidence, aggregate, clip_events
+from duplexeval.controller.metrics.frame_metrics import FrameAccumulator
+from duplexeval.jsonio import dumps, sha256_bytes, sha256_file
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
 REPORT_KIND = "duplexeval.controller.report"
-REPORT_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs) replaces duplexeval_version
+# 2: the artifact header (duplexeval, signature, inputs) replaces duplexeval_version;
+# 3: shares in the one stats.Share shape (value, count, n, interval), no longer count, n, rate, wilson95
+REPORT_SCHEMA_VERSION = 3
 DEFINITIONS = "controller-spec002-1"
 
 
 def _policy_component(policy: EvaluationPolicy, name: str = "policy") -> Component:
-    from duplexeval.jsonio import dumps, sha256_bytes
-
     pj = policy.to_json()
     return Component(name, str(policy.endpoint_mode), sha256_bytes(dumps(pj).encode("utf-8")), {}, pj)
 
@@ -50,8 +51,6 @@ def evaluate(
     data: ControllerData, policy: EvaluationPolicy, *, data_label: str | None = None, evidence: list | None = None
 ) -> dict:
     """The full JSON report for a loaded data folder under a policy (per-clip evidence appended to ``evidence``)."""
-    from duplexeval.jsonio import sha256_file
-
     evs, frames = run_clips(data.iter_clips(), policy)
     if evidence is not None:
         evidence.extend(evs)
@@ -73,9 +72,9 @@ def evaluate(
 
 
 def _pct(sh: dict | None) -> str:
-    if not sh or sh.get("rate") is None:
+    if not sh or sh.get("value") is None:
         return NO_DATA if not sh else f"{NO_DATA} (0/{sh.get('n', 0)})"
-    return f"{sh['rate'] * 100:.1f}% ({sh['count']}/{sh['n']})"
+    return f"{sh['value'] * 100:.1f}% ({sh['count']}/{sh['n']})"
 
 
 def _ms(v: float | None, n: int = 0) -> str:

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.controller.data import STATES, ClipFrames
-from duplexeval.controller.protocol import Controller
-from duplexeval.controller.registry import load_controller
+from duplexeval.controller.format.data import STATES, ClipFrames
+from duplexeval.controller.format.protocol import Controller
+from duplexeval.controller.runtime.registry import load_controller
 from duplexeval.errors import InputError
 from duplexeval.units import FRAME_SAMPLES
 

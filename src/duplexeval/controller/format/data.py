@@ -18,7 +18,9 @@ all arrays in memory. Every problem in a file raises a one-line ``InputError`` n
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,16 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from duplexeval.errors import InputError
+from duplexeval.jsonio import (
+    atomic_write_bytes,
+    atomic_write_text,
+    dumps,
+    dumps_line,
+    json_lines,
+    make_output_dir,
+    read_json,
+    read_text,
+)
 from duplexeval.schemas import check_number, validate
 from duplexeval.schemas.base import MAX_TIME_S
 from duplexeval.schemas.controller import ClipLine, is_clip_id
@@ -431,8 +443,6 @@ def validate_frames(arrays: dict[str, Any], n_frames: int, where: str) -> ClipFr
 
 def read_frames(path: Path, n_frames: int, clip_id: str) -> ClipFrames:
     """Load one frames/<id>.npz and validate it against n_frames."""
-    import zipfile
-
     where = f"{path}: clip {clip_id}"
     try:
         with open(path, "rb") as fh:
@@ -454,8 +464,6 @@ def read_frames(path: Path, n_frames: int, clip_id: str) -> ClipFrames:
 
 def load_data(path: str | Path) -> ControllerData:
     """Read DATA/dataset.json and DATA/clips.jsonl (validating every line); frames stay on disk until needed."""
-    from duplexeval.jsonio import json_lines, read_json, read_text
-
     root = Path(path)
     if not root.is_dir():
         raise InputError(f"{root}: not a controller data folder (expected dataset.json, clips.jsonl, frames/)")
@@ -489,9 +497,6 @@ def load_data(path: str | Path) -> ControllerData:
 
 def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     """An uncompressed .npz with fixed zip timestamps: the same arrays give the same bytes (np.savez stamps now)."""
-    import io
-    import zipfile
-
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, arr in arrays.items():
@@ -503,14 +508,6 @@ def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
 
 def write_data(path: str | Path, clips: Sequence[Clip] | Iterator[Clip], info: dict[str, Any] | None = None) -> Path:
     """Write a data folder (dataset.json, clips.jsonl, frames/*.npz), validating each clip; returns the folder."""
-    from duplexeval.jsonio import (
-        atomic_write_bytes,
-        atomic_write_text,
-        dumps,
-        dumps_line,
-        make_output_dir,
-    )
-
     root = Path(path)
     make_output_dir(root / "frames", "output folder")
     lines: list[str] = []

@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.controller.data import FRAME_S, STATES
+from duplexeval.controller.format.data import FRAME_S, STATES
 from duplexeval.errors import InputError
+from duplexeval.vad import StreamingVad, VadSettings, load_vad, model_path, vad_signature
 
 _ONE_HOT = {s: np.eye(len(STATES), dtype=np.float64)[i] for i, s in enumerate(STATES)}
 
@@ -120,8 +121,6 @@ class SileroController:
     _t: SilenceTracker = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        from duplexeval.vad import StreamingVad, load_vad
-
         _check(self.timeout_s, "timeout_s")
         _check(self.barge_in_s, "barge_in_s")
         if not 0.0 <= self.neg_threshold <= self.threshold <= 1.0:
@@ -131,8 +130,6 @@ class SileroController:
 
     def config(self) -> dict[str, Any]:
         """Settings and the VAD model identity, recorded with the scores."""
-        from duplexeval.vad import VadSettings, vad_signature
-
         sig = vad_signature(VadSettings(threshold=self.threshold, neg_threshold=self.neg_threshold))
         sig.pop("settings", None)  # segment settings do not apply: this baseline reads frame probabilities only
         return {"baseline": "silero", "timeout_s": self.timeout_s, "threshold": self.threshold,
@@ -155,8 +152,6 @@ class SileroController:
         return self._t.update(self._voiced, _level_db(agent) > self.gate_db)
 
     def weight_bytes(self) -> int:
-        from duplexeval.vad import model_path
-
         return model_path().stat().st_size
 
     def state_bytes(self) -> int:
@@ -172,7 +167,7 @@ def _check(v: float, name: str) -> None:
 BASELINES = {"silence": SilenceTimeoutController, "silero": SileroController}
 
 
-def make(name: str, **options: Any):  # noqa: ANN201 - a Controller
+def make(name: str, **options: Any) -> SilenceTimeoutController | SileroController:
     """A baseline by name ('silence' or 'silero') with keyword options."""
     if name not in BASELINES:
         raise InputError(f"unknown baseline {name!r} (expected {', '.join(BASELINES)})")

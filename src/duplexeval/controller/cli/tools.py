@@ -5,19 +5,46 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
+from dataclasses import fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
+from duplexeval.controller.format.data import Clip, ControllerData, load_data, write_data
+from duplexeval.controller.format.protocol import Controller
+from duplexeval.controller.labels.derive import LabelRules
+from duplexeval.controller.labels.fdb_bridge import bridge_dataset
+from duplexeval.controller.labels.sources import (
+    conversation_clips,
+    labelled_clips,
+    needs_user_audio,
+    read_manifest,
+)
+from duplexeval.controller.runtime.bench import bench, format_bench
+from duplexeval.controller.runtime.parallel import RunJob, run_clips
+from duplexeval.controller.runtime.runner import load_controller, run
+from duplexeval.errors import InputError, RefusalError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
+from duplexeval.jsonio import check_output_dir, write_json
 from duplexeval.schemas import MAX_TIME_S
+
+if TYPE_CHECKING:  # duplexeval.cli imports this module
+    from duplexeval.cli import CliApps
+
+
+# parameters several commands declare the same way
+CONTROLLER_SPEC = typer.Argument(..., help="silence or silero (also spelled baseline:NAME), an installed plugin's name, "
+                                 "FILE.onnx, or package.module:factory.")
+CONTROLLER_OPTIONS = typer.Option(None, "--option", help="Controller keyword option key=value (repeatable).")
+OUT_ARGUMENT = typer.Argument(None, metavar="[OUT]", show_default=False, help="Data folder to write (or --out).")
+FORCE = typer.Option(False, "--force", help="Overwrite a non-empty OUT.")
 
 
 def _options(items: list[str] | None, flag: str) -> dict:
     """key=value pairs; values parsed as JSON when they are (numbers, true/false, null), else kept as strings."""
-    from duplexeval.errors import InputError
-
     out = {}
     for item in items or []:
         k, sep, v = item.partition("=")
@@ -30,12 +57,7 @@ def _options(items: list[str] | None, flag: str) -> dict:
     return out
 
 
-def _rules(items: list[str] | None):  # noqa: ANN202
-    from dataclasses import fields
-
-    from duplexeval.controller.labels import LabelRules
-    from duplexeval.errors import InputError
-
+def _rules(items: list[str] | None) -> LabelRules:
     opts = _options(items, "--rule")
     names = {f.name for f in fields(LabelRules)}
     bad = sorted(set(opts) - names)
@@ -50,47 +72,32 @@ def _rules(items: list[str] | None):  # noqa: ANN202
 
 
 def _check_out(out: Path, force: bool) -> None:
-    from duplexeval.errors import RefusalError
-
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
         raise RefusalError(f"{out}: exists and is not empty; give --force to overwrite")
 
 
-def _clips(conversations: Path | None, fdb: Path | None, controller, rules, remote=None):  # noqa: ANN001, ANN202
+def _clips(conversations: Path | None, fdb: Path | None, controller: Controller | None, rules: LabelRules,
+           remote: tuple[str, dict[str, Any], ExecutorSpec] | None = None) -> tuple[Iterator[Clip], dict[str, Any]]:
     """Clips with labels (and the controller's scores). `remote` = (spec, options, ExecutorSpec): run on Ray."""
-    from duplexeval.errors import InputError
-
     if (conversations is None) == (fdb is None):
         raise InputError("give exactly one of --conversations MANIFEST or --fdb DATASET")
     name = getattr(controller, "name", "controller")
     if conversations is not None:
-        from duplexeval.controller.sources import (
-            conversation_clips,
-            labelled_clips,
-            needs_user_audio,
-            read_manifest,
-        )
-
         info: dict = {"conversations": str(conversations)}
         if remote is None:
             return conversation_clips(read_manifest(conversations), controller, rules), info
-        from duplexeval.controller.parallel import RunJob, run_clips
 
         pairs = ((clip, RunJob(needs_user_audio(c), c.agent_audio, lab.n_frames, lab.truth_state, name))
                  for clip, c, lab in labelled_clips(read_manifest(conversations), rules))
         return run_clips(pairs, *remote), info
-    from duplexeval.controller.fdb_bridge import bridge_dataset
-    from duplexeval.controller.runner import run
 
     info = {"fdb": str(fdb), "fdb_subsets": ["candor_turn_taking", "candor_pause_handling"]}
     if remote is not None:
-        from duplexeval.controller.parallel import RunJob, run_clips
-
         pairs = ((bc.clip, RunJob(bc.audio16k, None, bc.clip.meta.n_frames, None, name))
                  for bc in bridge_dataset(str(fdb)))
         return run_clips(pairs, *remote), info
 
-    def gen():  # noqa: ANN202
+    def gen() -> Iterator[Clip]:
         for bc in bridge_dataset(str(fdb)):
             if controller is not None:
                 run(controller, bc.audio16k, None, bc.clip.meta.n_frames, None, name=name).apply(bc.clip.frames)
@@ -102,9 +109,6 @@ def _clips(conversations: Path | None, fdb: Path | None, controller, rules, remo
 def _out_folder(positional: Path | None, out: Path | None, what: str, default: Path | None = None,
                 deprecated: bool = False) -> Path:
     """The folder from `--out DIR` or the positional OUT (at most one given; `default` when neither)."""
-    from duplexeval.errors import InputError
-    from duplexeval.jsonio import check_output_dir
-
     if positional is not None and out is not None:
         raise InputError(f"give the {what} once: --out DIR" + (" (the positional OUT is deprecated)" if deprecated else
                                                                ", or OUT, not both"))  # fmt: skip
@@ -113,23 +117,22 @@ def _out_folder(positional: Path | None, out: Path | None, what: str, default: P
         if deprecated:
             typer.echo(f"duplexeval: note: a positional OUT is deprecated; use `--out {positional}`", err=True)
         return positional
-    if out is None and default is None:
+    if out is not None:
+        return out
+    if default is None:
         raise InputError(f"give the {what}: --out DIR (or as the argument OUT)")
-    return out if out is not None else default  # type: ignore[return-value]
+    return default
 
 
 def controller_label(
-    positional_out: Path | None = typer.Argument(None, metavar="[OUT]", show_default=False,
-                                                 help="Data folder to write (or --out)."),
+    positional_out: Path | None = OUT_ARGUMENT,
     out: Path | None = typer.Option(None, "--out", "-o", help="Data folder to write (dataset.json, clips.jsonl, frames/)."),
     conversations: Path | None = typer.Option(None, "--conversations", help="Conversation manifest (JSONL or JSON list; docs/controller-labels.md)."),
     fdb: Path | None = typer.Option(None, "--fdb", help="FDB v1.0 folder: bridge candor_turn_taking and candor_pause_handling."),
     rule: list[str] | None = typer.Option(None, "--rule", help="Override a derivation rule, e.g. --rule max_pause_s=2.5 (repeatable)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite a non-empty OUT."),
+    force: bool = FORCE,
 ) -> None:
     """Derive frame truth, masks and events (no controller scores) from conversations or the FDB CANDOR subsets."""
-    from duplexeval.controller.data import load_data, write_data
-
     out = _out_folder(positional_out, out, "data folder")
     _check_out(out, force)
     rules = _rules(rule)
@@ -139,7 +142,7 @@ def controller_label(
     typer.echo(_summary(d, out))
 
 
-def _summary(d, out: Path) -> str:  # noqa: ANN001
+def _summary(d: ControllerData, out: Path) -> str:
     n_turn = sum(len(c.turn_probes) for c in d.clips)
     n_pause = sum(len(c.pause_probes) for c in d.clips)
     n_y = sum(len(c.yield_onsets) for c in d.clips)
@@ -150,22 +153,18 @@ def _summary(d, out: Path) -> str:  # noqa: ANN001
 
 @executor_options
 def controller_run(
-    controller: str = typer.Argument(..., help="silence or silero (also spelled baseline:NAME), an installed plugin's name, FILE.onnx, or package.module:factory."),
-    positional_out: Path | None = typer.Argument(None, metavar="[OUT]", show_default=False,
-                                                 help="Data folder to write (or --out)."),
+    controller: str = CONTROLLER_SPEC,
+    positional_out: Path | None = OUT_ARGUMENT,
     out: Path | None = typer.Option(None, "--out", "-o", help="Data folder to write, ready for `controller evaluate`."),
     conversations: Path | None = typer.Option(None, "--conversations", help="Conversation manifest with audio."),
     fdb: Path | None = typer.Option(None, "--fdb", help="FDB v1.0 folder (CANDOR turn-taking and pause subsets)."),
-    option: list[str] | None = typer.Option(None, "--option", help="Controller keyword option key=value (repeatable)."),
+    option: list[str] | None = CONTROLLER_OPTIONS,
     rule: list[str] | None = typer.Option(None, "--rule", help="Override a derivation rule key=value (repeatable)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite a non-empty OUT."),
+    force: bool = FORCE,
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Run a streaming controller over two-channel audio (state/yield teacher-forced, endpoint/backchannel with
     LISTEN forced) and write its scores with the derived labels. With --executor ray, one conversation per task."""
-    from duplexeval.controller.data import load_data, write_data
-    from duplexeval.controller.runner import load_controller
-
     out = _out_folder(positional_out, out, "data folder")
     _check_out(out, force)
     opts = _options(option, "--option")
@@ -179,18 +178,14 @@ def controller_run(
 
 
 def controller_bench(
-    controller: str = typer.Argument(..., help="silence or silero (also spelled baseline:NAME), an installed plugin's name, FILE.onnx, or package.module:factory."),
-    option: list[str] | None = typer.Option(None, "--option", help="Controller keyword option key=value (repeatable)."),
+    controller: str = CONTROLLER_SPEC,
+    option: list[str] | None = CONTROLLER_OPTIONS,
     prefill: int = typer.Option(64, "--prefill", help="Prefill frames before the timed updates."),
     updates: int = typer.Option(200, "--updates", help="Timed one-frame updates per repeat."),
     repeats: int = typer.Option(3, "--repeats", help="Repeats."),
     json_out: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
 ) -> None:
     """Compute cost by spec 002's protocol: batch 1, 64 prefill frames, 3 x 200 one-frame updates."""
-    from duplexeval.controller.bench import bench, format_bench
-    from duplexeval.controller.runner import load_controller
-    from duplexeval.jsonio import write_json
-
     rep = bench(load_controller(controller, _options(option, "--option")), prefill, updates, repeats)
     rep["controller_spec"] = controller
     typer.echo(format_bench(rep))
@@ -207,11 +202,11 @@ def controller_demo(
     n: int = typer.Option(4, "--conversations", help="How many conversations to make."),
     exchanges: int = typer.Option(4, "--exchanges", help="Exchanges per conversation."),
     seed: int = typer.Option(0, "--seed", help="Seed for voices, rates, gaps and event types."),
-    force: bool = typer.Option(False, "--force", help="Overwrite a non-empty OUT."),
+    force: bool = FORCE,
 ) -> None:
     """espeak-ng two-channel conversations, labels derived from them, both baselines evaluated and compared."""
-    from duplexeval.controller.demo import format_demo, run_demo
-    from duplexeval.errors import InputError
+    # lazy: the demo compares (duplexeval.paired -> scipy.stats, 1.3 s that every `duplexeval --help` would pay)
+    from duplexeval.controller.cli.demo import format_demo, run_demo
 
     if n < 1 or exchanges < 1:
         raise InputError("--conversations and --exchanges must be >= 1")
@@ -219,7 +214,7 @@ def controller_demo(
     typer.echo(format_demo(run_demo(out, n, exchanges, seed, force)))
 
 
-def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
+def register(apps: CliApps) -> None:
     """Add `controller label`, `run`, `bench`, `demo`."""
     apps.controller.command("label")(controller_label)
     apps.controller.command("run")(controller_run)

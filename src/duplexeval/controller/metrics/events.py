@@ -6,14 +6,16 @@ any list of them into the report section. ``compare`` resamples conversation gro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import bisect
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from duplexeval.controller.data import Clip, ClipFrames, frame_end_us, frames_in_window, to_us
-from duplexeval.controller.policy import MODES, EvaluationPolicy
-from duplexeval.controller.replay import (
+from duplexeval.controller.format.data import Clip, ClipFrames, frame_end_us, frames_in_window, to_us
+from duplexeval.controller.format.policy import MODES, EvaluationPolicy
+from duplexeval.controller.metrics.replay import (
     HEAD,
     EndpointReplayer,
     backchannel_firings,
@@ -23,7 +25,7 @@ from duplexeval.controller.replay import (
     yield_firings,
 )
 from duplexeval.errors import InputError
-from duplexeval.stats import Quantile, wilson_interval
+from duplexeval.stats import Quantile, Share
 
 YIELD_WINDOW_US = (0, 640_000)  # [onset, onset + 640 ms)
 BACKCHANNEL_WINDOW_US = (-640_000, 320_000)  # [onset - 640 ms, onset + 320 ms)
@@ -80,7 +82,6 @@ def match_onsets(onsets_us: Sequence[int], firings_us: Sequence[int], window_us:
     fir = sorted(firings_us)
     used = [False] * len(fir)
     out: list[int] = []
-    import bisect
 
     for o in sorted(onsets_us):
         k = bisect.bisect_left(fir, o + lo)
@@ -99,8 +100,6 @@ LABEL_ARRAYS = ("truth_state", "valid_state", "valid_endpoint", "valid_yield", "
 
 def labels_digest(fr: ClipFrames) -> str:
     """SHA-256 over the clip's label arrays (name, dtype-normalised bytes); absent arrays hash as absent."""
-    import hashlib
-
     h = hashlib.sha256()
     for name in LABEL_ARRAYS:
         arr = fr.get(name)
@@ -190,25 +189,28 @@ def clip_events(
         # labels for that task: its firings would be false events of nothing, so it is left out unless it has onsets
         return bool(onsets) or (score is not None and (mask is None or bool(mask.any())))
 
-    if takes_part(m.yield_onsets, fr.yield_, fr.valid_yield):
-        if fr.yield_ is None:
-            raise InputError(f"{where}: has yield onsets but no yield scores")
+    def onset_head(head: str, onsets: list[float], score: np.ndarray | None, mask: np.ndarray | None,
+                   firings: Callable[[np.ndarray, int, int, EvaluationPolicy], np.ndarray],
+                   window_us: tuple[int, int]) -> tuple[int, list[int], int] | None:
+        """(onsets in the region, matched latencies, firings) of the yield or backchannel head; None if it takes no part."""
+        if not takes_part(onsets, score, mask):
+            return None
+        if score is None:
+            raise InputError(f"{where}: has {head} onsets but no {head} scores")
+        on = inside(onsets)
+        fired = counted(firings(score, 0, n, policy))
+        return len(on), match_onsets(on, fired.tolist(), window_us), int(fired.size)
+
+    yh = onset_head("yield", m.yield_onsets, fr.yield_, fr.valid_yield, yield_firings, YIELD_WINDOW_US)
+    if yh is not None:
         ev.has_yield = True
-        on = inside(m.yield_onsets)
-        fy = counted(yield_firings(fr.yield_, 0, n, policy))
-        ev.yield_onsets = len(on)
-        ev.yield_latency_us = match_onsets(on, fy.tolist(), YIELD_WINDOW_US)
-        ev.yield_firings = int(fy.size)
+        ev.yield_onsets, ev.yield_latency_us, ev.yield_firings = yh
         ev.yield_region_us = region_us
-    if takes_part(m.backchannel_onsets, fr.backchannel, fr.valid_backchannel):
-        if fr.backchannel is None:
-            raise InputError(f"{where}: has backchannel onsets but no backchannel scores")
+    bh = onset_head("backchannel", m.backchannel_onsets, fr.backchannel, fr.valid_backchannel, backchannel_firings,
+                    BACKCHANNEL_WINDOW_US)
+    if bh is not None:
         ev.has_backchannel = True
-        on = inside(m.backchannel_onsets)
-        fbk = counted(backchannel_firings(fr.backchannel, 0, n, policy))
-        ev.backchannel_onsets = len(on)
-        ev.backchannel_latency_us = match_onsets(on, fbk.tolist(), BACKCHANNEL_WINDOW_US)
-        ev.backchannel_firings = int(fbk.size)
+        ev.backchannel_onsets, ev.backchannel_latency_us, ev.backchannel_firings = bh
         ev.listen_us = to_us(m.listen_s)
     return ev
 
@@ -241,10 +243,10 @@ def evidence_row(ev: ClipEvidence) -> dict:
 # ---------------------------------------------------------------- aggregation
 
 
-def share(count: int, n: int) -> dict:
-    """count/n with its Wilson 95% interval; rate and interval null when n is 0."""
-    ci = wilson_interval(count, n)
-    return {"count": count, "n": n, "rate": (count / n) if n else None, "wilson95": None if ci is None else list(ci)}
+def share(count: int, n: int) -> dict[str, object]:
+    """count/n with its Wilson 95% interval in the one share shape (``stats.Share.to_json``: value, count, n,
+    interval); value and interval null when n is 0."""
+    return Share(count, n).to_json()
 
 
 def per_hour(count: int, den_us: int) -> dict:
@@ -300,6 +302,26 @@ def endpoint_summary(evs: Sequence[ClipEvidence], mode: str, policy: EvaluationP
     }
 
 
+def _onset_section(window_us: tuple[int, int], matched: str,
+                   clips: Iterable[tuple[int, Sequence[int], int]]) -> tuple[dict, int, int]:
+    """An onset head's section (yield, backchannel) from per-clip (onsets, matched latencies, firings): the matching
+    window, the share of onsets matched by a firing (named ``matched``), the latencies and the firings; also
+    (matched onsets, firings) for the head's rate."""
+    n_on, n_fire = 0, 0
+    lat: list[int] = []
+    for onsets, latencies_us, firings in clips:
+        n_on += onsets
+        lat += latencies_us
+        n_fire += firings
+    sec = {
+        "window_ms": [window_us[0] // 1000, window_us[1] // 1000],
+        matched: share(len(lat), n_on),
+        "latency": latency_summary(lat),
+        "firings": n_fire,
+    }
+    return sec, len(lat), n_fire
+
+
 def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> dict:
     """The event-metric section of the report (every metric with its counts and denominators)."""
     out: dict = {"clips": len(evs), "groups": len({e.group for e in evs})}
@@ -319,34 +341,18 @@ def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> dict:
             "filler_run_max_ms": FILLER_RUN_MAX_US // 1000,
         }
     if any(e.has_yield for e in evs):
-        lat = [x for e in evs for x in e.yield_latency_us]
-        n_on = sum(e.yield_onsets for e in evs)
-        n_fire = sum(e.yield_firings for e in evs)
-        region = sum(e.yield_region_us for e in evs)
-        out["yield"] = {
-            "window_ms": [YIELD_WINDOW_US[0] // 1000, YIELD_WINDOW_US[1] // 1000],
-            "detection": share(len(lat), n_on),
-            "latency": latency_summary(lat),
-            "firings": n_fire,
-            "false_events": per_hour(n_fire - len(lat), region),
-        }
+        sec, hits, fired = _onset_section(YIELD_WINDOW_US, "detection",
+                                          ((e.yield_onsets, e.yield_latency_us, e.yield_firings) for e in evs))
+        out["yield"] = {**sec, "false_events": per_hour(fired - hits, sum(e.yield_region_us for e in evs))}
     if any(e.has_backchannel for e in evs):
-        lat = [x for e in evs for x in e.backchannel_latency_us]
-        n_on = sum(e.backchannel_onsets for e in evs)
-        n_fire = sum(e.backchannel_firings for e in evs)
-        listen = sum(e.listen_us for e in evs)
-        out["backchannel"] = {
-            "window_ms": [BACKCHANNEL_WINDOW_US[0] // 1000, BACKCHANNEL_WINDOW_US[1] // 1000],
-            "recall": share(len(lat), n_on),
-            "latency": latency_summary(lat),
-            "firings": n_fire,
-            "acknowledgment_rate": per_hour(n_fire, listen),
-        }
+        sec, _hits, fired = _onset_section(BACKCHANNEL_WINDOW_US, "recall",
+                                           ((e.backchannel_onsets, e.backchannel_latency_us, e.backchannel_firings) for e in evs))
+        out["backchannel"] = {**sec, "acknowledgment_rate": per_hour(fired, sum(e.listen_us for e in evs))}
     out["onsets_outside_event_region"] = sum(e.onsets_outside_region for e in evs)
     return out
 
 
-def evaluate_events(clips, policy: EvaluationPolicy) -> tuple[list[ClipEvidence], dict]:  # noqa: ANN001
+def evaluate_events(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[ClipEvidence], dict]:
     """Replay every clip (an iterable of Clip) and aggregate; returns the per-clip evidence too."""
     seen: set[str] = set()
     evs = [clip_events(c, policy, seen) for c in clips]

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.errors import InputError
+from duplexeval.jsonio import sha256_file
 
 _FIXED = ("user", "agent", "prev_state")
 _HEADS = ("state_probs", "endpoint", "yield", "backchannel")
@@ -82,6 +83,4 @@ class OnnxController:
         return int(sum(a.nbytes for a in self._state.values()))
 
     def config(self) -> dict[str, Any]:
-        from duplexeval.jsonio import sha256_file
-
         return {"onnx": self.path.name, "sha256": sha256_file(self.path)}

@@ -9,13 +9,18 @@ interrupting utterance is the next user turn).
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import soundfile as sf
 
-from duplexeval.controller.labels import Activity
+from duplexeval.audio import to_pcm16
+from duplexeval.controller.labels.derive import Activity
+from duplexeval.jsonio import atomic_write_bytes, atomic_write_text, dumps_line
+from duplexeval.tts import espeak_version, synthesize
 
 SR = 16000
 VOICES = ("en-us", "en-gb", "en-us+f3", "en-us+m3", "en-gb+f2", "en-us+f4")
@@ -69,8 +74,6 @@ class _Timeline:
 
     def place(self, who: str, text: str, start_s: float, voice: str, rate: int, kind: str, cut_s: float | None = None) -> tuple[float, float]:
         """Speak text on a channel from start_s (cut at cut_s if given); returns (first word start, last word end)."""
-        from duplexeval.tts import synthesize
-
         sp = synthesize(text, voice=voice, rate=rate)
         audio = sp.audio
         words = [(w.text, round(start_s + w.start_s, 6), round(start_s + w.end_s, 6)) for w in sp.words]
@@ -125,8 +128,6 @@ def make_conversation(index: int, seed: int = 0, exchanges: int = 4) -> SynthCon
         a0 = e1 + gap
         line = AGENT_LINES[(index * 5 + k) % len(AGENT_LINES)]
         if kind == "barge" and k < exchanges - 1:
-            from duplexeval.tts import synthesize
-
             dur = synthesize(line, voice=av, rate=ar).duration_s
             onset = a0 + 0.5 * dur
             tl.place("agent", line, a0, av, ar, "agent_turn", cut_s=onset + 0.35)
@@ -147,19 +148,12 @@ def make_conversation(index: int, seed: int = 0, exchanges: int = 4) -> SynthCon
 def write_conversations(out: str | Path, n: int, seed: int = 0, exchanges: int = 4) -> Path:
     """Write n conversations as stereo 16 kHz PCM16 WAVs (channel 0 user, 1 agent) and manifest.jsonl with
     both channels' words; returns the manifest path."""
-    import soundfile as sf
-
-    from duplexeval.audio import to_pcm16
-    from duplexeval.jsonio import atomic_write_bytes, atomic_write_text, dumps_line
-    from duplexeval.tts import espeak_version
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     lines = []
     ver = espeak_version()
     for i in range(n):
         c = make_conversation(i, seed, exchanges)
-        import io
 
         buf = io.BytesIO()
         sf.write(buf, np.stack([to_pcm16(c.user_audio), to_pcm16(c.agent_audio)], axis=1), SR, subtype="PCM_16", format="WAV")

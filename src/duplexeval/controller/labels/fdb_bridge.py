@@ -17,9 +17,20 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.controller.data import FRAME_US, NO_LABEL, Clip, ClipFrames, ClipMeta, PauseProbe, TurnProbe, to_us
-from duplexeval.controller.runner import frame_level_db
+from duplexeval.controller.format.data import (
+    FRAME_US,
+    NO_LABEL,
+    Clip,
+    ClipFrames,
+    ClipMeta,
+    PauseProbe,
+    TurnProbe,
+    to_us,
+)
+from duplexeval.controller.runtime.runner import frame_level_db
 from duplexeval.errors import InputError
+from duplexeval.fdb.dataset import DatasetSample, annotation_record, load_dataset
+from duplexeval.jsonio import sha256_file
 
 BRIDGED_SUBSETS = ("candor_turn_taking", "candor_pause_handling")
 
@@ -36,20 +47,16 @@ def _stamps_us(n: int) -> np.ndarray:
     return (np.arange(n, dtype=np.int64) + 1) * FRAME_US
 
 
-def _record(sample) -> Any:  # noqa: ANN001 - fdb.dataset.DatasetSample
+def _record(sample: DatasetSample) -> Any:
     """The sample's typed annotation (schemas.fdb), validated by the dataset loader or here."""
     rec = getattr(sample, "record", None)
     if rec is None:
-        from duplexeval.fdb.dataset import annotation_record
-
         rec = annotation_record(sample.annotation, sample.subset, f"{sample.annotation_path}: sample {sample.key}")
     return rec
 
 
-def bridge_sample(sample, audio16k: np.ndarray | None = None) -> BridgedClip:  # noqa: ANN001 - fdb.dataset.DatasetSample
+def bridge_sample(sample: DatasetSample, audio16k: np.ndarray | None = None) -> BridgedClip:
     """One FDB sample as a clip; the audio is read (and resampled to 16 kHz) unless given."""
-    from duplexeval.jsonio import sha256_file
-
     if sample.subset not in BRIDGED_SUBSETS:
         raise InputError(f"sample {sample.key}: only {', '.join(BRIDGED_SUBSETS)} are bridged (spec 002)")
     audio = sample.read_input_16k() if audio16k is None else np.asarray(audio16k, dtype=np.float32)
@@ -104,8 +111,6 @@ def bridge_sample(sample, audio16k: np.ndarray | None = None) -> BridgedClip:  #
 
 def bridge_dataset(path: str, subsets: tuple[str, ...] = BRIDGED_SUBSETS) -> Iterator[BridgedClip]:
     """Every sample of the bridged subsets of an FDB v1.0 folder (or a synth/demo set), in dataset order."""
-    from duplexeval.fdb.dataset import load_dataset
-
     for s in subsets:
         if s not in BRIDGED_SUBSETS:
             raise InputError(f"subset {s!r} is not bridged (expected {', '.join(BRIDGED_SUBSETS)})")

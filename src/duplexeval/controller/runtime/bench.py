@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.audio import FRAME_SAMPLES
-from duplexeval.controller.data import STATES
+from duplexeval.controller.format.data import STATES
 from duplexeval.errors import InputError
 from duplexeval.stats import NO_DATA, Quantile
 

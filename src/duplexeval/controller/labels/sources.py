@@ -10,12 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import soundfile as sf
 
-from duplexeval.controller.data import Clip, validate_clip_id
-from duplexeval.controller.labels import Activity, LabelRules, derive, to_clip
+from duplexeval.audio import read_audio_16k, resample
+from duplexeval.controller.format.data import Clip, validate_clip_id
+from duplexeval.controller.labels.derive import Activity, LabelRules, derive, to_clip
+from duplexeval.controller.runtime.runner import frame_level_db, run
 from duplexeval.errors import InputError
-from duplexeval.jsonio import json_lines, read_text
+from duplexeval.fdb.transcript import parse_output_json
+from duplexeval.jsonio import json_lines, read_json, read_text
 from duplexeval.schemas import MAX_TIME_S, check_number
+from duplexeval.vad import OFFICIAL_SETTINGS, load_vad
 
 CHANNELS = ("user", "agent")
 
@@ -44,10 +49,6 @@ class Conversation:
 
 def _read_channels(path: Path, where: str) -> tuple[np.ndarray, np.ndarray]:
     """A stereo file's two channels at 16 kHz (channel 0 user, channel 1 agent)."""
-    import soundfile as sf
-
-    from duplexeval.audio import resample
-
     try:
         data, sr = sf.read(str(path), dtype="float32", always_2d=True)
     except (RuntimeError, OSError) as exc:
@@ -59,16 +60,12 @@ def _read_channels(path: Path, where: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _activity(spec: Any, audio: np.ndarray | None, where: str, base: Path) -> tuple[Activity, str]:
     if isinstance(spec, dict) and "transcript" in spec:  # an official-shape output.json (FDB / `fdb asr`)
-        from duplexeval.fdb.transcript import parse_output_json
-        from duplexeval.jsonio import read_json
-
         path = base / str(spec["transcript"])
         words = [(w.text.strip(), w.start, w.start if w.end is None else w.end) for w in parse_output_json(read_json(path), path)]
         return Activity.from_words(words, f"{where}.transcript"), "transcript"
     if spec is None:
         if audio is None:
             raise InputError(f"{where}: needs 'words' or 'segments', or audio to run Silero VAD on")
-        from duplexeval.vad import OFFICIAL_SETTINGS, load_vad
 
         return Activity.from_segments(load_vad().segments_s(audio, OFFICIAL_SETTINGS), where), "silero-vad"
     if not isinstance(spec, dict) or not ({"words", "segments"} & set(spec)):
@@ -94,8 +91,6 @@ def parse_entry(obj: Any, base: Path, where: str) -> Conversation:
     if "audio" in obj:
         ua, aa = _read_channels(base / str(obj["audio"]), where)
     else:
-        from duplexeval.audio import read_audio_16k
-
         try:
             if "user_audio" in obj:
                 ua = read_audio_16k(base / str(obj["user_audio"]))
@@ -168,8 +163,6 @@ def labelled_clips(
     rules: LabelRules | None = None,
 ) -> Iterator[tuple[Clip, Conversation, Any]]:
     """(clip with labels and level_db, the conversation as assigned, its derived labels) per channel assignment."""
-    from duplexeval.controller.runner import frame_level_db
-
     for conv in convs:
         for clip_id, c in assignments(conv):
             try:
@@ -195,8 +188,6 @@ def conversation_clips(
     rules: LabelRules | None = None,
 ) -> Iterator[Clip]:
     """Derive labels (and level_db when audio exists) per assignment; with a controller, add its scores."""
-    from duplexeval.controller.runner import run
-
     for clip, c, lab in labelled_clips(convs, rules):
         if controller is not None:
             res = run(controller, needs_user_audio(c), c.agent_audio, lab.n_frames, lab.truth_state,

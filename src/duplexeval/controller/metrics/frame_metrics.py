@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from duplexeval.controller.data import HEADS, NO_LABEL, STATES, ClipFrames
+from duplexeval.controller.format.data import HEADS, NO_LABEL, STATES, ClipFrames
 
 
 class FrameAccumulator:

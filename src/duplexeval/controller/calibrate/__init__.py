@@ -1,0 +1,1 @@
+"""Calibration: thresholds chosen on development data, frozen into an evaluation policy."""

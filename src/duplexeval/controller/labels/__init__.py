@@ -1,0 +1,1 @@
+"""Labels: frame truth and events from two-channel conversations (manifests, FDB CANDOR, espeak-ng conversations)."""

@@ -1,0 +1,153 @@
+"""The ASR stage's per-sample work, run in its workers: one sample's `output.wav` -> `output.json` and its asr.json
+record (or, for `--backend import`, the check of an `output.json` made elsewhere).
+
+Official semantics: `synthetic_user_interruption` audio is cut at R = interrupt.json[0].timestamp[1] and R is
+added back to every word time. Word times are validated, never clipped; a bad one fails that sample only. The
+files are hash-checked against manifest.json as they are read (`fdb.verified`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeAlias, overload
+
+from duplexeval.asr.base import Backend, Word, check_words, round_words
+from duplexeval.asr.registry import make_backend
+from duplexeval.audio import SAMPLE_RATE, read_audio, resample
+from duplexeval.errors import DuplexEvalError, InputError
+from duplexeval.fdb.transcript import parse_output_json, transcript_bytes
+from duplexeval.fdb.tree import MANIFEST_FILE, OUTPUT_JSON, OUTPUT_WAV, SUBSETS, USER_INTERRUPTION
+from duplexeval.fdb.verified import VerifyError, parse_json, read_verified, read_verified_json
+from duplexeval.jsonio import atomic_write_bytes, sha256_bytes
+from duplexeval.schemas import validate
+from duplexeval.schemas.fdb import InterruptAnnotation
+
+# How a worker gets its backend: `asr.registry.backend_spec`'s picklable (name, model, device, threads) recipe,
+# a backend object itself (tests, in-process runs), or None for `--backend import`.
+BackendSpec: TypeAlias = tuple[str, str | None, str, int | None]
+BackendArg: TypeAlias = BackendSpec | Backend | None
+
+
+@dataclass(frozen=True)
+class SampleTask:
+    """Everything a worker needs for one sample (paths inside the tree, validated ids)."""
+
+    key: str
+    subset: str
+    id: str
+    T: float
+    dir: str
+    wav_sha256: str
+    annotation: str | None
+    annotation_sha256: str | None
+    generate: bool  # False: import the existing output.json
+
+
+def _read_cut(task: SampleTask) -> float:
+    """R for the interruption subset (end of the user's interrupt), else 0.0; InputError when malformed."""
+    if SUBSETS[task.subset].task != USER_INTERRUPTION:
+        return 0.0
+    path = Path(task.dir) / str(task.annotation)
+    R = validate(read_verified_json(path, task.annotation_sha256, None, MANIFEST_FILE), InterruptAnnotation, path).R
+    if not 0 <= R < task.T:
+        raise InputError(f"{path}: interrupt end R={R!r} is not a finite time inside [0, T={task.T})")
+    return float(R)
+
+
+def process_sample(backend: Backend | None, task: SampleTask) -> dict[str, Any]:
+    """Transcribe (or import) one sample; returns its asr.json record. Only sample-level failures are caught."""
+    rec: dict[str, Any] = {"status": "error", "output.json": None, "error": None, "audio_sha256": None, "cut_s": None}
+    out_path = Path(task.dir) / OUTPUT_JSON
+    try:
+        wav = Path(task.dir) / OUTPUT_WAV
+        try:
+            audio = read_verified(wav, task.wav_sha256, None, MANIFEST_FILE)
+        except VerifyError as exc:
+            rec["audio_sha256"] = exc.digest  # the hash of what was found, when something was
+            raise
+        rec["audio_sha256"] = task.wav_sha256
+        cut = _read_cut(task)
+        rec["cut_s"] = cut
+        if task.generate:
+            if backend is None:  # the stage builds a backend for every run that generates transcripts
+                raise RuntimeError("no ASR backend to transcribe with")
+            words = _transcribe(backend, wav, audio, task.T, cut)
+            problem = check_words(words, task.T)
+            if problem:
+                raise InputError(f"backend {backend.name!r} returned a bad time: {problem}")
+            digest = sha256_bytes(data := transcript_bytes(words))
+            atomic_write_bytes(out_path, data)
+            stats = getattr(backend, "last_stats", {}) or {}
+            rec.update({"status": "ok", "output.json": digest, "n_words": len(words)})
+            if "unaligned" in stats:
+                rec["unaligned_words"] = int(stats["unaligned"])
+        else:
+            if not out_path.is_file():
+                raise InputError(f"{out_path}: no output.json to import")
+            data = read_verified(out_path, None)
+            words = parse_output_json(parse_json(data, str(out_path)), out_path)
+            problem = check_words(words, task.T, allow_null_end=True)
+            if problem:
+                raise InputError(f"{out_path}: {problem}")
+            rec.update({"status": "ok", "output.json": sha256_bytes(data), "n_words": len(words),
+                        "null_ends": sum(1 for w in words if w.end is None),
+                        "words_before_cut": sum(1 for w in words if w.start < cut)})
+    except DuplexEvalError as exc:
+        rec["error"] = f"sample {task.key}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - a backend crash fails this sample, the run goes on
+        rec["error"] = f"sample {task.key}: backend failed: {type(exc).__name__}: {exc}"
+    if rec["status"] == "error" and task.generate and out_path.is_file():
+        out_path.unlink()  # never leave a transcript that asr.json does not vouch for
+    return rec
+
+
+def _transcribe(backend: Backend, wav: Path, data: bytes, T: float, cut: float) -> list[Word]:
+    audio, sr = read_audio(wav, data)
+    audio = resample(audio, sr, SAMPLE_RATE)
+    # output.wav holds round(T*16000) samples; drop a last sample that would end past T.
+    audio = audio[: int(math.floor(T * SAMPLE_RATE + 1e-6))]
+    audio = audio[cut_sample(cut):]
+    return round_words(list(backend.transcribe(audio, offset_s=cut)))
+
+
+def cut_sample(cut: float) -> int:
+    """First sample kept when cutting at R: the first sample at or after R, so times shifted by R stay in [R, T].
+
+    The official `wav[int(R*sr):]` starts up to one sample *before* R and then adds R, which can push a word
+    that runs to the end of the file past T (by < 62.5 us); starting at or after R cannot.
+    """
+    exact = cut * SAMPLE_RATE
+    nearest = round(exact)
+    return int(nearest) if abs(exact - nearest) < 1e-6 else math.ceil(exact)
+
+
+@overload
+def build_backend(spec: None) -> None: ...
+@overload
+def build_backend(spec: BackendSpec | Backend) -> Backend: ...
+def build_backend(spec: BackendArg) -> Backend | None:
+    """None for import, a backend built from a `backend_spec` tuple, or the picklable backend object itself."""
+    if spec is None:  # import
+        return None
+    if isinstance(spec, tuple) and len(spec) == 4 and isinstance(spec[0], str):
+        return make_backend(spec[0], spec[1], spec[2], spec[3])
+    return spec
+
+
+def load_backend(spec: BackendArg) -> Backend | None:
+    """A worker's backend, built and loaded once (StatefulWork.init)."""
+    backend = build_backend(spec)
+    if backend is not None and hasattr(backend, "load"):
+        backend.load()
+    return backend
+
+
+def lost_record(task: SampleTask, reason: str) -> dict[str, Any]:
+    """A sample whose worker died past the retries: recorded with the reason, never a transcript it did not vouch for."""
+    out = Path(task.dir) / OUTPUT_JSON
+    if task.generate and out.is_file():
+        out.unlink()
+    return {"status": "error", "output.json": None, "error": f"sample {task.key}: {reason}",
+            "audio_sha256": None, "cut_s": None}

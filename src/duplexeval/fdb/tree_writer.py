@@ -1,0 +1,188 @@
+"""Writing an FDB v1.0 tree sample by sample, shared by `fdb export` and `fdb import`: the run record and resume
+journal, the per-sample loop, the byte-for-byte annotation and icc copies, and manifest.json at the end.
+
+Each sample's `trace.json` (`fdb.sample_trace`) is its journal entry: a rerun of the same run reuses every sample
+whose trace names this run, this sample and its input, and whose files still have their recorded hashes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.protocols import DatasetLike, SampleKey, SampleLike, dataset_root
+from duplexeval.fdb.run_journal import ResumeJournal
+from duplexeval.fdb.sample_trace import read_trace
+from duplexeval.fdb.tree import (
+    MANIFEST_FILE,
+    SUBSET_ORDER,
+    SUBSETS,
+    Manifest,
+    SampleEntry,
+    write_manifest,
+)
+from duplexeval.jsonio import atomic_write_bytes, sha256_bytes, sha256_file
+from duplexeval.progress import progress_bar
+
+RUN_RECORD = ".duplexeval-export.json"  # the run record of export and import: what made this tree (tool, system, dataset)
+ICC_FILE = "icc_gt_distribution.json"
+
+# Reasons a sample is ineligible (docs/systems.md lists them).
+REASON_SYSTEM_ERROR = "system_error"
+REASON_PACING = "input_pacing_late"
+REASON_MISSING_ANNOTATION = "missing_annotation"
+REASON_ANNOTATION_HASH = "annotation_hash_mismatch"
+REASON_MISSING_OUTPUT = "missing_output"
+REASON_LENGTH = "length_mismatch"
+REASON_BAD_OUTPUT = "unreadable_output"
+
+P = TypeVar("P")  # what a stage's `key_of` hands its `make` along with the input key (import: the source hash)
+
+
+@dataclass
+class ExportResult:
+    """What a run wrote: the tree, the manifest hash, per-subset counts and how much was reused."""
+
+    tree: Path
+    manifest_sha256: str
+    counts: dict[str, dict[str, int]]
+    ran: int
+    reused: int
+
+
+def open_journal(out: Path, run: dict[str, Any], force: bool) -> ResumeJournal:
+    """Refuse to write into a tree made by a different tool, system or dataset (unless forced), then record this run."""
+    journal = ResumeJournal(out / RUN_RECORD, run)
+    old = journal.recorded_run()
+    if old is not None:
+        if not journal.is_this_run(old) and not force:
+            diff = [k for k in ("tool", "system", "dataset") if not isinstance(old, dict) or old.get(k) != run.get(k)]
+            raise RefusalError(
+                f"{out}: this tree was made by a different {' and '.join(diff) or 'run'}; "
+                f"use another --out or pass --force to overwrite it"
+            )
+    elif (out / MANIFEST_FILE).is_file() and not force:
+        raise RefusalError(f"{out}: has a manifest.json not written by `duplexeval fdb {run['tool']}`; "
+                           "use another --out or --force")
+    journal.start()
+    return journal
+
+
+def finished_entry(journal: ResumeJournal, sample_dir: Path, input_sha: str, key: str) -> SampleEntry | None:
+    """The sample's manifest entry from its trace.json when the journal trusts it (this run, sample `key`, this input,
+    files intact); None means the sample is (re)done."""
+    try:
+        trace = read_trace(sample_dir)
+    except InputError:
+        return None  # missing, torn or of the wrong shape: redone, never trusted
+    if trace.result.key != key:
+        return None  # a journal copied from another sample's folder names that sample, not this one
+    return trace.result if journal.trusts(trace.journal_entry, key, input_sha, sample_dir) else None
+
+
+def unfinished(journal: ResumeJournal, out: Path, samples: Sequence[SampleKey], input_shas: list[str], force: bool) -> list[int]:
+    """Indexes of the samples this run has not finished (all of them with `force`)."""
+    return [i for i, s in enumerate(samples)
+            if force or finished_entry(journal, out / s.subset / s.id, input_shas[i], f"{s.subset}/{s.id}") is None]
+
+
+def copy_annotation(sample: SampleLike, dest_dir: Path) -> tuple[dict[str, str], list[str], str | None]:
+    """Copy the annotation byte for byte; returns (files, reasons, source sha256)."""
+    info = SUBSETS[sample.subset]
+    if info.annotation is None:
+        return {}, [], None
+    src = getattr(sample, "annotation_path", None)  # optional members (fdb.protocols.SampleLike)
+    if src is None or not Path(src).is_file():
+        return {}, [REASON_MISSING_ANNOTATION], None
+    data = Path(src).read_bytes()
+    src_sha = sha256_bytes(data)
+    expected = getattr(sample, "annotation_sha256", None)
+    dest = dest_dir / info.annotation
+    atomic_write_bytes(dest, data)
+    got = sha256_file(dest)
+    reasons = []
+    if got != src_sha or (expected is not None and expected != src_sha):
+        reasons.append(REASON_ANNOTATION_HASH)
+    return {info.annotation: got}, reasons, src_sha
+
+
+def copy_icc(ds: DatasetLike, out: Path) -> dict[str, str]:
+    """Copy the dataset's icc_gt_distribution.json into the tree; returns the manifest key, if any."""
+    src = (dataset_root(ds) or Path(".")) / ICC_FILE
+    if not src.is_file():
+        return {}
+    data = src.read_bytes()
+    atomic_write_bytes(out / ICC_FILE, data)
+    return {"icc_gt_distribution": sha256_bytes(data)}
+
+
+def counts_of(entries: list[SampleEntry]) -> dict[str, dict[str, int]]:
+    """Per subset: how many samples were selected and how many are eligible."""
+    counts: dict[str, dict[str, int]] = {}
+    for e in entries:
+        c = counts.setdefault(e.subset, {"selected": 0, "eligible": 0})
+        c["selected"] += 1
+        c["eligible"] += int(e.eligible)
+    return counts
+
+
+def declared_of(ds: DatasetLike, entries: list[SampleEntry]) -> dict[str, int]:
+    """The declared size of every subset in the tree: the dataset's, else FDB v1.0's."""
+    declared = dict(ds.declared or {})
+    for sub in {e.subset for e in entries}:
+        declared.setdefault(sub, SUBSETS[sub].declared)
+    return {k: int(declared[k]) for k in SUBSET_ORDER if k in declared}
+
+
+def build_samples(
+    out: Path,
+    run: dict[str, Any],
+    force: bool,
+    progress: bool,
+    samples: Sequence[SampleKey],
+    key_of: Callable[[int], tuple[str, P]],
+    make: Callable[[int, str, str, P], SampleEntry],
+    label: str,
+) -> tuple[list[SampleEntry], int, int]:
+    """The per-sample loop export and import share: (entries, made, reused).
+
+    Refuses a tree from another run (`open_journal`); then for sample i, `key_of(i)` gives the hash that
+    identifies its input plus whatever `make` needs; a sample this run already finished from the same input is
+    reused, else `make(i, run_sha, key, payload)` writes it.
+    """
+    journal = open_journal(out, run, force)
+    entries: list[SampleEntry] = []
+    ran = reused = 0
+    with progress_bar(len(samples), label, progress) as advance:
+        for i, sample in enumerate(samples):
+            key, payload = key_of(i)
+            name = f"{sample.subset}/{sample.id}"
+            entry = None if force else finished_entry(journal, out / sample.subset / sample.id, key, name)
+            if entry is None:
+                entry = make(i, journal.run_sha256, key, payload)
+                ran += 1
+            else:
+                reused += 1
+            entries.append(entry)
+            advance(name)
+    return entries, ran, reused
+
+
+def finish_run(out: Path, ds: DatasetLike, entries: list[SampleEntry], system: dict[str, Any], section: str,
+               info: dict[str, Any], limit: int | None, ran: int, reused: int) -> ExportResult:
+    """Write the manifest with `system` and a `section` of `info` plus the selection and counts."""
+    counts = counts_of(entries)
+    selection = {"subsets": sorted({e.subset for e in entries}, key=SUBSET_ORDER.index), "limit": limit}
+    extra = {"system": system, section: {**info, "selection": selection, "counts": counts}}
+    return ExportResult(out, finish_tree(out, ds, entries, extra), counts, ran, reused)
+
+
+def finish_tree(out: Path, ds: DatasetLike, entries: list[SampleEntry], extra: dict[str, Any]) -> str:
+    """Write manifest.json (plus the icc distribution) from the per-sample entries; returns its hash."""
+    extra = dict(extra)
+    extra.update(copy_icc(ds, out))
+    manifest = Manifest(ds.name, declared_of(ds, entries), entries, extra)
+    return write_manifest(out, manifest)
