@@ -62,6 +62,14 @@ def resample(audio: np.ndarray, sr_in: int, sr_out: int = SAMPLE_RATE) -> np.nda
     return np.asarray(soxr.resample(np.asarray(audio, dtype=np.float32), sr_in, sr_out, quality="HQ"), dtype=np.float32)
 
 
+def resampled_length(n: int, sr_in: int, sr_out: int = SAMPLE_RATE) -> int:
+    """The number of samples `resample` returns for `n` input samples, without resampling: soxr's one-shot
+    length, floor(n * sr_out / sr_in + 1/2) in exact integers (tests/test_live_playout_length.py checks it)."""
+    if sr_in == sr_out:
+        return n
+    return (2 * n * sr_out + sr_in) // (2 * sr_in)
+
+
 def read_audio_16k(path: str | os.PathLike[str]) -> np.ndarray:
     """Read a file and return mono float32 at 16 kHz."""
     audio, sr = read_audio(path)

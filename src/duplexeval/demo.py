@@ -35,9 +35,9 @@ from duplexeval.systems.registry import make_system
 
 DEFAULT_OUT = Path("duplexeval-demo")
 # The turn-based baseline served by a loopback openai-realtime server (a `duplexeval serve` child process)
-# and driven over the wire, all samples at once: the network path on a known system. The server grants
-# 16 kHz, so the column can be compared with `turn-based` (docs/network.md).
-NETWORK_DEMO = "loopback:protocol=openai-realtime,serve=turn-based,options=rate=16000,client=rate=16000"
+# and driven over the wire, all samples at once: the network path on a known system, at the protocol's
+# default 24 kHz, so the column can be compared with `turn-based` (docs/network.md).
+NETWORK_DEMO = "loopback:protocol=openai-realtime,serve=turn-based"
 DEFAULT_SYSTEMS: tuple[str, ...] = ("silent", "turn-based", "talk-over", "backchannel", NETWORK_DEMO)
 LABELS = {NETWORK_DEMO: "turn-based@openai-realtime"}
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from duplexeval.systems.playout import SR, _to_16k_int16
-from duplexeval.systems.runner import ReceivedItem
+from duplexeval.audio import resampled_length
+from duplexeval.systems.playout import SR
 
 
 @dataclass
@@ -30,10 +30,7 @@ class LivePlayout:
         self.placed: list[_Placed] = []
 
     def add(self, key: str, pcm16: bytes, rate: int, received_at_s: float) -> None:
-        import numpy as np
-
-        item = ReceivedItem("audio", received_at_s, received_at_s, rate, np.frombuffer(pcm16, dtype="<i2").astype(np.int16))
-        n = int(_to_16k_int16(item).shape[0]) if rate != SR else len(pcm16) // 2
+        n = resampled_length(len(pcm16) // 2, rate, SR)  # the chunk's 16 kHz length, as the offline playout resamples it
         at = round(received_at_s * SR)
         start = max(at, self.queue_end)
         self.placed.append(_Placed(key, start, start + n))

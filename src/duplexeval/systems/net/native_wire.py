@@ -11,14 +11,13 @@ padding_ms}`; `session.close` -> `session.closed`. `commit`, `response.create` a
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from duplexeval.systems.base import ProtocolViolation
+from duplexeval.systems.net.pcm import b64decode_pcm, b64encode
 
 REALTIME_PATH = "/v1/realtime"
 UNIT_MS = 80
@@ -321,18 +320,14 @@ def dump(event: BaseModel) -> str:
 
 
 def decode_pcm16(b64: str, what: str) -> bytes:
-    """Base64 PCM16 -> bytes; bad base64 or odd length is a protocol violation."""
+    """Base64 PCM16 -> bytes (`pcm.b64decode_pcm`'s checks); a violation is a NativeWireError."""
     try:
-        raw = base64.b64decode(b64, validate=True)
-    except (binascii.Error, ValueError):
-        raise NativeWireError(f"{what}: bad base64") from None
-    if len(raw) % 2:
-        raise NativeWireError(f"{what}: odd-length PCM16 ({len(raw)} bytes)")
-    return raw
+        return b64decode_pcm(b64, what)
+    except ProtocolViolation as exc:
+        raise NativeWireError(str(exc)) from None
 
 
-def encode_pcm16(pcm: bytes) -> str:
-    return base64.b64encode(pcm).decode("ascii")
+encode_pcm16 = b64encode
 
 
 # ---- what the client asked for, and whether the grant matches ----

@@ -2,7 +2,7 @@
 
 Client (`OpenAIRealtime`): waits for `session.created`, sends one `session.update` in its dialect,
 reads the granted input/output format from `session.updated` (a format other than PCM16 is a
-protocol violation), then appends 80 ms of input resampled (soxr, HQ) to the granted rate. On
+protocol violation), then appends 80 ms of input resampled to the granted rate (exact frames, `pcm.StreamResampler`). On
 `input_audio_buffer.speech_started` it does what a careful client does: `clear_queue` at the
 receipt time, `conversation.item.truncate` of the item that was playing at the milliseconds its
 live FIFO playout actually PLAYED (no truncate when nothing of it was played), and `response.cancel`
@@ -376,7 +376,7 @@ class RealtimeServerSession(ServerSession):
 
     async def run(self) -> None:
         await self.send_now(self._event("session.created", session=self._session_json()))
-        to16k = StreamResampler(self.rate, INPUT_SAMPLE_RATE, quality="QQ")
+        to16k = StreamResampler(self.rate, INPUT_SAMPLE_RATE)
         async for message in self.ws:
             if self.stalled:
                 continue

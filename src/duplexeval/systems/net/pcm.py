@@ -1,4 +1,4 @@
-"""PCM16 helpers for the wire: streaming soxr resampling and strict base64 decoding."""
+"""PCM16 helpers for the wire: exact-frame stream resampling and strict base64 decoding."""
 
 from __future__ import annotations
 
@@ -8,28 +8,33 @@ import binascii
 import numpy as np
 
 from duplexeval.systems.base import ProtocolViolation
+from duplexeval.systems.net.resample_stream import StreamResampler as FirResampler
 
 
 class StreamResampler:
-    """PCM16 bytes at `sr_in` -> PCM16 bytes at `sr_out`, chunk by chunk (soxr stream; identity when equal).
+    """PCM16 bytes at `sr_in` -> PCM16 bytes at `sr_out`, chunk by chunk (identity when the rates match).
 
-    The client side uses HQ (what a careful client sends); the loopback servers use QQ on their input,
-    whose latency is under one sample, so a server reacts to audio as soon as it arrives.
+    Exact frames: 80 ms in gives exactly 80 ms out (a causal FIR with carried state, `resample_stream`,
+    a constant delay of about 1 ms). soxr's stream mode emits in blocks of 734 samples at 24 kHz and holds
+    7-35 ms back, so a server's 80 ms frame k was only complete when packet k + 1 arrived: every reply came
+    up to one frame late (the 24 kHz gap in benchmarks/README.md, measured by benchmarks/network_stages.py).
     """
 
-    def __init__(self, sr_in: int, sr_out: int, quality: str = "HQ") -> None:
+    def __init__(self, sr_in: int, sr_out: int) -> None:
         self.sr_in, self.sr_out = int(sr_in), int(sr_out)
-        self._stream = None
-        if self.sr_in != self.sr_out:
-            import soxr  # type: ignore[import-untyped]
+        self._fir = FirResampler(self.sr_in, self.sr_out) if self.sr_in != self.sr_out else None
 
-            self._stream = soxr.ResampleStream(self.sr_in, self.sr_out, 1, dtype="int16", quality=quality)
+    @property
+    def delay_s(self) -> float:
+        """The constant delay the resampling adds (0 for the identity)."""
+        return 0.0 if self._fir is None else self._fir.delay_samples / self.sr_out
 
-    def __call__(self, pcm16: bytes, last: bool = False) -> bytes:
-        if self._stream is None:
+    def __call__(self, pcm16: bytes) -> bytes:
+        if self._fir is None:
             return pcm16
-        x = np.frombuffer(pcm16, dtype="<i2").astype(np.int16)
-        return np.asarray(self._stream.resample_chunk(x, last=last), dtype="<i2").tobytes()
+        x = np.frombuffer(pcm16, dtype="<i2").astype(np.float32) / 32768.0
+        y = self._fir.process(x).astype(np.float64) * 32768.0
+        return np.clip(np.rint(y), -32768, 32767).astype("<i2").tobytes()
 
 
 def b64encode(pcm16: bytes) -> str:

@@ -2,8 +2,10 @@
 
 Ogg/Opus frames must be exactly 1920 samples at 24 kHz, so the 16 kHz -> 24 kHz conversion of each
 80 ms input frame must give exactly 1920 samples with no buffering lag. soxr's stream mode emits in
-uneven blocks (up to ~36 ms behind at HQ), so this is a causal polyphase FIR (scipy's `firwin` +
-`lfilter` with carried state): a constant delay of `delay_samples` output samples, nothing else.
+uneven blocks (up to ~36 ms behind at HQ), so this is a causal polyphase FIR (scipy's `firwin`, one
+`np.convolve` per phase over the input with its last samples carried: the same sums as `lfilter` on the
+zero-stuffed stream with carried state, without the zeros): a constant delay of `delay_samples` output
+samples, nothing else.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from math import gcd
 
 import numpy as np
-from scipy.signal import firwin, lfilter  # type: ignore[import-untyped]
+from scipy.signal import firwin  # type: ignore[import-untyped]
 
 TAPS_PER_PHASE = 24  # filter length = taps_per_phase * up (odd-adjusted); ~1 ms of delay at 16/24 kHz
 
@@ -32,8 +34,13 @@ class StreamResampler:
         self._identity = self.up == self.down
         n_taps = TAPS_PER_PHASE * max(self.up, self.down) | 1
         cutoff = 0.92 / max(self.up, self.down)  # of the upsampled Nyquist, just inside the narrower band
-        self._h = (firwin(n_taps, cutoff) * self.up).astype(np.float64)
-        self._zi = np.zeros(n_taps - 1, dtype=np.float64)
+        h = (firwin(n_taps, cutoff) * self.up).astype(np.float64)
+        # Phase p of the upsampled output: y[i * up + p] = sum_m h[p + m * up] * x[i - m].
+        self._m = -(-n_taps // self.up)
+        padded = np.zeros(self._m * self.up, dtype=np.float64)
+        padded[:n_taps] = h
+        self._poly = [padded[p :: self.up].copy() for p in range(self.up)]
+        self._hist = np.zeros(self._m - 1, dtype=np.float64)  # the last m - 1 input samples
         self._phase = 0  # index into the upsampled stream of the next kept sample (mod down)
         # Linear-phase FIR: group delay (n_taps - 1) / 2 at the upsampled rate.
         self.delay_samples = ((n_taps - 1) / 2) / self.down
@@ -43,9 +50,14 @@ class StreamResampler:
         x = np.asarray(x, dtype=np.float64).ravel()
         if self._identity:
             return x.astype(np.float32)
-        stuffed = np.zeros(x.shape[0] * self.up, dtype=np.float64)
-        stuffed[:: self.up] = x
-        y, self._zi = lfilter(self._h, 1.0, stuffed, zi=self._zi)
+        n_up = x.shape[0] * self.up
+        xe = np.concatenate([self._hist, x])
+        self._hist = xe[xe.shape[0] - self._hist.shape[0] :]
+        y = np.empty(n_up, dtype=np.float64)
+        if n_up:
+            frames = y.reshape(x.shape[0], self.up)
+            for p, sub in enumerate(self._poly):
+                frames[:, p] = np.convolve(xe, sub, mode="valid")
         kept = y[self._phase :: self.down]
-        self._phase = (self._phase - stuffed.shape[0]) % self.down
+        self._phase = (self._phase - n_up) % self.down
         return kept.astype(np.float32)

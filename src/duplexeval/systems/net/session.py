@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlsplit
@@ -34,6 +35,7 @@ from duplexeval.systems.base import (
     Received,
     SampleInfo,
 )
+from duplexeval.systems.net.phases import planner
 from duplexeval.systems.net.trace import WireTrace
 from duplexeval.systems.net.transport import (
     DEFAULT_MAX_SIZE,
@@ -48,6 +50,13 @@ from duplexeval.systems.net.transport import (
 )
 
 _SECRET_QUERY = ("key", "api-key", "api_key", "token", "access_token", "auth", "password", "secret")
+
+
+def wire_len(data: str | bytes) -> int:
+    """Bytes of a message on the wire (UTF-8 for text; ASCII text, e.g. base64 JSON, without an encoded copy)."""
+    if isinstance(data, str):
+        return len(data) if data.isascii() else len(data.encode("utf-8"))
+    return len(data)
 
 
 class SessionOpenFailed(Exception):
@@ -163,6 +172,7 @@ class NetSession:
         self._owed: set[str] = set()
         self._error = asyncio.Event()
         self._watchdog: asyncio.Task[None] | None = None
+        self._phase: int | None = None
 
     # ---------------------------------------------------------- protocol hooks (override)
     async def handshake(self) -> None:
@@ -234,7 +244,7 @@ class NetSession:
         if self.dead or self.ws is None:
             return None
         t0 = self.wire.now()
-        rec = self.wire.send(t0, kind, len(data.encode("utf-8")) if isinstance(data, str) else len(data), **fields)
+        rec = self.wire.send(t0, kind, wire_len(data), **fields)
         try:
             ok = await send_bounded(self.ws, data, self.system.transport().send_timeout_s)
         except Exception as exc:  # noqa: BLE001 - a closed socket ends the session; the receive task records it
@@ -268,7 +278,11 @@ class NetSession:
         # Everything alive now (modules, models, codecs) leaves the collector's view, so no full
         # collection can stall the 80 ms schedule (measured: a 108 ms gen-2 pass mid-session in the CLI).
         gc.freeze()
-        self.wire.start_input()
+        # Slot 0 is the next free phase of this loop's 80 ms frame (at most one frame from now; at once
+        # when no other session runs here), so concurrent sessions do not all send in the same ms.
+        plan = planner()
+        self._phase, origin = plan.claim(time.monotonic())
+        self.wire.start_input(origin)
         bound = self.info.T + self.system.session_extra_s
         self._watchdog = asyncio.get_running_loop().create_task(self._bound(bound))
 
@@ -280,7 +294,7 @@ class NetSession:
             await self.receiver.close()
 
     def _on_message(self, t: float, data: str | bytes) -> None:
-        nbytes = len(data.encode("utf-8")) if isinstance(data, str) else len(data)
+        nbytes = wire_len(data)
         rec = self.wire.recv(t, "text" if isinstance(data, str) else "binary", nbytes)
         try:
             self.on_message(rec, data)
@@ -318,6 +332,9 @@ class NetSession:
         await self._shutdown()
 
     async def _shutdown(self) -> None:
+        if self._phase is not None:
+            planner().release(self._phase)
+            self._phase = None
         if self._watchdog is not None:
             self._watchdog.cancel()
         if self.receiver is not None:

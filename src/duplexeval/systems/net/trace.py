@@ -73,9 +73,9 @@ class WireTrace:
     def mono_to_t(self, mono: float) -> float:
         return mono - (self.origin if self.origin is not None else self._created)
 
-    def start_input(self) -> None:
-        """Input slot 0 is now: shift every earlier record onto the input timeline (they become negative)."""
-        self.origin = time.monotonic()
+    def start_input(self, at_mono: float | None = None) -> None:
+        """Input slot 0 is now (or at monotonic `at_mono`): shift every earlier record onto the input timeline."""
+        self.origin = time.monotonic() if at_mono is None else float(at_mono)
         shift = self.origin - self._created
         for rec in self.records:
             for key in ("t", "t_done"):

@@ -32,6 +32,7 @@ log = logging.getLogger("duplexeval.net")
 WS_LOG = logging.getLogger("duplexeval.net.websockets")
 WS_LOG.setLevel(logging.INFO)
 
+_TIMEOUT = getattr(asyncio, "timeout", None)  # Python 3.11+
 CONNECT_RETRIES = 3  # retries after the first attempt, on HTTP 503 or a refused connection only
 RETRY_DELAY_S = 0.25
 DEFAULT_MAX_SIZE = 8 * 1024 * 1024
@@ -180,9 +181,17 @@ class Receiver:
 
 
 async def send_bounded(ws: ClientConnection, data: str | bytes, timeout_s: float) -> bool:
-    """Send one message within `timeout_s`; False when it timed out (the caller records `send_timeout`)."""
+    """Send one message within `timeout_s`; False when it timed out (the caller records `send_timeout`).
+
+    On Python 3.11+ `asyncio.timeout` bounds the send inside the caller's task: no task per packet (as
+    `wait_for` makes before 3.12), so the frame is written in the loop step of the deadline that woke it.
+    """
     try:
-        await asyncio.wait_for(ws.send(data), timeout=timeout_s)
+        if _TIMEOUT is not None:
+            async with _TIMEOUT(timeout_s):
+                await ws.send(data)
+        else:  # Python 3.10
+            await asyncio.wait_for(ws.send(data), timeout=timeout_s)
         return True
     except asyncio.TimeoutError:
         return False

@@ -90,7 +90,7 @@ class WsPcmServerSession(ServerSession):
         if self.rate not in RATES:
             await self.ws.close(1008, f"unsupported rate {q.get('rate')}")
             return
-        to16k = StreamResampler(self.rate, INPUT_SAMPLE_RATE, quality="QQ")
+        to16k = StreamResampler(self.rate, INPUT_SAMPLE_RATE)
         async for message in self.ws:
             if self.stalled:
                 continue
