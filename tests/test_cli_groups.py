@@ -1,0 +1,42 @@
+"""A command under one group registers only that group's modules: the table that says which modules those
+are must match what each module registers, so no command goes missing from a group-only command tree."""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+from duplexeval import cli
+
+
+def _fresh_apps() -> cli.CliApps:
+    return cli.CliApps(*(typer.Typer() for _ in range(6)))
+
+
+def test_each_module_registers_exactly_the_groups_the_table_names() -> None:
+    for module_name, groups in cli.COMMAND_GROUPS.items():
+        apps = _fresh_apps()
+        importlib.import_module(module_name).register(apps)
+        used = {name for name in ("root", *cli.GROUPS)
+                if getattr(apps, name).registered_commands or getattr(apps, name).registered_groups}
+        assert used == set(groups), module_name
+
+
+def _commands(app: typer.Typer, group: str) -> set[str]:
+    cmd = typer.main.get_command(app)
+    return set(cmd.commands[group].commands)  # type: ignore[attr-defined]
+
+
+def test_a_group_only_tree_has_every_command_of_its_group() -> None:
+    full = cli._make_app()
+    for group in cli.GROUPS:
+        assert _commands(cli._make_app(group), group) == _commands(full, group), group
+
+
+def test_the_group_is_the_first_word_that_is_not_an_option() -> None:
+    assert cli._group_of(["fdb", "score", "--tree", "x"]) == "fdb"
+    assert cli._group_of(["--version"]) is None
+    assert cli._group_of(["demo", "--out", "fdb"]) is None
+    assert cli._group_of(["report", "tree"]) is None
+    assert cli._group_of(["-h"]) is None
