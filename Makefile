@@ -2,7 +2,7 @@
 #   make demo   - the main job: `duplexeval demo` on the built-in data
 #   make test   - the test suite (everything; what CI runs)
 # and one for the edit loop:
-#   make test-fast - the suite without the slow end-to-end tests (marked `slow`)
+#   make test-fast - the suite without the slow end-to-end tests (marked `slow`), on 2 workers (pytest-xdist)
 PYTHON ?= python3.11
 VENV ?= .venv
 STAMP := $(VENV)/.installed
@@ -33,7 +33,7 @@ test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider
 
 test-fast: $(STAMP)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not slow"
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not slow" -n 2 --dist loadfile
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks scripts
