@@ -98,12 +98,12 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
 
 
 def _failure(index: int, exc: BaseException) -> ItemFailure:
-    return ItemFailure(index, _one_line(exc), worker_lost=isinstance(exc, BrokenProcessPool))
+    return ItemFailure(index, one_line(exc), worker_lost=isinstance(exc, BrokenProcessPool))
 
 
 # -- local pool workers: die with the parent, hold the per-worker state ---------------------------------
@@ -161,7 +161,7 @@ class LocalExecutor:
                 try:
                     yield ItemResult(i, fn(item))
                 except Exception as exc:  # noqa: BLE001 - recorded per item by the stage
-                    yield ItemFailure(i, _one_line(exc))
+                    yield ItemFailure(i, one_line(exc))
             return
         if self._pool is None:
             self._pool = cf.ProcessPoolExecutor(max_workers=self.jobs, initializer=_init_plain, initargs=(os.getpid(),))
@@ -176,7 +176,7 @@ class LocalExecutor:
                 try:
                     yield ItemResult(i, work.fn(state, item))
                 except Exception as exc:  # noqa: BLE001 - recorded per item by the stage
-                    yield ItemFailure(i, _one_line(exc))
+                    yield ItemFailure(i, one_line(exc))
             return
         # spawn: model libraries (onnxruntime, CTranslate2) are not fork-safe once their threads exist.
         with cf.ProcessPoolExecutor(max_workers=min(self.jobs, len(items)), mp_context=mp.get_context("spawn"),

@@ -26,7 +26,7 @@ from duplexeval.executors import (
     R,
     StatefulWork,
     T,
-    _one_line,
+    one_line,
 )
 
 INSTALL_HINT = "--executor ray needs Ray, an optional extra: pip install 'duplexeval[ray]'"
@@ -53,7 +53,7 @@ def _run_task(fn: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
     try:
         return True, fn(item)
     except Exception as exc:  # noqa: BLE001 - recorded per item by the stage
-        return False, _one_line(exc)
+        return False, one_line(exc)
 
 
 class _StatefulWorker:
@@ -75,15 +75,15 @@ class _StatefulWorker:
             pickle.dumps(err)
             return os.getpid(), err
         except Exception:  # noqa: BLE001 - an exception that cannot travel: its line
-            return os.getpid(), _one_line(err)
+            return os.getpid(), one_line(err)
 
     def run(self, fn: Callable[[Any, Any], Any], item: Any) -> tuple[bool, Any]:
         if self.error is not None:
-            return False, _one_line(self.error)
+            return False, one_line(self.error)
         try:
             return True, fn(self.state, item)
         except Exception as exc:  # noqa: BLE001 - recorded per item by the stage
-            return False, _one_line(exc)
+            return False, one_line(exc)
 
 
 class RayExecutor:

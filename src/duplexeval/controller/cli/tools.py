@@ -3,7 +3,6 @@ subsets, a streaming controller run into a data folder, the compute benchmark, a
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import fields
@@ -29,6 +28,7 @@ from duplexeval.errors import InputError, RefusalError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
 from duplexeval.jsonio import check_output_dir, write_json
+from duplexeval.options import key_values
 from duplexeval.schemas import MAX_TIME_S
 
 if TYPE_CHECKING:  # duplexeval.cli imports this module
@@ -43,22 +43,8 @@ OUT_ARGUMENT = typer.Argument(None, metavar="[OUT]", show_default=False, help="D
 FORCE = typer.Option(False, "--force", help="Overwrite a non-empty OUT.")
 
 
-def _options(items: list[str] | None, flag: str) -> dict:
-    """key=value pairs; values parsed as JSON when they are (numbers, true/false, null), else kept as strings."""
-    out = {}
-    for item in items or []:
-        k, sep, v = item.partition("=")
-        if not sep or not k:
-            raise InputError(f"{flag}: expected key=value, got {item!r}")
-        try:
-            out[k] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k] = v
-    return out
-
-
 def _rules(items: list[str] | None) -> LabelRules:
-    opts = _options(items, "--rule")
+    opts = key_values(items, "--rule")
     names = {f.name for f in fields(LabelRules)}
     bad = sorted(set(opts) - names)
     if bad:
@@ -167,7 +153,7 @@ def controller_run(
     LISTEN forced) and write its scores with the derived labels. With --executor ray, one conversation per task."""
     out = _out_folder(positional_out, out, "data folder")
     _check_out(out, force)
-    opts = _options(option, "--option")
+    opts = key_values(option, "--option")
     ctl = load_controller(controller, opts)
     rules = _rules(rule)
     remote = (controller, opts, executor_spec) if executor_spec.kind != "local" else None
@@ -186,7 +172,7 @@ def controller_bench(
     json_out: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
 ) -> None:
     """Compute cost by spec 002's protocol: batch 1, 64 prefill frames, 3 x 200 one-frame updates."""
-    rep = bench(load_controller(controller, _options(option, "--option")), prefill, updates, repeats)
+    rep = bench(load_controller(controller, key_values(option, "--option")), prefill, updates, repeats)
     rep["controller_spec"] = controller
     typer.echo(format_bench(rep))
     if json_out is not None:
