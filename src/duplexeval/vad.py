@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.errors import InputError, RefusalError
+from duplexeval.jsonio import sha256_bytes
 
 SAMPLE_RATE = 16000
 WINDOW_SAMPLES = 512  # one probability per 32 ms frame at 16 kHz
@@ -258,7 +259,6 @@ def package_version() -> str | None:
 
 def check_model_file(path: str | Path, expected_sha256: str = MODEL_SHA256) -> bytes:
     """Read the model file and return its bytes; RefusalError (one line) if missing or its hash differs."""
-    from duplexeval.jsonio import sha256_bytes
 
     path = Path(path)
     try:
@@ -435,7 +435,6 @@ def load_sequence_vad() -> SileroSequenceVad | None:
     6.2.3 one (SHA-256 checked once); callers then use the per-frame model, with identical results."""
     with _CACHE_LOCK:
         if "sequence" not in _SEQ_CACHE:
-            from duplexeval.jsonio import sha256_bytes
 
             path = sequence_model_path()
             data = path.read_bytes() if path is not None else None

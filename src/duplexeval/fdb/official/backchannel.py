@@ -13,7 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from duplexeval import vad as vadmod
+from duplexeval.fdb.official.metric import numpy_mean_std
 from duplexeval.fdb.transcript import Word
+from duplexeval.fdb.unified.speech import segment_audios
 from duplexeval.schemas import validate
 from duplexeval.schemas.fdb import IccGroundTruth
 
@@ -115,8 +118,6 @@ def vad_segments_s(audios: Sequence[np.ndarray], jobs: int | None = None) -> lis
     The files are stepped together through the model's batch axis (`speech.segment_audios`); the segments
     equal `SileroVad.segments_s(audio, OFFICIAL_SETTINGS, official_rounding=True)` one file at a time (tested).
     """
-    from duplexeval import vad as vadmod
-    from duplexeval.fdb.unified.speech import segment_audios
 
     clips = [np.ascontiguousarray(np.asarray(a), dtype=np.float32) for a in audios]
     for c in clips:
@@ -237,7 +238,6 @@ FREQUENCY = "Frequency"
 
 def backchannel_metrics(samples: Sequence[BackchannelSample]) -> dict[str, Any]:
     """Mean and population std of JSD, TOR and frequency over all samples, as the script prints them."""
-    from duplexeval.fdb.official.metric import numpy_mean_std
 
     return {
         JSD: numpy_mean_std([s.jsd for s in samples], NO_SAMPLES_NAN),

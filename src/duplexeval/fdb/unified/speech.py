@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from duplexeval.vad import SCORER_SETTINGS, load_sequence_vad, load_vad, timestamps_from_probs, vad_signature
+
 Segments = list[tuple[int, int]]
 Segmenter = Callable[[Sequence[Path]], list[Segments]]
 
@@ -48,14 +50,12 @@ _SCALE = np.float32(1.0 / 32768.0)
 
 
 def _settings() -> Any:
-    from duplexeval.vad import SCORER_SETTINGS
 
     return SCORER_SETTINGS
 
 
 def signature() -> dict[str, Any]:
     """The VAD package, version, model hash and the scorer settings, for the top of unified.json."""
-    from duplexeval.vad import vad_signature
 
     sig = vad_signature(_settings())
     if _early_stop_ok(_settings()):
@@ -208,7 +208,6 @@ def settled(probs_prefix: np.ndarray, limit: int, settings: Any) -> Segments | N
     starting by then that is still open shows up, force-closed at the prefix end) and no such segment is
     open. Only valid for settings with no padding and no maximum speech length (`_early_stop_ok`).
     """
-    from duplexeval.vad import timestamps_from_probs
 
     end = len(probs_prefix) * WINDOW
     if end - limit <= 16000 * settings.min_speech_ms / 1000:
@@ -224,7 +223,6 @@ def batch_segments(vad: Any, audios: Sequence[np.ndarray], limits: Sequence[int 
 
     A file with a limit stops being stepped once those segments are final (see the module docstring).
     """
-    from duplexeval.vad import timestamps_from_probs
 
     frames, n_frames = _frames(audios)
     early = _early_stop_ok(settings)
@@ -261,7 +259,6 @@ def _sequence_model() -> Any:
     """The sequence model when it is installed and wanted, else None (the per-frame path runs)."""
     if not USE_SEQUENCE_MODEL:
         return None
-    from duplexeval.vad import load_sequence_vad
 
     return load_sequence_vad()
 
@@ -345,7 +342,6 @@ def sequence_probs(model: Any, audio: np.ndarray) -> np.ndarray:
 def sequence_segments(model: Any, audio: np.ndarray, limit: int | None, settings: Any) -> Segments:
     """`batch_segments` of one signal by the sequence model: with a limit, the scan stops at the same checks
     (every CHECK_EVERY frames from the first useful one) once the segments starting by then are final."""
-    from duplexeval.vad import timestamps_from_probs
 
     n = -(-audio.size // WINDOW)
     if limit is None or not _early_stop_ok(settings) or n == 0:
@@ -391,7 +387,6 @@ def _read(path: Path) -> np.ndarray:
 
 
 def _segment_group(group: Sequence[tuple[Path, int | None]]) -> list[Segments]:
-    from duplexeval.vad import load_vad
 
     audios = [_read(p) for p, _ in group]
     return batch_segments(load_vad(), audios, [lim for _, lim in group], _settings())
@@ -424,7 +419,6 @@ def segment_audios(
     Signals are dealt to the batches longest first, round-robin, so the threads get equal work and each
     batch's rows finish in order. Used by the official backchannel rule (30 ms padding, whole files).
     """
-    from duplexeval.vad import load_vad
 
     jobs = default_jobs() if jobs is None else max(1, jobs)
     order = sorted(range(len(audios)), key=lambda k: (-audios[k].size, k))
@@ -456,7 +450,6 @@ def segment_audios(
 def probs_files(paths: Sequence[Path], jobs: int | None = None, batch: int = BATCH_FILES) -> list[np.ndarray]:
     """Whole-file speech probabilities of each 16 kHz mono file (batched and threaded; equal to
     `SileroVad.probs` of each file). One scan serves any number of segmentation settings."""
-    from duplexeval.vad import load_vad
 
     jobs = default_jobs() if jobs is None else max(1, jobs)
     model = _sequence_model()

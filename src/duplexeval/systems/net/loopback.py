@@ -16,7 +16,12 @@ import threading
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
+from duplexeval.errors import InputError
 from duplexeval.systems.base import SampleInfo
+from duplexeval.systems.net.faults import parse_faults
+from duplexeval.systems.net.serve_cli import parse_options
+from duplexeval.systems.net.server import SERVER_PROTOCOLS, ServerProcess, ServerThread, make_server, server_class
+from duplexeval.systems.registry import make_system
 
 _SERVERS: dict[tuple[str, str, str, str, bool], Any] = {}
 _LOCK = threading.Lock()
@@ -77,18 +82,12 @@ class Loopback:
         return f"{self.protocol}:url={url}" + (f",{extra}" if extra else "")
 
     def version(self) -> str:
-        from duplexeval.systems.registry import make_system
 
         served = make_system(self.served)
         client = make_system(self._client_spec("ws://127.0.0.1:1/"))
         return f"{client.version()}; served {served.name}: {served.version()}"
 
     def validate(self) -> None:
-        from duplexeval.errors import InputError
-        from duplexeval.systems.net.faults import parse_faults
-        from duplexeval.systems.net.serve_cli import parse_options
-        from duplexeval.systems.net.server import SERVER_PROTOCOLS, server_class
-        from duplexeval.systems.registry import make_system
 
         if self.protocol not in SERVER_PROTOCOLS:
             raise ValueError(f"protocol must be one of {', '.join(SERVER_PROTOCOLS)}, got {self.protocol!r}")
@@ -101,13 +100,6 @@ class Loopback:
             raise ValueError(str(exc)) from None
 
     def _server_url(self) -> str:
-        from duplexeval.systems.net.faults import parse_faults
-        from duplexeval.systems.net.serve_cli import parse_options
-        from duplexeval.systems.net.server import (
-            ServerProcess,
-            ServerThread,
-            make_server,
-        )
 
         key = (self.protocol, self.serve, self.faults, self.options, self.in_process)
         with _LOCK:
@@ -125,7 +117,6 @@ class Loopback:
         return str(th.url())
 
     async def open_session(self, info: SampleInfo) -> Any:
-        from duplexeval.systems.registry import make_system
 
         client = make_system(self._client_spec(self._server_url()))
         return await client.open_session(info)

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from duplexeval.audio import from_pcm16
+from duplexeval.errors import InputError
 from duplexeval.systems.base import FRAME_S, FRAME_SAMPLES
 from duplexeval.systems.net import native_wire as nw
 from duplexeval.systems.net.frame_stream import FullDuplexOutput
@@ -236,7 +237,6 @@ class NativeServerSession(ServerSession):
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
         """One option: `native_unit_ms` (what the grant says; 80 unless testing a client's grant check)."""
-        from duplexeval.errors import InputError
 
         for key, value in options.items():
             if key != "native_unit_ms":

@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from duplexeval.errors import InputError
 from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation, SampleInfo
 from duplexeval.systems.net.live import LivePlayout, played_ms
 from duplexeval.systems.net.pcm import StreamResampler, b64decode_pcm, b64encode
@@ -307,7 +308,6 @@ class RealtimeServerSession(ServerSession):
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
-        from duplexeval.errors import InputError
 
         for key, value in options.items():
             if key not in SERVER_OPTIONS:

@@ -37,6 +37,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from duplexeval.errors import InputError
+from duplexeval.registry import import_object
 from duplexeval.systems.base import (
     CLEAR_QUEUE,
     FRAME_SAMPLES,
@@ -48,6 +50,7 @@ from duplexeval.systems.base import (
 )
 from duplexeval.systems.net.faults import Faults
 from duplexeval.systems.net.transport import DEFAULT_MAX_SIZE, WS_LOG
+from duplexeval.systems.registry import make_system
 
 log = logging.getLogger("duplexeval.serve")
 FRAME_S = FRAME_SAMPLES / INPUT_SAMPLE_RATE
@@ -192,7 +195,6 @@ class ServerSession:
     def check_options(cls, options: dict[str, Any]) -> None:
         """Refuse options this protocol does not know (InputError); the default knows none."""
         if options:
-            from duplexeval.errors import InputError
 
             raise InputError(f"--option: the {cls.protocol} server has no options ({', '.join(sorted(options))} given)")
 
@@ -500,10 +502,8 @@ SERVER_PROTOCOLS: dict[str, str] = {
 
 
 def server_class(protocol: str) -> type[ServerSession]:
-    from duplexeval.registry import import_object
 
     if protocol not in SERVER_PROTOCOLS:
-        from duplexeval.errors import InputError
 
         raise InputError(f"unknown protocol {protocol!r}; available: {', '.join(sorted(SERVER_PROTOCOLS))}")
     cls = import_object(SERVER_PROTOCOLS[protocol], "protocol server")
@@ -515,7 +515,6 @@ def make_server(protocol: str, system: System | str, faults: Faults | None = Non
                 options: dict[str, Any] | None = None, max_size: int = DEFAULT_MAX_SIZE) -> LoopbackServer:
     """A LoopbackServer for `protocol` serving `system` (an object or a `--system` spec)."""
     if isinstance(system, str):
-        from duplexeval.systems.registry import make_system
 
         system = make_system(system)
     cls = server_class(protocol)

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlsplit
 
+from duplexeval import __version__
 from duplexeval.systems.base import (
     CLEAR_QUEUE,
     ControlEvent,
@@ -112,7 +113,6 @@ class NetSystem:
     def version(self) -> str:
         import websockets
 
-        from duplexeval import __version__
 
         return f"duplexeval {__version__}; websockets {websockets.__version__}; protocol {self.protocol}"
 

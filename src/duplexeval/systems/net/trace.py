@@ -29,7 +29,7 @@ import numpy as np
 
 from duplexeval.artifacts import header
 from duplexeval.errors import InputError
-from duplexeval.jsonio import atomic_write_bytes, dumps_line, json_lines, read_text
+from duplexeval.jsonio import atomic_write_bytes, dumps_line, json_lines, read_text, sha256_bytes
 from duplexeval.systems.base import CLEAR_QUEUE
 from duplexeval.systems.runner import MAX_SEND_LATENESS_S, ReceivedItem
 
@@ -123,7 +123,6 @@ class WireTrace:
 
     def write(self, folder: Path, T: float) -> dict[str, str]:
         """Write trace.jsonl and trace.pcm atomically; returns {name: sha256}."""
-        from duplexeval.jsonio import sha256_bytes
 
         text = self.lines(T).encode("utf-8")
         pcm = self.pcm()

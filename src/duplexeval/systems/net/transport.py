@@ -24,6 +24,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from duplexeval import __version__
 from duplexeval.systems.net.trace import WireTrace
 
 log = logging.getLogger("duplexeval.net")
@@ -118,7 +119,6 @@ def _safe_url(url: str) -> str:
 
 
 def _version() -> str:
-    from duplexeval import __version__
 
     return __version__
 

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation, SampleInfo
 from duplexeval.systems.net.pcm import StreamResampler
-from duplexeval.systems.net.server import ServerSession
+from duplexeval.systems.net.server import ServerSession, resample_pcm16
 from duplexeval.systems.net.session import NetSession, NetSystem
 
 RATES = (8000, 16000, 22050, 24000, 44100, 48000)
@@ -102,7 +102,6 @@ class WsPcmServerSession(ServerSession):
                 await self.driver.feed(to16k(message))
 
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
-        from duplexeval.systems.net.server import resample_pcm16
 
         pcm = resample_pcm16(pcm16k, INPUT_SAMPLE_RATE, self.rate)
         step = self.rate  # frames of at most 0.5 s (2 bytes per sample), all due when the system spoke
