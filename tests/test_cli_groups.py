@@ -36,7 +36,14 @@ def test_a_group_only_tree_has_every_command_of_its_group() -> None:
 
 def test_the_group_is_the_first_word_that_is_not_an_option() -> None:
     assert cli._group_of(["fdb", "score", "--tree", "x"]) == "fdb"
-    assert cli._group_of(["--version"]) is None
-    assert cli._group_of(["demo", "--out", "fdb"]) is None
-    assert cli._group_of(["report", "tree"]) is None
-    assert cli._group_of(["-h"]) is None
+    assert cli._group_of(["--version"]) == "root"
+    assert cli._group_of(["demo", "--out", "fdb"]) == "root"
+    assert cli._group_of(["report", "tree"]) == "root"
+    assert cli._group_of(["-h"]) == "root"
+
+
+def test_the_root_tree_lists_every_group_and_the_root_commands() -> None:
+    full, root = typer.main.get_command(cli._make_app()), typer.main.get_command(cli._make_app("root"))
+    assert set(root.commands) == set(full.commands)  # type: ignore[attr-defined]
+    for group in cli.GROUPS:
+        assert root.commands[group].help == full.commands[group].help  # type: ignore[attr-defined]

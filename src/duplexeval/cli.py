@@ -75,7 +75,8 @@ def _make_app(group: str | None = None) -> typer.Typer:
 
 # Feature modules that add commands (each owns its file), with the groups each registers into: a command
 # under one group imports only that group's modules (`fdb score` skips the controller, eot, dialogue and
-# server modules, about 0.2-0.3 s of imports); `--help` at the root and root commands import them all.
+# server modules), and the root (`--help`, `demo`, `report`) only the root's; each group's help text is set
+# here, so the root help lists every group without importing it.
 # tests/test_cli_groups.py checks the table against what each module registers.
 COMMAND_GROUPS: dict[str, tuple[str, ...]] = {
     "duplexeval.fdb.score_cli": ("fdb",),
@@ -98,10 +99,10 @@ COMMAND_MODULES: tuple[str, ...] = tuple(COMMAND_GROUPS)
 GROUPS: tuple[str, ...] = ("fdb", "eot", "controller", "dialogue", "serve")
 
 
-def _group_of(argv: list[str]) -> str | None:
-    """The command group `argv` runs a command of (its first word), or None for the root."""
+def _group_of(argv: list[str]) -> str:
+    """The command group `argv` runs a command of (its first word), or "root" (root commands and `--help`)."""
     first = next((a for a in argv if not a.startswith("-")), None)
-    return first if first in GROUPS else None
+    return first if first in GROUPS else "root"
 
 
 # `duplexeval fdb --help` lists the stages in pipeline order; unknown names keep their place after these.
