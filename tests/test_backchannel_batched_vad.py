@@ -22,18 +22,6 @@ DATA = Path(__file__).parent / "data" / "vad"
 _WANT: dict = {}  # frame-by-frame reference segments, shared by both VAD paths' runs
 
 
-@pytest.fixture(params=["sequence", "per-frame"])
-def vad_path(request, monkeypatch):
-    """Run a test through both VAD paths: Silero's sequence model (when installed) and the batched per-frame one."""
-    from duplexeval.fdb.unified import speech
-    from duplexeval.vad import load_sequence_vad
-
-    if request.param == "sequence" and load_sequence_vad() is None:
-        pytest.skip("silero_vad_16k_sequence.onnx not installed (pip install --no-deps silero-vad==6.2.3)")
-    monkeypatch.setattr(speech, "USE_SEQUENCE_MODEL", request.param == "sequence")
-    return request.param
-
-
 def _clips() -> dict[str, np.ndarray]:
     ref = json.loads((DATA / "reference.json").read_text())
     return {name: read_audio(DATA / c["file"])[0].astype(np.float32) for name, c in sorted(ref["clips"].items())}

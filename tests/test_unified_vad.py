@@ -13,18 +13,6 @@ from duplexeval.vad import SCORER_SETTINGS, load_vad
 UI = "synthetic_user_interruption"
 
 
-@pytest.fixture(params=["sequence", "per-frame"])
-def vad_path(request, monkeypatch):
-    """Run a test through both VAD paths: Silero's sequence model (when installed) and the batched per-frame one."""
-    from duplexeval.fdb.unified import speech
-    from duplexeval.vad import load_sequence_vad
-
-    if request.param == "sequence" and load_sequence_vad() is None:
-        pytest.skip("silero_vad_16k_sequence.onnx not installed (pip install --no-deps silero-vad==6.2.3)")
-    monkeypatch.setattr(speech, "USE_SEQUENCE_MODEL", request.param == "sequence")
-    return request.param
-
-
 @pytest.fixture(scope="module")
 def story():
     return synthesize("Once upon a time there was a small village by the sea, and the people fished every day.")
