@@ -49,16 +49,10 @@ CHECK_EVERY = 16  # frames (0.5 s) between checks whether a file's needed segmen
 _SCALE = np.float32(1.0 / 32768.0)
 
 
-def _settings() -> Any:
-
-    return SCORER_SETTINGS
-
-
 def signature() -> dict[str, Any]:
     """The VAD package, version, model hash and the scorer settings, for the top of unified.json."""
-
-    sig = vad_signature(_settings())
-    if _early_stop_ok(_settings()):
+    sig = vad_signature(SCORER_SETTINGS)
+    if _early_stop_ok(SCORER_SETTINGS):
         sig["scan"] = "each output.wav until its segments starting at or before R are final (= whole-file segments)"
     return sig
 
@@ -387,9 +381,8 @@ def _read(path: Path) -> np.ndarray:
 
 
 def _segment_group(group: Sequence[tuple[Path, int | None]]) -> list[Segments]:
-
     audios = [_read(p) for p, _ in group]
-    return batch_segments(load_vad(), audios, [lim for _, lim in group], _settings())
+    return batch_segments(load_vad(), audios, [lim for _, lim in group], SCORER_SETTINGS)
 
 
 def default_jobs() -> int:
@@ -482,7 +475,7 @@ def segment_files(
     items = list(zip(paths, limits if limits is not None else [None] * len(paths)))
     model = _sequence_model()
     if model is not None:
-        settings = _settings()
+        settings = SCORER_SETTINGS
         return _threaded(lambda item: sequence_segments(model, _read(item[0]), item[1], settings), items, jobs)
     groups = [[items[i] for i in r] for r in _even_groups(len(items), jobs, batch)]
     if jobs == 1 or len(groups) <= 1:

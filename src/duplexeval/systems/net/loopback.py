@@ -82,13 +82,11 @@ class Loopback:
         return f"{self.protocol}:url={url}" + (f",{extra}" if extra else "")
 
     def version(self) -> str:
-
         served = make_system(self.served)
         client = make_system(self._client_spec("ws://127.0.0.1:1/"))
         return f"{client.version()}; served {served.name}: {served.version()}"
 
     def validate(self) -> None:
-
         if self.protocol not in SERVER_PROTOCOLS:
             raise ValueError(f"protocol must be one of {', '.join(SERVER_PROTOCOLS)}, got {self.protocol!r}")
         try:
@@ -100,7 +98,6 @@ class Loopback:
             raise ValueError(str(exc)) from None
 
     def _server_url(self) -> str:
-
         key = (self.protocol, self.serve, self.faults, self.options, self.in_process)
         with _LOCK:
             th = _SERVERS.get(key)
@@ -117,6 +114,5 @@ class Loopback:
         return str(th.url())
 
     async def open_session(self, info: SampleInfo) -> Any:
-
         client = make_system(self._client_spec(self._server_url()))
         return await client.open_session(info)

@@ -31,7 +31,7 @@ from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation, Sample
 from duplexeval.systems.net.live import LivePlayout, played_ms
 from duplexeval.systems.net.pcm import StreamResampler, b64decode_pcm, b64encode
 from duplexeval.systems.net.server import ServerSession, resample_pcm16
-from duplexeval.systems.net.session import HandshakeAborted, NetSession, NetSystem
+from duplexeval.systems.net.session import HandshakeAborted, NetSession, NetSystem, with_query
 
 DIALECTS = ("ga", "beta")
 TURN_DETECTION = ("server_vad", "semantic_vad", "none")
@@ -260,7 +260,7 @@ class OpenAIRealtime(NetSystem):
     def connect_url(self, info: SampleInfo) -> str:
         if not self.model or "model=" in self.url:
             return self.url
-        return f"{self.url}{'&' if '?' in self.url else '?'}model={self.model}"
+        return with_query(self.url, "model", self.model)
 
     def validate(self) -> None:
         super().validate()
@@ -308,7 +308,6 @@ class RealtimeServerSession(ServerSession):
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
-
         for key, value in options.items():
             if key not in SERVER_OPTIONS:
                 raise InputError(f"--option {key}: unknown openai-realtime server option (known: {', '.join(SERVER_OPTIONS)})")

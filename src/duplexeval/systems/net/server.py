@@ -502,7 +502,6 @@ SERVER_PROTOCOLS: dict[str, str] = {
 
 
 def server_class(protocol: str) -> type[ServerSession]:
-
     if protocol not in SERVER_PROTOCOLS:
 
         raise InputError(f"unknown protocol {protocol!r}; available: {', '.join(sorted(SERVER_PROTOCOLS))}")

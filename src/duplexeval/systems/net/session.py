@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlsplit
 
+import websockets
+
 from duplexeval import __version__
 from duplexeval.systems.base import (
     CLEAR_QUEUE,
@@ -90,6 +92,11 @@ class TraceClock:
             await asyncio.sleep(delay)
 
 
+
+def with_query(url: str, key: str, value: object) -> str:
+    """`url` with `key=value` appended to its query string (as the server reads it, unencoded)."""
+    return f"{url}{'&' if '?' in url else '?'}{key}={value}"
+
 @dataclass(frozen=True)
 class NetSystem:
     """Common parameters of every network adapter (bounds); subclasses add their protocol's parameters."""
@@ -111,9 +118,6 @@ class NetSystem:
         return asdict(self)
 
     def version(self) -> str:
-        import websockets
-
-
         return f"duplexeval {__version__}; websockets {websockets.__version__}; protocol {self.protocol}"
 
     def headers(self) -> dict[str, str]:

@@ -96,7 +96,7 @@ async def connect(
                 max_size=settings.max_size,
                 open_timeout=settings.open_timeout_s,
                 close_timeout=settings.close_timeout_s,
-                user_agent_header=f"duplexeval/{_version()}",
+                user_agent_header=f"duplexeval/{__version__}",
                 logger=WS_LOG,
             )
         except Exception as exc:  # noqa: BLE001 - every failure is a recorded attempt
@@ -116,11 +116,6 @@ async def connect(
 def _safe_url(url: str) -> str:
     """The URL without its query string (a user may put a token there)."""
     return url.split("?", 1)[0]
-
-
-def _version() -> str:
-
-    return __version__
 
 
 OnMessage = Callable[[float, "str | bytes"], Awaitable[None] | None]

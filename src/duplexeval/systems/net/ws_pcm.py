@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation, SampleInfo
 from duplexeval.systems.net.pcm import StreamResampler
 from duplexeval.systems.net.server import ServerSession, resample_pcm16
-from duplexeval.systems.net.session import NetSession, NetSystem
+from duplexeval.systems.net.session import NetSession, NetSystem, with_query
 
 RATES = (8000, 16000, 22050, 24000, 44100, 48000)
 
@@ -66,7 +66,7 @@ class WsPcm(NetSystem):
     def connect_url(self, info: SampleInfo) -> str:
         if not self.declare_rate:
             return self.url
-        return f"{self.url}{'&' if '?' in self.url else '?'}rate={self.rate}"
+        return with_query(self.url, "rate", self.rate)
 
     def validate(self) -> None:
         super().validate()
@@ -102,7 +102,6 @@ class WsPcmServerSession(ServerSession):
                 await self.driver.feed(to16k(message))
 
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
-
         pcm = resample_pcm16(pcm16k, INPUT_SAMPLE_RATE, self.rate)
         step = self.rate  # frames of at most 0.5 s (2 bytes per sample), all due when the system spoke
         for off in range(0, len(pcm), step):
