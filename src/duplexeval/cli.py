@@ -44,19 +44,9 @@ def _make_app(group: str | None = None) -> typer.Typer:
         pretty_exceptions_enable=False,
         context_settings={"help_option_names": ["-h", "--help"]},
     )
-    fdb = typer.Typer(help="Full-Duplex-Bench v1.0: synth, export/import, asr, evaluate, score.", no_args_is_help=True)
-    eot = typer.Typer(help="End-of-turn detectors: predict on real pauses, eot-bench's policy sweep with intervals, paired compare, spec 003 pairs.", no_args_is_help=True)
-    controller = typer.Typer(help="Streaming turn-taking controller evaluation (spec 002).", no_args_is_help=True)
-    dialogue = typer.Typer(help="Duplex dialogue managers (spec 004): synth, run, score, demo.", no_args_is_help=True)
-    serve = typer.Typer(
-        help="Serve an in-process system over a real protocol on 127.0.0.1 (reference servers, fault injection).",
-        no_args_is_help=True,
-    )
-    root.add_typer(fdb, name="fdb")
-    root.add_typer(eot, name="eot")
-    root.add_typer(controller, name="controller")
-    root.add_typer(dialogue, name="dialogue")
-    root.add_typer(serve, name="serve")
+    subs = {name: typer.Typer(help=text, no_args_is_help=True) for name, text in GROUP_HELP.items()}
+    for name, sub in subs.items():
+        root.add_typer(sub, name=name)
 
     @root.callback(invoke_without_command=True)
     def _root(
@@ -66,7 +56,7 @@ def _make_app(group: str | None = None) -> typer.Typer:
             typer.echo(f"duplexeval {__version__}")
             raise typer.Exit(0)
 
-    apps = CliApps(root=root, fdb=fdb, eot=eot, controller=controller, dialogue=dialogue, serve=serve)
+    apps = CliApps(root=root, **subs)
     for module_name, groups in COMMAND_GROUPS.items():
         if group is None or group in groups:
             importlib.import_module(module_name).register(apps)
@@ -95,8 +85,16 @@ COMMAND_GROUPS: dict[str, tuple[str, ...]] = {
     "duplexeval.systems.net.serve_cli": ("serve",),
     "duplexeval.fdb.replay_cli": ("fdb",),
 }
-COMMAND_MODULES: tuple[str, ...] = tuple(COMMAND_GROUPS)
-GROUPS: tuple[str, ...] = ("fdb", "eot", "controller", "dialogue", "serve")
+# The command groups under the root, with the help text `duplexeval --help` shows for each.
+GROUP_HELP: dict[str, str] = {
+    "fdb": "Full-Duplex-Bench v1.0: synth, export/import, asr, evaluate, score.",
+    "eot": "End-of-turn detectors: predict on real pauses, eot-bench's policy sweep with intervals, paired compare, "
+    "spec 003 pairs.",
+    "controller": "Streaming turn-taking controller evaluation (spec 002).",
+    "dialogue": "Duplex dialogue managers (spec 004): synth, run, score, demo.",
+    "serve": "Serve an in-process system over a real protocol on 127.0.0.1 (reference servers, fault injection).",
+}
+GROUPS: tuple[str, ...] = tuple(GROUP_HELP)
 
 
 def _group_of(argv: list[str]) -> str:
