@@ -12,8 +12,9 @@ from duplexeval.registry import Registry, import_object
 from duplexeval.systems.base import System
 
 # Commas separate parameters only where the next part starts with `key=`, so a text value may hold commas.
-_SPLIT = re.compile(r",(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
-_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A key may be `field.name` for a dict-valued field (e.g. telephony's `param.customer=42`).
+_SPLIT = re.compile(r",(?=\s*[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)?\s*=)")
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)?$")
 
 _FACTORIES: dict[str, type] = {}
 
@@ -30,6 +31,7 @@ NETWORK_SYSTEMS: dict[str, str] = {
     "loopback": "duplexeval.systems.net.loopback:Loopback",
     "moshi": "duplexeval.systems.net.moshi:MoshiSystem",
     "native-duplex": "duplexeval.systems.net.native:NativeDuplexSystem",
+    "telephony": "duplexeval.systems.net.telephony:Telephony",
 }
 _PLUGIN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_.]*)(?::(.*))?$", re.DOTALL)
 
@@ -128,6 +130,13 @@ def make_system(spec: str) -> System:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in raw.items():
+        if "." in key:  # `field.name=value` collects into the dict field `field`
+            prefix, _, sub = key.partition(".")
+            f = fields.get(prefix)
+            if f is None or f.default_factory is not dict:  # type: ignore[comparison-overlap]
+                raise InputError(f"--system {spec!r}: {name} has no parameter group {prefix!r} (for {key}=...)")
+            kwargs.setdefault(prefix, {})[sub] = value
+            continue
         if key not in fields:
             known = ", ".join(fields) or "none"
             raise InputError(f"--system {spec!r}: {name} has no parameter {key!r} (known: {known})")
