@@ -74,8 +74,13 @@ def prepare(sample: SampleLike, out: Path) -> PreparedSample:
 
 
 async def run_prepared(system: System, prep: PreparedSample) -> SessionTrace:
-    """Run the session of one prepared sample."""
-    return await run_session_async(system, prep.pcm, SampleInfo(prep.sample.subset, prep.sample.id, prep.T, prep.n))
+    """Run the session of one prepared sample (a network system's `run_sample` may run it on another replica)."""
+    info = SampleInfo(prep.sample.subset, prep.sample.id, prep.T, prep.n)
+    run_sample = getattr(system, "run_sample", None)
+    if run_sample is not None:
+        trace: SessionTrace = await run_sample(prep.pcm, info)
+        return trace
+    return await run_session_async(system, prep.pcm, info)
 
 
 def write_sample(head: TraceHead, sdir: Path, sample: SampleKey, items: list[ReceivedItem], reasons: list[str],
