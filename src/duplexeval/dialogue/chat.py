@@ -79,7 +79,7 @@ def parse_control(content: str, speaking: bool) -> list[str] | None:
 
 @dataclass
 class ChatManager:
-    """Settings are `--param` values; the key is read from the environment variable `api_key_env`."""
+    """Settings are the spec's key=value parameters; the key is read from the environment variable `api_key_env`."""
 
     model: str = ""
     base_url: str = "http://127.0.0.1:8000/v1"

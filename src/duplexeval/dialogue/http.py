@@ -87,7 +87,7 @@ class CachedChat:
 
     def __post_init__(self) -> None:
         if not self.model:
-            raise InputError(f"{self.what}: a model name is needed (--model / model=...)")
+            raise InputError(f"{self.what}: a model name is needed (model=... in its spec)")
         if not 1 <= self.max_attempts <= MAX_ATTEMPTS:
             raise InputError(f"{self.what}: attempts must be 1..{MAX_ATTEMPTS}, got {self.max_attempts}")
         if not 0 < self.timeout_s <= 600:
