@@ -179,6 +179,13 @@ def _polish(cmd: Any, group: str = "") -> None:
         param.callback = _output_check(kind, flag, param.callback)
 
 
+def command_tree(group: str | None = None) -> Any:
+    """The click command tree `duplexeval` runs (every group, or only `group`'s), with the output checks attached."""
+    cmd = typer.main.get_command(_make_app(group))
+    _polish(cmd)
+    return cmd
+
+
 def _kind(exc: BaseException) -> str:
     """Which command-line-library exception this is, by class name (typer vendors click from 0.29 on)."""
     names = {c.__name__ for c in type(exc).__mro__}
@@ -208,8 +215,7 @@ def _take_debug(args: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes print one line on stderr and exit non-zero, never a traceback."""
     args = _take_debug(list(sys.argv[1:] if argv is None else argv))
-    cmd = typer.main.get_command(_make_app(_group_of(args)))
-    _polish(cmd)
+    cmd = command_tree(_group_of(args))
     try:
         rc = cmd.main(args=args, prog_name="duplexeval", standalone_mode=False)
     except DuplexEvalError as exc:
