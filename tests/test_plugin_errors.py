@@ -378,7 +378,7 @@ def test_the_judge_s_attempts_error_names_the_option(tmp_path: Path, monkeypatch
     from duplexeval.dialogue.judges import make_judge
 
     monkeypatch.setenv("R3_KEY", "k")
-    with pytest.raises(InputError, match=r"^--judge openai: --attempts must be 1\.\.10, got 0$"):
+    with pytest.raises(InputError, match=r"^--judge openai: attempts= must be 1\.\.10, got 0$"):
         make_judge("openai", tmp_path, model="m", base_url="http://127.0.0.1:9/v1", api_key_env="R3_KEY", max_attempts=0)
 
 
