@@ -121,7 +121,7 @@ def segment_metrics(audio: np.ndarray, words: Sequence[Word] | None, segments: S
     """The official `_eval_segment` on a float32 16 kHz segment; None for an empty segment (the script's {})."""
     if audio.shape[0] == 0:
         return None
-    x, found = trim(np.asarray(audio, dtype=np.float32), segments)
+    x, found = trim(audio, segments)
     values: dict[str, float | None] = {}
     notes: dict[str, str] = {}
     if utmos is None:
@@ -171,19 +171,43 @@ class SampleSplit:
         return out
 
 
+@dataclass(frozen=True)
+class Plan:
+    """The split of one output before anything is measured: split_t, both audio parts and their words."""
+
+    split_t: float
+    duration_s: float
+    pre_audio: np.ndarray
+    post_audio: np.ndarray
+    pre_words: list[Word]
+    post_words: list[Word]
+
+
+def plan(output: np.ndarray, words: Sequence[Word], distractor_end: float) -> Plan:
+    """Where the official rule splits `output` (16 kHz float32) and what falls on each side."""
+    duration = output.shape[0] / SR
+    t = split_time(distractor_end, words, duration)
+    pre_words, post_words = partition(words, t)
+    out = np.asarray(output, dtype=np.float32)
+    return Plan(float(t), duration, slice_audio(out, 0.0, t), slice_audio(out, t, duration), pre_words, post_words)
+
+
+def measure(p: Plan, distractor_end: float, segments: Segmenter, clean: tuple[np.ndarray, Sequence[Word]] | None = None,
+            utmos: Callable[[np.ndarray], float] | None = None) -> SampleSplit:
+    """The official metrics of a planned split and, when given, of the clean output (unsplit)."""
+    pre = segment_metrics(p.pre_audio, p.pre_words, segments, "output.json", utmos)
+    post = segment_metrics(p.post_audio, p.post_words, segments, "output.json", utmos)
+    clean_res = None
+    if clean is not None:
+        clean_res = segment_metrics(clean[0], clean[1], segments, "clean_output.json", utmos)
+    return SampleSplit(pre, post, clean_res, p.split_t, float(distractor_end), p.split_t, float(max(0.0, p.duration_s - p.split_t)))
+
+
 def sample_split(output: np.ndarray, words: Sequence[Word], distractor_end: float, segments: Segmenter,
                  clean: tuple[np.ndarray, Sequence[Word]] | None = None,
                  utmos: Callable[[np.ndarray], float] | None = None) -> SampleSplit:
     """The official per-sample split and metrics of `output` (16 kHz float32) and, when given, the clean pair."""
-    duration = output.shape[0] / SR
-    t = split_time(distractor_end, words, duration)
-    pre_words, post_words = partition(words, t)
-    pre = segment_metrics(slice_audio(output, 0.0, t), pre_words, segments, "output.json", utmos)
-    post = segment_metrics(slice_audio(output, t, duration), post_words, segments, "output.json", utmos)
-    clean_res = None
-    if clean is not None:
-        clean_res = segment_metrics(clean[0], clean[1], segments, "clean_output.json", utmos)
-    return SampleSplit(pre, post, clean_res, float(t), float(distractor_end), float(t), float(max(0.0, duration - t)))
+    return measure(plan(output, words, distractor_end), distractor_end, segments, clean, utmos)
 
 
 @dataclass(frozen=True)

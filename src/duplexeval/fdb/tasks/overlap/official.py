@@ -28,7 +28,7 @@ from duplexeval.fdb.tasks.overlap.silero import SileroChoice
 from duplexeval.fdb.transcript import parse_output_json
 from duplexeval.jsonio import read_json
 from duplexeval.schemas import validate
-from duplexeval.vad import OFFICIAL_SETTINGS, SileroVad, VadSettings
+from duplexeval.vad import OFFICIAL_SETTINGS, SileroVad, VadSettings, timestamps_from_probs
 
 OUTPUT_WAV = "output.wav"
 CLEAN_OUTPUT_WAV = "clean_output.wav"
@@ -57,29 +57,86 @@ class SampleResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _segmenter(vad: SileroVad) -> Callable[[np.ndarray, VadSettings], list[tuple[int, int]]]:
-    return vad.segments
+class ClipVad:
+    """Silero probabilities of known clips stepped together (`probs_many`, same values), looked up by identity."""
+
+    def __init__(self, vad: SileroVad) -> None:
+        self.vad = vad
+        self._probs: dict[int, np.ndarray] = {}
+        self._keep: list[np.ndarray] = []  # the clips stay alive while their ids are keys
+
+    def prepare(self, clips: Sequence[np.ndarray]) -> None:
+        todo = [c for c in clips if c.shape[0] and id(c) not in self._probs]
+        for c, p in zip(todo, self.vad.probs_many(todo)):
+            self._probs[id(c)] = p
+            self._keep.append(c)
+
+    def clear(self) -> None:
+        self._probs.clear()
+        self._keep.clear()
+
+    def segments(self, audio: np.ndarray, settings: VadSettings) -> list[tuple[int, int]]:
+        p = self._probs.get(id(audio))
+        if p is None:
+            p = self.vad.probs(audio)
+        return timestamps_from_probs(p, int(audio.shape[0]), settings)
 
 
-def evaluate_sample(d: Path, vad: SileroVad, utmos: Callable[[np.ndarray], float] | None = None) -> SampleResult:
-    """The before/after split and the timing intervals of one sample folder."""
-    sid = d.name
-    notes: list[str] = []
+@dataclass
+class _Loaded:
+    """One sample read and planned, before any VAD runs."""
+
+    id: str
+    md: Metadata
+    out: np.ndarray
+    user: np.ndarray
+    plan: before_after.Plan | None
+    clean: tuple[np.ndarray, list[Word]] | None
+    notes: list[str]
+
+    def clips(self) -> list[np.ndarray]:
+        got = [self.user, self.out]
+        if self.plan is not None:
+            got += [self.plan.pre_audio, self.plan.post_audio]
+        if self.clean is not None:
+            got.append(self.clean[0])
+        return got
+
+
+def _load(d: Path) -> _Loaded:
     md = validate(read_json(d / METADATA_FILE), Metadata, d / METADATA_FILE)
     out = read_16k(d / OUTPUT_WAV)
     words = read_words(d / OUTPUT_JSON)
     clean = None
     if (d / CLEAN_OUTPUT_WAV).is_file() and (d / CLEAN_OUTPUT_JSON).is_file():
         clean = (read_16k(d / CLEAN_OUTPUT_WAV), read_words(d / CLEAN_OUTPUT_JSON))
-    split: before_after.SampleSplit | None
+    notes: list[str] = []
+    pl: before_after.Plan | None
     try:
-        split = before_after.sample_split(out, words, md.end, _segmenter(vad), clean, utmos)
+        pl = before_after.plan(out, words, md.end)
     except before_after.OfficialCrash as exc:
-        split = None
+        pl = None
         notes.append(str(exc))
-    user = read_16k(d / INPUT_FILE)
-    ivs = timing.intervals(vad.segments(user, OFFICIAL_SETTINGS), vad.segments(out, OFFICIAL_SETTINGS))
-    return SampleResult(sid, split, ivs, None, notes)
+    return _Loaded(d.name, md, out, read_16k(d / INPUT_FILE), pl, clean, notes)
+
+
+def _measure(s: _Loaded, vad: ClipVad, utmos: Callable[[np.ndarray], float] | None) -> SampleResult:
+    split = None
+    if s.plan is not None:
+        try:
+            split = before_after.measure(s.plan, s.md.end, vad.segments, s.clean, utmos)
+        except before_after.OfficialCrash as exc:
+            s.notes.append(str(exc))
+    ivs = timing.intervals(vad.segments(s.user, OFFICIAL_SETTINGS), vad.segments(s.out, OFFICIAL_SETTINGS))
+    return SampleResult(s.id, split, ivs, None, s.notes)
+
+
+def evaluate_sample(d: Path, vad: SileroVad, utmos: Callable[[np.ndarray], float] | None = None) -> SampleResult:
+    """The before/after split and the timing intervals of one sample folder."""
+    cv = ClipVad(vad)
+    s = _load(d)
+    cv.prepare(s.clips())
+    return _measure(s, cv, utmos)
 
 
 def transcripts(d: Path) -> dict[str, Any] | None:
@@ -109,24 +166,31 @@ class SubsetResult:
 
 
 def evaluate_subset(subset: str, sdir: Path, silero: SileroChoice, judge: BehaviorJudge | None = None,
-                    ids: Sequence[str] | None = None, utmos: Callable[[np.ndarray], float] | None = None) -> SubsetResult:
+                    ids: Sequence[str] | None = None, utmos: Callable[[np.ndarray], float] | None = None,
+                    batch: int = 8) -> SubsetResult:
     """Every official rule on one subset folder (`ids`: these sample folders, else all, natural order)."""
-    vad = silero.load()
+    vad = ClipVad(silero.load())
     names = list(ids) if ids is not None else sorted((p.name for p in sdir.iterdir() if p.is_dir()),
                                                        key=lambda s: (0, int(s), "") if s.isdigit() else (1, 0, s))
     results: list[SampleResult] = []
-    for sid in names:
-        d = sdir / sid
-        if not (d / OUTPUT_WAV).is_file():
-            raise InputError(f"{d / OUTPUT_WAV}: sample {subset}/{sid}: missing {OUTPUT_WAV}")
-        r = evaluate_sample(d, vad, utmos)
+    for g in range(0, len(names), batch):
+        group = []
+        for sid in names[g:g + batch]:
+            d = sdir / sid
+            if not (d / OUTPUT_WAV).is_file():
+                raise InputError(f"{d / OUTPUT_WAV}: sample {subset}/{sid}: missing {OUTPUT_WAV}")
+            group.append(_load(d))
+        vad.prepare([c for s in group for c in s.clips()])
+        results.extend(_measure(s, vad, utmos) for s in group)
+        vad.clear()
+    for r in results:
+        d = sdir / r.id
         if judge is not None:
             tr = transcripts(d)
             if tr is None:
                 r.notes.append("a transcript is missing: not judged (the official script skips such a sample)")
             else:
-                r.verdict = judge.judge(f"{subset}/{sid}", d, tr)
-        results.append(r)
+                r.verdict = judge.judge(f"{subset}/{r.id}", d, tr)
     notes: list[str] = []
     crashed = [r.id for r in results if r.split is None]
     agg = None
