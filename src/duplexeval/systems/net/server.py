@@ -515,6 +515,7 @@ SERVER_PROTOCOLS: dict[str, str] = {
     "moshi": "duplexeval.systems.net.moshi_server:MoshiServerSession",
     "native-duplex": "duplexeval.systems.net.native_server:NativeServerSession",
     "telephony": "duplexeval.systems.net.telephony_server:TelephonyServerSession",
+    "pipecat-ws": "duplexeval.systems.net.pipecat_ws_server:PipecatWsServerSession",
 }
 
 
