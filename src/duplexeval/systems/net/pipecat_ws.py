@@ -47,15 +47,11 @@ class PipecatWsSession(ChunkedSession):
         super().__init__(system, info, system.rate, system.chunk_ms)
 
     async def handshake(self) -> None:
-        if not self.system.client_ready:
-            return
-        await self.send("client-ready", message_frame(client_ready(f"duplexeval-{next(_IDS)}")))
-        if self.system.wait_ready:
-            self.expect("bot-ready")
-            if not await self.wait_for("bot-ready", self.system.ready_timeout_s):
-                if not (self.receiver is not None and self.receiver.closed.is_set()) and not self._error.is_set():
-                    self.wire.meta("handshake_timeout", waited_s=self.system.ready_timeout_s, what="bot-ready")
-                raise HandshakeAborted("no bot-ready")
+        if self.system.client_ready:
+            async def send_ready(msg: dict[str, Any]) -> None:
+                await self.send("client-ready", message_frame(msg))
+
+            await ready_handshake(self, send_ready, self.system.wait_ready, self.system.ready_timeout_s)
 
     def encode_chunk(self, pcm16: bytes) -> tuple[str, str | bytes]:
         return "audio", audio_frame(pcm16, self.wire_rate)
@@ -70,22 +66,40 @@ class PipecatWsSession(ChunkedSession):
         elif frame.kind in ("text", "transcription"):
             rec["text"] = frame.text
         elif frame.kind == "message":
-            kind = rtvi_type(frame.message)
-            if kind is None:
-                rec["json"] = True
-                return
-            rec["rtvi"] = kind
-            if kind == "bot-ready":
-                self.signal("bot-ready", rec)
-            elif kind in TIMING_EVENTS:
-                rec["timing"] = True
-            elif kind in ("error", "error-response"):
-                body = frame.message.get("data") if isinstance(frame.message.get("data"), dict) else {}
-                text = str(body.get("message") or body.get("error") or "")
-                if kind == "error" and body.get("fatal"):
-                    self.server_error(rec, text)
-                else:
-                    rec["message"] = text[:300]
+            rtvi_message(self, rec, frame.message)
+
+
+def rtvi_message(session: NetSession, rec: dict[str, Any], obj: Any) -> None:
+    """Record an RTVI message (pipecat-ws and webrtc): its type; bot-ready pays the handshake; a fatal error is a server error."""
+    kind = rtvi_type(obj)
+    if kind is None:
+        rec["json"] = True
+        return
+    rec["rtvi"] = kind
+    if kind == "bot-ready":
+        session.signal("bot-ready", rec)
+    elif kind in TIMING_EVENTS:
+        rec["timing"] = True
+    elif kind in ("error", "error-response"):
+        body = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+        text = str(body.get("message") or body.get("error") or "")
+        if kind == "error" and body.get("fatal"):
+            session.server_error(rec, text)
+        else:
+            rec["message"] = text[:300]
+
+
+async def ready_handshake(session: NetSession, send_ready: Any, wait: bool, timeout_s: float) -> None:
+    """RTVI: send client-ready (through `send_ready(message)`) and, when `wait`, wait for bot-ready (bounded)."""
+    await send_ready(client_ready(f"duplexeval-{next(_IDS)}"))
+    if not wait:
+        return
+    session.expect("bot-ready")
+    if not await session.wait_for("bot-ready", timeout_s):
+        closed = session.receiver is not None and session.receiver.closed.is_set()
+        if not closed and not session._error.is_set():
+            session.wire.meta("handshake_timeout", waited_s=timeout_s, what="bot-ready")
+        raise HandshakeAborted("no bot-ready")
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,42 @@ def _command(protocol: str) -> Callable[..., None]:
     return command
 
 
+def webrtc_command(
+    system: str = typer.Option("turn-based", "--system", help="The in-process system to serve: NAME[:k=v,...] or module.path:Class[:k=v,...]."),
+    port: int = typer.Option(0, "--port", min=0, max=65535, help="TCP port on 127.0.0.1 (0 = any free port, printed)."),
+    fault: list[str] | None = typer.Option(None, "--fault", help="disconnect@S | error@S | stall@S | oversize@S | malformed@S | busy=N | jitter_ms=J | slow_start_ms=M (repeatable; S = seconds after the first input audio)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log connections and faults on stderr."),
+) -> None:
+    """Serve an in-process system over WebRTC (SmallWebRTC offer/answer at /api/offer, Opus) on 127.0.0.1."""
+    import asyncio
+
+    from duplexeval.systems.net.faults import parse_faults
+    from duplexeval.systems.net.server import ServeConfig
+    from duplexeval.systems.registry import make_system
+
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(name)s: %(message)s")
+    faults = parse_faults(fault or [])
+    served = make_system(system)
+    try:
+        from duplexeval.systems.net.webrtc_server import WebRtcLoopback
+    except ImportError as exc:
+        raise InputError(f"serve webrtc needs aiortc: pip install 'duplexeval[webrtc]' ({exc})") from None
+    server = WebRtcLoopback(ServeConfig(served, faults), port=port)
+
+    async def main() -> None:
+        await server.start()
+        typer.echo(f"serving webrtc ({system}) on {server.url()}; faults: {faults.describe()}")
+        import sys
+
+        sys.stdout.flush()
+        await asyncio.Future()
+
+    try:
+        asyncio.run(main())
+    except OSError as exc:
+        raise InputError(f"--port {port}: cannot listen on 127.0.0.1 ({exc.strerror or exc})") from None
+
+
 def _bool(flag: str, value: str) -> bool:
     low = value.strip().lower()
     if low not in ("true", "false"):
@@ -109,4 +145,5 @@ def register(apps: Any) -> None:
 
     for protocol in SERVER_PROTOCOLS:
         apps.serve.command(protocol)(_command(protocol))
+    apps.serve.command("webrtc")(webrtc_command)
     apps.serve.command("pipecat")(pipecat_command)

@@ -482,7 +482,7 @@ class ServerProcess:
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
         reader.join(self.start_timeout_s)
-        m = re.search(r" on (ws://\S+?);", line[0] if line else "")
+        m = re.search(r" on ((?:ws|http)s?://\S+?);", line[0] if line else "")
         if m is None:
             self.stop()
             err = "" if self.proc.stderr is None else self.proc.stderr.read()[-500:]
