@@ -25,9 +25,10 @@ data channel and are recorded as such.
 
 The receive jitter buffer is aiortc's own (capacity 16, prefetch 4: a frame is released when the 4 after
 it are in, so about 80 ms at 20 ms per frame), with arrival stamps (`webrtc_media.StampingJitterBuffer`):
-every received frame's record keeps its RTP timestamp (`rtp_ts`), when its packet arrived (`arrived_t`)
-and how long the buffer held it (`jb_s`), and the `jitter_buffer` meta record at the end summarises
-them (median, p90, max). The bot's own receive jitter buffer (aiortc's in pipecat's SmallWebRTC) is not
+every received frame's record keeps its RTP timestamp (`rtp_ts`, rebased to the first as aiortc does),
+how long the buffer held it (`jb_s`: from its packet's arrival to its release) and how long the decoder
+took to hand it over (`decode_s`), so its packet arrived at t - decode_s - jb_s; the `jitter_buffer`
+meta record at the end summarises the holds (median, p90, max). The bot's own receive jitter buffer (aiortc's in pipecat's SmallWebRTC) is not
 visible from here; `benchmarks/webrtc_jitter.py` measures both directions on loopback.
 
 Reasons: `connect_failed` (no answer: refused, 503 four times, another HTTP status, no connection or data
@@ -275,7 +276,6 @@ class WebRtcSession(NetSession):
             held = self.jb.held(int(frame.pts)) if frame.pts is not None else None
             if held is not None:  # the packet's arrival, the jitter buffer's hold, the decoder's time
                 arrived, released = held
-                rec["arrived_t"] = round(self.wire.mono_to_t(arrived), 6)
                 rec["jb_s"] = round(released - arrived, 6)
                 rec["decode_s"] = round(mono - released, 6)
                 self._held.append(released - arrived)
@@ -295,6 +295,8 @@ class WebRtcSession(NetSession):
         t = self.wire.now()
         rec = self.wire.recv(t, "message", wire_len(data))
         try:
+            if wire_len(data) > self.system.max_size:
+                raise ProtocolViolation(f"a message over the size bound ({self.system.max_size} bytes)")
             if isinstance(data, bytes):
                 raise ProtocolViolation("a binary data channel message (pipecat's are JSON text)")
             if data.startswith("ping"):

@@ -13,7 +13,7 @@ hold times are kept too (`server.events`, for benchmarks/webrtc_jitter.py).
 
 Faults (`--fault`, S after the first input frame): `disconnect@S` closes the peer connection, `error@S`
 sends an RTVI `error` with `fatal`, `malformed@S` a data channel message that is not JSON, `oversize@S`
-one of max_size + 1 KiB, `stall@S` stops the audio stream and the processing (the connection stays up);
+one of max_size + 1 KiB or 64 KiB, the most an SCTP message carries, whichever is smaller, `stall@S` stops the audio stream and the processing (the connection stays up);
 `busy=N` answers the first N offers with HTTP 503, `jitter_ms=J` delays each outgoing frame by U(0, J) ms,
 `slow_start_ms=M` waits before answering the offer.
 """
@@ -39,6 +39,7 @@ from duplexeval.systems.net.webrtc_media import PTIME_S
 log = logging.getLogger("duplexeval.serve")
 OPUS_RATE = 48000
 OFFER_PATH = "/api/offer"
+SCTP_MAX_MESSAGE = 65536
 
 
 def _rtvi(kind: str, msg_id: str = "", data: dict[str, Any] | None = None) -> str:
@@ -151,8 +152,9 @@ class WebRtcServerSession:
             self.send_dc(_rtvi("error", "", {"message": f"fault injection: error at {s:g} s", "fatal": True}))
         elif kind == "malformed":
             self.send_dc("{this is not json")
-        elif kind == "oversize":
-            self.send_dc(json.dumps({"label": "rtvi-ai", "type": "x", "data": "A" * (self.config.max_size + 1024)}))
+        elif kind == "oversize":  # SCTP carries at most 64 KiB per message (aiortc's maxMessageSize)
+            n = min(self.config.max_size + 1024, SCTP_MAX_MESSAGE) - 64
+            self.send_dc(json.dumps({"label": "rtvi-ai", "type": "x", "data": "A" * n}))
 
     # ---------------------------------------------------------- media and data
     def send_dc(self, text: str) -> None:
