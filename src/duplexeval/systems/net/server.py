@@ -471,8 +471,11 @@ class ServerProcess:
     def start(self) -> ServerProcess:
         import re
         import subprocess
+        import tempfile
 
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # stderr to a file, not a pipe nobody drains: a child that logs a lot would block on a full pipe
+        self._stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
         line: list[str] = []
 
         def read() -> None:
@@ -485,7 +488,8 @@ class ServerProcess:
         m = re.search(r" on ((?:ws|http)s?://\S+?);", line[0] if line else "")
         if m is None:
             self.stop()
-            err = "" if self.proc.stderr is None else self.proc.stderr.read()[-500:]
+            self._stderr.seek(0)
+            err = self._stderr.read()[-500:]
             raise RuntimeError(f"`duplexeval serve` did not start: {' '.join(err.split()) or 'no output'}")
         self._url = m.group(1)
         return self
@@ -500,6 +504,14 @@ class ServerProcess:
                 self.proc.wait(10)
             except Exception:  # noqa: BLE001 - last resort for a child that ignores SIGTERM
                 self.proc.kill()
+
+    def stderr_tail(self, chars: int = 2000) -> str:
+        """The end of what the child wrote on stderr (for a failing test's message)."""
+        f = getattr(self, "_stderr", None)
+        if f is None:
+            return ""
+        f.seek(0)
+        return str(f.read()[-chars:])
 
     def __enter__(self) -> ServerProcess:  # noqa: PYI034
         return self.start()
