@@ -284,5 +284,5 @@ class Broken:
 
 
 def test_plugin_that_fails_to_build_is_one_line():
-    with pytest.raises(InputError, match=r"system 'test_dialogue_sim:Broken': cannot be built with \['level'\]: ValueError: no model file"):
+    with pytest.raises(InputError, match=r"^dialogue system 'test_dialogue_sim:Broken': __init__ raised ValueError: no model file$"):
         make_manager("test_dialogue_sim:Broken", {"level": "2"})

@@ -77,12 +77,7 @@ def make_backend(name: str, model: str | os.PathLike[str] | None = None, device:
     kwargs = {k: v for k, v in offered.items() if accepts is None or k in accepts}
     if name in BACKENDS:
         return factory(**kwargs)
-    try:
-        backend = factory(**kwargs)
-    except InputError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a user's backend failing to build is a setup error, one line
-        raise InputError(f"ASR backend {name!r}: cannot be built: {type(exc).__name__}: {exc}") from None
+    backend = ASR_BACKENDS.build(name, **kwargs)
     if not isinstance(backend, Backend):
         raise InputError(f"ASR backend {name!r}: needs a name, signature() and transcribe(audio16k, offset_s) (duplexeval.asr.base.Backend)")
     return backend

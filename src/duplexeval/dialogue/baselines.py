@@ -35,6 +35,7 @@ from duplexeval.dialogue.protocol import (
     Wait,
 )
 from duplexeval.errors import InputError
+from duplexeval.plugins import guard, json_value, returned
 from duplexeval.registry import Registry
 
 _WORD = re.compile(r"[a-z0-9']+")
@@ -176,7 +177,8 @@ def _load_builtins() -> None:
     SYSTEMS.register("openai-chat", ChatManager)
 
 
-SYSTEMS: Registry[Any] = Registry("dialogue system", loader=_load_builtins)
+KIND = "dialogue system"
+SYSTEMS: Registry[Any] = Registry(KIND, loader=_load_builtins)
 BASELINES = ("half-duplex", "eager", "keyword")
 
 
@@ -231,19 +233,17 @@ def make_manager(name: str, params: dict[str, str] | None = None) -> Any:
             )
             kwargs[key] = _coerce(name, key, raw, default)
         params = kwargs  # type: ignore[assignment]
-    try:
-        manager = factory(**params)
-    except Exception as exc:  # noqa: BLE001 - a user's plugin failing to build is a setup error, one line
-        raise InputError(f"system {name!r}: cannot be built with {sorted(params)}: {type(exc).__name__}: {exc}") from None
+    manager = SYSTEMS.build(name, **params)
     if not (callable(getattr(manager, "reset", None)) and callable(getattr(manager, "on_event", None))):
         raise InputError(f"system {name!r}: needs reset(view) and on_event(event) methods (duplexeval.dialogue.protocol)")
-    return manager
+    return guard(manager, KIND, name)
 
 
-def manager_settings(manager: Any) -> dict[str, Any]:
-    """A manager's settings for the signature (its `settings()` if it has one)."""
+def manager_settings(manager: Any, name: str) -> dict[str, Any]:
+    """A manager's settings for the signature (its `settings()` if it has one: a dict of plain JSON values)."""
+    manager = guard(manager, KIND, name)
     fn = getattr(manager, "settings", None)
     if callable(fn):
-        out = fn()
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dict(out).items()}
+        out = returned(KIND, name, "settings", fn(), dict, "a dict of its settings")
+        return json_value(KIND, name, "settings", {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items()})
     return {}

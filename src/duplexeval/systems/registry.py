@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from duplexeval.errors import InputError
+from duplexeval.plugins import PluginError, call
 from duplexeval.registry import Registry, import_object
 from duplexeval.systems.base import System
 
@@ -132,11 +133,13 @@ def make_system(spec: str) -> System:
             known = ", ".join(fields) or "none"
             raise InputError(f"--system {spec!r}: {name} has no parameter {key!r} (known: {known})")
         kwargs[key] = _coerce(spec, key, value, fields[key].default)
-    system = cls(**kwargs)
+    system = call("system", name, "__init__", cls, **kwargs)
     check: Callable[[], None] | None = getattr(system, "validate", None)
     if check is not None:
         try:
-            check()
-        except ValueError as exc:
-            raise InputError(f"--system {spec!r}: {exc}") from None
+            call("system", name, "validate", check)
+        except PluginError as exc:
+            if not isinstance(exc.__cause__, ValueError):
+                raise
+            raise InputError(f"--system {spec!r}: {exc.__cause__}") from None
     return system

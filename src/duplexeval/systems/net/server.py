@@ -350,6 +350,7 @@ class LoopbackServer:
         self.port = port
         self.connections = 0  # upgrade requests seen (for busy=N)
         self.active = 0
+        self.max_active = 0  # the most conversations served at once (tests of replica caps read it)
         self.events: list[dict[str, Any]] = []  # what sessions did that tests may check (truncates, cancels)
         self._server: Server | None = None
 
@@ -365,6 +366,7 @@ class LoopbackServer:
 
     async def _handler(self, ws: ServerConnection) -> None:
         self.active += 1
+        self.max_active = max(self.max_active, self.active)
         try:
             await self.session_cls(self, ws).serve()
         except Exception:

@@ -12,7 +12,9 @@ Contract (shared by every protocol adapter):
   into output adds `audio` and/or `control` (`clear_queue`); an error event adds `error: true`; a
   message that broke the protocol adds `violation`. Meta events: `connect_attempt`, `opened`,
   `owe` / `paid` (a reply the client is owed, for `timeout`), `closed`, `send_timeout`,
-  `session_bound`, `input_end`.
+  `session_bound`, `input_end`; `replica` (first: which replica of `url` the session ran on, the
+  attempt, `queued_s` waiting for a slot) and `replica_retry` (an earlier attempt of the sample on a
+  replica that failed: its reasons; see replicas.py). Neither bears on eligibility.
 - `verdict(records, T, stall_s)` and `received_items(records, pcm)` are pure: the live export and
   `duplexeval fdb replay` call the same two functions, so a replay is byte-identical by construction.
 """
@@ -247,7 +249,11 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
             lateness = max(lateness, t - float(rec["slot_s"]))
         elif d == "meta":
             ev = rec.get("event")
-            if ev == "violation":
+            if ev == "replica":  # which replica the session ran on (replicas.py); no bearing on eligibility
+                detail["replica"] = {k: rec.get(k) for k in ("replica", "url", "attempt", "queued_s")}
+            elif ev == "replica_retry":
+                detail["replica_retries"] = detail.get("replica_retries", 0) + 1
+            elif ev == "violation":
                 if t > T:
                     post += 1
                 else:
