@@ -14,10 +14,9 @@ $(STAMP): pyproject.toml
 	@echo "==> making $(VENV) and installing duplexeval with its test extras (first run only; about 2 minutes)"
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --upgrade pip
-	$(VENV)/bin/python -m pip install $(PIP_FLAGS) -e '.[test,ray,dev,fdb-v15]'
-	@# The smart-turn EOT detector reads the Smart Turn v3.2 model and feature code from the pipecat-ai
-	@# wheel; its own dependencies would downgrade soxr and soundfile, and we need none of them.
-	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --no-deps 'pipecat-ai==1.14.0'
+	@# pipecat: the reference pipecat bot and the smart-turn EOT detector (pipecat-ai with its own dependencies;
+	@# the base pins soxr and soundfile to the ranges pipecat-ai takes, so nothing is downgraded).
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) -e '.[test,ray,dev,fdb-v15,pipecat]'
 	@# The VAD reads Silero's sequence model (silero_vad_16k_sequence.onnx, same probabilities, less CPU) from the
 	@# silero-vad wheel by path; the wheel declares torch, which nothing here needs (never imported).
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --no-deps 'silero-vad==6.2.3'

@@ -28,6 +28,7 @@ NETWORK_SYSTEMS: dict[str, str] = {
     "loopback": "duplexeval.systems.net.loopback:Loopback",
     "moshi": "duplexeval.systems.net.moshi:MoshiSystem",
     "native-duplex": "duplexeval.systems.net.native:NativeDuplexSystem",
+    "telephony": "duplexeval.systems.net.telephony:Telephony",
 }
 _PLUGIN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_.]*)(?::(.*))?$", re.DOTALL)
 
@@ -110,6 +111,13 @@ def make_system(spec: str) -> System:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in raw.items():
+        if "." in key:  # `field.name=value` collects into the dict field `field` (telephony's `param.NAME`)
+            prefix, _, sub = key.partition(".")
+            f = fields.get(prefix)
+            if f is None or f.default_factory is not dict:  # type: ignore[comparison-overlap]
+                raise InputError(f"--system {spec!r}: {name} has no parameter group {prefix!r} (for {key}=...)")
+            kwargs.setdefault(prefix, {})[sub] = value
+            continue
         if key not in fields:
             known = ", ".join(fields) or "none"
             raise InputError(f"--system {spec!r}: {name} has no parameter {key!r} (known: {known})")
