@@ -223,8 +223,18 @@ def test_resume_skips_finished_turns_and_refuses_another_runs_journal(tmp_path, 
     # a journal from other settings is refused
     j = tmp_path / "x.parquet.journal.jsonl"
     j.write_text('{"kind": "duplexeval.eot.predict-journal", "run": "other"}\n')
-    with pytest.raises(RefusalError, match="different predict run"):
+    with pytest.raises(RefusalError, match="not this predict run's journal"):
         run_predict(ss2, plugin, {}, tmp_path / "x.parquet", progress=False)
+
+
+@pytest.mark.parametrize("garbage", [b"\xff\xfe\x00garbage\x80\n", b"\x00" * 64, b"not json\n", b"[1, 2]\n"])
+def test_a_garbage_journal_is_refused_in_one_line(tmp_path, garbage):
+    j = tmp_path / "x.parquet.journal.jsonl"
+    j.write_bytes(garbage)
+    with pytest.raises(RefusalError, match=r"x.parquet.journal.jsonl: not this predict run's journal .*pass --force$"):
+        run_predict(one_turn_set(), "silence", {}, tmp_path / "x.parquet", progress=False)
+    run_predict(one_turn_set(), "silence", {}, tmp_path / "x.parquet", progress=False, force=True)
+    assert (tmp_path / "x.parquet").is_file() and not j.exists()
 
 
 def test_jobs_2_gives_the_same_bytes(tmp_path):

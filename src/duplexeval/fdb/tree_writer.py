@@ -71,22 +71,35 @@ def open_journal(out: Path, run: dict[str, Any], force: bool) -> ResumeJournal:
     return journal
 
 
-def finished_entry(journal: ResumeJournal, sample_dir: Path, input_sha: str, key: str) -> SampleEntry | None:
-    """The sample's manifest entry from its trace.json when the journal trusts it (this run, sample `key`, this input,
-    files intact); None means the sample is (re)done."""
+def dataset_annotation_sha256(sample: SampleKey) -> str | None:
+    """SHA-256 of the sample's annotation file in the dataset as it is now (None: it has none, or its subset none),
+    as `copy_annotation` records it in the sample's trace."""
+    if SUBSETS[sample.subset].annotation is None:
+        return None
+    src = getattr(sample, "annotation_path", None)  # optional member (fdb.protocols.SampleLike)
+    return sha256_file(src) if src is not None and Path(src).is_file() else None
+
+
+def finished_entry(journal: ResumeJournal, sample_dir: Path, input_sha: str, key: str,
+                   annotation_sha: str | None = None) -> SampleEntry | None:
+    """The sample's manifest entry from its trace.json when the journal trusts it (this run, sample `key`, this input
+    and this annotation, files intact); None means the sample is (re)done."""
     try:
         trace = read_trace(sample_dir)
     except InputError:
         return None  # missing, torn or of the wrong shape: redone, never trusted
     if trace.result.key != key:
         return None  # a journal copied from another sample's folder names that sample, not this one
+    if trace.head.annotation_sha256 != annotation_sha:
+        return None  # made from another annotation than the dataset holds for this sample now (a copied entry)
     return trace.result if journal.trusts(trace.journal_entry, key, input_sha, sample_dir) else None
 
 
 def unfinished(journal: ResumeJournal, out: Path, samples: Sequence[SampleKey], input_shas: list[str], force: bool) -> list[int]:
     """Indexes of the samples this run has not finished (all of them with `force`)."""
     return [i for i, s in enumerate(samples)
-            if force or finished_entry(journal, out / s.subset / s.id, input_shas[i], f"{s.subset}/{s.id}") is None]
+            if force or finished_entry(journal, out / s.subset / s.id, input_shas[i], f"{s.subset}/{s.id}",
+                                       dataset_annotation_sha256(s)) is None]
 
 
 def copy_annotation(sample: SampleLike, dest_dir: Path) -> tuple[dict[str, str], list[str], str | None]:
@@ -160,7 +173,8 @@ def build_samples(
         for i, sample in enumerate(samples):
             key, payload = key_of(i)
             name = f"{sample.subset}/{sample.id}"
-            entry = None if force else finished_entry(journal, out / sample.subset / sample.id, key, name)
+            entry = None if force else finished_entry(journal, out / sample.subset / sample.id, key, name,
+                                                      dataset_annotation_sha256(sample))
             if entry is None:
                 entry = make(i, journal.run_sha256, key, payload)
                 ran += 1
