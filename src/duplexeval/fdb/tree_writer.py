@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.protocols import DatasetLike, SampleKey, SampleLike, dataset_root
 from duplexeval.fdb.run_journal import ResumeJournal
-from duplexeval.fdb.sample_trace import read_trace
+from duplexeval.fdb.sample_trace import EXPORT_TRACE_KIND, read_trace
 from duplexeval.fdb.tree import (
     MANIFEST_FILE,
     SUBSET_ORDER,
@@ -78,6 +78,24 @@ def dataset_annotation_sha256(sample: SampleKey) -> str | None:
         return None
     src = getattr(sample, "annotation_path", None)  # optional member (fdb.protocols.SampleLike)
     return sha256_file(src) if src is not None and Path(src).is_file() else None
+
+
+def dataset_mismatch(sample: SampleLike, sample_dir: Path, T: float) -> str | None:
+    """Why a tree's sample was not made from this dataset sample (its length, annotation or input differ), or None.
+
+    The sample's trace.json pins the annotation (export and import) and the input (export) by hash; without one,
+    only the length can be compared."""
+    if abs(float(sample.T) - T) > 1e-6:
+        return f"its input lasts {float(sample.T):g} s, the tree's sample {T:g} s"
+    try:
+        trace = read_trace(sample_dir)
+    except InputError:
+        return None
+    if trace.head.annotation_sha256 != dataset_annotation_sha256(sample):
+        return "its annotation differs from the one the tree's trace.json records"
+    if trace.kind == EXPORT_TRACE_KIND and trace.head.input_sha256 != sha256_file(sample.input_path):
+        return "its input differs from the one the tree's trace.json records"
+    return None
 
 
 def finished_entry(journal: ResumeJournal, sample_dir: Path, input_sha: str, key: str,
