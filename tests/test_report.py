@@ -194,9 +194,8 @@ def _show(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str
 
 def test_fdb_show_refuses_an_id_without_a_slash_a_missing_output_and_another_dataset(
         one_sample_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from systems_fixtures import Dataset, add_sample
-
     import numpy as np
+    from systems_fixtures import Dataset, add_sample
 
     out = tmp_path / "one.png"
     code, err = _show([str(one_sample_tree), TT, "--out", str(out)], capsys)
