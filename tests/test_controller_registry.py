@@ -79,7 +79,7 @@ def test_entry_point_of_an_installed_package(tmp_path: Path, plugin_dir: Path) -
     env = declare_entry_point(plugin_dir, "my-ctl-plugin", "duplexeval.controllers", "gate", "my_ctl_plugin:GateController")
     assert CONTROLLERS.entry_point_group == "duplexeval.controllers"
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, "-m", "duplexeval", "controller", "bench", "gate", "--option", "gate=0.2",
+    cmd = [sys.executable, "-m", "duplexeval", "controller", "bench", "gate:gate=0.2",
            "--prefill", "4", "--updates", "5", "--repeats", "1", "--json", str(out)]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr

@@ -18,6 +18,7 @@ from typing import Any
 import typer
 
 from duplexeval import __version__
+from duplexeval.cli_compat import rewrite
 from duplexeval.errors import DuplexEvalError
 from duplexeval.jsonio import check_output_dir, check_output_file, check_output_path
 from duplexeval.plugins import DEBUG_ENV, PluginError, debug_enabled, print_traceback
@@ -129,7 +130,7 @@ def _output_check(kind: str, flag: str, inner: Callable[..., Any] | None) -> Cal
     def callback(ctx: Any, param: Any, value: Any) -> Any:
         if inner is not None:
             value = inner(ctx, param, value)
-        if value is not None and str(value) != "":
+        if value is not None and str(value) not in ("", "-"):  # "-": stdout (`--json -`)
             check(value, flag)
         return value
 
@@ -216,6 +217,9 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes print one line on stderr and exit non-zero, never a traceback."""
     args = _take_debug(list(sys.argv[1:] if argv is None else argv))
     cmd = command_tree(_group_of(args))
+    args, notes = rewrite(args, cmd)
+    for note in notes:
+        print(f"duplexeval: note: {note}", file=sys.stderr)
     try:
         rc = cmd.main(args=args, prog_name="duplexeval", standalone_mode=False)
     except DuplexEvalError as exc:

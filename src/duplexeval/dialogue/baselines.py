@@ -183,15 +183,15 @@ BASELINES = ("half-duplex", "eager", "keyword")
 
 
 def parse_params(pairs: Sequence[str]) -> dict[str, str]:
-    """`key=value` strings (repeatable `--param`) into a dict; one-line error on a bad one."""
+    """`key=value` strings (a spec's parameters) into a dict; one-line error on a bad one."""
     out: dict[str, str] = {}
     for p in pairs:
         key, eq, value = p.partition("=")
         key = key.strip()
         if not eq or not key.isidentifier():
-            raise InputError(f"--param {p!r}: expected key=value")
+            raise InputError(f"--system parameter {p!r}: expected key=value")
         if key in out:
-            raise InputError(f"--param {key} given twice")
+            raise InputError(f"--system parameter {key} given twice")
         out[key] = value
     return out
 
@@ -214,7 +214,7 @@ def _coerce(name: str, key: str, raw: str, default: Any) -> Any:
             return tuple(w.strip() for w in raw.split("|") if w.strip())
         return raw
     except ValueError:
-        raise InputError(f"--param {key}={raw!r}: not a valid {type(default).__name__} for system {name!r}") from None
+        raise InputError(f"--system {name}: {key}={raw!r} is not a valid {type(default).__name__}") from None
 
 
 def make_manager(name: str, params: dict[str, str] | None = None) -> Any:
@@ -226,7 +226,7 @@ def make_manager(name: str, params: dict[str, str] | None = None) -> Any:
         kwargs: dict[str, Any] = {}
         for key, raw in params.items():
             if key not in fields:
-                raise InputError(f"--param {key}: system {name!r} has no such setting (settings: {', '.join(fields) or 'none'})")
+                raise InputError(f"--system {name}: no parameter {key!r} (known: {', '.join(fields) or 'none'})")
             f = fields[key]
             default = f.default if f.default is not dataclasses.MISSING else (
                 f.default_factory() if f.default_factory is not dataclasses.MISSING else ""  # type: ignore[misc]

@@ -81,7 +81,7 @@ def parse_control(content: str, speaking: bool) -> list[str] | None:
 
 @dataclass
 class ChatManager:
-    """Settings are `--param` values; the key is read from the environment variable `api_key_env`."""
+    """Settings are the spec's key=value parameters; the key is read from the environment variable `api_key_env`."""
 
     model: str = ""
     base_url: str = "http://127.0.0.1:8000/v1"
@@ -100,7 +100,7 @@ class ChatManager:
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_tokens <= 4096:
-            raise InputError(f"system openai-chat: --param max_tokens= must be 1..4096, got {self.max_tokens}")
+            raise InputError(f"system openai-chat: max_tokens= must be 1..4096, got {self.max_tokens}")
 
     def bind(self, out_dir: Path) -> None:
         """Open the endpoint; the run stage calls this with its output folder (the log goes there)."""

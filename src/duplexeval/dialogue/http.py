@@ -70,9 +70,9 @@ class ChatFlags:
     backoff: str
 
 
-JUDGE_FLAGS = ChatFlags("--judge-model", "--judge-base-url", "--attempts", "--timeout-s", "backoff_s")
-SYSTEM_FLAGS = ChatFlags("--param model=...", "--param base_url=", "--param max_attempts=", "--param timeout_s=",
-                         "--param backoff_s=")
+# the errors already name the judge or the system (`what`): these name the parameter of its spec
+JUDGE_FLAGS = ChatFlags("model=...", "base_url=", "attempts=", "timeout_s=", "backoff_s")
+SYSTEM_FLAGS = ChatFlags("model=...", "base_url=", "max_attempts=", "timeout_s=", "backoff_s=")
 
 
 @dataclass(frozen=True)
