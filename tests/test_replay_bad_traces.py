@@ -64,7 +64,7 @@ def test_a_broken_wire_trace_is_one_line(network_tree: Path, tmp_path: Path, cap
     before = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}
     for check in (["--check"], []):
         with pytest.raises(SystemExit) as exc:
-            main(["fdb", "replay", "--tree", str(tree), *check])
+            main(["fdb", "replay", str(tree), *check])
         assert exc.value.code == 2
         err = capsys.readouterr().err
         assert err.startswith(f"duplexeval: error: {wire}: line {lineno}: ") and problem in err and err.count("\n") == 1
