@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from duplexeval import __version__
+from duplexeval import __version__, cli_paths, overwrite, redaction
 from duplexeval.errors import DuplexEvalError
 from duplexeval.jsonio import check_output_dir, check_output_file, check_output_path
 
@@ -147,6 +147,22 @@ def _is_path(param: Any) -> bool:
     return type(getattr(param, "type", None)).__name__ == "Path"
 
 
+def _guard_outputs(cmd: Any, group: str) -> None:
+    """Before the command's body runs: refuse an output that is (or is inside) an input; then guard its writes."""
+    body = cmd.callback
+    if body is None:
+        return
+    where = (group, cmd.name or "")
+
+    def guarded(**values: Any) -> Any:
+        outputs, inputs = cli_paths.roles(where, cmd.params, values, _is_path)
+        overwrite.check_outputs(outputs, inputs)
+        with overwrite.protect(inputs):
+            return body(**values)
+
+    cmd.callback = guarded
+
+
 def _polish(cmd: Any, group: str = "") -> None:
     """One pass over every command: output-path checks, no metavar on flags, fdb stages in pipeline order."""
     commands = getattr(cmd, "commands", None)
@@ -156,6 +172,8 @@ def _polish(cmd: Any, group: str = "") -> None:
             cmd.commands = dict(sorted(commands.items(), key=lambda kv: order.get(kv[0], len(order))))
         for sub in cmd.commands.values():
             _polish(sub, cmd.name or "duplexeval")
+    else:
+        _guard_outputs(cmd, group)
     help_option = getattr(cmd, "get_help_option", None)
     if help_option is not None:
         cmd.get_help_option = lambda ctx, _get=help_option: _no_metavar(_get(ctx))
@@ -193,8 +211,19 @@ def _usage_line(exc: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: user mistakes print one line on stderr and exit non-zero, never a traceback."""
+    """Entry point: user mistakes print one line on stderr and exit non-zero, never a traceback.
+
+    Everything the command prints goes through the redaction of known secrets (`redaction.guard_streams`);
+    a credential inside a URL on the command line is known before anything is parsed.
+    """
     args = sys.argv[1:] if argv is None else argv
+    for arg in args:
+        redaction.register_url_credentials(arg)
+    with redaction.guard_streams():
+        _run(args)
+
+
+def _run(args: list[str]) -> None:
     cmd = typer.main.get_command(_make_app(_group_of(args)))
     _polish(cmd)
     try:

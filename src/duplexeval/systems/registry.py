@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from duplexeval import redaction
 from duplexeval.errors import InputError
 from duplexeval.registry import Registry, import_object
 from duplexeval.systems.base import System
@@ -113,6 +114,8 @@ def parse_system_spec(spec: str) -> tuple[str, dict[str, str]]:
 def make_system(spec: str) -> System:
     """Build the system `spec` names, with every parameter checked."""
     _ensure_builtins()
+    for url in redaction.urls_in(spec):  # before any message can echo the spec
+        redaction.refuse_url_credentials(url, f"--system {spec.partition(':')[0].strip()}: a URL")
     name, raw = parse_system_spec(spec)
     if split_plugin(spec) is not None:
         cls = Registry[type]("system").get(name)
@@ -139,4 +142,11 @@ def make_system(spec: str) -> System:
             check()
         except ValueError as exc:
             raise InputError(f"--system {spec!r}: {exc}") from None
+    declared: Callable[[], Any] | None = getattr(system, "secrets", None)
+    if declared is not None:  # what the system declares is redacted from every file and line of this process
+        try:
+            values = tuple(declared())
+        except Exception as exc:  # noqa: BLE001 - a plugin's bug, one line
+            raise InputError(f"--system {name}: secrets() raised {type(exc).__name__}: {exc}") from None
+        redaction.register(*(v for v in values if isinstance(v, str)))
     return system
