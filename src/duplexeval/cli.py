@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from duplexeval import __version__, cli_paths, overwrite, redaction
+from duplexeval import __version__, children, cli_paths, overwrite, redaction
 from duplexeval.errors import DuplexEvalError
 from duplexeval.jsonio import check_output_dir, check_output_file, check_output_path
 
@@ -217,6 +217,7 @@ def main(argv: list[str] | None = None) -> None:
     a credential inside a URL on the command line is known before anything is parsed.
     """
     args = sys.argv[1:] if argv is None else argv
+    children.watch_parent()  # a child of another duplexeval process exits when that process dies
     for arg in args:
         redaction.register_url_credentials(arg)
     with redaction.guard_streams():
