@@ -46,7 +46,7 @@ def test_demo_end_to_end_deterministic(tmp_path):
     outs = [tmp_path / "a", tmp_path / "b"]
     for out in outs:
         with pytest.raises(SystemExit) as ex:
-            main(["controller", "demo", str(out), "--conversations", "2", "--exchanges", "2"])
+            main(["controller", "demo", "--out", str(out), "--conversations", "2", "--exchanges", "2"])
         assert ex.value.code == 0
     for name in ("report-silence.json", "report-silero.json", "compare.json", "data-silero/clips.jsonl"):
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
@@ -55,7 +55,8 @@ def test_demo_end_to_end_deterministic(tmp_path):
     ep = rep["event_metrics"]["endpoint"]["fallback_on"]
     assert ep["turn_probes"] >= 3 and ep["latency"]["n"] + ep["no_endpoint"]["count"] == ep["turn_probes"]
     cmp = json.loads((outs[0] / "compare.json").read_text())
-    assert cmp["groups"] == 2 and cmp["a"] == "baseline:silence" and cmp["b"] == "baseline:silero"
+    assert cmp["kind"] == "duplexeval.controller.compare" and cmp["schema_version"] == 2  # the header, as `compare --json`
+    assert cmp["event_metrics"]["groups"] == 2 and cmp["a"]["path"] == "data-silence" and cmp["b"]["path"] == "data-silero"
     with pytest.raises(SystemExit) as ex:  # refuses to overwrite
-        main(["controller", "demo", str(outs[0]), "--conversations", "1"])
+        main(["controller", "demo", "--out", str(outs[0]), "--conversations", "1"])
     assert ex.value.code == 2

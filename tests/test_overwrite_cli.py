@@ -183,3 +183,13 @@ def test_the_write_guard_refuses_an_input_the_declaration_missed(tmp_path: Path)
         atomic_write_text(tmp_path / "other.json", "{}")
     write_json(src, {})  # outside a command: no guard
     assert src.read_text() == "{}\n"
+
+
+def test_the_tables_name_existing_commands_and_parameters() -> None:
+    params = {c.where: {p.name for p in c.command.params} for c in COMMANDS}
+    for table in (cli_paths.FOLDER_OUTPUTS, cli_paths.OWNED_INPUTS, cli_paths.COMPANIONS):
+        for where, names in table.items():
+            assert where in params, where
+            assert set(names) <= params[where], (where, set(names) - params[where])
+    for where, texts in cli_paths.PATH_TEXT_INPUTS.items():
+        assert where in params and set(texts) <= params[where], where

@@ -215,3 +215,34 @@ def test_a_judge_echoing_the_key_in_base64_leaves_no_form_in_rating_or_log(tmp_p
     for p in files:
         assert_no_key(p.read_bytes(), str(p))
         assert p.stat().st_mode & 0o777 == 0o600
+
+
+# How each network adapter takes a key (None: it takes none). A new adapter must say so here.
+SECRET_DECLARATIONS = {
+    "openai-realtime": "openai-realtime:url=ws://127.0.0.1:9/v1/realtime,api_key_env={var}",
+    "telephony": "telephony:url=ws://127.0.0.1:9/ws,param.token=env:{var}",
+    "ws-pcm": None,
+    "loopback": None,
+    "moshi": None,
+    "native-duplex": None,
+}
+
+
+def test_every_network_adapter_s_secrets_reach_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from duplexeval.registry import import_object
+    from duplexeval.systems.registry import NETWORK_SYSTEMS, make_system
+
+    assert set(SECRET_DECLARATIONS) == set(NETWORK_SYSTEMS)
+    for name, spec in SECRET_DECLARATIONS.items():
+        cls = import_object(NETWORK_SYSTEMS[name], "system")
+        if spec is None:  # takes no key: no `*_env` field, no secrets() of its own
+            assert not [f.name for f in dataclasses.fields(cls) if f.name.endswith("_env")], name
+            assert "secrets" not in vars(cls), name
+            continue
+        redaction.forget_all()
+        value = f"sk-{name}-" + secrets.token_hex(10)
+        monkeypatch.setenv("ADAPTER_TEST_KEY", value)
+        make_system(spec.format(var="ADAPTER_TEST_KEY"))
+        assert value in redaction.known(), name

@@ -76,8 +76,8 @@ class ChatClient:
     def __init__(self, base_url: str, api_key: str, timeout_s: float = DEFAULT_TIMEOUT_S, max_bytes: int = MAX_RESPONSE_BYTES):
         scheme = urllib.parse.urlsplit(base_url).scheme
         if scheme not in ("http", "https"):
-            raise InputError(f"--base-url {sanitize_url(base_url)!r}: must be an http:// or https:// URL")
-        redaction.refuse_url_credentials(base_url, f"--base-url {sanitize_url(base_url)}")
+            raise InputError(f"base_url {sanitize_url(base_url)!r}: must be an http:// or https:// URL")
+        redaction.refuse_url_credentials(base_url, f"base_url {sanitize_url(base_url)}")
         redaction.register(api_key)
         self.url = base_url.rstrip("/") + "/chat/completions"
         self._key = api_key

@@ -29,12 +29,11 @@ FOLDER_OUTPUTS: dict[Command, dict[str, tuple[str, ...] | None]] = {
     ("fdb", "import"): {"out": None},
     ("eot", "sweep"): {"out": ("summary.json", "sweep.parquet", "pareto.png", "operating_points.png")},
     ("eot", "demo"): {"out": None},
-    ("controller", "label"): {"out": None, "positional_out": None},
-    ("controller", "run"): {"out": None, "positional_out": None},
-    ("controller", "demo"): {"out": None, "legacy_out": None},
+    ("controller", "label"): {"out": None},
+    ("controller", "run"): {"out": None},
+    ("controller", "demo"): {"out": None},
     ("dialogue", "run"): {"out": None},
     ("dialogue", "demo"): {"out": None},
-    ("dialogue", "score"): {"cache_dir": None},
 }
 
 # Inputs the command also writes into, with the names it writes there (an output may lie inside, elsewhere).

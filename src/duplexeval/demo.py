@@ -8,6 +8,7 @@ second run reuses what the first wrote when nothing changed.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 import sys
@@ -29,7 +30,7 @@ from duplexeval.fdb.tree import ASR_FILE, MANIFEST_FILE, SUBSET_ORDER
 from duplexeval.fdb.unified import score
 from duplexeval.jsonio import read_json, sha256_file
 from duplexeval.progress import table_console
-from duplexeval.report.build import write_report
+from duplexeval.report.build import ReportOptions, write_report
 from duplexeval.stats import NO_DATA, NOT_REACHED
 from duplexeval.systems.base import System
 from duplexeval.systems.registry import make_system
@@ -238,18 +239,25 @@ def run_demo(
             except DuplexEvalError as exc:  # one system's failed stage must not hide the others' results
                 say(f"demo: [{label}] stage {key} failed: {exc}")
                 run.stages[key] = f"failed: {exc}"
-    report = _write_report(out, runs, say)
+    report = _write_report(out, runs, say, ds)
     return DemoResult(out, ds_root, runs, time.monotonic() - t0, report)
 
 
-def _write_report(out: Path, runs: Sequence[SystemRun], say: Callable[[str], None]) -> Path | None:
-    """OUT/report.html from every tree whose scoring finished (the HTML report of all systems side by side)."""
-    scored = [r.tree for r in runs if r.stages.get("score") == "done"]
+BASELINE = "turn-based"  # what the others are compared with on the report's first picture
+
+
+def _write_report(out: Path, runs: Sequence[SystemRun], say: Callable[[str], None], dataset: Any) -> Path | None:
+    """OUT/report.html from every tree whose scoring finished: all systems side by side against the turn-based
+    baseline (when it ran), labelled as in the table, with the dataset's input audio."""
+    scored = [r for r in runs if r.stages.get("score") == "done"]
     if not scored:
         return None
     say("demo: report.html")
+    labels = tuple(LABELS.get(r.spec, r.label) for r in scored)
+    baseline = next((lb for r, lb in zip(scored, labels) if r.spec.split(":")[0] == BASELINE), None)
+    opts = ReportOptions(labels=labels, baseline=baseline, dataset=dataset, jobs=os.cpu_count() or 1)
     try:
-        return write_report(scored, out / "report.html")
+        return write_report([r.tree for r in scored], out / "report.html", options=opts)
     except DuplexEvalError as exc:
         say(f"demo: report failed: {exc}")
         return None
@@ -357,6 +365,6 @@ def print_report(result: DemoResult, console: Any | None = None) -> None:
         stages = ", ".join(f"{k} {v}" for k, v in run.stages.items())
         console.print(f"{run.label}: {run.tree}  ({stages})")
     console.print(f"done in {result.seconds:.1f} s. Per-sample rows: <tree>/unified-samples.jsonl; "
-                  f"rescore with `duplexeval fdb score --tree <tree>`.")
+                  f"rescore with `duplexeval fdb score <tree>`.")
     if result.report is not None:
         console.print(f"report: {result.report}", soft_wrap=True)

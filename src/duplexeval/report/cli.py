@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
+from duplexeval.cli_options import jobs_option, one_per_cpu
 from duplexeval.errors import InputError
 from duplexeval.fdb.tree import validate_sample_id, validate_subset
 
@@ -18,12 +18,17 @@ if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
 def report_command(
     paths: list[Path] = typer.Argument(..., help="Scored FDB trees (folders), or report JSON files: controller evaluate/compare, eot score, eot sweep summary.json, eot compare, fdb compare."),
     out: Path = typer.Option(Path("report.html"), "--out", help="Where to write the HTML page."),
-    jobs: int = typer.Option(0, "--jobs", min=0, help="Processes drawing the per-sample timelines (0: one per CPU)."),
+    label: list[str] | None = typer.Option(None, "--label", help="A system's name on the page, one per input in order (repeat it); default: the system spec."),
+    baseline: str | None = typer.Option(None, "--baseline", help="The system the others are compared with: a label, folder or system name (default: the first input)."),
+    audio: str = typer.Option("inline", "--audio", help="inline (Ogg Vorbis inside the page), link (players point at the trees' and dataset's WAV files, relative to the page) or none."),
+    dataset: str | None = typer.Option(None, "--dataset", help="The dataset the trees were exported from (folder, or 'demo'), for the user's input waveform and audio; demo trees find it by themselves."),
+    jobs: int = jobs_option(0, "Processes reading and encoding the samples"),
 ) -> None:
-    """One self-contained HTML page (inline CSS and SVG, no JavaScript) made from the files only."""
-    from duplexeval.report.build import write_report
+    """One self-contained HTML page (inline CSS, SVG and script; no network) made from the files only."""
+    from duplexeval.report.build import ReportOptions, write_report
 
-    typer.echo(str(write_report(paths, out, jobs or os.cpu_count() or 1)))
+    opts = ReportOptions(tuple(label or ()), baseline, audio, dataset, one_per_cpu(jobs))
+    typer.echo(str(write_report(paths, out, options=opts)))
 
 
 def show_command(

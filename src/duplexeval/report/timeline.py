@@ -1,8 +1,8 @@
 """One sample's timeline: output waveform envelope, VAD segments, ASR words, annotation marks and outcome.
 
 `load_view` reads the sample's files from the tree (output.wav, output.json, the annotation) and its
-unified row; `draw` puts it on matplotlib axes. The HTML report renders it as SVG, `fdb show` as PNG
-(with the dataset's input waveform above when the dataset is given).
+unified row; the HTML report's explorer draws that in the browser, `draw` puts it on matplotlib axes for
+`fdb show`'s PNG (with the dataset's input waveform above when the dataset is given).
 """
 
 from __future__ import annotations
@@ -160,54 +160,6 @@ def draw(ax: Any, view: SampleView, show_words: int = 12, caption: bool = False)
         ax.text(t, 1.75, label, color=MARK_COLORS.get(label, "#333"), fontsize=7, ha="center", fontweight="bold")
     if caption:
         ax.text(view.T, -3.1, LEGEND, fontsize=6.5, ha="right", va="top", color="#555", clip_on=False)
-
-
-class TimelineSVG:
-    """Renders many sample timelines to SVG through one reused figure and axes (a new figure each: about 2x slower).
-
-    Only the drawn artists are removed between samples; the SVG ids come from the content and matplotlib's
-    fixed hash salt, so a timeline's bytes do not depend on what was drawn before it.
-    """
-
-    def __init__(self, width_in: float = 10.5, height_in: float = 1.55) -> None:
-        self.fig = svg.figure(width_in, height_in)
-        self.ax = self.fig.add_axes((0.015, 0.2, 0.97, 0.78))
-        self._svg = svg
-
-    def render(self, view: SampleView) -> str:
-        ax = self.ax
-        for artist in [*ax.patches, *ax.collections, *ax.lines, *ax.texts]:
-            artist.remove()
-        draw(ax, view)
-        return self._svg.to_svg(self.fig)
-
-
-@dataclass(frozen=True)
-class SampleItem:
-    """One timeline to draw (picklable, for the executor): the tree, the manifest entry and the unified row."""
-
-    tree: str
-    entry: SampleEntry
-    row: dict[str, Any] | None
-
-
-@dataclass(frozen=True)
-class RenderedSample:
-    svg: str
-    outcome: str
-    words: list[tuple[str, float, float | None]]
-
-
-_RENDERER: list[TimelineSVG] = []  # one per process
-
-
-def render_item(item: SampleItem) -> RenderedSample:
-    """Load and draw one sample (top-level and pure, so a process pool can run it)."""
-    if not _RENDERER:
-        _RENDERER.append(TimelineSVG())
-    view = load_view(Path(item.tree), item.entry, item.row)
-    body = _RENDERER[0].render(view) if item.entry.eligible else ""
-    return RenderedSample(body, view.outcome, view.words)
 
 
 def show_png(view: SampleView, out: Path, input_audio: np.ndarray | None = None) -> Path:

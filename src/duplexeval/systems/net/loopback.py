@@ -7,6 +7,8 @@ playout from receipts, truncate/cancel) on a known system. The port is not a par
 identity (and resume) does not depend on it. `client` holds extra client parameters and `faults` /
 `options` the server's, and `serve` the served system's parameters, all separated by `;`
 (e.g. `serve=turn-based:silence_ms=700;think_ms=0`, `client=dialect=beta;linger_s=1`, `faults=error@2`).
+`replicas=N` starts N such servers and gives the client all their addresses (`url=ws://a,ws://b`), so the
+sessions are spread over them as over real replicas (at most `max_sessions_per_url` each; `client=` sets it).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from duplexeval.systems.net.serve_cli import parse_options
 from duplexeval.systems.net.server import SERVER_PROTOCOLS, ServerProcess, ServerThread, make_server, server_class
 from duplexeval.systems.registry import make_system
 
-_SERVERS: dict[tuple[str, str, str, str, bool], Any] = {}
+_SERVERS: dict[tuple[str, str, str, str, bool, int], Any] = {}
 _LOCK = threading.Lock()
 
 
@@ -68,6 +70,7 @@ class Loopback:
     faults: str = ""
     options: str = ""
     in_process: bool = False  # serve from a thread of this process instead of a `duplexeval serve` child
+    replicas: int = 1  # how many servers to start; the client gets all their addresses
 
     def params(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,6 +90,8 @@ class Loopback:
         return f"{client.version()}; served {served.name}: {served.version()}"
 
     def validate(self) -> None:
+        if not 1 <= self.replicas <= 16:
+            raise ValueError(f"replicas must be between 1 and 16, got {self.replicas}")
         if self.protocol not in SERVER_PROTOCOLS:
             raise ValueError(f"protocol must be one of {', '.join(SERVER_PROTOCOLS)}, got {self.protocol!r}")
         try:
@@ -98,21 +103,31 @@ class Loopback:
             raise ValueError(str(exc)) from None
 
     def _server_url(self) -> str:
-        key = (self.protocol, self.serve, self.faults, self.options, self.in_process)
-        with _LOCK:
-            th = _SERVERS.get(key)
-            if th is None:
-                if self.in_process:
-                    srv = make_server(self.protocol, self.served, parse_faults(_split(self.faults)),
-                                      options=parse_options(_split(self.options)))
-                    th = ServerThread(srv).start()
-                    th = _ThreadHandle(th, str(th.url(getattr(srv.session_cls, "default_path", "/"))))
-                else:
-                    th = ServerProcess(self.protocol, self.served, _split(self.faults),
-                                       parse_options(_split(self.options))).start()
-                _SERVERS[key] = th
-        return str(th.url())
+        """The servers' addresses, comma-separated (started on first use, one per replica)."""
+        urls = []
+        for k in range(self.replicas):
+            key = (self.protocol, self.serve, self.faults, self.options, self.in_process, k)
+            with _LOCK:
+                th = _SERVERS.get(key)
+                if th is None:
+                    if self.in_process:
+                        srv = make_server(self.protocol, self.served, parse_faults(_split(self.faults)),
+                                          options=parse_options(_split(self.options)))
+                        th = ServerThread(srv).start()
+                        th = _ThreadHandle(th, str(th.url(getattr(srv.session_cls, "default_path", "/"))))
+                    else:
+                        th = ServerProcess(self.protocol, self.served, _split(self.faults),
+                                           parse_options(_split(self.options))).start()
+                    _SERVERS[key] = th
+            urls.append(str(th.url()))
+        return ",".join(urls)
+
+    def _client(self) -> Any:
+        return make_system(self._client_spec(self._server_url()))
 
     async def open_session(self, info: SampleInfo) -> Any:
-        client = make_system(self._client_spec(self._server_url()))
-        return await client.open_session(info)
+        return await self._client().open_session(info)
+
+    async def run_sample(self, pcm16: Any, info: SampleInfo) -> Any:
+        """The client adapter's `run_sample` (replicas and their retries)."""
+        return await self._client().run_sample(pcm16, info)

@@ -82,6 +82,7 @@ class MoshiSystem(NetSystem):
     name: ClassVar[str] = "moshi"
     protocol: ClassVar[str] = "moshi"
     session_class: ClassVar[type[NetSession]] = MoshiSession
+    default_sessions_per_url: ClassVar[int | None] = 1  # Moshi-family servers hold one conversation at a time
 
     url: str = f"ws://127.0.0.1:{mw.DEFAULT_PORT}{mw.CHAT_PATH}"
     text_prompt: str = ""

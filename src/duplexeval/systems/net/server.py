@@ -151,6 +151,20 @@ class ServeConfig:
     seed: int = 0
 
 
+def check_option_values(protocol: str, options: dict[str, Any], valid: dict[str, Callable[[str], bool]]) -> None:
+    """Refuse an unknown `--option` key or a value its check rejects (a check may raise ValueError), one line each."""
+    for key, value in options.items():
+        check = valid.get(key)
+        if check is None:
+            raise InputError(f"--option {key}: unknown {protocol} server option (known: {', '.join(valid)})")
+        try:
+            ok = check(str(value))
+        except ValueError:
+            ok = False
+        if not ok:
+            raise InputError(f"--option {key}={value}: not a valid value")
+
+
 class ServerSession:
     """One client connection speaking one protocol (subclass per protocol; see the module docstring)."""
 
@@ -350,6 +364,7 @@ class LoopbackServer:
         self.port = port
         self.connections = 0  # upgrade requests seen (for busy=N)
         self.active = 0
+        self.max_active = 0  # the most conversations served at once (tests of replica caps read it)
         self.events: list[dict[str, Any]] = []  # what sessions did that tests may check (truncates, cancels)
         self._server: Server | None = None
 
@@ -365,6 +380,7 @@ class LoopbackServer:
 
     async def _handler(self, ws: ServerConnection) -> None:
         self.active += 1
+        self.max_active = max(self.max_active, self.active)
         try:
             await self.session_cls(self, ws).serve()
         except Exception:
@@ -505,6 +521,7 @@ SERVER_PROTOCOLS: dict[str, str] = {
     "openai-realtime": "duplexeval.systems.net.openai_realtime:RealtimeServerSession",
     "moshi": "duplexeval.systems.net.moshi_server:MoshiServerSession",
     "native-duplex": "duplexeval.systems.net.native_server:NativeServerSession",
+    "telephony": "duplexeval.systems.net.telephony_server:TelephonyServerSession",
 }
 
 

@@ -3,8 +3,16 @@
 Contract for an adapter (see ws_pcm.py for the smallest one):
 
 - `NetSystem` is a frozen dataclass whose fields are the parameters (`--system NAME:k=v`); it sets the
-  class variables `name`, `protocol` and `session_class`, and may override `headers()` / `secrets()`
-  (an API key goes there, never into a field) and `connect_url(info)`.
+  class variables `name`, `protocol` and `session_class` (and `default_sessions_per_url` when its servers
+  hold a fixed number of conversations), and may override `headers()` / `secrets()` (an API key goes
+  there, never into a field; the one redaction point uses them) and `connect_url(info)`, which reads
+  `self.url`: always ONE address, because a session runs on a copy of the system whose `url` is its replica.
+- Replicas (`replicas.py`) come with the base: `url` may list several addresses (`url=ws://a,ws://b`);
+  `open_session` takes a slot on one (at most `max_sessions_per_url` each, 0 = the protocol's default)
+  before connecting, and `run_sample` (what `fdb export` calls) runs a sample again on another replica,
+  at most `replica_retries` times, when its replica failed (connect_failed or disconnected). The trace
+  starts with a `replica` record (which one, attempt, how long the session queued for a slot) and keeps
+  `replica_retry` records of the attempts before. An adapter needs no code for any of this.
 - `NetSession` subclasses implement only the protocol:
   `handshake()` (after connect, before input; use `expect` / `wait_for` for replies the server owes),
   `encode_input(frame16k) -> (event type, wire message)` for one 80 ms packet,
@@ -23,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
@@ -40,7 +48,8 @@ from duplexeval.systems.base import (
     SampleInfo,
 )
 from duplexeval.systems.net.phases import planner
-from duplexeval.systems.net.trace import WireTrace
+from duplexeval.systems.net.replicas import REPLICA_FAILURES, Lease, replica_pool, split_urls
+from duplexeval.systems.net.trace import WireTrace, verdict
 from duplexeval.systems.net.transport import (
     DEFAULT_MAX_SIZE,
     ConnectFailed,
@@ -49,9 +58,11 @@ from duplexeval.systems.net.transport import (
     closed_error,
     connect,
     describe,
+    log,
     redact,
     send_bounded,
 )
+from duplexeval.systems.runner import SessionTrace, run_session_async
 
 
 def wire_len(data: str | bytes) -> int:
@@ -104,6 +115,7 @@ class NetSystem:
     protocol: ClassVar[str] = "net"
     session_class: ClassVar[type[NetSession]]
     wall_clock: ClassVar[bool] = True
+    default_sessions_per_url: ClassVar[int | None] = None  # None: no cap per replica unless the user sets one
 
     url: str = ""
     max_size: int = DEFAULT_MAX_SIZE
@@ -112,6 +124,8 @@ class NetSystem:
     drain_s: float = 5.0
     session_extra_s: float = 30.0
     linger_s: float = 0.0  # keep listening this long after T before closing (records post-window events)
+    max_sessions_per_url: int = 0  # sessions at once on one replica; 0 = the protocol's default
+    replica_retries: int = 2  # a sample whose replica failed runs again on another one at most this often
 
     def params(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,18 +146,37 @@ class NetSystem:
     def connect_url(self, info: SampleInfo) -> str:
         return self.url
 
+    def urls(self) -> list[str]:
+        """The replicas' addresses (`url` split at commas)."""
+        return split_urls(self.url)
+
+    def sessions_per_url(self) -> int | None:
+        """The cap of sessions at once on one replica (None: none)."""
+        return self.max_sessions_per_url or self.default_sessions_per_url
+
     def transport(self) -> TransportSettings:
         return TransportSettings(max_size=self.max_size, open_timeout_s=self.open_timeout_s)
 
     def validate(self) -> None:
         """Check the common bounds; raise ValueError naming the key."""
-        try:
-            redaction.refuse_url_credentials(self.url, "url")
+        urls = self.urls()
+        try:  # before any message can echo the URL
+            for url in urls or [self.url]:
+                redaction.refuse_url_credentials(url, "url")
         except InputError as exc:
             raise ValueError(str(exc)) from None
-        parts = urlsplit(self.url)
-        if parts.scheme not in ("ws", "wss") or not parts.netloc:
-            raise ValueError(f"url must be ws:// or wss:// with a host, got {self.url!r}")
+        if not urls:
+            raise ValueError("url must name at least one ws:// or wss:// address")
+        if len(set(urls)) != len(urls):
+            raise ValueError(f"url lists the same address twice: {self.url!r}")
+        for url in urls:
+            parts = urlsplit(url)
+            if parts.scheme not in ("ws", "wss") or not parts.netloc:
+                raise ValueError(f"url must be ws:// or wss:// with a host, got {url!r}")
+        if not (0 <= self.max_sessions_per_url <= 1024):
+            raise ValueError(f"max_sessions_per_url must be between 0 (the protocol's default) and 1024, got {self.max_sessions_per_url}")
+        if not (0 <= self.replica_retries <= 16):
+            raise ValueError(f"replica_retries must be between 0 and 16, got {self.replica_retries}")
         if not (1024 <= self.max_size <= 256 * 1024 * 1024):
             raise ValueError(f"max_size must be between 1024 and 268435456 bytes, got {self.max_size}")
         for key in ("open_timeout_s", "stall_s", "drain_s", "session_extra_s"):
@@ -153,10 +186,79 @@ class NetSystem:
         if not (0 <= self.linger_s <= 60):
             raise ValueError(f"linger_s must be between 0 and 60 seconds, got {self.linger_s}")
 
+    def pool(self) -> Any:
+        """This system's replica pool (shared by every session of the process)."""
+        return replica_pool(self.protocol, self.url, self.sessions_per_url())
+
     async def open_session(self, info: SampleInfo) -> NetSession:
-        session = self.session_class(self, info)
-        await session.open()
+        """A session on the best free replica (waits for a slot; see `replicas.py`)."""
+        return await self.open_on(await self.pool().acquire(), info)
+
+    async def open_on(self, lease: Lease, info: SampleInfo, attempt: int = 1) -> NetSession:
+        """A session on the replica `lease` holds (the lease is released when the session shuts down)."""
+        system = self if lease.url == self.url else replace(self, url=lease.url)
+        session = system.session_class(system, info)
+        session.lease = lease
+        session.wire.meta("replica", **lease.record(attempt))
+        try:
+            await session.open()
+        except BaseException:
+            lease.release()
+            raise
         return session
+
+    async def run_sample(self, pcm16: Any, info: SampleInfo) -> SessionTrace:
+        """Run one sample (`fdb export`): on one replica, again on another when that replica failed."""
+        pool = self.pool()
+        tried: list[dict[str, Any]] = []
+        while True:
+            lease = await pool.acquire(exclude=[t["replica"] for t in tried])
+            trace = await run_session_async(_OnReplica(self, lease, len(tried) + 1), pcm16, info)
+            lease.release()  # normally released at shutdown already; a session that never opened is released here
+            wire = trace.wire
+            reasons = verdict(wire.records, info.T, self.stall_s).reasons if wire is not None else []
+            failed = [r for r in reasons if r in REPLICA_FAILURES]
+            pool.outcome(lease.replica, bool(failed))
+            if wire is not None and tried:
+                for k, rec in enumerate(tried):  # what the attempts before met, at the top of the kept trace
+                    wire.records.insert(k, {"dir": "meta", "t": wire.records[0]["t"] if wire.records else 0.0,
+                                            "event": "replica_retry", **rec})
+            more = len(tried) < self.replica_retries and len(tried) + 1 < len(pool.replicas)
+            if not failed or wire is None or not more:
+                return trace
+            tried.append({"replica": lease.replica.index, "url": lease.record(0)["url"], "attempt": len(tried) + 1,
+                          "reasons": failed, "what": _replica_failure(wire.records)})
+            log.warning("replica %d failed a session (%s); running the sample again on another replica",
+                        lease.replica.index, ", ".join(failed))
+
+
+def _replica_failure(records: list[dict[str, Any]]) -> str | None:
+    """A few words on how a replica failed a session: its last connect attempt, or the server's close."""
+    for rec in reversed(records):
+        if rec.get("event") == "closed" and rec.get("by") == "server":
+            return f"closed by the server (code {rec.get('code')})"
+        if rec.get("event") == "connect_attempt" and rec.get("result") != "ok":
+            return f"connect attempt {rec.get('attempt')}: {rec.get('result')}"
+    return None
+
+
+class _OnReplica:
+    """The system as the runner sees it for one attempt: its sessions open on one leased replica."""
+
+    wall_clock = True
+
+    def __init__(self, system: NetSystem, lease: Lease, attempt: int) -> None:
+        self.system, self.lease, self.attempt = system, lease, attempt
+        self.name = system.name
+
+    def params(self) -> dict[str, Any]:
+        return self.system.params()
+
+    def version(self) -> str:
+        return self.system.version()
+
+    async def open_session(self, info: SampleInfo) -> NetSession:
+        return await self.system.open_on(self.lease, info, self.attempt)
 
 
 class NetSession:
@@ -181,6 +283,7 @@ class NetSession:
         self._error = asyncio.Event()
         self._watchdog: asyncio.Task[None] | None = None
         self._phase: int | None = None
+        self.lease: Lease | None = None  # the replica slot this session holds (released at shutdown)
 
     # ---------------------------------------------------------- protocol hooks (override)
     async def handshake(self) -> None:
@@ -340,6 +443,8 @@ class NetSession:
         await self._shutdown()
 
     async def _shutdown(self) -> None:
+        if self.lease is not None:
+            self.lease.release()
         if self._phase is not None:
             planner().release(self._phase)
             self._phase = None

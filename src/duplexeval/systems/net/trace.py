@@ -12,7 +12,10 @@ Contract (shared by every protocol adapter):
   into output adds `audio` and/or `control` (`clear_queue`); an error event adds `error: true`; a
   message that broke the protocol adds `violation`. Meta events: `connect_attempt`, `opened`,
   `owe` / `paid` (a reply the client is owed, for `timeout`), `closed`, `send_timeout`,
-  `session_bound`, `input_end`.
+  `session_bound`, `input_end`; `replica` (first: which replica of `url` the session ran on, the
+  attempt, `queued_s` waiting for a slot) and `replica_retry` (an earlier attempt of the sample on a
+  replica that failed: its reasons; see replicas.py). Neither bears on eligibility. Telephony adds
+  `no_reply` (nothing from the bot within `reply_within_s`: a `timeout`).
 - `verdict(records, T, stall_s)` and `received_items(records, pcm)` are pure: the live export and
   `duplexeval fdb replay` call the same two functions, so a replay is byte-identical by construction.
 """
@@ -245,7 +248,11 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
             lateness = max(lateness, t - float(rec["slot_s"]))
         elif d == "meta":
             ev = rec.get("event")
-            if ev == "violation":
+            if ev == "replica":  # which replica the session ran on (replicas.py); no bearing on eligibility
+                detail["replica"] = {k: rec.get(k) for k in ("replica", "url", "attempt", "queued_s")}
+            elif ev == "replica_retry":
+                detail["replica_retries"] = detail.get("replica_retries", 0) + 1
+            elif ev == "violation":
                 if t > T:
                     post += 1
                 else:
@@ -253,8 +260,8 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
                     detail.setdefault("first_problem", {"t": _r6(t), "type": None, "what": rec.get("what")})
             elif ev == "closed" and rec.get("by") != "client" and t <= T:
                 reasons.add(DISCONNECTED)
-            elif (ev == "send_timeout" and t <= T) or ev in ("session_bound", "handshake_timeout"):
-                reasons.add(TIMEOUT)  # handshake_timeout: moshi, no handshake within handshake_timeout_s
+            elif (ev in ("send_timeout", "no_reply") and t <= T) or ev in ("session_bound", "handshake_timeout"):
+                reasons.add(TIMEOUT)  # handshake_timeout: moshi, no handshake within handshake_timeout_s; no_reply: telephony reply_within_s
             elif ev == "accounting" and rec.get("checked"):  # native-duplex: append/unit/drain accounting
                 if rec.get("drained") is None:
                     reasons.add(TIMEOUT)  # no `drained` within drain_s
