@@ -145,9 +145,7 @@ def copy_icc(ds: DatasetLike, out: Path) -> dict[str, str]:
     src = (dataset_root(ds) or Path(".")) / ICC_FILE
     if not src.is_file():
         return {}
-    data = src.read_bytes()
-    atomic_write_bytes(out / ICC_FILE, data)
-    return {"icc_gt_distribution": sha256_bytes(data)}
+    return {"icc_gt_distribution": atomic_write_bytes(out / ICC_FILE, src.read_bytes())}
 
 
 def counts_of(entries: list[SampleEntry]) -> dict[str, dict[str, int]]:

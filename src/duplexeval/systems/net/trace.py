@@ -32,7 +32,7 @@ import numpy as np
 
 from duplexeval.artifacts import header
 from duplexeval.errors import InputError
-from duplexeval.jsonio import atomic_write_bytes, dumps_line, json_lines, read_text, sha256_bytes
+from duplexeval.jsonio import atomic_write_bytes, atomic_write_text, dumps_line, json_lines, read_text
 from duplexeval.systems.base import CLEAR_QUEUE
 from duplexeval.systems.runner import MAX_SEND_LATENESS_S, ReceivedItem
 
@@ -125,13 +125,11 @@ class WireTrace:
         return bytes(self._pcm)
 
     def write(self, folder: Path, T: float) -> dict[str, str]:
-        """Write trace.jsonl and trace.pcm atomically; returns {name: sha256}."""
-
-        text = self.lines(T).encode("utf-8")
-        pcm = self.pcm()
-        atomic_write_bytes(folder / TRACE_PCM, pcm)
-        atomic_write_bytes(folder / TRACE_JSONL, text)
-        return {TRACE_JSONL: sha256_bytes(text), TRACE_PCM: sha256_bytes(pcm)}
+        """Write trace.jsonl and trace.pcm atomically (private files: they hold what the server sent, which may
+        carry credentials the run does not know; known secrets are redacted); returns {name: sha256}."""
+        pcm_sha = atomic_write_bytes(folder / TRACE_PCM, self.pcm(), private=True)
+        text_sha = atomic_write_text(folder / TRACE_JSONL, self.lines(T), private=True)
+        return {TRACE_JSONL: text_sha, TRACE_PCM: pcm_sha}
 
 
 @dataclass
