@@ -88,7 +88,6 @@ def roles(command: Command, params: list[Any], values: dict[str, Any], is_path: 
     """The outputs and inputs of one invocation of `command` (its click parameters and parsed values)."""
     folders = FOLDER_OUTPUTS.get(command, {})
     owned = OWNED_INPUTS.get(command, {})
-    texts = PATH_TEXT_INPUTS
     companions = COMPANIONS.get(command, {})
     outputs: list[Output] = []
     inputs: list[Input] = []
@@ -96,7 +95,7 @@ def roles(command: Command, params: list[Any], values: dict[str, Any], is_path: 
     for param in params:
         name = param.name or ""
         label = option_label(param)
-        if name in texts:
+        if name in PATH_TEXT_INPUTS:
             inputs += [Input(label, p) for p in _paths(values.get(name)) if p.exists()]
             continue
         if not is_path(param):
