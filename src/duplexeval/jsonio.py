@@ -197,27 +197,49 @@ def read_text(path: str | os.PathLike[str]) -> str:
         raise InputError(f"{path}: cannot read: {' '.join(str(exc).split())}") from None
 
 
+class _NotJsonNumber(ValueError):
+    """NaN, Infinity or -Infinity in a JSON text: Python reads them, JSON has no such numbers."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJsonNumber(name)
+
+
+def loads_strict(text: str) -> Any:
+    """``json.loads`` without NaN / Infinity (every file we write has none; one that does is broken, not a number)."""
+    return json.loads(text, parse_constant=_refuse_constant)
+
+
 def json_lines(text: str, path: str | os.PathLike[str]) -> list[tuple[int, Any]]:
-    """(line number, object) of each non-blank line of JSONL text; InputError naming the file and line on bad JSON."""
+    """(line number, object) of each non-blank line of JSONL text; InputError naming the file and line on bad JSON
+    (NaN and Infinity included)."""
     out: list[tuple[int, Any]] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            out.append((lineno, json.loads(line)))
+            out.append((lineno, loads_strict(line)))
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}: line {lineno}: invalid JSON: {exc.msg}") from None
+        except _NotJsonNumber as exc:
+            raise InputError(f"{path}: line {lineno}: {exc} is not a number JSON allows") from None
     return out
 
 
-def read_json(path: str | os.PathLike[str]) -> Any:
-    """Read a JSON file; raises InputError naming the file on a missing file or bad JSON."""
-    path = Path(path)
-    text = read_text(path)
+def parse_json_text(text: str, path: str | os.PathLike[str]) -> Any:
+    """JSON text to objects; bad JSON and NaN / Infinity are one-line InputErrors naming `path`."""
     try:
-        return json.loads(text)
+        return loads_strict(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except _NotJsonNumber as exc:
+        raise InputError(f"{path}: {exc} is not a number JSON allows") from None
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Read a JSON file; raises InputError naming the file on a missing file or bad JSON (NaN and Infinity included)."""
+    path = Path(path)
+    return parse_json_text(read_text(path), path)
 
 
 def sha256_bytes(data: bytes) -> str:
