@@ -473,9 +473,16 @@ class ServerProcess:
         import subprocess
         import tempfile
 
+<<<<<<< HEAD
         # stderr to a file, not a pipe nobody drains: a child that logs a lot would block on a full pipe
         self._stderr = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+=======
+        from duplexeval import children
+
+        # dies with this process (SIGKILL included): a pipe it watches (duplexeval.children)
+        self.proc = children.start(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+>>>>>>> main
         line: list[str] = []
 
         def read() -> None:
@@ -504,6 +511,10 @@ class ServerProcess:
                 self.proc.wait(10)
             except Exception:  # noqa: BLE001 - last resort for a child that ignores SIGTERM
                 self.proc.kill()
+        if self.proc is not None:
+            from duplexeval import children
+
+            children.release(self.proc)
 
     def stderr_tail(self, chars: int = 2000) -> str:
         """The end of what the child wrote on stderr (for a failing test's message)."""
