@@ -473,16 +473,12 @@ class ServerProcess:
         import subprocess
         import tempfile
 
-<<<<<<< HEAD
-        # stderr to a file, not a pipe nobody drains: a child that logs a lot would block on a full pipe
-        self._stderr = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
-=======
         from duplexeval import children
 
-        # dies with this process (SIGKILL included): a pipe it watches (duplexeval.children)
-        self.proc = children.start(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
->>>>>>> main
+        # dies with this process (SIGKILL included): a pipe it watches (duplexeval.children); stderr to a file,
+        # not a pipe nobody drains: a child that logs a lot would block on a full pipe
+        self._stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = children.start(self.args, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
         line: list[str] = []
 
         def read() -> None:
