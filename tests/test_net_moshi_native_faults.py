@@ -96,7 +96,10 @@ def moshi() -> dict[str, Outcome]:
     extra = [
         Scenario("handshake_timeout", "moshi", ["slow_start_ms=1500"], "handshake_timeout_s=0.4"),
         Scenario("one_at_a_time", "moshi", holder=True),
-        Scenario("personaplex_query", "moshi", client="text_prompt=You are kind.,voice_prompt=NATF2.pt,seed=42"),
+        Scenario("personaplex_query", "moshi", client="flavor=personaplex,text_prompt=You are kind.,voice_prompt=NATF2.pt",
+                 options={"flavor": "personaplex"}),
+        Scenario("personaplex_seed", "moshi", client="flavor=personaplex,voice_prompt=NATF2.pt,seed=42",
+                 options={"flavor": "personaplex"}),
     ]
     # The late client blocks the event loop: it runs alone, or every session would be late.
     late = run_batch([Scenario("pacing_late", "moshi", system_factory=_late)])
@@ -191,12 +194,21 @@ def test_moshi_connect_rules(moshi: dict[str, Outcome]) -> None:
     assert [e["result"] for e in moshi["busy_then_free"].events("connect_attempt")] == ["http_503", "http_503", "ok"]
     assert [e["result"] for e in moshi["busy_always"].events("connect_attempt")] == ["http_503"] * 4
     assert [e["result"] for e in moshi["refused"].events("connect_attempt")] == ["refused"] * 4
-    held = moshi["one_at_a_time"]  # another conversation holds the server: 503, retried 3 times, then given up
-    assert held.reasons == ["connect_failed"]
-    assert [e["result"] for e in held.events("connect_attempt")] == ["http_503"] * 4
+    # Another conversation holds the server for 2.5 s: this one is upgraded at once and queued until then; the
+    # wait is its handshake, before input slot 0, so the session is eligible and the wait is in no latency.
+    held = moshi["one_at_a_time"]
+    assert held.reasons == []
+    assert [e["result"] for e in held.events("connect_attempt")] == ["ok"]
+    (hs,) = held.events("handshake")
+    assert hs["handshake_s"] > 1.5 and hs["t"] < 0
     assert moshi["handshake_timeout"].reasons == ["timeout"]
     assert moshi["handshake_timeout"].events("handshake_timeout")
     assert moshi["personaplex_query"].reasons == []
+    # PersonaPlex main fails on any seed in the query (it reads request["seed"]): the connection ends
+    # before the handshake, without a close frame.
+    seeded = moshi["personaplex_seed"]
+    assert seeded.reasons == ["disconnected"] and not seeded.events("handshake")
+    assert seeded.events("closed")[0]["code"] is None
 
 
 def test_native_protocol_details(native: dict[str, Outcome]) -> None:

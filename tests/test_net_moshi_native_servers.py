@@ -1,8 +1,8 @@
-"""The loopback servers' protocol rules without a socket: native grants and seq checks, Moshi's skipped frame.
+"""The loopback native server's protocol rules without a socket: grants, seq checks, tail policies.
 
 The native conversation is driven directly (its `step` runs the energy-VAD turn-based baseline
-through the framework's SystemDriver-equivalent: one 80 ms unit in, one out); the Moshi server is
-driven over a real loopback socket by a raw client, since its rules live in the session.
+through the framework's SystemDriver-equivalent: one 80 ms unit in, one out). The Moshi flavors are
+in test_net_moshi_flavors.py.
 """
 
 from __future__ import annotations
@@ -12,15 +12,12 @@ import json
 
 import numpy as np
 import pytest
-import websockets
 from net_proto_helpers import SERVED, first_loud_s, tone_input
 
 from duplexeval.systems.base import SampleInfo
-from duplexeval.systems.net import moshi_wire as mw
 from duplexeval.systems.net import native_wire as nw
 from duplexeval.systems.net.frame_stream import FrameStream
 from duplexeval.systems.net.native_server import NativeConversation
-from duplexeval.systems.net.server import ServerThread, make_server
 from duplexeval.systems.registry import make_system
 
 
@@ -148,52 +145,3 @@ def test_native_grants_and_rejections():
         assert nw.check_grant(nw.session_request(16000, 24000), g40) == ["native_unit_ms 40 granted, 80 asked"]
 
     asyncio.run(go())
-
-
-def test_moshi_server_skips_the_first_frame_and_answers_each_later_one():
-    """A raw client: handshake first, no output for the first (skipped) frame, then one page per frame."""
-
-    async def go(url: str) -> tuple[int, int, bytes]:
-        async with websockets.connect(url, compression=None, ping_interval=None) as ws:
-            hs = await ws.recv()
-            enc = mw.OpusEncoder()
-            await ws.send(mw.encode(mw.Kind.TEXT, b"hello"))  # ignored by the server
-            await ws.send(mw.encode(mw.Kind.AUDIO, enc.encode_silence()))
-            await asyncio.sleep(0.3)
-            got_after_first = 0
-            try:
-                while True:
-                    await asyncio.wait_for(ws.recv(), 0.05)
-                    got_after_first += 1
-            except asyncio.TimeoutError:
-                pass
-            for _ in range(3):
-                await ws.send(mw.encode(mw.Kind.AUDIO, enc.encode_silence()))
-            pages = [mw.decode(await asyncio.wait_for(ws.recv(), 5)) for _ in range(3)]
-            assert all(p.kind is mw.Kind.AUDIO and p.payload[:4] == b"OggS" for p in pages)
-            await ws.send(b"\x09bad kind")
-            err = mw.decode(await asyncio.wait_for(ws.recv(), 5))
-            assert err.kind is mw.Kind.ERROR and "unknown message kind 9" in err.text()
-            return got_after_first, len(pages), hs
-
-    srv = make_server("moshi", SERVED)
-    with ServerThread(srv) as th:
-        after_first, pages, hs = asyncio.run(go(th.url(mw.CHAT_PATH)))
-    assert hs[0] == mw.Kind.HANDSHAKE and after_first == 0 and pages == 3
-
-
-def test_moshi_server_one_conversation_at_a_time_and_bad_seed():
-    async def go(url: str) -> tuple[int, bytes]:
-        async with websockets.connect(url, compression=None, ping_interval=None) as ws:
-            await ws.recv()
-            with pytest.raises(websockets.exceptions.InvalidStatus) as busy:
-                await websockets.connect(url, compression=None, ping_interval=None)
-        async with websockets.connect(url + "?seed=abc", compression=None, ping_interval=None) as ws2:
-            msg = await asyncio.wait_for(ws2.recv(), 5)
-        return busy.value.response.status_code, msg
-
-    srv = make_server("moshi", SERVED)
-    with ServerThread(srv) as th:
-        code, msg = asyncio.run(go(th.url(mw.CHAT_PATH)))
-    assert code == 503
-    assert mw.decode(msg).kind is mw.Kind.ERROR and "seed must be an integer" in mw.decode(msg).text()

@@ -10,7 +10,8 @@ Contract (shared by every protocol adapter):
   first input packet's slot; connect attempts are negative) and for messages `type` and `bytes`
   (wire size). Audio sends add `seq`, `slot_s` and `t_done`. A received message the adapter turned
   into output adds `audio` and/or `control` (`clear_queue`); an error event adds `error: true`; a
-  message that broke the protocol adds `violation`. Meta events: `connect_attempt`, `opened`,
+  message that broke the protocol adds `violation`; one the protocol says to skip (moshi: an unknown
+  kind, metadata, a text frame) adds `discarded` (why), counted per type in the verdict's `discarded`. Meta events: `connect_attempt`, `opened`,
   `owe` / `paid` (a reply the client is owed, for `timeout`), `closed`, `send_timeout`,
   `session_bound`, `input_end`; `replica` (first: which replica of `url` the session ran on, the
   attempt, `queued_s` waiting for a slot) and `replica_retry` (an earlier attempt of the sample on a
@@ -238,6 +239,9 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
     for rec in records:
         t = float(rec["t"])
         d = rec["dir"]
+        if d == "recv" and rec.get("discarded"):  # skipped as the protocol says (moshi: unknown kinds, metadata)
+            counts = detail.setdefault("discarded", {})
+            counts[str(rec.get("type"))] = counts.get(str(rec.get("type")), 0) + 1
         if d == "recv" and (rec.get("error") or rec.get("violation")):
             if t > T:
                 post += 1
