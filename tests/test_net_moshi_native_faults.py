@@ -109,9 +109,9 @@ def moshi() -> dict[str, Outcome]:
 @pytest.fixture(scope="module")
 def native() -> dict[str, Outcome]:
     extra = [
-        Scenario("grant_mismatch", "native-duplex", options={"native_unit_ms": "40"}),
-        Scenario("rejected_output_rate", "native-duplex", client="output_rate=22050"),
-        Scenario("input_24k", "native-duplex", client="input_rate=24000,output_rate=16000"),
+        Scenario("deployment_unit_40", "native-duplex", options={"native_unit_ms": "40"}),
+        Scenario("refused_output_rate", "native-duplex", client="output_rate=22050"),
+        Scenario("input_24k", "native-duplex", options={"input_rate": "24000", "output_rate": "22050", "tail_policy": "pad"}),
     ]
     late = run_batch([Scenario("pacing_late", "native-duplex", system_factory=_late)])
     return {**run_batch(_common("native-duplex") + extra, parallel=4), **late}
@@ -218,18 +218,31 @@ def test_native_protocol_details(native: dict[str, Outcome]) -> None:
     assert not {"input_audio_buffer.commit", "response.create", "response.cancel"} & set(sent)
     (acc,) = clean.events("accounting")
     assert acc["checked"] and acc["problems"] == []
-    assert acc["appends"] == acc["accepted"] == 25 and acc["units_done"] == 25 and acc["input_ms"] == 2000
+    # 25 whole units, and upstream's empty end-of-stream unit
+    assert acc["appends"] == acc["accepted"] == 25 and acc["units_done"] == 26 and acc["input_ms"] == 2000
     assert acc["drained"] == {"consumed_ms": 2000, "discarded_ms": 0, "padding_ms": 0}
     (upd,) = clean.received("session.updated")
     assert upd["granted"]["native_unit_ms"] == 80 and upd["granted"]["output_rate"] == 24000
-    bad = native["grant_mismatch"]
-    assert bad.reasons == ["protocol_violation"]
-    assert "native_unit_ms 40 granted, 80 asked" in bad.verdict.detail["first_problem"]["what"]
-    rej = native["rejected_output_rate"]
-    assert rej.reasons == []  # the output rate is the server's choice: recorded, not disqualifying
-    (upd,) = rej.received("session.updated")
-    assert upd["granted"]["output_rate"] == 24000 and "audio.output.format.rate" in upd["rejections"][0]
-    assert native["input_24k"].reasons == [] and native["input_24k"].first_loud_s is not None
+    # A deployment with 40 ms units: adopted (the appends stay 80 ms; two units each).
+    unit40 = native["deployment_unit_40"]
+    assert unit40.reasons == []
+    (acc40,) = unit40.events("accounting")
+    assert acc40["unit_ms"] == 40 and acc40["units_done"] == 51 and acc40["problems"] == []
+    # A pinned output rate the deployment does not serve: refused, and the one line names both values.
+    rej = native["refused_output_rate"]
+    assert rej.reasons == ["server_error"]
+    (why,) = rej.events("format_refused")
+    assert why["what"] == ("format refused (unsupported PCM format or sample rate): output_rate=22050 asked, the "
+                           "deployment serves 24000; leave output_rate unset to adopt the deployment's")
+    assert rej.verdict.detail["first_problem"]["what"] == why["what"]
+    assert not [r for r in rej.records if r["dir"] == "send" and "slot_s" in r]  # no input was sent
+    # A 24 kHz-in, 22.05 kHz-out, pad deployment: adopted, the input resampled exactly, the reply heard.
+    in24 = native["input_24k"]
+    assert in24.reasons == [] and in24.first_loud_s is not None
+    (upd24,) = in24.received("session.updated")
+    assert upd24["granted"]["input_rate"] == 24000 and upd24["granted"]["output_rate"] == 22050
+    (acc24,) = in24.events("accounting")  # 25 appends of exactly 80 ms (1920 samples) at 24 kHz
+    assert acc24["appends"] == 25 and acc24["input_ms"] == 2000 and acc24["problems"] == []
     # A fatal error ends the session: no drain is attempted, the accounting is recorded but not a verdict.
     (acc_err,) = native["error_before_reply"].events("accounting")
     assert not acc_err["checked"]
