@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.no_skip:  # the VAD cost on outputs without leading digital silence
             ours = [sys.executable, "-c", ("import sys; import duplexeval.fdb.unified.speech as s; "
                                            "s.SKIP_LEADING_SILENCE = False; from duplexeval.cli import main; main(sys.argv[1:])")]
-        cmd = [*ours, "fdb", "evaluate", "--tree", str(ours_tree), "--judge", "openai",
+        cmd = [*ours, "fdb", "evaluate", str(ours_tree), "--judge", "openai",
                "--base-url", url, "--api-key-env", "BENCH_FAKE_KEY", "--reference-source", str(args.official),
                "--icc-gt", str(evaldir / "icc_gt_distribution.json"), "--backchannel-rules", rules, "-q"]
         load = os.getloadavg()[0]

@@ -42,7 +42,7 @@ def main() -> None:
         build(root)
         print(f"built {root} in {time.perf_counter() - t0:.1f} s")
     if not (root / "unified.json").is_file():
-        subprocess.run(_cli("fdb", "score", "--tree", str(root)), check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(_cli("fdb", "score", str(root)), check=True, stdout=subprocess.DEVNULL)
         print(f"scored {root}")
     out = args.out or root.parent / "report-full.html"
     jobs = args.jobs or os.cpu_count() or 1

@@ -176,7 +176,7 @@ def main() -> None:
     import os
 
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    cmd = [sys.executable, "-m", "duplexeval", "fdb", "score", "--tree", str(root), "--no-write"]
+    cmd = [sys.executable, "-m", "duplexeval", "fdb", "score", str(root), "--no-write"]
     if args.jobs:
         cmd += ["--jobs", str(args.jobs)]
     import resource

@@ -67,9 +67,9 @@ def test_unknown_backend_lists_what_is_available() -> None:
 
 
 def test_model_for_a_backend_without_one_is_refused(plugin_dir: Path) -> None:
-    with pytest.raises(InputError, match=r"--model is not used by the pocketsphinx backend \(its model is in the wheel\)"):
+    with pytest.raises(InputError, match=r"model= is not used by the pocketsphinx backend \(its model is in the wheel\)"):
         make_backend("pocketsphinx", model="x")
-    with pytest.raises(InputError, match="--model is not used by the my_asr_plugin:LevelBackend backend"):
+    with pytest.raises(InputError, match="model= is not used by the my_asr_plugin:LevelBackend backend"):
         make_backend("my_asr_plugin:LevelBackend", model="x")
 
 
@@ -85,7 +85,7 @@ def test_user_class_by_import_path(plugin_dir: Path) -> None:
 def test_fdb_asr_runs_a_user_backend(tmp_path: Path, plugin_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tree = _tree(tmp_path)
     with pytest.raises(SystemExit) as e:
-        main(["fdb", "asr", "--tree", str(tree), "--backend", "my_asr_plugin:LevelBackend", "--jobs", "1", "--no-progress"])
+        main(["fdb", "asr", str(tree), "--backend", "my_asr_plugin:LevelBackend", "--jobs", "1", "-q"])
     assert e.value.code == 0
     assert "1 ok" in capsys.readouterr().out
     out = json.loads((tree / "candor_turn_taking" / "1" / "output.json").read_text())
@@ -96,7 +96,7 @@ def test_fdb_asr_runs_a_user_backend(tmp_path: Path, plugin_dir: Path, capsys: p
 def test_fdb_asr_unknown_backend_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tree = _tree(tmp_path)
     with pytest.raises(SystemExit) as e:
-        main(["fdb", "asr", "--tree", str(tree), "--backend", "nope", "--no-progress"])
+        main(["fdb", "asr", str(tree), "--backend", "nope", "-q"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.strip().splitlines() == [
         "duplexeval: error: unknown ASR backend 'nope'; available: faster-whisper, import, parakeet, pocketsphinx, whisper-align"
@@ -108,8 +108,8 @@ def test_entry_point_of_an_installed_package(tmp_path: Path, plugin_dir: Path) -
     env = declare_entry_point(plugin_dir, "my-asr-plugin", "duplexeval.asr_backends", "level", "my_asr_plugin:LevelBackend")
     assert ASR_BACKENDS.entry_point_group == "duplexeval.asr_backends"
     tree = _tree(tmp_path)
-    run = subprocess.run([sys.executable, "-m", "duplexeval", "fdb", "asr", "--tree", str(tree), "--backend", "level",
-                          "--jobs", "1", "--no-progress"], check=False, capture_output=True, text=True, env=env)
+    run = subprocess.run([sys.executable, "-m", "duplexeval", "fdb", "asr", str(tree), "--backend", "level",
+                          "--jobs", "1", "-q"], check=False, capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr
     out = json.loads((tree / "candor_turn_taking" / "1" / "output.json").read_text())
     assert out["chunks"] == [{"text": "loud", "timestamp": [0.5, 1.0]}]

@@ -324,15 +324,15 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     ]
     tree = write_tree(tmp_path / "t", samples, asr=False)
     with pytest.raises(SystemExit) as e:
-        main(["fdb", "asr", "--tree", str(tree), "--backend", "import", "--declare", "x", "--no-progress"])
+        main(["fdb", "asr", str(tree), "--backend", "import", "--declare", "x", "-q"])
     assert e.value.code == 1
     out = capsys.readouterr()
     assert "1 ok, 1 failed of 2" in out.out and "after T=3.0" in out.err
     with pytest.raises(SystemExit) as e:  # asr.json exists now
-        main(["fdb", "reference-asr", "--tree", str(tree), "--backend", "import", "--declare", "x", "--no-progress"])
+        main(["fdb", "reference-asr", str(tree), "--backend", "import", "--declare", "x", "-q"])
     assert e.value.code == 2 and "duplexeval: error:" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
-        main(["fdb", "asr", "--tree", str(tree), "--backend", "nope", "--force", "--no-progress"])
+        main(["fdb", "asr", str(tree), "--backend", "nope", "--force", "-q"])
     assert e.value.code == 2
 
 

@@ -140,7 +140,7 @@ def _deleted_sample(tmp: Path):
 def _id_newline_manifest(tmp: Path):
     t = scored_tree(tmp / "t")
     edit_manifest(t, lambda m: m["samples"][0].update(id="1\n"))
-    return ["fdb", "score", "--tree", t], ("manifest.json", "'1\\n' is not allowed")
+    return ["fdb", "score", t], ("manifest.json", "'1\\n' is not allowed")
 
 
 def _id_newline_dataset(tmp: Path):
@@ -194,7 +194,7 @@ def _out_is_file(cmd: str) -> Case:
             (tmp / "s.json").write_text(json.dumps({"samples": [{"subset": TT, "id": 1, "text": "hi"}]}))
             argv = ["fdb", "synth", tmp / "s.json", "--out", f]
         else:
-            argv = ["controller", "label", f, "--conversations", conversations(tmp / "c", [CONV])]
+            argv = ["controller", "label", "--out", f, "--conversations", conversations(tmp / "c", [CONV])]
         return argv, (str(f), "existing file")
     return case
 
@@ -225,7 +225,7 @@ def _json_is_dir(cmd: str) -> Case:
 def _summary_is_dir(tmp: Path):
     t = scored_tree(tmp / "t")
     (t / "summary.json").mkdir()
-    return ["fdb", "evaluate", "--tree", t, "-q"], ("summary.json", "cannot write", "existing folder")
+    return ["fdb", "evaluate", t, "-q"], ("summary.json", "cannot write", "existing folder")
 
 
 def _broken_source_wav(tmp: Path):
@@ -238,17 +238,17 @@ def _broken_source_wav(tmp: Path):
 def _absurd_T(tmp: Path):
     t = scored_tree(tmp / "t")
     edit_manifest(t, lambda m: m["samples"][0].update(T=1e303))
-    return ["fdb", "score", "--tree", t], ("manifest.json", f"sample {TT}/1", "'T' must be a positive finite number")
+    return ["fdb", "score", t], ("manifest.json", f"sample {TT}/1", "'T' must be a positive finite number")
 
 
 def _absurd_pause_end(tmp: Path):
     t = write_tree(tmp / "t", [FixtureSample(P, "1", 5.0, pause_ann((1.0, 1e303)), [("b", 3.0, 3.4)])])
-    return ["fdb", "score", "--tree", t], ("pause.json", f"sample {P}/1", "outside the accepted range")
+    return ["fdb", "score", t], ("pause.json", f"sample {P}/1", "outside the accepted range")
 
 
 def _absurd_word(tmp: Path):
     t = write_tree(tmp / "t", [FixtureSample(TT, "1", 5.0, turn_ann(1.0), [("a", 1e303, None)])])
-    return ["fdb", "evaluate", "--tree", t, "-q"], ("output.json", f"sample {TT}/1", "outside the accepted range")
+    return ["fdb", "evaluate", t, "-q"], ("output.json", f"sample {TT}/1", "outside the accepted range")
 
 
 def _absurd_pairs(tmp: Path):
@@ -259,7 +259,7 @@ def _absurd_pairs(tmp: Path):
 def _subset_list_manifest(tmp: Path):
     t = scored_tree(tmp / "t")
     edit_manifest(t, lambda m: m["samples"][0].update(subset=[TT]))
-    return ["fdb", "score", "--tree", t], ("manifest.json", "unknown subset ['candor_turn_taking']")
+    return ["fdb", "score", t], ("manifest.json", "unknown subset ['candor_turn_taking']")
 
 
 def _subset_list_synth(tmp: Path):
@@ -291,7 +291,7 @@ def _zero_frame_backchannel(tmp: Path):
 
     edit_manifest(t, lambda m: m["samples"][0]["files"].update({"output.wav": sha256_file(wav)}))
     (t / "icc_gt_distribution.json").write_text(json.dumps({"1": [0.5, 0.5]}))
-    return ["fdb", "evaluate", "--tree", t, "-q"], ("output.wav", f"sample {BC}/1")
+    return ["fdb", "evaluate", t, "-q"], ("output.wav", f"sample {BC}/1")
 
 
 def _grid(text: str, needle: str) -> Case:
@@ -304,34 +304,34 @@ def _grid(text: str, needle: str) -> Case:
 
 def _rule(text: str) -> Case:
     def case(tmp: Path):
-        return ["controller", "label", tmp / "o", "--conversations", conversations(tmp / "c", [CONV]), "--rule", text], (
+        return ["controller", "label", "--out", tmp / "o", "--conversations", conversations(tmp / "c", [CONV]), "--rule", text], (
             f"--rule {text.split('=')[0]}", "finite")
     return case
 
 
 def _huge_conversation(tmp: Path):
     m = conversations(tmp / "c", [{**CONV, "duration_s": 1e12}])
-    return ["controller", "label", tmp / "o", "--conversations", m], ("m.jsonl", "line 1", "duration_s")
+    return ["controller", "label", "--out", tmp / "o", "--conversations", m], ("m.jsonl", "line 1", "duration_s")
 
 
 def _dup_conversations(tmp: Path):
     m = conversations(tmp / "c", [CONV, CONV])
-    return ["controller", "label", tmp / "o", "--conversations", m], ("m.jsonl", "line 2", "duplicate conversation id 'c1'")
+    return ["controller", "label", "--out", tmp / "o", "--conversations", m], ("m.jsonl", "line 2", "duplicate conversation id 'c1'")
 
 
 def _conv_problem(tmp: Path):
     m = conversations(tmp / "c", [CONV, {**CONV, "id": "c2", "duration_s": 2.0}])  # user speech runs to 2.5 s
-    return ["controller", "label", tmp / "o", "--conversations", m], ("m.jsonl", "line 2", "conversation c2", "after the conversation end")
+    return ["controller", "label", "--out", tmp / "o", "--conversations", m], ("m.jsonl", "line 2", "conversation c2", "after the conversation end")
 
 
 def _conv_missing_audio(tmp: Path):
     m = conversations(tmp / "c", [{**CONV, "user_audio": "nope.wav"}])
-    return ["controller", "label", tmp / "o", "--conversations", m], ("m.jsonl: line 1: conversation c1", "nope.wav", "not found")
+    return ["controller", "label", "--out", tmp / "o", "--conversations", m], ("m.jsonl: line 1: conversation c1", "nope.wav", "not found")
 
 
 def _judge_timeout(tmp: Path):
     t = scored_tree(tmp / "t")
-    return ["fdb", "evaluate", "--tree", t, "--judge-timeout", "-1", "-q"], ("--judge-timeout", "positive")
+    return ["fdb", "evaluate", t, "--judge", "openai:timeout_s=-1", "-q"], ("timeout_s", "positive")
 
 
 def _dup_pairs(tmp: Path):
@@ -352,7 +352,7 @@ def _empty_pairs(tmp: Path):
 def _empty_manifest(tmp: Path):
     t = scored_tree(tmp / "t")
     edit_manifest(t, lambda m: m.update(samples=[]))
-    return ["fdb", "score", "--tree", t], ("manifest.json", "no samples")
+    return ["fdb", "score", t], ("manifest.json", "no samples")
 
 
 def _zero_clips(tmp: Path):
@@ -371,7 +371,7 @@ def _parakeet_without_nemo(tmp: Path):
     if importlib.util.find_spec("nemo") is not None:  # pragma: no cover - NeMo is an optional extra
         pytest.skip("NeMo is installed here")
     t = write_tree(tmp / "t", [FixtureSample(TT, "1", 5.0, turn_ann(1.0), None)], asr=False)
-    return ["fdb", "asr", "--tree", t, "--backend", "parakeet", "--no-progress"], ("needs NeMo", "not installed")
+    return ["fdb", "asr", t, "--backend", "parakeet", "-q"], ("needs NeMo", "not installed")
 
 
 def _usage(argv: list[object], needle: str) -> Case:
@@ -426,7 +426,7 @@ CASES: dict[str, Case] = {
     "out-inside-dataset": _out_inside_dataset,
     "parakeet-without-nemo": _parakeet_without_nemo,
     "usage-limit-0": _usage(["fdb", "export", "--system", "silent", "--dataset", "demo", "--out", "x", "--limit", "0"], "--limit"),
-    "usage-jobs-negative": _usage(["fdb", "score", "--tree", "x", "--jobs", "-1"], "--jobs"),
+    "usage-jobs-negative": _usage(["fdb", "score", "x", "--jobs", "-1"], "--jobs"),
     "usage-unknown-option": _usage(["eot", "score", "x.csv", "--nope"], "--nope"),
 }
 
@@ -570,6 +570,6 @@ def test_unwritable_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[
         monkeypatch.setattr(jsonio.os, "access", lambda p, mode: False if Path(p) == ro else real(p, mode))
     (tmp_path / "p.csv").write_text("true_turn_end_s,detector_commit_s\n1,1.2\n")
     one_line_error(["eot", "score", tmp_path / "p.csv", "--json", ro / "r.json"], capsys, str(ro), "not writable")
-    one_line_error(["controller", "label", ro / "out", "--conversations", conversations(tmp_path / "c", [CONV])],
+    one_line_error(["controller", "label", "--out", ro / "out", "--conversations", conversations(tmp_path / "c", [CONV])],
                    capsys, "not writable")
     assert not list(ro.iterdir())

@@ -35,7 +35,7 @@ def test_a_group_only_tree_has_every_command_of_its_group() -> None:
 
 
 def test_the_group_is_the_first_word_that_is_not_an_option() -> None:
-    assert cli._group_of(["fdb", "score", "--tree", "x"]) == "fdb"
+    assert cli._group_of(["fdb", "score", "x"]) == "fdb"
     assert cli._group_of(["--version"]) == "root"
     assert cli._group_of(["demo", "--out", "fdb"]) == "root"
     assert cli._group_of(["report", "tree"]) == "root"

@@ -46,7 +46,7 @@ def test_demo_end_to_end_deterministic(tmp_path):
     outs = [tmp_path / "a", tmp_path / "b"]
     for out in outs:
         with pytest.raises(SystemExit) as ex:
-            main(["controller", "demo", str(out), "--conversations", "2", "--exchanges", "2"])
+            main(["controller", "demo", "--out", str(out), "--conversations", "2", "--exchanges", "2"])
         assert ex.value.code == 0
     for name in ("report-silence.json", "report-silero.json", "compare.json", "data-silero/clips.jsonl"):
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
@@ -57,5 +57,5 @@ def test_demo_end_to_end_deterministic(tmp_path):
     cmp = json.loads((outs[0] / "compare.json").read_text())
     assert cmp["groups"] == 2 and cmp["a"] == "baseline:silence" and cmp["b"] == "baseline:silero"
     with pytest.raises(SystemExit) as ex:  # refuses to overwrite
-        main(["controller", "demo", str(outs[0]), "--conversations", "1"])
+        main(["controller", "demo", "--out", str(outs[0]), "--conversations", "1"])
     assert ex.value.code == 2

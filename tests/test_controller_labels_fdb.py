@@ -74,7 +74,7 @@ def test_run_baseline_over_fdb_and_evaluate(fdb, tmp_path):
 
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as ex:
-        main(["controller", "run", "baseline:silence", str(out), "--fdb", str(fdb)])
+        main(["controller", "run", "--controller", "baseline:silence", "--out", str(out), "--fdb", str(fdb)])
     assert ex.value.code == 0
     d = cdata.load_data(out)
     (tt,) = [c for c in d.iter_clips() if c.id == "candor_turn_taking.7"]

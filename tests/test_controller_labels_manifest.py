@@ -111,16 +111,16 @@ def test_cli_label_and_run(manifest, tmp_path, capsys):
 
     out = tmp_path / "lab"
     with pytest.raises(SystemExit) as ex:
-        main(["controller", "label", str(out), "--conversations", str(manifest), "--rule", "probe_tail_s=1.0"])
+        main(["controller", "label", "--out", str(out), "--conversations", str(manifest), "--rule", "probe_tail_s=1.0"])
     assert ex.value.code == 0
     d = cdata.load_data(out)
     assert d.clips[0].turn_probes == [cdata.TurnProbe(2.0, 0.5, 3.0)] and d.info["label_rules"]["probe_tail_s"] == 1.0
     # c1.a and c2 each have a shift; floor 1.5 s (c1.a) + 1.6 s (c1.b, swapped) + 2.5 s (c2) = 5.6 s
     assert "3 clips, 2 turn probes, 1 pause probes" in capsys.readouterr().out and d.reference_s() == pytest.approx(5.6)
     with pytest.raises(SystemExit) as ex:
-        main(["controller", "label", str(out), "--conversations", str(manifest), "--rule", "nope=1"])
+        main(["controller", "label", "--out", str(out), "--conversations", str(manifest), "--rule", "nope=1"])
     assert ex.value.code == 2
     with pytest.raises(SystemExit) as ex:
-        main(["controller", "run", "baseline:silence", str(tmp_path / "run"), "--conversations", str(manifest)])
+        main(["controller", "run", "--controller", "baseline:silence", "--out", str(tmp_path / "run"), "--conversations", str(manifest)])
     assert ex.value.code == 2  # c2 has no audio: a controller cannot run on it
     assert "needs the user audio" in capsys.readouterr().err

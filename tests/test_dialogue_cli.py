@@ -151,7 +151,7 @@ def test_cli_synth_run_score(tmp_path, incli):
     p = cli("synth", "--out", str(cases), "--seed", "2", "--n-miu", "12", "--n-uim", "3")
     assert p.returncode == 0, p.stderr
     assert "wrote 12 MiU + 12 UiM cases" in p.stdout
-    p = cli("run", "--cases", str(cases), "--system", "half-duplex", "--param", "delay_ms=700", "--first-token-ms", "100", "--out", str(tmp_path / "r"))
+    p = cli("run", "--cases", str(cases), "--system", "half-duplex:delay_ms=700", "--first-token-ms", "100", "--out", str(tmp_path / "r"))
     assert p.returncode == 0, p.stderr
     assert "system:half-duplex@" in p.stdout and ":delay_ms700|clock:asr640,ft100," in p.stdout
     p = cli("score", str(tmp_path / "r"))
@@ -167,7 +167,7 @@ def test_cli_synth_run_score(tmp_path, incli):
     [
         (("run", "--cases", "nope.jsonl", "--system", "eager", "--out", "r"), "nope.jsonl: file not found"),
         (("run", "--cases", "c.jsonl", "--system", "bogus", "--out", "r"), "unknown dialogue system 'bogus'; available:"),
-        (("run", "--cases", "c.jsonl", "--system", "eager", "--param", "x", "--out", "r"), "--param 'x': expected key=value"),
+        (("run", "--cases", "c.jsonl", "--system", "eager:x", "--out", "r"), "'eager:x'"),
         (("run", "--cases", "c.jsonl", "--system", "eager", "--per-token-ms", "-1", "--out", "r"), "clock setting per_token_ms"),
         (("run", "--cases", "c.jsonl", "--system", "no.such.module:Cls", "--out", "r"), "cannot import module 'no.such.module'"),
         (("score", "empty"), "cases.jsonl: file not found"),

@@ -205,7 +205,7 @@ def test_missing_key_and_bad_settings_refuse(tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "x")
     with pytest.raises(InputError, match="model name is needed"):
         make_judge("openai", tmp_path, model="", base_url="http://127.0.0.1:9/v1", api_key_env=KEY_ENV)
-    with pytest.raises(InputError, match="needs --judge-base-url"):
+    with pytest.raises(InputError, match="needs base_url=URL"):
         make_judge("openai", tmp_path, model="m", api_key_env=KEY_ENV)
     with pytest.raises(InputError, match="must be an http"):
         make_judge("openai", tmp_path, model="m", base_url="file:///etc/passwd", api_key_env=KEY_ENV)
@@ -294,8 +294,7 @@ def test_cli_score_with_the_openai_judge(tmp_path, small_cases):
     with FakeServer(judge_reply) as srv:
         env = {"PYTHONPATH": src, "PATH": os.environ.get("PATH", "/usr/bin"), KEY_ENV: KEY, "COLUMNS": "200"}
         p = subprocess.run(
-            [sys.executable, "-m", "duplexeval", "dialogue", "score", str(run_dir), "--judge", "openai", "--judge-model", "jm",
-             "--judge-base-url", srv.url, "--api-key-env", KEY_ENV, "--cache-dir", str(tmp_path / "cache"), "--attempts", "2"],
+            [sys.executable, "-m", "duplexeval", "dialogue", "score", str(run_dir), "--judge", f"openai:model=jm,base_url={srv.url},api_key_env={KEY_ENV},cache_dir={tmp_path / 'cache'},attempts=2"],
             capture_output=True, text=True, env=env, timeout=120, check=False,
         )
         assert p.returncode == 0, p.stderr

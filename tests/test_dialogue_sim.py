@@ -197,7 +197,7 @@ def test_keyword_cuts_in_on_an_error_cue_only():
 def test_unknown_system_and_bad_params():
     with pytest.raises(InputError, match="unknown dialogue system 'nope'; available: eager, half-duplex, keyword"):
         make_manager("nope")
-    with pytest.raises(InputError, match="has no such setting"):
+    with pytest.raises(InputError, match=r"no parameter .speed. \(known: delay_ms\)"):
         make_manager("half-duplex", {"speed": "1"})
     with pytest.raises(InputError, match="not a valid int"):
         make_manager("half-duplex", {"delay_ms": "soon"})
@@ -284,5 +284,5 @@ class Broken:
 
 
 def test_plugin_that_fails_to_build_is_one_line():
-    with pytest.raises(InputError, match=r"system 'test_dialogue_sim:Broken': cannot be built with \['level'\]: ValueError: no model file"):
+    with pytest.raises(InputError, match=r"^dialogue system 'test_dialogue_sim:Broken': __init__ raised ValueError: no model file$"):
         make_manager("test_dialogue_sim:Broken", {"level": "2"})

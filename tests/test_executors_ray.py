@@ -98,7 +98,7 @@ def test_without_ray_one_line_says_how_to_install(monkeypatch: pytest.MonkeyPatc
         make_executor(ExecutorSpec("ray"))
     from duplexeval.cli import main
 
-    monkeypatch.setattr(sys, "argv", ["duplexeval", "fdb", "score", "--tree", str(tmp_path), "--executor", "ray"])
+    monkeypatch.setattr(sys, "argv", ["duplexeval", "fdb", "score", str(tmp_path), "--executor", "ray"])
     with pytest.raises(SystemExit) as exc:
         main()
     assert exc.value.code == 2
@@ -137,7 +137,7 @@ def test_asr_and_score_on_ray_write_the_same_bytes_as_local(ray_local, tmp_path:
     assert _files(remote, names) == _files(local, names) and len(_files(local, names)) == 3
 
     score(local, jobs=1)
-    out = CliRunner().invoke(_make_app(), ["fdb", "score", "--tree", str(remote), "--executor", "ray", "--json"])
+    out = CliRunner().invoke(_make_app(), ["fdb", "score", str(remote), "--executor", "ray", "--json", "-"])
     assert out.exit_code == 0, out.output
     names = ("unified.json", "unified-samples.jsonl")
     assert _files(remote, names) == _files(local, names) and len(_files(local, names)) == 2
@@ -195,7 +195,7 @@ def test_controller_run_on_ray_writes_the_same_data_folder(ray_local, tmp_path: 
     manifest.write_text("".join(json.dumps(x) + "\n" for x in lines))
     app, runner = _make_app(), CliRunner()
     for out, extra in (("local", []), ("ray", ["--executor", "ray"])):
-        res = runner.invoke(app, ["controller", "run", "baseline:silero", str(tmp_path / out),
+        res = runner.invoke(app, ["controller", "run", "--controller", "baseline:silero", "--out", str(tmp_path / out),
                                   "--conversations", str(manifest), *extra])
         assert res.exit_code == 0, res.output
     local = _files(tmp_path / "local")

@@ -67,7 +67,7 @@ def test_concurrent_export_writes_traces_and_replays_byte_for_byte(tmp_path: Pat
         assert '"delta"' not in text and '"audio":"' not in text  # no base64 payloads in the JSON
         assert row["export"]["network"]["reasons"] == [r for r in row["reasons"] if r == "input_pacing_late"]
     before = _tree_bytes(tree)
-    assert main_ok(["fdb", "replay", "--tree", str(tree), "--check"], capsys).startswith("replay: checked 3 samples")
+    assert main_ok(["fdb", "replay", str(tree), "--check"], capsys).startswith("replay: checked 3 samples")
     replay(tree)  # rewrite mode: nothing changes
     assert _tree_bytes(tree) == before
     again = export(_spec(protocol, "linger_s=0.2"), ds, tree, progress=False, concurrency=3)

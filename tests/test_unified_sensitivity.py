@@ -108,18 +108,18 @@ def _cli(argv: list[str], capsys) -> str:
 
 
 def test_cli_flag_prints_the_table_and_writes_the_file(tree, capsys):
-    out = _cli(["fdb", "score", "--tree", str(tree), "--sensitivity", "--jobs", "1"], capsys)
+    out = _cli(["fdb", "score", str(tree), "--sensitivity", "--jobs", "1"], capsys)
     assert "VAD sensitivity" in out and "0.5*" in out
     assert "S within 200 ms of a headline segment edge: 1 of 3" in out
     body = json.loads((tree / "unified-sensitivity.json").read_text())
     assert len(body["settings"]) == 25 and body["settings"][0]["threshold"] == 0.3
     # same tree in, same bytes out
     first = (tree / "unified-sensitivity.json").read_bytes()
-    both = json.loads(_cli(["fdb", "score", "--tree", str(tree), "--sensitivity", "--jobs", "2", "--json"], capsys))
+    both = json.loads(_cli(["fdb", "score", str(tree), "--sensitivity", "--jobs", "2", "--json", "-"], capsys))
     assert (tree / "unified-sensitivity.json").read_bytes() == first
     assert set(both) == {"unified", "sensitivity"} and both["sensitivity"]["near_edge"] == 1
     # without the flag nothing changes: unified.json alone
-    plain = json.loads(_cli(["fdb", "score", "--tree", str(tree), "--json", "--no-write"], capsys))
+    plain = json.loads(_cli(["fdb", "score", str(tree), "--json", "-", "--no-write"], capsys))
     assert plain == both["unified"]
 
 

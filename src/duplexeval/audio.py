@@ -62,6 +62,11 @@ def resample(audio: np.ndarray, sr_in: int, sr_out: int = SAMPLE_RATE) -> np.nda
     return np.asarray(soxr.resample(np.asarray(audio, dtype=np.float32), sr_in, sr_out, quality="HQ"), dtype=np.float32)
 
 
+def audio_library_versions() -> str:
+    """The resampler and sound-file library every number's audio went through (signed by the systems that resample)."""
+    return f"soxr {soxr.__version__}; soundfile {sf.__version__} (libsndfile {sf.__libsndfile_version__})"
+
+
 def resampled_length(n: int, sr_in: int, sr_out: int = SAMPLE_RATE) -> int:
     """The number of samples `resample` returns for `n` input samples, without resampling: soxr's one-shot
     length, floor(n * sr_out / sr_in + 1/2) in exact integers (tests/test_live_playout_length.py checks it)."""

@@ -79,7 +79,7 @@ class ChatClient:
     def __init__(self, base_url: str, api_key: str, timeout_s: float = DEFAULT_TIMEOUT_S, max_bytes: int = MAX_RESPONSE_BYTES):
         scheme = urllib.parse.urlsplit(base_url).scheme
         if scheme not in ("http", "https"):
-            raise InputError(f"--base-url {sanitize_url(base_url)!r}: must be an http:// or https:// URL")
+            raise InputError(f"base_url {sanitize_url(base_url)!r}: must be an http:// or https:// URL")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self._key = api_key
         self.timeout_s = timeout_s

@@ -7,6 +7,7 @@ imports (onnxruntime, faster-whisper, ...) stay inside the command functions so 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import typing
 from collections.abc import Callable
@@ -17,8 +18,10 @@ from typing import Any
 import typer
 
 from duplexeval import __version__
+from duplexeval.cli_compat import rewrite
 from duplexeval.errors import DuplexEvalError
 from duplexeval.jsonio import check_output_dir, check_output_file, check_output_path
+from duplexeval.plugins import DEBUG_ENV, PluginError, debug_enabled, print_traceback
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ def _make_app(group: str | None = None) -> typer.Typer:
     @root.callback(invoke_without_command=True)
     def _root(
         version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+        debug: bool = typer.Option(False, "--debug", help=f"Print the traceback behind an error line (anywhere on the "
+                                   f"command line; or set {DEBUG_ENV}=1)."),
     ) -> None:
         if version:
             typer.echo(f"duplexeval {__version__}")
@@ -125,7 +130,7 @@ def _output_check(kind: str, flag: str, inner: Callable[..., Any] | None) -> Cal
     def callback(ctx: Any, param: Any, value: Any) -> Any:
         if inner is not None:
             value = inner(ctx, param, value)
-        if value is not None and str(value) != "":
+        if value is not None and str(value) not in ("", "-"):  # "-": stdout (`--json -`)
             check(value, flag)
         return value
 
@@ -199,14 +204,28 @@ def _usage_line(exc: Any) -> str:
     return f"duplexeval: error: {msg} (see '{where} --help')"
 
 
+def _take_debug(args: list[str]) -> list[str]:
+    """`args` without `--debug` (accepted anywhere before a `--`), which turns tracebacks on for this run and its workers."""
+    end = args.index("--") if "--" in args else len(args)
+    if "--debug" not in args[:end]:
+        return args
+    os.environ[DEBUG_ENV] = "1"
+    return [a for a in args[:end] if a != "--debug"] + args[end:]
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes print one line on stderr and exit non-zero, never a traceback."""
-    args = sys.argv[1:] if argv is None else argv
+    args = _take_debug(list(sys.argv[1:] if argv is None else argv))
     cmd = command_tree(_group_of(args))
+    args, notes = rewrite(args, cmd)
+    for note in notes:
+        print(f"duplexeval: note: {note}", file=sys.stderr)
     try:
         rc = cmd.main(args=args, prog_name="duplexeval", standalone_mode=False)
     except DuplexEvalError as exc:
-        print(f"duplexeval: error: {exc}", file=sys.stderr)
+        print_traceback(exc)
+        hint = " (--debug shows the traceback)" if isinstance(exc, PluginError) and not debug_enabled() else ""
+        print(f"duplexeval: error: {exc}{hint}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("duplexeval: interrupted; finished work is kept, rerun to resume", file=sys.stderr)

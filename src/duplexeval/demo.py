@@ -355,6 +355,6 @@ def print_report(result: DemoResult, console: Any | None = None) -> None:
         stages = ", ".join(f"{k} {v}" for k, v in run.stages.items())
         console.print(f"{run.label}: {run.tree}  ({stages})")
     console.print(f"done in {result.seconds:.1f} s. Per-sample rows: <tree>/unified-samples.jsonl; "
-                  f"rescore with `duplexeval fdb score --tree <tree>`.")
+                  f"rescore with `duplexeval fdb score <tree>`.")
     if result.report is not None:
         console.print(f"report: {result.report}", soft_wrap=True)

@@ -2,6 +2,23 @@
 
 from __future__ import annotations
 
+MAX_MESSAGE_CHARS = 1000  # an error line never runs longer than this, whatever value it echoes
+
+
+def clip(text: str, limit: int = 200) -> str:
+    """`text` cut to about `limit` characters, saying how long it was: echoed values stay readable."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _cap(line: str) -> str:
+    """A whole error line capped at MAX_MESSAGE_CHARS, keeping its start and its end (where the hint is)."""
+    if len(line) <= MAX_MESSAGE_CHARS:
+        return line
+    head, tail = MAX_MESSAGE_CHARS * 3 // 4, MAX_MESSAGE_CHARS // 5
+    return f"{line[:head]} ... ({len(line) - head - tail} characters cut) ... {line[-tail:]}"
+
 
 class DuplexEvalError(Exception):
     """A problem with the user's input or setup; its message is one line naming file, sample and problem."""
@@ -9,7 +26,7 @@ class DuplexEvalError(Exception):
     exit_code = 2
 
     def __init__(self, message: str) -> None:
-        super().__init__(" ".join(str(message).split()))
+        super().__init__(_cap(" ".join(str(message).split())))
 
 
 class InputError(DuplexEvalError):

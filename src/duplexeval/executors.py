@@ -21,7 +21,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from duplexeval.errors import InputError
+from duplexeval.errors import DuplexEvalError, InputError
+from duplexeval.plugins import print_traceback
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -99,6 +100,11 @@ class Executor(Protocol):
 
 
 def one_line(exc: BaseException) -> str:
+    """An item's failure as one line: a DuplexEvalError's own message (already one line), else `Type: message`;
+    with --debug the traceback goes to stderr first."""
+    print_traceback(exc)
+    if isinstance(exc, DuplexEvalError):
+        return str(exc)
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
 
 
@@ -160,7 +166,7 @@ class LocalExecutor:
             for i, item in enumerate(items):
                 try:
                     yield ItemResult(i, fn(item))
-                except Exception as exc:  # noqa: BLE001 - recorded per item by the stage
+                except (Exception, SystemExit) as exc:  # noqa: BLE001 - recorded per item by the stage (a sys.exit too)
                     yield ItemFailure(i, one_line(exc))
             return
         if self._pool is None:
@@ -175,7 +181,7 @@ class LocalExecutor:
             for i, item in enumerate(items):
                 try:
                     yield ItemResult(i, work.fn(state, item))
-                except Exception as exc:  # noqa: BLE001 - recorded per item by the stage
+                except (Exception, SystemExit) as exc:  # noqa: BLE001 - recorded per item by the stage (a sys.exit too)
                     yield ItemFailure(i, one_line(exc))
             return
         # spawn: model libraries (onnxruntime, CTranslate2) are not fork-safe once their threads exist.

@@ -1,4 +1,4 @@
-"""Repeatable `--option key=value` flags as one dict: what controllers and detectors take as parameters."""
+"""Repeatable `key=value` flags (`--rule`) as one dict; values read as JSON when they parse."""
 
 from __future__ import annotations
 

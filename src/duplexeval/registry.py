@@ -12,9 +12,10 @@ import importlib
 import re
 from collections.abc import Callable
 from importlib import metadata
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from duplexeval.errors import InputError
+from duplexeval.plugins import PluginError, call, what_happened
 
 T = TypeVar("T")
 
@@ -36,7 +37,9 @@ def import_object(spec: str, what: str = "plugin") -> object:
     try:
         obj: object = importlib.import_module(mod_name)
     except ImportError as exc:
-        raise InputError(f"{what} {spec!r}: cannot import module {mod_name!r} ({exc})") from None
+        raise InputError(f"{what} {spec!r}: cannot import module {mod_name!r} ({exc})") from exc
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the plugin module's own code failed as it was imported
+        raise PluginError(what, spec, "import", what_happened(exc)) from exc
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise InputError(f"{what} {spec!r}: module {mod_name!r} has no attribute {attr!r}")
@@ -90,7 +93,19 @@ class Registry(Generic[T]):
             ep = item
             try:
                 item = ep.load()
-            except Exception as exc:  # noqa: BLE001 - a broken plugin package is a user-facing setup error
-                raise InputError(f"{self.kind} {name!r}: entry point {ep.value!r} failed to load ({exc})") from None
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken plugin package is a user-facing setup error
+                raise PluginError(self.kind, name, f"entry point {ep.value!r}:", f"import {what_happened(exc)}") from exc
             self._items[name] = item
         return item
+
+    def build(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """The plugin `name` built with ``(*args, **kwargs)``: whatever its own code does wrong is one PluginError line."""
+        factory: Any = self.get(name)
+        return call(self.kind, name, factory_method(factory), factory, *args, **kwargs)
+
+
+def factory_method(factory: object) -> str:
+    """How an error names the call that builds a plugin: ``__init__`` for a class, the function's name for a factory function."""
+    if isinstance(factory, type):
+        return "__init__"
+    return str(getattr(factory, "__name__", type(factory).__name__))

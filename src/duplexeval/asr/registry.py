@@ -3,7 +3,7 @@
 A name is a built-in (whisper-align, pocketsphinx, faster-whisper, parakeet), a backend published by an
 installed package under the entry-point group ``duplexeval.asr_backends``, or ``module.path:Name`` for a
 user's own class. The factory (usually the class) is called with those of ``model``, ``device`` and
-``threads`` it accepts; ``--model`` given to a backend that takes none is an error. ``import`` is not a
+``threads`` it accepts; ``model=`` given to a backend that takes none is an error. ``import`` is not a
 backend: the stage adopts existing output.json files instead (docs/asr.md).
 """
 
@@ -72,17 +72,12 @@ def make_backend(name: str, model: str | os.PathLike[str] | None = None, device:
     accepts = _accepts(factory)
     if model is not None and accepts is not None and "model" not in accepts:
         hint = " (its model is in the wheel)" if name == "pocketsphinx" else ""
-        raise InputError(f"--model is not used by the {name} backend{hint}")
+        raise InputError(f"--backend {name}: model= is not used by the {name} backend{hint}")
     offered: dict[str, Any] = {"model": model, "device": device, "threads": threads}
     kwargs = {k: v for k, v in offered.items() if accepts is None or k in accepts}
     if name in BACKENDS:
         return factory(**kwargs)
-    try:
-        backend = factory(**kwargs)
-    except InputError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a user's backend failing to build is a setup error, one line
-        raise InputError(f"ASR backend {name!r}: cannot be built: {type(exc).__name__}: {exc}") from None
+    backend = ASR_BACKENDS.build(name, **kwargs)
     if not isinstance(backend, Backend):
         raise InputError(f"ASR backend {name!r}: needs a name, signature() and transcribe(audio16k, offset_s) (duplexeval.asr.base.Backend)")
     return backend

@@ -105,7 +105,7 @@ class WhisperAlignBackend:
         else:
             path = self._model_arg
             if not path.is_dir():
-                raise InputError(f"{path}: --model must be a local CTranslate2 Whisper model directory")
+                raise InputError(f"{path}: model= must be a local CTranslate2 Whisper model directory")
             source = {"source": "local directory", "name": path.name}
         return path, source
 

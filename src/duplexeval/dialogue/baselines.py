@@ -35,6 +35,7 @@ from duplexeval.dialogue.protocol import (
     Wait,
 )
 from duplexeval.errors import InputError
+from duplexeval.plugins import guard, json_value, returned
 from duplexeval.registry import Registry
 
 _WORD = re.compile(r"[a-z0-9']+")
@@ -176,20 +177,21 @@ def _load_builtins() -> None:
     SYSTEMS.register("openai-chat", ChatManager)
 
 
-SYSTEMS: Registry[Any] = Registry("dialogue system", loader=_load_builtins)
+KIND = "dialogue system"
+SYSTEMS: Registry[Any] = Registry(KIND, loader=_load_builtins)
 BASELINES = ("half-duplex", "eager", "keyword")
 
 
 def parse_params(pairs: Sequence[str]) -> dict[str, str]:
-    """`key=value` strings (repeatable `--param`) into a dict; one-line error on a bad one."""
+    """`key=value` strings (a spec's parameters) into a dict; one-line error on a bad one."""
     out: dict[str, str] = {}
     for p in pairs:
         key, eq, value = p.partition("=")
         key = key.strip()
         if not eq or not key.isidentifier():
-            raise InputError(f"--param {p!r}: expected key=value")
+            raise InputError(f"--system parameter {p!r}: expected key=value")
         if key in out:
-            raise InputError(f"--param {key} given twice")
+            raise InputError(f"--system parameter {key} given twice")
         out[key] = value
     return out
 
@@ -212,7 +214,7 @@ def _coerce(name: str, key: str, raw: str, default: Any) -> Any:
             return tuple(w.strip() for w in raw.split("|") if w.strip())
         return raw
     except ValueError:
-        raise InputError(f"--param {key}={raw!r}: not a valid {type(default).__name__} for system {name!r}") from None
+        raise InputError(f"--system {name}: {key}={raw!r} is not a valid {type(default).__name__}") from None
 
 
 def make_manager(name: str, params: dict[str, str] | None = None) -> Any:
@@ -224,26 +226,24 @@ def make_manager(name: str, params: dict[str, str] | None = None) -> Any:
         kwargs: dict[str, Any] = {}
         for key, raw in params.items():
             if key not in fields:
-                raise InputError(f"--param {key}: system {name!r} has no such setting (settings: {', '.join(fields) or 'none'})")
+                raise InputError(f"--system {name}: no parameter {key!r} (known: {', '.join(fields) or 'none'})")
             f = fields[key]
             default = f.default if f.default is not dataclasses.MISSING else (
                 f.default_factory() if f.default_factory is not dataclasses.MISSING else ""  # type: ignore[misc]
             )
             kwargs[key] = _coerce(name, key, raw, default)
         params = kwargs  # type: ignore[assignment]
-    try:
-        manager = factory(**params)
-    except Exception as exc:  # noqa: BLE001 - a user's plugin failing to build is a setup error, one line
-        raise InputError(f"system {name!r}: cannot be built with {sorted(params)}: {type(exc).__name__}: {exc}") from None
+    manager = SYSTEMS.build(name, **params)
     if not (callable(getattr(manager, "reset", None)) and callable(getattr(manager, "on_event", None))):
         raise InputError(f"system {name!r}: needs reset(view) and on_event(event) methods (duplexeval.dialogue.protocol)")
-    return manager
+    return guard(manager, KIND, name)
 
 
-def manager_settings(manager: Any) -> dict[str, Any]:
-    """A manager's settings for the signature (its `settings()` if it has one)."""
+def manager_settings(manager: Any, name: str) -> dict[str, Any]:
+    """A manager's settings for the signature (its `settings()` if it has one: a dict of plain JSON values)."""
+    manager = guard(manager, KIND, name)
     fn = getattr(manager, "settings", None)
     if callable(fn):
-        out = fn()
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dict(out).items()}
+        out = returned(KIND, name, "settings", fn(), dict, "a dict of its settings")
+        return json_value(KIND, name, "settings", {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items()})
     return {}

@@ -21,6 +21,7 @@ from duplexeval.dialogue.http import (
     DEFAULT_ATTEMPTS,
     DEFAULT_BACKOFF_S,
     DEFAULT_TIMEOUT_S,
+    SYSTEM_FLAGS,
     CachedChat,
     default_cache_dir,
 )
@@ -35,6 +36,7 @@ from duplexeval.dialogue.protocol import (
     CaseView,
     Event,
 )
+from duplexeval.errors import InputError
 from duplexeval.jsonio import sha256_bytes
 
 CHAT_LOG = "chat-log.jsonl"
@@ -79,7 +81,7 @@ def parse_control(content: str, speaking: bool) -> list[str] | None:
 
 @dataclass
 class ChatManager:
-    """Settings are `--param` values; the key is read from the environment variable `api_key_env`."""
+    """Settings are the spec's key=value parameters; the key is read from the environment variable `api_key_env`."""
 
     model: str = ""
     base_url: str = "http://127.0.0.1:8000/v1"
@@ -96,12 +98,16 @@ class ChatManager:
     _speaking: bool = field(default=False, init=False, repr=False)
     _errors: int = field(default=0, init=False, repr=False)
 
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_tokens <= 4096:
+            raise InputError(f"system openai-chat: max_tokens= must be 1..4096, got {self.max_tokens}")
+
     def bind(self, out_dir: Path) -> None:
         """Open the endpoint; the run stage calls this with its output folder (the log goes there)."""
         self._chat = CachedChat(
             self.base_url, self.model, self.api_key_env, "system openai-chat", Path(out_dir) / CHAT_LOG,
             Path(self.cache_dir) if self.cache_dir else default_cache_dir(), self.timeout_s, self.max_attempts,
-            self.backoff_s,
+            self.backoff_s, SYSTEM_FLAGS,
         )
 
     def settings(self) -> dict[str, Any]:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from duplexeval.cli_options import emit_json, jobs_option, json_option, json_to_stdout, one_per_cpu
 from duplexeval.errors import InputError
 from duplexeval.executors import ExecutorSpec
-from duplexeval.jsonio import atomic_write_text, write_json
+from duplexeval.jsonio import atomic_write_text
+from duplexeval.specs import known_params, parse_spec
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -22,6 +25,27 @@ def _clock(asr_chunk_ms: int, first_token_ms: int, per_token_ms: int, endpoint_m
     from duplexeval.dialogue.simulator import Clock
 
     return Clock(asr_chunk_ms, first_token_ms, per_token_ms, endpoint_ms, horizon_ms)
+
+
+# `--judge openai:k=v,...`: each parameter, the keyword of `make_judge` it sets and how its text is read.
+JUDGE_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "model": ("model", str), "base_url": ("base_url", str), "api_key_env": ("api_key_env", str),
+    "cache_dir": ("cache_dir", Path), "attempts": ("max_attempts", int), "timeout_s": ("timeout_s", float),
+}
+
+
+def judge_settings(spec: str) -> tuple[str, dict[str, Any]]:
+    """The judge's name and the `make_judge` keywords its spec sets (the others keep their defaults)."""
+    name, raw = parse_spec(spec, "--judge")
+    known_params("--judge", spec, raw, JUDGE_PARAMS if name == "openai" else ())
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        kw, kind = JUDGE_PARAMS[key]
+        try:
+            out[kw] = kind(value)
+        except ValueError:
+            raise InputError(f"--judge {spec!r}: {key}={value!r} is not a valid {kind.__name__}") from None
+    return name, out
 
 
 def dialogue_synth(
@@ -41,45 +65,42 @@ def dialogue_synth(
 
 def dialogue_run(
     cases: Annotated[Path, typer.Option("--cases", help="Case file: our JSONL, or the reproduction's tape JSON array.")],
-    system: Annotated[str, typer.Option("--system", help="half-duplex, eager, keyword, openai-chat, or module.path:Class.")],
-    out: Annotated[Path, typer.Option("--out", help="Run folder: decisions.jsonl and cases.jsonl are written here.")],
-    param: Annotated[list[str] | None, typer.Option("--param", help="System setting key=value (repeatable), e.g. delay_ms=800.")] = None,
+    system: Annotated[str, typer.Option("--system", help="NAME[:key=value,...]: half-duplex, eager, keyword, openai-chat, "
+                                                        "or module.path:Class, e.g. half-duplex:delay_ms=800.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder: decisions.jsonl and cases.jsonl are written here.")],
     asr_chunk_ms: Annotated[int, typer.Option("--asr-chunk-ms", help="ASR delivery cadence in ms (0: each chunk at its end).")] = 640,
     first_token_ms: Annotated[int, typer.Option("--first-token-ms", help="Delay before the first token of a response is heard, ms.")] = 300,
     per_token_ms: Annotated[int, typer.Option("--per-token-ms", help="Duration of each spoken token, ms.")] = 60,
     endpoint_ms: Annotated[int, typer.Option("--endpoint-ms", help="End-of-speech detection delay, ms (VAD latency; 0 as in the paper).")] = 0,
     horizon_ms: Annotated[int, typer.Option("--horizon-ms", help="How long a case runs after the end of user speech, ms.")] = 10000,
-    jobs: Annotated[int, typer.Option("--jobs", help="Local worker processes.")] = 1,
+    jobs: Annotated[int, jobs_option(None)] = 1,
     force: Annotated[bool, typer.Option("--force", help="Replace a run of another system, case set or clock in --out.")] = False,
 ) -> None:
     """Replay every case against a dialogue manager on the virtual clock."""
-    from duplexeval.dialogue.baselines import parse_params
     from duplexeval.dialogue.load import load_cases
     from duplexeval.dialogue.run import run_cases
 
+    name, params = parse_spec(system, "--system")
     cs = load_cases(cases)
     clock = _clock(asr_chunk_ms, first_token_ms, per_token_ms, endpoint_ms, horizon_ms)
-    res = run_cases(cs, system, parse_params(param or []), clock, out, ExecutorSpec(jobs=jobs), force=force)
+    res = run_cases(cs, name, params, clock, out, ExecutorSpec(jobs=one_per_cpu(jobs)), force=force)
     typer.echo(f"{system}: {len(res.rows)} cases ({res.failures} failed) -> {out}/cases.jsonl, {out}/decisions.jsonl")
     typer.echo(f"signature: {res.signature.compact()}")
 
 
 def dialogue_score(
     run: Annotated[Path, typer.Argument(help="Run folder written by `duplexeval dialogue run`.")],
-    judge: Annotated[str, typer.Option("--judge", help="expected (offline, from the cases' labels) or openai.")] = "expected",
-    judge_model: Annotated[str, typer.Option("--judge-model", help="openai judge: the model name.")] = "",
-    judge_base_url: Annotated[str, typer.Option("--judge-base-url", help="openai judge: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1).")] = "",
-    api_key_env: Annotated[str, typer.Option("--api-key-env", help="openai judge: environment variable holding the key.")] = "OPENAI_API_KEY",
-    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="openai judge: reply cache (default $DUPLEXEVAL_CACHE/dialogue-http).")] = None,
-    attempts: Annotated[int, typer.Option("--attempts", help="openai judge: requests per case before it counts as judge_error.")] = 3,
-    timeout_s: Annotated[float, typer.Option("--timeout-s", help="openai judge: per-request timeout, seconds.")] = 30.0,
+    judge: Annotated[str, typer.Option(
+        "--judge", help="expected (offline, from the cases' labels) or openai:model=M,base_url=URL[,api_key_env=VAR,"
+                        "cache_dir=DIR,attempts=N,timeout_s=S] (defaults: OPENAI_API_KEY, $DUPLEXEVAL_CACHE/dialogue-http, "
+                        "3 requests per case before it counts as judge_error, 30 s per request).")] = "expected",
 ) -> None:
     """Judge a run, compute spec 004's metrics and write dialogue.json; print the table."""
     from duplexeval.dialogue.judges import make_judge
     from duplexeval.dialogue.score import print_report, score_run
 
-    j = make_judge(judge, run, model=judge_model, base_url=judge_base_url, api_key_env=api_key_env,
-                   cache_dir=cache_dir, timeout_s=timeout_s, max_attempts=attempts)
+    name, settings = judge_settings(judge)
+    j = make_judge(name, run, **settings)
     rep = score_run(run, j)
     print_report([rep], [str(rep.get("system"))], f"duplex dialogue (spec 004): {rep.get('system')}, judge {j.label}")
 
@@ -99,18 +120,18 @@ def dialogue_demo(
 def dialogue_compare(
     run_a: Annotated[Path, typer.Argument(help="Scored run folder A (the reference).")],
     run_b: Annotated[Path, typer.Argument(help="Scored run folder B, on the same cases.")],
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the comparison JSON here.")] = None,
+    json_out: Annotated[Path | None, json_option("the comparison", annotated=True)] = None,
 ) -> None:
     """Paired comparison of two scored runs: B - A with a paired bootstrap interval, McNemar's exact test."""
     from duplexeval.dialogue.compare import comparison_artifact, format_comparison
 
     art = comparison_artifact(run_a, run_b)
-    for line in format_comparison(str(run_a), str(run_b), art):
-        typer.echo(line)
-    typer.echo(f"signature A: {art['signatures']['a']}")
-    typer.echo(f"signature B: {art['signatures']['b']}")
-    if json_out is not None:
-        write_json(json_out, art)
+    if not json_to_stdout(json_out):
+        for line in format_comparison(str(run_a), str(run_b), art):
+            typer.echo(line)
+        typer.echo(f"signature A: {art['signatures']['a']}")
+        typer.echo(f"signature B: {art['signatures']['b']}")
+    emit_json(json_out, art)
 
 
 def register(apps: CliApps) -> None:

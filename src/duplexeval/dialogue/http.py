@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
+from urllib.parse import urlsplit
 
 from duplexeval.chat_http import (
     ChatClient,
@@ -59,6 +60,22 @@ def api_key(env_name: str, what: str) -> str:
 
 
 @dataclass(frozen=True)
+class ChatFlags:
+    """How the user set each setting of a chat endpoint (the option its error messages name)."""
+
+    model: str
+    base_url: str
+    attempts: str
+    timeout: str
+    backoff: str
+
+
+# the errors already name the judge or the system (`what`): these name the parameter of its spec
+JUDGE_FLAGS = ChatFlags("model=...", "base_url=", "attempts=", "timeout_s=", "backoff_s")
+SYSTEM_FLAGS = ChatFlags("model=...", "base_url=", "max_attempts=", "timeout_s=", "backoff_s=")
+
+
+@dataclass(frozen=True)
 class Answer(Generic[T]):
     """The outcome of one logical request: the parsed reply, or why there is none."""
 
@@ -83,17 +100,22 @@ class CachedChat:
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_attempts: int = DEFAULT_ATTEMPTS
     backoff_s: float = DEFAULT_BACKOFF_S
+    flags: ChatFlags = field(default_factory=lambda: JUDGE_FLAGS)
     stats: dict[str, int] = field(default_factory=lambda: {"requests": 0, "cached": 0, "failed": 0})
 
     def __post_init__(self) -> None:
+        f = self.flags
         if not self.model:
-            raise InputError(f"{self.what}: a model name is needed (--model / model=...)")
+            raise InputError(f"{self.what}: a model name is needed ({f.model})")
+        scheme = urlsplit(self.base_url).scheme
+        if scheme not in ("http", "https"):
+            raise InputError(f"{self.what}: {f.base_url} {sanitize_url(self.base_url)!r}: must be an http:// or https:// URL")
         if not 1 <= self.max_attempts <= MAX_ATTEMPTS:
-            raise InputError(f"{self.what}: attempts must be 1..{MAX_ATTEMPTS}, got {self.max_attempts}")
+            raise InputError(f"{self.what}: {f.attempts} must be 1..{MAX_ATTEMPTS}, got {self.max_attempts}")
         if not 0 < self.timeout_s <= 600:
-            raise InputError(f"{self.what}: timeout must be in (0, 600] s, got {self.timeout_s}")
+            raise InputError(f"{self.what}: {f.timeout} must be in (0, 600] s, got {self.timeout_s}")
         if not 0 <= self.backoff_s <= 60:
-            raise InputError(f"{self.what}: backoff must be in [0, 60] s, got {self.backoff_s}")
+            raise InputError(f"{self.what}: {f.backoff} must be in [0, 60] s, got {self.backoff_s}")
         self._key = api_key(self.api_key_env, self.what)
         self.client = ChatClient(self.base_url, self._key, self.timeout_s)
 

@@ -216,12 +216,12 @@ JUDGES = ("expected", "openai")
 def make_judge(name: str, out_dir: Path, *, model: str = "", base_url: str = "", api_key_env: str = "OPENAI_API_KEY",
                cache_dir: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, max_attempts: int = DEFAULT_ATTEMPTS,
                backoff_s: float = DEFAULT_BACKOFF_S) -> Judge:
-    """`expected` or `openai` (which needs --model and --base-url)."""
+    """`expected` or `openai` (which needs model=... and base_url=... in its spec)."""
     if name == "expected":
         return ExpectedJudge()
     if name == "openai":
         if not base_url:
-            raise InputError("--judge openai needs --judge-base-url (an OpenAI-compatible endpoint)")
+            raise InputError("--judge openai needs base_url=URL, an OpenAI-compatible endpoint: --judge openai:model=M,base_url=URL")
         return OpenAIJudge.create(out_dir, model, base_url, api_key_env, cache_dir=cache_dir, timeout_s=timeout_s,
                                   max_attempts=max_attempts, backoff_s=backoff_s)
     raise InputError(f"unknown judge {name!r}; available: {', '.join(JUDGES)}")

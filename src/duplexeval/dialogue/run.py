@@ -131,7 +131,10 @@ def run_cases(cases: CaseSet, system: str, params: dict[str, str], clock: Clock,
     """Replay `cases` against `system`; write the two artifacts atomically into `out_dir`."""
     out_dir = check_output_dir(out_dir, "run folder")
     ptuple = tuple(sorted(params.items()))
-    settings = manager_settings(make_manager(system, dict(ptuple)))
+    manager = make_manager(system, dict(ptuple))
+    if callable(getattr(manager, "bind", None)):  # its settings are checked once, here, before any case
+        manager.bind(out_dir)
+    settings = manager_settings(manager, system)
     sig = run_signature(cases, system, settings, clock)
     if _check_overwrite(out_dir, sig, force):
         for name in STALE_AFTER_RUN:

@@ -9,22 +9,22 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from duplexeval.cli_options import emit_json, jobs_option, json_option, json_to_stdout, one_per_cpu
 from duplexeval.errors import InputError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
 from duplexeval.jsonio import (
     atomic_write_text,
     check_output_dir,
-    check_output_file,
     dumps_line,
     sha256_file,
-    write_json,
 )
-from duplexeval.options import key_values
+from duplexeval.specs import json_values, parse_spec
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
 
+DEMO_OUT = Path("duplexeval-eot-demo")
 SWEEP_FILES = ("summary.json", "sweep.parquet", "pareto.png", "operating_points.png")
 
 
@@ -65,7 +65,7 @@ _PAIRS_HELP = ("CSV (header true_turn_end_s,detector_commit_s[,id][,conversation
 
 def eot_score(
     pairs: Path = typer.Argument(..., help=_PAIRS_HELP),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
+    json_out: Path | None = json_option("the JSON report"),
     rows_out: Path | None = typer.Option(None, "--rows", help="Write one JSON line per pair (what it contributed) here."),
     show_pairs: bool = typer.Option(False, "--show-pairs", help="Also print one line per pair."),
     bands: str = typer.Option("300,600,1200", "--bands", help="Comma-separated hang latency bands in ms."),
@@ -85,9 +85,6 @@ def eot_score(
         raise InputError(f"--bands: bands must be non-negative, got {bands!r}")
     if tolerance_ms < 0:
         raise InputError(f"--tolerance-ms must be non-negative, got {tolerance_ms}")
-    for flag, p in (("--json", json_out), ("--rows", rows_out)):
-        if p is not None:
-            check_output_file(p, f"{flag} file")
     rows = read_pair_rows(pairs)
     plist = [r.pair for r in rows]
     ids = [r.id for r in rows]
@@ -95,26 +92,26 @@ def eot_score(
     rep = build_report(plist, ids=ids, conversations=convs, latency_bands_ms=band_list, tolerance_ms=tolerance_ms,
                        source=str(pairs), inputs={"pairs": sha256_file(pairs)})  # fmt: skip
     prow = pair_rows(plist, ids, convs, band_list, tolerance_ms)
-    typer.echo(format_report(rep, prow if show_pairs else None))
-    if json_out is not None:
-        write_json(json_out, rep)
+    if not json_to_stdout(json_out):
+        typer.echo(format_report(rep, prow if show_pairs else None))
+    emit_json(json_out, rep)
     if rows_out is not None:
         atomic_write_text(rows_out, "".join(dumps_line(r) for r in prow))
 
 
 @executor_options
 def eot_predict(
-    spans: Path = typer.Argument(..., help="Span set: eot-bench parquet/JSONL rows, an FDB v1.0 folder, a conversation manifest (.jsonl) or a synth script (.yaml)."),
-    detector: str = typer.Option(..., "--detector", "-d", help="silence, silero, smart-turn, or module.path:Class (predict_batch(items) -> list[float])."),
-    out: Path = typer.Option(..., "--out", help="Predictions file (.parquet); the same rows are written as .jsonl next to it."),
+    detector: str = typer.Option(..., "--detector", "-d", help="NAME[:key=value,...]: silence, silero, smart-turn, or "
+                                 "module.path:Class (predict_batch(items) -> list[float]), e.g. silero:window_ms=300; "
+                                 "values are read as JSON when they parse."),
+    spans: Path = typer.Option(..., "--spans", help="Span set: eot-bench parquet/JSONL rows, an FDB v1.0 folder, a conversation manifest (.jsonl) or a synth script (.yaml)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Predictions file (.parquet); the same rows are written as .jsonl next to it."),
     source: str = typer.Option("auto", "--source", help="auto, eot-bench, fdb, conversations or synth."),
-    option: list[str] | None = typer.Option(None, "--option", help="Detector keyword option key=value (repeatable; values read as JSON when they parse)."),
     step: float = typer.Option(0.1, "--step", help="Seconds between scored times inside a silence span (eot-bench: 0.1)."),
     transcript_lag: float = typer.Option(0.5, "--transcript-lag", help="Words are visible this many seconds after they end (eot-bench: 0.5)."),
     only_at: str | None = typer.Option(None, "--only-at", help="Score only at these silences, comma list in s (e.g. 0.2 for a score-point model)."),
     batch_size: int = typer.Option(16, "--batch-size", help="Items per predict_batch call."),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="Local worker processes (one turn per task); with --executor ray "
-                                                   "the cluster's size decides."),
+    jobs: int = jobs_option(1, "Local worker processes (one turn per task)", ray=True),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing predictions file (and drop its journal)."),
     progress: bool | None = typer.Option(None, "--progress/--no-progress", help="Show a progress bar (default: when stderr is a terminal)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (as every stage's -q; same as --no-progress)."),
@@ -126,12 +123,13 @@ def eot_predict(
     from duplexeval.eot.spans import span_set_summary
 
     settings = PredictSettings(step, transcript_lag, batch_size, _parse_grid(only_at, "--only-at", ()) if only_at else ())
-    spec = replace(executor_spec, jobs=jobs)
+    spec = replace(executor_spec, jobs=one_per_cpu(jobs))
+    name, params = parse_spec(detector, "--detector")
     ss = load_span_set(spans, source)
     info = span_set_summary(ss)
     skipped = ", ".join(f"{k} {v}" for k, v in info["skipped"].items()) or "none"
     typer.echo(f"spans: {info['n_turns']} turns, {info['n_hold_spans']} hold + {info['n_eot_spans']} eot spans (skipped: {skipped})")
-    r = run_predict(ss, detector, key_values(option, "--option"), out, settings=settings, executor=spec, force=force,
+    r = run_predict(ss, name, json_values(params), out, settings=settings, executor=spec, force=force,
                     progress=False if quiet else progress)
     rate = r.n_scored / r.elapsed_s if r.elapsed_s > 0 else float("inf")
     resumed = f", {r.resumed_turns} turns resumed from the journal" if r.resumed_turns else ""
@@ -175,7 +173,7 @@ def eot_sweep(
 def eot_compare(
     a: Path = typer.Argument(..., help="Predictions of detector A (.parquet or .jsonl)."),
     b: Path = typer.Argument(..., help="Predictions of detector B on the same spans."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write compare.json here."),
+    json_out: Path | None = json_option("the comparison (compare.json)"),
     score_mode: str = typer.Option("max", "--score-mode", help=_MODE_HELP),
     score_point: float | None = typer.Option(None, "--score-point", help="The score point in seconds (score_point mode)."),
     min_hold: float = typer.Option(0.2, "--min-hold", help="Shortest hold span kept, s."),
@@ -185,26 +183,24 @@ def eot_compare(
     from duplexeval.eot.compare import compare, format_compare
     from duplexeval.eot.predictions import read_predictions
 
-    if json_out is not None:
-        check_output_file(json_out, "--json file")
     cfg = _sweep_config(score_mode, score_point, None, None, None, min_hold, max_hold)
     pa, pb = read_predictions(a), read_predictions(b)
     c = compare(pa, pb, cfg, sha256_file(a), sha256_file(b), (a.stem, b.stem))
-    typer.echo(format_compare(c))
-    if json_out is not None:
-        write_json(json_out, c)
+    if not json_to_stdout(json_out):
+        typer.echo(format_compare(c))
+    emit_json(json_out, c)
 
 
 def eot_demo(
-    out: Path = typer.Option(Path("eot-demo"), "--out", help="Folder for the demo's predictions, sweeps and comparison."),
+    out: Path = typer.Option(DEMO_OUT, "--out", "-o", help="Folder for the demo's predictions, sweeps and comparison."),
     force: bool = typer.Option(True, "--force/--no-force", help="Overwrite the demo's own files in --out."),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="Worker processes for prediction."),
+    jobs: int = jobs_option(1, "Worker processes for prediction"),
 ) -> None:
     """espeak-ng turns with real pauses: silence and silero (and smart-turn if installed), swept and compared."""
     from duplexeval.eot.demo import run_demo
 
     check_output_dir(out, "--out folder")
-    run_demo(out, force=force, echo=typer.echo, jobs=jobs)
+    run_demo(out, force=force, echo=typer.echo, jobs=one_per_cpu(jobs))
 
 
 def register(apps: CliApps) -> None:

@@ -25,6 +25,7 @@ from duplexeval.audio import resample
 from duplexeval.eot.spans import end_sample
 from duplexeval.errors import InputError
 from duplexeval.jsonio import sha256_file
+from duplexeval.plugins import guard, json_value, returned
 from duplexeval.registry import Registry
 from duplexeval.units import SAMPLE_RATE
 from duplexeval.vad import MODEL_SHA256, WINDOW_SAMPLES, load_vad, package_version
@@ -42,14 +43,21 @@ def _register_builtins() -> None:
     DETECTORS.register("smart-turn", SmartTurnDetector)
 
 
-DETECTORS: Registry[Callable[..., Any]] = Registry("EOT detector", loader=_register_builtins)
+KIND = "EOT detector"
+DETECTORS: Registry[Callable[..., Any]] = Registry(KIND, loader=_register_builtins)
 
 
 def detector_info(det: Detector, name: str) -> dict[str, Any]:
-    """Name, version, model hash and settings of a detector (for the signature); plugins may define ``info()``."""
-    info = det.info() if hasattr(det, "info") else {}
-    out = {"name": name, "value": str(info.get("value", "")), "hash": info.get("hash"), "settings": dict(info.get("settings", {}))}
-    return out
+    """Name, version, model hash and settings of a detector (for the signature); plugins may define ``info()``
+    returning a dict with ``value`` (a version string), ``hash`` (a string or None) and ``settings`` (a dict)."""
+    info: Any = {}
+    det = guard(det, KIND, name)
+    if hasattr(det, "info"):
+        info = returned(KIND, name, "info", det.info(), dict, "a dict")
+    value = returned(KIND, name, "info['value']", info.get("value", ""), (str, int, float), "a version string")
+    digest = returned(KIND, name, "info['hash']", info.get("hash"), (str, type(None)), "a string or None")
+    settings = returned(KIND, name, "info['settings']", info.get("settings", {}), dict, "a dict")
+    return {"name": name, "value": str(value), "hash": digest, "settings": dict(json_value(KIND, name, "info", settings))}
 
 
 class SilenceDetector:
@@ -222,10 +230,7 @@ class SmartTurnDetector:
 def build_detector(name: str, options: Mapping[str, Any]) -> Any:
     """Instantiate a registered detector or a ``module:Class`` plugin with keyword options; one-line errors."""
     factory = DETECTORS.get(name)
-    try:
-        det = factory(**dict(options)) if callable(factory) else factory
-    except TypeError as exc:
-        raise InputError(f"detector {name!r}: bad options {dict(options)}: {exc}") from None
+    det = DETECTORS.build(name, **dict(options)) if callable(factory) else factory
     if not hasattr(det, "predict_batch") and not hasattr(det, "predict_turn"):
         raise InputError(f"detector {name!r}: needs a predict_batch(items) method (eot-bench's adapter contract)")
-    return det
+    return guard(det, KIND, name)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.artifacts import header
-from duplexeval.eot.detectors import build_detector, detector_info
+from duplexeval.eot.detectors import KIND, build_detector, detector_info
 from duplexeval.eot.predictions import PREDICTIONS_KIND, Predictions, write_predictions
 from duplexeval.eot.spans import (
     GRID_STEP_S,
@@ -33,9 +33,10 @@ from duplexeval.eot.spans import (
     grid_points,
     visible_messages,
 )
-from duplexeval.errors import InputError, RefusalError
+from duplexeval.errors import InputError, RefusalError, clip
 from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
 from duplexeval.jsonio import check_output_file, dumps_line, sha256_bytes
+from duplexeval.plugins import returned
 from duplexeval.progress import progress_bar
 from duplexeval.signature import Component, Signature
 from duplexeval.units import SAMPLE_RATE
@@ -92,6 +93,7 @@ def _detector(name: str, options_json: str) -> Any:
 
 
 Row = tuple[int, str, float, float, float | None]  # span_index, label, timestamp, silence_dur, p_eot
+SCORES = (list, tuple, np.ndarray)  # what predict_batch / predict_turn may return
 
 
 def predict_turn_task(task: TurnTask) -> list[Row]:
@@ -108,16 +110,17 @@ def predict_turn_task(task: TurnTask) -> list[Row]:
              "span_index": pts[k].span_index, "messages": visible_messages(turn, pts[k].timestamp, st.transcript_lag_s)}
             for k in ask]  # fmt: skip
     got: list[Any] = []
+    name = task.detector
     if not meta:
         pass
     elif hasattr(det, "predict_turn"):
         upto = turn.audio[: end_sample(meta[-1]["timestamp"])]
-        got = list(det.predict_turn(upto, SAMPLE_RATE, meta))
+        got = list(returned(KIND, name, "predict_turn", det.predict_turn(upto, SAMPLE_RATE, meta), SCORES, "a list of scores"))
     else:
         for g in range(0, len(meta), st.batch_size):
             items = [dict(m, audio={"array": turn.audio[: end_sample(m["timestamp"])].copy(), "sampling_rate": SAMPLE_RATE})
                      for m in meta[g : g + st.batch_size]]  # fmt: skip
-            got.extend(det.predict_batch(items))
+            got.extend(returned(KIND, name, "predict_batch", det.predict_batch(items), SCORES, "a list of scores"))
     if len(got) != len(meta):
         raise InputError(f"detector {task.detector!r} returned {len(got)} scores for {len(meta)} times in turn {turn.id!r}")
     scores: list[Any] = [None] * len(pts)
@@ -126,8 +129,9 @@ def predict_turn_task(task: TurnTask) -> list[Row]:
     rows: list[Row] = []
     for p, s in zip(pts, scores):
         if s is not None:
-            if isinstance(s, bool) or not isinstance(s, (int, float, np.floating, np.integer)) or not math.isfinite(float(s)):
-                raise InputError(f"detector {task.detector!r} returned {s!r} for turn {turn.id!r} at {p.timestamp} s (need a finite number or None)")
+            if isinstance(s, bool) or not isinstance(s, (int, float, np.floating, np.integer)) or not 0.0 <= float(s) <= 1.0:
+                raise InputError(f"detector {task.detector!r} returned {clip(repr(s), 60)} for turn {turn.id!r} at "
+                                 f"{p.timestamp} s (need a probability in [0, 1] or None)")
             s = float(s)
         rows.append((p.span_index, p.label, p.timestamp, p.silence_dur, s))
     return rows
@@ -284,8 +288,7 @@ def run_predict(
             ex.close()
     if failure is not None:
         bad = todo[failure.index].id
-        reason = failure.reason.split(": ", 1)[1] if failure.reason.startswith(("InputError: ", "RefusalError: ")) else failure.reason
-        raise InputError(f"{spans.name}: turn {bad!r}: {reason} (finished turns are kept; rerun to resume)")
+        raise InputError(f"{spans.name}: turn {bad!r}: {failure.reason} (finished turns are kept; rerun to resume)")
     preds = _assemble(spans, done)
     hdr = header(PREDICTIONS_KIND, SCHEMA_VERSION, sig, {"spans": spans.sha256()})
     hdr["span_set"] = {"name": spans.name, "source": spans.source, "skipped": dict(sorted(spans.skipped.items()))}

@@ -8,28 +8,30 @@ import typer
 
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
+from duplexeval.specs import known_params, parse_spec
+
+BACKEND_PARAMS = ("model", "device")  # what `--backend NAME:k=v` passes to the backend's factory
 
 
 @executor_options
 def asr_command(
-    tree: Path = typer.Option(..., "--tree", help="The tree written by `duplexeval fdb export` or `import`."),
-    backend: str = typer.Option("whisper-align", "--backend",
-                                help="whisper-align (default, offline) | pocketsphinx | faster-whisper | parakeet | import, "
-                                     "an installed plugin's name, or module.path:Class for your own backend (docs/asr.md)."),
-    model: str | None = typer.Option(None, "--model",
-                                         help="faster-whisper/whisper-align: a CTranslate2 model directory; "
-                                              "parakeet: a .nemo file (or a hub id)."),
-    jobs: int | None = typer.Option(None, "--jobs", help="Local worker processes (default: the number of cores); "
-                                                            "with --executor ray the cluster's size decides."),
+    tree: Path = typer.Argument(..., help="The tree written by `duplexeval fdb export` or `import`."),
+    backend: str = typer.Option(
+        "whisper-align", "--backend",
+        help="NAME[:model=...,device=...]: whisper-align (default, offline) | pocketsphinx | faster-whisper | "
+             "parakeet | import, an installed plugin's name, or module.path:Class for your own backend (docs/asr.md). "
+             "model: a CTranslate2 model folder (faster-whisper, whisper-align) or a .nemo file / hub id (parakeet); "
+             "device: cpu or cuda (parakeet).",
+    ),
+    jobs: int = typer.Option(0, "--jobs", "-j", min=0, help="Local worker processes (0: one per core); "
+                                                           "with --executor ray the cluster's size decides."),
     force: bool = typer.Option(False, "--force", help="Transcribe again even if asr.json or other outputs exist."),
     declare: list[str] | None = typer.Option(
         None, "--declare",
         help="With --backend import: the ASR that made the files, NAME for every subset or SUBSET=NAME "
              "(repeatable), e.g. --declare candor_turn_taking=parakeet-tdt-0.6b-v2; recorded in asr.json.",
     ),
-    device: str = typer.Option("cpu", "--device", help="parakeet only: cpu or cuda."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no timing line."),
-    no_progress: bool = typer.Option(False, "--no-progress", hidden=True, help="Old spelling of --quiet."),
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Transcribe each eligible sample's output.wav into output.json, then write asr.json.
@@ -39,11 +41,11 @@ def asr_command(
     from duplexeval.fdb.asr_stage import run
     from duplexeval.progress import StageClock, tree_audio_s
 
-    quiet = quiet or no_progress
     clock = StageClock("asr")
-
-    result = run(tree, backend=backend, model=model, jobs=jobs, force=force, progress=not quiet,
-                 declare=declare, device=device, executor=executor_spec)
+    name, params = parse_spec(backend, "--backend")
+    known_params("--backend", backend, params, BACKEND_PARAMS)
+    result = run(tree, backend=name, model=params.get("model"), jobs=jobs or None, force=force, progress=not quiet,
+                 declare=declare, device=params.get("device", "cpu"), executor=executor_spec)
     typer.echo(result.summary())
     if not quiet:
         clock.say(tree_audio_s(tree))

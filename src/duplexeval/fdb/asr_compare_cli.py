@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from duplexeval.jsonio import dumps, write_json
+from duplexeval.cli_options import emit_json, json_option, json_to_stdout
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -16,8 +16,7 @@ if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
 def asr_compare_command(
     tree_a: Path = typer.Argument(..., help="A tree transcribed by `duplexeval fdb asr` (the reference, A)."),
     tree_b: Path = typer.Argument(..., help="A tree with the same audio transcribed by another ASR (B)."),
-    json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON instead of the tables."),
-    out: Path | None = typer.Option(None, "--out", help="Also write the comparison JSON to this file."),
+    json_out: Path | None = json_option("the comparison"),
     all_rows: bool = typer.Option(False, "--all", help="Print every sample row (default: the first 50)."),
 ) -> None:
     """Word disagreements and first-onset differences (B - A) between two transcript sets of the same audio.
@@ -29,10 +28,8 @@ def asr_compare_command(
 
     cmp = compare_trees(tree_a, tree_b)
     body: dict[str, Any] = cmp.to_json()
-    if out is not None:
-        write_json(out, body)  # an OS error is already one InputError line naming the file
-    if json_out:
-        typer.echo(dumps(body), nl=False)
+    emit_json(json_out, body)
+    if json_to_stdout(json_out):
         return
     render(cmp, max_rows=None if all_rows else 50)
 

@@ -16,7 +16,7 @@ from typing import Any, TypeAlias, overload
 from duplexeval.asr.base import Backend, Word, check_words, round_words
 from duplexeval.asr.registry import make_backend
 from duplexeval.audio import SAMPLE_RATE, read_audio, resample
-from duplexeval.errors import DuplexEvalError, InputError
+from duplexeval.errors import DuplexEvalError, InputError, clip
 from duplexeval.fdb.transcript import parse_output_json, transcript_bytes
 from duplexeval.fdb.tree import MANIFEST_FILE, OUTPUT_JSON, OUTPUT_WAV, SUBSETS, USER_INTERRUPTION
 from duplexeval.fdb.verified import VerifyError, parse_json, read_verified, read_verified_json
@@ -96,8 +96,8 @@ def process_sample(backend: Backend | None, task: SampleTask) -> dict[str, Any]:
                         "words_before_cut": sum(1 for w in words if w.start < cut)})
     except DuplexEvalError as exc:
         rec["error"] = f"sample {task.key}: {exc}"
-    except Exception as exc:  # noqa: BLE001 - a backend crash fails this sample, the run goes on
-        rec["error"] = f"sample {task.key}: backend failed: {type(exc).__name__}: {exc}"
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a backend crash (or sys.exit) fails this sample, the run goes on
+        rec["error"] = f"sample {task.key}: backend failed: {clip(f'{type(exc).__name__}: {exc}', 300)}"
     if rec["status"] == "error" and task.generate and out_path.is_file():
         out_path.unlink()  # never leave a transcript that asr.json does not vouch for
     return rec

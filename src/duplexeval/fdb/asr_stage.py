@@ -92,7 +92,7 @@ def run(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, 
             if not declare:
                 raise InputError("--backend import needs --declare NAME (the ASR that made the files, e.g. parakeet-tdt-0.6b-v2)")
             if model is not None:
-                raise InputError("--model is not used with --backend import")
+                raise InputError("--backend import: model= is not used (the files are adopted as they are)")
             generate, obj, spec = False, None, None
             in_tree = list(dict.fromkeys(x.subset for x in manifest.samples if x.eligible))
             signature = import_signature(declared_per_subset(parse_declare(declare), in_tree))

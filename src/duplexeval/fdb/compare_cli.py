@@ -9,7 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from duplexeval.jsonio import dumps, write_json
+from duplexeval.cli_options import emit_json, json_option, json_to_stdout
+from duplexeval.jsonio import write_json
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -81,7 +82,7 @@ def compare_command(
     trees: list[Path] = typer.Argument(..., help="Two or more scored trees; each is compared to the first (B - A)."),
     out: Path = typer.Option(Path("compare.json"), "--out", help="Where to write compare.json."),
     no_write: bool = typer.Option(False, "--no-write", help="Print only; write no compare.json."),
-    json_out: bool = typer.Option(False, "--json", help="Print compare.json instead of the tables."),
+    json_out: Path | None = json_option("compare.json"),
     allow_different_asr: bool = typer.Option(
         False, "--allow-different-asr", help="Compare trees transcribed by different ASR backends (noted in compare.json)."
     ),
@@ -92,8 +93,8 @@ def compare_command(
     result = compare_trees(trees, allow_different_asr=allow_different_asr).to_json()
     if not no_write:
         write_json(out, result)  # an OS error is already one InputError line naming the file
-    if json_out:
-        typer.echo(dumps(result), nl=False)
+    emit_json(json_out, result)
+    if json_to_stdout(json_out):
         return
     render(result)
     if not no_write:

@@ -8,24 +8,40 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from duplexeval.errors import InputError
+from duplexeval.specs import known_params, parse_spec
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
 
 BACKCHANNEL_RULES = ("2025-06", "2026-02")
+# `--judge openai:k=v,...`: the parameters and their defaults (the official run's model, seed and endpoint).
+JUDGE_DEFAULTS: dict[str, Any] = {"model": "gpt-4-turbo", "base_url": "https://api.openai.com/v1",
+                                  "api_key_env": "OPENAI_API_KEY", "seed": 0, "timeout_s": 60.0}
+
+
+def judge_settings(spec: str) -> tuple[str, dict[str, Any]]:
+    """The judge's name and its settings from `--judge NAME[:k=v,...]` (every default filled in)."""
+    name, raw = parse_spec(spec, "--judge")
+    known_params("--judge", spec, raw, JUDGE_DEFAULTS if name == "openai" else ())
+    out = dict(JUDGE_DEFAULTS)
+    for key, value in raw.items():
+        kind = type(JUDGE_DEFAULTS[key])
+        try:
+            out[key] = kind(value)
+        except ValueError:
+            raise InputError(f"--judge {spec!r}: {key}={value!r} is not a valid {kind.__name__}") from None
+    return name, out
 
 
 def evaluate_command(
-    tree: Path = typer.Option(..., "--tree", help="A tree written by export/import and transcribed by `fdb asr`."),
+    tree: Path = typer.Argument(..., help="A tree written by export/import and transcribed by `fdb asr`."),
     subset: list[str] | None = typer.Option(None, "--subset", help="Evaluate only this subset (repeatable)."),
-    judge: str = typer.Option("none", "--judge", help="Interruption judge: none (ratings not judged) or openai."),
-    judge_model: str = typer.Option("gpt-4-turbo", "--judge-model", help="Chat model of the judge."),
-    base_url: str = typer.Option("https://api.openai.com/v1", "--base-url", help="OpenAI-compatible API base URL."),
-    api_key_env: str = typer.Option(
-        "OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key (the key is never written)."
+    judge: str = typer.Option(
+        "none", "--judge",
+        help="Interruption judge: none (ratings not judged) or openai[:model=M,base_url=URL,api_key_env=VAR,seed=N,"
+             "timeout_s=S] (defaults: gpt-4-turbo, https://api.openai.com/v1, OPENAI_API_KEY, 0 as the official run, "
+             "60 s per request; the key is read from the environment and never written).",
     ),
-    judge_seed: int = typer.Option(0, "--judge-seed", help="Seed sent to the judge (the official run used 0)."),
-    judge_timeout: float = typer.Option(60.0, "--judge-timeout", help="Seconds per judge request."),
     reference_source: Path | None = typer.Option(
         None, "--reference-source", help="Local checkout of the official repository; its judge prompt is used."
     ),
@@ -43,22 +59,22 @@ def evaluate_command(
     from duplexeval.progress import StageClock, tree_audio_s
 
     clock = StageClock("evaluate")
-
-    check_timeout(judge_timeout)
+    judge_name, j = judge_settings(judge)
+    check_timeout(j["timeout_s"])
     if backchannel_rules not in BACKCHANNEL_RULES:
         raise InputError(f"--backchannel-rules {backchannel_rules!r}: expected one of {', '.join(BACKCHANNEL_RULES)}")
     summary = evaluate(
         tree,
         subsets=list(subset) if subset else None,
-        judge=judge,
+        judge=judge_name,
         icc_gt=icc_gt,
         backchannel_rules=backchannel_rules,
         progress=not quiet,
-        model=judge_model,
-        base_url=base_url,
-        api_key_env=api_key_env,
-        seed=judge_seed,
-        timeout_s=judge_timeout,
+        model=j["model"],
+        base_url=j["base_url"],
+        api_key_env=j["api_key_env"],
+        seed=j["seed"],
+        timeout_s=j["timeout_s"],
         reference_source=str(reference_source) if reference_source else None,
     )
     for line in format_summary(summary):

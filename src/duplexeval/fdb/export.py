@@ -9,6 +9,7 @@ its resume-journal entry, so an interrupted export resumes.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from duplexeval.fdb.export_sample import (
     resolve_system,
     run_prepared,
     system_json,
+    system_label,
 )
 from duplexeval.fdb.protocols import SampleLike
 from duplexeval.fdb.selection import (
@@ -38,6 +40,7 @@ from duplexeval.fdb.tree_writer import ExportResult, build_samples, finish_run, 
 from duplexeval.jsonio import make_output_dir, sha256_file
 from duplexeval.progress import progress_bar
 from duplexeval.systems.base import System
+from duplexeval.systems.runner import DEFAULT_CALL_TIMEOUT_S
 
 
 @dataclass
@@ -56,7 +59,7 @@ class RunProgress:
 
 async def _run_concurrently(system: System, samples: Sequence[SampleLike], todo: list[int], out: Path, run_sha: str,
                             keys: list[str], concurrency: int, advance: Callable[[str], None],
-                            state: RunProgress) -> dict[int, SampleEntry]:
+                            state: RunProgress, call_timeout_s: float) -> dict[int, SampleEntry]:
     """Run the `todo` samples, at most `concurrency` sessions at once on this event loop."""
     sem = asyncio.Semaphore(concurrency)
     made: dict[int, SampleEntry] = {}
@@ -66,7 +69,7 @@ async def _run_concurrently(system: System, samples: Sequence[SampleLike], todo:
             prep = await asyncio.to_thread(prepare, samples[i], out)
             state.running += 1
             try:
-                trace = await run_prepared(system, prep)
+                trace = await run_prepared(system, prep, call_timeout_s)
             finally:
                 state.running -= 1
             state.worst_lateness_s = max(state.worst_lateness_s, float(trace.max_send_lateness_s))
@@ -90,22 +93,26 @@ def export(
     progress: bool = True,
     concurrency: int = 1,
     executor: ExecutorSpec | None = None,
+    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
 ) -> ExportResult:
     """Drive `system` (a System or a `NAME[:k=v,...]` spec) over `dataset` and write the tree `out`.
 
     `concurrency` > 1 runs that many sessions at once on one event loop (network systems spend most of
     their time waiting on the wall clock); the tree is the same as a sequential run's except for
     receipt-time jitter. `executor` (an ExecutorSpec of kind ray) runs the sessions on Ray workers first
-    (`export_remote`).
+    (`export_remote`). Every call into the system must return within `call_timeout_s` seconds, or that sample
+    fails with `system_error` (the message in its trace.json).
     """
     if concurrency < 1:
         raise InputError(f"--concurrency must be at least 1, got {concurrency}")
+    if not (isinstance(call_timeout_s, (int, float)) and math.isfinite(call_timeout_s) and 0 < call_timeout_s <= 86400):
+        raise InputError(f"--call-timeout must be a number of seconds in (0, 86400], got {call_timeout_s!r}")
     system_arg = system
     system = resolve_system(system)
     ds = resolve_dataset(dataset)
     chosen = select_samples(ds, subsets, limit)
     out = make_output_dir(check_out_outside(Path(out), ds), "--out")
-    sysj = system_json(system)
+    sysj = system_json(system, system_label(system_arg))
     run = {"tool": "export", "system": sysj, "dataset": dataset_identity(ds)}
     wall = bool(getattr(system, "wall_clock", False))
     keys: dict[int, str] = {}
@@ -123,16 +130,16 @@ def export(
         state = RunProgress()
         with progress_bar(len(todo), f"export {system.name}", progress and bool(todo)) as advance:
             made = asyncio.run(_run_concurrently(system, chosen, todo, out, journal.run_sha256, shas, concurrency,
-                                                 advance, state))
+                                                 advance, state, call_timeout_s))
 
     def make(i: int, run_sha: str, input_sha: str, _payload: None) -> SampleEntry:
         if i in made:
             return made[i]
-        return export_one(system, chosen[i], out, run_sha, input_sha)
+        return export_one(system, chosen[i], out, run_sha, input_sha, call_timeout_s)
 
     remote = 0
     if executor is not None and executor.kind != "local":
-        remote = prepass(system_arg, chosen, out, run, force, progress, executor, f"export {system.name}")
+        remote = prepass(system_arg, chosen, out, run, force, progress, executor, f"export {system.name}", call_timeout_s)
         force = False  # the pre-pass redid what --force asks for; the loop below finds it all in the journal
     elif made:
         remote = len(made)  # the concurrent pre-pass ran them; the loop below finds them in the journal
@@ -141,5 +148,5 @@ def export(
                                          key_of, make, f"export {system.name}")
     ran, reused = ran + remote, reused - remote
     info = {"tool": "duplexeval fdb export", "clock": "wall" if wall else "virtual", "frame_samples": 1280,
-            "playout": PLAYOUT_POLICY}
+            "playout": PLAYOUT_POLICY, "call_timeout_s": call_timeout_s}
     return finish_run(out, ds, entries, sysj, "export", info, limit, ran, reused)

@@ -69,6 +69,9 @@ def export_command(
     force: bool = typer.Option(False, "--force", help="Write into a tree made by another system/dataset, redoing every sample."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no timing line."),
     concurrency: int = typer.Option(1, "--concurrency", min=1, max=1024, help="Run N sessions at once on one event loop (network systems; default 1)."),
+    call_timeout: float = typer.Option(120.0, "--call-timeout", min=0.001, max=86400,
+                                       help="Seconds each call into the system (open_session, push_input, poll_output, "
+                                            "close) may take before that sample fails with system_error."),
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Drive a system over a dataset: output.wav (FIFO playout, exactly T), annotations, trace.json, manifest.json.
@@ -80,7 +83,7 @@ def export_command(
     clock = StageClock("export")
 
     result = export(system, dataset, out, subsets=subset or None, limit=limit, force=force, progress=not quiet,
-                    concurrency=concurrency, executor=executor_spec)
+                    concurrency=concurrency, executor=executor_spec, call_timeout_s=call_timeout)
     _summary("export", result)
     if not quiet:
         clock.say(tree_audio_s(result.tree))

@@ -23,21 +23,22 @@ from duplexeval.jsonio import sha256_file
 from duplexeval.progress import progress_bar
 from duplexeval.systems.base import System
 
-Job = tuple[SampleLike, str, str, str]  # (sample, tree folder, run sha256, input sha256): one Ray task
+Job = tuple[SampleLike, str, str, str, float]  # (sample, tree folder, run sha256, input sha256, call timeout): one task
 
 
 def _one(system: System, job: Job) -> None:
-    sample, out, run_sha, input_sha = job
-    export_one(system, sample, Path(out), run_sha, input_sha)
+    sample, out, run_sha, input_sha, call_timeout_s = job
+    export_one(system, sample, Path(out), run_sha, input_sha, call_timeout_s)
 
 
 def prepass(system: System | str, chosen: Sequence[SampleLike], out: Path, run: dict[str, Any], force: bool, progress: bool,
-            executor: ExecutorSpec, label: str) -> int:
+            executor: ExecutorSpec, label: str, call_timeout_s: float) -> int:
     """Run the samples this run has not finished (all of them with `force`) on `executor`; returns how many ran."""
     journal = open_journal(out, run, force)
     where = str(out.resolve())  # workers may run in another folder (or on another machine)
     shas = [sha256_file(s.input_path) for s in chosen]
-    todo: list[Job] = [(chosen[i], where, journal.run_sha256, shas[i]) for i in unfinished(journal, out, chosen, shas, force)]
+    todo: list[Job] = [(chosen[i], where, journal.run_sha256, shas[i], call_timeout_s)
+                       for i in unfinished(journal, out, chosen, shas, force)]
     if not todo:
         return 0
     ex = make_executor(executor)

@@ -22,6 +22,7 @@ from duplexeval.fdb.protocols import SampleKey, SampleLike
 from duplexeval.fdb.sample_trace import EXPORT_TRACE_KIND, TRACE_FILE, Trace, TraceHead, write_trace
 from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
 from duplexeval.fdb.tree_writer import REASON_PACING, REASON_SYSTEM_ERROR, copy_annotation
+from duplexeval.plugins import call, json_value, returned
 from duplexeval.systems.base import SampleInfo, System
 from duplexeval.systems.net.trace import (
     SESSION_REASONS,
@@ -32,8 +33,14 @@ from duplexeval.systems.net.trace import (
     verdict,
 )
 from duplexeval.systems.playout import placements_json, playout
-from duplexeval.systems.registry import make_system
-from duplexeval.systems.runner import MAX_SEND_LATENESS_S, ReceivedItem, SessionTrace, run_session_async
+from duplexeval.systems.registry import make_system, parse_system_spec
+from duplexeval.systems.runner import (
+    DEFAULT_CALL_TIMEOUT_S,
+    MAX_SEND_LATENESS_S,
+    ReceivedItem,
+    SessionTrace,
+    run_session_async,
+)
 
 PLAYOUT_POLICY = "fifo-from-receipt-crop-at-T-v1"
 
@@ -43,9 +50,23 @@ def resolve_system(system: System | str) -> System:
     return make_system(system) if isinstance(system, str) else system
 
 
-def system_json(system: System) -> dict[str, Any]:
-    """The system as the run record and manifest name it: name, parameters, version."""
-    return {"name": system.name, "params": system.params(), "version": system.version()}
+def system_label(system: System | str) -> str:
+    """How errors name a system: its spec without parameters (`my.mod:Agent`), or an object's name."""
+    if isinstance(system, str):
+        return parse_system_spec(system)[0]
+    name = getattr(system, "name", None)
+    return name if isinstance(name, str) else type(system).__name__
+
+
+def system_json(system: System, label: str | None = None) -> dict[str, Any]:
+    """The system as the run record and manifest name it: name, parameters (plain JSON), version (a string)."""
+    who = label or system_label(system)
+    name = returned("system", who, "name", getattr(system, "name", None), str, "a string")
+    params = returned("system", who, "params", call("system", who, "params", system.params), dict,
+                      "a dict of its parameters")
+    version = returned("system", who, "version", call("system", who, "version", system.version), str,
+                       "a version string")
+    return {"name": name, "params": json_value("system", who, "params", params), "version": version}
 
 
 @dataclass
@@ -73,14 +94,15 @@ def prepare(sample: SampleLike, out: Path) -> PreparedSample:
     return PreparedSample(sample, sdir, T, n, to_pcm16(fit_length(audio, n)), int(audio.shape[0]))
 
 
-async def run_prepared(system: System, prep: PreparedSample) -> SessionTrace:
-    """Run the session of one prepared sample (a network system's `run_sample` may run it on another replica)."""
+async def run_prepared(system: System, prep: PreparedSample, call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> SessionTrace:
+    """Run the session of one prepared sample, each call into the system bounded by `call_timeout_s` (a network
+    system's `run_sample` may run it on another replica; its calls keep the runner's default bound)."""
     info = SampleInfo(prep.sample.subset, prep.sample.id, prep.T, prep.n)
     run_sample = getattr(system, "run_sample", None)
     if run_sample is not None:
         trace: SessionTrace = await run_sample(prep.pcm, info)
         return trace
-    return await run_session_async(system, prep.pcm, info)
+    return await run_session_async(system, prep.pcm, info, call_timeout_s=call_timeout_s)
 
 
 def write_sample(head: TraceHead, sdir: Path, sample: SampleKey, items: list[ReceivedItem], reasons: list[str],
@@ -147,8 +169,9 @@ def finish_prepared(prep: PreparedSample, trace: SessionTrace, run_sha: str, inp
                         input_json, trace.clock, network, write_wav)
 
 
-def export_one(system: System, sample: SampleLike, out: Path, run_sha: str, input_sha: str) -> SampleEntry:
+def export_one(system: System, sample: SampleLike, out: Path, run_sha: str, input_sha: str,
+               call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> SampleEntry:
     """Prepare, run and write one sample (its own event loop)."""
     prep = prepare(sample, out)
-    trace = asyncio.run(run_prepared(system, prep))
+    trace = asyncio.run(run_prepared(system, prep, call_timeout_s))
     return finish_prepared(prep, trace, run_sha, input_sha)

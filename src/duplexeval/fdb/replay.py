@@ -1,4 +1,4 @@
-"""`duplexeval fdb replay --tree TREE`: rebuild every network sample's output.wav and verdict from its wire trace.
+"""`duplexeval fdb replay TREE`: rebuild every network sample's output.wav and verdict from its wire trace.
 
 For each sample with `trace.jsonl` + `trace.pcm`, the received items and the eligibility reasons are
 recomputed by the same functions the export used (`fdb.export_sample.network_outcome`, the FIFO playout),

@@ -1,4 +1,4 @@
-"""`duplexeval fdb replay --tree TREE`: rebuild output.wav and eligibility of network samples from their wire traces."""
+"""`duplexeval fdb replay TREE`: rebuild output.wav and eligibility of network samples from their wire traces."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import typer
 
 
 def replay_command(
-    tree: Path = typer.Option(..., "--tree", help="A tree written by `fdb export` with a network system (samples with trace.jsonl)."),
+    tree: Path = typer.Argument(..., help="A tree written by `fdb export` with a network system (samples with trace.jsonl)."),
     check: bool = typer.Option(False, "--check", help="Write nothing; fail (exit 2) if a rebuilt file differs from the tree."),
 ) -> None:
     """Rebuild every network sample's output.wav, trace.json and the manifest from trace.jsonl + trace.pcm alone."""

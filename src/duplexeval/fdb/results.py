@@ -64,17 +64,17 @@ def load_scored(tree: str | Path) -> ScoredTree:
     asr, asha = load_asr(root)
     upath = root / UNIFIED_FILE
     if not upath.is_file():
-        raise RefusalError(f"{upath}: no unified.json; run `duplexeval fdb score --tree {root}` first")
+        raise RefusalError(f"{upath}: no unified.json; run `duplexeval fdb score {root}` first")
     raw, unified_sha = read_json_hashed(upath)
     unified = check_kind(raw, UNIFIED_KIND, upath, UNIFIED_SCHEMA_VERSION)
     for name, key, current in (("manifest.json", "manifest_sha256", msha), ("asr.json", "asr_sha256", asha)):
         if unified.get(key) != current:
-            raise RefusalError(f"{upath}: made from another {name} than the tree holds now; rerun `duplexeval fdb score --tree {root}`")
+            raise RefusalError(f"{upath}: made from another {name} than the tree holds now; rerun `duplexeval fdb score {root}`")
     if not isinstance(unified.get("signature"), dict) or not isinstance(unified.get("subsets"), dict):
         raise InputError(f"{upath}: has no 'signature' or 'subsets' object")
     rpath = root / UNIFIED_SAMPLES_FILE
     if not rpath.is_file():
-        raise RefusalError(f"{rpath}: file not found; rerun `duplexeval fdb score --tree {root}`")
+        raise RefusalError(f"{rpath}: file not found; rerun `duplexeval fdb score {root}`")
     text = read_text(rpath)
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     for lineno, row in json_lines(text, rpath):
@@ -83,5 +83,5 @@ def load_scored(tree: str | Path) -> ScoredTree:
         rows.setdefault(row["subset"], {})[row["sample_id"]] = row
     for e in manifest.samples:
         if e.task != BACKCHANNEL and e.id not in rows.get(e.subset, {}):
-            raise RefusalError(f"{rpath}: sample {e.key} has no row; rerun `duplexeval fdb score --tree {root}`")
+            raise RefusalError(f"{rpath}: sample {e.key} has no row; rerun `duplexeval fdb score {root}`")
     return ScoredTree(root, manifest, msha, asr, asha, unified, unified_sha, sha256_bytes(text.encode("utf-8")), rows)

@@ -1,4 +1,4 @@
-"""`duplexeval fdb score --tree TREE`: the unified scorer of spec 000 (hidden alias `unified-score`)."""
+"""`duplexeval fdb score TREE`: the unified scorer of spec 000 (hidden alias `unified-score`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from duplexeval.cli_options import emit_json, jobs_option, json_option, json_to_stdout
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
-from duplexeval.jsonio import dumps, write_json
+from duplexeval.jsonio import write_json
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -17,11 +18,10 @@ if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
 
 @executor_options
 def score_command(
-    tree: Path = typer.Option(..., "--tree", help="A tree written by `fdb export`/`import` and transcribed by `fdb asr`."),
-    json_out: bool = typer.Option(False, "--json", help="Print unified.json instead of the report."),
+    tree: Path = typer.Argument(..., help="A tree written by `fdb export`/`import` and transcribed by `fdb asr`."),
+    json_out: Path | None = json_option("unified.json (with --sensitivity: {unified, sensitivity})"),
     no_write: bool = typer.Option(False, "--no-write", help="Score and print without writing unified.json / unified-samples.jsonl."),
-    jobs: int = typer.Option(0, "--jobs", min=0, help="Local VAD threads (0: one per available CPU); "
-                                                      "with --executor ray the cluster's size decides."),
+    jobs: int = jobs_option(0, "Local VAD threads", ray=True),
     sensitivity: bool = typer.Option(
         False,
         "--sensitivity",
@@ -40,13 +40,12 @@ def score_command(
     clock = StageClock("score")
     result = score(tree, write=not no_write, jobs=jobs or None, executor=executor_spec)
     sens = _sensitivity(tree, not no_write, jobs) if sensitivity else None
-    if json_out:
-        out = result.to_json() if sens is None else {"unified": result.to_json(), "sensitivity": sens.to_json()}
-        typer.echo(dumps(out), nl=False)
+    u = result.to_json()
+    emit_json(json_out, u if sens is None else {"unified": u, "sensitivity": sens.to_json()})
+    if json_to_stdout(json_out):
         if not quiet:
             clock.say(tree_audio_s(tree))
         return
-    u = result.to_json()
     console = table_console()  # the terminal's width, or wide when piped: tables never wrap in a log
     render(result, load_reference(tree, u["manifest_sha256"], u["asr_sha256"]), console)
     if sens is not None:

@@ -244,7 +244,7 @@ def parse_asr(obj: Any, path: Path) -> AsrRecord:
 
 def load_asr(tree: str | Path) -> tuple[AsrRecord, str]:
     """Load and validate TREE/asr.json; returns the record and the file's SHA-256."""
-    return _load(tree, ASR_FILE, f"run `duplexeval fdb asr --tree {tree}` first", parse_asr)
+    return _load(tree, ASR_FILE, f"run `duplexeval fdb asr {tree}` first", parse_asr)
 
 
 def write_asr(tree: str | Path, record: AsrRecord) -> str:

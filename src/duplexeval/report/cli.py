@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
+from duplexeval.cli_options import jobs_option, one_per_cpu
 from duplexeval.errors import InputError
 from duplexeval.fdb.tree import validate_sample_id, validate_subset
 
@@ -18,12 +18,12 @@ if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
 def report_command(
     paths: list[Path] = typer.Argument(..., help="Scored FDB trees (folders), or report JSON files: controller evaluate/compare, eot score, eot sweep summary.json, eot compare, fdb compare."),
     out: Path = typer.Option(Path("report.html"), "--out", help="Where to write the HTML page."),
-    jobs: int = typer.Option(0, "--jobs", min=0, help="Processes drawing the per-sample timelines (0: one per CPU)."),
+    jobs: int = jobs_option(0, "Processes drawing the per-sample timelines"),
 ) -> None:
     """One self-contained HTML page (inline CSS and SVG, no JavaScript) made from the files only."""
     from duplexeval.report.build import write_report
 
-    typer.echo(str(write_report(paths, out, jobs or os.cpu_count() or 1)))
+    typer.echo(str(write_report(paths, out, one_per_cpu(jobs))))
 
 
 def show_command(

@@ -8,12 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 from duplexeval.errors import InputError
+from duplexeval.plugins import PluginError, call
 from duplexeval.registry import Registry, import_object
+from duplexeval.specs import parse_spec
 from duplexeval.systems.base import System
-
-# Commas separate parameters only where the next part starts with `key=`, so a text value may hold commas.
-_SPLIT = re.compile(r",(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
-_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 _FACTORIES: dict[str, type] = {}
 
@@ -30,6 +28,7 @@ NETWORK_SYSTEMS: dict[str, str] = {
     "loopback": "duplexeval.systems.net.loopback:Loopback",
     "moshi": "duplexeval.systems.net.moshi:MoshiSystem",
     "native-duplex": "duplexeval.systems.net.native:NativeDuplexSystem",
+    "telephony": "duplexeval.systems.net.telephony:Telephony",
 }
 _PLUGIN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_.]*)(?::(.*))?$", re.DOTALL)
 
@@ -91,23 +90,7 @@ def _coerce(spec: str, key: str, raw: str, default: Any) -> Any:
 
 def parse_system_spec(spec: str) -> tuple[str, dict[str, str]]:
     """Split `NAME[:k=v,...]` (or `module.path:Class[:k=v,...]`) into the name and raw values (no type checks yet)."""
-    plugin = split_plugin(spec)
-    if plugin is not None:
-        name, rest = plugin
-    else:
-        name, _, rest = spec.partition(":")
-        name = name.strip()
-    raw: dict[str, str] = {}
-    if rest.strip():
-        for part in _SPLIT.split(rest):
-            key, eq, value = part.partition("=")
-            key = key.strip()
-            if not eq or not _KEY.match(key):
-                raise InputError(f"--system {spec!r}: expected key=value, got {part!r}")
-            if key in raw:
-                raise InputError(f"--system {spec!r}: {key} given twice")
-            raw[key] = value
-    return name, raw
+    return parse_spec(spec, "--system", lambda name: name in _FACTORIES or name in NETWORK_SYSTEMS)
 
 
 def make_system(spec: str) -> System:
@@ -128,15 +111,24 @@ def make_system(spec: str) -> System:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in raw.items():
+        if "." in key:  # `field.name=value` collects into the dict field `field` (telephony's `param.NAME`)
+            prefix, _, sub = key.partition(".")
+            f = fields.get(prefix)
+            if f is None or f.default_factory is not dict:  # type: ignore[comparison-overlap]
+                raise InputError(f"--system {spec!r}: {name} has no parameter group {prefix!r} (for {key}=...)")
+            kwargs.setdefault(prefix, {})[sub] = value
+            continue
         if key not in fields:
             known = ", ".join(fields) or "none"
             raise InputError(f"--system {spec!r}: {name} has no parameter {key!r} (known: {known})")
         kwargs[key] = _coerce(spec, key, value, fields[key].default)
-    system = cls(**kwargs)
+    system = call("system", name, "__init__", cls, **kwargs)
     check: Callable[[], None] | None = getattr(system, "validate", None)
     if check is not None:
         try:
-            check()
-        except ValueError as exc:
-            raise InputError(f"--system {spec!r}: {exc}") from None
+            call("system", name, "validate", check)
+        except PluginError as exc:
+            if not isinstance(exc.__cause__, ValueError):
+                raise
+            raise InputError(f"--system {spec!r}: {exc.__cause__}") from None
     return system

@@ -28,6 +28,17 @@ from duplexeval.systems.clock import Clock, VirtualClock, WallClock
 
 # A wall-clock send later than this past its slot makes the sample ineligible (`input_pacing_late`).
 MAX_SEND_LATENESS_S = 0.080
+# Every await of a session method (open_session, push_input, poll_output, close) must return within this many
+# seconds, or the sample fails with `system_error`. Network adapters bound their own waits well below it.
+DEFAULT_CALL_TIMEOUT_S = 120.0
+
+
+class CallTimeout(Exception):
+    """A system's async method did not return within the per-call timeout."""
+
+
+class PluginExit(Exception):
+    """A system's method called ``sys.exit``: an error of that sample, not the end of the run."""
 
 
 @dataclass
@@ -95,8 +106,32 @@ def _to_item(obj: object, received_at: float) -> ReceivedItem:
     raise ProtocolViolation(f"poll_output returned {type(obj).__name__}, expected OutputChunk or ControlEvent")
 
 
-async def run_session_async(system: System, pcm16: np.ndarray, info: SampleInfo, clock: Clock | None = None) -> SessionTrace:
-    """Feed `pcm16` (int16, 16 kHz) to a new session frame by frame on `clock`; poll after every frame and at T."""
+_TIMEOUT = getattr(asyncio, "timeout", None)  # Python 3.11+: a deadline inside this task, no task per call
+
+
+async def _bounded(method: str, awaitable: Any, timeout_s: float) -> Any:
+    """Await one call into the system, at most `timeout_s` seconds; its ``sys.exit`` becomes a ``PluginExit``."""
+
+    async def guarded() -> Any:
+        try:
+            return await awaitable
+        except SystemExit as exc:  # caught where it is raised: a SystemExit leaving a task stops the event loop
+            raise PluginExit(f"{method} called sys.exit({exc.code!r})") from None
+
+    try:
+        if _TIMEOUT is not None:
+            async with _TIMEOUT(timeout_s):
+                return await guarded()
+        return await asyncio.wait_for(guarded(), timeout_s)  # Python 3.10
+    except asyncio.TimeoutError:
+        raise CallTimeout(f"{method} did not return within {timeout_s:g} s (--call-timeout)") from None
+
+
+async def run_session_async(system: System, pcm16: np.ndarray, info: SampleInfo, clock: Clock | None = None,
+                            call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> SessionTrace:
+    """Feed `pcm16` (int16, 16 kHz) to a new session frame by frame on `clock`; poll after every frame and at T.
+
+    Each call into the system is bounded by `call_timeout_s` (wall-clock seconds)."""
     clk: Clock = clock or VirtualClock()
     frames, pad = _frames(pcm16)
     T = info.T
@@ -108,7 +143,7 @@ async def run_session_async(system: System, pcm16: np.ndarray, info: SampleInfo,
     async def poll(t: float) -> None:
         nonlocal prev_poll, last_received
         assert session is not None  # polled only once the session is open
-        got = await session.poll_output(t)
+        got = await _bounded("poll_output", session.poll_output(t), call_timeout_s)
         now = clk.now()
         for obj in got:
             emitted = float(getattr(obj, "emitted_at_s", math.nan))
@@ -128,7 +163,7 @@ async def run_session_async(system: System, pcm16: np.ndarray, info: SampleInfo,
 
     session = None
     try:
-        session = await system.open_session(info)
+        session = await _bounded("open_session", system.open_session(info), call_timeout_s)
         # A network session owns its clock (input slot 0 = the end of its handshake); a wall-clock
         # system without one gets a WallClock started now.
         own = getattr(session, "clock", None)
@@ -145,13 +180,13 @@ async def run_session_async(system: System, pcm16: np.ndarray, info: SampleInfo,
             await clk.sleep_until(t)
             start = clk.now()
             trace.max_send_lateness_s = max(trace.max_send_lateness_s, start - t)
-            await session.push_input(frame, t)
+            await _bounded("push_input", session.push_input(frame, t), call_timeout_s)
             if not clk.exact_receipt:
                 trace.sends.append((t, start, clk.now()))
             await poll(t)
         await clk.sleep_until(T)
         await poll(T)
-    except Exception as exc:  # noqa: BLE001 - a broken system is a recorded outcome, not a crash
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken system is a recorded outcome, not a crash
         trace.error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
         trace.error_at_s = round(clk.now(), 6)
         if trace.wire is None:
@@ -159,8 +194,8 @@ async def run_session_async(system: System, pcm16: np.ndarray, info: SampleInfo,
     finally:
         if session is not None:
             try:
-                await session.close()
-            except Exception as exc:  # noqa: BLE001
+                await _bounded("close", session.close(), call_timeout_s)
+            except (Exception, SystemExit) as exc:  # noqa: BLE001
                 if trace.error is None:
                     trace.error = f"close: {type(exc).__name__}: {exc}"[:500]
                     trace.error_at_s = round(clk.now(), 6)

@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING
 import typer
 
 from duplexeval.artifacts import header
+from duplexeval.cli_options import emit_json, json_option, json_to_stdout
 from duplexeval.controller.calibrate.thresholds import Targets, calibrate, targets_from_report
 from duplexeval.controller.format.data import load_data
 from duplexeval.controller.format.policy import EvaluationPolicy, load_policy, save_policy
 from duplexeval.controller.metrics.events import evaluate_events, evidence_row
 from duplexeval.controller.metrics.report import evaluate, format_report, run_clips, signature
 from duplexeval.errors import InputError
-from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_file, write_json
+from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_file
 from duplexeval.schemas import check_number
 
 if TYPE_CHECKING:  # duplexeval.cli imports this module
@@ -34,16 +35,16 @@ def controller_evaluate(
     data: Path = typer.Argument(..., help="Controller data folder (dataset.json, clips.jsonl, frames/)."),
     policy: Path | None = typer.Option(None, "--policy", help="Frozen policy JSON (default: spec 002 offline operating point)."),
     mode: str | None = typer.Option(None, "--mode", help="Primary endpoint mode: head_only or fallback_on (overrides the policy)."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
+    json_out: Path | None = json_option("the JSON report"),
     rows: Path | None = typer.Option(None, "--rows", help="Write per-clip evidence (one JSON line per clip) here."),
 ) -> None:
     """Frame metrics and replayed event metrics of a controller's outputs under a frozen policy."""
     pol = _policy(policy, mode)
     evs: list = []
     rep = evaluate(load_data(data), pol, evidence=evs)
-    typer.echo(format_report(rep))
-    if json_out is not None:
-        write_json(json_out, rep)
+    if not json_to_stdout(json_out):
+        typer.echo(format_report(rep))
+    emit_json(json_out, rep)
     if rows is not None:
         atomic_write_text(rows, "".join(dumps_line(evidence_row(e)) for e in evs))
 
@@ -83,7 +84,7 @@ def controller_calibrate(
     yield_false_per_hour: float | None = typer.Option(None, "--yield-false-per-hour", help="Max yield false events per hour."),
     backchannel_ack_per_hour: float | None = typer.Option(None, "--backchannel-ack-per-hour", help="Max acknowledgments per LISTEN hour."),
     grid: str = typer.Option("0.05:0.99:0.01", "--grid", help="Thresholds to try: start:stop:step or a comma list."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the calibration table here."),
+    json_out: Path | None = json_option("the calibration table"),
 ) -> None:
     """Pick thresholds on development data by spec 002's rules and write a frozen policy for `evaluate`."""
     base = _policy(base_policy, None)
@@ -107,11 +108,11 @@ def controller_calibrate(
     prov = {"calibration": {"dev": str(dev), "dev_clips_sha256": sha256_file(d.root / "clips.jsonl"), "reference": ref_info,
                             "targets": info["targets"], "chosen": info["chosen"], "mode": info["mode"]}}  # fmt: skip
     save_policy(out, pol, prov)
-    for head, c in info["chosen"].items():
-        typer.echo(f"{head}: threshold {c['threshold']} ({c['rule']})")
-    typer.echo(f"policy written to {out}")
-    if json_out is not None:
-        write_json(json_out, {**prov, "evaluation_policy": pol.to_json(), "table": info["table"]})
+    if not json_to_stdout(json_out):
+        for head, c in info["chosen"].items():
+            typer.echo(f"{head}: threshold {c['threshold']} ({c['rule']})")
+        typer.echo(f"policy written to {out}")
+    emit_json(json_out, {**prov, "evaluation_policy": pol.to_json(), "table": info["table"]})
 
 
 def controller_compare(
@@ -120,7 +121,7 @@ def controller_compare(
     policy: Path | None = typer.Option(None, "--policy", help="Frozen policy for both (default: spec 002 operating point)."),
     policy_b: Path | None = typer.Option(None, "--policy-b", help="A separate frozen policy for B."),
     mode: str | None = typer.Option(None, "--mode", help="Endpoint mode for both: head_only or fallback_on."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the JSON comparison here."),
+    json_out: Path | None = json_option("the comparison"),
 ) -> None:
     """Differences B - A with a conversation-grouped paired bootstrap (same clips, labels and groups required)."""
     # lazy: compare -> duplexeval.paired -> scipy.stats, 1.3 s that every `duplexeval --help` would pay
@@ -154,11 +155,11 @@ def controller_compare(
         "event_metrics": res,
         "head_ranking_point_only": frame,
     }
-    typer.echo(f"B - A over {res['clips']} clips in {res['groups']} groups (95% grouped paired bootstrap):")
-    typer.echo(format_comparison(res["metrics"]))
-    typer.echo(f"signature: {sig.compact()}")
-    if json_out is not None:
-        write_json(json_out, out)
+    if not json_to_stdout(json_out):
+        typer.echo(f"B - A over {res['clips']} clips in {res['groups']} groups (95% grouped paired bootstrap):")
+        typer.echo(format_comparison(res["metrics"]))
+        typer.echo(f"signature: {sig.compact()}")
+    emit_json(json_out, out)
 
 
 def register(apps: CliApps) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from duplexeval.cli_options import emit_json, json_option, json_to_stdout
 from duplexeval.controller.format.data import Clip, ControllerData, load_data, write_data
 from duplexeval.controller.format.protocol import Controller
 from duplexeval.controller.labels.derive import LabelRules
@@ -27,20 +28,18 @@ from duplexeval.controller.runtime.runner import load_controller, run
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
-from duplexeval.jsonio import check_output_dir, write_json
 from duplexeval.options import key_values
 from duplexeval.schemas import MAX_TIME_S
+from duplexeval.specs import json_values, parse_spec
 
 if TYPE_CHECKING:  # duplexeval.cli imports this module
     from duplexeval.cli import CliApps
 
 
 # parameters several commands declare the same way
-CONTROLLER_SPEC = typer.Argument(..., help="silence or silero (also spelled baseline:NAME), an installed plugin's name, "
-                                 "FILE.onnx, or package.module:factory.")
-CONTROLLER_OPTIONS = typer.Option(None, "--option", help="Controller keyword option key=value (repeatable).")
-OUT_ARGUMENT = typer.Argument(None, metavar="[OUT]", show_default=False, help="Data folder to write (or --out).")
-FORCE = typer.Option(False, "--force", help="Overwrite a non-empty OUT.")
+_SPEC_HELP = ("NAME[:key=value,...]: silence or silero (also spelled baseline:NAME), an installed plugin's name, FILE.onnx, "
+              "or package.module:factory, e.g. silence:timeout_s=0.8; values are read as JSON when they parse.")
+FORCE = typer.Option(False, "--force", help="Overwrite a non-empty --out folder.")
 
 
 def _rules(items: list[str] | None) -> LabelRules:
@@ -92,34 +91,14 @@ def _clips(conversations: Path | None, fdb: Path | None, controller: Controller 
     return gen(), info
 
 
-def _out_folder(positional: Path | None, out: Path | None, what: str, default: Path | None = None,
-                deprecated: bool = False) -> Path:
-    """The folder from `--out DIR` or the positional OUT (at most one given; `default` when neither)."""
-    if positional is not None and out is not None:
-        raise InputError(f"give the {what} once: --out DIR" + (" (the positional OUT is deprecated)" if deprecated else
-                                                               ", or OUT, not both"))  # fmt: skip
-    if positional is not None:
-        check_output_dir(positional, "OUT")  # the checks --out gets from duplexeval.cli
-        if deprecated:
-            typer.echo(f"duplexeval: note: a positional OUT is deprecated; use `--out {positional}`", err=True)
-        return positional
-    if out is not None:
-        return out
-    if default is None:
-        raise InputError(f"give the {what}: --out DIR (or as the argument OUT)")
-    return default
-
-
 def controller_label(
-    positional_out: Path | None = OUT_ARGUMENT,
-    out: Path | None = typer.Option(None, "--out", "-o", help="Data folder to write (dataset.json, clips.jsonl, frames/)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Data folder to write (dataset.json, clips.jsonl, frames/)."),
     conversations: Path | None = typer.Option(None, "--conversations", help="Conversation manifest (JSONL or JSON list; docs/controller-labels.md)."),
     fdb: Path | None = typer.Option(None, "--fdb", help="FDB v1.0 folder: bridge candor_turn_taking and candor_pause_handling."),
     rule: list[str] | None = typer.Option(None, "--rule", help="Override a derivation rule, e.g. --rule max_pause_s=2.5 (repeatable)."),
     force: bool = FORCE,
 ) -> None:
     """Derive frame truth, masks and events (no controller scores) from conversations or the FDB CANDOR subsets."""
-    out = _out_folder(positional_out, out, "data folder")
     _check_out(out, force)
     rules = _rules(rule)
     clips, info = _clips(conversations, fdb, None, rules)
@@ -139,52 +118,49 @@ def _summary(d: ControllerData, out: Path) -> str:
 
 @executor_options
 def controller_run(
-    controller: str = CONTROLLER_SPEC,
-    positional_out: Path | None = OUT_ARGUMENT,
-    out: Path | None = typer.Option(None, "--out", "-o", help="Data folder to write, ready for `controller evaluate`."),
+    controller: str = typer.Option(..., "--controller", help=_SPEC_HELP),
+    out: Path = typer.Option(..., "--out", "-o", help="Data folder to write, ready for `controller evaluate`."),
     conversations: Path | None = typer.Option(None, "--conversations", help="Conversation manifest with audio."),
     fdb: Path | None = typer.Option(None, "--fdb", help="FDB v1.0 folder (CANDOR turn-taking and pause subsets)."),
-    option: list[str] | None = CONTROLLER_OPTIONS,
     rule: list[str] | None = typer.Option(None, "--rule", help="Override a derivation rule key=value (repeatable)."),
     force: bool = FORCE,
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Run a streaming controller over two-channel audio (state/yield teacher-forced, endpoint/backchannel with
     LISTEN forced) and write its scores with the derived labels. With --executor ray, one conversation per task."""
-    out = _out_folder(positional_out, out, "data folder")
     _check_out(out, force)
-    opts = key_values(option, "--option")
-    ctl = load_controller(controller, opts)
+    name, params = parse_spec(controller, "--controller")
+    opts = json_values(params)
+    ctl = load_controller(name, opts)
     rules = _rules(rule)
-    remote = (controller, opts, executor_spec) if executor_spec.kind != "local" else None
+    remote = (name, opts, executor_spec) if executor_spec.kind != "local" else None
     clips, info = _clips(conversations, fdb, ctl, rules, remote)
     cfg = ctl.config() if hasattr(ctl, "config") else None
-    write_data(out, clips, info={**info, "controller": controller, "controller_config": cfg, "label_rules": rules.to_json()})
+    write_data(out, clips, info={**info, "controller": name, "controller_config": cfg, "label_rules": rules.to_json()})
     typer.echo(_summary(load_data(out), out))
 
 
 def controller_bench(
-    controller: str = CONTROLLER_SPEC,
-    option: list[str] | None = CONTROLLER_OPTIONS,
+    spec: str = typer.Argument(..., metavar="SPEC", help=_SPEC_HELP),
     prefill: int = typer.Option(64, "--prefill", help="Prefill frames before the timed updates."),
     updates: int = typer.Option(200, "--updates", help="Timed one-frame updates per repeat."),
     repeats: int = typer.Option(3, "--repeats", help="Repeats."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
+    json_out: Path | None = json_option("the JSON report"),
 ) -> None:
     """Compute cost by spec 002's protocol: batch 1, 64 prefill frames, 3 x 200 one-frame updates."""
-    rep = bench(load_controller(controller, key_values(option, "--option")), prefill, updates, repeats)
-    rep["controller_spec"] = controller
-    typer.echo(format_bench(rep))
-    if json_out is not None:
-        write_json(json_out, rep)
+    name, params = parse_spec(spec, "SPEC")
+    rep = bench(load_controller(name, json_values(params)), prefill, updates, repeats)
+    rep["controller_spec"] = name
+    if not json_to_stdout(json_out):
+        typer.echo(format_bench(rep))
+    emit_json(json_out, rep)
 
 
-DEMO_DEFAULT_OUT = Path("controller-demo")
+DEMO_DEFAULT_OUT = Path("duplexeval-controller-demo")
 
 
 def controller_demo(
-    legacy_out: Path | None = typer.Argument(None, metavar="[OUT]", help="Deprecated: use --out DIR.", show_default=False),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Folder for conversations, data, reports (default ./controller-demo)."),
+    out: Path = typer.Option(DEMO_DEFAULT_OUT, "--out", "-o", help="Folder for conversations, data, reports."),
     n: int = typer.Option(4, "--conversations", help="How many conversations to make."),
     exchanges: int = typer.Option(4, "--exchanges", help="Exchanges per conversation."),
     seed: int = typer.Option(0, "--seed", help="Seed for voices, rates, gaps and event types."),
@@ -196,7 +172,6 @@ def controller_demo(
 
     if n < 1 or exchanges < 1:
         raise InputError("--conversations and --exchanges must be >= 1")
-    out = _out_folder(legacy_out, out, "folder", DEMO_DEFAULT_OUT, deprecated=True)
     typer.echo(format_demo(run_demo(out, n, exchanges, seed, force)))
 
 

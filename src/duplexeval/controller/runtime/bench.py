@@ -19,6 +19,7 @@ import numpy as np
 from duplexeval.audio import FRAME_SAMPLES
 from duplexeval.controller.format.data import STATES
 from duplexeval.errors import InputError
+from duplexeval.plugins import call, unwrap
 from duplexeval.stats import NO_DATA, Quantile
 
 LISTEN = STATES.index("LISTEN")
@@ -76,17 +77,22 @@ def bench(ctl: Any, prefill: int = 64, updates: int = 200, repeats: int = 3, see
     if prefill < 0 or updates < 1 or repeats < 1:
         raise InputError(f"bench: need prefill >= 0, updates >= 1, repeats >= 1 (got {prefill}, {updates}, {repeats})")
     user, agent = _inputs(prefill + updates, seed)
+    raw, kind, spec = unwrap(ctl)  # timed on the object itself; a failure is still one line naming the plugin
     times_ns: list[list[int]] = []
     how = "none"
-    for _ in range(repeats):
-        ctl.reset()
-        how = _prefill(ctl, user[:prefill], agent[:prefill]) if prefill else "none"
+
+    def timed() -> list[int]:
         row = []
         for i in range(prefill, prefill + updates):
             t0 = time.perf_counter_ns()
-            ctl.step(user[i], agent[i], LISTEN)
+            raw.step(user[i], agent[i], LISTEN)
             row.append(time.perf_counter_ns() - t0)
-        times_ns.append(row)
+        return row
+
+    for _ in range(repeats):
+        ctl.reset()
+        how = _prefill(ctl, user[:prefill], agent[:prefill]) if prefill else "none"
+        times_ns.append(call(kind, spec, "step", timed))
     # memory: a separate, untimed repeat under tracemalloc
     ctl.reset()
     if prefill:
@@ -113,7 +119,7 @@ def bench(ctl: Any, prefill: int = 64, updates: int = 200, repeats: int = 3, see
     return {
         "kind": "duplexeval.controller.bench",
         "schema_version": 1,
-        "controller": getattr(ctl, "name", type(ctl).__name__),
+        "controller": getattr(raw, "name", type(raw).__name__),
         "controller_config": ctl.config() if hasattr(ctl, "config") else None,
         "protocol": {"batch": 1, "prefill_frames": prefill, "prefill_via": how, "updates_per_repeat": updates,
                      "repeats": repeats, "frame_ms": 80, "inputs": f"Gaussian noise, sd 0.05, default_rng({seed})",

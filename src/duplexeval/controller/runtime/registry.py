@@ -17,6 +17,7 @@ from duplexeval.controller.format.protocol import Controller
 from duplexeval.controller.runtime.baselines import BASELINES
 from duplexeval.controller.runtime.onnx_controller import OnnxController
 from duplexeval.errors import InputError
+from duplexeval.plugins import call, guard
 from duplexeval.registry import Registry, is_import_spec
 
 EXPECTED = "expected NAME, baseline:NAME, FILE.onnx or package.module:factory"
@@ -27,28 +28,21 @@ def _register_builtins() -> None:
         CONTROLLERS.register(name, cls)
 
 
-CONTROLLERS: Registry[Any] = Registry("controller", loader=_register_builtins)
+KIND = "controller"
+CONTROLLERS: Registry[Any] = Registry(KIND, loader=_register_builtins)
 
 
 def load_controller(spec: str, options: Mapping[str, Any] | None = None) -> Controller:
     """The controller a spec names (module docstring), built with `options`; one-line InputError otherwise."""
     opts = dict(options or {})
     if spec.endswith(".onnx"):
-        return OnnxController(Path(spec), **opts)
+        return guard(call(KIND, spec, "__init__", OnnxController, Path(spec), **opts), KIND, spec)
     name = spec.split(":", 1)[1] if spec.startswith("baseline:") else spec
     if not is_import_spec(name) and name not in CONTROLLERS.names():
         available = ", ".join(CONTROLLERS.names())
         raise InputError(f"unknown controller {spec!r}; available: {available} ({EXPECTED})")
     factory = CONTROLLERS.get(name)
-    if not isinstance(factory, type) and hasattr(factory, "step"):
-        obj = factory
-    else:
-        try:
-            obj = factory(**opts)
-        except InputError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a controller that cannot be built from the options is a setup error
-            raise InputError(f"controller {spec!r}: cannot be built with {sorted(opts)}: {type(exc).__name__}: {exc}") from None
+    obj = factory if not isinstance(factory, type) and hasattr(factory, "step") else CONTROLLERS.build(name, **opts)
     if not isinstance(obj, Controller):
         raise InputError(f"controller {spec!r}: the object has no reset() and step(user, agent, prev_state)")
-    return obj
+    return guard(obj, KIND, spec)

@@ -89,9 +89,9 @@ class JudgeConfig:
 
 
 def check_timeout(timeout_s: object) -> float:
-    """`--judge-timeout` must be a positive, finite number of seconds."""
+    """The judge's `timeout_s` must be a positive, finite number of seconds."""
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not math.isfinite(timeout_s) or timeout_s <= 0:
-        raise InputError(f"--judge-timeout must be a positive number of seconds, got {timeout_s!r}")
+        raise InputError(f"--judge openai: timeout_s must be a positive number of seconds, got {timeout_s!r}")
     return float(timeout_s)
 
 
@@ -119,7 +119,7 @@ class Judge:
         if config.max_attempts < 1:
             raise InputError(f"judge attempts must be at least 1, got {config.max_attempts}")
         check_timeout(config.timeout_s)
-        key = api_key_from_env(config.api_key_env, "--judge openai", "name another with --api-key-env")
+        key = api_key_from_env(config.api_key_env, "--judge openai", "name another with --judge openai:api_key_env=VAR")
         prompt = load_official_prompt(config.reference_source) if config.reference_source else OUR_PROMPT
         client = ChatClient(config.base_url, key, config.timeout_s)
         return cls(config, prompt, client, Path(tree) / JUDGE_LOG)

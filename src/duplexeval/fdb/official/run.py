@@ -160,7 +160,7 @@ def evaluate(
     if asr.manifest_sha256 != manifest_sha:
         raise RefusalError(
             f"{tree / 'asr.json'}: made from a different manifest.json (sha256 {asr.manifest_sha256[:12]}..., "
-            f"now {manifest_sha[:12]}...); rerun `duplexeval fdb asr --tree {tree}`"
+            f"now {manifest_sha[:12]}...); rerun `duplexeval fdb asr {tree}`"
         )
     if subsets:
         chosen = [validate_subset(s, "--subset") for s in dict.fromkeys(subsets)]

@@ -153,6 +153,20 @@ class ServeConfig:
     seed: int = 0
 
 
+def check_option_values(protocol: str, options: dict[str, Any], valid: dict[str, Callable[[str], bool]]) -> None:
+    """Refuse an unknown `--option` key or a value its check rejects (a check may raise ValueError), one line each."""
+    for key, value in options.items():
+        check = valid.get(key)
+        if check is None:
+            raise InputError(f"--option {key}: unknown {protocol} server option (known: {', '.join(valid)})")
+        try:
+            ok = check(str(value))
+        except ValueError:
+            ok = False
+        if not ok:
+            raise InputError(f"--option {key}={value}: not a valid value")
+
+
 class ServerSession:
     """One client connection speaking one protocol (subclass per protocol; see the module docstring)."""
 
@@ -535,6 +549,7 @@ SERVER_PROTOCOLS: dict[str, str] = {
     "openai-realtime": "duplexeval.systems.net.openai_realtime:RealtimeServerSession",
     "moshi": "duplexeval.systems.net.moshi_server:MoshiServerSession",
     "native-duplex": "duplexeval.systems.net.native_server:NativeServerSession",
+    "telephony": "duplexeval.systems.net.telephony_server:TelephonyServerSession",
 }
 
 

@@ -15,7 +15,8 @@ Contract (shared by every protocol adapter):
   `owe` / `paid` (a reply the client is owed, for `timeout`), `closed`, `send_timeout`,
   `session_bound`, `input_end`; `replica` (first: which replica of `url` the session ran on, the
   attempt, `queued_s` waiting for a slot) and `replica_retry` (an earlier attempt of the sample on a
-  replica that failed: its reasons; see replicas.py). Neither bears on eligibility.
+  replica that failed: its reasons; see replicas.py). Neither bears on eligibility. Telephony adds
+  `no_reply` (nothing from the bot within `reply_within_s`: a `timeout`).
 - `verdict(records, T, stall_s)` and `received_items(records, pcm)` are pure: the live export and
   `duplexeval fdb replay` call the same two functions, so a replay is byte-identical by construction.
 """
@@ -265,8 +266,8 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
                     detail.setdefault("first_problem", {"t": _r6(t), "type": None, "what": rec.get("what")})
             elif ev == "closed" and rec.get("by") != "client" and t <= T:
                 reasons.add(DISCONNECTED)
-            elif (ev == "send_timeout" and t <= T) or ev in ("session_bound", "handshake_timeout"):
-                reasons.add(TIMEOUT)  # handshake_timeout: moshi, no handshake within handshake_timeout_s
+            elif (ev in ("send_timeout", "no_reply") and t <= T) or ev in ("session_bound", "handshake_timeout"):
+                reasons.add(TIMEOUT)  # handshake_timeout: moshi, no handshake within handshake_timeout_s; no_reply: telephony reply_within_s
             elif ev == "accounting" and rec.get("checked"):  # native-duplex: append/unit/drain accounting
                 if rec.get("drained") is None:
                     reasons.add(TIMEOUT)  # no `drained` within drain_s
