@@ -393,6 +393,7 @@ class LoopbackServer:
         self._lock: asyncio.Lock | None = None
         self.record_sends = False  # keep (connection number, monotonic time, message) of every message sent
         self.sends: list[tuple[int, float, str | bytes]] = []
+        self.received: list[tuple[int, float, str | bytes]] = []  # and received (where the protocol records them)
 
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         self.connections += 1
@@ -546,7 +547,7 @@ class ServerProcess:
 # Protocol name -> "module:ServerSession class" (netproto adds moshi and native-duplex here).
 SERVER_PROTOCOLS: dict[str, str] = {
     "ws-pcm": "duplexeval.systems.net.ws_pcm:WsPcmServerSession",
-    "openai-realtime": "duplexeval.systems.net.openai_realtime:RealtimeServerSession",
+    "openai-realtime": "duplexeval.systems.net.openai_realtime_server:RealtimeServerSession",
     "moshi": "duplexeval.systems.net.moshi_server:MoshiServerSession",
     "native-duplex": "duplexeval.systems.net.native_server:NativeServerSession",
     "telephony": "duplexeval.systems.net.telephony_server:TelephonyServerSession",
