@@ -283,6 +283,23 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
     return Verdict(sorted(reasons), post, lateness, detail)
 
 
+def how_it_ended(records: list[dict[str, Any]]) -> str | None:
+    """A few words on how a session failed without an error or a violation: the server's close (during the
+    handshake or not), the last failed connect attempt, or the handshake wait that ran out."""
+    opened = any(r.get("event") == "opened" for r in records)
+    started = any(r.get("dir") == "send" and "slot_s" in r for r in records)  # input slot 0 was reached
+    for rec in reversed(records):
+        ev = rec.get("event")
+        if ev == "closed" and rec.get("by") == "server":
+            when = "" if started else " during the handshake"
+            return f"closed by the server{when} (code {rec.get('code')})"
+        if ev == "handshake_timeout":
+            return f"no handshake within {rec.get('waited_s')} s"
+        if ev == "connect_attempt" and rec.get("result") != "ok" and not opened:
+            return f"connect attempt {rec.get('attempt')}: {rec.get('result')}"
+    return None
+
+
 def send_stats(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Per-packet send lateness (start - slot) and duration (completion - start), summarized."""
     late = [float(r["t"]) - float(r["slot_s"]) for r in records if r["dir"] == "send" and "slot_s" in r]
