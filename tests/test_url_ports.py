@@ -37,3 +37,17 @@ def test_a_dialogue_judge_with_a_bad_port_is_one_line(tmp_path, monkeypatch: pyt
     monkeypatch.setenv("R3_KEY", "k")
     with pytest.raises(InputError, match=r"the port must be a whole number in 1\.\.65535$"):
         make_judge("openai", tmp_path, model="m", base_url="http://127.0.0.1:70000/v1", api_key_env="R3_KEY")
+
+
+@pytest.mark.parametrize(("spec", "problem"), [
+    ("loopback:protocol=openai-realtime,serve=silent,options=speed=abc", "--option speed=abc: not a valid value"),
+    ("loopback:protocol=ws-pcm,serve=silent,faults=busy=abc", "--fault 'busy=abc': 'abc' is not a number"),
+    ("loopback:protocol=ws-pcm,serve=silent,faults=error@x", "--fault 'error@x': 'x' is not a time in seconds"),
+    ("openai-realtime:url=ws://127.0.0.1:8000/x,threshold=abc", "threshold='abc' is not a valid float"),
+    ("openai-realtime:url=ws://127.0.0.1:8000/x,interrupt_response=maybe", "interrupt_response='maybe' is not a valid bool"),
+    ("moshi:url=ws://127.0.0.1:8000/x,seed=abc", "seed='abc' is not a valid int"),
+])
+def test_wrongly_typed_faults_and_session_parameters_are_refused(spec: str, problem: str) -> None:
+    with pytest.raises(InputError) as exc:
+        make_system(spec)
+    assert str(exc.value) == f"--system {spec!r}: {problem}"
