@@ -65,6 +65,7 @@ UNITS: dict[str, Unit] = {
     "ms": Unit("milliseconds", lambda x: f"{x:g} ms"),
     "per hour": Unit("events per hour", lambda x: f"{x:g}/h"),
     "score": Unit("score", lambda x: f"{x:g}"),
+    "score01": Unit("score (0 to 1)", lambda x: f"{x:g}", (0.0, 1.0)),
 }
 
 
@@ -146,6 +147,8 @@ def _strip(points: Sequence[tuple[int, Estimate | None]], scale: _Scale, colors:
     for k, p in points:
         y = 9 + 10 * k  # a system keeps its row in both columns
         c = colors[k % len(colors)]
+        if p is None and zero:  # no paired metric here: nothing to say in the difference column
+            continue
         title = f"{labels[k]}: {p.text if p is not None else 'no data'}"
         if p is None or p.value is None:
             parts.append(f'<text x="{_PAD}%" y="{y + 3.5}" font-size="10" fill="#8a8f98"><title>{esc(title)}</title>'
@@ -202,7 +205,7 @@ def forest_html(systems: Sequence[str], colors: Sequence[str], baseline: int | N
         block = [r for r in rows if r.unit == u]
         vs = _Scale(*_range([p for r in block for p in r.values if p is not None], unit))
         ds = _Scale(*_diff_range([p for r in block for p in r.diffs if p is not None], unit))
-        dfmt = _pts if u == "share" else unit.fmt
+        dfmt = _pts if u == "share" else (lambda x: f"{x:+g}" if x else "0") if u == "score01" else unit.fmt
         grid.append(f'<div class="fl"><small>{esc(unit.name)}</small></div><div>{_axis(vs, unit.fmt)}</div>')
         if has_diff:
             grid.append(f"<div>{_axis(ds, dfmt, zero=True)}</div>")
