@@ -194,7 +194,11 @@ def forest_html(systems: Sequence[str], colors: Sequence[str], baseline: int | N
     out = [f'<div class="chips" style="margin:2px 0 8px">{chips}</div>'] if legend else []
     if has_diff and baseline is not None:
         out.append(_scoreboard(systems, colors, baseline, rows))
-    empty = [k for k in range(len(systems)) if all(k >= len(r.values) or r.values[k] is None or r.values[k].value is None for r in rows)]
+    def missing(r: ForestRow, k: int) -> bool:
+        v = r.values[k] if k < len(r.values) else None
+        return v is None or v.value is None
+
+    empty = [k for k in range(len(systems)) if all(missing(r, k) for r in rows)]
     if empty:  # a system with no value anywhere (every sample ineligible, say): one line, not a "no data" per row
         out.append('<p class="note">No value to draw for ' + ", ".join(esc(systems[k]) for k in empty)
                    + ": every headline metric is empty (see its counts below).</p>")
