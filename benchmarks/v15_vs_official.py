@@ -310,6 +310,7 @@ def collect_official(root: Path, cwd: Path, tests: list[dict[str, Any]] | None) 
 
 
 def run_ours(tree: Path, judge_url: str, silero_name: str) -> tuple[dict[str, Any], float]:
+    """Our official rules (evaluate) on every subset; their results and the wall time."""
     from duplexeval.fdb.tasks.overlap import official
     from duplexeval.fdb.tasks.overlap.behavior import load_prompt
     from duplexeval.fdb.tasks.overlap.judge import BehaviorJudge, JudgeSettings
@@ -321,6 +322,17 @@ def run_ours(tree: Path, judge_url: str, silero_name: str) -> tuple[dict[str, An
     judge = BehaviorJudge.create(JudgeSettings(base_url=judge_url, api_key_env=""), prompt, tree)
     out = {s: official.result_json(official.evaluate_subset(s, tree / s, choice, judge))
            for s in SUBSET_ORDER if (tree / s).is_dir()}
+    return out, time.perf_counter() - t0
+
+
+def run_our_score(tree: Path) -> tuple[dict[str, Any], float]:
+    """Our unified rules (score) on every subset, reading the judge's tags the evaluate step left; wall time."""
+    from duplexeval.fdb.tasks.overlap import score
+    from duplexeval.vad import load_vad
+
+    t0 = time.perf_counter()
+    vad = load_vad()
+    out = {s: score.score_subset(s, tree / s, vad)[1] for s in SUBSET_ORDER if (tree / s).is_dir()}
     return out, time.perf_counter() - t0
 
 
@@ -411,6 +423,7 @@ def main() -> None:
     load = os.getloadavg()
     with FakeJudge() as judge:
         ours, t_ours = run_ours(copies["ours"], judge.url, args.silero)
+        _, t_score = run_our_score(copies["ours"])
         theirs, t_theirs = run_official(copies["theirs"], args.official, args.official_python, args.silero_hub,
                                         judge.url, base / "official.log")
     n, diffs = compare(ours, theirs)
@@ -419,7 +432,10 @@ def main() -> None:
     for d in diffs[:30]:
         print("  " + d)
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"ours (Silero {args.silero}): {t_ours:.2f} s wall; official scripts: {t_theirs:.2f} s wall; ratio {t_theirs / t_ours:.1f}x")
+    print(f"ours: evaluate (official rules, Silero {args.silero}) {t_ours:.2f} s + score (unified rules) {t_score:.2f} s "
+          f"wall; official scripts: {t_theirs:.2f} s wall; ratio {t_theirs / t_ours:.1f}x (evaluate), "
+          f"{t_theirs / (t_ours + t_score):.1f}x (evaluate + score)")
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"official log: {base / 'official.log'}")
     if args.fixture:
         write_json(args.fixture, {"kind": "duplexeval.test.fdb_v15_official", "counts": counts, "tree_sha256": hashes,

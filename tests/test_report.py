@@ -292,3 +292,37 @@ def test_dialogue_and_controller_demos_get_pages_like_the_fdb_one(tmp_path: Path
     lanes = cards["k-conv000"]["tracks"]
     assert [t["sys"] for t in lanes] == [-1, -2, 0, 1] and lanes[2]["curve"] and lanes[2]["level"] == 0.91
     assert lanes[0]["words"] and lanes[1]["words"]  # the conversation's own words on both channels
+
+
+@pytest.fixture
+def one_sample_tree(tmp_path: Path) -> Path:
+    tree = write_tree(tmp_path / "tree", [FixtureSample(TT, "1", 4.0, turn_ann(1.5), [("yes", 2.0, 2.3)])])
+    score(tree)
+    return tree
+
+
+def _show(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as e:
+        cli.main(["fdb", "show", *args])
+    return int(e.value.code or 0), capsys.readouterr().err
+
+
+def test_fdb_show_refuses_an_id_without_a_slash_a_missing_output_and_another_dataset(
+        one_sample_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import numpy as np
+    from systems_fixtures import Dataset, add_sample
+
+    out = tmp_path / "one.png"
+    code, err = _show([str(one_sample_tree), TT, "--out", str(out)], capsys)
+    assert (code, err) == (2, f"duplexeval: error: SAMPLE '{TT}': expected SUBSET/ID, e.g. candor_turn_taking/3\n")
+    # a dataset whose sample is not the one the tree was made from (another length)
+    other = Dataset("other", tmp_path / "ds")
+    add_sample(other, TT, "1", np.zeros(16000 * 3, np.float32), turn_ann(1.5))
+    code, err = _show([str(one_sample_tree), f"{TT}/1", "--out", str(out), "--dataset", str(other.root)], capsys)
+    assert code == 2 and err == (f"duplexeval: error: --dataset {other.root}: sample {TT}/1: its input lasts 3 s, the "
+                                 "tree's sample 4 s; the tree was not made from this dataset\n")
+    wav = one_sample_tree / TT / "1" / "output.wav"
+    wav.unlink()
+    code, err = _show([str(one_sample_tree), f"{TT}/1", "--out", str(out)], capsys)
+    assert code == 2 and err == f"duplexeval: error: {wav}: sample {TT}/1: file not found\n"
+    assert not out.exists()

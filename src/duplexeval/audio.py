@@ -11,7 +11,7 @@ import soundfile as sf
 import soxr
 
 from duplexeval.errors import InputError
-from duplexeval.jsonio import atomic_write_bytes, sha256_bytes
+from duplexeval.jsonio import atomic_write_bytes
 
 SAMPLE_RATE = 16000
 FRAME_MS = 80
@@ -120,6 +120,4 @@ def wav_bytes_pcm16(audio: np.ndarray, sr: int = SAMPLE_RATE) -> bytes:
 
 def write_wav_pcm16(path: str | os.PathLike[str], audio: np.ndarray, sr: int = SAMPLE_RATE) -> str:
     """Atomically write mono PCM16 WAV; returns its SHA-256."""
-    data = wav_bytes_pcm16(audio, sr)
-    atomic_write_bytes(path, data)
-    return sha256_bytes(data)
+    return atomic_write_bytes(path, wav_bytes_pcm16(audio, sr))

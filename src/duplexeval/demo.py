@@ -20,6 +20,7 @@ from typing import Any
 
 from rich.table import Table
 
+from duplexeval import children
 from duplexeval.errors import DuplexEvalError, InputError, RefusalError
 from duplexeval.fdb.asr_stage import run as asr_run
 from duplexeval.fdb.export import export, resolve_dataset
@@ -107,8 +108,9 @@ class NetExport:
         self.forced = False
 
     def start(self, force: bool = False) -> NetExport:
-        self.proc = subprocess.Popen(self.args + (["--force"] if force else []), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+        # dies with the demo (SIGKILL included), and its `duplexeval serve` child with it (duplexeval.children)
+        self.proc = children.start(self.args + (["--force"] if force else []), stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
         self.forced = force
         return self
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from duplexeval.cli_options import jobs_option, one_per_cpu
-from duplexeval.errors import InputError
+from duplexeval.errors import InputError, clip
 from duplexeval.fdb.tree import validate_sample_id, validate_subset
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
@@ -43,22 +43,29 @@ def show_command(
     from duplexeval.fdb.results import load_scored
     from duplexeval.report.timeline import load_view, show_png
 
-    subset, _, sid = sample.partition("/")
-    validate_subset(subset, "SUBSET/ID")
-    validate_sample_id(sid, "SUBSET/ID")
+    subset, slash, sid = sample.partition("/")
+    if not slash:
+        raise InputError(f"SAMPLE {clip(repr(sample), 80)}: expected SUBSET/ID, e.g. candor_turn_taking/3")
+    validate_subset(subset, "SAMPLE")
+    validate_sample_id(sid, "SAMPLE")
     scored = load_scored(tree)
     entry = scored.entry(subset, sid)
     if entry is None:
         raise InputError(f"{tree}: sample {sample} is not in manifest.json")
-    view = load_view(scored.root, entry, scored.rows.get(subset, {}).get(sid))
+    asr = scored.asr.samples.get(entry.key)
+    view = load_view(scored.root, entry, scored.rows.get(subset, {}).get(sid), asr.output_json if asr else None)
     audio = None
     if dataset is not None:
         from duplexeval.fdb.export import resolve_dataset
+        from duplexeval.fdb.tree_writer import dataset_mismatch
 
         ds = resolve_dataset(dataset)
         match = [s for s in ds.samples(subset) if s.id == sid]
         if not match:
-            raise InputError(f"dataset {dataset}: has no sample {sample}")
+            raise InputError(f"--dataset {dataset}: has no sample {sample}")
+        problem = dataset_mismatch(match[0], entry.dir(scored.root), entry.T)
+        if problem is not None:
+            raise InputError(f"--dataset {dataset}: sample {sample}: {problem}; the tree was not made from this dataset")
         audio = match[0].read_input_16k()
     path = show_png(view, out or Path(f"{subset}-{sid}.png"), audio)
     typer.echo(f"{path}: {sample}: {view.outcome}")

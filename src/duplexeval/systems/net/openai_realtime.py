@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from duplexeval import redaction
 from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation, SampleInfo
 from duplexeval.systems.net.live import LivePlayout, played_ms
 from duplexeval.systems.net.pcm import StreamResampler, b64decode_pcm, b64encode, json_message
@@ -234,7 +234,7 @@ class OpenAIRealtime(NetSystem):
     api_key_env: str = "OPENAI_API_KEY"
 
     def _key(self) -> str:
-        return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        return redaction.secret_from_env(self.api_key_env)
 
     def headers(self) -> dict[str, str]:
         h: dict[str, str] = {}

@@ -472,7 +472,10 @@ class ServerProcess:
         import re
         import subprocess
 
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        from duplexeval import children
+
+        # dies with this process (SIGKILL included): a pipe it watches (duplexeval.children)
+        self.proc = children.start(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line: list[str] = []
 
         def read() -> None:
@@ -500,6 +503,10 @@ class ServerProcess:
                 self.proc.wait(10)
             except Exception:  # noqa: BLE001 - last resort for a child that ignores SIGTERM
                 self.proc.kill()
+        if self.proc is not None:
+            from duplexeval import children
+
+            children.release(self.proc)
 
     def __enter__(self) -> ServerProcess:  # noqa: PYI034
         return self.start()
