@@ -26,6 +26,7 @@ from duplexeval.fdb.compare import COMPARE_SCHEMA_VERSION
 from duplexeval.fdb.results import ScoredTree, load_scored
 from duplexeval.fdb.selection import DatasetArg, resolve_dataset
 from duplexeval.fdb.tree import MANIFEST_FILE
+from duplexeval.fdb.tree_writer import dataset_mismatch
 from duplexeval.jsonio import atomic_write_text, read_json
 from duplexeval.report import other_pages
 from duplexeval.report.clips import OGG_MIME
@@ -252,8 +253,8 @@ def _inputs(trees: Sequence[ScoredTree], dataset: DatasetArg | None) -> tuple[di
             s = by_key.get((e.subset, e.id))
             if s is None:
                 problem: str | None = "is not in the dataset"
-            elif s.T != e.T:
-                problem = f"has input length {s.T!r} s in the dataset but {e.T!r} s in {t.root / MANIFEST_FILE}"
+            elif (why := dataset_mismatch(s, e.dir(t.root), e.T)) is not None:
+                problem = f"of {t.root}: {why}"
             elif e.annotation and getattr(s, "annotation_sha256", None) not in (None, e.files.get(e.annotation)):
                 problem = f"has another {e.annotation} in the dataset than in {t.root}"
             else:
