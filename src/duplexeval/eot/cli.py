@@ -13,6 +13,7 @@ from duplexeval.cli_options import emit_json, jobs_option, json_option, json_to_
 from duplexeval.errors import InputError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
+from duplexeval.exits import Status, fail_over_option, fail_under_option, finish, gated, parse_gates
 from duplexeval.jsonio import (
     atomic_write_text,
     check_output_dir,
@@ -70,8 +71,14 @@ def eot_score(
     show_pairs: bool = typer.Option(False, "--show-pairs", help="Also print one line per pair."),
     bands: str = typer.Option("300,600,1200", "--bands", help="Comma-separated hang latency bands in ms."),
     tolerance_ms: int = typer.Option(50, "--tolerance-ms", help="Early-commit slack before a false cutoff, ms."),
+    fail_under: list[str] | None = fail_under_option(),
+    fail_over: list[str] | None = fail_over_option(),
 ) -> None:
-    """Score end-of-turn (true end, commit) pairs: false cutoff, hang at latency bands, latency quantiles (spec 003)."""
+    """Score end-of-turn (true end, commit) pairs: false cutoff, hang at latency bands, latency quantiles (spec 003).
+
+    Gates name the report's `score` numbers, e.g. --fail-over false_cutoff_rate=0.05 or
+    --fail-over hang_rate_at_ms.600=0.2."""
+    parse_gates(fail_under, fail_over)  # a malformed gate is refused before any work
     from duplexeval.eot.io import read_pair_rows
     from duplexeval.eot.report import build_report, format_report, pair_rows
 
@@ -97,6 +104,7 @@ def eot_score(
     emit_json(json_out, rep)
     if rows_out is not None:
         atomic_write_text(rows_out, "".join(dumps_line(r) for r in prow))
+    gated("eot score", fail_under, fail_over, rep["score"], " in the report's score")
 
 
 @executor_options
@@ -140,6 +148,7 @@ def eot_predict(
         from duplexeval.progress import timing_line
 
         typer.echo(timing_line("predict", r.elapsed_s, sum(t.duration_s for t in ss.turns)), err=True)
+    finish("predict", Status(0, f"{r.n_turns} turns, {r.n_scored} scored predictions (a detector error is exit 2)"))
 
 
 _MODE_HELP = "max (a span's largest p_eot; streaming detectors) or score_point (one score at --score-point)."
@@ -168,6 +177,7 @@ def eot_sweep(
     cfg = _sweep_config(score_mode, score_point, thresholds, action_delays, timeouts, min_hold, max_hold)
     run_sweep_command(predictions, out, cfg, force=force, bootstrap=bootstrap, selection_aware=selection_aware,
                       selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns, plots=plots)  # fmt: skip
+    finish("sweep", Status(0, "swept (no rule beyond bad input: gate the operating points with `eot compare`)"))
 
 
 def eot_compare(
@@ -178,8 +188,14 @@ def eot_compare(
     score_point: float | None = typer.Option(None, "--score-point", help="The score point in seconds (score_point mode)."),
     min_hold: float = typer.Option(0.2, "--min-hold", help="Shortest hold span kept, s."),
     max_hold: float = typer.Option(5.0, "--max-hold", help="Longest hold span kept, s."),
+    fail_under: list[str] | None = fail_under_option(),
+    fail_over: list[str] | None = fail_over_option(),
 ) -> None:
-    """Paired difference B - A at every budget (each its own operating point), bootstrap over whole turns."""
+    """Paired difference B - A at every budget (each its own operating point), bootstrap over whole turns.
+
+    Gates name BUDGET.cutoff_rate_diff or BUDGET.mean_latency_diff (B - A), or BUDGET.a.cutoff_rate and the like,
+    e.g. --fail-over cutoff_5pct.mean_latency_diff=0.05."""
+    parse_gates(fail_under, fail_over)
     from duplexeval.eot.compare import compare, format_compare
     from duplexeval.eot.predictions import read_predictions
 
@@ -189,6 +205,7 @@ def eot_compare(
     if not json_to_stdout(json_out):
         typer.echo(format_compare(c))
     emit_json(json_out, c)
+    gated("eot compare", fail_under, fail_over, c["budgets"], " in compare.json's budgets")
 
 
 def eot_demo(

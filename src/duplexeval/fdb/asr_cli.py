@@ -8,6 +8,7 @@ import typer
 
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
+from duplexeval.exits import failures, finish
 from duplexeval.specs import known_params, parse_spec
 
 BACKEND_PARAMS = ("model", "device")  # what `--backend NAME:k=v` passes to the backend's factory
@@ -54,7 +55,7 @@ def asr_command(
             typer.echo(f"  failed: {reason}", err=True)
         if len(result.errors) > 20:
             typer.echo(f"  ... and {len(result.errors) - 20} more (see {tree / 'asr.json'})", err=True)
-        raise typer.Exit(1)
+    finish("asr", failures(result.n_error, result.n_eligible, "eligible samples' transcriptions"))
 
 
 def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle

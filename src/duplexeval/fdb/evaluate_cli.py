@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from duplexeval.errors import InputError
+from duplexeval.exits import eligibility, finish
 from duplexeval.specs import known_params, parse_spec
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
@@ -52,6 +53,10 @@ def evaluate_command(
         "2025-06", "--backchannel-rules", help="Backchannel loop: 2025-06 (v1.0 table) or 2026-02 (HEAD)."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines and no timing line."),
+    min_eligible: float | None = typer.Option(
+        None, "--min-eligible", min=0.0, max=1.0, metavar="FRACTION",
+        help="Exit 1 unless every evaluated subset has at least this share of its selected samples evaluated "
+             "(default: at least one in every subset; 0: never)."),
 ) -> None:
     """Reproduce the official Full-Duplex-Bench v1.0 evaluator rules and write TREE/summary.json."""
     from duplexeval.fdb.official import evaluate
@@ -82,6 +87,8 @@ def evaluate_command(
     typer.echo(f"wrote {tree / 'summary.json'}")
     if not quiet:
         clock.say(tree_audio_s(tree))
+    counts = {name: (sub["n_evaluated"], sub["counts"]["selected"]) for name, sub in summary["subsets"].items()}
+    finish("evaluate", eligibility(counts, min_eligible, "evaluated"))
 
 
 def _fmt(x: Any) -> str:

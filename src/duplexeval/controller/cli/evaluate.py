@@ -16,6 +16,7 @@ from duplexeval.controller.format.policy import EvaluationPolicy, load_policy, s
 from duplexeval.controller.metrics.events import evaluate_events, evidence_row
 from duplexeval.controller.metrics.report import evaluate, format_report, run_clips, signature
 from duplexeval.errors import InputError
+from duplexeval.exits import Status, fail_over_option, fail_under_option, finish, gated, parse_gates
 from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_file
 from duplexeval.schemas import check_number
 
@@ -37,8 +38,13 @@ def controller_evaluate(
     mode: str | None = typer.Option(None, "--mode", help="Primary endpoint mode: head_only or fallback_on (overrides the policy)."),
     json_out: Path | None = json_option("the JSON report"),
     rows: Path | None = typer.Option(None, "--rows", help="Write per-clip evidence (one JSON line per clip) here."),
+    fail_under: list[str] | None = fail_under_option(),
+    fail_over: list[str] | None = fail_over_option(),
 ) -> None:
-    """Frame metrics and replayed event metrics of a controller's outputs under a frozen policy."""
+    """Frame metrics and replayed event metrics of a controller's outputs under a frozen policy.
+
+    Gates name frame.* and event.* numbers of the report, e.g. --fail-under frame.state.macro_f1=0.6."""
+    parse_gates(fail_under, fail_over)
     pol = _policy(policy, mode)
     evs: list = []
     rep = evaluate(load_data(data), pol, evidence=evs)
@@ -47,6 +53,8 @@ def controller_evaluate(
     emit_json(json_out, rep)
     if rows is not None:
         atomic_write_text(rows, "".join(dumps_line(evidence_row(e)) for e in evs))
+    gated("controller evaluate", fail_under, fail_over, {"frame": rep["frame_metrics"], "event": rep["event_metrics"]},
+          " in the report")
 
 
 def _grid(text: str) -> list[float]:
@@ -113,6 +121,7 @@ def controller_calibrate(
             typer.echo(f"{head}: threshold {c['threshold']} ({c['rule']})")
         typer.echo(f"policy written to {out}")
     emit_json(json_out, {**prov, "evaluation_policy": pol.to_json(), "table": info["table"]})
+    finish("calibrate", Status(0, f"thresholds chosen for {len(info['chosen'])} heads"))
 
 
 def controller_compare(
@@ -122,8 +131,13 @@ def controller_compare(
     policy_b: Path | None = typer.Option(None, "--policy-b", help="A separate frozen policy for B."),
     mode: str | None = typer.Option(None, "--mode", help="Endpoint mode for both: head_only or fallback_on."),
     json_out: Path | None = json_option("the comparison"),
+    fail_under: list[str] | None = fail_under_option(),
+    fail_over: list[str] | None = fail_over_option(),
 ) -> None:
-    """Differences B - A with a conversation-grouped paired bootstrap (same clips, labels and groups required)."""
+    """Differences B - A with a conversation-grouped paired bootstrap (same clips, labels and groups required).
+
+    Gates judge each difference B - A, e.g. --fail-over endpoint.early_cutin_rate=0.02 (frame.* for the ROC-AUCs)."""
+    parse_gates(fail_under, fail_over)
     # lazy: compare -> duplexeval.paired -> scipy.stats, 1.3 s that every `duplexeval --help` would pay
     from duplexeval.controller.metrics.compare import format_comparison, paired_bootstrap
 
@@ -160,6 +174,7 @@ def controller_compare(
         typer.echo(format_comparison(res["metrics"]))
         typer.echo(f"signature: {sig.compact()}")
     emit_json(json_out, out)
+    gated("controller compare", fail_under, fail_over, {**res["metrics"], "frame": frame}, " in the comparison")
 
 
 def register(apps: CliApps) -> None:

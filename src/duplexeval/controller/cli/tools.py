@@ -28,6 +28,7 @@ from duplexeval.controller.runtime.runner import load_controller, run
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
+from duplexeval.exits import Status, finish
 from duplexeval.options import key_values
 from duplexeval.schemas import MAX_TIME_S
 from duplexeval.specs import json_values, parse_spec
@@ -105,6 +106,7 @@ def controller_label(
     write_data(out, clips, info={**info, "label_rules": rules.to_json()})
     d = load_data(out)
     typer.echo(_summary(d, out))
+    finish("label", Status(0, f"{len(d.clips)} clips labelled (no rule beyond bad input)"))
 
 
 def _summary(d: ControllerData, out: Path) -> str:
@@ -137,7 +139,9 @@ def controller_run(
     clips, info = _clips(conversations, fdb, ctl, rules, remote)
     cfg = ctl.config() if hasattr(ctl, "config") else None
     write_data(out, clips, info={**info, "controller": name, "controller_config": cfg, "label_rules": rules.to_json()})
-    typer.echo(_summary(load_data(out), out))
+    d = load_data(out)
+    typer.echo(_summary(d, out))
+    finish("run", Status(0, f"{len(d.clips)} clips run (a controller error is exit 2)"))
 
 
 def controller_bench(
