@@ -328,9 +328,13 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert e.value.code == 1
     out = capsys.readouterr()
     assert "1 ok, 1 failed of 2" in out.out and "after T=3.0" in out.err
-    with pytest.raises(SystemExit) as e:  # asr.json exists now
+    with pytest.raises(SystemExit) as e:  # asr.json of this same run: resumed, its failed sample retried (and failing)
         main(["fdb", "reference-asr", str(tree), "--backend", "import", "--declare", "x", "-q"])
-    assert e.value.code == 2 and "duplexeval: error:" in capsys.readouterr().err
+    assert e.value.code == 1 and "1 ok, 1 failed of 2 eligible samples (1 resumed)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:  # asr.json of another run: refused
+        main(["fdb", "asr", str(tree), "--backend", "import", "--declare", "y", "-q"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "asr.json: exists and was made with other settings" in err and "--force" in err
     with pytest.raises(SystemExit) as e:
         main(["fdb", "asr", str(tree), "--backend", "nope", "--force", "-q"])
     assert e.value.code == 2

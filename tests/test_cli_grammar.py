@@ -27,8 +27,9 @@ PLUGIN_PARAMETER_OPTIONS = frozenset({
 })
 SHORTS = {"-q": "--quiet", "-o": "--out", "-j": "--jobs", "-v": "--verbose", "-h": "--help", "-d": "--detector"}
 LONG_NAME = re.compile(r"^--[a-z][a-z0-9]*(-[a-z0-9]+)*$")
-# Commands that write a result of their own (section 4) but take no --out: they write into the tree they read.
-TREE_WRITERS = frozenset({"fdb asr", "fdb evaluate", "fdb score"})
+# Commands that write a result of their own (section 4) but take no --out: they write into the tree or run they read
+# (fdb score is not one: its file has no settings of its own and always follows the tree).
+TREE_WRITERS = frozenset({"fdb asr", "fdb evaluate", "dialogue score"})
 # Renderings of files that still exist (report.html, a PNG) are replaced, not guarded (section 4).
 VIEWS = frozenset({"report", "fdb show"})
 # Stages with the exit contract's --min-eligible (section 6) and the gates.
@@ -39,16 +40,7 @@ DEMO_DEFAULTS = {"demo": "duplexeval-demo", "eot demo": "duplexeval-eot-demo",
                  "controller demo": "duplexeval-controller-demo", "dialogue demo": "duplexeval-dialogue-demo"}
 
 # Deviations not converted yet: (command, rule). Cross one off when its command is converted.
-PENDING: frozenset[tuple[str, str]] = frozenset({
-    ('controller calibrate', 'writer without --force'),
-    ('demo', 'writer without --force'),
-    ('dialogue demo', 'writer without --force'),
-    ('dialogue synth', 'writer without --force'),
-    ('eot demo', '--force plain flag'),
-    ('fdb compare', 'writer without --force'),
-    ('fdb evaluate', 'writer without --force'),
-    ('fdb score', 'writer without --force'),
-})
+PENDING: frozenset[tuple[str, str]] = frozenset()
 
 
 def _is_argument(p: Any) -> bool:

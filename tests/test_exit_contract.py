@@ -8,6 +8,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from cli_fixtures import run_cli as run
 from fdb_fixtures import FixtureSample, turn_ann, write_tree
 from systems_fixtures import Dataset, small_dataset
 
@@ -15,15 +16,6 @@ from duplexeval.errors import InputError
 from duplexeval.exits import Gate, Status, check_gates, combine, eligibility, metric_values, parse_gates
 
 TT = "candor_turn_taking"
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    from duplexeval.cli import main
-
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    out = capsys.readouterr()
-    return int(e.value.code or 0), out.out, out.err
 
 
 def status_line(err: str) -> str:

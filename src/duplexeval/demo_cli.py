@@ -19,6 +19,8 @@ def demo_command(
         help="Systems to compare, NAME[:key=value,...], repeatable (default: silent, turn-based, talk-over, backchannel).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or stage lines; only the table."),
+    force: bool = typer.Option(False, "--force", help="Export again the trees in --out made by another run (an older "
+                                                      "demo set, other parameters); without it the demo stops there."),
 ) -> None:
     """Make the demo set, export it with each baseline, run ASR, official and unified scoring; print one table."""
     from duplexeval.demo import DEFAULT_SYSTEMS, print_report, run_demo
@@ -27,7 +29,7 @@ def demo_command(
         if not quiet:
             print(line, file=sys.stderr, flush=True)
 
-    result = run_demo(out, systems or DEFAULT_SYSTEMS, progress=not quiet, say=say)
+    result = run_demo(out, systems or DEFAULT_SYSTEMS, progress=not quiet, say=say, force=force)
     print_report(result)
 
 

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from duplexeval.cli_options import emit_json, jobs_option, json_option, json_to_stdout, one_per_cpu
-from duplexeval.errors import InputError
+from duplexeval.errors import InputError, RefusalError
 from duplexeval.executors import ExecutorSpec
 from duplexeval.exits import eligibility, fail_over_option, fail_under_option, finish, gated, parse_gates
 from duplexeval.jsonio import atomic_write_text
+from duplexeval.overwrite import read_header
 from duplexeval.specs import known_params, parse_spec
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
@@ -54,13 +55,16 @@ def dialogue_synth(
     seed: Annotated[int, typer.Option("--seed", help="Generator seed: the same seed gives the same bytes.")] = 0,
     n_miu: Annotated[int, typer.Option("--n-miu", help="Number of machine-interrupts-user cases.")] = 400,
     n_uim: Annotated[int, typer.Option("--n-uim", help="Number of user-interrupts-machine cases per reason (4 reasons).")] = 100,
+    force: Annotated[bool, typer.Option("--force", help="Replace a case set made with another seed or size.")] = False,
 ) -> None:
     """Write the built-in synthetic case set (ours, made from templates; not the paper's data)."""
-    from duplexeval.dialogue.synth import caseset_text
+    from duplexeval.dialogue.synth import caseset_text, check_caseset_out
 
     if n_miu < 0 or n_uim < 0 or n_miu + n_uim == 0:
         raise InputError(f"--n-miu and --n-uim must be non-negative and not both 0, got {n_miu} and {n_uim}")
-    atomic_write_text(out, caseset_text(seed, n_miu, n_uim))
+    text = caseset_text(seed, n_miu, n_uim)
+    check_caseset_out(out, text, force)
+    atomic_write_text(out, text)
     typer.echo(f"wrote {n_miu} MiU + {4 * n_uim} UiM cases to {out}")
 
 
@@ -105,6 +109,8 @@ def dialogue_score(
         "--judge", help="expected (offline, from the cases' labels) or openai:model=M,base_url=URL[,api_key_env=VAR,"
                         "cache_dir=DIR,attempts=N,timeout_s=S] (defaults: OPENAI_API_KEY, $DUPLEXEVAL_CACHE/dialogue-http, "
                         "3 requests per case before it counts as judge_error, 30 s per request).")] = "expected",
+    force: Annotated[bool, typer.Option("--force", help="Replace a dialogue.json judged by another judge "
+                                                        "(it may hold paid-for verdicts).")] = False,
     fail_under: Annotated[list[str] | None, fail_under_option(annotated=True)] = None,
     fail_over: Annotated[list[str] | None, fail_over_option(annotated=True)] = None,
 ) -> None:
@@ -114,24 +120,41 @@ def dialogue_score(
     --fail-over MiU.FTED_s=1.0 (its median; .p90 for the 90th percentile)."""
     parse_gates(fail_under, fail_over)
     from duplexeval.dialogue.judges import make_judge
-    from duplexeval.dialogue.score import print_report, score_run
+    from duplexeval.dialogue.score import REPORT_FILE, print_report, score_run
 
     name, settings = judge_settings(judge)
     j = make_judge(name, run, **settings)
+    if not force:
+        _check_judge(run / REPORT_FILE, j.label)
     rep = score_run(run, j)
     print_report([rep], [str(rep.get("system"))], f"duplex dialogue (spec 004): {rep.get('system')}, judge {j.label}")
     gated("dialogue score", fail_under, fail_over, {"MiU": rep.get("MiU"), "UiM": rep.get("UiM")}, " in dialogue.json")
 
 
+def _check_judge(path: Path, label: str) -> None:
+    """Before any judging: a dialogue.json judged by another judge is refused (docs/cli.md section 4); one by the
+    same judge is replaced (the run's cases may have changed since)."""
+    from duplexeval.jsonio import read_json
+
+    old = read_header(path)
+    if old is None:
+        return
+    was = ((read_json(path) if old else {}).get("judge") or {}).get("label")
+    if was != label:
+        raise RefusalError(f"{path}: exists and was judged by another judge ({was or 'unknown'} there, {label} now); "
+                           "pass --force to replace it")
+
+
 def dialogue_demo(
     out: Annotated[Path, typer.Option("--out", help="Folder for the case set and one run folder per baseline.")] = DEMO_OUT,
     seed: Annotated[int, typer.Option("--seed", help="Generator seed of the built-in case set.")] = 0,
+    force: Annotated[bool, typer.Option("--force", help="Replace an earlier demo of another seed in --out.")] = False,
 ) -> None:
     """Offline: the built-in case set, the three baselines, the expected judge, one comparison table."""
     from duplexeval.dialogue.demo import run_demo
 
     t0 = time.perf_counter()
-    run_demo(out, seed)
+    run_demo(out, seed, force=force)
     typer.echo(f"done in {time.perf_counter() - t0:.1f} s; runs in {out}/<system>/ (cases.jsonl, decisions.jsonl, dialogue.json)")
 
 

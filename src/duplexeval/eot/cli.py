@@ -120,7 +120,8 @@ def eot_predict(
     only_at: str | None = typer.Option(None, "--only-at", help="Score only at these silences, comma list in s (e.g. 0.2 for a score-point model)."),
     batch_size: int = typer.Option(16, "--batch-size", help="Items per predict_batch call."),
     jobs: int = jobs_option(1, "Local worker processes (one turn per task)", ray=True),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing predictions file (and drop its journal)."),
+    force: bool = typer.Option(False, "--force", help="Redo the predictions even when the file there was made the same way, "
+                                                      "or replace one made from other spans, detector or settings."),
     progress: bool | None = typer.Option(None, "--progress/--no-progress", help="Show a progress bar (default: when stderr is a terminal)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (as every stage's -q; same as --no-progress)."),
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
@@ -139,12 +140,16 @@ def eot_predict(
     typer.echo(f"spans: {info['n_turns']} turns, {info['n_hold_spans']} hold + {info['n_eot_spans']} eot spans (skipped: {skipped})")
     r = run_predict(ss, name, json_values(params), out, settings=settings, executor=spec, force=force,
                     progress=False if quiet else progress)
-    rate = r.n_scored / r.elapsed_s if r.elapsed_s > 0 else float("inf")
-    resumed = f", {r.resumed_turns} turns resumed from the journal" if r.resumed_turns else ""
-    typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} rows, {r.n_scored} scored in {r.elapsed_s:.1f} s "
-               f"({rate:.1f} predictions/s{resumed}) -> " + ", ".join(str(f) for f in r.files))  # fmt: skip
+    if r.up_to_date:
+        typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} rows, {r.n_scored} scored: up to date (made from the "
+                   "same spans, detector and settings; --force redoes it) -> " + ", ".join(str(f) for f in r.files))
+    else:
+        rate = r.n_scored / r.elapsed_s if r.elapsed_s > 0 else float("inf")
+        resumed = f", {r.resumed_turns} turns resumed from the journal" if r.resumed_turns else ""
+        typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} rows, {r.n_scored} scored in {r.elapsed_s:.1f} s "
+                   f"({rate:.1f} predictions/s{resumed}) -> " + ", ".join(str(f) for f in r.files))  # fmt: skip
     typer.echo(r.signature.compact())
-    if not quiet:
+    if not quiet and not r.up_to_date:
         from duplexeval.progress import timing_line
 
         typer.echo(timing_line("predict", r.elapsed_s, sum(t.duration_s for t in ss.turns)), err=True)
@@ -169,7 +174,7 @@ def eot_sweep(
     selection_max_turns: int = typer.Option(2000, "--selection-max-turns", help="Skip the selection-aware interval above this many turns (memory)."),
     bootstrap_max_turns: int = typer.Option(20000, "--bootstrap-max-turns", help="Skip every interval above this many turns (the 2000 x turns index matrix)."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write pareto.png and operating_points.png."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing summary in --out."),
+    force: bool = typer.Option(False, "--force", help="Replace a summary in --out made from other predictions or settings."),
 ) -> None:
     """eot-bench's threshold x action-delay x timeout sweep with operating points, VAD baseline and turn intervals."""
     from duplexeval.eot.sweep_run import run_sweep_command
@@ -210,7 +215,8 @@ def eot_compare(
 
 def eot_demo(
     out: Path = typer.Option(DEMO_OUT, "--out", "-o", help="Folder for the demo's predictions, sweeps and comparison."),
-    force: bool = typer.Option(True, "--force/--no-force", help="Overwrite the demo's own files in --out."),
+    force: bool = typer.Option(False, "--force", help="Redo everything and replace files of other settings in --out "
+                                                      "(a rerun reuses its own predictions)."),
     jobs: int = jobs_option(1, "Worker processes for prediction"),
 ) -> None:
     """espeak-ng turns with real pauses: silence and silero (and smart-turn if installed), swept and compared."""

@@ -48,8 +48,8 @@ def asr_command(
     result = run(tree, backend=name, model=params.get("model"), jobs=jobs or None, force=force, progress=not quiet,
                  declare=declare, device=params.get("device", "cpu"), executor=executor_spec)
     typer.echo(result.summary())
-    if not quiet:
-        clock.say(tree_audio_s(tree))
+    if not quiet:  # no real-time factor when nothing was transcribed (the run was finished already)
+        clock.say(tree_audio_s(tree) if result.n_resumed < result.n_eligible else None)
     if result.failed:
         for _key, reason in result.errors[:20]:
             typer.echo(f"  failed: {reason}", err=True)

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from duplexeval.cli_options import emit_json, json_option, json_to_stdout
+from duplexeval.errors import RefusalError
 from duplexeval.exits import (
     Gate,
     Status,
@@ -23,6 +24,7 @@ from duplexeval.exits import (
     parse_gates,
 )
 from duplexeval.jsonio import write_json
+from duplexeval.overwrite import check_replace, read_header
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -92,8 +94,10 @@ def render(compare: dict[str, Any], console: Console | None = None) -> None:
 
 def compare_command(
     trees: list[Path] = typer.Argument(..., help="Two or more scored trees; each is compared to the first (B - A)."),
-    out: Path = typer.Option(Path("compare.json"), "--out", help="Where to write compare.json."),
+    out: Path = typer.Option(Path("compare.json"), "--out", "-o", help="Where to write compare.json (a compare.json of "
+                             "other trees or settings there is refused; the same comparison is rewritten)."),
     no_write: bool = typer.Option(False, "--no-write", help="Print only; write no compare.json."),
+    force: bool = typer.Option(False, "--force", help="Replace a compare.json made from other trees or settings."),
     json_out: Path | None = json_option("compare.json"),
     allow_different_asr: bool = typer.Option(
         False, "--allow-different-asr", help="Compare trees transcribed by different ASR backends (noted in compare.json)."
@@ -116,6 +120,7 @@ def compare_command(
     result = compare_trees(trees, allow_different_asr=allow_different_asr).to_json()
     status = compare_status(result, gates, min_eligible)
     if not no_write:
+        _check_out(out, result, force)
         write_json(out, result)  # an OS error is already one InputError line naming the file
     emit_json(json_out, result)
     if not json_to_stdout(json_out):
@@ -123,6 +128,17 @@ def compare_command(
         if not no_write:
             typer.echo(f"wrote {out}")
     finish("compare", status)
+
+
+def _check_out(out: Path, result: dict[str, Any], force: bool) -> None:
+    """The rule for every result (duplexeval.overwrite), with the trees named when they are what differs."""
+    old = read_header(out)
+    if old and not force and old.get("kind") == result["kind"]:
+        was, now = ([t.get("path") for t in r.get("trees") or ()] for r in (old, result))
+        if was != now:
+            raise RefusalError(f"{out}: exists and compares other trees (there: {', '.join(map(str, was))}; "
+                               f"now: {', '.join(map(str, now))}); pass --force to replace it (or write elsewhere with --out)")
+    check_replace(out, result, force)
 
 
 def compare_status(result: dict[str, Any], gates: list[Gate], min_eligible: float | None) -> Status:
