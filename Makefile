@@ -14,13 +14,16 @@ $(STAMP): pyproject.toml
 	@echo "==> making $(VENV) and installing duplexeval with its test extras (first run only; about 2 minutes)"
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --upgrade pip
-	$(VENV)/bin/python -m pip install $(PIP_FLAGS) -e '.[test,ray,dev]'
-	@# The smart-turn EOT detector reads the Smart Turn v3.2 model and feature code from the pipecat-ai
-	@# wheel; its own dependencies would downgrade soxr and soundfile, and we need none of them.
-	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --no-deps 'pipecat-ai==1.14.0'
+	@# pipecat: the reference pipecat bot and the smart-turn EOT detector (pipecat-ai with its own dependencies;
+	@# the base pins soxr and soundfile to the ranges pipecat-ai takes, so nothing is downgraded).
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) -e '.[test,ray,dev,fdb-v15,pipecat]'
 	@# The VAD reads Silero's sequence model (silero_vad_16k_sequence.onnx, same probabilities, less CPU) from the
 	@# silero-vad wheel by path; the wheel declares torch, which nothing here needs (never imported).
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --no-deps 'silero-vad==6.2.3'
+	@# FDB v1.5 reproduces the official numbers with Silero v5, the model torch.hub served when v1.5 was published;
+	@# the silero-vad 5.1.2 wheel ships it. It cannot be installed beside 6.2.3, so it goes to its own folder and is
+	@# found there by path (fdb/tasks/overlap/silero.py; the file's SHA-256 is checked before use).
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --no-deps --target $(VENV)/opt/silero-vad-5.1.2 'silero-vad==5.1.2'
 	touch $(STAMP)
 	@echo "==> installed"
 

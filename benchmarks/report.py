@@ -55,21 +55,21 @@ def main() -> None:
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     size = out.stat().st_size
     page = out.read_text(encoding="utf-8")
-    n_sections = page.count('<section class="sample"')
+    n_sections = page.count('<article class="smp')
     n_svg = len(re.findall(r"<svg", page))
     print(f"`duplexeval report` on {root}: wall {wall:.2f} s, CPU {cpu:.2f} s (user+sys, all processes), {jobs} timeline processes")
     print(f"page: {out}, {size / 1e6:.2f} MB, {n_sections} sample sections, {n_svg} inline SVG figures")
     print(f"targets: under 30 s {'met' if wall < 30 else 'NOT met'}, under 20 MB {'met' if size < 20e6 else 'NOT met'}")
 
     from duplexeval.fdb.results import load_scored
-    from duplexeval.report.samples import render_all
+    from duplexeval.report.fdb_evidence import NONE, gather
 
     t0 = time.perf_counter()
     tree = load_scored(root)
     t1 = time.perf_counter()
-    render_all([tree], jobs)
+    gather([tree], {}, NONE, jobs)
     t2 = time.perf_counter()
-    print(f"in process: load {t1 - t0:.2f} s, {len(tree.manifest.samples)} timelines {t2 - t1:.2f} s "
+    print(f"in process: load {t1 - t0:.2f} s, {len(tree.manifest.samples)} samples read {t2 - t1:.2f} s "
           f"({(t2 - t1) / len(tree.manifest.samples) * 1000:.1f} ms each over {jobs} processes)")
     print(f"load average now: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (timings are inflated when it exceeds the CPUs)")
 

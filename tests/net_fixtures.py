@@ -30,7 +30,7 @@ T = 4.0
 USER = (0.3, 1.3)
 REPLY_AT = USER[1] + 0.5 + 0.2
 SERVED = "turn-based:vad=energy,text=hello there this is my answer to you"
-PATHS = {"openai-realtime": "/v1/realtime", "ws-pcm": "/ws"}
+PATHS = {"openai-realtime": "/v1/realtime", "ws-pcm": "/ws", "telephony": "/ws", "pipecat-ws": "/ws"}
 
 
 def user_turn(T: float = T, spans: tuple[tuple[float, float], ...] = (USER,), seed: int = 0) -> np.ndarray:

@@ -11,7 +11,7 @@ from cli_fixtures import run_cli as run
 from fdb_fixtures import FixtureSample, turn_ann, write_tree
 
 from duplexeval.errors import RefusalError
-from duplexeval.overwrite import check_replace, difference, read_header
+from duplexeval.reruns import check_replace, difference, read_header
 
 TT = "candor_turn_taking"
 

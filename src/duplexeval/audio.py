@@ -11,7 +11,7 @@ import soundfile as sf
 import soxr
 
 from duplexeval.errors import InputError
-from duplexeval.jsonio import atomic_write_bytes, sha256_bytes
+from duplexeval.jsonio import atomic_write_bytes
 
 SAMPLE_RATE = 16000
 FRAME_MS = 80
@@ -60,6 +60,11 @@ def resample(audio: np.ndarray, sr_in: int, sr_out: int = SAMPLE_RATE) -> np.nda
         return np.asarray(audio, dtype=np.float32)
 
     return np.asarray(soxr.resample(np.asarray(audio, dtype=np.float32), sr_in, sr_out, quality="HQ"), dtype=np.float32)
+
+
+def audio_library_versions() -> str:
+    """The resampler and sound-file library every number's audio went through (signed by the systems that resample)."""
+    return f"soxr {soxr.__version__}; soundfile {sf.__version__} (libsndfile {sf.__libsndfile_version__})"
 
 
 def resampled_length(n: int, sr_in: int, sr_out: int = SAMPLE_RATE) -> int:
@@ -115,6 +120,4 @@ def wav_bytes_pcm16(audio: np.ndarray, sr: int = SAMPLE_RATE) -> bytes:
 
 def write_wav_pcm16(path: str | os.PathLike[str], audio: np.ndarray, sr: int = SAMPLE_RATE) -> str:
     """Atomically write mono PCM16 WAV; returns its SHA-256."""
-    data = wav_bytes_pcm16(audio, sr)
-    atomic_write_bytes(path, data)
-    return sha256_bytes(data)
+    return atomic_write_bytes(path, wav_bytes_pcm16(audio, sr))

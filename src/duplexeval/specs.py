@@ -16,7 +16,7 @@ from typing import Any
 
 from duplexeval.errors import InputError
 
-_KEY = r"[A-Za-z_][A-Za-z0-9_]*"
+_KEY = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)?"  # `group.name` fills a dict-valued parameter (telephony's param.NAME)
 _PARAMS_START = re.compile(rf":(?=\s*{_KEY}\s*=)")
 _SPLIT = re.compile(rf",(?=\s*{_KEY}\s*=)")
 _KEY_ONLY = re.compile(rf"^{_KEY}$")

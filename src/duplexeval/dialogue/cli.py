@@ -14,7 +14,7 @@ from duplexeval.errors import InputError, RefusalError
 from duplexeval.executors import ExecutorSpec
 from duplexeval.exits import eligibility, fail_over_option, fail_under_option, finish, gated, parse_gates
 from duplexeval.jsonio import atomic_write_text
-from duplexeval.overwrite import read_header
+from duplexeval.reruns import read_header
 from duplexeval.specs import known_params, parse_spec
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module

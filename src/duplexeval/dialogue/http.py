@@ -4,7 +4,8 @@ The HTTP client is the project's one (``duplexeval.chat_http.ChatClient``: bound
 timeout, no redirects). On top of it: a bounded number of attempts, an on-disk cache keyed by the
 request's hash (and attempt number, so a retried reply is cached too: a rerun replays the same
 answers and costs nothing), and a JSONL log of every exchange. The key comes only from the
-environment and is removed from everything written, raw, JSON-escaped and URL-encoded.
+environment and is removed from everything written in every form `duplexeval.redaction` knows; the
+log and the cache hold a remote service's answers, so they are private files (mode 0600).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from duplexeval.chat_http import (
     secret_variants,
 )
 from duplexeval.errors import InputError
-from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_bytes
+from duplexeval.jsonio import append_text, atomic_write_text, dumps_line, sha256_bytes
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 30.0
@@ -124,10 +125,7 @@ class CachedChat:
         return {"model": self.model, "base_url": sanitize_url(self.base_url), "max_attempts": self.max_attempts}
 
     def _log(self, record: dict[str, Any]) -> None:
-        line = redact_all(dumps_line(record), self._key)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "a", encoding="utf-8") as fh:
-            fh.write(line)
+        append_text(self.log_path, redact_all(dumps_line(record), self._key), private=True)
 
     def _cache_file(self, sha: str) -> Path:
         return self.cache_dir / sha[:2] / f"{sha}.json"
@@ -176,7 +174,8 @@ class CachedChat:
                     http_failed = True
                     continue
                 http_failed = False
-                atomic_write_text(self._cache_file(sha), redact_all(json.dumps({"request_sha256": sha, "content": content}, ensure_ascii=False), self._key) + "\n")
+                atomic_write_text(self._cache_file(sha), redact_all(json.dumps({"request_sha256": sha, "content": content}, ensure_ascii=False), self._key) + "\n",
+                                  private=True)
             parsed = accept(content)
             if parsed is not None:
                 return Answer(parsed, content, None, attempt, first_sha, any_cached)

@@ -30,7 +30,7 @@ from duplexeval.dialogue.cases import (
 )
 from duplexeval.dialogue.load import CASESET_KIND, CASESET_SCHEMA, case_to_json
 from duplexeval.jsonio import dumps_line
-from duplexeval.overwrite import check_replace, read_header
+from duplexeval.reruns import check_replace, read_header
 
 GENERATOR = "duplexeval-synth-1"
 CHUNK_S = 0.64

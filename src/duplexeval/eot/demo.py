@@ -19,7 +19,7 @@ from duplexeval.eot.sweep_run import run_sweep_command
 from duplexeval.executors import ExecutorSpec
 from duplexeval.fdb.synth import parse_script
 from duplexeval.jsonio import sha256_file, write_json
-from duplexeval.overwrite import check_replace
+from duplexeval.reruns import check_replace
 
 VOICES = [("en-us", 160, 50), ("en-gb", 170, 40), ("en-us+f3", 165, 60), ("en-gb-x-rp", 145, 50)]
 # (parts, tail after the last word). Pauses are mid-sentence holds; the tail is the true end of turn.

@@ -17,7 +17,7 @@ from duplexeval.eot.sweep import SweepConfig
 from duplexeval.eot.sweep_report import SWEEP_KIND, build_summary, compute, format_summary, write_sweep_parquet
 from duplexeval.errors import RefusalError
 from duplexeval.jsonio import check_output_dir, sha256_file, write_json
-from duplexeval.overwrite import NOT_OURS, check_replace, read_header
+from duplexeval.reruns import NOT_OURS, check_replace, read_header
 
 
 def _check_out_dir(out: Path, force: bool) -> None:

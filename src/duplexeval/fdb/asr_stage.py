@@ -35,8 +35,8 @@ from duplexeval.fdb.tree import (
     write_asr,
 )
 from duplexeval.fdb.verified import file_matches
-from duplexeval.overwrite import check_replace
 from duplexeval.progress import progress_bar
+from duplexeval.reruns import check_replace
 from duplexeval.schemas import validate
 from duplexeval.schemas.fdb import AsrSampleRecord
 

@@ -24,7 +24,7 @@ from duplexeval.exits import (
     parse_gates,
 )
 from duplexeval.jsonio import write_json
-from duplexeval.overwrite import check_replace, read_header
+from duplexeval.reruns import check_replace, read_header
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps

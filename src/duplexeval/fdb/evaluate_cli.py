@@ -10,7 +10,7 @@ import typer
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.exits import eligibility, finish
 from duplexeval.jsonio import read_json
-from duplexeval.overwrite import read_header
+from duplexeval.reruns import read_header
 from duplexeval.specs import known_params, parse_spec
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module

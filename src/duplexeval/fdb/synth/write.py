@@ -18,6 +18,7 @@ from duplexeval.fdb.synth.render import render_sample, round_s
 from duplexeval.fdb.tree import BACKCHANNEL, SUBSET_ORDER, SUBSETS
 from duplexeval.jsonio import (
     check_output_dir,
+    folder_mode,
     read_json,
     sha256_bytes,
     sha256_file,
@@ -114,7 +115,7 @@ def verify(root: str | os.PathLike[str]) -> bool:
 def build_dir(out: Path, parent: Path) -> Path:
     """A private build folder beside the destination (same file system, so the final rename is atomic)."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=parent))
-    os.chmod(tmp, 0o755)  # mkdtemp makes it 0700; the finished dataset is an ordinary folder
+    os.chmod(tmp, folder_mode())  # mkdtemp makes it 0700; the finished dataset is an ordinary folder
     return tmp
 
 

@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from duplexeval.errors import InputError
+from duplexeval import redaction
 from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation, SampleInfo
 from duplexeval.systems.net.live import LivePlayout, played_ms
-from duplexeval.systems.net.pcm import StreamResampler, b64decode_pcm, b64encode
-from duplexeval.systems.net.server import ServerSession, resample_pcm16
+from duplexeval.systems.net.pcm import StreamResampler, b64decode_pcm, b64encode, json_message
+from duplexeval.systems.net.server import ServerSession, check_option_values, resample_pcm16
 from duplexeval.systems.net.session import HandshakeAborted, NetSession, NetSystem, with_query
 
 DIALECTS = ("ga", "beta")
@@ -138,14 +137,7 @@ class RealtimeSession(NetSession):
         self._tasks.append(asyncio.get_running_loop().create_task(self.send(kind, json.dumps(payload))))
 
     def on_message(self, rec: dict[str, Any], data: str | bytes) -> None:
-        if isinstance(data, bytes):
-            raise ProtocolViolation("a binary message (this protocol is JSON text only)")
-        try:
-            msg = json.loads(data)
-        except json.JSONDecodeError:
-            raise ProtocolViolation("a text message is not JSON") from None
-        if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
-            raise ProtocolViolation("a JSON message without a string 'type'")
+        msg = json_message(data, "type")
         kind = msg["type"]
         rec["type"] = kind
         for key in ("item_id", "response_id"):
@@ -242,7 +234,7 @@ class OpenAIRealtime(NetSystem):
     api_key_env: str = "OPENAI_API_KEY"
 
     def _key(self) -> str:
-        return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        return redaction.secret_from_env(self.api_key_env)
 
     def headers(self) -> dict[str, str]:
         h: dict[str, str] = {}
@@ -308,19 +300,9 @@ class RealtimeServerSession(ServerSession):
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
-        for key, value in options.items():
-            if key not in SERVER_OPTIONS:
-                raise InputError(f"--option {key}: unknown openai-realtime server option (known: {', '.join(SERVER_OPTIONS)})")
-            ok = True
-            if key == "dialect":
-                ok = value in ("auto", *DIALECTS)
-            else:
-                try:
-                    ok = float(value) > 0 and (key != "rate" or int(value) in (8000, 16000, 24000, 48000))
-                except ValueError:
-                    ok = False
-            if not ok:
-                raise InputError(f"--option {key}={value}: not a valid value")
+        check_option_values(cls.protocol, options, {
+            "dialect": lambda v: v in ("auto", *DIALECTS), "speed": lambda v: float(v) > 0,
+            "rate": lambda v: int(v) in (8000, 16000, 24000, 48000), "delta_ms": lambda v: float(v) > 0})
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

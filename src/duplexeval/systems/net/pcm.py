@@ -1,9 +1,11 @@
-"""PCM16 helpers for the wire: exact-frame stream resampling and strict base64 decoding."""
+"""Helpers for the wire: exact-frame stream resampling of PCM16, strict base64 and strict JSON message decoding."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
+from typing import Any
 
 import numpy as np
 
@@ -52,3 +54,16 @@ def b64decode_pcm(text: object, what: str) -> bytes:
     if len(data) % 2:
         raise ProtocolViolation(f"{what}: odd-length PCM16 ({len(data)} bytes)")
     return data
+
+
+def json_message(data: str | bytes, key: str) -> dict[str, Any]:
+    """A JSON text message that must be an object with a string `key` (its event type); ProtocolViolation otherwise."""
+    if isinstance(data, bytes):
+        raise ProtocolViolation("a binary frame where this protocol sends JSON text")
+    try:
+        msg = json.loads(data)
+    except json.JSONDecodeError:
+        raise ProtocolViolation("a text message is not JSON") from None
+    if not isinstance(msg, dict) or not isinstance(msg.get(key), str):
+        raise ProtocolViolation(f"a JSON message without a string {key!r}")
+    return msg

@@ -151,6 +151,20 @@ class ServeConfig:
     seed: int = 0
 
 
+def check_option_values(protocol: str, options: dict[str, Any], valid: dict[str, Callable[[str], bool]]) -> None:
+    """Refuse an unknown `--option` key or a value its check rejects (a check may raise ValueError), one line each."""
+    for key, value in options.items():
+        check = valid.get(key)
+        if check is None:
+            raise InputError(f"--option {key}: unknown {protocol} server option (known: {', '.join(valid)})")
+        try:
+            ok = check(str(value))
+        except ValueError:
+            ok = False
+        if not ok:
+            raise InputError(f"--option {key}={value}: not a valid value")
+
+
 class ServerSession:
     """One client connection speaking one protocol (subclass per protocol; see the module docstring)."""
 
@@ -458,7 +472,10 @@ class ServerProcess:
         import re
         import subprocess
 
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        from duplexeval import children
+
+        # dies with this process (SIGKILL included): a pipe it watches (duplexeval.children)
+        self.proc = children.start(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line: list[str] = []
 
         def read() -> None:
@@ -486,6 +503,10 @@ class ServerProcess:
                 self.proc.wait(10)
             except Exception:  # noqa: BLE001 - last resort for a child that ignores SIGTERM
                 self.proc.kill()
+        if self.proc is not None:
+            from duplexeval import children
+
+            children.release(self.proc)
 
     def __enter__(self) -> ServerProcess:  # noqa: PYI034
         return self.start()
@@ -500,6 +521,7 @@ SERVER_PROTOCOLS: dict[str, str] = {
     "openai-realtime": "duplexeval.systems.net.openai_realtime:RealtimeServerSession",
     "moshi": "duplexeval.systems.net.moshi_server:MoshiServerSession",
     "native-duplex": "duplexeval.systems.net.native_server:NativeServerSession",
+    "telephony": "duplexeval.systems.net.telephony_server:TelephonyServerSession",
 }
 
 

@@ -31,13 +31,14 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, ClassVar
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import websockets
 
-from duplexeval import __version__
+from duplexeval import __version__, redaction
+from duplexeval.errors import InputError
 from duplexeval.systems.base import (
     CLEAR_QUEUE,
     ControlEvent,
@@ -62,8 +63,6 @@ from duplexeval.systems.net.transport import (
     send_bounded,
 )
 from duplexeval.systems.runner import SessionTrace, run_session_async
-
-_SECRET_QUERY = ("key", "api-key", "api_key", "token", "access_token", "auth", "password", "secret")
 
 
 def wire_len(data: str | bytes) -> int:
@@ -139,8 +138,10 @@ class NetSystem:
         return {}
 
     def secrets(self) -> tuple[str, ...]:
-        """Values that must never appear in any file or log (redacted from error texts)."""
-        return ()
+        """Values that must never appear in any file or log: by default the value of every environment variable
+        a `*_env` field names (read through `redaction.secret_from_env`, which registers it)."""
+        return tuple(v for f in fields(self) if f.name.endswith("_env")
+                     if (v := redaction.secret_from_env(str(getattr(self, f.name)))))
 
     def connect_url(self, info: SampleInfo) -> str:
         return self.url
@@ -159,6 +160,11 @@ class NetSystem:
     def validate(self) -> None:
         """Check the common bounds; raise ValueError naming the key."""
         urls = self.urls()
+        try:  # before any message can echo the URL
+            for url in urls or [self.url]:
+                redaction.refuse_url_credentials(url, "url")
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
         if not urls:
             raise ValueError("url must name at least one ws:// or wss:// address")
         if len(set(urls)) != len(urls):
@@ -167,9 +173,6 @@ class NetSystem:
             parts = urlsplit(url)
             if parts.scheme not in ("ws", "wss") or not parts.netloc:
                 raise ValueError(f"url must be ws:// or wss:// with a host, got {url!r}")
-            for key, _ in parse_qsl(parts.query):
-                if key.lower() in _SECRET_QUERY:
-                    raise ValueError(f"url must not carry a credential ({key}=...); put it in the environment (api_key_env)")
         if not (0 <= self.max_sessions_per_url <= 1024):
             raise ValueError(f"max_sessions_per_url must be between 0 (the protocol's default) and 1024, got {self.max_sessions_per_url}")
         if not (0 <= self.replica_retries <= 16):
@@ -264,6 +267,8 @@ class NetSession:
     def __init__(self, system: NetSystem, info: SampleInfo) -> None:
         self.system = system
         self.info = info
+        redaction.register(*system.secrets())  # whatever process runs the session knows what to redact
+        redaction.register_headers(system.headers())
         settings = {"protocol": system.protocol, "stall_s": system.stall_s, "drain_s": system.drain_s,
                     "session_extra_s": system.session_extra_s, "max_size": system.max_size}
         self.wire = WireTrace(system.protocol, settings)

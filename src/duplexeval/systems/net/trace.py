@@ -14,7 +14,8 @@ Contract (shared by every protocol adapter):
   `owe` / `paid` (a reply the client is owed, for `timeout`), `closed`, `send_timeout`,
   `session_bound`, `input_end`; `replica` (first: which replica of `url` the session ran on, the
   attempt, `queued_s` waiting for a slot) and `replica_retry` (an earlier attempt of the sample on a
-  replica that failed: its reasons; see replicas.py). Neither bears on eligibility.
+  replica that failed: its reasons; see replicas.py). Neither bears on eligibility. Telephony adds
+  `no_reply` (nothing from the bot within `reply_within_s`: a `timeout`).
 - `verdict(records, T, stall_s)` and `received_items(records, pcm)` are pure: the live export and
   `duplexeval fdb replay` call the same two functions, so a replay is byte-identical by construction.
 """
@@ -31,7 +32,7 @@ import numpy as np
 
 from duplexeval.artifacts import header
 from duplexeval.errors import InputError
-from duplexeval.jsonio import atomic_write_bytes, dumps_line, json_lines, read_text, sha256_bytes
+from duplexeval.jsonio import atomic_write_bytes, atomic_write_text, dumps_line, json_lines, read_text
 from duplexeval.systems.base import CLEAR_QUEUE
 from duplexeval.systems.runner import MAX_SEND_LATENESS_S, ReceivedItem
 
@@ -124,13 +125,11 @@ class WireTrace:
         return bytes(self._pcm)
 
     def write(self, folder: Path, T: float) -> dict[str, str]:
-        """Write trace.jsonl and trace.pcm atomically; returns {name: sha256}."""
-
-        text = self.lines(T).encode("utf-8")
-        pcm = self.pcm()
-        atomic_write_bytes(folder / TRACE_PCM, pcm)
-        atomic_write_bytes(folder / TRACE_JSONL, text)
-        return {TRACE_JSONL: sha256_bytes(text), TRACE_PCM: sha256_bytes(pcm)}
+        """Write trace.jsonl and trace.pcm atomically (private files: they hold what the server sent, which may
+        carry credentials the run does not know; known secrets are redacted); returns {name: sha256}."""
+        pcm_sha = atomic_write_bytes(folder / TRACE_PCM, self.pcm(), private=True)
+        text_sha = atomic_write_text(folder / TRACE_JSONL, self.lines(T), private=True)
+        return {TRACE_JSONL: text_sha, TRACE_PCM: pcm_sha}
 
 
 @dataclass
@@ -152,13 +151,36 @@ def load_trace(folder: Path) -> LoadedTrace:
     if not pcm_path.is_file():
         raise InputError(f"{pcm_path}: missing (the trace's audio sidecar)")
     pcm = pcm_path.read_bytes()
+    if not _finite(rows[0].get("T")) or not 0 < rows[0]["T"] <= MAX_TRACE_S:
+        raise InputError(f"{path}: line 1: T must be a number of seconds in (0, {MAX_TRACE_S:g}], got {rows[0].get('T')!r}")
     for i, rec in enumerate(rows[1:], 2):
-        if not isinstance(rec, dict) or rec.get("dir") not in ("send", "recv", "meta") or not isinstance(rec.get("t"), (int, float)):
-            raise InputError(f"{path}: line {i}: not a trace record")
+        if not isinstance(rec, dict) or rec.get("dir") not in ("send", "recv", "meta") or not _finite(rec.get("t")):
+            raise InputError(f"{path}: line {i}: not a trace record (needs dir send|recv|meta and a finite time t)")
+        for key in TIME_KEYS:
+            if key in rec and not (_finite(rec[key]) and abs(rec[key]) <= MAX_TRACE_S):
+                raise InputError(f"{path}: line {i}: {key} must be a finite number of seconds, got {rec[key]!r}")
+        if abs(rec["t"]) > MAX_TRACE_S:
+            raise InputError(f"{path}: line {i}: t must be a finite number of seconds, got {rec['t']!r}")
         aud = rec.get("audio")
-        if aud is not None and (not isinstance(aud, list) or len(aud) != 3 or aud[0] + aud[1] > len(pcm) or aud[1] % 2):
+        if aud is None:
+            continue
+        if not (isinstance(aud, list) and len(aud) == 3 and all(isinstance(v, int) and not isinstance(v, bool) for v in aud)):
+            raise InputError(f"{path}: line {i}: audio reference {str(aud)[:80]} is not [offset, bytes, rate] integers")
+        off, nbytes, rate = aud
+        if off < 0 or nbytes < 0 or nbytes % 2 or off + nbytes > len(pcm):
             raise InputError(f"{path}: line {i}: audio reference {aud!r} is outside {pcm_path.name}")
+        if not 1 <= rate <= MAX_AUDIO_RATE:
+            raise InputError(f"{path}: line {i}: audio rate {rate} Hz is not in 1..{MAX_AUDIO_RATE}")
     return LoadedTrace(rows[0], rows[1:], pcm)
+
+
+MAX_TRACE_S = 86_400.0  # a time in a trace beyond a day is a broken file
+MAX_AUDIO_RATE = 768_000
+TIME_KEYS = ("t", "t_done", "slot_s")
+
+
+def _finite(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 # ---------------------------------------------------------------- pure: records -> items, verdict
@@ -261,8 +283,8 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
                     detail.setdefault("first_problem", {"t": _r6(t), "type": None, "what": rec.get("what")})
             elif ev == "closed" and rec.get("by") != "client" and t <= T:
                 reasons.add(DISCONNECTED)
-            elif (ev == "send_timeout" and t <= T) or ev in ("session_bound", "handshake_timeout"):
-                reasons.add(TIMEOUT)  # handshake_timeout: moshi, no handshake within handshake_timeout_s
+            elif (ev in ("send_timeout", "no_reply") and t <= T) or ev in ("session_bound", "handshake_timeout"):
+                reasons.add(TIMEOUT)  # handshake_timeout: moshi, no handshake within handshake_timeout_s; no_reply: telephony reply_within_s
             elif ev == "accounting" and rec.get("checked"):  # native-duplex: append/unit/drain accounting
                 if rec.get("drained") is None:
                     reasons.add(TIMEOUT)  # no `drained` within drain_s

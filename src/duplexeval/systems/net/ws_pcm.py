@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
-from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation, SampleInfo
-from duplexeval.systems.net.pcm import StreamResampler
+from duplexeval.systems.base import INPUT_SAMPLE_RATE, SampleInfo
+from duplexeval.systems.net.pcm import StreamResampler, json_message
 from duplexeval.systems.net.server import ServerSession, resample_pcm16
 from duplexeval.systems.net.session import NetSession, NetSystem, with_query
 
@@ -38,12 +38,7 @@ class WsPcmSession(NetSession):
             rec["type"] = "audio"
             self.output_audio(rec, data, self.system.rate)
             return
-        try:
-            msg = json.loads(data)
-        except json.JSONDecodeError:
-            raise ProtocolViolation("a text message is not JSON") from None
-        if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
-            raise ProtocolViolation("a JSON message without a string 'type'")
+        msg = json_message(data, "type")
         rec["type"] = msg["type"]
         if msg["type"] == "clear":
             self.clear_queue(rec, reason="server clear")
