@@ -11,7 +11,7 @@ from duplexeval import cli
 
 
 def _fresh_apps() -> cli.CliApps:
-    return cli.CliApps(*(typer.Typer() for _ in range(6)))
+    return cli.CliApps(*(typer.Typer() for _ in range(1 + len(cli.GROUPS))))
 
 
 def test_each_module_registers_exactly_the_groups_the_table_names() -> None:

@@ -34,6 +34,7 @@ class CliApps:
     controller: typer.Typer
     dialogue: typer.Typer
     serve: typer.Typer
+    systems: typer.Typer
 
 
 def _make_app(group: str | None = None) -> typer.Typer:
@@ -89,6 +90,7 @@ COMMAND_GROUPS: dict[str, tuple[str, ...]] = {
     "duplexeval.demo_cli": ("root",),
     "duplexeval.systems.net.serve_cli": ("serve",),
     "duplexeval.fdb.replay_cli": ("fdb",),
+    "duplexeval.fdb.check_cli": ("systems",),
 }
 # The command groups under the root, with the help text `duplexeval --help` shows for each.
 GROUP_HELP: dict[str, str] = {
@@ -98,6 +100,7 @@ GROUP_HELP: dict[str, str] = {
     "controller": "Streaming turn-taking controller evaluation (spec 002).",
     "dialogue": "Duplex dialogue managers (spec 004): synth, run, score, demo.",
     "serve": "Serve an in-process system over a real protocol on 127.0.0.1 (reference servers, fault injection).",
+    "systems": "Systems under test: try one on a single sample before a run (check), list the names (list).",
 }
 GROUPS: tuple[str, ...] = tuple(GROUP_HELP)
 

@@ -226,10 +226,29 @@ def eot_demo(
     run_demo(out, force=force, echo=typer.echo, jobs=one_per_cpu(jobs))
 
 
+def eot_check(
+    spec: str = typer.Argument(..., metavar="SPEC", help="The detector: NAME[:key=value,...] or module.path:Class "
+                                                         "(a module in the current folder is found), e.g. silero:window_ms=300."),
+) -> None:
+    """A detector's scores on two short espeak-ng turns: at each pause (hold) and at the true end of turn.
+
+    Exit 1 with a warning when the scores never change; a note says whether, at equal silence, the end of turn
+    scores above the pauses (a silence timer's do not)."""
+    from duplexeval.eot.check import check_detector, format_check, warnings
+
+    name, params = parse_spec(spec, "SPEC")
+    spans = check_detector(name, json_values(params))
+    for line in format_check(spec, spans):
+        typer.echo(line)
+    found = warnings(spans)
+    finish("check", Status(1, "; ".join(found)) if found else Status(0, "its scores react to the audio (no warning)"))
+
+
 def register(apps: CliApps) -> None:
-    """Add `eot score | predict | sweep | compare | demo`."""
+    """Add `eot score | predict | sweep | compare | demo | check`."""
     apps.eot.command("score")(eot_score)
     apps.eot.command("predict")(eot_predict)
     apps.eot.command("sweep")(eot_sweep)
     apps.eot.command("compare")(eot_compare)
     apps.eot.command("demo")(eot_demo)
+    apps.eot.command("check")(eot_check)
