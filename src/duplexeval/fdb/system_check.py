@@ -30,6 +30,9 @@ DEFAULT_SAMPLE = "candor_turn_taking/1"
 SILENCE_DBFS = -60.0  # below this an 80 ms window counts as silent
 WINDOW_S = 0.08
 OUTSIDE_SHARE = 0.5  # a word is outside speech when at least this share of it lies outside every VAD segment
+# Silero's defaults but speech from 100 ms (as the ASR's own speech regions): a word cut short by a barge-in is
+# still speech; a tone or noise is not, at any length
+SPEECH_SETTINGS = VadSettings(min_speech_ms=100)
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,8 @@ def check_system(system: str, dataset: str | DatasetLike = "demo", sample: str =
             return res
         audio = read_audio_16k(wav)
     measure(audio, res)
-    res.speech = [(round(s / SAMPLE_RATE, 3), round(e / SAMPLE_RATE, 3)) for s, e in load_vad().segments(audio, VadSettings())]
+    found = load_vad().segments(audio, SPEECH_SETTINGS)
+    res.speech = [(round(s / SAMPLE_RATE, 3), round(e / SAMPLE_RATE, 3)) for s, e in found]
     words = asr.transcribe(audio)
     res.asr = str(asr.signature().get("name", backend))
     res.words = [(w.text, round(w.start, 3), None if w.end is None else round(w.end, 3)) for w in words]
