@@ -3,8 +3,9 @@
 A command's `Path` parameters are its inputs, except its outputs: a parameter named `out` (or ending
 in `_out`) or spelled `--out`, `--json`, `--rows`; a value `-` is standard output. The tables below say
 only what that rule cannot see: which outputs are folders (and which names a command writes in one),
-which inputs a command also writes into (the tree a stage adds its files to), which text parameters
-name an input path (`--dataset` is a folder or `demo`), and files written beside an output.
+which inputs a command also writes into (the tree a stage adds its files to), and files written beside
+an output. Text parameters named `dataset` or `script`, in any command, are inputs when they name an
+existing path (`--dataset` is a folder or `demo`).
 tests/test_overwrite_cli.py tries every output of every command against every input.
 """
 
@@ -38,25 +39,21 @@ FOLDER_OUTPUTS: dict[Command, dict[str, tuple[str, ...] | None]] = {
 
 # Inputs the command also writes into, with the names it writes there (an output may lie inside, elsewhere).
 _TREE_ASR = ("asr.json", ".asr-progress", "*/*/output.json")
+_TREE_EVALUATE = ("summary.json", "judge-log.jsonl", "behavior-judge-log.jsonl", "*/*/rating.json", "*/*/content_tag.json")
 OWNED_INPUTS: dict[Command, dict[str, tuple[str, ...]]] = {
     ("fdb", "asr"): {"tree": _TREE_ASR},
     ("fdb", "reference-asr"): {"tree": _TREE_ASR},
     ("fdb", "score"): {"tree": ("unified.json", "unified-samples.jsonl", "unified-sensitivity.json")},
     ("fdb", "unified-score"): {"tree": ("unified.json", "unified-samples.jsonl", "unified-sensitivity.json")},
-    ("fdb", "evaluate"): {"tree": ("summary.json", "judge-log.jsonl", "*/*/rating.json")},
-    ("fdb", "reference-evaluate"): {"tree": ("summary.json", "judge-log.jsonl", "*/*/rating.json")},
+    ("fdb", "evaluate"): {"tree": _TREE_EVALUATE},
+    ("fdb", "reference-evaluate"): {"tree": _TREE_EVALUATE},
     ("fdb", "replay"): {"tree": ("manifest.json", "*/*/output.wav", "*/*/trace.json")},
     ("dialogue", "score"): {"run": ("dialogue.json", "judgements.jsonl", "judge-log.jsonl")},
 }
 
-# Text parameters that name an input path when a file or folder of that name exists.
-PATH_TEXT_INPUTS: dict[Command, tuple[str, ...]] = {
-    ("fdb", "synth"): ("script",),
-    ("fdb", "export"): ("dataset",),
-    ("fdb", "reference-export"): ("dataset",),
-    ("fdb", "import"): ("dataset",),
-    ("fdb", "show"): ("dataset",),
-}
+# Text parameters, in any command, that name an input path when a file or folder of that name exists
+# (`--dataset` is a folder or `demo`, a synth script a file or `demo`).
+PATH_TEXT_INPUTS: tuple[str, ...] = ("dataset", "script")
 
 # Files a command writes beside an output.
 COMPANIONS: dict[Command, dict[str, Callable[[Path], list[Path]]]] = {
@@ -91,7 +88,6 @@ def roles(command: Command, params: list[Any], values: dict[str, Any], is_path: 
     """The outputs and inputs of one invocation of `command` (its click parameters and parsed values)."""
     folders = FOLDER_OUTPUTS.get(command, {})
     owned = OWNED_INPUTS.get(command, {})
-    texts = PATH_TEXT_INPUTS.get(command, ())
     companions = COMPANIONS.get(command, {})
     outputs: list[Output] = []
     inputs: list[Input] = []
@@ -99,7 +95,7 @@ def roles(command: Command, params: list[Any], values: dict[str, Any], is_path: 
     for param in params:
         name = param.name or ""
         label = option_label(param)
-        if name in texts:
+        if name in PATH_TEXT_INPUTS:
             inputs += [Input(label, p) for p in _paths(values.get(name)) if p.exists()]
             continue
         if not is_path(param):
