@@ -196,7 +196,7 @@ def controller_demo(
 ) -> None:
     """espeak-ng two-channel conversations, labels derived from them, both baselines evaluated and compared."""
     # lazy: the demo compares (duplexeval.paired -> scipy.stats, 1.3 s that every `duplexeval --help` would pay)
-    from duplexeval.controller.cli.demo import format_demo, run_demo
+    from duplexeval.controller.demo import format_demo, run_demo
 
     if n < 1 or exchanges < 1:
         raise InputError("--conversations and --exchanges must be >= 1")
