@@ -165,3 +165,16 @@ def test_the_rules_catch_what_they_describe() -> None:
     assert rules == {"--tree option", "plugin parameters outside the spec", "--json PATH|-", "--jobs -j N>=0",
                      "--force plain flag", "name --camelCase", "short -x", "--quiet -q"}
     assert deviations("fdb other", cmd.commands["other"]) == {"positional names"}  # type: ignore[attr-defined]
+
+
+def test_help_at_80_columns_cuts_nothing(tree: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every command's --help at 80 columns: no word cut off with an ellipsis (examples stay whole)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("TERM", "dumb")
+    cut = []
+    for name, _cmd in walk(tree):
+        with pytest.raises(SystemExit):
+            cli.main([*name.split(), "--help"])
+        out = capsys.readouterr().out
+        cut += [f"{name}: {line.strip()}" for line in out.splitlines() if "\u2026" in line or len(line) > 80]
+    assert not cut, cut[:10]

@@ -201,8 +201,37 @@ def _polish(cmd: Any, group: str = "") -> None:
         param.callback = _output_check(kind, flag, param.callback)
 
 
+def _fold_long_words_in_help() -> None:
+    """typer's rich help cuts a word longer than its column with an ellipsis ("'turn-based:silence_ms=…" at 80
+    columns, an example made useless); fold such words onto the next line instead, so nothing of a help is lost."""
+    from rich.table import Table
+    from rich.text import Text
+    from typer import rich_utils
+
+    if getattr(rich_utils, "_duplexeval_folds", False):
+        return
+    columns = rich_utils.Columns
+
+    class FoldingTable(Table):
+        def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+            super().add_row(*renderables, **kwargs)
+            for column in self.columns:
+                column.overflow = "fold"
+
+    def folding_columns(items: Any, *args: Any, **kwargs: Any) -> Any:
+        for item in items:
+            if isinstance(item, Text):
+                item.overflow = "fold"
+        return columns(items, *args, **kwargs)
+
+    rich_utils.Table = FoldingTable  # type: ignore[misc]
+    rich_utils.Columns = folding_columns  # type: ignore[assignment,misc]
+    rich_utils._duplexeval_folds = True  # type: ignore[attr-defined]
+
+
 def command_tree(group: str | None = None) -> Any:
     """The click command tree `duplexeval` runs (every group, or only `group`'s), with the output checks attached."""
+    _fold_long_words_in_help()
     cmd = typer.main.get_command(_make_app(group))
     _polish(cmd)
     return cmd
