@@ -22,7 +22,7 @@ DUPLEXEVAL = str(Path(sys.executable).parent / "duplexeval")  # the console scri
 def cli(*args: str, check: int = 0) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
     p = subprocess.run([DUPLEXEVAL, *args], cwd=EXAMPLES, capture_output=True, text=True, env=env, timeout=600)
-    assert p.returncode == check, f"{args}\n{p.stdout[-3000:]}\n{p.stderr[-2000:]}"
+    assert check < 0 or p.returncode == check, f"{args}\n{p.stdout[-3000:]}\n{p.stderr[-2000:]}"  # check < 0: any
     return p
 
 
@@ -81,7 +81,11 @@ def test_realtime_server_speaks_the_sdk_s_event_types_and_scores(server: str) ->
     assert kinds[:4] == ["session.created", "session.updated", "input_audio_buffer.speech_started",
                          "input_audio_buffer.speech_stopped"]
     assert kinds[4] == "response.created" and "response.output_audio.delta" in kinds and kinds[-1] == "response.done"
-    p = cli("systems", "check", f"openai-realtime:url={server}")
+    for _attempt in range(3):  # a real-time capture: a machine too busy to send on time makes it input_pacing_late
+        p = cli("systems", "check", f"openai-realtime:url={server}", check=-1)
+        if "input_pacing_late" not in p.stdout:
+            break
+    assert p.returncode == 0, p.stdout + p.stderr
     assert "thanks i heard you and this is my answer" in p.stdout.lower().replace(",", "")
 
 
