@@ -84,3 +84,21 @@ def test_evaluate_and_score_then_refuse_a_changed_file(tree):
         pipeline.score(tree)
     with pytest.raises(RefusalError, match="not empty"):
         pipeline.export(tree.parent / "data", "silent", tree)
+
+
+def test_demo_part_runs_every_stage_reuses_and_prints_one_table(tree, tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from duplexeval.fdb.tasks.overlap import demo
+
+    lines: list[str] = []
+    res = demo.run(tmp_path, ["silent", "turn-based"], say=lines.append, asr_backend="v15_loud_asr:Loud")
+    assert [r.stages for r in res.runs] == [{"export": "done", "asr": "done", "evaluate": "done", "score": "done"}] * 2
+    again = demo.run(tmp_path, ["silent"], say=lines.append, asr_backend="v15_loud_asr:Loud")
+    assert again.runs[0].stages == {"all": "reused"}
+    buf = io.StringIO()
+    demo.print_report(res, Console(file=buf, width=200))
+    text = buf.getvalue()
+    assert "user interruption (respond)" in text and "signature v1.5 unified (turn-based): fdb-v1.5-unified|" in text

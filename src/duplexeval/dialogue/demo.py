@@ -12,7 +12,13 @@ from duplexeval.dialogue.load import load_cases
 from duplexeval.dialogue.run import run_cases
 from duplexeval.dialogue.score import print_report, score_run
 from duplexeval.dialogue.simulator import Clock
-from duplexeval.dialogue.synth import caseset_text, check_caseset_out
+from duplexeval.dialogue.synth import (
+    DEFAULT_MIU,
+    DEFAULT_UIM_PER_REASON,
+    caseset_header,
+    caseset_text,
+    check_caseset_out,
+)
 from duplexeval.jsonio import atomic_write_text, make_output_dir
 
 CASES_NAME = "cases-builtin.jsonl"
@@ -24,9 +30,8 @@ def run_demo(out: Path, seed: int = 0, console: Any | None = None, force: bool =
     A rerun with the same seed redoes it in place; an earlier demo of another seed there is refused unless `force`."""
     out = make_output_dir(out, "demo folder")
     path = out / CASES_NAME
-    text = caseset_text(seed)
-    check_caseset_out(path, text, force)
-    atomic_write_text(path, text)
+    check_caseset_out(path, caseset_header(seed, DEFAULT_MIU, DEFAULT_UIM_PER_REASON), force)
+    atomic_write_text(path, caseset_text(seed))
     cases = load_cases(path)
     reports = []
     for name in BASELINES:

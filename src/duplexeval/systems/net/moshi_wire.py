@@ -168,19 +168,79 @@ class OpusEncoder:
         return self.encode_frame(bytes(self.frame_in * 2))
 
 
+def _crc_table() -> tuple[int, ...]:
+    table = []
+    for i in range(256):
+        r = i << 24
+        for _ in range(8):
+            r = ((r << 1) ^ 0x04C11DB7) if r & 0x80000000 else (r << 1)
+        table.append(r & 0xFFFFFFFF)
+    return tuple(table)
+
+
+_CRC = _crc_table()  # Ogg's CRC-32: polynomial 0x04c11db7, initial 0, not reflected, no final xor (RFC 3533)
+
+
+def ogg_crc(page: bytes) -> int:
+    """The CRC-32 of an Ogg page as RFC 3533 defines it (computed with the page's own CRC field zeroed)."""
+    crc = 0
+    for b in page:
+        crc = ((crc << 8) & 0xFFFFFFFF) ^ _CRC[((crc >> 24) & 0xFF) ^ b]
+    return crc
+
+
+class OggPages:
+    """Splits a received byte stream into whole Ogg pages and checks each one (capture pattern, version, CRC), so a
+    corrupt page is a protocol violation; libopus behind sphn would decode a page with a broken CRC as if it were
+    sound, and the sample would stay eligible with garbage in it."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self.pages = 0
+
+    def push(self, data: bytes) -> bytes:
+        """Append bytes; return the bytes of the pages they completed (each checked), holding back a partial page."""
+        self._buf.extend(data)
+        out = bytearray()
+        buf = self._buf
+        while len(buf) >= 27:
+            if buf[:4] != b"OggS" or buf[4] != 0:
+                nxt = buf.find(b"OggS", 1)  # resynchronise on the next page; what comes before it is dropped
+                del buf[: nxt if nxt > 0 else len(buf)]
+                raise MoshiWireError(f"bad Ogg page {self.pages}: no OggS capture pattern (version 0) at its start")
+            nseg = buf[26]
+            if len(buf) < 27 + nseg:
+                break
+            size = 27 + nseg + sum(buf[27 : 27 + nseg])
+            if len(buf) < size:
+                break
+            page = bytes(buf[:size])
+            del buf[:size]
+            self.pages += 1
+            if ogg_crc(page[:22] + b"\0\0\0\0" + page[26:]) != int.from_bytes(page[22:26], "little"):
+                # the message is a violation (the sample is ineligible); the stream goes on with the next page
+                raise MoshiWireError(f"bad Ogg page {self.pages - 1}: CRC mismatch (the page is corrupt)")
+            out.extend(page)
+        return bytes(out)
+
+
 class OpusDecoder:
-    """A received Ogg/Opus byte stream -> PCM16 at 24 kHz, whatever the page boundaries."""
+    """A received Ogg/Opus byte stream -> PCM16 at 24 kHz, whatever the page boundaries (each page checked)."""
 
     def __init__(self) -> None:
         self._reader = sphn.OpusStreamReader(MOSHI_SAMPLE_RATE)
+        self._pages = OggPages()
         self.bytes_in = 0
         self.samples_out = 0
 
     def feed(self, ogg: bytes) -> np.ndarray:
         """Append bytes; return the float32 samples they completed (possibly none)."""
         self.bytes_in += len(ogg)
+        whole = self._pages.push(ogg)
+        if not whole:
+            return np.zeros(0, np.float32)
         try:
-            pcm = self._reader.append_bytes(ogg)
+            pcm = self._reader.append_bytes(whole)
         except (ValueError, RuntimeError) as exc:
             raise MoshiWireError(f"bad Ogg/Opus audio: {exc}") from None
         out = np.asarray(pcm, dtype=np.float32).ravel() if pcm is not None else np.zeros(0, np.float32)

@@ -171,8 +171,14 @@ class NetSystem:
             raise ValueError(f"url lists the same address twice: {self.url!r}")
         for url in urls:
             parts = urlsplit(url)
-            if parts.scheme not in ("ws", "wss") or not parts.netloc:
+            if parts.scheme not in ("ws", "wss") or not parts.netloc or not parts.hostname:
                 raise ValueError(f"url must be ws:// or wss:// with a host, got {url!r}")
+            try:
+                port = parts.port
+            except ValueError:
+                port = -1
+            if port is not None and not 1 <= port <= 65535:
+                raise ValueError(f"url {url!r}: the port must be a whole number in 1..65535")
         if not (0 <= self.max_sessions_per_url <= 1024):
             raise ValueError(f"max_sessions_per_url must be between 0 (the protocol's default) and 1024, got {self.max_sessions_per_url}")
         if not (0 <= self.replica_retries <= 16):
