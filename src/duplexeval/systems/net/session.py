@@ -49,7 +49,7 @@ from duplexeval.systems.base import (
 )
 from duplexeval.systems.net.phases import planner
 from duplexeval.systems.net.replicas import REPLICA_FAILURES, Lease, replica_pool, split_urls
-from duplexeval.systems.net.trace import WireTrace, verdict
+from duplexeval.systems.net.trace import WireTrace, how_it_ended, verdict
 from duplexeval.systems.net.transport import (
     DEFAULT_MAX_SIZE,
     ConnectFailed,
@@ -233,19 +233,9 @@ class NetSystem:
             if not failed or wire is None or not more:
                 return trace
             tried.append({"replica": lease.replica.index, "url": lease.record(0)["url"], "attempt": len(tried) + 1,
-                          "reasons": failed, "what": _replica_failure(wire.records)})
+                          "reasons": failed, "what": how_it_ended(wire.records)})
             log.warning("replica %d failed a session (%s); running the sample again on another replica",
                         lease.replica.index, ", ".join(failed))
-
-
-def _replica_failure(records: list[dict[str, Any]]) -> str | None:
-    """A few words on how a replica failed a session: its last connect attempt, or the server's close."""
-    for rec in reversed(records):
-        if rec.get("event") == "closed" and rec.get("by") == "server":
-            return f"closed by the server (code {rec.get('code')})"
-        if rec.get("event") == "connect_attempt" and rec.get("result") != "ok":
-            return f"connect attempt {rec.get('attempt')}: {rec.get('result')}"
-    return None
 
 
 class _OnReplica:
