@@ -365,7 +365,9 @@ class NetSession:
         return rec
 
     # ---------------------------------------------------------- lifecycle (the runner calls these)
-    async def open(self) -> None:
+    async def connect_transport(self) -> None:
+        """Open the connection and start the receive task: sets `ws` (has `send`) and `receiver` (has `closed`,
+        `close()`); records `opened`. A WebSocket here; an adapter on another transport (WebRTC) overrides it."""
         url = self.system.connect_url(self.info)
         try:
             self.ws = await connect(url, self.system.headers(), self.wire, self.system.transport(), self.system.secrets())
@@ -373,6 +375,10 @@ class NetSession:
             raise SessionOpenFailed(f"connect_failed: {exc}", self.wire) from None
         self.wire.meta("opened")
         self.receiver = Receiver(self.ws, self.wire, self._on_message, self.system.max_size)
+
+    async def open(self) -> None:
+        await self.connect_transport()
+        assert self.receiver is not None
         try:
             await self.handshake()
         except Exception as exc:  # noqa: BLE001 - recorded, then the session ends before any input
