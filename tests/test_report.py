@@ -257,13 +257,41 @@ def test_controller_and_eot_reports_share_the_page(tmp_path: Path) -> None:
     assert '<td>false cutoff</td><td class="num">0.3333</td><td class="num">[0.0615, 0.7923]</td><td class="num">1/3</td>' in page
     cmp = render_html([tmp_path / "cmp.json"])
     assert "endpoint.latency_median_ms" in cmp and "+160" in cmp and "|boot:2000@0|" in cmp  # 2 frames later in B
+    assert 'class="forest"' in cmp and "endpoint latency (median)" in cmp  # the file's B - A drawn as a forest
     assert "signature: " in page and "controller-spec002-1" in page
     assert render_html([tmp_path / "ctl.json", tmp_path / "eot.json"]) == page
     write_json(tmp_path / "other.json", {"kind": "duplexeval.fdb.summary"})
     with pytest.raises(InputError, match="other.json: is a 'duplexeval.fdb.summary' file"):
         render_html([tmp_path / "other.json"])
-    with pytest.raises(InputError, match="either scored trees"):
+    with pytest.raises(InputError, match="not a scored FDB tree .no manifest.json. or a scored dialogue run"):
         render_html([tmp_path, tmp_path / "eot.json"])
+
+
+def test_dialogue_and_controller_demos_get_pages_like_the_fdb_one(tmp_path: Path) -> None:
+    """The dialogue demo's run folders and the controller demo's files: a forest against the baseline, cards per
+    case / clip with every system's reading, and the controller demo's compare.json accepted (it has a header)."""
+    from duplexeval.controller.cli.demo import run_demo as controller_demo
+    from duplexeval.dialogue.demo import run_demo as dialogue_demo
+
+    dialogue_demo(tmp_path / "dlg", 0, None)
+    runs = [tmp_path / "dlg" / s for s in ("half-duplex", "eager", "keyword")]
+    page = render_html(runs)
+    assert "Which dialogue system is better" in page and "difference from half-duplex" in page
+    data = page_data(page)
+    assert len(data["items"]) == 800 and page.count('<article class="smp') == 800  # one card per case
+    card = data["items"]["c-miu-0001"]
+    assert [who for who, _ in card["chats"]] == ["half-duplex", "eager", "keyword"]
+    assert re.search(r'id="d1-miu-0001" data-sys="1" data-outcome="mid" data-verdict="(ok|bad)"', page)
+
+    controller_demo(tmp_path / "ctl", n=2, exchanges=2)
+    files = [tmp_path / "ctl" / n for n in ("report-silence.json", "report-silero.json", "compare.json")]
+    page = render_html(files, options=ReportOptions(audio="none"))
+    assert "Which controller is better" in page and "difference from silence, paired 95% interval" in page
+    cards = page_data(page)["items"]
+    assert set(cards) == {"k-conv000", "k-conv001"}
+    lanes = cards["k-conv000"]["tracks"]
+    assert [t["sys"] for t in lanes] == [-1, -2, 0, 1] and lanes[2]["curve"] and lanes[2]["level"] == 0.91
+    assert lanes[0]["words"] and lanes[1]["words"]  # the conversation's own words on both channels
 
 
 @pytest.fixture

@@ -217,6 +217,30 @@ def _from_arrow(table: Any, source: str, meta: Mapping[str, Any] | None) -> Pred
     return Predictions(ids, lang, si, ts, sd, pe, labels, source, meta)
 
 
+def scored_only_at(p: Predictions) -> tuple[float, ...]:
+    """The silences a table was scored at when it was scored at only a few (`eot predict --only-at`): from our
+    header's settings, else from the rows (scores at at most 3 distinct silences while other grid times have none)."""
+    settings = (p.meta or {}).get("settings") if isinstance(p.meta, Mapping) else None
+    if isinstance(settings, Mapping) and isinstance(settings.get("only_at"), list):
+        return tuple(float(x) for x in settings["only_at"])
+    scored = ~np.isnan(p.p_eot)
+    if scored.all() or not scored.any():
+        return ()
+    at = np.unique(np.round(p.silence_dur[scored], 6))
+    return tuple(float(x) for x in at) if at.size <= 3 else ()
+
+
+def mode_warning(p: Predictions, score_mode: str, name: str) -> str | None:
+    """One line when predictions scored at a few silences only (a score-point model) are swept in `max` mode, the
+    streaming detectors' rule: the numbers and the signature then say `mode:max` for what is a score-point policy."""
+    at = scored_only_at(p)
+    if score_mode != "max" or not at:
+        return None
+    pts = ", ".join(f"{a:g}" for a in at)
+    return (f"warning: {name} was scored only at silence {pts} s (eot predict --only-at) but is swept in max mode, "
+            f"the rule for streaming detectors; for a score-point model pass --score-mode score_point --score-point {at[0]:g}")
+
+
 def write_predictions(path: str | Path, preds: Predictions, header: Mapping[str, Any]) -> tuple[Path, Path]:
     """Write ``PATH`` (.parquet, header in the schema metadata) and the same rows as ``PATH`` with .jsonl; atomic."""
     import pyarrow as pa

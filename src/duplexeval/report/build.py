@@ -18,6 +18,7 @@ from duplexeval.artifacts import check_kind
 from duplexeval.controller.metrics.compare import COMPARE_KIND as CONTROLLER_COMPARE
 from duplexeval.controller.metrics.compare import COMPARE_SCHEMA_VERSION as CONTROLLER_COMPARE_SCHEMA
 from duplexeval.controller.metrics.report import REPORT_SCHEMA_VERSION as CONTROLLER_SCHEMA
+from duplexeval.dialogue.run import SCHEMA as DIALOGUE_SCHEMA
 from duplexeval.eot.compare import SCHEMA_VERSION as EOT_COMPARE_SCHEMA
 from duplexeval.eot.sweep_report import SCHEMA_VERSION as SWEEP_SCHEMA
 from duplexeval.errors import InputError
@@ -25,10 +26,15 @@ from duplexeval.fdb.compare import COMPARE_SCHEMA_VERSION
 from duplexeval.fdb.results import ScoredTree, load_scored
 from duplexeval.fdb.selection import DatasetArg, resolve_dataset
 from duplexeval.fdb.tree import MANIFEST_FILE
+from duplexeval.fdb.tree_writer import dataset_mismatch
 from duplexeval.jsonio import atomic_write_text, read_json
 from duplexeval.report import other_pages
 from duplexeval.report.clips import OGG_MIME
-from duplexeval.report.eot_pages import compare_body, sweep_body
+from duplexeval.report.controller_page import controller_body, load_controller
+from duplexeval.report.dialogue_page import REPORT_FILE as DIALOGUE_FILE
+from duplexeval.report.dialogue_page import REPORT_KIND as DIALOGUE_REPORT
+from duplexeval.report.dialogue_page import dialogue_body, load_run
+from duplexeval.report.eot_pages import compare_body, eot_summary, sweep_body
 from duplexeval.report.explorer import PageData
 from duplexeval.report.fdb_evidence import AUDIO_MODES, INLINE, LINK, FdbEvidence, gather, page_url
 from duplexeval.report.fdb_page import compare_file_body, fdb_body
@@ -41,7 +47,7 @@ EOT_REPORT = "duplexeval.eot.report"
 EOT_SWEEP = "duplexeval.eot.sweep"
 EOT_COMPARE = "duplexeval.eot.compare"
 FDB_COMPARE = "duplexeval.fdb.compare"
-FILE_KINDS = (CONTROLLER_REPORT, CONTROLLER_COMPARE, EOT_REPORT, EOT_SWEEP, EOT_COMPARE, FDB_COMPARE)
+FILE_KINDS = (CONTROLLER_REPORT, CONTROLLER_COMPARE, EOT_REPORT, EOT_SWEEP, EOT_COMPARE, FDB_COMPARE, DIALOGUE_REPORT)
 
 
 @dataclass(frozen=True)
@@ -68,36 +74,130 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1, options: ReportOptio
     given = [Path(p) for p in paths]
     if opts.labels and len(opts.labels) != len(given):
         raise InputError(f"--label: give one label per input ({len(given)} inputs, {len(opts.labels)} labels)")
-    dirs = [p for p in given if p.is_dir()]
-    if dirs and len(dirs) != len(given):
-        raise InputError("report: give either scored trees (folders) or report files, not both")
-    if dirs:
+    trees = [p for p in given if p.is_dir() and (p / MANIFEST_FILE).is_file()]
+    if trees and len(trees) != len(given):
+        raise InputError("report: give either scored FDB trees (folders) or other report inputs, not both")
+    if trees:
         return _fdb_page(given, opts)
 
-    bodies = []
+    files = []
     for p in given:
+        if p.is_dir():
+            if not (p / DIALOGUE_FILE).is_file():
+                raise InputError(f"{p}: not a scored FDB tree (no {MANIFEST_FILE}) or a scored dialogue run (no {DIALOGUE_FILE})")
+            p = p / DIALOGUE_FILE
         if not p.is_file():
-            raise InputError(f"{p}: not found (expected a scored tree folder or a report JSON file)")
+            raise InputError(f"{p}: not found (expected a scored tree folder, a dialogue run or a report JSON file)")
         obj = read_json(p)
         kind = obj.get("kind") if isinstance(obj, dict) else None
         if not isinstance(kind, str) or kind not in FILE_KINDS:
             check_kind(obj, CONTROLLER_REPORT if kind is None else f"one of {', '.join(FILE_KINDS)}", p)
             raise AssertionError("unreachable: check_kind refused the file")
-        if kind == CONTROLLER_REPORT:
-            bodies.append(other_pages.controller_body(p.name, check_kind(obj, kind, p, CONTROLLER_SCHEMA)))
-        elif kind == CONTROLLER_COMPARE:
-            bodies.append(other_pages.controller_compare_body(p.name, check_kind(obj, kind, p, CONTROLLER_COMPARE_SCHEMA)))
-        elif kind == FDB_COMPARE:
-            bodies.append(compare_file_body(p.name, check_kind(obj, kind, p, COMPARE_SCHEMA_VERSION)))
-        elif kind == EOT_SWEEP:
-            summary = check_kind(obj, kind, p, SWEEP_SCHEMA)
-            bodies.append(_render(p, kind, partial(sweep_body, _file_label(p), summary, p)))
-        elif kind == EOT_COMPARE:
-            cmp = check_kind(obj, kind, p, EOT_COMPARE_SCHEMA)
-            bodies.append(_render(p, kind, partial(compare_body, _file_label(p), cmp)))
-        else:
-            bodies.append(other_pages.eot_body(p.name, check_kind(obj, kind, p)))
-    return document("duplexeval report", "".join(bodies), "Files: " + esc(", ".join(str(p) for p in given)))
+        version = {CONTROLLER_REPORT: CONTROLLER_SCHEMA, CONTROLLER_COMPARE: CONTROLLER_COMPARE_SCHEMA, FDB_COMPARE: COMPARE_SCHEMA_VERSION,
+                   EOT_SWEEP: SWEEP_SCHEMA, EOT_COMPARE: EOT_COMPARE_SCHEMA, DIALOGUE_REPORT: DIALOGUE_SCHEMA}.get(kind)  # fmt: skip
+        files.append((p, kind, check_kind(obj, kind, p, version) if version is not None else check_kind(obj, kind, p)))
+    labels = list(opts.labels)
+    bodies = []
+    data = PageData()
+    nav: list[tuple[str, str]] = []
+    title = "duplexeval report"
+    dialogue = [(i, p, o) for i, (p, k, o) in enumerate(files) if k == DIALOGUE_REPORT]
+    if dialogue:
+        bodies.append(_dialogue_family(dialogue, labels, opts.baseline, data))
+        nav += [("summary", "summary"), ("samples", "cases")]
+        title = "duplexeval report: duplex dialogue (spec 004)"
+    if any(k in (EOT_SWEEP, EOT_COMPARE, EOT_REPORT) for _, k, _ in files):
+        bodies.append(_eot_family([(i, p, o) for i, (p, k, o) in enumerate(files) if k in (EOT_SWEEP, EOT_COMPARE, EOT_REPORT)],
+                                  files, labels, opts.baseline))
+    if any(k in (CONTROLLER_REPORT, CONTROLLER_COMPARE) for _, k, _ in files):
+        bodies.append(_controller_family(files, labels, opts, data))
+        nav += [("summary", "summary"), ("samples", "clips")]
+        title = "duplexeval report: turn-taking controllers (spec 002)"
+    for p, kind, obj in files:
+        if kind == FDB_COMPARE:
+            bodies.append(compare_file_body(p.name, obj))
+    return document(title, "".join(bodies), "Files: " + esc(", ".join(str(p) for p in given)), nav, data.html())
+
+
+def _controller_family(files: Sequence[tuple[Path, str, dict[str, Any]]], labels: Sequence[str], opts: ReportOptions,
+                       data: PageData) -> str:
+    reports = [(i, p, o) for i, (p, k, o) in enumerate(files) if k == CONTROLLER_REPORT]
+    comps = [(p, o) for p, k, o in files if k == CONTROLLER_COMPARE]
+    ctls = [load_controller(p, o) for _, p, o in reports]
+    names = [labels[i] for i, _, _ in reports] if labels else [c.name for c in ctls]
+    if len(set(names)) != len(names):
+        names = [c.path.stem for c in ctls]
+    aliases = [(c.path.stem, str(c.path), str((c.report.get("data") or {}).get("path"))) for c in ctls]
+    if opts.baseline is None and comps and ctls:
+        a_folder = Path(str((comps[0][1].get("a") or {}).get("path") or "")).name
+        base = next((k for k, c in enumerate(ctls) if Path(str((c.report.get("data") or {}).get("path") or "")).name == a_folder), 0)
+    else:
+        base = pick_baseline(names, aliases, opts.baseline) if ctls else 0
+    chips = " ".join(f'<span class="sys"><i style="background:{COLORS[k % len(COLORS)]}"></i>{esc(lb)}'
+                     + ('<span class="tag">baseline</span>' if k == base and len(ctls) > 1 else "") + "</span>"
+                     for k, lb in enumerate(names))
+    body = controller_body(ctls, comps, names, COLORS, base, data, opts.audio)
+    return (f'<div class="chips" style="margin:10px 0 0">{chips}</div>' if chips else "") + body
+
+
+def _dialogue_family(chosen: Sequence[tuple[int, Path, dict[str, Any]]], labels: Sequence[str], baseline: str | None,
+                     data: PageData) -> str:
+    runs = [load_run(p.parent, o) for _, p, o in chosen]
+    names = [labels[i] for i, _, _ in chosen] if labels else [r.system for r in runs]
+    if len(set(names)) != len(names):
+        names = [r.root.name for r in runs]
+    if len(set(names)) != len(names):
+        raise InputError(f"--label: two dialogue runs have the same name ({', '.join(names)}); give --label")
+    base = pick_baseline(names, [(r.root.name, str(r.root), r.system) for r in runs], baseline)
+    chips = " ".join(f'<span class="sys"><i style="background:{COLORS[k % len(COLORS)]}"></i>{esc(lb)}'
+                     + ('<span class="tag">baseline</span>' if k == base and len(runs) > 1 else "") + "</span>"
+                     for k, lb in enumerate(names))
+    body, items = dialogue_body(runs, names, COLORS, base)
+    data.add(items)
+    return f'<div class="chips" style="margin:10px 0 0">{chips}</div>' + body
+
+
+def _eot_family(chosen: Sequence[tuple[int, Path, dict[str, Any]]], files: Sequence[tuple[Path, str, dict[str, Any]]],
+                labels: Sequence[str], baseline: str | None) -> str:
+    """The EOT section: with two or more sweeps, their frontiers on one figure and a forest of the operating points
+    first; then each sweep, each comparison (its own two frontiers and differences) and each spec 003 report."""
+    sweeps = [(i, p, o) for i, p, o in chosen if files[i][1] == EOT_SWEEP]
+    names = [labels[i] if labels else _detector_label(o, p) for i, p, o in sweeps]
+    if not labels and len(set(names)) != len(names):
+        names = [_file_label(p) for _, p, _ in sweeps]
+    compares = [(i, p, o) for i, p, o in chosen if files[i][1] == EOT_COMPARE]
+    aliases = [(_file_label(p), p.parent.name, str(p)) for _, p, _ in sweeps]
+    if baseline is None:
+        base = next((names.index(str(c["a"])) for _, _, c in compares if str(c.get("a")) in names), 0)
+    else:
+        base = pick_baseline(names, aliases, baseline)
+    parts = []
+    if len(sweeps) >= 2:
+        diffs: list[dict[str, Any] | None] = [None] * len(sweeps)
+        for _, _, c in compares:
+            if str(c.get("a")) == names[base] and str(c.get("b")) in names:
+                diffs[names.index(str(c["b"]))] = c.get("budgets")
+        summary = partial(eot_summary, names, COLORS, [(o, p) for _, p, o in sweeps], base, diffs)
+        parts.append(_render(sweeps[0][1], EOT_SWEEP, summary))
+    for k, (_i, p, o) in enumerate(sweeps):
+        body = partial(sweep_body, names[k], o, p, COLORS[k % len(COLORS)], _file_label(p))
+        parts.append('<section class="card">' + _render(p, EOT_SWEEP, body) + "</section>")
+    for i, p, o in chosen:
+        if files[i][1] == EOT_COMPARE:
+            body = partial(compare_body, labels[i] if labels else _file_label(p), o)
+            parts.append('<section class="card">' + _render(p, EOT_COMPARE, body) + "</section>")
+        elif files[i][1] == EOT_REPORT:
+            parts.append('<section class="card">' + other_pages.eot_body(labels[i] if labels else p.name, o) + "</section>")
+    return "".join(parts)
+
+
+def _detector_label(summary: dict[str, Any], path: Path) -> str:
+    """A sweep's detector, from its signature (`det:silero:...` -> silero), else its folder's name."""
+    sig = summary.get("signature")
+    comps = (sig.get("components") or []) if isinstance(sig, dict) else []
+    det = next((c for c in comps if isinstance(c, dict) and c.get("name") == "det"), None)
+    value = str((det or {}).get("value") or "").split(":")[0]
+    return value if value and value != "external" else (path.parent.name or path.stem)
 
 
 # ---------------------------------------------------------------------------------------------------- FDB trees
@@ -153,8 +253,8 @@ def _inputs(trees: Sequence[ScoredTree], dataset: DatasetArg | None) -> tuple[di
             s = by_key.get((e.subset, e.id))
             if s is None:
                 problem: str | None = "is not in the dataset"
-            elif s.T != e.T:
-                problem = f"has input length {s.T!r} s in the dataset but {e.T!r} s in {t.root / MANIFEST_FILE}"
+            elif (why := dataset_mismatch(s, e.dir(t.root), e.T)) is not None:
+                problem = f"of {t.root}: {why}"
             elif e.annotation and getattr(s, "annotation_sha256", None) not in (None, e.files.get(e.annotation)):
                 problem = f"has another {e.annotation} in the dataset than in {t.root}"
             else:

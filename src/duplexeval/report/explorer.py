@@ -31,11 +31,15 @@ class Track:
     words: tuple[tuple[str, float, float | None], ...] = ()
     audio: str | None = None  # "#element-id" of inline audio, or a URL relative to the page
     note: str = ""
+    curve: str | None = None  # base64 of uint8 values 0-255 (a probability per 80 ms frame), drawn as a line
+    level: float | None = None  # the curve's threshold, drawn dashed
+    ticks: tuple[float, ...] = ()  # event times (a controller's commits), drawn as marks on the lane
 
     def to_json(self) -> dict[str, object]:
         return {"sys": self.sys, "label": self.label, "color": self.color, "env": self.env,
                 "vad": [list(v) for v in self.vad], "words": [list(w) for w in self.words],
-                "audio": self.audio, "note": self.note}  # fmt: skip
+                "audio": self.audio, "note": self.note, "curve": self.curve, "level": self.level,
+                "ticks": list(self.ticks)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ class Item:
     marks: list[tuple[str, float]] = field(default_factory=list)
     spans: list[tuple[str, float, float]] = field(default_factory=list)
     said: list[tuple[str, str]] = field(default_factory=list)
-    chat: list[tuple[str, str]] | None = None
+    chats: list[tuple[str, list[tuple[str, str]]]] = field(default_factory=list)  # (whose, [(role, text)])
     field_head: list[str] = field(default_factory=list)
     field_rows: list[tuple[str, list[str]]] = field(default_factory=list)
     text: str = ""
@@ -71,7 +75,7 @@ class Item:
         return {
             "T": self.T, "tracks": [t.to_json() for t in self.tracks], "marks": [list(m) for m in self.marks],
             "spans": [list(s) for s in self.spans], "said": [list(s) for s in self.said],
-            "chat": None if self.chat is None else [list(c) for c in self.chat],
+            "chats": [[who, [list(t) for t in turns]] for who, turns in self.chats],
             "fields": {"head": self.field_head, "rows": [[n, v] for n, v in self.field_rows]},
             "text": " ".join([self.title, self.group, *(f"{v.outcome} {v.why}" for v in self.verdicts), self.text]).lower(),
         }  # fmt: skip

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -16,6 +16,7 @@ from duplexeval.errors import InputError
 from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
 from duplexeval.fdb.results import ScoredTree
 from duplexeval.fdb.tree import OUTPUT_WAV, SampleEntry
+from duplexeval.fdb.verified import read_verified
 from duplexeval.report.clips import ogg_bytes, peaks_b64
 from duplexeval.report.timeline import load_view
 
@@ -25,12 +26,13 @@ AUDIO_MODES = (INLINE, LINK, NONE)
 
 @dataclass(frozen=True)
 class OutputJob:
-    """One tree's sample: its files are read and drawn; `inline` also encodes the audio."""
+    """One tree's sample: its files are read (hash-checked) and drawn; `inline` also encodes the audio."""
 
     tree: str
     entry: SampleEntry
     row: dict[str, Any] | None
     inline: bool
+    transcript_sha256: str | None = None  # asr.json's hash of output.json
 
 
 @dataclass(frozen=True)
@@ -55,18 +57,19 @@ class Evidence:
 
 
 def read_output(job: OutputJob) -> Evidence:
-    """Load one tree sample (top level and pure, so a process pool can run it); no output.wav is no peaks."""
-    view = load_view(Path(job.tree), job.entry, job.row)
-    wav = job.entry.dir(Path(job.tree)) / OUTPUT_WAV
+    """Load one tree sample (top level and pure, so a process pool can run it): the files the manifest and asr.json
+    vouch for are read through the hash-checked reader (a missing or changed one is one line); no output.wav (an
+    ineligible capture) is no peaks."""
+    e = job.entry
+    tree = Path(job.tree)
+    no_wav = replace(e, files={k: v for k, v in e.files.items() if k != OUTPUT_WAV})  # read once, below
+    view = load_view(tree, no_wav, job.row, job.transcript_sha256)
     peaks = audio = None
-    if wav.is_file():
-        try:
-            a, sr = read_audio(wav)
-        except (InputError, RuntimeError, OSError):
-            a = None
-        if a is not None:
-            peaks = peaks_b64(a)
-            audio = ogg_bytes(a, sr) if job.inline else None
+    if OUTPUT_WAV in e.files:
+        wav = e.dir(tree) / OUTPUT_WAV
+        a, sr = read_audio(wav, read_verified(wav, e.files[OUTPUT_WAV], e.key))
+        peaks = peaks_b64(a)
+        audio = ogg_bytes(a, sr) if job.inline else None
     return Evidence(peaks, audio, view.outcome, tuple(view.words), tuple(view.vad), tuple(view.marks), tuple(view.spans))
 
 
@@ -91,7 +94,9 @@ def gather(trees: Sequence[ScoredTree], inputs: dict[tuple[str, str], Path], mod
     for k, t in enumerate(trees):
         for e in t.manifest.samples:
             keys.append(("out", (k, e.subset, e.id)))
-            work.append(OutputJob(str(t.root), e, t.rows.get(e.subset, {}).get(e.id), mode == INLINE))
+            asr = t.asr.samples.get(e.key)
+            work.append(OutputJob(str(t.root), e, t.rows.get(e.subset, {}).get(e.id), mode == INLINE,
+                                  asr.output_json if asr else None))
     for key, path in inputs.items():
         keys.append(("in", key))
         work.append(InputJob(str(path), mode == INLINE))

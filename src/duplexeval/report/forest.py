@@ -65,6 +65,7 @@ UNITS: dict[str, Unit] = {
     "ms": Unit("milliseconds", lambda x: f"{x:g} ms"),
     "per hour": Unit("events per hour", lambda x: f"{x:g}/h"),
     "score": Unit("score", lambda x: f"{x:g}"),
+    "score01": Unit("score (0 to 1)", lambda x: f"{x:g}", (0.0, 1.0)),
 }
 
 
@@ -137,7 +138,7 @@ def _axis(scale: _Scale, fmt: Callable[[float], str], zero: bool = False) -> str
 
 
 def _strip(points: Sequence[tuple[int, Estimate | None]], scale: _Scale, colors: Sequence[str], labels: Sequence[str],
-           n_slots: int, grid: Sequence[float], zero: bool, row: ForestRow | None) -> str:
+           n_slots: int, grid: Sequence[float], zero: bool, row: ForestRow | None, skip_none: bool = False) -> str:
     """One cell: a whisker and a dot per system, on a faint grid; `zero` draws the no-difference line."""
     h = 8 + 10 * max(1, n_slots)
     parts = [f'<line x1="{scale(t)}%" x2="{scale(t)}%" y1="0" y2="{h}" stroke="#eef0f3"/>' for t in grid]
@@ -145,7 +146,11 @@ def _strip(points: Sequence[tuple[int, Estimate | None]], scale: _Scale, colors:
         parts.append(f'<line x1="{scale(0)}%" x2="{scale(0)}%" y1="0" y2="{h}" stroke="#39404a" stroke-width="1"/>')
     for k, p in points:
         y = 9 + 10 * k  # a system keeps its row in both columns
+        if p is None and not zero and skip_none:
+            continue
         c = colors[k % len(colors)]
+        if zero and (p is None or p.value is None):  # no paired difference here: the values column says why
+            continue
         title = f"{labels[k]}: {p.text if p is not None else 'no data'}"
         if p is None or p.value is None:
             parts.append(f'<text x="{_PAD}%" y="{y + 3.5}" font-size="10" fill="#8a8f98"><title>{esc(title)}</title>'
@@ -189,6 +194,17 @@ def forest_html(systems: Sequence[str], colors: Sequence[str], baseline: int | N
     out = [f'<div class="chips" style="margin:2px 0 8px">{chips}</div>'] if legend else []
     if has_diff and baseline is not None:
         out.append(_scoreboard(systems, colors, baseline, rows))
+    def missing(r: ForestRow, k: int) -> bool:
+        v = r.values[k] if k < len(r.values) else None
+        return v is None or v.value is None
+
+    empty = [k for k in range(len(systems)) if all(missing(r, k) for r in rows)]
+    if empty:  # a system with no value anywhere (every sample ineligible, say): one line, not a "no data" per row
+        out.append('<p class="note">No value to draw for ' + ", ".join(esc(systems[k]) for k in empty)
+                   + ": every headline metric is empty (see its counts below).</p>")
+        rows = [ForestRow(r.group, r.label, r.unit, r.better,
+                          tuple(None if k in empty else v for k, v in enumerate(r.values)),
+                          tuple(None if k in empty else d for k, d in enumerate(r.diffs))) for r in rows]
     grid = [f'<div class="forest{"" if has_diff else " nodiff"}">', '<div class="fh">metric</div>',
             '<div class="fh">value, 95% interval</div>']
     if has_diff and baseline is not None:
@@ -202,7 +218,7 @@ def forest_html(systems: Sequence[str], colors: Sequence[str], baseline: int | N
         block = [r for r in rows if r.unit == u]
         vs = _Scale(*_range([p for r in block for p in r.values if p is not None], unit))
         ds = _Scale(*_diff_range([p for r in block for p in r.diffs if p is not None], unit))
-        dfmt = _pts if u == "share" else unit.fmt
+        dfmt = _pts if u == "share" else (lambda x: f"{x:+g}" if x else "0") if u == "score01" else unit.fmt
         grid.append(f'<div class="fl"><small>{esc(unit.name)}</small></div><div>{_axis(vs, unit.fmt)}</div>')
         if has_diff:
             grid.append(f"<div>{_axis(ds, dfmt, zero=True)}</div>")
@@ -214,7 +230,8 @@ def forest_html(systems: Sequence[str], colors: Sequence[str], baseline: int | N
                 grid.append(f'<div class="fg">{esc(group)}</div>')
             better = {LOWER: "lower is better", HIGHER: "higher is better"}.get(r.better, "")
             grid.append(f'<div class="fl">{esc(r.label)}' + (f"<small>{better}</small>" if better else "") + "</div>")
-            grid.append("<div>" + _strip(list(enumerate(r.values)), vs, colors, systems, len(systems), vgrid, False, None) + "</div>")
+            grid.append("<div>" + _strip(list(enumerate(r.values)), vs, colors, systems, len(systems), vgrid, False, None,
+                                         skip_none=bool(empty)) + "</div>")
             if has_diff:
                 pts = [(k, r.diffs[k] if k < len(r.diffs) else None) for k in others]
                 grid.append("<div>" + _strip(pts, ds, colors, systems, len(systems), dgrid, True, r) + "</div>")
@@ -234,7 +251,7 @@ def _scoreboard(systems: Sequence[str], colors: Sequence[str], baseline: int, ro
         tally = {WIN: 0, LOSS: 0, UNCLEAR: 0}
         for r in rows:
             d = r.diffs[k] if k < len(r.diffs) else None
-            if d is None or r.better == NEITHER:
+            if d is None or d.value is None or r.better == NEITHER:
                 continue
             tally[verdict(r, d)] += 1
         n = sum(tally.values())

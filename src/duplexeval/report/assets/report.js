@@ -55,7 +55,10 @@
     var W = Math.max(640, box.clientWidth || 900), gutter = 118, right = 10, top = 16;
     var T = item.T, x = function (t) { return gutter + (W - gutter - right) * Math.min(1, Math.max(0, t / T)); };
     var lanes = [];
-    item.tracks.forEach(function (tr) { lanes.push({ tr: tr, h: tr.sys < 0 ? 46 : (tr.words && tr.words.length ? 72 : 56) }); });
+    item.tracks.forEach(function (tr) {
+      var words = tr.words && tr.words.length ? 18 : 0;
+      lanes.push({ tr: tr, h: (tr.sys < 0 ? 46 : 54) + words });
+    });
     var H = top + lanes.reduce(function (a, l) { return a + l.h; }, 0) + 26;
     var svg = el('svg', { viewBox: '0 0 ' + W + ' ' + H, width: W, height: H, class: 'tl', role: 'img' });
     svg.style.height = 'auto';
@@ -70,6 +73,21 @@
       el('title', {}, lab).textContent = tr.label;
       var vadH = tr.sys < 0 ? 0 : 7, waveTop = y + vadH + 2, waveH = tr.sys < 0 ? 38 : 36, mid = waveTop + waveH / 2;
       el('line', { x1: gutter, x2: W - right, y1: mid, y2: mid, stroke: '#d5d9de' }, svg);
+      if (tr.curve) {  /* a probability per 80 ms frame, with its threshold dashed and the commits as marks */
+        var cv = peaks(tr.curve), pts = [];
+        for (var j = 0; j < cv.length; j++) pts.push(x((j + 0.5) * 0.08).toFixed(1) + ',' + (waveTop + waveH - cv[j] / 255 * waveH).toFixed(1));
+        el('polyline', { points: pts.join(' '), fill: 'none', stroke: color, 'stroke-width': 1.4 }, svg);
+        if (tr.level !== null && tr.level !== undefined) {
+          var ly = waveTop + waveH - tr.level * waveH;
+          el('line', { x1: gutter, x2: W - right, y1: ly, y2: ly, stroke: color, 'stroke-dasharray': '4 3', opacity: 0.7 }, svg);
+        }
+        (tr.ticks || []).forEach(function (t0) {
+          var tk = el('path', { d: 'M' + x(t0) + ' ' + (y + 1) + 'l-4 -0 l4 8 l4 -8z', fill: '#2f9e44' }, svg);
+          el('title', {}, tk).textContent = 'commit at ' + t0.toFixed(2) + ' s';
+        });
+        y += lane.h;
+        return;
+      }
       var p = tr.env ? peaks(tr.env) : null;
       var note = tr.note || 'no audio';
       if (p && !p.some(function (v) { return v > 0; })) { p = null; note = 'silence: no sound at all'; }
@@ -144,7 +162,7 @@
     (item.tracks || []).forEach(function (tr) {
       var src = audioSrc(tr.audio);
       if (!src) return;
-      var lab = h('label', '', tr.sys < 0 ? 'user input' : tr.label + ' output');
+      var lab = h('label', '', tr.sys < 0 ? tr.label : tr.label + ' output');
       var a = document.createElement('audio');
       a.controls = true; a.preload = 'none'; a.src = src;
       a.setAttribute('data-track', tr.sys);
@@ -176,7 +194,7 @@
       p.appendChild(document.createTextNode(s[1] || '(no words)'));
       body.appendChild(p);
     });
-    if (item.chat) body.appendChild(chat(item.chat));
+    if (item.chats && item.chats.length) body.appendChild(chats(item.chats));
     if (item.fields && item.fields.rows.length) body.appendChild(fields(item.fields));
   }
 
@@ -191,10 +209,15 @@
     return d;
   }
 
-  function chat(turns) {
-    var d = h('div', 'chat');
-    turns.forEach(function (t) { d.appendChild(h('div', 'bubble ' + t[0], t[1])); });
-    return d;
+  function chats(list) {
+    var row = h('div', 'chats');
+    list.forEach(function (c) {
+      var d = h('div', 'chat');
+      d.appendChild(h('h5', '', c[0]));
+      c[1].forEach(function (t) { d.appendChild(h('div', 'bubble ' + t[0], t[1])); });
+      row.appendChild(d);
+    });
+    return row;
   }
 
   function fields(f) {
