@@ -31,8 +31,10 @@ from duplexeval.jsonio import atomic_write_text, read_json
 from duplexeval.report import other_pages
 from duplexeval.report.clips import OGG_MIME
 from duplexeval.report.controller_page import controller_body, load_controller
+from duplexeval.report.dialogue_page import COMPARE_KIND as DIALOGUE_COMPARE
 from duplexeval.report.dialogue_page import REPORT_FILE as DIALOGUE_FILE
 from duplexeval.report.dialogue_page import REPORT_KIND as DIALOGUE_REPORT
+from duplexeval.report.dialogue_page import compare_file_body as dialogue_compare_body
 from duplexeval.report.dialogue_page import dialogue_body, load_run
 from duplexeval.report.eot_pages import compare_body, eot_summary, sweep_body
 from duplexeval.report.explorer import PageData
@@ -47,7 +49,8 @@ EOT_REPORT = "duplexeval.eot.report"
 EOT_SWEEP = "duplexeval.eot.sweep"
 EOT_COMPARE = "duplexeval.eot.compare"
 FDB_COMPARE = "duplexeval.fdb.compare"
-FILE_KINDS = (CONTROLLER_REPORT, CONTROLLER_COMPARE, EOT_REPORT, EOT_SWEEP, EOT_COMPARE, FDB_COMPARE, DIALOGUE_REPORT)
+FILE_KINDS = (CONTROLLER_REPORT, CONTROLLER_COMPARE, EOT_REPORT, EOT_SWEEP, EOT_COMPARE, FDB_COMPARE, DIALOGUE_REPORT,
+              DIALOGUE_COMPARE)
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,8 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1, options: ReportOptio
             check_kind(obj, CONTROLLER_REPORT if kind is None else f"one of {', '.join(FILE_KINDS)}", p)
             raise AssertionError("unreachable: check_kind refused the file")
         version = {CONTROLLER_REPORT: CONTROLLER_SCHEMA, CONTROLLER_COMPARE: CONTROLLER_COMPARE_SCHEMA, FDB_COMPARE: COMPARE_SCHEMA_VERSION,
-                   EOT_SWEEP: SWEEP_SCHEMA, EOT_COMPARE: EOT_COMPARE_SCHEMA, DIALOGUE_REPORT: DIALOGUE_SCHEMA}.get(kind)  # fmt: skip
+                   EOT_SWEEP: SWEEP_SCHEMA, EOT_COMPARE: EOT_COMPARE_SCHEMA, DIALOGUE_REPORT: DIALOGUE_SCHEMA,
+                   DIALOGUE_COMPARE: DIALOGUE_SCHEMA}.get(kind)  # fmt: skip
         files.append((p, kind, check_kind(obj, kind, p, version) if version is not None else check_kind(obj, kind, p)))
     labels = list(opts.labels)
     bodies = []
@@ -116,6 +120,8 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1, options: ReportOptio
     for p, kind, obj in files:
         if kind == FDB_COMPARE:
             bodies.append(compare_file_body(p.name, obj))
+        elif kind == DIALOGUE_COMPARE:
+            bodies.append(_render(p, kind, partial(dialogue_compare_body, p.name, obj, COLORS)))
     return document(title, "".join(bodies), "Files: " + esc(", ".join(str(p) for p in given)), nav, data.html())
 
 
