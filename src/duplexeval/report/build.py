@@ -40,6 +40,7 @@ from duplexeval.report.eot_pages import compare_body, eot_summary, sweep_body
 from duplexeval.report.explorer import PageData
 from duplexeval.report.fdb_evidence import AUDIO_MODES, INLINE, LINK, FdbEvidence, gather, page_url
 from duplexeval.report.fdb_page import compare_file_body, fdb_body
+from duplexeval.report.forest import system_chips
 from duplexeval.report.page import document, esc
 from duplexeval.report.samples import Lineup, fdb_items
 from duplexeval.report.svg import COLORS
@@ -139,9 +140,7 @@ def _controller_family(files: Sequence[tuple[Path, str, dict[str, Any]]], labels
         base = next((k for k, c in enumerate(ctls) if Path(str((c.report.get("data") or {}).get("path") or "")).name == a_folder), 0)
     else:
         base = pick_baseline(names, aliases, opts.baseline) if ctls else 0
-    chips = " ".join(f'<span class="sys"><i style="background:{COLORS[k % len(COLORS)]}"></i>{esc(lb)}'
-                     + ('<span class="tag">baseline</span>' if k == base and len(ctls) > 1 else "") + "</span>"
-                     for k, lb in enumerate(names))
+    chips = system_chips(names, COLORS, base)
     body = controller_body(ctls, comps, names, COLORS, base, data, opts.audio)
     return (f'<div class="chips" style="margin:10px 0 0">{chips}</div>' if chips else "") + body
 
@@ -155,9 +154,7 @@ def _dialogue_family(chosen: Sequence[tuple[int, Path, dict[str, Any]]], labels:
     if len(set(names)) != len(names):
         raise InputError(f"--label: two dialogue runs have the same name ({', '.join(names)}); give --label")
     base = pick_baseline(names, [(r.root.name, str(r.root), r.system) for r in runs], baseline)
-    chips = " ".join(f'<span class="sys"><i style="background:{COLORS[k % len(COLORS)]}"></i>{esc(lb)}'
-                     + ('<span class="tag">baseline</span>' if k == base and len(runs) > 1 else "") + "</span>"
-                     for k, lb in enumerate(names))
+    chips = system_chips(names, COLORS, base)
     body, items = dialogue_body(runs, names, COLORS, base)
     data.add(items)
     return f'<div class="chips" style="margin:10px 0 0">{chips}</div>' + body
@@ -312,9 +309,7 @@ def _fdb_page(given: Sequence[Path], opts: ReportOptions) -> str:
     if opts.audio == LINK:
         note = " ".join(x for x in (note, "Audio is linked, not inlined: keep the trees (and dataset) where they are relative to this page.") if x)
     body, nav = fdb_body(trees, lineup, items, note)
-    chips = " ".join(f'<span class="sys"><i style="background:{lineup.color(k)}"></i>{esc(lb)}'
-                     + ('<span class="tag">baseline</span>' if k == lineup.baseline else "") + "</span>"
-                     for k, lb in enumerate(labels))
+    chips = system_chips(labels, lineup.colors, lineup.baseline)
     subtitle = (f'<div class="chips">{chips}</div>Full-Duplex-Bench v1.0, unified rules; dataset '
                 f"{esc(trees[0].manifest.dataset_name)}; {sum(len(t.manifest.samples) for t in trees)} samples in {len(trees)} "
                 + ("tree" if len(trees) == 1 else "trees"))
