@@ -56,7 +56,10 @@ def response_curve(title: str, series: Sequence[tuple[str, Sequence[float | None
     ax.set_xlabel("seconds after the reference (E for turn-taking, R for interruption)")
     ax.set_ylabel("F(t): share that responded by t")
     ax.set_title(title, fontsize=9, loc="left", fontweight="bold")
-    ax.legend(loc="lower right", fontsize=7, frameon=False)
+    if ax.get_legend_handles_labels()[0]:  # no series with samples: no legend (and no matplotlib warning)
+        ax.legend(loc="lower right", fontsize=7, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no samples to draw", transform=ax.transAxes, ha="center", color="#888")
     return svg.to_svg(fig)
 
 
