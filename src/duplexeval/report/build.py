@@ -25,7 +25,7 @@ from duplexeval.errors import InputError
 from duplexeval.fdb.compare import COMPARE_SCHEMA_VERSION
 from duplexeval.fdb.results import ScoredTree, load_scored
 from duplexeval.fdb.selection import DatasetArg, resolve_dataset
-from duplexeval.fdb.tree import MANIFEST_FILE
+from duplexeval.fdb.tree import MANIFEST_FILE, OUTPUT_WAV
 from duplexeval.fdb.tree_writer import dataset_mismatch
 from duplexeval.jsonio import atomic_write_text, read_json
 from duplexeval.report import other_pages
@@ -38,7 +38,16 @@ from duplexeval.report.dialogue_page import compare_file_body as dialogue_compar
 from duplexeval.report.dialogue_page import dialogue_body, load_run
 from duplexeval.report.eot_pages import compare_body, eot_summary, sweep_body
 from duplexeval.report.explorer import PageData
-from duplexeval.report.fdb_evidence import AUDIO_MODES, INLINE, LINK, FdbEvidence, gather, page_url
+from duplexeval.report.fdb_evidence import (
+    AUDIO_MODES,
+    AUTO,
+    AUTO_INLINE_MAX_S,
+    INLINE,
+    LINK,
+    FdbEvidence,
+    gather,
+    page_url,
+)
 from duplexeval.report.fdb_page import compare_file_body, fdb_body
 from duplexeval.report.forest import system_chips
 from duplexeval.report.page import document, esc
@@ -57,12 +66,12 @@ FILE_KINDS = (CONTROLLER_REPORT, CONTROLLER_COMPARE, EOT_REPORT, EOT_SWEEP, EOT_
 @dataclass(frozen=True)
 class ReportOptions:
     """What the page shows: `labels` (one per input, in order; default from each system's spec), the `baseline`
-    (a label, folder name or system name; default the first input), `audio` (inline, link or none), `dataset`
+    (a label, folder name or system name; default the first input), `audio` (auto, inline, link or none), `dataset`
     (the folder the FDB trees were exported from, or "demo"; default: the demo set for demo trees)."""
 
     labels: tuple[str, ...] = ()
     baseline: str | None = None
-    audio: str = INLINE
+    audio: str = AUTO
     dataset: DatasetArg | None = None
     jobs: int = 1
     out: Path = field(default=Path("report.html"))
@@ -301,6 +310,14 @@ def _fdb_page(given: Sequence[Path], opts: ReportOptions) -> str:
     baseline = pick_baseline(labels, aliases, opts.baseline)
     lineup = Lineup(tuple(labels), COLORS, baseline if len(trees) > 1 else None)
     inputs, note = _inputs(trees, opts.dataset)
+    if opts.audio == AUTO:
+        seconds = sum(e.T for t in trees for e in t.manifest.samples if OUTPUT_WAV in e.files)
+        seconds += sum(e.T for e in trees[0].manifest.samples if (e.subset, e.id) in inputs)
+        opts = replace(opts, audio=INLINE if seconds <= AUTO_INLINE_MAX_S else LINK)
+        if opts.audio == LINK:
+            note = " ".join(x for x in (note, f"{seconds / 60:.0f} min of audio: too much to inline (more than "
+                                              f"{AUTO_INLINE_MAX_S / 60:.0f} min), so the players link the files; "
+                                              "--audio inline puts it in the page anyway.") if x)
     ev = gather(trees, inputs, opts.audio, opts.jobs)
     data = PageData(legend=[("user input", "#b0773c"), ("VAD speech", "#2f9e44"),
                             ("ASR words", "#3b6fd4"), ("annotated pause", "#ffe08a"), ("interruption [S, R]", "#f3c6f5")])
