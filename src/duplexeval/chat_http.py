@@ -74,9 +74,15 @@ class ChatClient:
     """POST {base_url}/chat/completions with a bounded read and a timeout; never raises for HTTP trouble."""
 
     def __init__(self, base_url: str, api_key: str, timeout_s: float = DEFAULT_TIMEOUT_S, max_bytes: int = MAX_RESPONSE_BYTES):
-        scheme = urllib.parse.urlsplit(base_url).scheme
-        if scheme not in ("http", "https"):
-            raise InputError(f"base_url {sanitize_url(base_url)!r}: must be an http:// or https:// URL")
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InputError(f"base_url {sanitize_url(base_url)!r}: must be an http:// or https:// URL with a host")
+        try:
+            port = parts.port
+        except ValueError:
+            port = -1
+        if port is not None and not 1 <= port <= 65535:
+            raise InputError(f"base_url {sanitize_url(base_url)!r}: the port must be a whole number in 1..65535")
         redaction.refuse_url_credentials(base_url, f"base_url {sanitize_url(base_url)}")
         redaction.register(api_key)
         self.url = base_url.rstrip("/") + "/chat/completions"

@@ -290,9 +290,7 @@ def refuse_url_credentials(url: str, what: str) -> None:
 def safe_url(url: str) -> str:
     """The URL without userinfo, query or fragment (what may be written or printed)."""
     p = urllib.parse.urlsplit(url)
-    host = p.hostname or ""
-    if p.port:
-        host = f"{host}:{p.port}"
+    host = p.netloc.rpartition("@")[2].lower()  # host[:port] as written (p.port raises on a port like 70000 or abc)
     return urllib.parse.urlunsplit((p.scheme, host, p.path, "", ""))
 
 
