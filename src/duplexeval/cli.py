@@ -115,10 +115,9 @@ FDB_PIPELINE: tuple[str, ...] = ("synth", "export", "import", "asr", "evaluate",
 # the reverse), or a place that cannot be written. `--json` / `--rows` paths are files; an `out` option or
 # argument is the folder or file these tables say; any other command's `out` gets the checks valid for both.
 OUTPUT_FILE_FLAGS: tuple[str, ...] = ("--json", "--rows")
-OUTPUT_DIRS: frozenset[tuple[str, str]] = frozenset({
-    ("fdb", "export"), ("fdb", "reference-export"), ("fdb", "import"), ("fdb", "synth"),
-    ("controller", "label"), ("controller", "run"), ("controller", "demo"), ("duplexeval", "demo"),
-})
+OUTPUT_DIRS: frozenset[tuple[str, str]] = frozenset(  # the commands whose `out` is a folder (cli_paths says which)
+    where for where, folders in cli_paths.FOLDER_OUTPUTS.items() if "out" in folders
+)
 OUTPUT_FILES: frozenset[tuple[str, str]] = frozenset({
     ("controller", "calibrate"), ("duplexeval", "report"), ("fdb", "compare"), ("fdb", "show"),
 })
