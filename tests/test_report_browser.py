@@ -23,7 +23,6 @@ SHOWN = "document.querySelectorAll('article.smp:not(.hidden)').length"
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from duplexeval.controller.demo import run_demo as controller_demo
-
     from duplexeval.demo import run_demo
     from duplexeval.dialogue.demo import run_demo as dialogue_demo
 
