@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from duplexeval.errors import InputError
+from duplexeval.exits import Status, finish
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -70,6 +71,7 @@ def synth(
     typer.echo(str(path))
     if not quiet:
         clock.say(None if clock.stage != "synth" else wav_seconds(sorted(Path(path).rglob("input.wav"))))
+    finish("synth", Status(0, f"the dataset is in {path} (no rule beyond bad input)"))
 
 
 def register(apps: CliApps) -> None:
