@@ -269,6 +269,9 @@ def test_cli(tmp_path, capsys):
     code, out, _ = _cli(["fdb", "synth", str(script), "--out", str(tmp_path / "o"), "-q"], capsys)
     assert code == 0 and out.strip() == str(tmp_path / "o")
     assert (tmp_path / "o/candor_turn_taking/1/turn_taking.json").is_file()
+    code, out, err = _cli(["fdb", "synth", str(script), "--out", str(tmp_path / "o")], capsys)  # the same script: up to date
+    assert code == 0 and out.strip() == str(tmp_path / "o") and err.splitlines()[-1].startswith("synth: exit 0:")
+    script.write_text("name: mine\nsamples:\n  - {subset: candor_turn_taking, id: 1, text: 'Is anyone there?'}\n")
     code, _, err = _cli(["fdb", "synth", str(script), "--out", str(tmp_path / "o")], capsys)
     assert code == 2 and err.startswith("duplexeval: error:") and "--force" in err and "Traceback" not in err
     bad = tmp_path / "bad.yaml"

@@ -105,6 +105,13 @@ def _is_synth_dir(path: Path) -> bool:
     return isinstance(info, dict) and info.get("kind") == SYNTH_KIND
 
 
+def up_to_date(script: Script, out: str | os.PathLike[str]) -> bool:
+    """`out` holds the dataset of `script` by this generator, its files intact (nothing to synthesize)."""
+    info = _read_info(Path(out))
+    same = isinstance(info, dict) and info.get("script_sha256") == script.sha256 and info.get("generator") == generator_info()
+    return same and verify(out)
+
+
 def verify(root: str | os.PathLike[str]) -> bool:
     """True if root holds a synth dataset whose files still hash to the recorded result_sha256."""
     root = Path(root)
@@ -142,9 +149,7 @@ def synthesize_dataset(
         script = load_script(script)
     out = check_output_dir(Path(out), "--out")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        info = _read_info(out)
-        same = isinstance(info, dict) and info.get("script_sha256") == script.sha256 and info.get("generator") == generator_info()
-        if not force and same and verify(out):
+        if not force and up_to_date(script, out):
             return out
         if not force:
             why = "was made from another script or generator" if _is_synth_dir(out) else "is not a duplexeval synth dataset"
