@@ -23,8 +23,10 @@ pytest.importorskip("pipecat")
 from duplexeval.fdb.export import export  # noqa: E402
 from duplexeval.fdb.replay import replay  # noqa: E402
 from duplexeval.fdb.selection import resolve_dataset  # noqa: E402
+from duplexeval.systems.net.trace import load_trace, received_items  # noqa: E402
 from duplexeval.systems.pipecat.process import BotProcess  # noqa: E402
 from duplexeval.systems.pipecat.stack import BotConfig  # noqa: E402
+from duplexeval.systems.playout import playout  # noqa: E402
 
 SR = 16000
 CHUNK_S = 0.02
@@ -32,6 +34,7 @@ CHUNK_S = 0.02
 # times a WebSocket session's CPU, so it runs fewer at once on the 2-core machine.
 TRANSPORTS = [("telephony", "", 7), ("pipecat-ws", "", 7), ("webrtc", "", 4)]
 MAX_RERUNS = 4
+WEBRTC_OUTPUT_S = 0.1  # pipecat's WebRTC output after an interruption: 40 ms chunk + 10 ms frames + 20 ms Opus frame, rounded up
 
 
 class _Only:
@@ -118,20 +121,30 @@ def test_barge_in_arrives_and_playout_stops_with_it(bot_run: dict[str, Any]) -> 
         cuts = _barge_ins(records, transport)
         assert cuts, f"{transport} {subset}/{sid}: no barge-in signal from pipecat while the bot spoke"
         jb = next((r for r in records if r.get("event") == "jitter_buffer"), None)
-        # WebRTC has no clear: the bot stops sending, and what was in flight (its jitter buffer's hold and
-        # pipecat's 40 ms output chunk) still plays; a WebSocket client cuts its queue at the receipt.
-        tail = CHUNK_S if jb is None else float(jb.get("held_p90_s") or 0.1) + CHUNK_S + 0.04
         for t in cuts:
             if transport == "webrtc":
+                # WebRTC has no clear: the bot stops sending speech, and what it had sent still arrives. It must
+                # arrive within the client's jitter-buffer hold plus pipecat's own output (a 40 ms transport
+                # chunk, 10 ms track frames, the 20 ms Opus frame), and our playout must end one frame after it.
                 starts = [r["t"] for r in records if r.get("rtvi") == "bot-started-speaking" and r["t"] > t]
                 resume = min(starts) if starts else row["T"]
+                spoken = [r for r in records if r["dir"] == "recv" and "audio" in r and r["t"] < resume]
+                last = max(spoken, key=lambda r: r["t"])
+                hold = float(jb["held_p90_s"]) if jb and jb.get("held_p90_s") is not None else 0.1
+                assert last["t"] - t <= hold + WEBRTC_OUTPUT_S, f"{subset}/{sid}: speech {last['t'] - t:.3f} s after bot-interrupted"
+                # where our playout put that last frame: nothing may play after it (until the next reply)
+                loaded = load_trace(tree / subset / sid)
+                items = received_items(loaded.records, loaded.pcm)
+                placed = playout(items, audio.shape[0], row["T"]).placements
+                stop = max(p.end for p in placed if items[p.item].received_at_s <= float(last.get("play_t", last["t"]))) / SR
             else:
                 later = [x for x in recv_audio if x > t]
                 resume = later[0] if later else row["T"]
-            a, b = round((t + tail) * SR), round(resume * SR)
+                stop = t + CHUNK_S
+            a, b = round(stop * SR), round(resume * SR)
             if b > a:
                 loud = np.flatnonzero(audio[a:b])
-                assert loud.size == 0, f"{transport} {subset}/{sid}: audio {loud[0] / SR + t + tail:.3f} s after the barge-in at {t:.3f} s"
+                assert loud.size == 0, f"{transport} {subset}/{sid}: audio {loud[0] / SR + stop:.3f} s, after the stop at {stop:.3f} s"
             checked += 1
     if not checked:  # every interruption sample starved: the bot's timing cannot be judged on this machine
         pytest.skip(f"{transport}: no interruption sample ran unstarved")

@@ -18,8 +18,12 @@ Media. The input goes out as 20 ms frames at 48 kHz (Opus's rate, through `Strea
 absolute schedule: chunk j of the 80 ms frame at slot + j x 20 ms; each is a `send` record stamped when
 it went to the encoder. Before slot 0 and after T the track sends silence, as a live microphone does.
 The bot's track is decoded by aiortc (Opus, 48 kHz stereo), mixed to mono, resampled continuously to
-16 kHz and queued FIFO at its delivery; a frame whose peak is at most 2 LSB is recorded as `silent` and
-not queued (the rule of docs/network.md for streams that never stop). WebRTC has no "clear": a bot
+16 kHz and played on its media clock, as a WebRTC client's playout buffer does: frame n plays at
+anchor + its RTP time (`play_t`), the anchor being the smallest receipt-minus-RTP-time seen so far (the
+earliest frame's delay), or at its receipt when it came later than that; frames that arrive in a burst
+(a starved receiver) are spread back to their media times instead of queueing one behind the other, FIFO.
+A frame whose peak is at most 2 LSB is recorded as `silent` and not queued (the rule of docs/network.md
+for streams that never stop). WebRTC has no "clear": a bot
 interrupted stops sending speech, and its RTVI `bot-stopped-speaking` / `bot-interrupted` arrive on the
 data channel and are recorded as such.
 
@@ -118,6 +122,7 @@ class WebRtcSession(NetSession):
         self._tasks: list[asyncio.Task[Any]] = []
         self._held: list[float] = []
         self._streaming = False
+        self._offset = float("inf")  # min over frames of receipt - media time (the playout clock's anchor)
 
     # ---------------------------------------------------------- connection
     async def _post_offer(self, sdp: str) -> dict[str, Any]:
@@ -286,9 +291,14 @@ class WebRtcSession(NetSession):
             if not self._streaming:
                 self._streaming = True
                 self.expect("stream")  # a WebRTC track never stops while the connection is up
+            if frame.pts is not None:  # the media clock: the earliest arrival's offset, as a playout buffer keeps it
+                media_s = float(frame.pts) / OPUS_RATE
+                self._offset = min(self._offset, t - media_s)
             if int(np.abs(np.frombuffer(pcm, dtype="<i2")).max(initial=0)) <= SILENT_PEAK:
                 rec["silent"] = len(pcm) // 2
             else:
+                if frame.pts is not None:
+                    rec["play_t"] = round(max(t, self._offset + media_s), 6)
                 self.output_audio(rec, pcm, INPUT_SAMPLE_RATE)
 
     def _dc_message(self, data: str | bytes) -> None:
