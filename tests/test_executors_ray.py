@@ -230,3 +230,30 @@ def test_eot_predict_on_ray_writes_the_same_predictions(ray_local, tmp_path: Pat
     assert a.read_bytes() == b.read_bytes() and a.with_suffix(".jsonl").read_bytes() == b.with_suffix(".jsonl").read_bytes()
     helptext = CliRunner().invoke(_make_app(), ["eot", "predict", "--help"]).output
     assert all(flag in helptext for flag in ("--executor", "--ray-address", "--ray-num-cpus", "--ray-num-gpus", "--max-retries"))
+
+
+def _cli(*args: str, cwd: Path) -> None:
+    """One `duplexeval` command in a fresh process, as a user runs it (with --executor ray it starts its own Ray)."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "duplexeval", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, (args, proc.stderr[-2000:])
+
+
+def test_export_asr_and_score_on_a_default_ray_start_write_the_local_bytes(tmp_path: Path) -> None:
+    """No test fixture's Ray: each `--executor ray` command starts a local instance with Ray's defaults (every core,
+    OMP_NUM_THREADS=1 in its workers), as `duplexeval ... --executor ray` does for a user without a cluster."""
+    local, remote = tmp_path / "local", tmp_path / "ray"
+    common = ["--system", "turn-based", "--dataset", "demo", "--limit", "1", "-q"]
+    _cli("fdb", "export", *common, "--out", str(local), cwd=tmp_path)
+    _cli("fdb", "export", *common, "--out", str(remote), "--executor", "ray", cwd=tmp_path)
+    assert _files(remote) == _files(local) and len(_files(local)) > 10
+    _cli("fdb", "asr", str(local), "-q", cwd=tmp_path)
+    _cli("fdb", "asr", str(remote), "-q", "--executor", "ray", cwd=tmp_path)
+    names = ("asr.json", "output.json")
+    assert _files(remote, names) == _files(local, names) and len(_files(local, names)) == 6
+    _cli("fdb", "score", str(local), cwd=tmp_path)
+    _cli("fdb", "score", str(remote), "--executor", "ray", cwd=tmp_path)
+    names = ("unified.json", "unified-samples.jsonl")
+    assert _files(remote, names) == _files(local, names) and len(_files(local, names)) == 2

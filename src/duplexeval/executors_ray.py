@@ -28,6 +28,7 @@ from duplexeval.executors import (
     StatefulWork,
     T,
     one_line,
+    pin_numeric_threads,
 )
 
 INSTALL_HINT = "--executor ray needs Ray, an optional extra: pip install 'duplexeval[ray]'"
@@ -52,6 +53,7 @@ def make_ray_executor(spec: ExecutorSpec) -> RayExecutor:
 def _run_task(fn: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
     """A task body: the function's own exception is a result (never retried); only a dead worker is retried."""
     redaction.install_stream_guard()  # Ray keeps a worker's output in log files: scrubbed like the driver's lines
+    pin_numeric_threads()  # as a local worker computes (Ray's own OMP_NUM_THREADS=1 is not relied on)
     try:
         return True, fn(item)
     except Exception as exc:  # noqa: BLE001 - recorded per item by the stage
@@ -65,10 +67,12 @@ class _StatefulWorker:
         self.error: BaseException | None = None
         self.state: Any = None
         redaction.install_stream_guard()
+        pin_numeric_threads()
         try:
             self.state = init(arg)
         except Exception as exc:  # noqa: BLE001 - handed to the driver by ready(), which raises it there
             self.error = exc
+        pin_numeric_threads(again=True)  # the model's own thread pools exist now
 
     def ready(self) -> tuple[int, BaseException | str | None]:
         err = self.error

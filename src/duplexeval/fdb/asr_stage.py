@@ -17,7 +17,7 @@ from duplexeval.artifacts import header
 from duplexeval.asr.base import Backend
 from duplexeval.asr.registry import DEFAULT_BACKEND, IMPORT, backend_spec, check_backend_name
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.executors import ExecutorSpec, ItemResult, StatefulWork, make_executor
+from duplexeval.executors import WORKER_THREADS, ExecutorSpec, ItemResult, StatefulWork, make_executor
 from duplexeval.fdb.asr_declare import declared_per_subset, import_signature, parse_declare
 from duplexeval.fdb.asr_sample import BackendArg, SampleTask, build_backend, load_backend, lost_record, process_sample
 from duplexeval.fdb.run_journal import ResumeJournal
@@ -100,13 +100,13 @@ def run(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, 
             check_backend_name(backend)
             if declare:
                 raise InputError("--declare is only for --backend import")
-            threads = max(1, int(xspec.ray_num_cpus)) if on_ray else max(1, ncpu // jobs)
-            spec = backend_spec(backend, model, device, threads)
+            # the model's threads do not depend on the executor (executors.WORKER_THREADS): same words everywhere
+            spec = backend_spec(backend, model, device, WORKER_THREADS)
             obj = build_backend(spec)
-            signature = obj.signature()
+            signature = {**obj.signature(), "worker_threads": WORKER_THREADS}
     else:
         obj = spec = backend
-        signature = obj.signature()
+        signature = {**obj.signature(), "worker_threads": WORKER_THREADS}
 
     eligible = [s for s in manifest.samples if s.eligible]
     where = tree.resolve() if on_ray else tree  # Ray workers may run in another folder (or on another machine)
