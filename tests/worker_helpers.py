@@ -99,9 +99,8 @@ def loaded_where(state: int, item: int) -> tuple[int, int, int]:
 
 def numeric_threads(_: object = None) -> dict[str, object]:
     """The BLAS / OpenMP thread counts this worker computes with (threadpoolctl) and the OMP variable it sees."""
-    from threadpoolctl import threadpool_info
-
     import numpy  # noqa: F401 - its OpenBLAS is what a worker's numbers go through
+    from threadpoolctl import threadpool_info
 
     pools = sorted({(p["user_api"], p["num_threads"]) for p in threadpool_info()})
     return {"pools": pools, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
