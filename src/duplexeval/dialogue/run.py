@@ -28,7 +28,7 @@ from duplexeval.jsonio import (
 )
 from duplexeval.signature import Component, Signature
 
-DEFINITIONS = "dialogue-spec004-1"
+DEFINITIONS = "dialogue-spec004-2"
 DECISIONS_KIND = "duplexeval.dialogue.decisions"
 CASES_KIND = "duplexeval.dialogue.cases"
 SCHEMA = 1
