@@ -266,4 +266,4 @@ def test_run_out_that_is_a_file_is_one_line(tmp_path, incli):
     (tmp_path / "c.jsonl").write_text(caseset_text(0, 2, 1), encoding="utf-8")
     (tmp_path / "afile").write_text("x")
     p = incli("run", "--cases", str(tmp_path / "c.jsonl"), "--system", "eager", "--out", str(tmp_path / "afile"))
-    assert p.returncode == 2 and "afile: run folder is an existing file, not a folder" in p.stderr
+    assert p.returncode == 2 and "afile: --out is an existing file, not a folder" in p.stderr

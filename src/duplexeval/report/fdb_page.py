@@ -228,7 +228,9 @@ def _figures(trees: Sequence[ScoredTree], lineup: Lineup, subset: str, task: str
             bars.append((lb, counts))
         out.append(figures.outcome_bars(bars))
         out.append(figures.stop_latencies([(lb, [r["stop_s"] for r in rs]) for lb, rs in ex], colors=colors))
-    return "".join(f"<figure>{s}</figure>" for s in out)
+    captions = {0: figures.CURVE_CAPTION} if task in (TURN_TAKING, USER_INTERRUPTION) else {}
+    return "".join(f"<figure>{s}" + (f'<figcaption>{esc(captions[k])}</figcaption>' if k in captions else "") + "</figure>"
+                   for k, s in enumerate(out))
 
 
 def comparison_html(comp: dict[str, Any], labels: Sequence[str] | None = None) -> str:

@@ -69,7 +69,7 @@ def why(task: str, row: dict[str, Any] | None) -> str:
         return "not exercised: silent at S"
     if row["outcome"] == "response":
         return f"{stop}; response {row['latency_s']:.2f} s after R"
-    return f"{row['outcome']}; {stop}"
+    return f"{str(row['outcome']).replace('_', ' ')}; {stop}"
 
 
 def outcome_of(task: str, entry: SampleEntry, row: dict[str, Any] | None) -> str:

@@ -49,7 +49,7 @@ from duplexeval.systems.base import (
 )
 from duplexeval.systems.net.phases import planner
 from duplexeval.systems.net.replicas import REPLICA_FAILURES, Lease, replica_pool, split_urls
-from duplexeval.systems.net.trace import WireTrace, verdict
+from duplexeval.systems.net.trace import WireTrace, how_it_ended, verdict
 from duplexeval.systems.net.transport import (
     DEFAULT_MAX_SIZE,
     ConnectFailed,
@@ -233,19 +233,9 @@ class NetSystem:
             if not failed or wire is None or not more:
                 return trace
             tried.append({"replica": lease.replica.index, "url": lease.record(0)["url"], "attempt": len(tried) + 1,
-                          "reasons": failed, "what": _replica_failure(wire.records)})
+                          "reasons": failed, "what": how_it_ended(wire.records)})
             log.warning("replica %d failed a session (%s); running the sample again on another replica",
                         lease.replica.index, ", ".join(failed))
-
-
-def _replica_failure(records: list[dict[str, Any]]) -> str | None:
-    """A few words on how a replica failed a session: its last connect attempt, or the server's close."""
-    for rec in reversed(records):
-        if rec.get("event") == "closed" and rec.get("by") == "server":
-            return f"closed by the server (code {rec.get('code')})"
-        if rec.get("event") == "connect_attempt" and rec.get("result") != "ok":
-            return f"connect attempt {rec.get('attempt')}: {rec.get('result')}"
-    return None
 
 
 class _OnReplica:
@@ -375,7 +365,9 @@ class NetSession:
         return rec
 
     # ---------------------------------------------------------- lifecycle (the runner calls these)
-    async def open(self) -> None:
+    async def connect_transport(self) -> None:
+        """Open the connection and start the receive task: sets `ws` (has `send`) and `receiver` (has `closed`,
+        `close()`); records `opened`. A WebSocket here; an adapter on another transport (WebRTC) overrides it."""
         url = self.system.connect_url(self.info)
         try:
             self.ws = await connect(url, self.system.headers(), self.wire, self.system.transport(), self.system.secrets())
@@ -383,6 +375,10 @@ class NetSession:
             raise SessionOpenFailed(f"connect_failed: {exc}", self.wire) from None
         self.wire.meta("opened")
         self.receiver = Receiver(self.ws, self.wire, self._on_message, self.system.max_size)
+
+    async def open(self) -> None:
+        await self.connect_transport()
+        assert self.receiver is not None
         try:
             await self.handshake()
         except Exception as exc:  # noqa: BLE001 - recorded, then the session ends before any input

@@ -9,8 +9,10 @@ Contract (shared by every protocol adapter):
 - Every record has `dir` (`send` | `recv` | `meta`), `t` (seconds on the input timeline: 0 is the
   first input packet's slot; connect attempts are negative) and for messages `type` and `bytes`
   (wire size). Audio sends add `seq`, `slot_s` and `t_done`. A received message the adapter turned
-  into output adds `audio` and/or `control` (`clear_queue`); an error event adds `error: true`; a
-  message that broke the protocol adds `violation`. Meta events: `connect_attempt`, `opened`,
+  into output adds `audio` and/or `control` (`clear_queue`), and, for a stream played on its media clock
+  (webrtc), `play_t` (when the client plays that audio: never before its receipt); an error event adds `error: true`; a
+  message that broke the protocol adds `violation`; one the protocol says to skip (moshi: an unknown
+  kind, metadata, a text frame) adds `discarded` (why), counted per type in the verdict's `discarded`. Meta events: `connect_attempt`, `opened`,
   `owe` / `paid` (a reply the client is owed, for `timeout`), `closed`, `send_timeout`,
   `session_bound`, `input_end`; `replica` (first: which replica of `url` the session ran on, the
   attempt, `queued_s` waiting for a slot) and `replica_retry` (an earlier attempt of the sample on a
@@ -199,7 +201,8 @@ def received_items(records: list[dict[str, Any]], pcm: bytes) -> list[ReceivedIt
         if aud is not None:
             off, nbytes, rate = int(aud[0]), int(aud[1]), int(aud[2])
             arr = np.frombuffer(pcm[off : off + nbytes], dtype="<i2").astype(np.int16)
-            items.append(ReceivedItem("audio", t, t, rate, arr))
+            play = max(t, float(rec.get("play_t", t)))  # a media-clock stream (webrtc) plays a chunk at its play_t
+            items.append(ReceivedItem("audio", t, play, rate, arr))
     return items
 
 
@@ -260,6 +263,9 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
     for rec in records:
         t = float(rec["t"])
         d = rec["dir"]
+        if d == "recv" and rec.get("discarded"):  # skipped as the protocol says (moshi: unknown kinds, metadata)
+            counts = detail.setdefault("discarded", {})
+            counts[str(rec.get("type"))] = counts.get(str(rec.get("type")), 0) + 1
         if d == "recv" and (rec.get("error") or rec.get("violation")):
             if t > T:
                 post += 1
@@ -298,6 +304,23 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
     if lateness > MAX_SEND_LATENESS_S:
         reasons.add(INPUT_PACING_LATE)
     return Verdict(sorted(reasons), post, lateness, detail)
+
+
+def how_it_ended(records: list[dict[str, Any]]) -> str | None:
+    """A few words on how a session failed without an error or a violation: the server's close (during the
+    handshake or not), the last failed connect attempt, or the handshake wait that ran out."""
+    opened = any(r.get("event") == "opened" for r in records)
+    started = any(r.get("dir") == "send" and "slot_s" in r for r in records)  # input slot 0 was reached
+    for rec in reversed(records):
+        ev = rec.get("event")
+        if ev == "closed" and rec.get("by") == "server":
+            when = "" if started else " during the handshake"
+            return f"closed by the server{when} (code {rec.get('code')})"
+        if ev == "handshake_timeout":
+            return f"no handshake within {rec.get('waited_s')} s"
+        if ev == "connect_attempt" and rec.get("result") != "ok" and not opened:
+            return f"connect attempt {rec.get('attempt')}: {rec.get('result')}"
+    return None
 
 
 def send_stats(records: list[dict[str, Any]]) -> dict[str, Any]:
