@@ -136,7 +136,7 @@ def test_barge_in_arrives_and_playout_stops_with_it(bot_run: dict[str, Any]) -> 
                 loaded = load_trace(tree / subset / sid)
                 items = received_items(loaded.records, loaded.pcm)
                 placed = playout(items, audio.shape[0], row["T"]).placements
-                stop = max(p.end for p in placed if items[p.item].received_at_s <= float(last.get("play_t", last["t"]))) / SR
+                stop = max(p.end for p in placed if items[p.item].emitted_at_s <= last["t"]) / SR  # all that had arrived
             else:
                 later = [x for x in recv_audio if x > t]
                 resume = later[0] if later else row["T"]

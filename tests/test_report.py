@@ -276,8 +276,7 @@ def test_controller_and_eot_reports_share_the_page(tmp_path: Path) -> None:
 def test_dialogue_and_controller_demos_get_pages_like_the_fdb_one(tmp_path: Path) -> None:
     """The dialogue demo's run folders and the controller demo's files: a forest against the baseline, cards per
     case / clip with every system's reading, and the controller demo's compare.json accepted (it has a header)."""
-    from duplexeval.controller.cli.demo import run_demo as controller_demo
-
+    from duplexeval.controller.demo import run_demo as controller_demo
     from duplexeval.dialogue.demo import run_demo as dialogue_demo
 
     dialogue_demo(tmp_path / "dlg", 0, None)
