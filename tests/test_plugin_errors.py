@@ -277,6 +277,9 @@ class RaisesInStep(Base):
 
 class ExitsInReset(Base):
     def reset(self): sys.exit(1)
+
+class ConfigNotJson(Base):
+    def config(self): return {"weights": b"raw"}
 '''
 
 
@@ -298,6 +301,11 @@ def test_a_controller_plugin_failing_is_one_line(controllers: str) -> None:
         run(load_controller("r3_controllers:RaisesInStep"), audio, None, 3, None)
     with pytest.raises(PluginError, match=r"^controller 'r3_controllers:ExitsInReset': reset called sys.exit\(1\)$"):
         run(load_controller("r3_controllers:ExitsInReset"), audio, None, 3, None)
+    from duplexeval.controller.runtime.registry import controller_config
+
+    with pytest.raises(PluginError, match=r"^controller 'r3_controllers:ConfigNotJson': config returned a value that "
+                                          r"is not plain JSON \(the value\['weights'\] has type bytes\)$"):
+        controller_config(load_controller("r3_controllers:ConfigNotJson"))
 
 
 # -- dialogue systems ------------------------------------------------------------------------------
