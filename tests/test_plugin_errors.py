@@ -395,3 +395,22 @@ def test_an_echoed_value_is_capped() -> None:
     assert len(str(err)) < 1100 and str(err).endswith("(hint at the end)") and "characters cut" in str(err)
     assert json.dumps(str(err))  # still one printable line
     assert textwrap.dedent(str(err)).count("\n") == 0
+
+
+def test_an_asr_backend_whose_signature_is_not_a_dict_is_one_line(tmp_path: Path) -> None:
+    from fdb_fixtures import FixtureSample, turn_ann, write_tree
+
+    from duplexeval.fdb import asr_stage
+
+    class ListSignature:
+        name = "mine"
+
+        def signature(self) -> list:
+            return ["v1"]
+
+        def transcribe(self, audio16k, offset_s=0.0):  # noqa: ANN001, ANN201
+            return []
+
+    tree = write_tree(tmp_path / "t", [FixtureSample("candor_turn_taking", "1", 2.0, turn_ann(1.0), None)], asr=False)
+    with pytest.raises(PluginError, match=r"^ASR backend 'mine': signature returned list \['v1'\], expected a dict$"):
+        asr_stage.run(tree, backend=ListSignature(), progress=False)  # type: ignore[arg-type]
