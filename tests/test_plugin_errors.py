@@ -414,3 +414,18 @@ def test_an_asr_backend_whose_signature_is_not_a_dict_is_one_line(tmp_path: Path
     tree = write_tree(tmp_path / "t", [FixtureSample("candor_turn_taking", "1", 2.0, turn_ann(1.0), None)], asr=False)
     with pytest.raises(PluginError, match=r"^ASR backend 'mine': signature returned list \['v1'\], expected a dict$"):
         asr_stage.run(tree, backend=ListSignature(), progress=False)  # type: ignore[arg-type]
+
+
+def test_call_timeout_reaches_a_network_system_s_sessions(tiny: Dataset, tmp_path: Path) -> None:
+    """A network system runs its samples through its own `run_sample` (replicas); --call-timeout bounds those calls
+    too: with 1 ms the handshake cannot finish, and the sample records the timeout."""
+    from net_fixtures import SERVED
+
+    from duplexeval.fdb.export import export
+    from duplexeval.fdb.tree import load_manifest
+
+    spec = "loopback:protocol=ws-pcm,serve=" + SERVED.replace(",", ";") + ",in_process=true"
+    export(spec, tiny, tmp_path / "t", progress=False, call_timeout_s=0.001, subsets=["candor_turn_taking"], limit=1)
+    manifest, _ = load_manifest(tmp_path / "t")
+    (entry,) = manifest.samples
+    assert not entry.eligible and "CallTimeout: open_session did not return within 0.001 s" in entry.extra["export"]["error"]
