@@ -26,6 +26,7 @@ from duplexeval.controller.labels.sources import (
 )
 from duplexeval.controller.runtime.bench import bench, format_bench
 from duplexeval.controller.runtime.parallel import RunJob, run_clips
+from duplexeval.controller.runtime.registry import controller_config
 from duplexeval.controller.runtime.runner import load_controller, run
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
@@ -157,7 +158,7 @@ def controller_run(
     opts = json_values(params)
     ctl = load_controller(name, opts)
     rules = _rules(rule)
-    cfg = ctl.config() if hasattr(ctl, "config") else None
+    cfg = controller_config(ctl)
     info = {**_source_info(conversations, fdb), "controller": name, "controller_config": cfg, "label_rules": rules.to_json()}
     _check_out(out, force, info)
     remote = (name, opts, executor_spec) if executor_spec.kind != "local" else None

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from duplexeval.cli_options import emit_json, jobs_option, json_option, json_to_stdout, one_per_cpu
-from duplexeval.errors import InputError, RefusalError
+from duplexeval.errors import RefusalError
 from duplexeval.executors import ExecutorSpec
 from duplexeval.exits import eligibility, fail_over_option, fail_under_option, finish, gated, parse_gates
 from duplexeval.jsonio import atomic_write_text
 from duplexeval.reruns import read_header
-from duplexeval.specs import known_params, parse_spec
+from duplexeval.specs import known_params, parse_spec, typed_params
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -40,14 +40,8 @@ def judge_settings(spec: str) -> tuple[str, dict[str, Any]]:
     """The judge's name and the `make_judge` keywords its spec sets (the others keep their defaults)."""
     name, raw = parse_spec(spec, "--judge")
     known_params("--judge", spec, raw, JUDGE_PARAMS if name == "openai" else ())
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        kw, kind = JUDGE_PARAMS[key]
-        try:
-            out[kw] = kind(value)
-        except ValueError:
-            raise InputError(f"--judge {spec!r}: {key}={value!r} is not a valid {kind.__name__}") from None
-    return name, out
+    typed = typed_params("--judge", spec, raw, {k: kind for k, (_kw, kind) in JUDGE_PARAMS.items()})
+    return name, {JUDGE_PARAMS[k][0]: v for k, v in typed.items()}
 
 
 def dialogue_synth(

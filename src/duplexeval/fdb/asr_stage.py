@@ -17,7 +17,7 @@ from duplexeval.artifacts import header
 from duplexeval.asr.base import Backend
 from duplexeval.asr.registry import DEFAULT_BACKEND, IMPORT, backend_spec, check_backend_name
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.executors import ExecutorSpec, ItemResult, StatefulWork, make_executor
+from duplexeval.executors import WORKER_THREADS, ExecutorSpec, ItemResult, StatefulWork, make_executor
 from duplexeval.fdb.asr_declare import declared_per_subset, import_signature, parse_declare
 from duplexeval.fdb.asr_sample import BackendArg, SampleTask, build_backend, load_backend, lost_record, process_sample
 from duplexeval.fdb.run_journal import ResumeJournal
@@ -35,6 +35,7 @@ from duplexeval.fdb.tree import (
     write_asr,
 )
 from duplexeval.fdb.verified import file_matches
+from duplexeval.plugins import call, json_value, returned
 from duplexeval.progress import progress_bar
 from duplexeval.reruns import check_replace
 from duplexeval.schemas import validate
@@ -101,13 +102,13 @@ def run(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, 
             check_backend_name(backend)
             if declare:
                 raise InputError("--declare is only for --backend import")
-            threads = max(1, int(xspec.ray_num_cpus)) if on_ray else max(1, ncpu // jobs)
-            spec = backend_spec(backend, model, device, threads)
+            # the model's threads do not depend on the executor (executors.WORKER_THREADS): same words everywhere
+            spec = backend_spec(backend, model, device, WORKER_THREADS)
             obj = build_backend(spec)
-            signature = obj.signature()
+            signature = backend_signature(obj, backend)
     else:
         obj = spec = backend
-        signature = obj.signature()
+        signature = backend_signature(obj, getattr(obj, "name", type(obj).__name__))
 
     # asr.json there already: this run's (same manifest, backend and settings) is finished or resumed (its failed
     # samples retried); another run's is refused (docs/cli.md section 4)
@@ -203,6 +204,13 @@ def run(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, 
     asr_sha = write_asr(tree, record)
     journal.clear()
     return StageResult(len(tasks), n_ok, len(errors), n_resumed, errors, asr_sha, signature)
+
+
+def backend_signature(backend: Backend, name: str) -> dict[str, Any]:
+    """The backend's `signature()` (a dict of plain JSON: a plugin's is checked) plus the worker threads."""
+    sig = returned("ASR backend", name, "signature", call("ASR backend", name, "signature", backend.signature), dict,
+                   "a dict")
+    return {**json_value("ASR backend", name, "signature", sig), "worker_threads": WORKER_THREADS}
 
 
 def _resumed(journal: ResumeJournal, t: SampleTask) -> dict[str, Any] | None:

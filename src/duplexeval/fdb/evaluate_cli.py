@@ -11,7 +11,7 @@ from duplexeval.errors import InputError, RefusalError
 from duplexeval.exits import eligibility, finish
 from duplexeval.jsonio import read_json
 from duplexeval.reruns import read_header
-from duplexeval.specs import known_params, parse_spec
+from duplexeval.specs import known_params, parse_spec, typed_params
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -27,14 +27,7 @@ def judge_settings(spec: str) -> tuple[str, dict[str, Any]]:
     """The judge's name and its settings from `--judge NAME[:k=v,...]` (every default filled in)."""
     name, raw = parse_spec(spec, "--judge")
     known_params("--judge", spec, raw, JUDGE_DEFAULTS if name == "openai" else ())
-    out = dict(JUDGE_DEFAULTS)
-    for key, value in raw.items():
-        kind = type(JUDGE_DEFAULTS[key])
-        try:
-            out[key] = kind(value)
-        except ValueError:
-            raise InputError(f"--judge {spec!r}: {key}={value!r} is not a valid {kind.__name__}") from None
-    return name, out
+    return name, {**JUDGE_DEFAULTS, **typed_params("--judge", spec, raw, {k: type(v) for k, v in JUDGE_DEFAULTS.items()})}
 
 
 def evaluate_command(

@@ -62,7 +62,7 @@ from duplexeval.systems.net.transport import (
     redact,
     send_bounded,
 )
-from duplexeval.systems.runner import SessionTrace, run_session_async
+from duplexeval.systems.runner import DEFAULT_CALL_TIMEOUT_S, SessionTrace, run_session_async
 
 
 def wire_len(data: str | bytes) -> int:
@@ -213,13 +213,15 @@ class NetSystem:
             raise
         return session
 
-    async def run_sample(self, pcm16: Any, info: SampleInfo) -> SessionTrace:
-        """Run one sample (`fdb export`): on one replica, again on another when that replica failed."""
+    async def run_sample(self, pcm16: Any, info: SampleInfo, call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> SessionTrace:
+        """Run one sample (`fdb export`): on one replica, again on another when that replica failed; each call into
+        the session bounded by `call_timeout_s` (`--call-timeout`)."""
         pool = self.pool()
         tried: list[dict[str, Any]] = []
         while True:
             lease = await pool.acquire(exclude=[t["replica"] for t in tried])
-            trace = await run_session_async(_OnReplica(self, lease, len(tried) + 1), pcm16, info)
+            trace = await run_session_async(_OnReplica(self, lease, len(tried) + 1), pcm16, info,
+                                            call_timeout_s=call_timeout_s)
             lease.release()  # normally released at shutdown already; a session that never opened is released here
             wire = trace.wire
             reasons = verdict(wire.records, info.T, self.stall_s).reasons if wire is not None else []
