@@ -7,6 +7,7 @@ backchannel ground truth. Nothing is skipped silently.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from duplexeval.fdb.tree import (
     USER_INTERRUPTION,
     validate_sample_id,
 )
-from duplexeval.jsonio import read_json, sha256_bytes
+from duplexeval.jsonio import parse_json_text, read_json, read_text, sha256_bytes
 from duplexeval.schemas import validate
 from duplexeval.schemas.fdb import ANNOTATION_MODELS, IccGroundTruth, SynthDatasetFile
 
@@ -151,8 +152,16 @@ def _checked_record(obj: Any, subset: str, T: float, where: str) -> Any:
 
 
 def read_icc_gt(path: str | os.PathLike[str]) -> dict[str, list[float]]:
-    """`icc_gt_distribution.json`, checked by schemas.fdb.IccGroundTruth (the evaluator's rule too)."""
-    return validate(read_json(path), IccGroundTruth, path).distributions()
+    """`icc_gt_distribution.json`, checked by schemas.fdb.IccGroundTruth (the evaluator's rule too).
+
+    NaN / Infinity are parsed here and refused by the schema, so the error names the sample that has one.
+    """
+    text = read_text(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = parse_json_text(text, path)  # raises the one-line error naming the file and position
+    return validate(data, IccGroundTruth, path).distributions()
 
 
 def _subset_dirs(root: Path) -> dict[str, Path]:
