@@ -52,7 +52,9 @@ def test_the_turn_options_reach_pipecat() -> None:
         trace = asyncio.run(run(system, pcm))
         log = bot.stderr_tail()
     records = trace.wire.records
-    reasons = set(verdict(records, T, 5.0).reasons) - {"input_pacing_late"}
+    reasons = set(verdict(records, T, 5.0).reasons)
+    if reasons == {"input_pacing_late"}:  # the shared machine starved the call: its timing says nothing of the bot
+        pytest.skip("the call was starved by the machine's load (input_pacing_late)")
     assert reasons == set(), f"{reasons}\n{log}"
     audio = sorted(r["t"] for r in records if r["dir"] == "recv" and "audio" in r)
     assert audio, f"no reply\n{log}"
