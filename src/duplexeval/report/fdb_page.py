@@ -1,4 +1,4 @@
-"""The FDB v1.0 report body: per subset metric tables (with the reference column), the figures, the paired
+"""The FDB report body: per subset metric tables (with the reference column), the figures, the paired
 comparison when there are two or more trees, and one section per sample, worst cases first.
 """
 
@@ -11,16 +11,9 @@ from duplexeval.errors import DuplexEvalError
 from duplexeval.fdb.compare import compare_trees
 from duplexeval.fdb.compare_cli import metric_cells, pairing_line
 from duplexeval.fdb.results import ScoredTree
-from duplexeval.fdb.tasks import get_task
-from duplexeval.fdb.tree import (
-    BACKCHANNEL,
-    SUBSET_ORDER,
-    SUBSETS,
-    TURN_TAKING,
-    USER_INTERRUPTION,
-)
+from duplexeval.fdb.tasks import get_task, task_of
+from duplexeval.fdb.tree import SUBSETS
 from duplexeval.fdb.unified.report import load_reference, metric_rows
-from duplexeval.report import figures
 from duplexeval.report.page import esc, link, signature_line, table
 from duplexeval.report.samples import render_all, sample_sections
 from duplexeval.report.timeline import LEGEND
@@ -38,7 +31,8 @@ def _metrics_table(trees: Sequence[ScoredTree], subset: str) -> str:
             if n not in names:
                 names.append(n)
     rows = []
-    kinds = get_task(SUBSETS[subset].task).metric_kinds
+    rules = task_of(subset).unified
+    kinds = rules.metric_kinds if rules is not None else {}
     for name in names:
         per_tree = []
         for t in trees:
@@ -128,24 +122,8 @@ def _signatures(trees: Sequence[ScoredTree]) -> str:
 
 
 def _figures(trees: Sequence[ScoredTree], subset: str, task: str) -> str:
-    out = []
-    if task == TURN_TAKING:
-        series = [(t.label, [r["latency_s"] for r in t.rows.get(subset, {}).values() if r["eligible"]]) for t in trees]
-        out.append(figures.response_curve("turn-taking, eligible samples", series))
-    if task == USER_INTERRUPTION:
-        ex = [(t.label, [r for r in t.rows.get(subset, {}).values() if r["eligible"] and r["outcome"] != "not_exercised"])
-              for t in trees]
-        out.append(figures.response_curve("interruption, exercised samples", [(lb, [r["latency_s"] for r in rs]) for lb, rs in ex]))
-        bars = []
-        for t in trees:
-            rows = list(t.rows.get(subset, {}).values())
-            counts = {"ineligible": sum(1 for r in rows if not r["eligible"])}
-            for r in rows:
-                if r["eligible"]:
-                    counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
-            bars.append((t.label, counts))
-        out.append(figures.outcome_bars(bars))
-        out.append(figures.stop_latencies([(lb, [r["stop_s"] for r in rs]) for lb, rs in ex]))
+    """The task's summary figures of one subset (`RenderRules.figures`), from each tree's rows."""
+    out = get_task(task).render.figures([(t.label, list(t.rows.get(subset, {}).values())) for t in trees])
     return "".join(f"<figure>{s}</figure>" for s in out)
 
 
@@ -174,7 +152,7 @@ def comparison_html(comp: dict[str, Any]) -> str:
 
 def fdb_body(trees: Sequence[ScoredTree], jobs: int = 1) -> str:
     """The whole FDB report body; `jobs` worker processes draw the timelines."""
-    subsets = [s for s in SUBSET_ORDER if any(t.manifest.by_subset(s) for t in trees)]
+    subsets = [s for s in SUBSETS if any(t.manifest.by_subset(s) for t in trees)]
     toc = "".join(link(f"subset-{s}", s) for s in subsets) + (link("compare", "paired comparison") if len(trees) > 1 else "")
     parts = [f'<nav class="toc">{toc}</nav>']
     parts.append(table(["tree", "system", "dataset", "samples", "signature"], [
@@ -186,10 +164,10 @@ def fdb_body(trees: Sequence[ScoredTree], jobs: int = 1) -> str:
         task = SUBSETS[subset].task
         parts.append(f'<h2 id="subset-{esc(subset)}">{esc(subset)} ({esc(task)})</h2>')
         parts.append(_counts_table(trees, subset))
-        if task != BACKCHANNEL:
+        if get_task(task).scored:
             parts.append(_metrics_table(trees, subset))
         else:
-            parts.append('<p class="note">Counted only: no unified metric; the official frequency and JSD are the reference.</p>')
+            parts.append(f'<p class="note">Counted only: no unified metric; {esc(get_task(task).render.counted_note)}.</p>')
         parts.append(_reference(trees, subset))
         parts.append(_figures(trees, subset, task))
         head, sections = sample_sections(trees, subset, task, drawn)

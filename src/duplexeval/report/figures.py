@@ -1,4 +1,4 @@
-"""The summary figures of the FDB report: response curves F(t), interruption outcomes, stop latencies."""
+"""The summary figures of the FDB report: response curves F(t), outcome bars, stop latencies."""
 
 from __future__ import annotations
 
@@ -10,9 +10,6 @@ import numpy as np
 
 from duplexeval.report import svg
 from duplexeval.report.svg import COLORS
-
-OUTCOME_COLORS = {"ineligible": "#bdbdbd", "not_exercised": "#e0c097", "speaking_at_end": "#d9602b",
-                  "response": "#2f9e44", "no_response": "#7a869a"}  # fmt: skip
 
 
 def response_curve(title: str, series: Sequence[tuple[str, Sequence[float | None]]], horizon: float | None = None) -> str:
@@ -63,12 +60,13 @@ def _strip_axes(n_rows: int, right: float) -> tuple[Any, Any]:
     return fig, fig.add_axes((0.2, bottom / h, right - 0.2, band * max(1, n_rows) / h))
 
 
-def outcome_bars(rows: Sequence[tuple[str, dict[str, int]]]) -> str:
-    """Interruption outcomes per tree as one stacked horizontal bar each (counts over selected samples)."""
+def outcome_bars(rows: Sequence[tuple[str, dict[str, int]]], colors: dict[str, str]) -> str:
+    """Outcomes per tree as one stacked horizontal bar each (counts over selected samples), in the order and
+    colours of `colors` (outcome -> colour)."""
     fig, ax = _strip_axes(len(rows), right=0.8)
     for i, (_label, counts) in enumerate(rows):
         left = 0
-        for name, color in OUTCOME_COLORS.items():
+        for name, color in colors.items():
             v = counts.get(name, 0)
             if v:
                 ax.barh([i], [v], left=[left], color=color, height=0.6, label=name if i == 0 else None)
@@ -79,7 +77,7 @@ def outcome_bars(rows: Sequence[tuple[str, dict[str, int]]]) -> str:
     ax.set_xlabel("selected samples")
     from matplotlib.patches import Patch  # lazy: matplotlib is loaded only when a figure is drawn
 
-    handles = [Patch(color=c, label=n) for n, c in OUTCOME_COLORS.items()]
+    handles = [Patch(color=c, label=n) for n, c in colors.items()]
     ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=6.5, frameon=False)
     return svg.to_svg(fig)
 

@@ -8,12 +8,7 @@ from typing import Any
 from duplexeval.errors import InputError
 from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
 from duplexeval.fdb.results import ScoredTree
-from duplexeval.fdb.tree import (
-    BACKCHANNEL,
-    PAUSE_HANDLING,
-    TURN_TAKING,
-    USER_INTERRUPTION,
-)
+from duplexeval.fdb.tasks import get_task
 from duplexeval.report.page import esc, link, table
 from duplexeval.report.timeline import RenderedSample, SampleItem, render_item
 
@@ -26,46 +21,19 @@ def anchor(k: int, subset: str, sample_id: str) -> str:
 
 
 def severity(task: str, row: dict[str, Any] | None) -> tuple[int, float]:
-    """Sort key, worst first: early starts, intrusions, speaking through, no response, then the longest latencies."""
+    """Sort key, worst first: each task ranks its eligible samples (`RenderRules.severity`); the rest come last."""
     if row is None or not row.get("eligible"):
         return (9, 0.0)
-    if task == PAUSE_HANDLING:
-        return (0, -float(row["intrusion_s"])) if row["pause_intrusion"] else (5, 0.0)
-    if task == TURN_TAKING:
-        if row["outcome"] == "early_start":
-            return (0, float(row["first_word_s"]) - float(row["E"]))  # the earliest start first
-        if row["outcome"] == "no_response":
-            return (1, 0.0)
-        return (2, -float(row["latency_s"]))
-    if task == USER_INTERRUPTION:
-        rank = {"speaking_at_end": 0, "no_response": 1, "response": 2, "not_exercised": 4}[row["outcome"]]
-        stop = row.get("stop_s")
-        return (rank, -(float(stop) if stop is not None else 1e9) - float(row.get("latency_s") or 0))
-    return (8, 0.0)
+    return get_task(task).render.severity(row)
 
 
 def why(task: str, row: dict[str, Any] | None) -> str:
-    """One phrase saying what a sample shows."""
+    """One phrase saying what a sample shows (`RenderRules.why` for an eligible, scored one)."""
     if row is None:
         return "counted only"
     if not row.get("eligible"):
         return "ineligible: " + ", ".join(row.get("reasons") or [])
-    if task == PAUSE_HANDLING:
-        if row["pause_intrusion"]:
-            return f"intrusion: {row['intrusion_words']} onset(s), {row['intrusion_s']:.2f} s of {row['pause_s']:.2f} s pause covered"
-        return "no word after the first pause"
-    if task == TURN_TAKING:
-        if row["outcome"] == "early_start":
-            return f"early start: first word {row['E'] - row['first_word_s']:.2f} s before E"
-        if row["outcome"] == "response":
-            return f"response after {row['latency_s']:.2f} s"
-        return "no response"
-    stop = "no observed stop" if row.get("stop_s") is None else f"stop after {row['stop_s']:.2f} s"
-    if row["outcome"] == "not_exercised":
-        return "not exercised: silent at S"
-    if row["outcome"] == "response":
-        return f"{stop}; response {row['latency_s']:.2f} s after R"
-    return f"{row['outcome']}; {stop}"
+    return get_task(task).render.why(row)
 
 
 def field_text(v: Any) -> str:
@@ -100,6 +68,7 @@ def sample_sections(trees: Sequence[ScoredTree], subset: str, task: str,
                      drawn: dict[tuple[int, str, str], RenderedSample]) -> tuple[str, str]:
     """(worst-cases list + sample index, the per-sample sections) of one subset, worst first."""
     index_rows, sections, worst = [], [], []
+    scored = get_task(task).scored
     for k, t in enumerate(trees):
         entries = t.manifest.by_subset(subset)
         rows = t.rows.get(subset, {})
@@ -107,9 +76,9 @@ def sample_sections(trees: Sequence[ScoredTree], subset: str, task: str,
         for rank, e in enumerate(order):
             row = rows.get(e.id)
             a = anchor(k, subset, e.id)
-            desc = why(task, row) if task != BACKCHANNEL else "counted only" if e.eligible else "ineligible: " + ", ".join(e.reasons)
+            desc = why(task, row) if scored else "counted only" if e.eligible else "ineligible: " + ", ".join(e.reasons)
             index_rows.append([esc(t.label), link(a, e.key), esc(desc)])
-            if rank < WORST_LISTED and severity(task, row)[0] <= 2 and task != BACKCHANNEL:
+            if rank < WORST_LISTED and severity(task, row)[0] <= 2 and scored:
                 worst.append(f"<li>{esc(t.label)}: {link(a, e.key)}: {esc(desc)}</li>")
             view = drawn[(k, subset, e.id)]
             fields = {"T": e.T, "eligible": e.eligible, "reasons": ", ".join(e.reasons) or "none"}

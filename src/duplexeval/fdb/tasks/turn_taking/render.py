@@ -1,0 +1,34 @@
+"""How the report shows a turn-taking sample: early starts first, E marked on the timeline."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from duplexeval.fdb.tasks.base import Band, Mark, RenderRules
+from duplexeval.report import figures
+
+
+class TurnRender(RenderRules):
+    """Early starts (the earliest first), then no response, then the longest latencies."""
+
+    def severity(self, row: dict[str, Any]) -> tuple[int, float]:
+        if row["outcome"] == "early_start":
+            return (0, float(row["first_word_s"]) - float(row["E"]))
+        if row["outcome"] == "no_response":
+            return (1, 0.0)
+        return (2, -float(row["latency_s"]))
+
+    def why(self, row: dict[str, Any]) -> str:
+        if row["outcome"] == "early_start":
+            return f"early start: first word {row['E'] - row['first_word_s']:.2f} s before E"
+        if row["outcome"] == "response":
+            return f"response after {row['latency_s']:.2f} s"
+        return "no response"
+
+    def marks(self, record: Any) -> tuple[list[Mark], list[Band]]:
+        return [Mark("E", record.E, "#c2185b")], []
+
+    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> list[str]:
+        curve = [(label, [r["latency_s"] for r in rows if r["eligible"]]) for label, rows in series]
+        return [figures.response_curve("turn-taking, eligible samples", curve)]
