@@ -150,8 +150,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="Also write the results here.")
     args = ap.parse_args()
     phases.set_spread(not args.no_spread)
-    client = "rate=16000" if args.protocol == "openai-realtime" else ""
-    options = {"rate": "16000"} if args.protocol == "openai-realtime" else {}
+    client = ""
+    options: dict[str, str] = {}
     rows = []
     with ServerProcess(args.protocol, SERVED, options=options) as srv:
         setup = _server_priority(srv.proc.pid, args.server_nice, args.pin)

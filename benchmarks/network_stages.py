@@ -1,7 +1,7 @@
 """Where the first reply's time goes, stage by stage, for a baseline through the loopback openai-realtime server.
 
 Runs the demo set one session at a time through `loopback:protocol=openai-realtime,in_process=true` at
-`--rate` (the server in a thread of this process, instrumented) and prints per sample:
+24 kHz (the server in a thread of this process, instrumented) and prints per sample:
 
 - `lag frames`: how many input packets after its own each 80 ms server frame became complete (0 = the
   packet that carries its end completes it; 1 = it waited for the next packet, i.e. 80 ms), max over frames;
@@ -14,8 +14,7 @@ Runs the demo set one session at a time through `loopback:protocol=openai-realti
 
 The frame lag is structural (the resamplers' block sizes), so it does not depend on load.
 
-    .venv/bin/python benchmarks/network_stages.py --rate 24000
-    .venv/bin/python benchmarks/network_stages.py --rate 16000
+    .venv/bin/python benchmarks/network_stages.py
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from duplexeval.fdb.dataset import load_dataset
 from duplexeval.fdb.export import export
-from duplexeval.systems.net import openai_realtime as oair
+from duplexeval.systems.net import openai_realtime_server as oair
 from duplexeval.systems.net import server as srv
 
 STAGES: list[dict[str, Any]] = []  # one per server session, in connection order
@@ -100,12 +99,11 @@ def _instrument() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--system", default="turn-based", help="The baseline (';' separates its parameters).")
-    ap.add_argument("--rate", type=int, default=24000, help="The rate the server grants and the client asks for.")
     args = ap.parse_args()
+    args.rate = 24000  # openai-realtime carries PCM16 at 24 kHz only (both dialects)
     _instrument()
     ds = load_dataset("demo")
-    spec = (f"loopback:protocol=openai-realtime,serve={args.system},in_process=true,"
-            f"options=rate={args.rate},client=rate={args.rate}")
+    spec = f"loopback:protocol=openai-realtime,serve={args.system},in_process=true"
     print(f"load before: {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as tmp:
         export(args.system.replace(";", ","), ds, Path(tmp) / "ref", progress=False)

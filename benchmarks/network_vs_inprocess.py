@@ -4,10 +4,9 @@ Exports the demo set with SYSTEM in-process (virtual clock) and through `loopbac
 (a `duplexeval serve` child process, all samples at once), then prints per sample the first playout time of
 both, the difference, the session's worst send lateness and its reasons.
 
-    .venv/bin/python benchmarks/network_vs_inprocess.py                       # openai-realtime at 16 kHz
-    .venv/bin/python benchmarks/network_vs_inprocess.py --rate 24000          # the default rate (two resamplers)
+    .venv/bin/python benchmarks/network_vs_inprocess.py                       # openai-realtime (PCM16 at 24 kHz)
     .venv/bin/python benchmarks/network_vs_inprocess.py --protocol ws-pcm
-    .venv/bin/python benchmarks/network_vs_inprocess.py --offline-resample   # no network: only the two resamplers
+    .venv/bin/python benchmarks/network_vs_inprocess.py --offline-resample [--rate R]   # no network: only the two resamplers
 """
 
 from __future__ import annotations
@@ -101,16 +100,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--system", default="turn-based", help="The baseline (';' separates its parameters).")
     ap.add_argument("--protocol", default="openai-realtime", choices=["openai-realtime", "ws-pcm"])
-    ap.add_argument("--rate", type=int, default=16000, help="openai-realtime: the rate the server grants.")
+    ap.add_argument("--rate", type=int, default=24000,
+                    help="--offline-resample only: the wire rate of the round trip (openai-realtime is 24 kHz, PCM16 only).")
     ap.add_argument("--offline-resample", action="store_true", help="No network: the baseline on its input, its 16 -> rate -> 16 kHz stream round trip, the round trip's delay alone, and the round trip without its delay.")
     args = ap.parse_args()
     if args.offline_resample:
-        offline_resample(args.system, 24000 if args.rate == 16000 else args.rate)
+        offline_resample(args.system, args.rate)
         return
     ds = load_dataset("demo")
     spec = f"loopback:protocol={args.protocol},serve={args.system}"
-    if args.protocol == "openai-realtime":
-        spec += f",options=rate={args.rate},client=rate={args.rate}"
     with tempfile.TemporaryDirectory() as tmp:
         ref_tree, net_tree = Path(tmp) / "in-process", Path(tmp) / "net"
         export(args.system.replace(";", ","), ds, ref_tree, progress=False)
@@ -120,11 +118,11 @@ def main() -> None:
         server_cpu = _server_cpu_s()
         ref, net = _rows(ref_tree), _rows(net_tree)
     heard: dict[str, float | None] = {}  # in-process on what the served system hears (the resamplers' round trip)
-    if args.protocol == "openai-realtime" and args.rate != 16000:
+    if args.protocol == "openai-realtime":
         from duplexeval.systems.registry import make_system
 
         system = make_system(args.system.replace(";", ","))
-        heard = {f"{s.subset}/{s.id}": _variant_firsts(system, s, args.rate)[1] for s in ds.samples()}
+        heard = {f"{s.subset}/{s.id}": _variant_firsts(system, s, 24000)[1] for s in ds.samples()}
     devs, rt_devs = [], []
     print(f"{spec}: {len(net)} sessions at once, {wall:.1f} s wall, load average {os.getloadavg()[0]:.1f}; "
           f"CPU: client {client_cpu:.2f} s (with the export's own work), server process {server_cpu:.2f} s")

@@ -244,7 +244,8 @@ def eval_dir(official: Path) -> Path:
     raise SystemExit(f"{official}: no v1_v1.5/evaluation/eval_behavior.py (give a checkout of the official repository)")
 
 
-def run_official(tree: Path, official: Path, python: str, silero_hub: Path, judge_url: str, log: Path) -> tuple[dict[str, Any], float]:
+def run_official(tree: Path, official: Path, python: str, silero_hub: Path, judge_url: str, log: Path,
+                 subsets: tuple[str, ...] = SUBSET_ORDER) -> tuple[dict[str, Any], float]:
     """Run the four official v1.5 steps on every subset of `tree`; their outputs, and the wall time."""
     ev = eval_dir(official)
     work = Path(tempfile.mkdtemp(prefix="fdb15-official-"))
@@ -258,7 +259,7 @@ def run_official(tree: Path, official: Path, python: str, silero_hub: Path, judg
     out: dict[str, Any] = {}
     t0 = time.perf_counter()
     with open(log, "w", encoding="utf-8") as fh:
-        for subset in SUBSET_ORDER:
+        for subset in subsets:
             root = tree / subset
             if not root.is_dir():
                 continue
@@ -271,7 +272,10 @@ def run_official(tree: Path, official: Path, python: str, silero_hub: Path, judg
             for cmd in steps:
                 fh.write(f"$ {' '.join(cmd)}\n")
                 fh.flush()
+                t_step = time.perf_counter()
                 subprocess.run(cmd, cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT, check=False)
+                print(f"official {subset} {Path(cmd[1]).name} {' '.join(cmd[2:4]) if 'evaluate' in cmd[1] else ''}: "
+                      f"{time.perf_counter() - t_step:.1f} s (load {os.getloadavg()[0]:.1f})", flush=True)
             res = subprocess.run([python, str(shims / "fdb15_tests_driver.py"), str(root), ",".join(METRICS)],
                                  cwd=cwd, env=env, capture_output=True, text=True, check=False)
             m = re.search(r"^TESTS_JSON (.*)$", res.stdout, re.MULTILINE)
@@ -309,7 +313,8 @@ def collect_official(root: Path, cwd: Path, tests: list[dict[str, Any]] | None) 
 # --------------------------------------------------------------------------------------------------- ours
 
 
-def run_ours(tree: Path, judge_url: str, silero_name: str) -> tuple[dict[str, Any], float]:
+def run_ours(tree: Path, judge_url: str, silero_name: str, subsets: tuple[str, ...] = SUBSET_ORDER) -> tuple[dict[str, Any], float]:
+    """Our official rules (evaluate) on every subset; their results and the wall time."""
     from duplexeval.fdb.tasks.overlap import official
     from duplexeval.fdb.tasks.overlap.behavior import load_prompt
     from duplexeval.fdb.tasks.overlap.judge import BehaviorJudge, JudgeSettings
@@ -320,7 +325,18 @@ def run_ours(tree: Path, judge_url: str, silero_name: str) -> tuple[dict[str, An
     choice = choose(silero_name)
     judge = BehaviorJudge.create(JudgeSettings(base_url=judge_url, api_key_env=""), prompt, tree)
     out = {s: official.result_json(official.evaluate_subset(s, tree / s, choice, judge))
-           for s in SUBSET_ORDER if (tree / s).is_dir()}
+           for s in subsets if (tree / s).is_dir()}
+    return out, time.perf_counter() - t0
+
+
+def run_our_score(tree: Path, subsets: tuple[str, ...] = SUBSET_ORDER) -> tuple[dict[str, Any], float]:
+    """Our unified rules (score) on every subset, reading the judge's tags the evaluate step left; wall time."""
+    from duplexeval.fdb.tasks.overlap import score
+    from duplexeval.vad import load_vad
+
+    t0 = time.perf_counter()
+    vad = load_vad()
+    out = {s: score.score_subset(s, tree / s, vad)[1] for s in subsets if (tree / s).is_dir()}
     return out, time.perf_counter() - t0
 
 
@@ -388,6 +404,8 @@ def main() -> None:
     ap.add_argument("--silero", default="v5", help="our Silero model (v5 or v6.2)")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "duplexeval-v15-bench")
     ap.add_argument("--fixture", type=Path, help="write their results and the tree's hashes here")
+    ap.add_argument("--subset", action="append", choices=SUBSET_ORDER, help="only these subsets, on both sides (repeatable)")
+    ap.add_argument("--ours-only", action="store_true", help="time ours (evaluate + score) and stop")
     args = ap.parse_args()
     counts = synth.full_size() if args.full else synth.small(args.per_subset)
     base = args.cache / ("full" if args.full else f"n{args.per_subset}")
@@ -397,7 +415,7 @@ def main() -> None:
         t0 = time.perf_counter()
         build_tree(tree, counts)
         (tree / "done").write_text("")
-        print(f"built {sum(counts.values())} samples in {time.perf_counter() - t0:.1f} s")
+        print(f"built {sum(counts.values())} samples in {time.perf_counter() - t0:.1f} s", flush=True)
     (tree / "done").unlink()
     hashes = tree_hashes(tree)
     (tree / "done").write_text("")
@@ -409,17 +427,27 @@ def main() -> None:
         shutil.rmtree(copies[side], ignore_errors=True)
         shutil.copytree(tree, copies[side])
     load = os.getloadavg()
+    subsets = tuple(args.subset) if args.subset else SUBSET_ORDER
+    n_samples = sum(counts[s] for s in subsets)
     with FakeJudge() as judge:
-        ours, t_ours = run_ours(copies["ours"], judge.url, args.silero)
+        ours, t_ours = run_ours(copies["ours"], judge.url, args.silero, subsets)
+        print(f"ours evaluate ({n_samples} samples): {t_ours:.1f} s (load {os.getloadavg()[0]:.1f})", flush=True)
+        _, t_score = run_our_score(copies["ours"], subsets)
+        print(f"ours score ({n_samples} samples): {t_score:.1f} s (load {os.getloadavg()[0]:.1f})", flush=True)
+        if args.ours_only:
+            return
         theirs, t_theirs = run_official(copies["theirs"], args.official, args.official_python, args.silero_hub,
-                                        judge.url, base / "official.log")
+                                        judge.url, base / "official.log", subsets)
     n, diffs = compare(ours, theirs)
     print("stand-ins on the official side:\n  " + "\n  ".join(STAND_INS))
-    print(f"samples: {sum(counts.values())}; values compared: {n}; differences: {len(diffs)}")
+    print(f"samples: {n_samples}; values compared: {n}; differences: {len(diffs)}")
     for d in diffs[:30]:
         print("  " + d)
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"ours (Silero {args.silero}): {t_ours:.2f} s wall; official scripts: {t_theirs:.2f} s wall; ratio {t_theirs / t_ours:.1f}x")
+    print(f"ours: evaluate (official rules, Silero {args.silero}) {t_ours:.2f} s + score (unified rules) {t_score:.2f} s "
+          f"wall; official scripts: {t_theirs:.2f} s wall; ratio {t_theirs / t_ours:.1f}x (evaluate), "
+          f"{t_theirs / (t_ours + t_score):.1f}x (evaluate + score)")
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"official log: {base / 'official.log'}")
     if args.fixture:
         write_json(args.fixture, {"kind": "duplexeval.test.fdb_v15_official", "counts": counts, "tree_sha256": hashes,

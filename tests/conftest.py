@@ -79,3 +79,13 @@ def vad_path(request, monkeypatch):
         pytest.skip("silero_vad_16k_sequence.onnx not installed (pip install --no-deps silero-vad==6.2.3)")
     monkeypatch.setattr(speech, "USE_SEQUENCE_MODEL", request.param == "sequence")
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def _fresh_secret_registry():
+    """Each test starts with no known secrets (the registry is process-wide)."""
+    from duplexeval import redaction
+
+    redaction.forget_all()
+    yield
+    redaction.forget_all()

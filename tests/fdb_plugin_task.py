@@ -16,7 +16,9 @@ from duplexeval.fdb.dataset import check_span
 from duplexeval.fdb.official.metric import NO_SAMPLES, plain_mean
 from duplexeval.fdb.synth.render import round_s
 from duplexeval.fdb.tasks import (
+    HIGHER,
     DatasetRules,
+    Headline,
     Mark,
     MetricSpec,
     OfficialContext,
@@ -138,6 +140,11 @@ class AnswerOfficial(OfficialRules):
 
 
 class AnswerRender(RenderRules):
+    bad = frozenset({"no_answer"})
+
+    def outcome_key(self, row: dict[str, Any]) -> str:
+        return "answered" if row["answered"] else "no_answer"
+
     def why(self, row: dict[str, Any]) -> str:
         return f"answered after {row['latency_s']:.2f} s" if row["answered"] else "no answer after the question"
 
@@ -150,9 +157,9 @@ class AnswerRender(RenderRules):
     def marks(self, record: Any) -> tuple[list[Mark], list[Any]]:
         return [Mark("Q", record.end, "#00838f")], []
 
-    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> list[str]:
+    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[str]:
         curve = [(label, [r["latency_s"] for r in rows if r["eligible"]]) for label, rows in series]
-        return [figures.response_curve("questions answered", curve)]
+        return [figures.response_curve("questions answered", curve, colors=colors, xlabel="seconds after the question")]
 
 
 class QuestionSynth(SynthRecipe):
@@ -179,5 +186,5 @@ TASK = Task(
     paired=PAIRED,
     render=AnswerRender(),
     synth=QuestionSynth(),
-    headline=(("answered_rate", "answered_rate"),),
+    headline=(Headline("answered_rate", "answered after the question", HIGHER),),
 )

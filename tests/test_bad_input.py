@@ -362,7 +362,7 @@ def _zero_clips(tmp: Path):
 
 def _out_inside_dataset(tmp: Path):
     ds = synth_set(tmp / "ds")
-    return ["fdb", "export", "--system", "silent", "--dataset", ds, "--out", ds / "tree", "-q"], ("inside the dataset folder",)
+    return ["fdb", "export", "--system", "silent", "--dataset", ds, "--out", ds / "tree", "-q"], ("--out", "lies inside the input --dataset")
 
 
 def _parakeet_without_nemo(tmp: Path):

@@ -55,7 +55,8 @@ def test_demo_end_to_end_deterministic(tmp_path):
     ep = rep["event_metrics"]["endpoint"]["fallback_on"]
     assert ep["turn_probes"] >= 3 and ep["latency"]["n"] + ep["no_endpoint"]["count"] == ep["turn_probes"]
     cmp = json.loads((outs[0] / "compare.json").read_text())
-    assert cmp["groups"] == 2 and cmp["a"] == "baseline:silence" and cmp["b"] == "baseline:silero"
+    assert cmp["kind"] == "duplexeval.controller.compare" and cmp["schema_version"] == 2  # the header, as `compare --json`
+    assert cmp["event_metrics"]["groups"] == 2 and cmp["a"]["path"] == "data-silence" and cmp["b"]["path"] == "data-silero"
     with pytest.raises(SystemExit) as ex:  # refuses to overwrite
         main(["controller", "demo", "--out", str(outs[0]), "--conversations", "1"])
     assert ex.value.code == 2

@@ -96,7 +96,9 @@ def test_demo_end_to_end_on_a_tiny_set(tmp_path: Path, capsys: pytest.CaptureFix
     assert "pause_intrusion_rate" in text and str(again.runs[1].tree) in text
     assert again.report == tmp_path / "out" / "report.html" and f"report: {again.report}" in text
     page = again.report.read_text(encoding="utf-8")
-    assert "<script" not in page and "candor_turn_taking/1" in page and "Paired comparison" in page
+    assert 'class="forest"' in page and "candor_turn_taking/1" in page and "Paired comparison" in page
+    assert "difference from turn-based-" in page  # the baseline is the turn-based system, not the silent one
+    assert 'id="au-in-candor_turn_taking-1"' in page  # the demo's dataset gives the user's side
     assert json.loads((again.runs[0].tree / "manifest.json").read_text())["system"]["name"] == "silent"
 
 

@@ -80,7 +80,7 @@ def test_strip_trailing_punctuation():
         (json.dumps(miu(family="XiY")), "'family' must be 'MiU' or 'UiM'"),
         (json.dumps(miu(extra=1)), "'extra' is not a known field"),
         (json.dumps(miu()).replace('"start_s": 0.64', '"start_s": "0.64"', 1), "'chunks[1].start_s' must be a finite number, got '0.64'"),
-        (json.dumps(miu()).replace('"end_s": 0.64', '"end_s": Infinity', 1), "'chunks[0].end_s' must be a finite number, got inf"),
+        (json.dumps(miu()).replace('"end_s": 0.64', '"end_s": Infinity', 1), "line 2: Infinity is not a number JSON allows"),
         (json.dumps(miu()).replace('"end_s": 1.92', '"end_s": 1e303', 1), "'chunks[2].end_s' is outside the accepted range [0, 86400]"),
         (json.dumps(miu(id="a..b")), "without '..'"),
         (json.dumps(miu(context=[{"role": "user", "text": "hi\u0000there"}])), "must not contain control characters, got 'hi\\x00there'"),
@@ -225,3 +225,26 @@ def test_tape_items_as_jsonl_lines(tmp_path):
     bad["eval_targets"] = [3]
     with pytest.raises(InputError, match=r"line 1: case 'test_MiU_7': tape\[2\] before eval target 3"):
         load_cases(write_lines(tmp_path / "bad.jsonl", [bad]))
+
+
+def test_synth_is_bounded_and_shows_progress(tmp_path, capsys):
+    from duplexeval.cli import main
+
+    out = tmp_path / "c.jsonl"
+    with pytest.raises(SystemExit) as exc:
+        main(["dialogue", "synth", "--out", str(out), "--n-miu", "1000000000"])
+    assert exc.value.code == 2 and not out.exists()
+    assert capsys.readouterr().err == (
+        "duplexeval: error: --n-miu 1000000000 and --n-uim 100 make 1,000,000,400 cases (1,000,000,000 MiU + 4 x 100 "
+        "UiM); at most 100,000 are made in one set\n")
+    with pytest.raises(InputError, match="at most 100,000"):
+        generate(0, 0, 25_001)
+    with pytest.raises(SystemExit) as exc:
+        main(["dialogue", "synth", "--out", str(out), "--n-miu", "3", "--n-uim", "1"])
+    assert exc.value.code == 0
+    err = capsys.readouterr().err
+    assert "synth" in err and "7/7" in err  # the progress bar, on stderr
+    with pytest.raises(SystemExit):
+        main(["dialogue", "synth", "--out", str(out), "--n-miu", "3", "--n-uim", "1", "-q"])
+    assert capsys.readouterr().err == ""
+    assert len(load_cases(out).cases) == 7

@@ -120,6 +120,10 @@ def test_compare_pairs_two_detectors(tmp_path, capsys):
         (lambda rows: [r.update(p_eot=None) for r in rows if r["label"] == "eot" and r["id"] == "t00"], "has no score"),
         (lambda rows: rows.__setitem__(0, dict(rows[0], label="maybe")), "label must be 'hold' or 'eot'"),
         (lambda rows: rows.__setitem__(0, dict(rows[0], p_eot="x")), "p_eot must be a finite number"),
+        (lambda rows: rows.__setitem__(3, dict(rows[3], p_eot=1.5)),
+         "row 4: p_eot must be a probability in [0, 1] or null (no score), got 1.5"),
+        (lambda rows: rows.__setitem__(3, dict(rows[3], p_eot=-0.25)),
+         "row 4: p_eot must be a probability in [0, 1] or null (no score), got -0.25"),
     ],
 )
 def test_sweep_refusals_are_one_line(tmp_path, capsys, mutate, msg):
@@ -136,13 +140,30 @@ def test_sweep_usage_errors(tmp_path, capsys):
     p = write_jsonl(tmp_path / "pred.jsonl", random_rows(0, 5))
     for argv, msg in (
         (["--thresholds", "0:1:0"], "--thresholds"),
-        (["--timeouts", "0.1,1"], "timeouts must be >="),
+        (["--timeouts", "0.1,1"], "--timeouts: every value must be >= the shortest kept hold span (--min-hold 0.2 s)"),
+        (["--action-delays=-0.2:1:0.1"], "--action-delays: delays must be >= 0 s, got -0.2"),
+        (["--timeouts=-1,2"], "--timeouts: delays must be >= 0 s, got -1"),
+        (["--min-hold", "nan"], "--min-hold must be a finite number of seconds >= 0, got nan"),
+        (["--max-hold", "inf"], "--max-hold must be a finite number of seconds >= 0, got inf"),
+        (["--min-hold=-1"], "--min-hold must be a finite number of seconds >= 0, got -1.0"),
         (["--score-mode", "score_point"], "needs --score-point"),
-        (["--score-mode", "median"], "score mode 'median'"),
+        (["--score-mode", "median"], "--score-mode 'median'"),
         (["--out", str(p)], "is an existing file"),
     ):
         code, _, err = run(["eot", "sweep", str(p), *argv], capsys)
         assert code == 2 and msg in err, (argv, err)
+
+
+def test_sweep_refuses_a_nan_score_in_parquet(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = random_rows(4, 5)
+    cols = {k: [r[k] for r in rows] for k in rows[0]}
+    cols["p_eot"][2] = float("nan")  # a float NaN, not a null ("no score")
+    pq.write_table(pa.table(cols), tmp_path / "p.parquet")
+    code, _, err = run(["eot", "sweep", str(tmp_path / "p.parquet")], capsys)
+    assert code == 2 and err == f"duplexeval: error: {tmp_path / 'p.parquet'}: row 3: p_eot must be a finite number or null, got nan\n"
 
 
 def test_predict_cli_then_sweep(tmp_path, capsys):

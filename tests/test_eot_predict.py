@@ -223,8 +223,18 @@ def test_resume_skips_finished_turns_and_refuses_another_runs_journal(tmp_path, 
     # a journal from other settings is refused
     j = tmp_path / "x.parquet.journal.jsonl"
     j.write_text('{"kind": "duplexeval.eot.predict-journal", "run": "other"}\n')
-    with pytest.raises(RefusalError, match="different predict run"):
+    with pytest.raises(RefusalError, match="not this predict run's journal"):
         run_predict(ss2, plugin, {}, tmp_path / "x.parquet", progress=False)
+
+
+@pytest.mark.parametrize("garbage", [b"\xff\xfe\x00garbage\x80\n", b"\x00" * 64, b"not json\n", b"[1, 2]\n"])
+def test_a_garbage_journal_is_refused_in_one_line(tmp_path, garbage):
+    j = tmp_path / "x.parquet.journal.jsonl"
+    j.write_bytes(garbage)
+    with pytest.raises(RefusalError, match=r"x.parquet.journal.jsonl: not this predict run's journal .*pass --force$"):
+        run_predict(one_turn_set(), "silence", {}, tmp_path / "x.parquet", progress=False)
+    run_predict(one_turn_set(), "silence", {}, tmp_path / "x.parquet", progress=False, force=True)
+    assert (tmp_path / "x.parquet").is_file() and not j.exists()
 
 
 def test_jobs_2_gives_the_same_bytes(tmp_path):
@@ -352,3 +362,17 @@ def test_predictions_parquet_has_eotbench_columns_and_both_readers_agree(tmp_pat
         assert np.array_equal(getattr(fast, c), getattr(slow, c))
     assert np.array_equal(np.isnan(fast.p_eot), np.isnan(slow.p_eot))
     assert list(fast.label) == list(slow.label) and list(fast.id) == list(slow.id)
+
+
+def test_a_span_less_row_is_one_short_line_without_the_audio(tmp_path):
+    audio = {"array": tone(2.0).tolist(), "sampling_rate": SAMPLE_RATE}
+    p = tmp_path / "rows.jsonl"
+    p.write_text(json.dumps({"id": "u1", "language": "en", "audio": audio}) + "\n")
+    with pytest.raises(InputError) as exc:
+        load_span_set(p)
+    assert str(exc.value) == f"{p}: line 1: missing field 'silence_spans' (eot-bench rows need id, language, audio, silence_spans)"
+    conv = tmp_path / "conv.jsonl"  # a conversation manifest whose audio is not a path
+    conv.write_text(json.dumps({"id": "c1", "audio": audio, "duration_s": 2.0}) + "\n")
+    with pytest.raises(InputError) as exc:
+        load_span_set(conv, source="conversations")
+    assert str(exc.value) == f"{conv}: line 1: conversation c1: audio must be a path to an audio file (a string), got dict"

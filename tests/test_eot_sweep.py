@@ -235,3 +235,30 @@ def test_classification_counts_missing_scores():
     c = classification(build_spans(Predictions.from_rows(rows), SweepConfig()))
     assert c["n_missing_hold_scores"] == 1 and c["n_scored_spans"] == 3
     assert c["auc"] == 0.5  # eot 0.9 and 0.2 against the one scored hold span at 0.3
+
+
+def _only_at(rows: list[dict], at: float) -> list[dict]:
+    """The same rows scored at one silence only, as `eot predict --only-at` writes them (other rows: no score)."""
+    return [{**r, "p_eot": r["p_eot"] if abs(r["silence_dur"] - at) < 1e-6 else None} for r in rows]
+
+
+def test_only_at_predictions_in_max_mode_are_warned_and_b_keeps_its_own_mode():
+    from duplexeval.eot.compare import compare
+    from duplexeval.eot.predictions import mode_warning, scored_only_at
+
+    rows = []
+    for t in range(6):
+        rows += rows_for(f"t{t}", [("hold", 0.5, [0, 0.1, 0.6, 0.2, 0.1, 0.1]), ("eot", 0.5, [0.2, 0.4, 0.9, 0.9, 0.9, 0.9])])
+    a = Predictions.from_rows(rows, "a.jsonl")
+    b = Predictions.from_rows(_only_at(rows, 0.2), "b.jsonl")
+    assert scored_only_at(a) == () and scored_only_at(b) == (0.2,)
+    assert mode_warning(a, "max", "a") is None and mode_warning(b, "score_point", "b") is None
+    msg = mode_warning(b, "max", "b")
+    assert msg is not None and "--score-mode score_point --score-point 0.2" in msg and "\n" not in msg
+    cfg = SweepConfig(thresholds=(0.5,), action_delays=(0.2, 0.3), timeouts=(0.5, 1.0))
+    c = compare(a, b, cfg, "0" * 64, "1" * 64, ("a", "b"))
+    assert c["score_mode"] == {"a": "max", "b": "max"} and len(c["notes"]) == 1 and c["notes"][0] == msg
+    own = compare(a, b, cfg, "0" * 64, "1" * 64, ("a", "b"), SweepConfig(thresholds=(0.5,), action_delays=(0.2, 0.3),
+                                                                        timeouts=(0.5, 1.0), score_mode="score_point", score_point_s=0.2))
+    assert own["score_mode"] == {"a": "max", "b": "score_point@0.2"} and own["notes"] == []
+    assert "mode:score_point@0.2" in own["signature"]["compact"] and own["frontier"]["b"]

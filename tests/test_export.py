@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
-from systems_fixtures import Dataset, interruption, small_dataset, turn_taking
+from systems_fixtures import Dataset, add_sample, interruption, small_dataset, turn_taking
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError, RefusalError
@@ -211,3 +212,24 @@ def test_the_system_hears_the_input_sample_for_sample(tmp_path: Path) -> None:
     out, _ = sf.read(str(tmp_path / "t" / "candor_turn_taking" / "1" / "output.wav"), dtype="int16")
     assert len(out) == len(inp) == 40000
     assert np.array_equal(out[1280:], inp[:-1280]) and not np.any(out[:1280])
+
+
+def test_a_journal_entry_copied_from_another_sample_with_its_input_is_redone(tmp_path: Path) -> None:
+    """Sample 1's folder copied over sample 2's (its trace renamed to sample 2) and sample 1's input put in sample 2's
+    place: the entry names this run, sample 2 and this input, but it was made from another annotation: redone."""
+    ds = Dataset("copy", tmp_path / "ds")
+    for sid, E in (("1", 1.0), ("2", 1.5)):
+        add_sample(ds, "candor_turn_taking", sid, np.zeros(3 * 16000, np.float32),
+                   [{"text": "[TURN-TAKING]", "timestamp": [E, E + 0.2]}])
+    tree = tmp_path / "t"
+    export("silent", ds, tree, progress=False)
+    one, two = tree / "candor_turn_taking" / "1", tree / "candor_turn_taking" / "2"
+    for f in one.iterdir():
+        shutil.copy(f, two / f.name)
+    trace = json.loads((two / TRACE_FILE).read_text())
+    trace["id"] = trace["result"]["id"] = "2"
+    (two / TRACE_FILE).write_text(json.dumps(trace))
+    shutil.copy(ds.rows[0].input_path, ds.rows[1].input_path)
+    res = export("silent", ds, tree, progress=False)
+    assert (res.ran, res.reused) == (1, 1)
+    assert (two / "turn_taking.json").read_bytes() == ds.rows[1].annotation_path.read_bytes()  # type: ignore[union-attr]

@@ -214,3 +214,28 @@ def test_paired_ratio_difference_by_hand() -> None:
     assert d.skipped == skipped > 0
     none = from_resamples(None, 0.5, np.array([np.nan]), np.array([0.5]), 4)
     assert (none.diff, none.interval, none.reason) == (None, None, "undefined on one side")
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+def test_a_non_number_in_unified_json_or_its_rows_is_refused_by_compare_and_report(
+        tmp_path: Path, trees: tuple[Path, Path], capsys: pytest.CaptureFixture[str], literal: str) -> None:
+    a, b = trees
+    text = (b / "unified.json").read_text()
+    good = text
+    assert '"value": 0.5' in text
+    (b / "unified.json").write_text(text.replace('"value": 0.5', f'"value": {literal}', 1))
+    for args in (["fdb", "compare", str(a), str(b), "--out", str(tmp_path / "c.json")],
+                 ["report", str(b), "--out", str(tmp_path / "r.html")]):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(args)
+        assert exc.value.code == 2
+        assert capsys.readouterr().err == f"duplexeval: error: {b / 'unified.json'}: {literal} is not a number JSON allows\n"
+    (b / "unified.json").write_text(good)
+    rows = b / "unified-samples.jsonl"
+    lines = rows.read_text().splitlines()
+    i = next(k for k, line in enumerate(lines) if '":3.0' in line)
+    lines[i] = lines[i].replace('":3.0', f'":{literal}', 1)
+    rows.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=rf"unified-samples.jsonl: line {i + 1}: {literal} is not a number JSON allows"):
+        load_scored(b)
+    assert not (tmp_path / "c.json").exists() and not (tmp_path / "r.html").exists()

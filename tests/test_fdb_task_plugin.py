@@ -5,7 +5,10 @@ installed; nothing in duplexeval names the task."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -68,6 +71,11 @@ def test_a_plugin_task_goes_through_every_stage(tmp_path: Path, plugin_env: dict
 
     _run(plugin_env, "report", str(answering), str(silent), "--out", str(tmp_path / "report.html"), "--jobs", "1")
     page = (tmp_path / "report.html").read_text()
-    assert "toy_questions (answer_question)" in page and "questions answered" in page  # heading and figure
-    assert "no answer after the question" in page and "answered after" in page  # the task's "why" lines
-    assert ">Q<" in page  # its timeline mark
+    assert "(toy_questions, answer_question)" in page and "questions answered" in page  # heading and figure
+    assert "answered after the question" in page  # the forest plot's row of its headline metric
+    assert "no answer after the question" in page and "answered after " in page  # the task's "why" lines
+    blob = re.search(r'id="dx-data">([^<]+)</script>', page)
+    assert blob is not None
+    cards = json.loads(gzip.decompress(base64.b64decode(blob.group(1))))["items"]
+    marks = [m for card in cards.values() if "toy_questions" in card["text"] for m in card["marks"]]
+    assert marks and all(label == "Q" for label, _ in marks)  # its timeline mark, in the sample explorer's data

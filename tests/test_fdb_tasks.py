@@ -53,7 +53,8 @@ def test_each_builtin_record_is_complete(name):
     # what `fdb compare` pairs (and gates on) and what the demo shows are metrics of the task
     paired = [spec.name for spec in task.paired.metrics] + ([task.paired.gate.name] if task.paired.gate else [])
     assert len(set(paired)) == len(paired) and set(paired) <= set(kinds)
-    assert {m for m, _ in task.headline} <= set(kinds)
+    assert {h.metric for h in task.headline} <= set(kinds)
+    assert all(h.better in (tasks.LOWER, tasks.HIGHER, tasks.NEITHER) for h in task.headline)
     # every metric the aggregate writes has a declared kind, and renders by it (a wrong kind misses keys)
     block = task.unified.aggregate([], aggregate.base_counts([], None))
     assert block["task"] == name

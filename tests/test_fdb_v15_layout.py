@@ -81,3 +81,17 @@ def test_synth_is_deterministic_and_its_timestamps_are_the_event(tmp_path):
     got = layout.load_samples(root)
     assert [s.subset for s in got] == list(synth.SUBSET_ORDER)
     assert json.loads((root / synth.DATASET_FILE).read_text())["declared"] == synth.small(1)
+
+
+def test_fdb_synth_v15_command(tmp_path, capsys):
+    from duplexeval.cli import main
+
+    out = tmp_path / "v15"
+    with pytest.raises(SystemExit) as ok:
+        main(["fdb", "synth", "--v15", "1", "--out", str(out), "-q"])
+    assert ok.value.code == 0
+    assert [s.key for s in layout.load_samples(out)] == [f"{s}/0" for s in synth.SUBSET_ORDER]
+    with pytest.raises(SystemExit) as again:
+        main(["fdb", "synth", "--v15", "1", "--out", str(out), "-q"])
+    assert again.value.code == 2
+    assert "not empty; pass --force" in capsys.readouterr().err

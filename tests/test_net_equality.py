@@ -29,8 +29,7 @@ from duplexeval.systems.net.server import SystemDriver
 # playouts up to 740 ms late at load average 8; benchmarks/network_vs_inprocess.py shows it).
 BASELINE = "turn-based:vad=energy"
 NETWORK = {
-    "openai-realtime": "loopback:protocol=openai-realtime,serve=turn-based:vad=energy,options=rate=16000,client=rate=16000",
-    "openai-realtime@24k": "loopback:protocol=openai-realtime,serve=turn-based:vad=energy",  # the default rate
+    "openai-realtime": "loopback:protocol=openai-realtime,serve=turn-based:vad=energy",  # PCM16 at 24 kHz
     "ws-pcm": "loopback:protocol=ws-pcm,serve=turn-based:vad=energy",
 }
 

@@ -92,7 +92,7 @@ def test_replay_rebuilds_a_deleted_or_changed_output(tmp_path: Path) -> None:
 def test_a_failed_session_never_stops_the_run_and_always_leaves_its_trace(tmp_path: Path) -> None:
     ds = _ds(tmp_path / "ds")
     tree = tmp_path / "tree"
-    export(_spec("openai-realtime", "stall_s=2", faults="error@0.5", options="rate=16000"), ds, tree, progress=False,
+    export(_spec("openai-realtime", "stall_s=2", faults="error@0.5"), ds, tree, progress=False,
            concurrency=3)
     man = json.loads((tree / "manifest.json").read_text())
     assert len(man["samples"]) == 3
@@ -123,9 +123,9 @@ def test_the_api_key_never_reaches_a_file_or_a_log(tmp_path: Path, monkeypatch: 
     monkeypatch.setenv("DUPLEXEVAL_TEST_KEY", key)
     caplog.set_level(logging.DEBUG)
     ds = _ds(tmp_path / "ds", 2)
-    srv = make_server("openai-realtime", SERVED, options={"rate": "16000"})
+    srv = make_server("openai-realtime", SERVED)
     with ServerThread(srv) as th:
-        spec = f"openai-realtime:url={th.url('/v1/realtime')},api_key_env=DUPLEXEVAL_TEST_KEY,rate=16000"
+        spec = f"openai-realtime:url={th.url('/v1/realtime')},api_key_env=DUPLEXEVAL_TEST_KEY"
         export(spec, ds, tmp_path / "tree", progress=False, concurrency=2)
         # a busy server: the retries are logged, the key is not
         srv.config.faults = srv.config.faults.__class__(busy=srv.connections + 10)

@@ -19,8 +19,8 @@ from duplexeval.systems.net.transport import CONNECT_RETRIES
 BEFORE, MID, AFTER = 1.7, 2.4, 4.5
 OAI = "stall_s=2.0,linger_s=1.5,open_timeout_s=5"
 PCM = "stall_s=2.0,linger_s=1.5,open_timeout_s=5"
-OPTS = {"speed": "2.0", "rate": "16000"}
-OAI_CLIENT = OAI + ",rate=16000"
+OPTS = {"speed": "2.0"}
+OAI_CLIENT = OAI
 
 # (name, protocol, faults, client params, expected reasons (without pacing), post-window errors)
 MATRIX: list[tuple[str, str, tuple[str, ...], str, set[str], int]] = []

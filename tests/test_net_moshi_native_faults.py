@@ -96,7 +96,10 @@ def moshi() -> dict[str, Outcome]:
     extra = [
         Scenario("handshake_timeout", "moshi", ["slow_start_ms=1500"], "handshake_timeout_s=0.4"),
         Scenario("one_at_a_time", "moshi", holder=True),
-        Scenario("personaplex_query", "moshi", client="text_prompt=You are kind.,voice_prompt=NATF2.pt,seed=42"),
+        Scenario("personaplex_query", "moshi", client="flavor=personaplex,text_prompt=You are kind.,voice_prompt=NATF2.pt",
+                 options={"flavor": "personaplex"}),
+        Scenario("personaplex_seed", "moshi", client="flavor=personaplex,voice_prompt=NATF2.pt,seed=42",
+                 options={"flavor": "personaplex"}),
     ]
     # The late client blocks the event loop: it runs alone, or every session would be late.
     late = run_batch([Scenario("pacing_late", "moshi", system_factory=_late)])
@@ -106,9 +109,9 @@ def moshi() -> dict[str, Outcome]:
 @pytest.fixture(scope="module")
 def native() -> dict[str, Outcome]:
     extra = [
-        Scenario("grant_mismatch", "native-duplex", options={"native_unit_ms": "40"}),
-        Scenario("rejected_output_rate", "native-duplex", client="output_rate=22050"),
-        Scenario("input_24k", "native-duplex", client="input_rate=24000,output_rate=16000"),
+        Scenario("deployment_unit_40", "native-duplex", options={"native_unit_ms": "40"}),
+        Scenario("refused_output_rate", "native-duplex", client="output_rate=22050"),
+        Scenario("input_24k", "native-duplex", options={"input_rate": "24000", "output_rate": "22050", "tail_policy": "pad"}),
     ]
     late = run_batch([Scenario("pacing_late", "native-duplex", system_factory=_late)])
     return {**run_batch(_common("native-duplex") + extra, parallel=4), **late}
@@ -191,12 +194,21 @@ def test_moshi_connect_rules(moshi: dict[str, Outcome]) -> None:
     assert [e["result"] for e in moshi["busy_then_free"].events("connect_attempt")] == ["http_503", "http_503", "ok"]
     assert [e["result"] for e in moshi["busy_always"].events("connect_attempt")] == ["http_503"] * 4
     assert [e["result"] for e in moshi["refused"].events("connect_attempt")] == ["refused"] * 4
-    held = moshi["one_at_a_time"]  # another conversation holds the server: 503, retried 3 times, then given up
-    assert held.reasons == ["connect_failed"]
-    assert [e["result"] for e in held.events("connect_attempt")] == ["http_503"] * 4
+    # Another conversation holds the server for 2.5 s: this one is upgraded at once and queued until then; the
+    # wait is its handshake, before input slot 0, so the session is eligible and the wait is in no latency.
+    held = moshi["one_at_a_time"]
+    assert held.reasons == []
+    assert [e["result"] for e in held.events("connect_attempt")] == ["ok"]
+    (hs,) = held.events("handshake")
+    assert hs["handshake_s"] > 1.5 and hs["t"] < 0
     assert moshi["handshake_timeout"].reasons == ["timeout"]
     assert moshi["handshake_timeout"].events("handshake_timeout")
     assert moshi["personaplex_query"].reasons == []
+    # PersonaPlex main fails on any seed in the query (it reads request["seed"]): the connection ends
+    # before the handshake, without a close frame.
+    seeded = moshi["personaplex_seed"]
+    assert seeded.reasons == ["disconnected"] and not seeded.events("handshake")
+    assert seeded.events("closed")[0]["code"] is None
 
 
 def test_native_protocol_details(native: dict[str, Outcome]) -> None:
@@ -206,18 +218,31 @@ def test_native_protocol_details(native: dict[str, Outcome]) -> None:
     assert not {"input_audio_buffer.commit", "response.create", "response.cancel"} & set(sent)
     (acc,) = clean.events("accounting")
     assert acc["checked"] and acc["problems"] == []
-    assert acc["appends"] == acc["accepted"] == 25 and acc["units_done"] == 25 and acc["input_ms"] == 2000
+    # 25 whole units, and upstream's empty end-of-stream unit
+    assert acc["appends"] == acc["accepted"] == 25 and acc["units_done"] == 26 and acc["input_ms"] == 2000
     assert acc["drained"] == {"consumed_ms": 2000, "discarded_ms": 0, "padding_ms": 0}
     (upd,) = clean.received("session.updated")
     assert upd["granted"]["native_unit_ms"] == 80 and upd["granted"]["output_rate"] == 24000
-    bad = native["grant_mismatch"]
-    assert bad.reasons == ["protocol_violation"]
-    assert "native_unit_ms 40 granted, 80 asked" in bad.verdict.detail["first_problem"]["what"]
-    rej = native["rejected_output_rate"]
-    assert rej.reasons == []  # the output rate is the server's choice: recorded, not disqualifying
-    (upd,) = rej.received("session.updated")
-    assert upd["granted"]["output_rate"] == 24000 and "audio.output.format.rate" in upd["rejections"][0]
-    assert native["input_24k"].reasons == [] and native["input_24k"].first_loud_s is not None
+    # A deployment with 40 ms units: adopted (the appends stay 80 ms; two units each).
+    unit40 = native["deployment_unit_40"]
+    assert unit40.reasons == []
+    (acc40,) = unit40.events("accounting")
+    assert acc40["unit_ms"] == 40 and acc40["units_done"] == 51 and acc40["problems"] == []
+    # A pinned output rate the deployment does not serve: refused, and the one line names both values.
+    rej = native["refused_output_rate"]
+    assert rej.reasons == ["server_error"]
+    (why,) = rej.events("format_refused")
+    assert why["what"] == ("format refused (unsupported PCM format or sample rate): output_rate=22050 asked, the "
+                           "deployment serves 24000; leave output_rate unset to adopt the deployment's")
+    assert rej.verdict.detail["first_problem"]["what"] == why["what"]
+    assert not [r for r in rej.records if r["dir"] == "send" and "slot_s" in r]  # no input was sent
+    # A 24 kHz-in, 22.05 kHz-out, pad deployment: adopted, the input resampled exactly, the reply heard.
+    in24 = native["input_24k"]
+    assert in24.reasons == [] and in24.first_loud_s is not None
+    (upd24,) = in24.received("session.updated")
+    assert upd24["granted"]["input_rate"] == 24000 and upd24["granted"]["output_rate"] == 22050
+    (acc24,) = in24.events("accounting")  # 25 appends of exactly 80 ms (1920 samples) at 24 kHz
+    assert acc24["appends"] == 25 and acc24["input_ms"] == 2000 and acc24["problems"] == []
     # A fatal error ends the session: no drain is attempted, the accounting is recorded but not a verdict.
     (acc_err,) = native["error_before_reply"].events("accounting")
     assert not acc_err["checked"]

@@ -35,7 +35,7 @@ def sessions() -> dict[str, Case]:
         # generation slower than real time plus jitter: the queue runs dry between deltas, so played < time since the first delta
         Case("truncate", "openai-realtime", ("jitter_ms=30",), CLIENT, {"speed": "0.8"}, LONG, spans=TALK_OVER, T=5.5),
         Case("truncate-24k", "openai-realtime", (), CLIENT, {"speed": "3.0"}, LONG, spans=TALK_OVER, T=5.5),
-        Case("no-interrupt", "openai-realtime", (), CLIENT + ",interrupt_response=false", {"rate": "16000"}, LONG,
+        Case("no-interrupt", "openai-realtime", (), CLIENT + ",interrupt_response=false", {}, LONG,
              spans=TALK_OVER, T=5.5),
         Case("beta", "openai-realtime", (), CLIENT + ",dialect=beta", {}, SERVED),
         Case("beta-client-ga-server", "openai-realtime", (), CLIENT + ",dialect=beta", {"dialect": "ga"}, SERVED),
@@ -97,7 +97,7 @@ def test_without_server_interrupt_the_client_cancels(sessions: dict[str, Case]) 
     assert c.reasons_without_pacing() == set(), c.verdict
     assert len(c.records(dir="send", type="response.cancel")) == 1
     assert [e["reason"] for e in c.server.events if e["event"] == "cancelled"] == ["client_cancelled"]
-    assert c.records(dir="recv", type="session.updated")[0]["granted_rates"] == [16000, 16000]
+    assert c.records(dir="recv", type="session.updated")[0]["granted_rates"] == [24000, 24000]
 
 
 def test_beta_dialect_end_to_end(sessions: dict[str, Case]) -> None:
@@ -135,8 +135,10 @@ def test_grant_that_does_not_match_is_a_violation() -> None:
         granted_rates("ga", {"audio": {"input": {"format": {"type": "audio/pcmu"}}, "output": {}}})
     with pytest.raises(ProtocolViolation, match="grant does not match"):
         granted_rates("beta", {"input_audio_format": "g711_ulaw"})
-    assert granted_rates("ga", {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000}},
-                                          "output": {"format": {"type": "audio/pcm", "rate": 24000}}}}) == (16000, 24000)
+    assert granted_rates("ga", {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}},
+                                          "output": {"format": {"type": "audio/pcm", "rate": 24000}}}}) == (24000, 24000)
+    with pytest.raises(ProtocolViolation, match="24000 Hz only"):  # the GA types allow no other rate
+        granted_rates("ga", {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000}}}})
 
 
 def test_server_rules_for_commit_truncate_and_cancel() -> None:
@@ -153,6 +155,11 @@ def test_server_rules_for_commit_truncate_and_cancel() -> None:
                        {"type": "input_audio_buffer.append", "audio": "not base64!"},
                        {"type": "session.update", "session": {"turn_detection": None, "modalities": ["audio"]}},
                        {"type": "session.update", "session": {"audio": {"input": {"turn_detection": None}}}},
+                       {"type": "session.update", "session": {"type": "realtime", "audio": {"input": {
+                           "format": {"type": "audio/pcm", "rate": 16000}}}}},
+                       {"type": "session.update", "session": {"type": "realtime", "parallel_tool_calls": True,
+                                                              "reasoning": {"effort": "low"},
+                                                              "audio": {"input": {"turn_detection": None}}}},
                        {"type": "input_audio_buffer.commit"}):
                 await ws.send(json.dumps(ev))
                 got.append(json.loads(await asyncio.wait_for(ws.recv(), 5)))
@@ -163,7 +170,10 @@ def test_server_rules_for_commit_truncate_and_cancel() -> None:
     assert got[0]["type"] == "session.created"
     codes = [g.get("error", {}).get("code") or g["type"] for g in got[1:]]
     assert codes == ["commit_not_allowed", "item_not_found", "response_cancel_not_active", "invalid_audio",
-                     "unknown_parameter", "session.updated", "input_audio_buffer_commit_empty"]
+                     "unknown_parameter", "missing_required_parameter", "invalid_value", "session.updated",
+                     "input_audio_buffer_commit_empty"]
+    assert got[7]["error"]["param"] == "session.audio.input.format.rate"  # PCM16 at 24 kHz only
+    assert got[8]["session"]["audio"]["input"]["turn_detection"] is None  # SDK-declared fields are accepted
 
 
 def test_live_playout_matches_the_offline_playout() -> None:

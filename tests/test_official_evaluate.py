@@ -71,7 +71,7 @@ def test_summary_end_to_end(tmp_path, speech):
     assert on_disk == s
     assert s["kind"] == "duplexeval.fdb.summary" and s["schema_version"] == 2
     assert list(s)[:5] == ["kind", "schema_version", "duplexeval", "signature", "inputs"]
-    assert s["signature"]["compact"].startswith("fdb-v1.0-official|asr:hand|judge:none|v:")
+    assert s["signature"]["compact"].startswith("fdb-v1.0-official|asr:hand|judge:none|backchannel:2025-06|v:")
     assert s["inputs"] == {"asr.json": sha256_file(root / "asr.json"), "manifest.json": sha256_file(root / "manifest.json")}
     assert s["manifest_sha256"] == sha256_file(root / "manifest.json")
     assert s["asr_sha256"] == sha256_file(root / "asr.json")

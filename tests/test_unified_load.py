@@ -204,3 +204,33 @@ def test_interruption_audio_checks(tmp_path, audio, sr, message):
     with pytest.raises(InputError) as exc:
         _score(root)
     assert f"output.wav: sample {UI}/9: {message}" in str(exc.value)
+
+
+def test_a_wav_whose_header_claims_more_audio_than_it_holds_is_refused(tmp_path):
+    """The hashes are consistent (the tree records the broken file), but its data chunk claims twice the bytes
+    the file holds: libsndfile would read what is there and say nothing."""
+    import hashlib
+
+    from duplexeval.audio import read_audio
+
+    root = _one(tmp_path, FixtureSample(UI, "3", 5.0, interrupt_ann(1.0, 2.0)))
+    wav = root / UI / "3" / "output.wav"
+    data = bytearray(wav.read_bytes())
+    i = data.index(b"data")
+    n = int.from_bytes(data[i + 4 : i + 8], "little")
+    data[i + 4 : i + 8] = (2 * n).to_bytes(4, "little")
+    wav.write_bytes(bytes(data))
+    sha = hashlib.sha256(bytes(data)).hexdigest()
+    man = read_json(root / "manifest.json")
+    man["samples"][0]["files"]["output.wav"] = sha
+    msha = write_json(root / "manifest.json", man)
+    asr = read_json(root / "asr.json")
+    asr["manifest_sha256"], asr["samples"][f"{UI}/3"]["audio_sha256"] = msha, sha
+    write_json(root / "asr.json", asr)
+    problem = f"truncated WAV: its header claims {2 * n} bytes of audio, the file holds {n}"
+    with pytest.raises(InputError, match=rf"output.wav: sample {UI}/3: {problem}$"):
+        _score(root)
+    with pytest.raises(InputError, match=rf"output.wav: {problem}$"):
+        read_audio(wav)
+    with pytest.raises(InputError, match=rf"output.wav: {problem}$"):
+        read_audio(wav, bytes(data))

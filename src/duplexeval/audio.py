@@ -11,7 +11,7 @@ import soundfile as sf
 import soxr
 
 from duplexeval.errors import InputError
-from duplexeval.jsonio import atomic_write_bytes, sha256_bytes
+from duplexeval.jsonio import atomic_write_bytes
 
 SAMPLE_RATE = 16000
 FRAME_MS = 80
@@ -25,6 +25,9 @@ def read_audio_channels(path: str | os.PathLike[str], raw: bytes | None = None) 
     path = Path(path)
     if raw is None and not path.exists():  # libsndfile says only "System error" for a missing file
         raise InputError(f"{path}: file not found")
+    short = wav_truncation(raw) if raw is not None else _wav_truncation_of(path)
+    if short is not None:
+        raise InputError(f"{path}: {short}")
     try:
         data, sr = sf.read(io.BytesIO(raw) if raw is not None else str(path), dtype="float32", always_2d=True)
     except FileNotFoundError:
@@ -34,6 +37,37 @@ def read_audio_channels(path: str | os.PathLike[str], raw: bytes | None = None) 
     if data.shape[1] == 0:
         raise InputError(f"{path}: audio has no channels")
     return data, int(sr)
+
+
+_UNKNOWN_SIZES = (0, 0xFFFFFFFF)  # a streaming writer's "size not known" (and RF64's placeholder)
+
+
+def wav_truncation(data: bytes, total: int | None = None) -> str | None:
+    """The problem when a RIFF/WAVE file's data chunk claims more bytes than the file holds (libsndfile reads what
+    is there and says nothing), else None. `data`: the file, or at least its first chunks; `total`: its size."""
+    total = len(data) if total is None else total
+    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        return None
+    pos = 12
+    while pos + 8 <= len(data):
+        cid, size = data[pos : pos + 4], int.from_bytes(data[pos + 4 : pos + 8], "little")
+        if cid == b"data":
+            have = total - (pos + 8)
+            if size not in _UNKNOWN_SIZES and size > have + 1:  # + 1: a missing pad byte after an odd-sized chunk
+                return f"truncated WAV: its header claims {size} bytes of audio, the file holds {max(have, 0)}"
+            return None
+        pos += 8 + size + (size & 1)
+    return None
+
+
+def _wav_truncation_of(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16)
+            total = os.fstat(fh.fileno()).st_size
+    except OSError:
+        return None  # the decoder below reports it
+    return wav_truncation(head, total)
 
 
 def read_audio(path: str | os.PathLike[str], raw: bytes | None = None) -> tuple[np.ndarray, int]:
@@ -120,6 +154,4 @@ def wav_bytes_pcm16(audio: np.ndarray, sr: int = SAMPLE_RATE) -> bytes:
 
 def write_wav_pcm16(path: str | os.PathLike[str], audio: np.ndarray, sr: int = SAMPLE_RATE) -> str:
     """Atomically write mono PCM16 WAV; returns its SHA-256."""
-    data = wav_bytes_pcm16(audio, sr)
-    atomic_write_bytes(path, data)
-    return sha256_bytes(data)
+    return atomic_write_bytes(path, wav_bytes_pcm16(audio, sr))

@@ -2,14 +2,14 @@
 
 Shared by the FDB interruption judge and the dialogue family. stdlib `urllib` instead of the `openai`
 package: we need bounded reads, no redirects (the key must never follow one to another host) and a
-loopback-testable client with no extra dependency. The key comes only from the environment and is
-removed, in every encoding it can take, from anything that might be written.
+loopback-testable client with no extra dependency. The key comes only from the environment
+(`redaction.secret_from_env`, which registers it), so every file and line the process writes has it
+removed in every encoding it can take (`redaction`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.error
 import urllib.parse
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from http.client import HTTPMessage
 from typing import IO, Any, Protocol
 
+from duplexeval import redaction
 from duplexeval.errors import InputError, RefusalError
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -49,11 +50,7 @@ class Exchange:
 
 def sanitize_url(url: str) -> str:
     """The base URL without user info, query or fragment (safe to write to a file)."""
-    p = urllib.parse.urlsplit(url)
-    host = p.hostname or ""
-    if p.port:
-        host = f"{host}:{p.port}"
-    return urllib.parse.urlunsplit((p.scheme, host, p.path, "", ""))
+    return redaction.safe_url(url)
 
 
 def api_key_from_env(env_name: str, what: str, rename_hint: str = "name another variable") -> str:
@@ -64,7 +61,7 @@ def api_key_from_env(env_name: str, what: str, rename_hint: str = "name another 
     """
     if not env_name:
         return ""
-    key = os.environ.get(env_name, "")
+    key = redaction.secret_from_env(env_name)
     if not key:
         raise RefusalError(
             f"{what} needs an API key in the environment variable {env_name} "
@@ -77,9 +74,17 @@ class ChatClient:
     """POST {base_url}/chat/completions with a bounded read and a timeout; never raises for HTTP trouble."""
 
     def __init__(self, base_url: str, api_key: str, timeout_s: float = DEFAULT_TIMEOUT_S, max_bytes: int = MAX_RESPONSE_BYTES):
-        scheme = urllib.parse.urlsplit(base_url).scheme
-        if scheme not in ("http", "https"):
-            raise InputError(f"base_url {sanitize_url(base_url)!r}: must be an http:// or https:// URL")
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InputError(f"base_url {sanitize_url(base_url)!r}: must be an http:// or https:// URL with a host")
+        try:
+            port = parts.port
+        except ValueError:
+            port = -1
+        if port is not None and not 1 <= port <= 65535:
+            raise InputError(f"base_url {sanitize_url(base_url)!r}: the port must be a whole number in 1..65535")
+        redaction.refuse_url_credentials(base_url, f"base_url {sanitize_url(base_url)}")
+        redaction.register(api_key)
         self.url = base_url.rstrip("/") + "/chat/completions"
         self._key = api_key
         self.timeout_s = timeout_s
@@ -142,20 +147,10 @@ class ChatClient:
 
 
 def secret_variants(secret: str) -> list[str]:
-    """The forms a secret can take in text we log: raw, JSON-escaped (once and twice, ASCII or not), URL-encoded."""
-    if not secret:
-        return []
-    forms = {secret}
-    for _ in range(2):  # a JSON body echoed inside a JSON log line is escaped twice
-        forms |= {json.dumps(s, ensure_ascii=ascii_only)[1:-1] for s in forms for ascii_only in (False, True)}
-    for s in (secret, *list(forms)):
-        forms.add(urllib.parse.quote(s, safe=""))
-        forms.add(urllib.parse.quote_plus(s, safe=""))
-    return sorted(forms, key=len, reverse=True)
+    """The text forms of a secret that redaction removes (`redaction.forms_of`), longest first."""
+    return sorted(redaction.forms_of(secret), key=len, reverse=True)
 
 
 def redact_secret(text: str, secret: str) -> str:
-    """`text` with every variant of `secret` replaced by [redacted] (longest first)."""
-    for form in secret_variants(secret):
-        text = text.replace(form, "[redacted]")
-    return text
+    """`text` with every form of `secret` (and of every other known secret) replaced by [redacted]."""
+    return redaction.redact_with(text, [secret])

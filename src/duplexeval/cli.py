@@ -17,7 +17,7 @@ from typing import Any
 
 import typer
 
-from duplexeval import __version__
+from duplexeval import __version__, children, cli_paths, overwrite, redaction
 from duplexeval.cli_compat import rewrite
 from duplexeval.errors import DuplexEvalError
 from duplexeval.jsonio import check_output_dir, check_output_file, check_output_path
@@ -152,6 +152,22 @@ def _is_path(param: Any) -> bool:
     return type(getattr(param, "type", None)).__name__ == "Path"
 
 
+def _guard_outputs(cmd: Any, group: str) -> None:
+    """Before the command's body runs: refuse an output that is (or is inside) an input; then guard its writes."""
+    body = cmd.callback
+    if body is None:
+        return
+    where = (group, cmd.name or "")
+
+    def guarded(**values: Any) -> Any:
+        outputs, inputs = cli_paths.roles(where, cmd.params, values, _is_path)
+        overwrite.check_outputs(outputs, inputs)
+        with overwrite.protect(inputs):
+            return body(**values)
+
+    cmd.callback = guarded
+
+
 def _polish(cmd: Any, group: str = "") -> None:
     """One pass over every command: output-path checks, no metavar on flags, fdb stages in pipeline order."""
     commands = getattr(cmd, "commands", None)
@@ -161,6 +177,8 @@ def _polish(cmd: Any, group: str = "") -> None:
             cmd.commands = dict(sorted(commands.items(), key=lambda kv: order.get(kv[0], len(order))))
         for sub in cmd.commands.values():
             _polish(sub, cmd.name or "duplexeval")
+    else:
+        _guard_outputs(cmd, group)
     help_option = getattr(cmd, "get_help_option", None)
     if help_option is not None:
         cmd.get_help_option = lambda ctx, _get=help_option: _no_metavar(_get(ctx))
@@ -214,8 +232,20 @@ def _take_debug(args: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: user mistakes print one line on stderr and exit non-zero, never a traceback."""
+    """Entry point: user mistakes print one line on stderr and exit non-zero, never a traceback.
+
+    Everything the command prints goes through the redaction of known secrets (`redaction.guard_streams`);
+    a credential inside a URL on the command line is known before anything is parsed.
+    """
     args = _take_debug(list(sys.argv[1:] if argv is None else argv))
+    children.watch_parent()  # a child of another duplexeval process exits when that process dies
+    for arg in args:
+        redaction.register_url_credentials(arg)
+    with redaction.guard_streams():
+        _run(args)
+
+
+def _run(args: list[str]) -> None:
     cmd = command_tree(_group_of(args))
     args, notes = rewrite(args, cmd)
     for note in notes:

@@ -8,6 +8,7 @@ second run reuses what the first wrote when nothing changed.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from typing import Any
 
 from rich.table import Table
 
+from duplexeval import children, stats
 from duplexeval.errors import DuplexEvalError, InputError, RefusalError
 from duplexeval.fdb.asr_stage import run as asr_run
 from duplexeval.fdb.export import export, resolve_dataset
@@ -29,7 +31,7 @@ from duplexeval.fdb.tree import ASR_FILE, MANIFEST_FILE, SUBSETS, subset_order
 from duplexeval.fdb.unified import score
 from duplexeval.jsonio import read_json, sha256_file
 from duplexeval.progress import table_console
-from duplexeval.report.build import write_report
+from duplexeval.report.build import ReportOptions, write_report
 from duplexeval.stats import NO_DATA, NOT_REACHED
 from duplexeval.systems.base import System
 from duplexeval.systems.registry import make_system
@@ -44,8 +46,16 @@ LABELS = {NETWORK_DEMO: "turn-based@openai-realtime"}
 
 
 def unified_rows() -> list[tuple[str, str, str]]:
-    """(subset, metric, label) of the unified headline rows, in table order: each subset's task's `headline`."""
-    return [(subset, metric, label) for subset in SUBSETS for metric, label in task_of(subset).headline]
+    """(subset, metric, label) of the unified headline rows, in table order: each subset's task's `headline`, a
+    latency labelled as its median."""
+    rows = []
+    for subset in SUBSETS:
+        task = task_of(subset)
+        kinds = task.unified.metric_kinds if task.unified is not None else {}
+        for h in task.headline:
+            median = isinstance(kinds.get(h.metric), type) and issubclass(kinds[h.metric], stats.Latency)
+            rows.append((subset, h.metric, f"{h.metric} (median)" if median else h.metric))
+    return rows
 
 
 @dataclass
@@ -88,8 +98,9 @@ class NetExport:
         self.forced = False
 
     def start(self, force: bool = False) -> NetExport:
-        self.proc = subprocess.Popen(self.args + (["--force"] if force else []), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+        # dies with the demo (SIGKILL included), and its `duplexeval serve` child with it (duplexeval.children)
+        self.proc = children.start(self.args + (["--force"] if force else []), stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
         self.forced = force
         return self
 
@@ -218,18 +229,25 @@ def run_demo(
             except DuplexEvalError as exc:  # one system's failed stage must not hide the others' results
                 say(f"demo: [{label}] stage {key} failed: {exc}")
                 run.stages[key] = f"failed: {exc}"
-    report = _write_report(out, runs, say)
+    report = _write_report(out, runs, say, ds)
     return DemoResult(out, ds_root, runs, time.monotonic() - t0, report)
 
 
-def _write_report(out: Path, runs: Sequence[SystemRun], say: Callable[[str], None]) -> Path | None:
-    """OUT/report.html from every tree whose scoring finished (the HTML report of all systems side by side)."""
-    scored = [r.tree for r in runs if r.stages.get("score") == "done"]
+BASELINE = "turn-based"  # what the others are compared with on the report's first picture
+
+
+def _write_report(out: Path, runs: Sequence[SystemRun], say: Callable[[str], None], dataset: Any) -> Path | None:
+    """OUT/report.html from every tree whose scoring finished: all systems side by side against the turn-based
+    baseline (when it ran), labelled as in the table, with the dataset's input audio."""
+    scored = [r for r in runs if r.stages.get("score") == "done"]
     if not scored:
         return None
     say("demo: report.html")
+    labels = tuple(LABELS.get(r.spec, r.label) for r in scored)
+    baseline = next((lb for r, lb in zip(scored, labels) if r.spec.split(":")[0] == BASELINE), None)
+    opts = ReportOptions(labels=labels, baseline=baseline, dataset=dataset, jobs=os.cpu_count() or 1)
     try:
-        return write_report(scored, out / "report.html")
+        return write_report([r.tree for r in scored], out / "report.html", options=opts)
     except DuplexEvalError as exc:
         say(f"demo: report failed: {exc}")
         return None

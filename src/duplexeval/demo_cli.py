@@ -19,9 +19,12 @@ def demo_command(
         help="Systems to compare, NAME[:key=value,...], repeatable (default: silent, turn-based, talk-over, backchannel).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or stage lines; only the table."),
+    no_v15: bool = typer.Option(False, "--no-v15", help="Skip the FDB v1.5 overlap part (four scenarios, in-process systems)."),
 ) -> None:
-    """Make the demo set, export it with each baseline, run ASR, official and unified scoring; print one table."""
+    """Make the demo set, export it with each baseline, run ASR, official and unified scoring; print one table.
+    Then the same for the FDB v1.5 overlap scenarios (in-process systems), in a second table."""
     from duplexeval.demo import DEFAULT_SYSTEMS, print_report, run_demo
+    from duplexeval.progress import table_console
 
     def say(line: str) -> None:
         if not quiet:
@@ -29,6 +32,12 @@ def demo_command(
 
     result = run_demo(out, systems or DEFAULT_SYSTEMS, progress=not quiet, say=say)
     print_report(result)
+    if not no_v15:
+        from duplexeval.fdb.tasks.overlap import demo as v15
+        from duplexeval.systems.registry import make_system
+
+        in_process = [s for s in (systems or v15.DEMO_SYSTEMS) if not getattr(make_system(s), "wall_clock", False)]
+        v15.print_report(v15.run(out, in_process, say=say), table_console())
 
 
 def register(apps: CliApps) -> None:

@@ -21,6 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from duplexeval import redaction
 from duplexeval.errors import DuplexEvalError, InputError
 from duplexeval.plugins import print_traceback
 
@@ -135,12 +136,14 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="duplexeval-parent-watch").start()
 
 
-def _init_plain(parent_pid: int) -> None:
+def _init_plain(parent_pid: int, secrets: tuple[str, ...] = ()) -> None:
     die_with_parent(parent_pid)
+    redaction.register(*secrets)  # what the driver knows, so a worker's lines and files are scrubbed as well
+    redaction.install_stream_guard()
 
 
-def _init_stateful(parent_pid: int, init: Callable[[Any], Any], arg: Any) -> None:
-    die_with_parent(parent_pid)
+def _init_stateful(parent_pid: int, init: Callable[[Any], Any], arg: Any, secrets: tuple[str, ...] = ()) -> None:
+    _init_plain(parent_pid, secrets)
     _STATE["state"] = init(arg)
 
 
@@ -170,7 +173,8 @@ class LocalExecutor:
                     yield ItemFailure(i, one_line(exc))
             return
         if self._pool is None:
-            self._pool = cf.ProcessPoolExecutor(max_workers=self.jobs, initializer=_init_plain, initargs=(os.getpid(),))
+            self._pool = cf.ProcessPoolExecutor(max_workers=self.jobs, initializer=_init_plain,
+                                                 initargs=(os.getpid(), redaction.known()))
         futures = [self._pool.submit(fn, item) for item in items]
         yield from _ordered(futures)
 
@@ -186,7 +190,8 @@ class LocalExecutor:
             return
         # spawn: model libraries (onnxruntime, CTranslate2) are not fork-safe once their threads exist.
         with cf.ProcessPoolExecutor(max_workers=min(self.jobs, len(items)), mp_context=mp.get_context("spawn"),
-                                    initializer=_init_stateful, initargs=(os.getpid(), work.init, work.arg)) as pool:
+                                    initializer=_init_stateful,
+                                    initargs=(os.getpid(), work.init, work.arg, redaction.known())) as pool:
             futures = [pool.submit(_call_stateful, work.fn, item) for item in items]
             try:
                 yield from _ordered(futures)

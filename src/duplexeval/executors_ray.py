@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from duplexeval import redaction
 from duplexeval.errors import InputError
 from duplexeval.executors import (
     ExecutorSpec,
@@ -50,6 +51,7 @@ def make_ray_executor(spec: ExecutorSpec) -> RayExecutor:
 
 def _run_task(fn: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
     """A task body: the function's own exception is a result (never retried); only a dead worker is retried."""
+    redaction.install_stream_guard()  # Ray keeps a worker's output in log files: scrubbed like the driver's lines
     try:
         return True, fn(item)
     except Exception as exc:  # noqa: BLE001 - recorded per item by the stage
@@ -62,6 +64,7 @@ class _StatefulWorker:
     def __init__(self, init: Callable[[Any], Any], arg: Any) -> None:
         self.error: BaseException | None = None
         self.state: Any = None
+        redaction.install_stream_guard()
         try:
             self.state = init(arg)
         except Exception as exc:  # noqa: BLE001 - handed to the driver by ready(), which raises it there

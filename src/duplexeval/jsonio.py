@@ -1,4 +1,11 @@
-"""Deterministic JSON, atomic writes and SHA-256: the file conventions every stage shares."""
+"""Deterministic JSON, atomic writes and SHA-256: the file conventions every stage shares.
+
+Every file a stage writes goes through `atomic_write_bytes` / `atomic_write_text` / `write_json` /
+`append_text`: the one place where bytes reach a file. There every secret the process knows is removed
+(`redaction`), an input of the running command is never replaced (`overwrite.check_write`), and the file
+gets its mode: the umask's (0644 under the usual 022) or, for `private=True` files that hold what a
+remote service sent (wire traces, request/answer logs and caches), 0600.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +14,14 @@ import json
 import math
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
+from duplexeval import overwrite, redaction
 from duplexeval.errors import InputError
+
+PRIVATE_MODE = 0o600
 
 
 def dumps(obj: Any) -> str:
@@ -73,12 +84,36 @@ def _write_problem(path: Path, exc: OSError) -> str:
     return str(exc.strerror or exc)
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write to a temporary file in the same folder, fsync, then rename: a killed run never leaves half a file.
+def _umask() -> int:
+    """The process umask, read without changing it where /proc allows (os.umask would race other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
 
-    This is the one place output files are opened: any OS error becomes one InputError line naming the file.
-    """
-    path = Path(path)
+
+_UMASK_LOCK = threading.Lock()
+
+
+def file_mode(private: bool = False) -> int:
+    """The mode a new output file gets: 0600 when private, else what open() would give (0666 minus the umask)."""
+    return PRIVATE_MODE if private else 0o666 & ~_umask()
+
+
+def folder_mode() -> int:
+    """The mode mkdir would give a new folder (0777 minus the umask)."""
+    return 0o777 & ~_umask()
+
+
+def _write_raw(path: Path, data: bytes, private: bool) -> None:
+    overwrite.check_write(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -86,6 +121,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         raise InputError(f"{path}: cannot write: {_write_problem(path, exc)}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), file_mode(private))
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -100,6 +136,17 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         raise
 
 
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, private: bool = False) -> str:
+    """Write to a temporary file in the same folder, fsync, then rename: a killed run never leaves half a file.
+
+    Known secrets are overwritten with `*` bytes of the same length (offsets into the file stay valid).
+    Returns the SHA-256 of the bytes written. Any OS error becomes one InputError line naming the file.
+    """
+    data = redaction.scrub_bytes(data)
+    _write_raw(Path(path), data, private)
+    return sha256_bytes(data)
+
+
 def make_output_dir(path: str | os.PathLike[str], what: str = "output folder") -> Path:
     """Create an output folder (and parents); one InputError line when a file is in the way or it is not writable."""
     path = check_output_dir(path, what)
@@ -110,16 +157,30 @@ def make_output_dir(path: str | os.PathLike[str], what: str = "output folder") -
     return path
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Atomic UTF-8 text write."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def write_json(path: str | os.PathLike[str], obj: Any) -> str:
-    """Write canonical JSON atomically; returns the SHA-256 of the bytes written."""
-    data = dumps(obj).encode("utf-8")
-    atomic_write_bytes(path, data)
+def atomic_write_text(path: str | os.PathLike[str], text: str, *, private: bool = False) -> str:
+    """Atomic UTF-8 text write, known secrets replaced by [redacted]; returns the SHA-256 of the bytes written."""
+    data = redaction.scrub_text(text).encode("utf-8")
+    _write_raw(Path(path), data, private)
     return sha256_bytes(data)
+
+
+def write_json(path: str | os.PathLike[str], obj: Any, *, private: bool = False) -> str:
+    """Write canonical JSON atomically; returns the SHA-256 of the bytes written."""
+    return atomic_write_text(path, dumps(obj), private=private)
+
+
+def append_text(path: str | os.PathLike[str], text: str, *, private: bool = False) -> None:
+    """Append UTF-8 text (a journal or log line) with known secrets redacted; the file is created with its mode."""
+    path = Path(path)
+    overwrite.check_write(path)
+    data = redaction.scrub_text(text).encode("utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, file_mode(private))
+        with os.fdopen(fd, "ab") as fh:
+            fh.write(data)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {_write_problem(path, exc)}") from None
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
@@ -136,27 +197,49 @@ def read_text(path: str | os.PathLike[str]) -> str:
         raise InputError(f"{path}: cannot read: {' '.join(str(exc).split())}") from None
 
 
+class _NotJsonNumber(ValueError):
+    """NaN, Infinity or -Infinity in a JSON text: Python reads them, JSON has no such numbers."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJsonNumber(name)
+
+
+def loads_strict(text: str) -> Any:
+    """``json.loads`` without NaN / Infinity (every file we write has none; one that does is broken, not a number)."""
+    return json.loads(text, parse_constant=_refuse_constant)
+
+
 def json_lines(text: str, path: str | os.PathLike[str]) -> list[tuple[int, Any]]:
-    """(line number, object) of each non-blank line of JSONL text; InputError naming the file and line on bad JSON."""
+    """(line number, object) of each non-blank line of JSONL text; InputError naming the file and line on bad JSON
+    (NaN and Infinity included)."""
     out: list[tuple[int, Any]] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            out.append((lineno, json.loads(line)))
+            out.append((lineno, loads_strict(line)))
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}: line {lineno}: invalid JSON: {exc.msg}") from None
+        except _NotJsonNumber as exc:
+            raise InputError(f"{path}: line {lineno}: {exc} is not a number JSON allows") from None
     return out
 
 
-def read_json(path: str | os.PathLike[str]) -> Any:
-    """Read a JSON file; raises InputError naming the file on a missing file or bad JSON."""
-    path = Path(path)
-    text = read_text(path)
+def parse_json_text(text: str, path: str | os.PathLike[str]) -> Any:
+    """JSON text to objects; bad JSON and NaN / Infinity are one-line InputErrors naming `path`."""
     try:
-        return json.loads(text)
+        return loads_strict(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except _NotJsonNumber as exc:
+        raise InputError(f"{path}: {exc} is not a number JSON allows") from None
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Read a JSON file; raises InputError naming the file on a missing file or bad JSON (NaN and Infinity included)."""
+    path = Path(path)
+    return parse_json_text(read_text(path), path)
 
 
 def sha256_bytes(data: bytes) -> str:

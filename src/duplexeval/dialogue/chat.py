@@ -100,12 +100,12 @@ class ChatManager:
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_tokens <= 4096:
-            raise InputError(f"system openai-chat: max_tokens= must be 1..4096, got {self.max_tokens}")
+            raise InputError(f"--system openai-chat: max_tokens={self.max_tokens} must be 1..4096")
 
     def bind(self, out_dir: Path) -> None:
         """Open the endpoint; the run stage calls this with its output folder (the log goes there)."""
         self._chat = CachedChat(
-            self.base_url, self.model, self.api_key_env, "system openai-chat", Path(out_dir) / CHAT_LOG,
+            self.base_url, self.model, self.api_key_env, "--system openai-chat", Path(out_dir) / CHAT_LOG,
             Path(self.cache_dir) if self.cache_dir else default_cache_dir(), self.timeout_s, self.max_attempts,
             self.backoff_s, SYSTEM_FLAGS,
         )

@@ -53,13 +53,14 @@ def dialogue_synth(
     seed: Annotated[int, typer.Option("--seed", help="Generator seed: the same seed gives the same bytes.")] = 0,
     n_miu: Annotated[int, typer.Option("--n-miu", help="Number of machine-interrupts-user cases.")] = 400,
     n_uim: Annotated[int, typer.Option("--n-uim", help="Number of user-interrupts-machine cases per reason (4 reasons).")] = 100,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
-    """Write the built-in synthetic case set (ours, made from templates; not the paper's data)."""
-    from duplexeval.dialogue.synth import caseset_text
+    """Write the built-in synthetic case set (ours, made from templates; not the paper's data); at most 100,000
+    cases."""
+    from duplexeval.dialogue.synth import caseset_text, check_counts
 
-    if n_miu < 0 or n_uim < 0 or n_miu + n_uim == 0:
-        raise InputError(f"--n-miu and --n-uim must be non-negative and not both 0, got {n_miu} and {n_uim}")
-    atomic_write_text(out, caseset_text(seed, n_miu, n_uim))
+    check_counts(n_miu, n_uim)
+    atomic_write_text(out, caseset_text(seed, n_miu, n_uim, progress=not quiet))
     typer.echo(f"wrote {n_miu} MiU + {4 * n_uim} UiM cases to {out}")
 
 

@@ -4,7 +4,8 @@ The HTTP client is the project's one (``duplexeval.chat_http.ChatClient``: bound
 timeout, no redirects). On top of it: a bounded number of attempts, an on-disk cache keyed by the
 request's hash (and attempt number, so a retried reply is cached too: a rerun replays the same
 answers and costs nothing), and a JSONL log of every exchange. The key comes only from the
-environment and is removed from everything written, raw, JSON-escaped and URL-encoded.
+environment and is removed from everything written in every form `duplexeval.redaction` knows; the
+log and the cache hold a remote service's answers, so they are private files (mode 0600).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from duplexeval.chat_http import (
     secret_variants,
 )
 from duplexeval.errors import InputError
-from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_bytes
+from duplexeval.jsonio import append_text, atomic_write_text, dumps_line, sha256_bytes
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 30.0
@@ -61,7 +62,8 @@ def api_key(env_name: str, what: str) -> str:
 
 @dataclass(frozen=True)
 class ChatFlags:
-    """How the user set each setting of a chat endpoint (the option its error messages name)."""
+    """The key of the user's spec (`--judge openai:attempts=3`, `--system openai-chat:max_attempts=3`) that sets each
+    setting of a chat endpoint, so an error names what to change."""
 
     model: str
     base_url: str
@@ -71,8 +73,8 @@ class ChatFlags:
 
 
 # the errors already name the judge or the system (`what`): these name the parameter of its spec
-JUDGE_FLAGS = ChatFlags("model=...", "base_url=", "attempts=", "timeout_s=", "backoff_s")
-SYSTEM_FLAGS = ChatFlags("model=...", "base_url=", "max_attempts=", "timeout_s=", "backoff_s=")
+JUDGE_FLAGS = ChatFlags("model", "base_url", "attempts", "timeout_s", "backoff_s")
+SYSTEM_FLAGS = ChatFlags("model", "base_url", "max_attempts", "timeout_s", "backoff_s")
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ class CachedChat:
     base_url: str
     model: str
     api_key_env: str
-    what: str  # "--judge openai", "system openai-chat": names the user of the key in errors
+    what: str  # "--judge openai", "--system openai-chat": names the user of the key in errors
     log_path: Path
     cache_dir: Path
     timeout_s: float = DEFAULT_TIMEOUT_S
@@ -104,18 +106,17 @@ class CachedChat:
     stats: dict[str, int] = field(default_factory=lambda: {"requests": 0, "cached": 0, "failed": 0})
 
     def __post_init__(self) -> None:
-        f = self.flags
+        f, w = self.flags, self.what
         if not self.model:
-            raise InputError(f"{self.what}: a model name is needed ({f.model})")
-        scheme = urlsplit(self.base_url).scheme
-        if scheme not in ("http", "https"):
-            raise InputError(f"{self.what}: {f.base_url} {sanitize_url(self.base_url)!r}: must be an http:// or https:// URL")
+            raise InputError(f"{w}: a model name is needed ({f.model}=...)")
+        if urlsplit(self.base_url).scheme not in ("http", "https"):
+            raise InputError(f"{w}: {f.base_url}={sanitize_url(self.base_url)!r} must be an http:// or https:// URL")
         if not 1 <= self.max_attempts <= MAX_ATTEMPTS:
-            raise InputError(f"{self.what}: {f.attempts} must be 1..{MAX_ATTEMPTS}, got {self.max_attempts}")
+            raise InputError(f"{w}: {f.attempts}={self.max_attempts} must be 1..{MAX_ATTEMPTS}")
         if not 0 < self.timeout_s <= 600:
-            raise InputError(f"{self.what}: {f.timeout} must be in (0, 600] s, got {self.timeout_s}")
+            raise InputError(f"{w}: {f.timeout}={self.timeout_s:g} must be in (0, 600] s")
         if not 0 <= self.backoff_s <= 60:
-            raise InputError(f"{self.what}: {f.backoff} must be in [0, 60] s, got {self.backoff_s}")
+            raise InputError(f"{w}: {f.backoff}={self.backoff_s:g} must be in [0, 60] s")
         self._key = api_key(self.api_key_env, self.what)
         self.client = ChatClient(self.base_url, self._key, self.timeout_s)
 
@@ -124,10 +125,7 @@ class CachedChat:
         return {"model": self.model, "base_url": sanitize_url(self.base_url), "max_attempts": self.max_attempts}
 
     def _log(self, record: dict[str, Any]) -> None:
-        line = redact_all(dumps_line(record), self._key)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "a", encoding="utf-8") as fh:
-            fh.write(line)
+        append_text(self.log_path, redact_all(dumps_line(record), self._key), private=True)
 
     def _cache_file(self, sha: str) -> Path:
         return self.cache_dir / sha[:2] / f"{sha}.json"
@@ -176,7 +174,8 @@ class CachedChat:
                     http_failed = True
                     continue
                 http_failed = False
-                atomic_write_text(self._cache_file(sha), redact_all(json.dumps({"request_sha256": sha, "content": content}, ensure_ascii=False), self._key) + "\n")
+                atomic_write_text(self._cache_file(sha), redact_all(json.dumps({"request_sha256": sha, "content": content}, ensure_ascii=False), self._key) + "\n",
+                                  private=True)
             parsed = accept(content)
             if parsed is not None:
                 return Answer(parsed, content, None, attempt, first_sha, any_cached)

@@ -12,6 +12,7 @@ words per 640 ms ASR chunk, so chunk ends fall on the ASR ticks.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from duplexeval.artifacts import header
@@ -26,13 +27,16 @@ from duplexeval.dialogue.cases import (
     UiMExpected,
 )
 from duplexeval.dialogue.load import CASESET_KIND, CASESET_SCHEMA, case_to_json
+from duplexeval.errors import InputError
 from duplexeval.jsonio import dumps_line
+from duplexeval.progress import progress_bar
 
 GENERATOR = "duplexeval-synth-1"
 CHUNK_S = 0.64
 WORDS_PER_CHUNK = 2
 DEFAULT_MIU = 400
 DEFAULT_UIM_PER_REASON = 100
+MAX_CASES = 100_000  # in one set: ~100 MB and ~2.5 min to make (the paper's set has 3,000)
 
 # (wrong clause, words a correct reply names)
 ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -232,12 +236,31 @@ def make_uim(rng: random.Random, reason: str, i: int) -> UiMCase:
     )
 
 
-def generate(seed: int = 0, n_miu: int = DEFAULT_MIU, n_uim: int = DEFAULT_UIM_PER_REASON) -> list[MiUCase | UiMCase]:
-    """`n_miu` MiU cases, then `n_uim` UiM cases per reason; the same seed gives the same cases."""
+def check_counts(n_miu: int, n_uim: int) -> None:
+    """The set's size: counts >= 0, not both 0, at most MAX_CASES cases in all (about 1 KB and 1.5 ms each)."""
+    if n_miu < 0 or n_uim < 0 or n_miu + n_uim == 0:
+        raise InputError(f"--n-miu and --n-uim must be non-negative and not both 0, got {n_miu} and {n_uim}")
+    total = n_miu + len(REASONS) * n_uim
+    if total > MAX_CASES:
+        raise InputError(f"--n-miu {n_miu} and --n-uim {n_uim} make {total:,} cases ({n_miu:,} MiU + {len(REASONS)} x "
+                         f"{n_uim:,} UiM); at most {MAX_CASES:,} are made in one set")
+
+
+def generate(seed: int = 0, n_miu: int = DEFAULT_MIU, n_uim: int = DEFAULT_UIM_PER_REASON,
+             advance: Callable[[], None] | None = None) -> list[MiUCase | UiMCase]:
+    """`n_miu` MiU cases, then `n_uim` UiM cases per reason; the same seed gives the same cases. `advance` is
+    called after each case (a progress bar)."""
+    check_counts(n_miu, n_uim)
+    tick = advance or (lambda: None)
     rng = random.Random(seed)
-    cases: list[MiUCase | UiMCase] = [make_miu(rng, i) for i in range(n_miu)]
+    cases: list[MiUCase | UiMCase] = []
+    for i in range(n_miu):
+        cases.append(make_miu(rng, i))
+        tick()
     for reason in REASONS:
-        cases.extend(make_uim(rng, reason, i) for i in range(n_uim))
+        for i in range(n_uim):
+            cases.append(make_uim(rng, reason, i))
+            tick()
     return cases
 
 
@@ -253,8 +276,12 @@ def caseset_header(seed: int, n_miu: int, n_uim: int) -> dict[str, Any]:
     }
 
 
-def caseset_text(seed: int = 0, n_miu: int = DEFAULT_MIU, n_uim: int = DEFAULT_UIM_PER_REASON) -> str:
-    """The JSONL text of a generated case set (header line, then one case per line)."""
+def caseset_text(seed: int = 0, n_miu: int = DEFAULT_MIU, n_uim: int = DEFAULT_UIM_PER_REASON,
+                 progress: bool = False) -> str:
+    """The JSONL text of a generated case set (header line, then one case per line); `progress`: a bar on stderr."""
+    check_counts(n_miu, n_uim)
+    with progress_bar(n_miu + len(REASONS) * n_uim, "synth", progress) as advance:
+        cases = generate(seed, n_miu, n_uim, advance)
     lines = [dumps_line(caseset_header(seed, n_miu, n_uim))]
-    lines.extend(dumps_line(case_to_json(c)) for c in generate(seed, n_miu, n_uim))
+    lines.extend(dumps_line(case_to_json(c)) for c in cases)
     return "".join(lines)

@@ -176,6 +176,8 @@ def eot_compare(
     json_out: Path | None = json_option("the comparison (compare.json)"),
     score_mode: str = typer.Option("max", "--score-mode", help=_MODE_HELP),
     score_point: float | None = typer.Option(None, "--score-point", help="The score point in seconds (score_point mode)."),
+    score_mode_b: str | None = typer.Option(None, "--score-mode-b", help="B's own score mode (default: --score-mode), e.g. a score-point model against a streaming one."),
+    score_point_b: float | None = typer.Option(None, "--score-point-b", help="B's score point in seconds (default: --score-point)."),
     min_hold: float = typer.Option(0.2, "--min-hold", help="Shortest hold span kept, s."),
     max_hold: float = typer.Option(5.0, "--max-hold", help="Longest hold span kept, s."),
 ) -> None:
@@ -184,8 +186,13 @@ def eot_compare(
     from duplexeval.eot.predictions import read_predictions
 
     cfg = _sweep_config(score_mode, score_point, None, None, None, min_hold, max_hold)
+    mode_b = score_mode_b or score_mode
+    point_b = score_point_b if score_point_b is not None else score_point if mode_b == score_mode else None
+    cfg_b = _sweep_config(mode_b, point_b, None, None, None, min_hold, max_hold)
     pa, pb = read_predictions(a), read_predictions(b)
-    c = compare(pa, pb, cfg, sha256_file(a), sha256_file(b), (a.stem, b.stem))
+    c = compare(pa, pb, cfg, sha256_file(a), sha256_file(b), (a.stem, b.stem), cfg_b)
+    for note in c["notes"]:
+        typer.echo(note, err=True)
     if not json_to_stdout(json_out):
         typer.echo(format_compare(c))
     emit_json(json_out, c)

@@ -18,7 +18,7 @@ from rich.table import Table
 from duplexeval import paired
 from duplexeval.artifacts import header
 from duplexeval.eot import intervals as iv
-from duplexeval.eot.predictions import Predictions
+from duplexeval.eot.predictions import Predictions, mode_warning
 from duplexeval.eot.sweep import (
     CUTOFF_BUDGETS,
     LATENCY_BUDGETS,
@@ -26,7 +26,7 @@ from duplexeval.eot.sweep import (
     budget_key,
     latency_key,
 )
-from duplexeval.eot.sweep_report import SweepResult, compute, sweep_signature
+from duplexeval.eot.sweep_report import SweepResult, compute, frontier_json, sweep_signature
 from duplexeval.errors import InputError
 from duplexeval.signature import Signature
 from duplexeval.stats import NO_DATA
@@ -72,10 +72,17 @@ def _ratio(num: np.ndarray, den: np.ndarray, scale: float = 1.0):
     return stat
 
 
-def compare(a: Predictions, b: Predictions, cfg: SweepConfig, sha_a: str, sha_b: str, names: tuple[str, str]) -> dict[str, Any]:
-    """The compare.json body: both operating points and the paired differences at every budget."""
+def compare(a: Predictions, b: Predictions, cfg: SweepConfig, sha_a: str, sha_b: str, names: tuple[str, str],
+            cfg_b: SweepConfig | None = None) -> dict[str, Any]:
+    """The compare.json body: both operating points, both Pareto frontiers and the paired differences at every budget.
+
+    `cfg_b` sweeps B its own way (a score-point model against a streaming one); by default B is swept as A is."""
+    cfg_b = cfg if cfg_b is None else cfg_b
+    if (cfg_b.min_hold_s, cfg_b.max_hold_s) != (cfg.min_hold_s, cfg.max_hold_s):
+        raise InputError("compare: A and B must keep the same hold spans (the same --min-hold and --max-hold)")
+    notes = [w for w in (mode_warning(a, cfg.score_mode, names[0]), mode_warning(b, cfg_b.score_mode, names[1])) if w]
     pa, pb, counts = common_spans(a, b)
-    ra, rb = compute(pa, cfg), compute(pb, cfg)
+    ra, rb = compute(pa, cfg), compute(pb, cfg_b)
     sa, sb = ra.spans, rb.spans
     if sa.turn_ids != sb.turn_ids or not np.array_equal(sa.span_index, sb.span_index):
         raise InputError(f"{a.source} and {b.source} keep different spans after the hold filter (their span durations "
@@ -89,7 +96,7 @@ def compare(a: Predictions, b: Predictions, cfg: SweepConfig, sha_a: str, sha_b:
             entry["reason"] = "no policy met the budget for " + " and ".join(n for n, p in zip(names, (p1, p2)) if p is None)
             out_b[key] = entry
             continue
-        t1, t2 = iv.turn_counts(sa, cfg, p1), iv.turn_counts(sb, cfg, p2)
+        t1, t2 = iv.turn_counts(sa, cfg, p1), iv.turn_counts(sb, cfg_b, p2)
         n = sa.n_turns
         entry["cutoff_rate_diff"] = paired.paired_difference(n, _ratio(t1.cut, t1.n_hold), _ratio(t2.cut, t2.n_hold)).to_json()
         entry["mean_latency_diff"] = paired.paired_difference(
@@ -102,9 +109,16 @@ def compare(a: Predictions, b: Predictions, cfg: SweepConfig, sha_a: str, sha_b:
         "a": names[0], "b": names[1], "pairing": {**counts, "n_turns": sa.n_turns, "unit": "turn",
                                                    "n_hold_spans": int((~sa.is_eot).sum()), "n_eot_spans": int(sa.is_eot.sum())},
         "method": "each side's own operating point; B - A with a paired bootstrap over whole turns (policies fixed)",
+        "score_mode": {"a": _mode(cfg), "b": _mode(cfg_b)},
         "budgets": out_b,
+        "frontier": {"a": frontier_json(ra), "b": frontier_json(rb)},
+        "notes": notes,
     })  # fmt: skip
     return out
+
+
+def _mode(cfg: SweepConfig) -> str:
+    return cfg.score_mode if cfg.score_point_s is None else f"{cfg.score_mode}@{cfg.score_point_s:g}"
 
 
 def _sig(res: SweepResult, p: Predictions, sha: str) -> Signature:

@@ -21,6 +21,21 @@ def _save(fig: Any, path: Path) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def grouped_points(points: Mapping[str, Any]) -> list[tuple[list[str], float, float]]:
+    """(budget names, mean latency, cutoff rate) of each distinct operating point, in the budgets' order."""
+    out: list[tuple[list[str], float, float]] = []
+    for name, p in points.items():
+        if p is None:
+            continue
+        lat, cut = (p["mean_latency"], p["cutoff_rate"]) if isinstance(p, Mapping) else (p.mean_latency, p.cutoff_rate)
+        same = next((g for g in out if abs(g[1] - lat) < 1e-9 and abs(g[2] - cut) < 1e-9), None)
+        if same is None:
+            out.append(([name], float(lat), float(cut)))
+        else:
+            same[0].append(name)
+    return out
+
+
 def plot_pareto(path: Path, res: SweepResult, title: str) -> None:
     """Every model policy (grey), the frontier (line), the VAD baseline and the operating points."""
     import matplotlib
@@ -37,10 +52,11 @@ def plot_pareto(path: Path, res: SweepResult, title: str) -> None:
     ax.step(sw.mean_latency[fr] * 1000, sw.cutoff_rate[fr] * 100, where="post", c="C0", label="Pareto frontier")
     v = np.flatnonzero(~m)
     ax.plot(sw.mean_latency[v] * 1000, sw.cutoff_rate[v] * 100, "s--", c="C3", ms=3, label="VAD baseline")
-    for name, p in res.points.items():
-        if p is not None:
-            ax.plot(p.mean_latency * 1000, p.cutoff_rate * 100, "o", c="C1", ms=5)
-            ax.annotate(name, (p.mean_latency * 1000, p.cutoff_rate * 100), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    for k, (names, lat, cut) in enumerate(grouped_points(res.points), 1):
+        # one numbered marker per distinct point (budgets that pick the same policy share it), named in the legend,
+        # so labels never overprint one another
+        ax.plot(lat * 1000, cut * 100, "o", c="C1", ms=5, label=f"{k}: picked at {', '.join(names)}")
+        ax.annotate(str(k), (lat * 1000, cut * 100), fontsize=7, xytext=(4, 3), textcoords="offset points")
     ax.set_xlabel("mean latency after the true end (ms)")
     ax.set_ylabel("false cutoffs (% of hold spans)")
     ax.set_title(title, fontsize=9)

@@ -177,7 +177,9 @@ def _read_journal(path: Path, run_id: str) -> dict[str, list[Row]]:
     """Turns already done by this same run; a journal of another run is refused, a torn last line ignored."""
     if not path.is_file():
         return {}
-    lines = path.read_text(encoding="utf-8").splitlines()
+    # undecodable bytes (a torn multi-byte character, or a file that is no journal) read as U+FFFD: a bad head is
+    # refused below, a bad later line is a torn one
+    lines = path.read_bytes().decode("utf-8", errors="replace").splitlines()
     if not lines:
         return {}
     try:
@@ -185,7 +187,8 @@ def _read_journal(path: Path, run_id: str) -> dict[str, list[Row]]:
     except json.JSONDecodeError:
         head = None
     if not isinstance(head, dict) or head.get("kind") != JOURNAL_KIND or head.get("run") != run_id:
-        raise RefusalError(f"{path}: a journal from a different predict run (spans, detector or settings differ); delete it or pass --force")
+        raise RefusalError(f"{path}: not this predict run's journal (another run's, with other spans, detector or "
+                           "settings, or not a journal at all); delete it or pass --force")
     done: dict[str, list[Row]] = {}
     for line in lines[1:]:
         try:

@@ -104,13 +104,15 @@ _MAX_SPAN_INDEX = 1_000_000  # silences per turn; keeps (turn, span) keys far fr
 def _floats(values: Sequence[Any], source: str, name: str, allow_null: bool) -> np.ndarray:
     out = np.empty(len(values), dtype=np.float64)
     for k, v in enumerate(values):
-        if v is None or (isinstance(v, float) and math.isnan(v) and allow_null):
+        if v is None:  # null: no score at this time (a NaN is a broken number, not a missing one)
             if not allow_null:
                 raise InputError(f"{source}: row {k + 1}: {name} is missing")
             out[k] = math.nan
             continue
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(float(v)):
             raise InputError(f"{source}: row {k + 1}: {name} must be a finite number{' or null' if allow_null else ''}, got {v!r}")
+        if name == "p_eot" and not 0.0 <= float(v) <= 1.0:
+            raise InputError(f"{source}: row {k + 1}: p_eot must be a probability in [0, 1] or null (no score), got {v!r}")
         if name != "p_eot" and abs(float(v)) > _MAX_TIME_S:
             raise InputError(f"{source}: row {k + 1}: {name} {v!r} is out of range (|t| <= {_MAX_TIME_S:g} s)")
         out[k] = float(v)
@@ -191,7 +193,9 @@ def _from_arrow(table: Any, source: str, meta: Mapping[str, Any] | None) -> Pred
     si = t["span_index"].to_numpy().astype(np.int64)
     ts = t["timestamp"].to_numpy().astype(np.float64)
     sd = t["silence_dur"].to_numpy().astype(np.float64)
-    pe = t["p_eot"].to_numpy(zero_copy_only=False).astype(np.float64)  # nulls become NaN
+    pe_col = t["p_eot"].combine_chunks() if hasattr(t["p_eot"], "combine_chunks") else t["p_eot"]
+    valid = pe_col.is_valid().to_numpy(zero_copy_only=False)  # a null is "no score"; a NaN value is a broken number
+    pe = pe_col.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls become NaN
     lang = np.asarray(["" if x is None else str(x) for x in t["language"].to_pylist()], dtype=object) if t["language"].null_count else np.asarray(t["language"].cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object)
     bad_label = ~np.isin(labels, LABELS)
     checks = [
@@ -200,7 +204,9 @@ def _from_arrow(table: Any, source: str, meta: Mapping[str, Any] | None) -> Pred
         (np.flatnonzero((si < 0) | (si > _MAX_SPAN_INDEX)), lambda k: f"span_index must be an integer in [0, {_MAX_SPAN_INDEX:,}], got {si[k]}"),
         (np.flatnonzero(~np.isfinite(ts) | (np.abs(ts) > _MAX_TIME_S)), lambda k: f"timestamp {ts[k]!r} is not a finite time"),
         (np.flatnonzero(~np.isfinite(sd) | (sd < 0) | (sd > _MAX_TIME_S)), lambda k: f"silence_dur must be a finite number >= 0, got {sd[k]!r}"),
-        (np.flatnonzero(np.isinf(pe)), lambda k: f"p_eot must be a finite number or null, got {pe[k]!r}"),
+        (np.flatnonzero(valid & ~np.isfinite(pe)), lambda k: f"p_eot must be a finite number or null, got {float(pe[k])!r}"),
+        (np.flatnonzero(valid & np.isfinite(pe) & ((pe < 0) | (pe > 1))),
+         lambda k: f"p_eot must be a probability in [0, 1] or null (no score), got {float(pe[k])!r}"),
     ]
     for bad, msg in checks:
         if bad.size:
@@ -209,6 +215,30 @@ def _from_arrow(table: Any, source: str, meta: Mapping[str, Any] | None) -> Pred
     if any(any(ord(ch) < 32 for ch in x) for x in set(ids.tolist())):
         raise InputError(f"{source}: an id contains a control character")
     return Predictions(ids, lang, si, ts, sd, pe, labels, source, meta)
+
+
+def scored_only_at(p: Predictions) -> tuple[float, ...]:
+    """The silences a table was scored at when it was scored at only a few (`eot predict --only-at`): from our
+    header's settings, else from the rows (scores at at most 3 distinct silences while other grid times have none)."""
+    settings = (p.meta or {}).get("settings") if isinstance(p.meta, Mapping) else None
+    if isinstance(settings, Mapping) and isinstance(settings.get("only_at"), list):
+        return tuple(float(x) for x in settings["only_at"])
+    scored = ~np.isnan(p.p_eot)
+    if scored.all() or not scored.any():
+        return ()
+    at = np.unique(np.round(p.silence_dur[scored], 6))
+    return tuple(float(x) for x in at) if at.size <= 3 else ()
+
+
+def mode_warning(p: Predictions, score_mode: str, name: str) -> str | None:
+    """One line when predictions scored at a few silences only (a score-point model) are swept in `max` mode, the
+    streaming detectors' rule: the numbers and the signature then say `mode:max` for what is a score-point policy."""
+    at = scored_only_at(p)
+    if score_mode != "max" or not at:
+        return None
+    pts = ", ".join(f"{a:g}" for a in at)
+    return (f"warning: {name} was scored only at silence {pts} s (eot predict --only-at) but is swept in max mode, "
+            f"the rule for streaming detectors; for a score-point model pass --score-mode score_point --score-point {at[0]:g}")
 
 
 def write_predictions(path: str | Path, preds: Predictions, header: Mapping[str, Any]) -> tuple[Path, Path]:

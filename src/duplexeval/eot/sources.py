@@ -269,7 +269,7 @@ def span_set_from_script(script: Any, where: str) -> SpanSet:
 
 def load_span_set(path: str | Path, source: str = "auto") -> SpanSet:
     """Read a span set; ``auto`` picks by what the path is (a folder: FDB; .yaml/.yml: synth; .parquet: eot-bench;
-    .jsonl: a conversation manifest if its first row has user/agent fields, else eot-bench rows)."""
+    .jsonl: eot-bench rows when its first row has silence_spans or an audio object, else a conversation manifest)."""
     p = Path(path)
     if source not in SOURCES:
         raise InputError(f"--source {source!r}: use one of {', '.join(SOURCES)}")
@@ -283,7 +283,8 @@ def load_span_set(path: str | Path, source: str = "auto") -> SpanSet:
         elif p.suffix.lower() in (".jsonl", ".json", ".ndjson"):
             rows = json_lines(read_text(p), p)
             first = rows[0][1] if rows else {}
-            source = "eot-bench" if isinstance(first, dict) and "silence_spans" in first else "conversations"
+            eotbench = isinstance(first, dict) and ("silence_spans" in first or isinstance(first.get("audio"), dict))
+            source = "eot-bench" if eotbench else "conversations"
         else:
             raise InputError(f"{p}: cannot tell the span source from the name; pass --source ({', '.join(SOURCES[1:])})")
     reader = {"eot-bench": read_eotbench, "fdb": read_fdb, "conversations": read_conversations, "synth": read_synth_script}[source]

@@ -69,23 +69,27 @@ class SweepConfig:
     score_point_s: float | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "thresholds", grid(self.thresholds, "thresholds"))
-        object.__setattr__(self, "action_delays", grid(self.action_delays, "action delays"))
-        object.__setattr__(self, "timeouts", grid(self.timeouts, "timeouts"))
-        if not (math.isfinite(self.min_hold_s) and math.isfinite(self.max_hold_s)) or self.min_hold_s < 0:
-            raise InputError(f"hold filter: need 0 <= min <= max, got [{self.min_hold_s}, {self.max_hold_s}]")
+        object.__setattr__(self, "thresholds", grid(self.thresholds, "--thresholds"))
+        object.__setattr__(self, "action_delays", grid(self.action_delays, "--action-delays"))
+        object.__setattr__(self, "timeouts", grid(self.timeouts, "--timeouts"))
+        for flag, v in (("--min-hold", self.min_hold_s), ("--max-hold", self.max_hold_s)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise InputError(f"{flag} must be a finite number of seconds >= 0, got {v!r}")
         if self.max_hold_s < self.min_hold_s:
-            raise InputError(f"hold filter: max {self.max_hold_s} is below min {self.min_hold_s}")
-        for name, g in (("action delays", self.action_delays), ("timeouts", self.timeouts)):
+            raise InputError(f"--max-hold {self.max_hold_s} is below --min-hold {self.min_hold_s}")
+        for flag, g in (("--action-delays", self.action_delays), ("--timeouts", self.timeouts)):
+            if min(g) < 0:
+                raise InputError(f"{flag}: delays must be >= 0 s, got {min(g):g}")
             if min(g) < self.min_hold_s - EPS:
-                raise InputError(f"{name} must be >= the shortest kept hold span ({self.min_hold_s} s); got {min(g)}")
+                raise InputError(f"{flag}: every value must be >= the shortest kept hold span (--min-hold "
+                                 f"{self.min_hold_s:g} s); got {min(g):g}")
         if self.score_mode not in SCORE_MODES:
-            raise InputError(f"score mode {self.score_mode!r}: use one of {', '.join(SCORE_MODES)}")
+            raise InputError(f"--score-mode {self.score_mode!r}: use one of {', '.join(SCORE_MODES)}")
         if self.score_mode == "score_point":
             if self.score_point_s is None or not math.isfinite(self.score_point_s) or self.score_point_s < 0:
                 raise InputError("score_point mode needs --score-point S (seconds of silence, >= 0)")
             if not any(d >= self.score_point_s - EPS for d in self.action_delays):
-                raise InputError(f"no action delay is >= the score point {self.score_point_s} s")
+                raise InputError(f"--action-delays: none is >= the --score-point {self.score_point_s} s")
         elif self.score_point_s is not None:
             raise InputError("--score-point is only used with --score-mode score_point")
 

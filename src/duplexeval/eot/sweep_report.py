@@ -94,6 +94,24 @@ def _vad_json(p: Selected | None) -> dict[str, Any] | None:
     return {"delay": p.action_delay, "cutoff_rate": p.cutoff_rate, "mean_latency": p.mean_latency}
 
 
+def detector_name(preds: Predictions, fallback: str) -> str:
+    """The detector's name from the predictions' own header (`silero`, `smart-turn`), else `fallback`."""
+    sig = (preds.meta or {}).get("signature") or {}
+    comps = sig.get("components", []) if isinstance(sig, Mapping) else []
+    det = next((c for c in comps if isinstance(c, Mapping) and c.get("name") == "det"), None)
+    value = str((det or {}).get("value") or "")
+    return value.split(":")[0] or fallback
+
+
+def frontier_json(res: SweepResult) -> list[dict[str, float]]:
+    """The model's Pareto frontier, fastest first: each policy with its cutoff rate and mean latency."""
+    sw = res.sweep
+    fr = np.flatnonzero(res.pareto)
+    fr = fr[np.argsort(sw.latency_sum_us[fr], kind="stable")]
+    return [{"threshold": float(sw.threshold[k]), "action_delay": float(sw.action_delay[k]), "timeout": float(sw.timeout[k]),
+             "cutoff_rate": float(sw.cutoff_rate[k]), "mean_latency": float(sw.mean_latency[k])} for k in fr]  # fmt: skip
+
+
 def _g(values: tuple[float, ...]) -> str:
     """A grid in the compact signature: first-last x count."""
     return f"{values[0]:g}-{values[-1]:g}x{len(values)}"
@@ -158,11 +176,7 @@ def build_summary(
     elif bootstrap:
         out["intervals"] = {"unit": "turn", "skipped": f"{spans.n_turns} turns > --bootstrap-max-turns {bootstrap_max_turns}"}
     out["spec003"] = _spec003(res)
-    fr = np.flatnonzero(res.pareto)
-    fr = fr[np.argsort(sw.latency_sum_us[fr], kind="stable")]
-    out["pareto_frontier"] = [{"threshold": float(sw.threshold[k]), "action_delay": float(sw.action_delay[k]),
-                               "timeout": float(sw.timeout[k]), "cutoff_rate": float(sw.cutoff_rate[k]),
-                               "mean_latency": float(sw.mean_latency[k])} for k in fr]  # fmt: skip
+    out["pareto_frontier"] = frontier_json(res)
     return out
 
 

@@ -12,9 +12,9 @@ from typing import Any
 import typer
 
 from duplexeval.eot.plots import plot_operating_points, plot_pareto
-from duplexeval.eot.predictions import read_predictions
+from duplexeval.eot.predictions import mode_warning, read_predictions
 from duplexeval.eot.sweep import SweepConfig
-from duplexeval.eot.sweep_report import build_summary, compute, format_summary, write_sweep_parquet
+from duplexeval.eot.sweep_report import build_summary, compute, detector_name, format_summary, write_sweep_parquet
 from duplexeval.errors import RefusalError
 from duplexeval.jsonio import check_output_dir, sha256_file, write_json
 
@@ -37,14 +37,19 @@ def run_sweep_command(
         _check_out_dir(out, force)
     preds = read_predictions(predictions)
     sha = sha256_file(predictions)
+    warning = mode_warning(preds, cfg.score_mode, str(predictions))
+    if warning:
+        typer.echo(warning, err=True)
     res = compute(preds, cfg)
     summary = build_summary(res, preds, sha, bootstrap=bootstrap, selection_aware=selection_aware,
                             selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns)  # fmt: skip
+    if warning:
+        summary["notes"] = [warning]
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         write_sweep_parquet(out / "sweep.parquet", res)
         if plots:
-            name = title or predictions.name
+            name = title or f"{detector_name(preds, predictions.stem)}: end-of-turn policy sweep"
             plot_pareto(out / "pareto.png", res, name)
             plot_operating_points(out / "operating_points.png", summary, name)
         write_json(out / "summary.json", summary)

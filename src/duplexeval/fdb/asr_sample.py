@@ -78,8 +78,7 @@ def process_sample(backend: Backend | None, task: SampleTask) -> dict[str, Any]:
             problem = check_words(words, task.T)
             if problem:
                 raise InputError(f"backend {backend.name!r} returned a bad time: {problem}")
-            digest = sha256_bytes(data := transcript_bytes(words))
-            atomic_write_bytes(out_path, data)
+            digest = atomic_write_bytes(out_path, transcript_bytes(words))
             stats = getattr(backend, "last_stats", {}) or {}
             rec.update({"status": "ok", "output.json": digest, "n_words": len(words)})
             if "unaligned" in stats:

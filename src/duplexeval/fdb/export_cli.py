@@ -24,6 +24,11 @@ NEXT_STEP = {
     "annotation_hash_mismatch": "the annotation changed during the run: restore the dataset and rerun with --force",
     "system_error": "the system failed on this sample: see the sample's trace.json, fix the system, rerun",
     "input_pacing_late": "the system could not keep up with real-time input: rerun on a less loaded machine",
+    "connect_failed": "the server could not be reached: check the url (and that the server runs), rerun",
+    "server_error": "the server sent an error: its message is in the sample's trace.jsonl (first below)",
+    "disconnected": "the server closed the connection before T: see its logs and the sample's trace.jsonl",
+    "protocol_violation": "the server broke the protocol: the record that did is marked `violation` in trace.jsonl",
+    "timeout": "the server stopped answering: see `stalled_from_s` in the sample's trace.json",
 }
 EXAMPLES = 3
 
@@ -56,6 +61,12 @@ def _summary(kind: str, result: ExportResult, outputs: Path | None = None) -> No
         typer.echo(f"  {subset}: {c['eligible']}/{c['selected']} eligible")
     if elig < sel:
         for line in ineligible_lines(Path(result.tree), outputs):
+            typer.echo(line)
+    if kind == "export":
+        from duplexeval.fdb.tree import load_manifest
+        from duplexeval.systems.net.summary import network_lines
+
+        for line in network_lines(Path(result.tree), load_manifest(result.tree)[0].samples):
             typer.echo(line)
 
 

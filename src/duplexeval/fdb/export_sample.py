@@ -119,6 +119,9 @@ def write_sample(head: TraceHead, sdir: Path, sample: SampleKey, items: list[Rec
     summary: dict[str, Any] = {"clock": clock, **pl.stats, "error": error}
     if network is not None:
         summary["network"] = {k: network[k] for k in ("reasons", "post_window_errors", "max_send_lateness_s")}
+        for key in ("discarded", "replica"):  # (only in traces that have them, so older trees replay unchanged)
+            if key in network:
+                summary["network"][key] = network[key]
     entry = SampleEntry(sample.subset, sample.id, T, not reasons, sorted(set(reasons)), files, {"export": summary})
     details: dict[str, Any] = {
         "input": input_json,

@@ -5,7 +5,8 @@ recomputed by the same functions the export used (`fdb.export_sample.network_out
 into a scratch folder, then compared byte for byte with the tree's `output.wav` and `trace.json`.
 Without `--check` changed files replace the old ones (a playout-rule change needs no new capture)
 and `manifest.json` is rewritten from the new entries; with `--check` nothing is written and any
-difference is an error. Samples without a wire trace (in-process exports) are left as they are.
+difference is an error. Samples without a wire trace (in-process exports) are left as they are; a sample the
+manifest lists with a trace.jsonl that is missing or not a file is an error (the check cannot pass without it).
 """
 
 from __future__ import annotations
@@ -73,10 +74,14 @@ def replay(tree: str | Path, check: bool = False) -> ReplayResult:
     with tempfile.TemporaryDirectory(prefix="duplexeval-replay-") as tmp:
         for i, e in enumerate(manifest.samples):
             sdir = e.dir(tree)
-            if not (sdir / TRACE_JSONL).is_file():
-                entries.append(e)
+            wire_path = sdir / TRACE_JSONL
+            if TRACE_JSONL not in e.files and not wire_path.exists() and not wire_path.is_symlink():
+                entries.append(e)  # an in-process sample: nothing to replay
                 result.skipped += 1
                 continue
+            if not wire_path.is_file():  # the manifest vouches for a wire trace, or something stands in its place
+                what = "missing" if not wire_path.exists() else "not a readable file"
+                raise InputError(f"{wire_path}: {what} (sample {e.key} of a network export; replay rebuilds from it)")
             if not (sdir / TRACE_PCM).is_file():
                 raise InputError(f"{sdir / TRACE_PCM}: missing (sample {e.key} has a trace.jsonl without its audio)")
             scratch = Path(tmp) / str(i)

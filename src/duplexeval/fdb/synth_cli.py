@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,11 @@ def synth(
     out: Path | None = typer.Option(None, "--out", "-o", help="Output folder (required for a script; for the demo, write there instead of the cache)."),
     demo: bool = typer.Option(False, "--demo", help="Build or locate the built-in demo set and print its path."),
     force: bool = typer.Option(False, "--force", help="Replace an existing synth output folder (or rebuild the cached demo)."),
+    v15: int | None = typer.Option(
+        None, "--v15", min=1,
+        help="Make FDB v1.5 overlap stimuli instead: N samples of each of the four scenarios (499: the published sizes).",
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the v1.5 stimuli (texts and gaps)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines and no timing line on stderr."),
 ) -> None:
     """Generate FDB v1.0 input folders (input.wav + annotation + transcription.json) with espeak-ng; prints the folder."""
@@ -27,6 +33,23 @@ def synth(
     from duplexeval.progress import StageClock, wav_seconds
 
     clock = StageClock("synth")
+
+    if v15 is not None:
+        from duplexeval.fdb.tasks.overlap import synth as V15
+
+        if script is not None or demo:
+            raise InputError("--v15 makes its own stimuli: give no script and no --demo")
+        if out is None:
+            raise InputError("--out DIR is required with --v15")
+        if out.exists() and any(out.iterdir()):
+            if not force:
+                raise InputError(f"{out}: not empty; pass --force to replace it")
+            shutil.rmtree(out)
+        path = V15.write_set(out, V15.full_size() if v15 == 499 else V15.small(v15), seed=seed)
+        typer.echo(str(path))
+        if not quiet:
+            clock.say(wav_seconds(sorted(Path(path).rglob("input.wav"))))
+        return
 
     if demo or script == "demo":
         if demo and script not in (None, "demo"):

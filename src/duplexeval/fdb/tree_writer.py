@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.protocols import DatasetLike, SampleKey, SampleLike, dataset_root
 from duplexeval.fdb.run_journal import ResumeJournal
-from duplexeval.fdb.sample_trace import read_trace
+from duplexeval.fdb.sample_trace import EXPORT_TRACE_KIND, read_trace
 from duplexeval.fdb.tasks import all_tasks
 from duplexeval.fdb.tree import (
     MANIFEST_FILE,
@@ -72,22 +72,53 @@ def open_journal(out: Path, run: dict[str, Any], force: bool) -> ResumeJournal:
     return journal
 
 
-def finished_entry(journal: ResumeJournal, sample_dir: Path, input_sha: str, key: str) -> SampleEntry | None:
-    """The sample's manifest entry from its trace.json when the journal trusts it (this run, sample `key`, this input,
-    files intact); None means the sample is (re)done."""
+def dataset_annotation_sha256(sample: SampleKey) -> str | None:
+    """SHA-256 of the sample's annotation file in the dataset as it is now (None: it has none, or its subset none),
+    as `copy_annotation` records it in the sample's trace."""
+    if SUBSETS[sample.subset].annotation is None:
+        return None
+    src = getattr(sample, "annotation_path", None)  # optional member (fdb.protocols.SampleLike)
+    return sha256_file(src) if src is not None and Path(src).is_file() else None
+
+
+def dataset_mismatch(sample: SampleLike, sample_dir: Path, T: float) -> str | None:
+    """Why a tree's sample was not made from this dataset sample (its length, annotation or input differ), or None.
+
+    The sample's trace.json pins the annotation (export and import) and the input (export) by hash; without one,
+    only the length can be compared."""
+    if abs(float(sample.T) - T) > 1e-6:
+        return f"its input lasts {float(sample.T):g} s, the tree's sample {T:g} s"
+    try:
+        trace = read_trace(sample_dir)
+    except InputError:
+        return None
+    if trace.head.annotation_sha256 != dataset_annotation_sha256(sample):
+        return "its annotation differs from the one the tree's trace.json records"
+    if trace.kind == EXPORT_TRACE_KIND and trace.head.input_sha256 != sha256_file(sample.input_path):
+        return "its input differs from the one the tree's trace.json records"
+    return None
+
+
+def finished_entry(journal: ResumeJournal, sample_dir: Path, input_sha: str, key: str,
+                   annotation_sha: str | None = None) -> SampleEntry | None:
+    """The sample's manifest entry from its trace.json when the journal trusts it (this run, sample `key`, this input
+    and this annotation, files intact); None means the sample is (re)done."""
     try:
         trace = read_trace(sample_dir)
     except InputError:
         return None  # missing, torn or of the wrong shape: redone, never trusted
     if trace.result.key != key:
         return None  # a journal copied from another sample's folder names that sample, not this one
+    if trace.head.annotation_sha256 != annotation_sha:
+        return None  # made from another annotation than the dataset holds for this sample now (a copied entry)
     return trace.result if journal.trusts(trace.journal_entry, key, input_sha, sample_dir) else None
 
 
 def unfinished(journal: ResumeJournal, out: Path, samples: Sequence[SampleKey], input_shas: list[str], force: bool) -> list[int]:
     """Indexes of the samples this run has not finished (all of them with `force`)."""
     return [i for i, s in enumerate(samples)
-            if force or finished_entry(journal, out / s.subset / s.id, input_shas[i], f"{s.subset}/{s.id}") is None]
+            if force or finished_entry(journal, out / s.subset / s.id, input_shas[i], f"{s.subset}/{s.id}",
+                                       dataset_annotation_sha256(s)) is None]
 
 
 def copy_annotation(sample: SampleLike, dest_dir: Path) -> tuple[dict[str, str], list[str], str | None]:
@@ -117,11 +148,8 @@ def copy_dataset_files(ds: DatasetLike, out: Path) -> dict[str, str]:
     for task in all_tasks():
         for f in task.dataset_files:
             src = (dataset_root(ds) or Path(".")) / f.name
-            if not src.is_file():
-                continue
-            data = src.read_bytes()
-            atomic_write_bytes(out / f.name, data)
-            recorded[f.manifest_key] = sha256_bytes(data)
+            if src.is_file():
+                recorded[f.manifest_key] = atomic_write_bytes(out / f.name, src.read_bytes())
     return recorded
 
 
@@ -166,7 +194,8 @@ def build_samples(
         for i, sample in enumerate(samples):
             key, payload = key_of(i)
             name = f"{sample.subset}/{sample.id}"
-            entry = None if force else finished_entry(journal, out / sample.subset / sample.id, key, name)
+            entry = None if force else finished_entry(journal, out / sample.subset / sample.id, key, name,
+                                                      dataset_annotation_sha256(sample))
             if entry is None:
                 entry = make(i, journal.run_sha256, key, payload)
                 ran += 1

@@ -7,13 +7,12 @@ raises `VerifyError` when the file is missing, unreadable or not the bytes the r
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.jsonio import sha256_bytes, sha256_file
+from duplexeval.jsonio import parse_json_text, sha256_bytes, sha256_file
 
 
 class VerifyError(RefusalError, InputError):
@@ -70,10 +69,7 @@ def parse_json(data: bytes, where: str) -> Any:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"{where}: cannot read: {' '.join(str(exc).split())}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    return parse_json_text(text, where)
 
 
 def file_matches(path: str | os.PathLike[str], sha256: str) -> bool:

@@ -1,6 +1,6 @@
-"""The FDB report body: per subset metric tables (with the reference column), the figures, the paired
-comparison when there are two or more trees, and one section per sample, worst cases first.
-"""
+"""The FDB report body: the forest plot of the headline metrics first (every system against the baseline),
+then per subset its figures and, folded, every number (counts, metrics, reference column, paired tables), then
+the sample explorer and the signatures."""
 
 from __future__ import annotations
 
@@ -14,16 +14,81 @@ from duplexeval.fdb.results import ScoredTree
 from duplexeval.fdb.tasks import get_task, task_of
 from duplexeval.fdb.tree import SUBSETS
 from duplexeval.fdb.unified.report import load_reference, metric_rows
+from duplexeval.report.explorer import Item, explorer_html
+from duplexeval.report.forest import HIGHER, LOWER, NEITHER, Estimate, ForestRow, forest_html
 from duplexeval.report.page import esc, link, signature_line, table
-from duplexeval.report.samples import render_all, sample_sections
-from duplexeval.report.timeline import LEGEND
+from duplexeval.report.samples import Lineup, worst_cases
+from duplexeval.report.svg import COLORS
+
+BETTER = {"lower": LOWER, "higher": HIGHER, "neither": NEITHER}
+
+
+def headline() -> list[tuple[str, str, str, int]]:
+    """(subset, metric, label, better) of the forest plot, in its order: each subset's task's `headline`."""
+    return [(subset, h.metric, h.label, BETTER[h.better]) for subset in SUBSETS for h in task_of(subset).headline]
+
+
+def group_name(subset: str) -> str:
+    """The subset's heading for readers (`SubsetInfo.title`)."""
+    return SUBSETS[subset].heading if subset in SUBSETS else subset
 
 
 def _num(x: Any, d: int = 3) -> str:
     return "—" if x is None else f"{x:.{d}f}"
 
 
-def _metrics_table(trees: Sequence[ScoredTree], subset: str) -> str:
+def _value(m: dict[str, Any] | None) -> Estimate | None:
+    """A unified metric (share or latency) as a forest point; a latency's open upper end is not reached."""
+    if not isinstance(m, dict):
+        return None
+    if "median" in m:
+        n = m.get("n") or 0
+        if m.get("median") is None:
+            return Estimate(None, text=f"not reached (n={n})" if n else "no data (n=0)")
+        lo, hi = (m.get("median_interval") or [None, None])[:2]
+        iv = f" [{_num(lo, 2)}, {'n/r' if hi is None else _num(hi, 2)}]" if lo is not None else ""
+        return Estimate(float(m["median"]), lo, hi, f"{m['median']:.2f} s{iv} (n={n})", hi_open=lo is not None and hi is None)
+    if m.get("value") is None:
+        return Estimate(None, text=f"no data (0/{m.get('n', 0)})")
+    lo, hi = (m.get("interval") or [None, None])[:2]
+    count = f" ({m['count']}/{m['n']})" if "count" in m else ""
+    return Estimate(float(m["value"]), lo, hi, f"{m['value'] * 100:.0f}% [{_num(lo, 2)}, {_num(hi, 2)}]{count}")
+
+
+def _diff(m: dict[str, Any] | None, unit: str) -> Estimate | None:
+    """A compared metric's B - A with its paired interval (null endpoints: not reached)."""
+    if not isinstance(m, dict):
+        return None
+    if m.get("diff") is None:
+        return Estimate(None, text=f"no difference: {m.get('reason') or 'no pairs'}")
+    iv = m.get("interval") or [None, None]
+    lo, hi = iv[0], iv[1]
+    scale, u = (100, " pts") if unit == "share" else (1, " s")
+    txt = f"{m['diff'] * scale:+.1f}{u} [" + ", ".join("n/r" if x is None else f"{x * scale:+.1f}" for x in (lo, hi)) + f"], {m['n_pairs']} pairs"
+    if m.get("mcnemar"):
+        txt += f", McNemar p={m['mcnemar']['p_value']:.3g}"
+    return Estimate(float(m["diff"]), lo, hi, txt, hi_open=lo is not None and hi is None)
+
+
+def forest_rows(trees: Sequence[ScoredTree], comp: dict[str, Any] | None, baseline: int) -> list[ForestRow]:
+    """Every headline metric some tree has, with each tree's value and its paired difference from the baseline."""
+    by_b = {c["b"]: c for c in (comp or {}).get("comparisons", [])}
+    rows = []
+    for subset, metric, label, better in headline():
+        vals = [_value(((t.unified["subsets"].get(subset) or {}).get("metrics") or {}).get(metric)) for t in trees]
+        if all(v is None for v in vals):
+            continue
+        unit = "s" if metric.endswith("latency_s") else "share"
+        diffs: list[Estimate | None] = []
+        for k in range(len(trees)):
+            c = by_b.get(k) if k != baseline else None
+            block = ((c or {}).get("subsets") or {}).get(subset) or {}
+            diffs.append(_diff((block.get("metrics") or {}).get(metric), unit) if c else None)
+        rows.append(ForestRow(group_name(subset), label, unit, better, tuple(vals), tuple(diffs)))
+    return rows
+
+
+def _metrics_table(trees: Sequence[ScoredTree], labels: Sequence[str], subset: str) -> str:
     """Rows = metrics (latencies as median and p90), one column per tree: value, interval, count and bounds."""
     names: list[str] = []
     for t in trees:
@@ -50,7 +115,7 @@ def _metrics_table(trees: Sequence[ScoredTree], subset: str) -> str:
                     extra += f"<br>bounds {esc(bounds)}"
                 cells.append(f'<b>{esc(value)}</b> <span class="note">{extra}</span>')
             rows.append(cells)
-    heads = ["metric", *(f"{t.label}: value [95% interval] (count)" for t in trees)]
+    heads = ["metric", *(f"{lb}: value [95% interval] (count)" for lb in labels)]
     return table(heads, rows, raw=True)
 
 
@@ -62,7 +127,7 @@ def _count_text(v: Any) -> str:
     return "—" if v is None else str(v)
 
 
-def _counts_table(trees: Sequence[ScoredTree], subset: str) -> str:
+def _counts_table(trees: Sequence[ScoredTree], labels: Sequence[str], subset: str) -> str:
     keys: list[str] = []
     for t in trees:
         for k in ((t.unified["subsets"].get(subset) or {}).get("counts") or {}):
@@ -76,13 +141,25 @@ def _counts_table(trees: Sequence[ScoredTree], subset: str) -> str:
             v = b.get(k) if k in ("coverage", "min_observable_s") else (b.get("counts") or {}).get(k)
             cells.append(_count_text(v))
         rows.append(cells)
-    return table(["count", *(t.label for t in trees)], rows)
+    return table(["count", *labels], rows)
 
 
-def _reference(trees: Sequence[ScoredTree], subset: str) -> str:
+def _counts_line(trees: Sequence[ScoredTree], lineup: Lineup, subset: str) -> str:
+    """One sentence per subset: how many samples each tree had and how many of them were scored."""
+    parts = []
+    for k, t in enumerate(trees):
+        c = (t.unified["subsets"].get(subset) or {}).get("counts") or {}
+        entries = t.manifest.by_subset(subset)
+        sel, elig = c.get("selected", len(entries)), c.get("eligible", sum(1 for e in entries if e.eligible))
+        dot = f'<span class="dot" style="background:{lineup.color(k)}"></span>'
+        parts.append(f'{dot} {esc(lineup.labels[k])}: {elig} of {sel} eligible')
+    return '<p class="note">' + " &nbsp; ".join(parts) + "</p>"
+
+
+def _reference(trees: Sequence[ScoredTree], labels: Sequence[str], subset: str) -> str:
     """The official numbers from summary.json (value ± std (n)), for each tree whose summary has the same input hashes."""
     refs = [load_reference(t.root, t.manifest_sha256, t.asr_sha256) for t in trees]
-    notes = "".join(f'<p class="note">{esc(t.label)}: {esc(r.message)}</p>' for t, r in zip(trees, refs) if r.subsets is None)
+    notes = "".join(f'<p class="note">{esc(lb)}: {esc(r.message)}</p>' for lb, r in zip(labels, refs) if r.subsets is None)
     blocks = [(r.subsets or {}).get(subset) for r in refs]
     blocks = [b if isinstance(b, dict) else None for b in blocks]
     names: list[str] = []
@@ -106,79 +183,129 @@ def _reference(trees: Sequence[ScoredTree], subset: str) -> str:
                 seen.append(str(m["note"]))
         rows.append([*cells, " / ".join(seen)])
     heads = ["official metric"]
-    for t, b in zip(trees, blocks):
+    for lb, b in zip(labels, blocks):
         judge = ((b or {}).get("judge") or {}).get("label")
-        heads.append(f"{t.label}" + (f" ({b.get('n_evaluated', '?')} evaluated" + (f"; judge: {judge})" if judge else ")") if b else ""))
+        heads.append(f"{lb}" + (f" ({b.get('n_evaluated', '?')} evaluated" + (f"; judge: {judge})" if judge else ")") if b else ""))
     heads.append("note")
     return "<h4>Reference column: official rules (summary.json, same manifest.json and asr.json)</h4>" + table(heads, rows) + notes
 
 
-def _signatures(trees: Sequence[ScoredTree]) -> str:
-    """The signature line(s) under a subset: once when every tree has the same one."""
-    lines = [t.unified["signature"]["compact"] for t in trees]
-    if len(set(lines)) == 1:
-        return signature_line(lines[0] + ("" if len(trees) == 1 else "  (every tree)"))
-    return "".join(signature_line(f"{t.label}: {c}") for t, c in zip(trees, lines))
-
-
-def _figures(trees: Sequence[ScoredTree], subset: str, task: str) -> str:
+def _figures(trees: Sequence[ScoredTree], lineup: Lineup, subset: str, task: str) -> str:
     """The task's summary figures of one subset (`RenderRules.figures`), from each tree's rows."""
-    out = get_task(task).render.figures([(t.label, list(t.rows.get(subset, {}).values())) for t in trees])
-    return "".join(f"<figure>{s}</figure>" for s in out)
+    series = [(lb, list(t.rows.get(subset, {}).values())) for lb, t in zip(lineup.labels, trees)]
+    return "".join(f"<figure>{s}</figure>" for s in get_task(task).render.figures(series, lineup.colors))
 
 
-def _comparison(trees: Sequence[ScoredTree]) -> str:
-    try:
-        comp = compare_trees(list(trees)).to_json()
-    except DuplexEvalError as exc:
-        return f"<h2 id=\"compare\">Paired comparison</h2><p class=\"note\">Not compared: {esc(exc)}</p>"
-    return comparison_html(comp)
-
-
-def comparison_html(comp: dict[str, Any]) -> str:
+def comparison_html(comp: dict[str, Any], labels: Sequence[str] | None = None) -> str:
     """A compare.json object (made here from the trees, or read from `fdb compare --out`) as tables."""
-    out = ['<h2 id="compare">Paired comparison (B - A, every tree against the first)</h2>']
+    names = [str(t["label"]) for t in comp["trees"]] if labels is None else list(labels)
+    base = names[comp["comparisons"][0]["a"]] if comp["comparisons"] else names[0]
+    out = [f'<h3 id="compare">Paired comparison tables (B - A, every system against {esc(base)})</h3>']
     out += [f'<p class="note">note: {esc(n)}</p>' for n in comp["notes"]]
     for c in comp["comparisons"]:
-        a, b = comp["trees"][c["a"]]["label"], comp["trees"][c["b"]]["label"]
-        out.append(f"<h3>A = {esc(a)}, B = {esc(b)}</h3>")
+        out.append(f"<h4>A = {esc(names[c['a']])}, B = {esc(names[c['b']])}</h4>")
         for subset, block in c["subsets"].items():
-            out.append(f"<h4>{esc(subset)}</h4><p class=\"note\">{esc(pairing_line(block))}</p>")
+            out.append(f"<p><b>{esc(subset)}</b> <span class=\"note\">{esc(pairing_line(block))}</span></p>")
             rows = [[n + (" median" if m["kind"] == "median" else ""), *metric_cells(m)] for n, m in block["metrics"].items()]
             out.append(table(["metric", "A", "B", "B - A", "95% interval", "pairs", "McNemar A-only/B-only"], rows))
     out.append(signature_line(comp["signature"]["compact"]))
     return "".join(out)
 
 
-def fdb_body(trees: Sequence[ScoredTree], jobs: int = 1) -> str:
-    """The whole FDB report body; `jobs` worker processes draw the timelines."""
+def compare_file_body(label: str, comp: dict[str, Any]) -> str:
+    """An `fdb compare --out` file on its own: the forest plot of its differences, then its tables."""
+    trees = comp["trees"]
+    names = [str(t["label"]) for t in trees]
+    base = comp["comparisons"][0]["a"] if comp["comparisons"] else 0
+    by_b = {c["b"]: c for c in comp["comparisons"]}
+    rows = []
+    for subset, metric, mlabel, better in headline():
+        unit = "s" if metric.endswith("latency_s") else "share"
+        diffs: list[Estimate | None] = []
+        vals: list[Estimate | None] = []
+        for k in range(len(trees)):
+            c = by_b.get(k)
+            m = ((((c or {}).get("subsets") or {}).get(subset) or {}).get("metrics") or {}).get(metric)
+            diffs.append(_diff(m, unit) if c is not None else None)
+            vals.append(None)
+        if any(d is not None for d in diffs):
+            rows.append(ForestRow(group_name(subset), mlabel, unit, better, tuple(vals), tuple(diffs)))
+    head = (f'<section class="card"><h2>{esc(label)}: which system is better than {esc(names[base])}?</h2>'
+            + forest_html(names, COLORS, base, rows, "Paired differences from the file (its own values are in the tables below).")
+            + "</section>")
+    return head + '<section class="card">' + comparison_html(comp) + "</section>"
+
+
+def _signatures(trees: Sequence[ScoredTree], labels: Sequence[str]) -> str:
+    lines = [t.unified["signature"]["compact"] for t in trees]
+    if len(set(lines)) == 1:
+        return signature_line(lines[0] + ("" if len(trees) == 1 else "  (every tree)"))
+    return "".join(signature_line(f"{lb}: {c}") for lb, c in zip(labels, lines))
+
+
+def fdb_body(trees: Sequence[ScoredTree], lineup: Lineup, items: Sequence[Item], explorer_note: str = "") -> tuple[str, list[tuple[str, str]]]:
+    """The whole FDB report body and its section menu; `items` are the explorer's cards (samples.fdb_items)."""
+    labels = lineup.labels
+    baseline = lineup.baseline if lineup.baseline is not None else 0
     subsets = [s for s in SUBSETS if any(t.manifest.by_subset(s) for t in trees)]
-    toc = "".join(link(f"subset-{s}", s) for s in subsets) + (link("compare", "paired comparison") if len(trees) > 1 else "")
-    parts = [f'<nav class="toc">{toc}</nav>']
-    parts.append(table(["tree", "system", "dataset", "samples", "signature"], [
-        [t.label, str((t.manifest.extra.get("system") or {}).get("name", "?")), t.manifest.dataset_name,
-         str(len(t.manifest.samples)), t.unified["signature"]["compact"]] for t in trees]))
-    drawn = render_all(trees, jobs)
-    samples_html = []
+    comp: dict[str, Any] | None = None
+    why_not = ""
+    if len(trees) > 1:
+        order = [baseline, *(k for k in range(len(trees)) if k != baseline)]
+        try:
+            raw = compare_trees([trees[k] for k in order]).to_json()
+        except DuplexEvalError as exc:
+            why_not = str(exc)
+        else:  # back to the page's tree indices
+            for c in raw["comparisons"]:
+                c["a"], c["b"] = order[c["a"]], order[c["b"]]
+            raw["trees"] = [raw["trees"][order.index(k)] for k in range(len(trees))]
+            comp = raw
+    nav = [("summary", "summary"), *((f"subset-{s}", group_name(s)) for s in subsets), ("samples", "samples"),
+           ("provenance", "provenance")]
+    rows = forest_rows(trees, comp, baseline)
+    caption = ("Left: each system's value with its 95% interval (Wilson for shares, bootstrap for medians; a dashed bar "
+               "runs on where the upper end is not reached). Right: the system minus the baseline on the samples both "
+               "can be scored on, with the paired bootstrap interval; 'better' or 'worse' when that interval excludes "
+               "0. Hover a dot for the exact numbers.")
+    if len(trees) > 1 and comp is None:
+        caption += f" No paired differences: {why_not}"
+    parts = ['<section class="card" id="summary"><h2>Which system is better, and how sure are we?</h2>'
+             + forest_html(labels, lineup.colors, baseline if len(trees) > 1 else None, rows, caption, legend=False)]
+    worst = worst_cases(items, labels)
+    if worst:
+        parts.append("<h3>Worst cases</h3><ul>" + "".join(
+            f"<li>{esc(lb)}: {link(a, w)}</li>" for lb, a, w in worst) + "</ul>")
+    parts.append("</section>")
     for subset in subsets:
         task = SUBSETS[subset].task
-        parts.append(f'<h2 id="subset-{esc(subset)}">{esc(subset)} ({esc(task)})</h2>')
-        parts.append(_counts_table(trees, subset))
-        if get_task(task).scored:
-            parts.append(_metrics_table(trees, subset))
-        else:
+        parts.append(f'<section class="card" id="subset-{esc(subset)}"><h2>{esc(group_name(subset))} '
+                     f'<span class="note">({esc(subset)}, {esc(task)})</span></h2>')
+        parts.append(_counts_line(trees, lineup, subset))
+        scored = get_task(task).scored
+        if not scored:
             parts.append(f'<p class="note">Counted only: no unified metric; {esc(get_task(task).render.counted_note)}.</p>')
-        parts.append(_reference(trees, subset))
-        parts.append(_figures(trees, subset, task))
-        head, sections = sample_sections(trees, subset, task, drawn)
-        parts.append(head)
-        samples_html.append(f'<h3 id="samples-{esc(subset)}">{esc(subset)}: samples, worst first</h3>'
-                            f'<p class="note">{esc(LEGEND)}</p>{sections}')
-        parts.append(_signatures(trees))
-    if len(trees) > 1:
-        parts.append(_comparison(trees))
-    parts.append('<h2 id="samples">Per-sample evidence</h2>' + "".join(samples_html))
-    parts.append('<p class="note">n/r = not reached: the quantile falls on a sample that never responded (or never '
-                 "stopped). Shares are over eligible samples (interruption: exercised); selected bounds count unknown "
-                 "outcomes as no, then yes. Intervals cover dataset sampling only.</p>")
-    return "".join(parts)
+        parts.append(_figures(trees, lineup, subset, task))
+        numbers = _counts_table(trees, labels, subset)
+        if scored:
+            numbers += _metrics_table(trees, labels, subset)
+        numbers += _reference(trees, labels, subset)
+        parts.append(f"<details><summary>All numbers of {esc(subset)}</summary>{numbers}{_signatures(trees, labels)}</details>")
+        parts.append("</section>")
+    if comp is not None:
+        parts.append(f'<section class="card"><details><summary>Paired comparison tables</summary>{comparison_html(comp, labels)}'
+                     "</details></section>")
+    parts.append('<h2 id="samples">Samples</h2>')
+    parts.append(explorer_html(items, labels, lineup.colors, "subset", explorer_note))
+    parts.append(_provenance(trees, labels))
+    return "".join(parts), nav
+
+
+def _provenance(trees: Sequence[ScoredTree], labels: Sequence[str]) -> str:
+    rows = [[lb, str(t.root), str((t.manifest.extra.get("system") or {}).get("name", "?")), t.manifest.dataset_name,
+             str(len(t.manifest.samples)), t.unified["signature"]["compact"]] for lb, t in zip(labels, trees)]
+    return ('<section class="card" id="provenance"><h2>Provenance</h2>'
+            + table(["label", "tree", "system", "dataset", "samples", "signature"], rows)
+            + '<p class="note">n/r = not reached: the quantile falls on a sample that never responded (or never '
+            "stopped). Shares are over eligible samples (interruption: exercised); selected bounds count unknown "
+            "outcomes as no, then yes. Intervals cover dataset sampling only.</p></section>")

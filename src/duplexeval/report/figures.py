@@ -12,7 +12,8 @@ from duplexeval.report import svg
 from duplexeval.report.svg import COLORS
 
 
-def response_curve(title: str, series: Sequence[tuple[str, Sequence[float | None]]], horizon: float | None = None) -> str:
+def response_curve(title: str, series: Sequence[tuple[str, Sequence[float | None]]], horizon: float | None = None,
+                   colors: Sequence[str] = COLORS, xlabel: str = "seconds after the reference") -> str:
     """F(t): the share of samples that responded by t, one step line per tree; latency None = never.
 
     The not-responded mass is drawn as a bar at the right edge; dots mark the 1, 2 and 5 s rates and
@@ -23,7 +24,7 @@ def response_curve(title: str, series: Sequence[tuple[str, Sequence[float | None
     finite = [v for _, vals in series for v in vals if v is not None]
     xmax = max([5.5, *(v * 1.05 for v in finite)]) if horizon is None else horizon
     for k, (label, vals) in enumerate(series):
-        c = COLORS[k % len(COLORS)]
+        c = colors[k % len(colors)]
         n = len(vals)
         if n == 0:
             continue
@@ -44,10 +45,11 @@ def response_curve(title: str, series: Sequence[tuple[str, Sequence[float | None
     ax.axhline(0.5, color="#ccc", lw=0.6, ls="--", zorder=0)
     ax.set_xlim(0, xmax)
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel("seconds after the reference (E for turn-taking, R for interruption)")
-    ax.set_ylabel("F(t)")
-    ax.set_title(f"{title}: responded by t; bars at the right = never responded in the window; o = 1/2/5 s, D = median",
-                 fontsize=7.5, loc="left")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("F(t): share that responded by t")
+    ax.set_title(title, fontsize=9, loc="left", fontweight="bold")
+    ax.text(0, 1.0, "bars at the right: never responded in the window; o: the 1, 2 and 5 s rates; diamond: median",
+            transform=ax.transAxes, fontsize=6.5, color="#555", va="bottom")
     ax.legend(loc="lower right", fontsize=7, frameon=False)
     return svg.to_svg(fig)
 
@@ -60,7 +62,7 @@ def _strip_axes(n_rows: int, right: float) -> tuple[Any, Any]:
     return fig, fig.add_axes((0.2, bottom / h, right - 0.2, band * max(1, n_rows) / h))
 
 
-def outcome_bars(rows: Sequence[tuple[str, dict[str, int]]], colors: dict[str, str]) -> str:
+def outcome_bars(rows: Sequence[tuple[str, dict[str, int]]], colors: dict[str, str], title: str) -> str:
     """Outcomes per tree as one stacked horizontal bar each (counts over selected samples), in the order and
     colours of `colors` (outcome -> colour)."""
     fig, ax = _strip_axes(len(rows), right=0.8)
@@ -75,6 +77,7 @@ def outcome_bars(rows: Sequence[tuple[str, dict[str, int]]], colors: dict[str, s
     ax.set_yticks(range(len(rows)), [label for label, _ in rows])
     ax.invert_yaxis()
     ax.set_xlabel("selected samples")
+    ax.set_title(title, fontsize=9, loc="left", fontweight="bold")
     from matplotlib.patches import Patch  # lazy: matplotlib is loaded only when a figure is drawn
 
     handles = [Patch(color=c, label=n) for n, c in colors.items()]
@@ -82,7 +85,7 @@ def outcome_bars(rows: Sequence[tuple[str, dict[str, int]]], colors: dict[str, s
     return svg.to_svg(fig)
 
 
-def stop_latencies(series: Sequence[tuple[str, Sequence[float | None]]]) -> str:
+def stop_latencies(series: Sequence[tuple[str, Sequence[float | None]]], colors: Sequence[str] = COLORS) -> str:
     """Stop latency (end of the segment covering S, minus S) per exercised sample, one strip per tree.
 
     None (the segment runs to the end of the file: no observed stop) is drawn at the right edge.
@@ -94,8 +97,8 @@ def stop_latencies(series: Sequence[tuple[str, Sequence[float | None]]]) -> str:
     for i, (_label, vals) in enumerate(series):
         xs = [v if v is not None else xmax for v in vals]
         ys = i + rng.uniform(-0.18, 0.18, size=len(xs))
-        colors = [COLORS[i % len(COLORS)] if v is not None else "#999" for v in vals]
-        ax.scatter(xs, ys, s=9, c=colors, lw=0)
+        cs = [colors[i % len(colors)] if v is not None else "#999" for v in vals]
+        ax.scatter(xs, ys, s=9, c=cs, lw=0)
         never = sum(1 for v in vals if v is None)
         if never:
             ax.text(xmax * 0.97, i, f"{never} no stop", fontsize=6.5, ha="right", va="center", color="#555")
@@ -105,5 +108,6 @@ def stop_latencies(series: Sequence[tuple[str, Sequence[float | None]]]) -> str:
     ax.set_yticks(range(len(series)), [label for label, _ in series])
     ax.invert_yaxis()
     ax.set_xlim(0, xmax * 1.02)
+    ax.set_title("How long did each system keep talking after the user cut in?", fontsize=9, loc="left", fontweight="bold")
     ax.set_xlabel("stop latency (s) of exercised samples; | = median; grey at the right = no observed stop")
     return svg.to_svg(fig)

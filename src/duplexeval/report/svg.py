@@ -21,7 +21,8 @@ STYLE: Any = {
     "axes.spines.top": False,
     "axes.spines.right": False,
 }
-COLORS = ("#1f6fb4", "#d9602b", "#2f9e44", "#8e44ad", "#b8860b", "#c2185b", "#00838f", "#5d4037")
+# One colour per system, the same in every figure and chip of a page (green and red stay free for verdicts).
+COLORS = ("#3b6fd4", "#e07b39", "#8e5cc4", "#1f9e89", "#c9487a", "#8c6d31", "#4c9be8", "#5f6b7a")
 _PROLOG = re.compile(r"^.*?(?=<svg)", re.DOTALL)
 _DECIMALS = re.compile(r"(\d\.\d{2})\d+")  # coordinates to 1/100 pt: invisible, a third of the bytes
 _FONT_LIST = re.compile(r"font-family: [^;\"]*")
@@ -61,7 +62,10 @@ def to_svg(fig: Figure) -> str:
 
     buf = io.StringIO()
     with matplotlib.rc_context(STYLE):
-        FigureCanvasSVG(fig).print_svg(buf, metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+        FigureCanvasSVG(fig)
+        # the tight box: nothing drawn outside the axes (long tick labels, legends beside them) is cut off
+        fig.savefig(buf, format="svg", bbox_inches="tight", pad_inches=0.04,
+                    metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     return compact(_PROLOG.sub("", buf.getvalue(), count=1).strip())
 
 

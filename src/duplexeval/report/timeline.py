@@ -1,13 +1,12 @@
 """One sample's timeline: output waveform envelope, VAD segments, ASR words, annotation marks and outcome.
 
 `load_view` reads the sample's files from the tree (output.wav, output.json, the annotation) and its
-unified row; `draw` puts it on matplotlib axes. The HTML report renders it as SVG, `fdb show` as PNG
-(with the dataset's input waveform above when the dataset is given).
+unified row; the HTML report's explorer draws that in the browser, `draw` puts it on matplotlib axes for
+`fdb show`'s PNG (with the dataset's input waveform above when the dataset is given).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from duplexeval.audio import read_audio
-from duplexeval.errors import InputError
 from duplexeval.fdb.tasks import Band, Mark, get_task
 from duplexeval.fdb.transcript import parse_output_json
 from duplexeval.fdb.tree import (
@@ -23,6 +21,7 @@ from duplexeval.fdb.tree import (
     OUTPUT_WAV,
     SampleEntry,
 )
+from duplexeval.fdb.verified import read_verified, read_verified_json
 from duplexeval.report import svg
 from duplexeval.schemas import validate
 
@@ -69,39 +68,35 @@ def envelope(audio: np.ndarray, bins: int = ENVELOPE_BINS) -> np.ndarray:
     return out
 
 
-def _annotation(path: Path, task: str) -> tuple[list[Mark], list[Band]]:
-    """The task's marks of a sample's annotation (`RenderRules.marks`); none when the file is unreadable."""
+def _annotation(ann: Any, task: str, where: str) -> tuple[list[Mark], list[Band]]:
+    """The task's marks of a sample's annotation (`RenderRules.marks`), from its typed record."""
     model = get_task(task).annotation
     if model is None:
         return [], []
-    try:
-        record: Any = validate(json.loads(path.read_text(encoding="utf-8")), model, str(path))
-    except (OSError, ValueError, InputError):
-        return [], []
+    record: Any = validate(ann, model, where)
     return get_task(task).render.marks(record)
 
 
-def load_view(tree: Path, entry: SampleEntry, row: dict[str, Any] | None) -> SampleView:
-    """Read one sample's files for drawing; missing files (an ineligible capture) are simply not drawn."""
+def load_view(tree: Path, entry: SampleEntry, row: dict[str, Any] | None, transcript_sha256: str | None = None) -> SampleView:
+    """Read one sample's files for drawing. A file the manifest lists (output.wav, the annotation) or asr.json vouches
+    for (`transcript_sha256` of output.json) must be there with its hash (one line naming it, else); files an
+    ineligible capture never wrote are simply not drawn."""
     d = entry.dir(tree)
     view = SampleView(entry.key, entry.task, entry.T, entry.eligible, list(entry.reasons), row,
                       vad_lane=get_task(entry.task).render.vad_lane)
     wav = d / OUTPUT_WAV
-    if wav.is_file():
-        try:
-            audio, _sr = read_audio(wav)
-            view.envelope = envelope(audio)
-        except (InputError, RuntimeError, OSError):
-            view.envelope = None
+    if OUTPUT_WAV in entry.files:
+        data = read_verified(wav, entry.files[OUTPUT_WAV], entry.key)
+        audio, _sr = read_audio(wav, data)
+        view.envelope = envelope(audio)
     oj = d / OUTPUT_JSON
-    if oj.is_file():
-        try:
-            words = parse_output_json(json.loads(oj.read_text(encoding="utf-8")), str(oj))
-            view.words = [(w.text.strip(), float(w.start), None if w.end is None else float(w.end)) for w in words]
-        except (InputError, ValueError, OSError):
-            view.words = []
+    if transcript_sha256 is not None or oj.is_file():
+        obj = read_verified_json(oj, transcript_sha256, entry.key, "asr.json")
+        words = parse_output_json(obj, str(oj))
+        view.words = [(w.text.strip(), float(w.start), None if w.end is None else float(w.end)) for w in words]
     if entry.annotation:
-        view.marks, view.spans = _annotation(d / entry.annotation, entry.task)
+        ann = read_verified_json(d / entry.annotation, entry.files.get(entry.annotation), entry.key)
+        view.marks, view.spans = _annotation(ann, entry.task, f"{d / entry.annotation}: sample {entry.key}")
     if row is not None and row.get("vad_segments"):
         view.vad = [(float(a), float(b)) for a, b in row["vad_segments"]]
     return view
@@ -150,54 +145,6 @@ def draw(ax: Any, view: SampleView, show_words: int = 12, caption: bool = False)
         ax.text(mark.t, 1.75, mark.label, color=mark.color, fontsize=7, ha="center", fontweight="bold")
     if caption:
         ax.text(view.T, -3.1, LEGEND, fontsize=6.5, ha="right", va="top", color="#555", clip_on=False)
-
-
-class TimelineSVG:
-    """Renders many sample timelines to SVG through one reused figure and axes (a new figure each: about 2x slower).
-
-    Only the drawn artists are removed between samples; the SVG ids come from the content and matplotlib's
-    fixed hash salt, so a timeline's bytes do not depend on what was drawn before it.
-    """
-
-    def __init__(self, width_in: float = 10.5, height_in: float = 1.55) -> None:
-        self.fig = svg.figure(width_in, height_in)
-        self.ax = self.fig.add_axes((0.015, 0.2, 0.97, 0.78))
-        self._svg = svg
-
-    def render(self, view: SampleView) -> str:
-        ax = self.ax
-        for artist in [*ax.patches, *ax.collections, *ax.lines, *ax.texts]:
-            artist.remove()
-        draw(ax, view)
-        return self._svg.to_svg(self.fig)
-
-
-@dataclass(frozen=True)
-class SampleItem:
-    """One timeline to draw (picklable, for the executor): the tree, the manifest entry and the unified row."""
-
-    tree: str
-    entry: SampleEntry
-    row: dict[str, Any] | None
-
-
-@dataclass(frozen=True)
-class RenderedSample:
-    svg: str
-    outcome: str
-    words: list[tuple[str, float, float | None]]
-
-
-_RENDERER: list[TimelineSVG] = []  # one per process
-
-
-def render_item(item: SampleItem) -> RenderedSample:
-    """Load and draw one sample (top-level and pure, so a process pool can run it)."""
-    if not _RENDERER:
-        _RENDERER.append(TimelineSVG())
-    view = load_view(Path(item.tree), item.entry, item.row)
-    body = _RENDERER[0].render(view) if item.entry.eligible else ""
-    return RenderedSample(body, view.outcome, view.words)
 
 
 def show_png(view: SampleView, out: Path, input_audio: np.ndarray | None = None) -> Path:

@@ -9,7 +9,6 @@ sample and the field, instead of overflowing in a later stage. The first validat
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -28,7 +27,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from duplexeval.errors import InputError
-from duplexeval.jsonio import read_text
+from duplexeval.jsonio import parse_json_text, read_text
 
 # Any time, length or duration in seconds must lie within one day; a larger finite number is a broken
 # file (1e303 overflows integer microseconds; 1e12 s of audio would be 90 TiB).
@@ -204,14 +203,7 @@ def validate(obj: Any, model: type[M], where: str | os.PathLike[str]) -> M:
 
 def parse_json(text: str, path: str | os.PathLike[str]) -> Any:
     """JSON text to objects; NaN/Infinity literals and bad JSON are one-line InputErrors naming the file."""
-
-    def constant(name: str) -> Any:
-        raise InputError(f"{path}: {name} is not a number JSON allows")
-
-    try:
-        return json.loads(text, parse_constant=constant)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    return parse_json_text(text, path)
 
 
 def load(path: str | os.PathLike[str], model: type[M], where: str | None = None) -> M:

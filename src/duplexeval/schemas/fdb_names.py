@@ -24,17 +24,23 @@ OUTPUT_JSON = "output.json"
 
 @dataclass(frozen=True)
 class SubsetInfo:
-    """One FDB subset: its task, its annotation file (None when it has none), declared size and short label."""
+    """One FDB subset: its task, its annotation file (None when it has none), declared size, and its names for
+    readers: `title` (the report's headings) and `short` (narrow tables: the demo's); the subset's name when empty."""
 
     name: str
     task: str
     annotation: str | None
     declared: int
-    short: str = ""  # a few words for narrow tables (the demo's); the name when empty
+    short: str = ""
+    title: str = ""
 
     @property
     def label(self) -> str:
         return self.short or self.name
+
+    @property
+    def heading(self) -> str:
+        return self.title or self.name
 
 
 class SubsetTable(Mapping[str, SubsetInfo]):
@@ -96,11 +102,13 @@ class SubsetTable(Mapping[str, SubsetInfo]):
 
 # The built-in rows: Full-Duplex-Bench v1.0's five subsets and their published sizes.
 SUBSETS = SubsetTable((
-    SubsetInfo("candor_pause_handling", "pause_handling", "pause.json", 216, "pause (candor)"),
-    SubsetInfo("synthetic_pause_handling", "pause_handling", "pause.json", 137, "pause (synthetic)"),
-    SubsetInfo("candor_turn_taking", "smooth_turn_taking", "turn_taking.json", 119, "turn-taking"),
-    SubsetInfo("synthetic_user_interruption", "user_interruption", "interrupt.json", 200, "interruption"),
-    SubsetInfo("icc_backchannel", "backchannel", None, 55, "backchannel"),
+    SubsetInfo("candor_pause_handling", "pause_handling", "pause.json", 216, "pause (candor)", "pause handling, candor"),
+    SubsetInfo("synthetic_pause_handling", "pause_handling", "pause.json", 137, "pause (synthetic)",
+               "pause handling, synthetic"),
+    SubsetInfo("candor_turn_taking", "smooth_turn_taking", "turn_taking.json", 119, "turn-taking", "turn-taking, candor"),
+    SubsetInfo("synthetic_user_interruption", "user_interruption", "interrupt.json", 200, "interruption",
+               "user interruption, synthetic"),
+    SubsetInfo("icc_backchannel", "backchannel", None, 55, "backchannel", "backchannel, icc"),
 ))
 
 

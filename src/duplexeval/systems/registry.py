@@ -7,8 +7,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from duplexeval import redaction
 from duplexeval.errors import InputError
-from duplexeval.plugins import PluginError, call
+from duplexeval.plugins import PluginError, call, returned
 from duplexeval.registry import Registry, import_object
 from duplexeval.specs import parse_spec
 from duplexeval.systems.base import System
@@ -96,6 +97,8 @@ def parse_system_spec(spec: str) -> tuple[str, dict[str, str]]:
 def make_system(spec: str) -> System:
     """Build the system `spec` names, with every parameter checked."""
     _ensure_builtins()
+    for url in redaction.urls_in(spec):  # before any message can echo the spec
+        redaction.refuse_url_credentials(url, f"--system {spec.partition(':')[0].strip()}: a URL")
     name, raw = parse_system_spec(spec)
     if split_plugin(spec) is not None:
         cls = Registry[type]("system").get(name)
@@ -131,4 +134,9 @@ def make_system(spec: str) -> System:
             if not isinstance(exc.__cause__, ValueError):
                 raise
             raise InputError(f"--system {spec!r}: {exc.__cause__}") from None
+    declared: Callable[[], Any] | None = getattr(system, "secrets", None)
+    if declared is not None:  # what the system declares is redacted from every file and line of this process
+        values = returned("system", name, "secrets", call("system", name, "secrets", declared), (tuple, list),
+                          "a tuple of strings")
+        redaction.register(*(v for v in values if isinstance(v, str)))
     return system

@@ -13,8 +13,8 @@ from duplexeval.controller.format.data import load_data, write_data
 from duplexeval.controller.format.policy import EvaluationPolicy
 from duplexeval.controller.labels.conversations import write_conversations
 from duplexeval.controller.labels.sources import conversation_clips, read_manifest
-from duplexeval.controller.metrics.compare import format_comparison, paired_bootstrap
-from duplexeval.controller.metrics.report import evaluate, format_report, run_clips
+from duplexeval.controller.metrics.compare import comparison_artifact, format_comparison
+from duplexeval.controller.metrics.report import evaluate, format_report
 from duplexeval.controller.runtime.baselines import make
 from duplexeval.errors import RefusalError
 from duplexeval.jsonio import write_json
@@ -43,7 +43,7 @@ def run_demo(out: str | Path, n: int = 4, exchanges: int = 4, seed: int = 0, for
     convs = list(read_manifest(manifest))
     policy = EvaluationPolicy()
     reports: dict[str, dict[str, Any]] = {}
-    evidence = {}
+    folders = {}
     for name in DEMO_BASELINES:
         ctl = make(name)
         folder = out / f"data-{name}"
@@ -54,9 +54,9 @@ def run_demo(out: str | Path, n: int = 4, exchanges: int = 4, seed: int = 0, for
         rep = evaluate(data, policy, data_label=f"data-{name}")
         write_json(out / f"report-{name}.json", rep)
         reports[name] = rep
-        evidence[name] = run_clips(data.iter_clips(), policy)[0]
-    a, b = DEMO_BASELINES
-    comparison = {"a": f"baseline:{a}", "b": f"baseline:{b}", **paired_bootstrap(evidence[a], evidence[b], policy, policy)}
+        folders[name] = data
+    a, b = DEMO_BASELINES  # the same file as `controller compare data-silence data-silero --json compare.json` in OUT
+    comparison = comparison_artifact(f"data-{a}", f"data-{b}", folders[a], folders[b], policy, policy)
     write_json(out / "compare.json", comparison)
     return DemoResult(out, manifest, reports, comparison, time.perf_counter() - t0)
 
@@ -67,8 +67,9 @@ def format_demo(res: DemoResult) -> str:
     for name, rep in res.reports.items():
         lines.append(f"=== baseline:{name}")
         lines.append(format_report(rep))
-    lines.append(f"=== compare: {res.comparison['b']} - {res.comparison['a']} "
-                 f"({res.comparison['groups']} conversations, paired bootstrap 95% CI)")  # fmt: skip
-    lines.append(format_comparison(res.comparison["metrics"]))
+    ev = res.comparison["event_metrics"]
+    lines.append(f"=== compare: {res.comparison['b']['path']} - {res.comparison['a']['path']} "
+                 f"({ev['groups']} conversations, paired bootstrap 95% CI)")  # fmt: skip
+    lines.append(format_comparison(ev["metrics"]))
     lines.append(f"wrote {res.out} in {res.seconds:.1f} s")
     return "\n".join(lines)

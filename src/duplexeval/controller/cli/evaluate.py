@@ -8,22 +8,18 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from duplexeval.artifacts import header
 from duplexeval.cli_options import emit_json, json_option, json_to_stdout
 from duplexeval.controller.calibrate.thresholds import Targets, calibrate, targets_from_report
 from duplexeval.controller.format.data import load_data
 from duplexeval.controller.format.policy import EvaluationPolicy, load_policy, save_policy
 from duplexeval.controller.metrics.events import evaluate_events, evidence_row
-from duplexeval.controller.metrics.report import evaluate, format_report, run_clips, signature
+from duplexeval.controller.metrics.report import evaluate, format_report
 from duplexeval.errors import InputError
 from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_file
 from duplexeval.schemas import check_number
 
 if TYPE_CHECKING:  # duplexeval.cli imports this module
     from duplexeval.cli import CliApps
-
-COMPARE_KIND = "duplexeval.controller.compare"
-COMPARE_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs)
 
 
 def _policy(path: Path | None, mode: str | None) -> EvaluationPolicy:
@@ -125,40 +121,16 @@ def controller_compare(
 ) -> None:
     """Differences B - A with a conversation-grouped paired bootstrap (same clips, labels and groups required)."""
     # lazy: compare -> duplexeval.paired -> scipy.stats, 1.3 s that every `duplexeval --help` would pay
-    from duplexeval.controller.metrics.compare import format_comparison, paired_bootstrap
+    from duplexeval.controller.metrics.compare import comparison_artifact, format_comparison
 
     pa = _policy(policy, mode)
     pb = _policy(policy_b, mode) if policy_b is not None else pa
-    da, db = load_data(a), load_data(b)
-    ja = [{k: v for k, v in c.to_json().items() if k != "extra"} for c in da.clips]
-    jb = [{k: v for k, v in c.to_json().items() if k != "extra"} for c in db.clips]
-    if ja != jb:
-        bad = next((x["id"] for x, y in zip(ja, jb) if x != y), None) if len(ja) == len(jb) else None
-        what = f"clip {bad} differs" if bad else f"{len(ja)} vs {len(jb)} clips"
-        raise InputError(f"compare: {a} and {b} must hold the same clips, events and groups ({what})")
-    ea, fa = run_clips(da.iter_clips(), pa)
-    eb, fb = run_clips(db.iter_clips(), pb)
-    res = paired_bootstrap(ea, eb, pa, pb)
-    frame = {}
-    for key, get in (("endpoint.roc_auc", lambda f: (f.get("endpoint") or {}).get("roc_auc")),
-                     ("yield.roc_auc", lambda f: (f.get("yield") or {}).get("roc_auc")),
-                     ("backchannel.roc_auc", lambda f: (f.get("backchannel") or {}).get("roc_auc"))):  # fmt: skip
-        va, vb = get(fa), get(fb)
-        frame[key] = {"a": va, "b": vb, "diff_b_minus_a": None if va is None or vb is None else vb - va}
-
-    inputs = {"a:clips.jsonl": sha256_file(da.root / "clips.jsonl"), "b:clips.jsonl": sha256_file(db.root / "clips.jsonl")}
-    sig = signature(pa, inputs, bootstrap=True, policy_b=pb if pb != pa else None)
-    out = {
-        **header(COMPARE_KIND, COMPARE_SCHEMA_VERSION, sig, inputs),
-        "a": {"path": str(a), "evaluation_policy": pa.to_json()},
-        "b": {"path": str(b), "evaluation_policy": pb.to_json()},
-        "event_metrics": res,
-        "head_ranking_point_only": frame,
-    }
+    out = comparison_artifact(a, b, load_data(a), load_data(b), pa, pb)
+    res = out["event_metrics"]
     if not json_to_stdout(json_out):
         typer.echo(f"B - A over {res['clips']} clips in {res['groups']} groups (95% grouped paired bootstrap):")
         typer.echo(format_comparison(res["metrics"]))
-        typer.echo(f"signature: {sig.compact()}")
+        typer.echo(f"signature: {out['signature']['compact']}")
     emit_json(json_out, out)
 
 

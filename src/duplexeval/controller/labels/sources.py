@@ -88,14 +88,17 @@ def parse_entry(obj: Any, base: Path, where: str) -> Conversation:
     cid = validate_clip_id(obj.get("id"), where)
     where = f"{where}: conversation {cid}"
     ua = aa = None
+    for key in ("audio", "user_audio", "agent_audio"):
+        if key in obj and not isinstance(obj[key], str):
+            raise InputError(f"{where}: {key} must be a path to an audio file (a string), got {type(obj[key]).__name__}")
     if "audio" in obj:
-        ua, aa = _read_channels(base / str(obj["audio"]), where)
+        ua, aa = _read_channels(base / obj["audio"], where)
     else:
         try:
             if "user_audio" in obj:
-                ua = read_audio_16k(base / str(obj["user_audio"]))
+                ua = read_audio_16k(base / obj["user_audio"])
             if "agent_audio" in obj:
-                aa = read_audio_16k(base / str(obj["agent_audio"]))
+                aa = read_audio_16k(base / obj["agent_audio"])
         except InputError as exc:
             raise InputError(f"{where}: {exc}") from None
     dur = obj.get("duration_s")

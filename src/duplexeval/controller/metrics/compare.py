@@ -12,16 +12,25 @@ side's metric is undefined (empty denominator) are skipped and counted.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from duplexeval.artifacts import header
+from duplexeval.controller.format.data import ControllerData
 from duplexeval.controller.format.policy import EvaluationPolicy
 from duplexeval.controller.metrics.events import HOUR_US, ClipEvidence
 from duplexeval.controller.metrics.frame_metrics import macro_f1_from_confusion
+from duplexeval.controller.metrics.report import run_clips, signature
 from duplexeval.errors import InputError
+from duplexeval.jsonio import sha256_file
 from duplexeval.paired import from_resamples
 from duplexeval.progress import text_table
 from duplexeval.stats import NO_DATA, bootstrap_indices
+
+COMPARE_KIND = "duplexeval.controller.compare"
+COMPARE_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs)
 
 # name -> (numerator column, denominator column, scale); ratios of sums over resampled groups
 _COLS = (
@@ -187,6 +196,34 @@ def paired_bootstrap(
         "endpoint_mode_a": policy_a.endpoint_mode,
         "endpoint_mode_b": policy_b.endpoint_mode,
         "metrics": metrics,
+    }
+
+
+def comparison_artifact(a: str | Path, b: str | Path, da: ControllerData, db: ControllerData,
+                        pa: EvaluationPolicy, pb: EvaluationPolicy) -> dict[str, Any]:
+    """The compare file (header first) of two data folders on the same clips: what `controller compare --json` and
+    `controller demo` write; `a` and `b` are the labels recorded for the two sides (their paths)."""
+    ja = [{k: v for k, v in c.to_json().items() if k != "extra"} for c in da.clips]
+    jb = [{k: v for k, v in c.to_json().items() if k != "extra"} for c in db.clips]
+    if ja != jb:
+        bad = next((x["id"] for x, y in zip(ja, jb) if x != y), None) if len(ja) == len(jb) else None
+        what = f"clip {bad} differs" if bad else f"{len(ja)} vs {len(jb)} clips"
+        raise InputError(f"compare: {a} and {b} must hold the same clips, events and groups ({what})")
+    ea, fa = run_clips(da.iter_clips(), pa)
+    eb, fb = run_clips(db.iter_clips(), pb)
+    res = paired_bootstrap(ea, eb, pa, pb)
+    frame = {}
+    for head in ("endpoint", "yield", "backchannel"):
+        va, vb = (fa.get(head) or {}).get("roc_auc"), (fb.get(head) or {}).get("roc_auc")
+        frame[f"{head}.roc_auc"] = {"a": va, "b": vb, "diff_b_minus_a": None if va is None or vb is None else vb - va}
+    inputs = {"a:clips.jsonl": sha256_file(da.root / "clips.jsonl"), "b:clips.jsonl": sha256_file(db.root / "clips.jsonl")}
+    sig = signature(pa, inputs, bootstrap=True, policy_b=pb if pb != pa else None)
+    return {
+        **header(COMPARE_KIND, COMPARE_SCHEMA_VERSION, sig, inputs),
+        "a": {"path": str(a), "evaluation_policy": pa.to_json()},
+        "b": {"path": str(b), "evaluation_policy": pb.to_json()},
+        "event_metrics": res,
+        "head_ranking_point_only": frame,
     }
 
 

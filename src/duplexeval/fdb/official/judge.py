@@ -34,7 +34,7 @@ from duplexeval.fdb.official.judge_prompt import (  # re-exported: the old home 
     load_official_prompt,
     parse_reply,
 )
-from duplexeval.jsonio import dumps_line, sha256_bytes, write_json
+from duplexeval.jsonio import append_text, dumps_line, sha256_bytes, write_json
 
 __all__ = [
     "DEFAULT_API_KEY_ENV",
@@ -171,10 +171,7 @@ class Judge:
         }
 
     def _log(self, record: dict[str, Any]) -> None:
-        line = self.client.redact(dumps_line(record))
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "a", encoding="utf-8") as fh:
-            fh.write(line)
+        append_text(self.log_path, self.client.redact(dumps_line(record)), private=True)
 
     def log_run_start(self, subset: str) -> None:
         self._log({"event": "run", "subset": subset, "judge": self.signature()})
@@ -246,6 +243,7 @@ def _write_rating(path: Path, rating: Rating, request_sha: str, label: str) -> N
             "rating": rating.rating,
             "duplexeval": {"judge": label, "request_sha256": request_sha, "attempts": rating.attempts},
         },
+        private=True,  # a remote service's answer (a cache of it), like the judge log
     )
 
 

@@ -63,7 +63,7 @@ def build_summary(manifest_sha256: str, asr_sha256: str, rules: dict[str, Any], 
                   asr_backend: dict[str, Any] | None = None) -> dict[str, Any]:
     """The summary.json object (key order fixed, so the bytes are deterministic), led by the artifact header."""
     judges = [s.judge for s in subsets.values() if s.judge is not None]
-    sig = summary_signature(RULES_NAME, asr_backend, judges, manifest_sha256, asr_sha256)
+    sig = summary_signature(RULES_NAME, asr_backend, judges, manifest_sha256, asr_sha256, rules.get("backchannel_rules"))
     return {
         **header(SUMMARY_KIND, SUMMARY_SCHEMA_VERSION, sig, tree_inputs(manifest_sha256, asr_sha256)),
         "manifest_sha256": manifest_sha256,

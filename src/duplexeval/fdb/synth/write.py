@@ -18,6 +18,7 @@ from duplexeval.fdb.tasks import all_tasks
 from duplexeval.fdb.tree import SUBSETS, subset_order
 from duplexeval.jsonio import (
     check_output_dir,
+    folder_mode,
     read_json,
     sha256_bytes,
     sha256_file,
@@ -115,7 +116,7 @@ def verify(root: str | os.PathLike[str]) -> bool:
 def build_dir(out: Path, parent: Path) -> Path:
     """A private build folder beside the destination (same file system, so the final rename is atomic)."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=parent))
-    os.chmod(tmp, 0o755)  # mkdtemp makes it 0700; the finished dataset is an ordinary folder
+    os.chmod(tmp, folder_mode())  # mkdtemp makes it 0700; the finished dataset is an ordinary folder
     return tmp
 
 

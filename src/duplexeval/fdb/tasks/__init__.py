@@ -17,10 +17,14 @@ from duplexeval.fdb.tasks.base import (
     DATASET,
     EVALUATE,
     EXPORT,
+    HIGHER,
+    LOWER,
+    NEITHER,
     AsrRules,
     Band,
     DatasetFile,
     DatasetRules,
+    Headline,
     Mark,
     MetricSpec,
     OfficialContext,
@@ -114,8 +118,8 @@ def register_task(task: Task) -> Task:
 
 
 __all__ = [
-    "ASR", "BUILTIN_MODULES", "DATASET", "EVALUATE", "EXPORT", "TASKS", "AsrRules", "Band", "DatasetFile",
-    "DatasetRules", "Mark", "MetricSpec", "OfficialContext", "OfficialOutcome", "OfficialRules", "OpenedSample",
+    "ASR", "BUILTIN_MODULES", "DATASET", "EVALUATE", "EXPORT", "HIGHER", "LOWER", "NEITHER", "TASKS", "AsrRules",
+    "Band", "DatasetFile", "DatasetRules", "Headline", "Mark", "MetricSpec", "OfficialContext", "OfficialOutcome", "OfficialRules", "OpenedSample",
     "PairedSpec", "Ready", "RenderRules", "SampleFile", "SampleLayout", "SubsetInfo", "SynthRecipe", "Task",
     "UnifiedRules", "all_tasks", "get_task", "one_output_layout", "register_task", "task_of",
 ]

@@ -13,7 +13,7 @@ A task package (`fdb/tasks/<task>/`) builds one `Task` from parts, one per stage
 - `paired` (`PairedSpec`, None: not compared): what `fdb compare` pairs;
 - `render` (`RenderRules`): the report's "why" line, severity, outcome, timeline marks and figures;
 - `synth` (`SynthRecipe`, None: not synthesized): how `fdb synth` renders a sample of the task;
-- `headline`: the unified metrics the demo table shows.
+- `headline`: the unified metrics shown first (the report's forest plot, the demo table), with their labels.
 
 Every hook has a default, so a task overrides only what it does. The stages look a task up by name
 (`fdb.tasks.get_task`) and never branch on it.
@@ -339,10 +339,14 @@ class Band:
 class RenderRules:
     """How the report shows the task's eligible, scored samples (the shared wrapper handles the rest).
 
-    `vad_lane`: the timeline always has a VAD lane; `counted_note`: what to say for a task without unified metrics.
+    `vad_lane`: the timeline always has a VAD lane; `bad` / `neutral`: the outcome keys (`outcome_key`) the report
+    marks as bad (what the metrics count against) or neutral (not scored), the rest being ok; `counted_note`: what
+    to say for a task without unified metrics.
     """
 
     vad_lane: bool = False
+    bad: frozenset[str] = frozenset()
+    neutral: frozenset[str] = frozenset()
     counted_note: str = "no reference either"
 
     def why(self, row: dict[str, Any]) -> str:
@@ -354,16 +358,33 @@ class RenderRules:
         return (8, 0.0)
 
     def outcome(self, row: dict[str, Any]) -> str:
-        """The outcome word of the sample's heading."""
+        """The outcome words of the sample's heading."""
         return str(row["outcome"])
+
+    def outcome_key(self, row: dict[str, Any]) -> str:
+        """The outcome as a filter value (an identifier)."""
+        return str(row.get("outcome", "unknown"))
 
     def marks(self, record: Any) -> tuple[list[Mark], list[Band]]:
         """Timeline marks and bands from the typed annotation."""
         return [], []
 
-    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> list[str]:
-        """Summary figures (SVG) of one subset from each tree's (label, rows)."""
+    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[str]:
+        """Summary figures (SVG) of one subset from each tree's (label, rows), tree k drawn in colors[k]."""
         return []
+
+
+LOWER, NEITHER, HIGHER = "lower", "neither", "higher"  # which way a headline metric is better
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A unified metric the report's forest plot and the demo table show first: its reader's label and which way
+    is better (LOWER, HIGHER or NEITHER)."""
+
+    metric: str
+    label: str
+    better: str
 
 
 class SynthRecipe:
@@ -404,7 +425,7 @@ class Task:
     paired: PairedSpec | None = None
     render: RenderRules = field(default_factory=RenderRules)
     synth: SynthRecipe | None = None
-    headline: tuple[tuple[str, str], ...] = ()  # (unified metric, label) rows of the demo table
+    headline: tuple[Headline, ...] = ()  # the metrics shown first (report forest plot, demo table)
 
     def __post_init__(self) -> None:
         for s in self.subsets:
@@ -431,7 +452,8 @@ class Task:
 
 
 __all__ = [
-    "ASR", "DATASET", "EVALUATE", "EXPORT", "STAGES", "AsrRules", "Band", "DatasetFile", "DatasetRules", "Mark",
+    "ASR", "DATASET", "EVALUATE", "EXPORT", "HIGHER", "LOWER", "NEITHER", "STAGES", "AsrRules", "Band", "DatasetFile",
+    "DatasetRules", "Headline", "Mark",
     "MetricSpec", "OfficialContext", "OfficialOutcome", "OfficialRules", "OpenedSample", "PairedSpec", "Ready",
     "RenderRules", "SampleFile", "SampleLayout", "SubsetInfo", "SynthRecipe", "Task", "UnifiedRules", "decode_json",
     "one_output_layout", "time_units",

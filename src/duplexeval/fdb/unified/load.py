@@ -14,6 +14,7 @@ from typing import Any
 
 import soundfile as sf
 
+from duplexeval.audio import wav_truncation
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.tasks import OpenedSample, Task, get_task
 from duplexeval.fdb.tasks.base import decode_json
@@ -101,6 +102,9 @@ def parse_words(obj: Any, T_us: int, path: Path, entry: SampleEntry) -> tuple[Sp
 
 def check_wav(data: bytes, path: Path, entry: SampleEntry) -> int:
     """output.wav must be mono 16 kHz with exactly round(T * 16000) samples; returns that count."""
+    short = wav_truncation(data)
+    if short is not None:
+        raise InputError(f"{where(path, entry)}: {short}")
     try:
         info = sf.info(io.BytesIO(data))
     except (RuntimeError, OSError) as exc:

@@ -71,13 +71,14 @@ class FrameStream:
                 self._buf = self._buf[: cut - self.base]
                 self.queue_end = cut
 
-    def next_frame(self) -> np.ndarray:
-        """The next `frame` samples of the timeline (silence where nothing is placed)."""
-        out = np.zeros(self.frame, dtype=np.int16)
-        n = min(self.frame, self._buf.shape[0])
+    def next_frame(self, samples: int | None = None) -> np.ndarray:
+        """The next `frame` samples (or `samples`) of the timeline (silence where nothing is placed)."""
+        size = self.frame if samples is None else int(samples)
+        out = np.zeros(size, dtype=np.int16)
+        n = min(size, self._buf.shape[0])
         out[:n] = self._buf[:n]
         self._buf = self._buf[n:]
-        self.base += self.frame
+        self.base += size
         self.queue_end = max(self.queue_end, self.base)
         return out
 

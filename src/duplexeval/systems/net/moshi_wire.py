@@ -1,9 +1,15 @@
 """The Moshi / PersonaPlex `/api/chat` wire format: kind-byte messages and Ogg/Opus audio at 24 kHz.
 
 Every WebSocket message is binary; byte 0 is the kind (0 handshake, 1 audio, 2 text, 3 control,
-4 metadata JSON, 5 error UTF-8, 6 ping), the rest its payload. Audio in both directions is one
-continuous Ogg/Opus stream at 24 kHz mono in 80 ms (1920-sample) frames, written and read with the
-`sphn` package. Pure codec: no sockets here (the adapter and the loopback server use it).
+4 metadata JSON, 5 error UTF-8, 6 ping), the rest its payload (kyutai-labs/moshi rust/protocol.md).
+A message of an unknown kind is discarded, as protocol.md says and Kyutai's Python server and client
+do; so are text frames and empty messages, which both log and skip. The handshake is the single byte 0
+from Kyutai's Python server and PersonaPlex, 0 plus two u32 (protocol and model version) from the Rust
+moshi-backend, which also sends a metadata message before it. Audio in both directions is one
+continuous Ogg/Opus stream at 24 kHz mono; a message carries one Ogg page (Rust: one 40 ms page per
+message, the first also carrying the OpusHead and OpusTags pages) or several (the Python servers send
+what their writer produced), so the client decodes the stream whatever the page boundaries. Written and
+read with the `sphn` package. Pure codec: no sockets here (the adapter and the loopback server use it).
 """
 
 from __future__ import annotations
@@ -29,8 +35,11 @@ DEFAULT_PORT = 8998
 # behind; the client sends this many silent lead frames right after the handshake to keep every
 # sample of the user's audio (see `MoshiClientCodec.lead_frames`).
 SERVER_SKIPPED_FRAMES = 1
-# Handshake payload the reference server sends: protocol version and model version, u32 little-endian.
+# Handshake payload the Rust backend sends: protocol version and model version, u32 little-endian (the
+# Python servers send the kind byte alone).
 HANDSHAKE_PAYLOAD = (0).to_bytes(4, "little") + (0).to_bytes(4, "little")
+HANDSHAKE_PAYLOADS = (0, len(HANDSHAKE_PAYLOAD))
+FLAVORS = ("kyutai", "rust", "personaplex")
 
 
 class Kind(IntEnum):
@@ -60,17 +69,26 @@ class MoshiWireError(ProtocolViolation):
 
 @dataclass(frozen=True)
 class MoshiMessage:
-    """One decoded message: its kind and raw payload (audio payloads are Ogg bytes)."""
+    """One decoded message: its kind (an int when the kind is unknown) and raw payload (audio: Ogg bytes)."""
 
-    kind: Kind
+    kind: Kind | int
     payload: bytes
+
+    @property
+    def known(self) -> bool:
+        return isinstance(self.kind, Kind)
+
+    @property
+    def name(self) -> str:
+        """The kind's name as the trace records it (`kind_N` for an unknown one)."""
+        return self.kind.name.lower() if isinstance(self.kind, Kind) else f"kind_{self.kind}"
 
     def text(self) -> str:
         """The payload of a TEXT or ERROR message as UTF-8."""
         try:
             return self.payload.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise MoshiWireError(f"{self.kind.name.lower()} message is not UTF-8: {exc}") from None
+            raise MoshiWireError(f"{self.name} message is not UTF-8: {exc}") from None
 
     def metadata(self) -> dict[str, Any]:
         """The payload of a METADATA message as a JSON object."""
@@ -107,30 +125,58 @@ def encode_metadata(obj: dict[str, Any]) -> bytes:
 
 
 def decode(data: bytes | str) -> MoshiMessage:
-    """Parse one received message; a text frame, an empty frame or an unknown kind is a violation."""
+    """Parse one received message (an unknown kind keeps its byte); a text frame or an empty one raises."""
     if isinstance(data, str):
         raise MoshiWireError("text frame on a binary protocol")
     if not data:
         raise MoshiWireError("empty message")
-    try:
-        kind = Kind(data[0])
-    except ValueError:
-        raise MoshiWireError(f"unknown message kind {data[0]}") from None
+    kind: Kind | int = Kind(data[0]) if data[0] in _KINDS else int(data[0])
     return MoshiMessage(kind, bytes(data[1:]))
 
 
-def chat_url(url: str, text_prompt: str = "", voice_prompt: str = "", seed: int | None = None) -> str:
-    """The `/api/chat` URL with PersonaPlex's query parameters (only the ones given), in a fixed order."""
+_KINDS = frozenset(int(k) for k in Kind)
+
+
+def ogg_pages(data: bytes) -> list[bytes]:
+    """Split bytes that hold whole Ogg pages into the pages (RFC 3533 page layout); MoshiWireError otherwise."""
+    pages, i = [], 0
+    while i < len(data):
+        if data[i : i + 4] != b"OggS" or len(data) < i + 27:
+            raise MoshiWireError(f"not an Ogg page at byte {i}")
+        n_seg = data[i + 26]
+        end = i + 27 + n_seg + sum(data[i + 27 : i + 27 + n_seg])
+        if end > len(data):
+            raise MoshiWireError(f"an Ogg page at byte {i} runs past the message")
+        pages.append(bytes(data[i:end]))
+        i = end
+    return pages
+
+
+def is_header_page(page: bytes) -> bool:
+    """True for the OpusHead / OpusTags pages that open an Ogg Opus stream (RFC 7845)."""
+    start = 27 + page[26]
+    return page[start : start + 8] in (b"OpusHead", b"OpusTags")
+
+
+def chat_url(url: str, flavor: str = "auto", text_prompt: str = "", voice_prompt: str = "",
+             seed: int | None = None) -> str:
+    """The `/api/chat` URL with the query parameters the flavor's server reads, in a fixed order.
+
+    PersonaPlex reads `text_prompt` and `voice_prompt` unconditionally (NVIDIA/personaplex
+    moshi/moshi/server.py), so they are always sent for it and for `auto` (Kyutai's server ignores the
+    query, the Rust backend's query model ignores keys it does not know); `seed` only when given.
+    """
     parts = urlsplit(url)
     if parts.scheme not in ("ws", "wss"):
         raise ValueError(f"url must start with ws:// or wss://, got {url!r}")
     path = parts.path if parts.path not in ("", "/") else CHAT_PATH
     query = parse_qsl(parts.query, keep_blank_values=True)
+    always = flavor in ("auto", "personaplex")
     for key, value in (("text_prompt", text_prompt), ("voice_prompt", voice_prompt)):
-        if value:
+        if value or always:
             query.append((key, value))
     if seed is not None:
-        query.append(("seed", str(seed)))
+        query.append(("seed", str(int(seed))))
     return urlunsplit((parts.scheme, parts.netloc, path, urlencode(query), ""))
 
 
@@ -168,19 +214,79 @@ class OpusEncoder:
         return self.encode_frame(bytes(self.frame_in * 2))
 
 
+def _crc_table() -> tuple[int, ...]:
+    table = []
+    for i in range(256):
+        r = i << 24
+        for _ in range(8):
+            r = ((r << 1) ^ 0x04C11DB7) if r & 0x80000000 else (r << 1)
+        table.append(r & 0xFFFFFFFF)
+    return tuple(table)
+
+
+_CRC = _crc_table()  # Ogg's CRC-32: polynomial 0x04c11db7, initial 0, not reflected, no final xor (RFC 3533)
+
+
+def ogg_crc(page: bytes) -> int:
+    """The CRC-32 of an Ogg page as RFC 3533 defines it (computed with the page's own CRC field zeroed)."""
+    crc = 0
+    for b in page:
+        crc = ((crc << 8) & 0xFFFFFFFF) ^ _CRC[((crc >> 24) & 0xFF) ^ b]
+    return crc
+
+
+class OggPages:
+    """Splits a received byte stream into whole Ogg pages and checks each one (capture pattern, version, CRC), so a
+    corrupt page is a protocol violation; libopus behind sphn would decode a page with a broken CRC as if it were
+    sound, and the sample would stay eligible with garbage in it."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self.pages = 0
+
+    def push(self, data: bytes) -> bytes:
+        """Append bytes; return the bytes of the pages they completed (each checked), holding back a partial page."""
+        self._buf.extend(data)
+        out = bytearray()
+        buf = self._buf
+        while len(buf) >= 27:
+            if buf[:4] != b"OggS" or buf[4] != 0:
+                nxt = buf.find(b"OggS", 1)  # resynchronise on the next page; what comes before it is dropped
+                del buf[: nxt if nxt > 0 else len(buf)]
+                raise MoshiWireError(f"bad Ogg page {self.pages}: no OggS capture pattern (version 0) at its start")
+            nseg = buf[26]
+            if len(buf) < 27 + nseg:
+                break
+            size = 27 + nseg + sum(buf[27 : 27 + nseg])
+            if len(buf) < size:
+                break
+            page = bytes(buf[:size])
+            del buf[:size]
+            self.pages += 1
+            if ogg_crc(page[:22] + b"\0\0\0\0" + page[26:]) != int.from_bytes(page[22:26], "little"):
+                # the message is a violation (the sample is ineligible); the stream goes on with the next page
+                raise MoshiWireError(f"bad Ogg page {self.pages - 1}: CRC mismatch (the page is corrupt)")
+            out.extend(page)
+        return bytes(out)
+
+
 class OpusDecoder:
-    """A received Ogg/Opus byte stream -> PCM16 at 24 kHz, whatever the page boundaries."""
+    """A received Ogg/Opus byte stream -> PCM16 at 24 kHz, whatever the page boundaries (each page checked)."""
 
     def __init__(self) -> None:
         self._reader = sphn.OpusStreamReader(MOSHI_SAMPLE_RATE)
+        self._pages = OggPages()
         self.bytes_in = 0
         self.samples_out = 0
 
     def feed(self, ogg: bytes) -> np.ndarray:
         """Append bytes; return the float32 samples they completed (possibly none)."""
         self.bytes_in += len(ogg)
+        whole = self._pages.push(ogg)
+        if not whole:
+            return np.zeros(0, np.float32)
         try:
-            pcm = self._reader.append_bytes(ogg)
+            pcm = self._reader.append_bytes(whole)
         except (ValueError, RuntimeError) as exc:
             raise MoshiWireError(f"bad Ogg/Opus audio: {exc}") from None
         out = np.asarray(pcm, dtype=np.float32).ravel() if pcm is not None else np.zeros(0, np.float32)
@@ -251,14 +357,24 @@ class PingOut:
     pass
 
 
-ServerEvent = Handshake | AudioOut | TextOut | MetadataOut | ErrorOut | ControlOut | PingOut
+@dataclass(frozen=True)
+class Discarded:
+    """A message the client skips: an unknown kind, a text frame, an empty message, or a message the
+    protocol does not expect before the handshake (text, control, ping). Recorded, never a violation."""
+
+    what: str
+
+
+ServerEvent = Handshake | AudioOut | TextOut | MetadataOut | ErrorOut | ControlOut | PingOut | Discarded
 
 
 class MoshiClientCodec:
-    """The client's protocol rules: nothing but a handshake first, audio only after it, and the
-    output stream decoded (Ogg/Opus 24 kHz) and resampled to `out_rate` continuously (no per-chunk
-    edges). Input frames (16 kHz PCM16, 80 ms) become Ogg pages; `lead_frames()` gives the silent
-    frame(s) the server skips, sent right after the handshake so no user audio is lost.
+    """The client's protocol rules: a handshake (of 1 or 9 bytes) before any audio, metadata and
+    messages of unknown kinds discarded at any point (`Discarded`, the caller records them), and the
+    output stream decoded (Ogg/Opus 24 kHz, one or several pages per message) and resampled to
+    `out_rate` continuously (no per-message edges). Input frames (16 kHz PCM16, 80 ms) become Ogg pages;
+    `lead_frames(n)` gives the silent frame(s) a server that skips its first input frame needs, sent
+    right after the handshake so no user audio is lost.
     """
 
     def __init__(self, sr_in: int = INPUT_SAMPLE_RATE, out_rate: int = INPUT_SAMPLE_RATE) -> None:
@@ -266,12 +382,12 @@ class MoshiClientCodec:
         self.decoder = OpusDecoder()
         self.out_rate = out_rate
         self._out_resampler = StreamResampler(MOSHI_SAMPLE_RATE, out_rate)
-        self._framer = Framer(MOSHI_FRAME_SAMPLES)
         self.handshaken = False
+        self.metadata_before_handshake = False
 
-    def lead_frames(self) -> list[bytes]:
-        """Wire messages for the skipped lead frame(s): silence the server treats as the past."""
-        return [encode(Kind.AUDIO, self.encoder.encode_silence()) for _ in range(SERVER_SKIPPED_FRAMES)]
+    def lead_frames(self, n: int = SERVER_SKIPPED_FRAMES) -> list[bytes]:
+        """Wire messages for `n` skipped lead frame(s): silence the server treats as the past."""
+        return [encode(Kind.AUDIO, self.encoder.encode_silence()) for _ in range(n)]
 
     def audio_message(self, pcm16_frame: bytes) -> bytes:
         """The wire message for one 80 ms input frame; refused before the handshake."""
@@ -281,21 +397,35 @@ class MoshiClientCodec:
 
     def receive(self, data: bytes | str) -> ServerEvent:
         """Decode one server message into an event (a violation raises `MoshiWireError`)."""
+        if isinstance(data, str):
+            return Discarded("text frame")
+        if not data:
+            return Discarded("empty message")
         msg = decode(data)
+        if not msg.known:
+            return Discarded(f"unknown kind {msg.kind}")
+        if msg.kind == Kind.METADATA:
+            self.metadata_before_handshake = self.metadata_before_handshake or not self.handshaken
+            try:
+                return MetadataOut(msg.metadata())
+            except MoshiWireError as exc:
+                return Discarded(str(exc))
         if not self.handshaken:
             if msg.kind == Kind.HANDSHAKE:
+                if len(msg.payload) not in HANDSHAKE_PAYLOADS:
+                    raise MoshiWireError(f"handshake of {len(msg.payload) + 1} bytes (1 or 9 expected)")
                 self.handshaken = True
                 return Handshake(msg.payload)
             if msg.kind == Kind.ERROR:
                 return ErrorOut(msg.text())
-            if msg.kind == Kind.PING:
-                return PingOut()
-            raise MoshiWireError(f"{msg.kind.name.lower()} message before the handshake")
+            if msg.kind == Kind.AUDIO:
+                raise MoshiWireError("audio message before the handshake")
+            return Discarded(f"{msg.name} before the handshake")
         if msg.kind == Kind.HANDSHAKE:
             raise MoshiWireError("second handshake")
         if msg.kind == Kind.AUDIO:
             x = self.decoder.feed(msg.payload)
-            pcm = b"".join(float_to_pcm16(self._out_resampler.process(f)) for f in self._framer.push(x))
+            pcm = float_to_pcm16(self._out_resampler.process(x)) if x.shape[0] else b""
             return AudioOut(pcm, self.out_rate, len(msg.payload))
         if msg.kind == Kind.TEXT:
             return TextOut(msg.text())

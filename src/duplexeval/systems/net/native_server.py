@@ -1,50 +1,210 @@
-"""The loopback native full-duplex server's conversation rules, transport-free: JSON events in, events out.
+"""`duplexeval serve native-duplex`: a loopback native full-duplex `/v1/realtime` server, strict like sglang-omni.
 
-It follows the sglang-omni `/v1/realtime` native mode: `session.created` first; `session.update`
-must ask for `interaction: native` with turn detection off (unknown fields are rejected as
-`unknown_parameter`); the grant lists what was granted and `rejections` for what was not (input
-16 or 24 kHz, output 16 or 24 kHz, 80 ms units only). Appends must carry `seq` 0, 1, 2, ... and
-`t_start_ms` at the end of the audio so far (else a fatal `seq_mismatch`); each is answered by
-`accepted`; every 80 ms unit of input gives one output delta (silence while the model is quiet) and
-`unit.done`. `sglang.input_audio.end` gives `ended`, the tail per `tail_policy`, `drained` and
-`response.done`; `session.close` gives `session.closed`. `commit`, `response.create` and
-`response.cancel` are refused; binary frames are fatal.
+It behaves as sglang-omni's realtime session does (read from `sglang_omni/serve/realtime/`: `schema.py`,
+`negotiation.py`, `protocol.py`, `runtime.py`, `projection.py`, `types.py`) for a deployment whose
+capabilities are the server options (`--option input_rate=16000,output_rate=24000,tail_policy=flush,
+native_unit_ms=80`):
+
+- `session.created` first (`session.sglang.granted` null). Client events are validated strictly, unknown
+  fields forbidden at every level; every error is an `error` event (`sglang.fatal` false) and the session
+  goes on: a bad event is `invalid_request` (an unknown type `not_supported`), a bad session
+  configuration `invalid request` "invalid session configuration" with the field as `param` (so
+  `session.sglang.native_unit_ms` is refused: the unit lives at `sglang.timebase.native_unit_ms`).
+- Negotiation: a format must equal the deployment's exactly (`unsupported PCM format or sample rate`,
+  `param` `session.audio.input.format` / `.output.format`); the tail policy and the native unit too
+  (`tail policy is unavailable`, `native cadence is fixed`); turn detection must be null; left-out values
+  are granted as the deployment's. `session.updated` carries the configuration and the full grant.
+- Appends need an open session, the next `seq`, `t_start_ms` at the end of the audio so far (as float
+  ms, within 1e-7 ms), strict base64 of whole PCM16 samples; each is answered by
+  `sglang.input_audio.accepted`. The input is cut into native units; each runs the served system and gives
+  one `response.output_audio.delta` (`sglang: {unit_id: "unit_<n>", chunk_seq, media_time}`) and
+  `sglang.unit.done`. `sglang.input_audio.end` gives `ended`, the tail per the policy (`reject` with a
+  partial unit is an error), an end-of-stream unit (empty when the input filled whole units), `drained`
+  and the response's `output_audio.done` / `response.done`. `session.close` gives `session.closed` and
+  the close. Every server event has an `event_id`.
+- `input_audio_buffer.commit` and `response.create` are `not_applicable` in native mode; `response.cancel`
+  is not a client event there (`not_supported`); binary frames and invalid JSON are `invalid_request`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from duplexeval.audio import from_pcm16
 from duplexeval.errors import InputError
-from duplexeval.systems.base import FRAME_S, FRAME_SAMPLES
+from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation
 from duplexeval.systems.net import native_wire as nw
 from duplexeval.systems.net.frame_stream import FullDuplexOutput
 from duplexeval.systems.net.moshi_wire import float_to_pcm16
+from duplexeval.systems.net.pcm import b64decode_pcm
 from duplexeval.systems.net.resample_stream import StreamResampler
 from duplexeval.systems.net.server import ServerSession
 
-# One 80 ms unit of 16 kHz PCM16 in -> the model's 80 ms of 16 kHz int16 output.
+# One native unit of 16 kHz PCM16 in -> the model's output for it (16 kHz int16, the unit's length).
 Step = Callable[[bytes], Awaitable[np.ndarray]]
 
-RATES = (16000, 24000)
-DEFAULT_OUTPUT_RATE = 24000
+DEFAULT_CAPABILITIES = {"input_rate": "16000", "output_rate": "24000", "tail_policy": "flush", "native_unit_ms": "80"}
+MODEL = "duplexeval-loopback"
+MEDIA_TIME_TOLERANCE_MS = 1e-7
 
 
-def _event(type_: str, **fields: Any) -> str:
-    return json.dumps({"type": type_, **fields}, separators=(",", ":"))
+@dataclass(frozen=True)
+class Deployment:
+    """What the served deployment supports (the server options)."""
+
+    input_rate: int = 16000
+    output_rate: int = 24000
+    tail_policy: str = "flush"
+    native_unit_ms: int = 80
+    output_modalities: tuple[str, ...] = ("audio",)
+
+    @property
+    def unit_samples(self) -> int:
+        return self.input_rate * self.native_unit_ms // 1000
+
+    def duration_ms(self, samples: int) -> float:
+        return samples * 1000 / self.input_rate
+
+    def granted(self, modalities: list[str]) -> dict[str, Any]:
+        return {
+            "interaction": "native", "native_full_duplex": True, "proactive_output": False, "turn_control": [None],
+            "client_commit": False, "input_modalities": ["audio"], "output_modalities": modalities,
+            "input_audio_format": {"type": "audio/pcm", "rate": self.input_rate},
+            "output_audio_format": {"type": "audio/pcm", "rate": self.output_rate},
+            "native_unit_ms": self.native_unit_ms, "first_unit_ms": self.native_unit_ms, "microturn_ms": None,
+            "tail_policy": self.tail_policy, "supports_server_interrupt": False, "supports_truncate": False,
+            "supports_resume": False, "partial_style": "append_only", "pressure_policy": "reject",
+            "strict_order": True, "sampling_parameters": [], "supports_reference_audio": False,
+            "limits": {"max_input_bytes": 60 * self.input_rate * 2, "max_output_bytes": 4 * 1024 * 1024,
+                       "max_output_events": 256, "max_history_chars": 64 * 1024, "cleanup_timeout_s": 30},
+            "rejections": [],
+        }
 
 
-def error_event(code: str, message: str, fatal: bool) -> str:
-    return _event("error", error={"type": "invalid_request_error", "code": code, "message": message},
-                  sglang={"fatal": fatal})
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class _Format(_Strict):
+    type: str
+    rate: int
+
+
+class _TurnDetection(_Strict):
+    type: str | None = None
+    threshold: float | None = None
+    prefix_padding_ms: int | None = None
+    silence_duration_ms: int | None = None
+    eagerness: str | None = None
+    interrupt_response: bool | None = None
+
+
+class _AudioInput(_Strict):
+    format: _Format | None = None
+    turn_detection: _TurnDetection | None = None
+
+
+class _AudioOutput(_Strict):
+    format: _Format | None = None
+
+
+class _Audio(_Strict):
+    input: _AudioInput | None = None
+    output: _AudioOutput | None = None
+
+
+class _Timebase(_Strict):
+    microturn_ms: float | None = Field(default=None, gt=0)
+    native_unit_ms: int | None = None
+
+
+class _Extension(_Strict):
+    interaction: Literal["native"] | None = None
+    tail_policy: Literal["flush", "pad", "reject"] | None = None
+    timebase: _Timebase | None = None
+    sampling: dict[str, float | int | bool] | None = None
+    max_slice_nums: int | None = Field(default=None, ge=1)
+
+
+class _Session(_Strict):
+    """The session configuration a deployment accepts (every field optional, nothing else allowed)."""
+
+    type: Literal["realtime", "transcription"] | None = None
+    model: str | None = None
+    instructions: str | None = None
+    output_modalities: list[str] | None = None
+    audio: _Audio | None = None
+    sglang: _Extension | None = None
+
+
+class _Envelope(_Strict):
+    """Every client event: its type and a non-empty event_id (the body is checked per type)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
+    type: str
+    event_id: str = Field(min_length=1, max_length=nw.MAX_EVENT_ID_LENGTH)
+
+
+class _Update(_Strict):
+    type: Literal["session.update"]
+    event_id: str
+    session: dict[str, Any]
+
+
+class _AppendMeta(_Strict):
+    seq: int
+    t_start_ms: float | None = None
+
+
+class _Append(_Strict):
+    type: Literal["input_audio_buffer.append"]
+    event_id: str
+    audio: str
+    sglang: _AppendMeta
+
+
+class _Command(_Strict):
+    type: Literal["input_audio_buffer.clear", "sglang.input_audio.end", "session.close",
+                  "input_audio_buffer.commit", "response.create"]
+    event_id: str
+
+
+CLIENT_TYPES: dict[str, type[_Strict]] = {
+    "session.update": _Update, "input_audio_buffer.append": _Append,
+    **{t: _Command for t in ("input_audio_buffer.clear", "sglang.input_audio.end", "session.close",
+                             "input_audio_buffer.commit", "response.create")},
+}
+
+
+class Refusal(Exception):
+    """A protocol error: code, message, param (an `error` event; the session goes on unless fatal)."""
+
+    def __init__(self, code: str, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.code, self.param = code, param
+
+
+def _merge(current: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    out = json.loads(json.dumps(current))
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = json.loads(json.dumps(value))
+    return out
+
+
+def _loc(exc: ValidationError) -> str:
+    return ".".join(str(p) for p in exc.errors()[0]["loc"])
 
 
 @dataclass
@@ -56,162 +216,258 @@ class Reply:
 
 
 class NativeConversation:
-    """One native full-duplex session's rules; `step` runs the model on one unit."""
+    """One native full-duplex session's rules; `step` runs the model on one unit (16 kHz PCM16)."""
 
-    def __init__(self, step: Step, session_id: str = "sess_1", grant_unit_ms: int = nw.UNIT_MS) -> None:
+    def __init__(self, step: Step, session_id: str = "sess_1", deployment: Deployment | None = None) -> None:
         self.step = step
-        self.grant_unit_ms = grant_unit_ms  # what the grant says (a test server may say something else)
+        self.dep = deployment or Deployment()
         self.session_id = session_id
+        self.state = "CREATED"
+        self.config: dict[str, Any] = {}
         self.granted: dict[str, Any] | None = None
+        self._n_events = 0
         self.next_seq = 0
-        self.received_ms = 0
-        self._pending = np.zeros(0, dtype=np.int16)  # input samples (16 kHz) short of a whole unit
-        self._in: StreamResampler | None = None
-        self._out: StreamResampler | None = None
+        self.accepted_samples = 0
+        self.consumed_samples = 0
+        self.discarded_samples = 0
+        self.padding_samples = 0
+        self.pending = np.zeros(0, dtype=np.int16)  # accepted input (deployment rate) not cut into units yet
         self.units = 0
-        self.consumed_ms = 0
-        self.discarded_ms = 0
-        self.padding_ms = 0
         self.ended = False
-        self.response_started = False
+        self.response_id: str | None = None
+        self._to16k = StreamResampler(self.dep.input_rate, INPUT_SAMPLE_RATE)
+        self._out = StreamResampler(INPUT_SAMPLE_RATE, self.dep.output_rate)
+
+    # ---- events
+    def _event(self, type_: str, **fields: Any) -> str:
+        self._n_events += 1
+        return json.dumps({"type": type_, **fields, "event_id": f"evt_{self._n_events:032x}"},
+                          separators=(",", ":"), allow_nan=False)
+
+    def error(self, code: str, message: str, fatal: bool, event_id: str | None = None, param: str | None = None) -> str:
+        return self._event("error", sglang={"fatal": fatal},
+                           error={"type": "server_error" if fatal else "invalid_request_error", "code": code,
+                                  "message": message, "event_id": event_id, "param": param})
 
     def created(self) -> str:
-        return _event("session.created", session={"id": self.session_id, "object": "realtime.session"})
+        return self._event("session.created", session={"id": self.session_id, "object": "realtime.session",
+                                                       "type": "realtime", "model": MODEL, "sglang": {"granted": None}})
 
+    def closed(self, reason: str, event_id: str | None = None) -> list[str]:
+        """The end of the session: open responses finished as cancelled, then `session.closed`."""
+        msgs = self._finish_response("cancelled", reason)
+        self.state = "CLOSED"
+        return [*msgs, self._event("session.closed", reason=reason, client_event_id=event_id)]
+
+    def fail(self, code: str, message: str) -> list[str]:
+        """A fatal failure: the error, the responses failed, `session.closed`."""
+        msgs = [self.error(code, message, True)] + self._finish_response("failed", code)
+        self.state = "CLOSED"
+        return [*msgs, self._event("session.closed", reason=code, client_event_id=None)]
+
+    # ---- dispatch
     async def on_message(self, data: str | bytes) -> Reply:
-        if isinstance(data, bytes):
-            return Reply([error_event("binary_not_supported", "JSON text frames only", True)], close=True)
+        event_id: str | None = None
         try:
-            ev = nw.parse_client_event(data)
-        except nw.NativeWireError as exc:
-            code = "unknown_parameter" if "Extra inputs" in str(exc) else "invalid_event"
-            return Reply([error_event(code, str(exc), False)])
-        if isinstance(ev, dict):
-            if ev["type"] in nw.REFUSED_IN_NATIVE:
-                return Reply([error_event("refused_in_native_mode", f"{ev['type']} is not allowed in native mode", False)])
-            if ev["type"] == "input_audio_buffer.clear":
-                self.discarded_ms += self._pending.shape[0] * 1000 // 16000
-                self._pending = self._pending[:0]
-                return Reply([_event("input_audio_buffer.cleared")])
-            return Reply([error_event("unknown_event", f"unknown client event {ev['type']!r}", False)])
-        if isinstance(ev, nw.SessionUpdate):
-            return await self._update(ev)
-        if self.granted is None:
-            return Reply([error_event("not_configured", "session.update must come first", True)], close=True)
-        if isinstance(ev, nw.InputAudioAppend):
-            return await self._append(ev)
-        if isinstance(ev, nw.InputAudioEnd):
-            return await self._end()
-        assert isinstance(ev, nw.SessionClose)
-        return Reply([_event("session.closed", session={"id": self.session_id})], close=True)
+            if isinstance(data, bytes):
+                raise Refusal("invalid_request", "binary frames are unsupported")
+            try:
+                raw = json.loads(data, parse_constant=_reject_constant)
+            except (ValueError, TypeError):
+                raise Refusal("invalid_request", "invalid JSON") from None
+            if isinstance(raw, dict) and isinstance(raw.get("event_id"), str) and 0 < len(raw["event_id"]) <= nw.MAX_EVENT_ID_LENGTH:
+                event_id = raw["event_id"]
+            return await self._dispatch(raw, event_id)
+        except Refusal as exc:
+            return Reply([self.error(exc.code, str(exc), False, event_id, exc.param)])
 
-    async def _update(self, ev: nw.SessionUpdate) -> Reply:
-        if self.granted is not None:
-            return Reply([error_event("already_configured", "the session is configured once", False)])
-        req = ev.session
-        rejections = []
-        in_rate = req.audio.input.format.rate
-        if in_rate not in RATES:
-            rejections.append({"field": "audio.input.format.rate", "reason": f"{in_rate} not supported; 16000 granted"})
-            in_rate = 16000
-        out_rate = req.audio.output.format.rate
-        if out_rate not in RATES:
-            rejections.append({"field": "audio.output.format.rate", "reason": f"{out_rate} not supported; 24000 granted"})
-            out_rate = DEFAULT_OUTPUT_RATE
-        if req.sglang.native_unit_ms != nw.UNIT_MS:
-            rejections.append({"field": "sglang.native_unit_ms", "reason": f"only {nw.UNIT_MS} ms units"})
-        self.granted = {
-            "interaction": "native",
-            "native_full_duplex": True,
-            "native_unit_ms": self.grant_unit_ms,
-            "first_unit_ms": self.grant_unit_ms,
-            "tail_policy": req.sglang.tail_policy,
-            "supports_server_interrupt": False,
-            "supports_truncate": False,
-            "supports_resume": False,
-            "partial_style": None,
-            "input_audio_format": {"type": "audio/pcm", "rate": in_rate},
-            "output_audio_format": {"type": "audio/pcm", "rate": out_rate},
-            "limits": {"max_session_ms": None, "max_append_ms": 1000},
-            "rejections": rejections,
-        }
-        self._in = StreamResampler(in_rate, 16000)
-        self._out = StreamResampler(16000, out_rate)
-        session = {"id": self.session_id, "type": "realtime", "output_modalities": ["audio"],
-                   "audio": {"input": {"format": self.granted["input_audio_format"], "turn_detection": None},
-                             "output": {"format": self.granted["output_audio_format"]}},
-                   "sglang": {"granted": self.granted}}
-        return Reply([_event("session.updated", session=session)])
+    async def _dispatch(self, raw: Any, event_id: str | None) -> Reply:
+        if not isinstance(raw, dict) or raw.get("type") not in CLIENT_TYPES:
+            got = raw.get("type") if isinstance(raw, dict) else None
+            raise Refusal("not_supported", f"Input tag {got!r} found using 'type' does not match any of the expected tags", "type")
+        try:
+            ev: Any = CLIENT_TYPES[raw["type"]].model_validate(raw)
+            _Envelope.model_validate(raw)
+        except ValidationError as exc:
+            raise Refusal("invalid_request", str(exc.errors()[0]["msg"]), _loc(exc)) from None
+        assert event_id is not None
+        if isinstance(ev, _Update):
+            return Reply([self._update(ev.session, event_id)])
+        if isinstance(ev, _Append):
+            return await self._append(ev, event_id)
+        if ev.type == "input_audio_buffer.clear":
+            self._require_open()
+            cleared = int(self.pending.shape[0])
+            self.pending = self.pending[:0]
+            self.discarded_samples += cleared
+            return Reply([self._event("input_audio_buffer.cleared", client_event_id=event_id,
+                                      sglang={"discarded_ms": self.dep.duration_ms(cleared)})])
+        if ev.type == "sglang.input_audio.end":
+            return await self._end(event_id)
+        if ev.type == "session.close":
+            return Reply(self.closed("client_closed", event_id), close=True)
+        self._require_open()
+        raise Refusal("not_applicable", "manual turn commands are not granted")
 
-    async def _append(self, ev: nw.InputAudioAppend) -> Reply:
-        if self.ended:
-            return Reply([error_event("input_ended", "append after sglang.input_audio.end", True)], close=True)
+    def _require_open(self) -> None:
+        if self.state != "OPEN":
+            raise Refusal("invalid_state", "session is not OPEN")
+
+    # ---- negotiation
+    def _update(self, patch: dict[str, Any], event_id: str) -> str:
+        if self.state not in ("CREATED", "OPEN"):
+            raise Refusal("invalid_state", "session is closing")
+        merged = _merge(self.config, patch)
+        try:
+            cand = _Session.model_validate(merged)
+        except ValidationError as exc:
+            raise Refusal("invalid_request", "invalid session configuration", _loc(exc)) from None
+        if self.state == "OPEN" and _admission(merged) != _admission(self.config):
+            raise Refusal("invalid_state", "session field is frozen")
+        if cand.model not in (None, MODEL):
+            raise Refusal("invalid_request", "model differs from deployment")
+        if cand.type not in (None, "realtime"):
+            raise Refusal("invalid_request", "session type is unavailable")
+        audio = cand.audio or _Audio()
+        for side, fmt, rate in (("input", (audio.input or _AudioInput()).format, self.dep.input_rate),
+                                ("output", (audio.output or _AudioOutput()).format, self.dep.output_rate)):
+            if fmt is not None and (fmt.type, fmt.rate) != ("audio/pcm", rate):
+                raise Refusal("invalid_request", "unsupported PCM format or sample rate", f"session.audio.{side}.format")
+        if audio.input is not None and audio.input.turn_detection is not None:
+            raise Refusal("not_applicable", "VAD is only available for turn-based sessions")
+        requested = cand.output_modalities if cand.output_modalities is not None else list(self.dep.output_modalities)
+        modalities = [m for m in requested if m in self.dep.output_modalities][:1]
+        if not modalities:
+            raise Refusal("invalid_request", "no supported output combination")
+        ext = cand.sglang or _Extension()
+        if ext.sampling:
+            raise Refusal("not_applicable", f"unsupported sampling parameters: {', '.join(sorted(ext.sampling))}",
+                          "session.sglang.sampling")
+        if ext.max_slice_nums is not None:
+            raise Refusal("not_applicable", "image input is unavailable", "session.sglang.max_slice_nums")
+        if (ext.tail_policy or self.dep.tail_policy) != self.dep.tail_policy:
+            raise Refusal("invalid_request", "tail policy is unavailable")
+        unit = ext.timebase.native_unit_ms if ext.timebase is not None and ext.timebase.native_unit_ms is not None else None
+        if (unit or self.dep.native_unit_ms) != self.dep.native_unit_ms:
+            raise Refusal("invalid_request", "native cadence is fixed")
+        granted = self.dep.granted(modalities)
+        micro = ext.timebase.microturn_ms if ext.timebase is not None else None
+        if micro is not None:
+            granted["rejections"].append({"field": "sglang.timebase.microturn_ms", "requested": micro,
+                                          "reason": "external chunks are variable length; no fixed external cadence",
+                                          "granted": None})
+        if modalities != requested:
+            granted["rejections"].append({"field": "output_modalities", "requested": requested,
+                                          "reason": "deployment modalities", "granted": modalities})
+        config = json.loads(json.dumps(merged))
+        aud = config.setdefault("audio", {})
+        aud.setdefault("input", {}).setdefault("format", {"type": "audio/pcm", "rate": self.dep.input_rate})
+        aud.setdefault("output", {}).setdefault("format", {"type": "audio/pcm", "rate": self.dep.output_rate})
+        config.update({"model": MODEL, "type": "realtime", "output_modalities": modalities})
+        self.config, self.granted, self.state = config, granted, "OPEN"
+        session = {**config, "id": self.session_id, "object": "realtime.session", "model": MODEL, "type": "realtime",
+                   "sglang": {**config.get("sglang", {}), "granted": granted}}
+        return self._event("session.updated", client_event_id=event_id, session=session)
+
+    # ---- input
+    async def _append(self, ev: _Append, event_id: str) -> Reply:
+        try:
+            pcm = b64decode_pcm(ev.audio, "input_audio_buffer.append")
+        except ProtocolViolation:
+            raise Refusal("invalid_request", "invalid base64 audio", "audio") from None
+        self._require_open()
         meta = ev.sglang
-        if meta.seq != self.next_seq or meta.t_start_ms != self.received_ms:
-            why = f"append seq {meta.seq} at {meta.t_start_ms} ms, expected seq {self.next_seq} at {self.received_ms} ms"
-            return Reply([error_event("seq_mismatch", why, True)], close=True)
-        try:
-            raw = nw.decode_pcm16(ev.audio, "input_audio_buffer.append")
-        except nw.NativeWireError as exc:
-            return Reply([error_event("invalid_audio", str(exc), True)], close=True)
-        assert self._in is not None and self.granted is not None
-        rate = int(self.granted["input_audio_format"]["rate"])
-        x = np.frombuffer(raw, dtype="<i2")
-        if x.shape[0] * 1000 % rate:
-            return Reply([error_event("invalid_audio", f"{x.shape[0]} samples is not whole milliseconds", True)], close=True)
-        dur_ms = x.shape[0] * 1000 // rate
+        if self.ended:
+            raise Refusal("invalid_state", "audio input has ended")
+        if meta.seq != self.next_seq:
+            raise Refusal("invalid_state", "audio seq must be contiguous")
+        if not pcm:
+            raise Refusal("invalid_request", "audio must contain whole PCM16 samples")
+        if meta.t_start_ms is not None and not math.isclose(meta.t_start_ms, self.dep.duration_ms(self.accepted_samples),
+                                                            rel_tol=0, abs_tol=MEDIA_TIME_TOLERANCE_MS):
+            raise Refusal("invalid_state", "input media time must be sample-contiguous")
+        x = np.frombuffer(pcm, dtype="<i2").astype(np.int16)
+        self.pending = np.concatenate([self.pending, x])
+        self.accepted_samples += x.shape[0]
         self.next_seq += 1
-        self.received_ms += dur_ms
-        pcm16k = x if rate == 16000 else np.frombuffer(
-            float_to_pcm16(self._in.process(from_pcm16(x))), dtype="<i2")
-        reply = Reply([_event("sglang.input_audio.accepted", seq=meta.seq, accepted_end_ms=self.received_ms)])
-        self._pending = np.concatenate([self._pending, pcm16k.astype(np.int16)])
-        while self._pending.shape[0] >= FRAME_SAMPLES:
-            unit, self._pending = self._pending[:FRAME_SAMPLES], self._pending[FRAME_SAMPLES:]
-            reply.messages += await self._unit(unit)
-            self.consumed_ms += nw.UNIT_MS
+        reply = Reply([self._event("sglang.input_audio.accepted", seq=meta.seq,
+                                   accepted_end_ms=self.dep.duration_ms(self.accepted_samples), client_event_id=event_id)])
+        while self.pending.shape[0] >= self.dep.unit_samples:
+            reply.messages += await self._unit(eos=False)
         return reply
 
-    async def _unit(self, unit: np.ndarray) -> list[str]:
-        assert self._out is not None and self.granted is not None
-        out16 = await self.step(unit.astype("<i2").tobytes())
-        out = float_to_pcm16(self._out.process(from_pcm16(out16)))
-        msgs = []
-        if not self.response_started:
-            self.response_started = True
-            msgs.append(_event("response.created", response={"id": "resp_1", "status": "in_progress"}))
-        rate = int(self.granted["output_audio_format"]["rate"])
-        media = {"t_start_ms": self.units * nw.UNIT_MS, "duration_ms": round(len(out) / 2 * 1000 / rate, 3)}
-        msgs.append(_event("response.output_audio.delta", response_id="resp_1", item_id="item_1", output_index=0,
-                           content_index=0, delta=nw.encode_pcm16(out),
-                           sglang={"unit_id": self.units, "chunk_seq": 0, "media_time": media}))
-        msgs.append(_event("sglang.unit.done", unit_id=self.units))
+    async def _end(self, event_id: str) -> Reply:
+        self._require_open()
+        if self.ended:
+            raise Refusal("invalid_state", "audio input already ended")
+        if self.dep.tail_policy == "reject" and self.pending.shape[0] % self.dep.unit_samples:
+            raise Refusal("invalid_state", "partial native unit; append more audio before EOS")
+        self.ended = True
+        reply = Reply([self._event("sglang.input_audio.ended", accepted_end_ms=self.dep.duration_ms(self.accepted_samples),
+                                   tail_policy=self.dep.tail_policy, client_event_id=event_id)])
+        reply.messages += await self._unit(eos=True)  # the end-of-stream unit: the tail, or empty
+        reply.messages.append(self._event(
+            "sglang.input_audio.drained", accepted_end_ms=self.dep.duration_ms(self.accepted_samples),
+            consumed_ms=self.dep.duration_ms(self.consumed_samples), discarded_ms=self.dep.duration_ms(self.discarded_samples),
+            padding_ms=self.dep.duration_ms(self.padding_samples), client_event_id=event_id))
+        reply.messages += self._finish_response("completed", "turn_detected")
+        return reply
+
+    # ---- units
+    async def _unit(self, eos: bool) -> list[str]:
+        """Cut the next unit, run the model on it, and say so (deltas, then unit.done)."""
+        n = self.dep.unit_samples
+        start = self.accepted_samples - self.pending.shape[0]
+        pcm, self.pending = self.pending[:n], self.pending[n:]
+        real = int(pcm.shape[0])
+        if real and real < n and self.dep.tail_policy == "pad":
+            self.padding_samples += n - real
+        unit_id = f"unit_{self.units}"
         self.units += 1
+        msgs: list[str] = []
+        if real:
+            full = np.concatenate([pcm, np.zeros(n - real, dtype=np.int16)]) if real < n else pcm
+            pcm16k = float_to_pcm16(self._to16k.process(from_pcm16(full)))
+            out16 = await self.step(pcm16k)
+            out = float_to_pcm16(self._out.process(from_pcm16(out16)))
+            if self.response_id is None:
+                self.response_id = f"resp_{self.session_id}"
+                msgs.append(self._event("response.created", response={"id": self.response_id, "object": "realtime.response",
+                                                                      "status": "in_progress", "output": []}))
+            media = {"t_start_ms": self.dep.duration_ms(start), "duration_ms": self.dep.duration_ms(real)}
+            msgs.append(self._event("response.output_audio.delta", response_id=self.response_id, item_id=self._item(),
+                                    output_index=0, content_index=0, delta=nw.encode_pcm16(out),
+                                    sglang={"unit_id": unit_id, "chunk_seq": 0, "media_time": media}))
+            self.consumed_samples += real
+        msgs.append(self._event("sglang.unit.done", unit_id=unit_id))
         return msgs
 
-    async def _end(self) -> Reply:
-        if self.ended:
-            return Reply([error_event("input_ended", "sglang.input_audio.end twice", False)])
-        self.ended = True
-        reply = Reply([_event("sglang.input_audio.ended")])
-        left = self._pending.shape[0]
-        if left:
-            assert self.granted is not None
-            left_ms = left * 1000 // 16000
-            if self.granted["tail_policy"] == "reject":
-                self.discarded_ms += left_ms
-            else:  # flush and pad both run the last partial unit padded with silence
-                unit = np.concatenate([self._pending, np.zeros(FRAME_SAMPLES - left, dtype=np.int16)])
-                reply.messages += await self._unit(unit)
-                self.consumed_ms += left_ms
-                self.padding_ms += nw.UNIT_MS - left_ms
-            self._pending = self._pending[:0]
-        reply.messages.append(_event("sglang.input_audio.drained", consumed_ms=self.consumed_ms,
-                                     discarded_ms=self.discarded_ms, padding_ms=self.padding_ms))
-        if self.response_started:
-            reply.messages.append(_event("response.done", response={"id": "resp_1", "status": "completed",
-                                                                   "status_details": None}))
-        return reply
+    def _item(self) -> str:
+        return f"item_{self.session_id}"
+
+    def _finish_response(self, status: str, reason: str) -> list[str]:
+        if self.response_id is None:
+            return []
+        rid, self.response_id = self.response_id, None
+        done = self._event("response.output_audio.done", response_id=rid, item_id=self._item(), output_index=0,
+                           content_index=0)
+        message = {"id": self._item(), "object": "realtime.item", "type": "message", "role": "assistant",
+                   "content": [{"type": "output_audio", "transcript": ""}]}
+        return [done, self._event("response.done", response={"id": rid, "object": "realtime.response", "status": status,
+                                                             "status_details": {"reason": reason}, "output": [message],
+                                                             "usage": None})]
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"nonfinite JSON number {name}")
+
+
+def _admission(config: dict[str, Any]) -> dict[str, Any]:
+    """The fields fixed once the session is open (all but the output modalities and turn detection)."""
+    out = json.loads(json.dumps(config))
+    out.pop("output_modalities", None)
+    out.get("audio", {}).get("input", {}).pop("turn_detection", None)
+    return out
 
 
 async def flush_deliveries(session: ServerSession, bound_s: float = 2.0) -> None:
@@ -231,22 +487,23 @@ class NativeServerSession(ServerSession):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.output = FullDuplexOutput()
-        unit = int(self.config.options.get("native_unit_ms", nw.UNIT_MS))
-        self.conv = NativeConversation(self._step, f"sess_{self.server.connections}", unit)
+        self.deployment = deployment_of(self.config.options)
+        self.conv = NativeConversation(self._step, f"sess_{self.server.connections:032x}", self.deployment)
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
-        """One option: `native_unit_ms` (what the grant says; 80 unless testing a client's grant check)."""
+        """The deployment's capabilities: input_rate, output_rate (Hz), tail_policy, native_unit_ms."""
+        deployment_of(options)
 
-        for key, value in options.items():
-            if key != "native_unit_ms":
-                raise InputError(f"--option {key}: unknown native-duplex server option (known: native_unit_ms)")
-            if not str(value).isdigit() or not 0 < int(value) <= 1000:
-                raise InputError(f"--option native_unit_ms={value!r}: expected whole milliseconds in 1..1000")
+    @classmethod
+    def refuse(cls, path: str, config: Any) -> tuple[int, str] | None:
+        if urlsplit(path).path != nw.REALTIME_PATH:
+            return 404, f"not found: this server serves {nw.REALTIME_PATH}\n"
+        return None
 
     async def _step(self, unit: bytes) -> np.ndarray:
         await self.driver.feed(unit)
-        return self.output.stream.next_frame()
+        return self.output.stream.next_frame(len(unit) // 2)
 
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
         self.output.on_audio(pcm16k, at_s)
@@ -255,26 +512,24 @@ class NativeServerSession(ServerSession):
         self.output.on_clear(at_s, detail)
 
     def error_message(self, text: str) -> str | bytes:
-        return error_event("server_error", text, True)
+        return self.conv.error("server_error", text, True)
 
     def oversize_message(self, nbytes: int) -> str | bytes:
-        return _event("rate_limits.updated", padding="x" * nbytes)
+        return self.conv._event("response.output_audio_transcript.delta", response_id="resp_x", item_id="item_x",
+                                output_index=0, content_index=0, delta="x" * nbytes)
 
     async def run(self) -> None:
-        if urlsplit(self.path).path != nw.REALTIME_PATH:
-            await self.send_now(error_event("not_found", f"this server serves {nw.REALTIME_PATH}", True))
-            return
         await self.send_now(self.conv.created())
         async for message in self.ws:
             if self.stalled:
                 continue
             units_before = self.conv.units
-            ms_before = self.conv.received_ms
+            before = self.conv.accepted_samples
             reply = await self.conv.on_message(message)
-            if self.conv.received_ms > ms_before:  # an accepted append: the session clock follows the input
-                self.input_audio((self.conv.received_ms - ms_before) / 1000.0)
-            # Output of unit k goes out at k * 80 ms of the input timeline (now, in practice); the rest now.
-            at = max(self.now_s(), units_before * FRAME_S)
+            if self.conv.accepted_samples > before:  # an accepted append: the session clock follows the input
+                self.input_audio(self.deployment.duration_ms(self.conv.accepted_samples - before) / 1000.0)
+            # Output of unit k goes out at its input time (now, in practice); the rest now.
+            at = max(self.now_s(), units_before * self.deployment.native_unit_ms / 1000.0)
             if reply.close:  # the last words go out after everything queued, then the server closes
                 await flush_deliveries(self)
                 for msg in reply.messages:
@@ -282,3 +537,25 @@ class NativeServerSession(ServerSession):
                 return
             for msg in reply.messages:
                 self.deliver(at, msg)
+
+
+def deployment_of(options: dict[str, Any]) -> Deployment:
+    """The deployment the options describe; InputError naming a bad one."""
+    opts = {**DEFAULT_CAPABILITIES, **{k: str(v) for k, v in options.items()}}
+    for key in options:
+        if key not in DEFAULT_CAPABILITIES:
+            raise InputError(f"--option {key}: unknown native-duplex server option (known: {', '.join(DEFAULT_CAPABILITIES)})")
+    try:
+        dep = Deployment(int(opts["input_rate"]), int(opts["output_rate"]), opts["tail_policy"], int(opts["native_unit_ms"]))
+    except ValueError:
+        raise InputError(f"--option: input_rate, output_rate and native_unit_ms are whole numbers, got {options}") from None
+    if not (8000 <= dep.input_rate <= 48000 and 8000 <= dep.output_rate <= 48000):
+        raise InputError(f"--option input_rate/output_rate: expected 8000..48000 Hz, got {dep.input_rate}, {dep.output_rate}")
+    if dep.tail_policy not in nw.TAIL_POLICIES:
+        raise InputError(f"--option tail_policy={dep.tail_policy!r}: expected one of {', '.join(nw.TAIL_POLICIES)}")
+    if not (0 < dep.native_unit_ms <= 1000) or dep.input_rate * dep.native_unit_ms % 1000 \
+            or INPUT_SAMPLE_RATE * dep.native_unit_ms % 1000 or (dep.unit_samples * INPUT_SAMPLE_RATE) % dep.input_rate:
+        raise InputError(f"--option native_unit_ms={dep.native_unit_ms}: a unit must hold whole samples at "
+                         f"{dep.input_rate} and 16000 Hz (1..1000 ms)")
+    return dep
+

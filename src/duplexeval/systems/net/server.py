@@ -3,7 +3,9 @@
 Contract for a protocol server (see ws_pcm.py for the smallest one):
 
 - Subclass `ServerSession`, set `protocol` (and `exclusive = True` for one conversation at a time,
-  answered with HTTP 503 while busy), implement `run()` (the protocol: first messages, then a loop
+  answered with HTTP 503 while busy; a server that makes the next conversation wait instead holds
+  `self.server.conversation_lock()`), optionally `refuse(path, config)` (an HTTP answer before the
+  upgrade, e.g. 404 for an unknown path), implement `run()` (the protocol: first messages, then a loop
   over `self.ws`; hand input audio to `await self.driver.feed(pcm16k)`), and the output hooks the
   driver calls: `on_audio(pcm16k, at_s)`, `on_clear(at_s, detail)`, `on_user(kind, at_s, detail)`
   (`started` / `stopped` from the system's own listener, when it has one). Send with
@@ -175,6 +177,7 @@ class ServerSession:
         self.server = server
         self.config = server.config
         self.ws = ws
+        self.number = server.connections  # this connection's upgrade request, counted from 1
         self.driver = SystemDriver(self.config.system, self)
         self.t0: float | None = None  # monotonic time of input time 0 (see input_audio)
         self._heard_s = 0.0
@@ -204,6 +207,17 @@ class ServerSession:
 
     def on_user(self, kind: str, at_s: float, detail: dict[str, Any]) -> None:
         """Default: nothing."""
+
+    @classmethod
+    def refuse(cls, path: str, config: ServeConfig) -> tuple[int, str] | None:
+        """(HTTP status, body) to answer the upgrade request for `path` with instead of upgrading; None: upgrade."""
+        return None
+
+    def drop(self) -> None:
+        """End the connection without a close frame, as a server whose handler raised does (the client sees 1006)."""
+        transport = getattr(self.ws, "transport", None)
+        if transport is not None:
+            transport.abort()
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
@@ -266,10 +280,17 @@ class ServerSession:
     async def send_now(self, message: str | bytes) -> None:
         if self.stalled:
             return
+        t = time.monotonic()
         try:
             await self.ws.send(message)
         except ConnectionClosed:
-            pass
+            return
+        self._sent(t, message)
+
+    def _sent(self, t: float, message: str | bytes) -> None:
+        """Keep the wall time a message was handed to the socket, when asked to (tests of receipt timing)."""
+        if self.server.record_sends:
+            self.server.sends.append((self.number, t, message))
 
     def _withdrawn(self, due: float, tag: str | None) -> bool:
         return tag is not None and due >= self._cancel_at.get(tag, float("inf")) - 1e-9
@@ -301,10 +322,12 @@ class ServerSession:
                 await asyncio.sleep(self._rng.uniform(0.0, jitter))
             if self.stalled or self._withdrawn(due, tag):
                 continue
+            t = time.monotonic()
             try:
                 await self.ws.send(message)
             except ConnectionClosed:
                 return
+            self._sent(t, message)
             if on_sent is not None:
                 on_sent()
 
@@ -367,6 +390,10 @@ class LoopbackServer:
         self.max_active = 0  # the most conversations served at once (tests of replica caps read it)
         self.events: list[dict[str, Any]] = []  # what sessions did that tests may check (truncates, cancels)
         self._server: Server | None = None
+        self._lock: asyncio.Lock | None = None
+        self.record_sends = False  # keep (connection number, monotonic time, message) of every message sent
+        self.sends: list[tuple[int, float, str | bytes]] = []
+        self.received: list[tuple[int, float, str | bytes]] = []  # and received (where the protocol records them)
 
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         self.connections += 1
@@ -376,7 +403,16 @@ class LoopbackServer:
             return connection.respond(503, "busy (fault injection)\n")
         if self.session_cls.exclusive and self.active > 0:
             return connection.respond(503, "busy: one conversation at a time\n")
+        refused = self.session_cls.refuse(request.path, self.config)
+        if refused is not None:
+            return connection.respond(refused[0], refused[1])
         return None
+
+    def conversation_lock(self) -> asyncio.Lock:
+        """The lock a server that holds one conversation at a time serialises them with (the next one waits)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
 
     async def _handler(self, ws: ServerConnection) -> None:
         self.active += 1
@@ -472,7 +508,10 @@ class ServerProcess:
         import re
         import subprocess
 
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        from duplexeval import children
+
+        # dies with this process (SIGKILL included): a pipe it watches (duplexeval.children)
+        self.proc = children.start(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line: list[str] = []
 
         def read() -> None:
@@ -500,6 +539,10 @@ class ServerProcess:
                 self.proc.wait(10)
             except Exception:  # noqa: BLE001 - last resort for a child that ignores SIGTERM
                 self.proc.kill()
+        if self.proc is not None:
+            from duplexeval import children
+
+            children.release(self.proc)
 
     def __enter__(self) -> ServerProcess:  # noqa: PYI034
         return self.start()
@@ -511,7 +554,7 @@ class ServerProcess:
 # Protocol name -> "module:ServerSession class" (netproto adds moshi and native-duplex here).
 SERVER_PROTOCOLS: dict[str, str] = {
     "ws-pcm": "duplexeval.systems.net.ws_pcm:WsPcmServerSession",
-    "openai-realtime": "duplexeval.systems.net.openai_realtime:RealtimeServerSession",
+    "openai-realtime": "duplexeval.systems.net.openai_realtime_server:RealtimeServerSession",
     "moshi": "duplexeval.systems.net.moshi_server:MoshiServerSession",
     "native-duplex": "duplexeval.systems.net.native_server:NativeServerSession",
     "telephony": "duplexeval.systems.net.telephony_server:TelephonyServerSession",

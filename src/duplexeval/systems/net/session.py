@@ -31,13 +31,14 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, ClassVar
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import websockets
 
-from duplexeval import __version__
+from duplexeval import __version__, redaction
+from duplexeval.errors import InputError
 from duplexeval.systems.base import (
     CLEAR_QUEUE,
     ControlEvent,
@@ -48,7 +49,7 @@ from duplexeval.systems.base import (
 )
 from duplexeval.systems.net.phases import planner
 from duplexeval.systems.net.replicas import REPLICA_FAILURES, Lease, replica_pool, split_urls
-from duplexeval.systems.net.trace import WireTrace, verdict
+from duplexeval.systems.net.trace import WireTrace, how_it_ended, verdict
 from duplexeval.systems.net.transport import (
     DEFAULT_MAX_SIZE,
     ConnectFailed,
@@ -62,8 +63,6 @@ from duplexeval.systems.net.transport import (
     send_bounded,
 )
 from duplexeval.systems.runner import SessionTrace, run_session_async
-
-_SECRET_QUERY = ("key", "api-key", "api_key", "token", "access_token", "auth", "password", "secret")
 
 
 def wire_len(data: str | bytes) -> int:
@@ -139,8 +138,10 @@ class NetSystem:
         return {}
 
     def secrets(self) -> tuple[str, ...]:
-        """Values that must never appear in any file or log (redacted from error texts)."""
-        return ()
+        """Values that must never appear in any file or log: by default the value of every environment variable
+        a `*_env` field names (read through `redaction.secret_from_env`, which registers it)."""
+        return tuple(v for f in fields(self) if f.name.endswith("_env")
+                     if (v := redaction.secret_from_env(str(getattr(self, f.name)))))
 
     def connect_url(self, info: SampleInfo) -> str:
         return self.url
@@ -159,17 +160,25 @@ class NetSystem:
     def validate(self) -> None:
         """Check the common bounds; raise ValueError naming the key."""
         urls = self.urls()
+        try:  # before any message can echo the URL
+            for url in urls or [self.url]:
+                redaction.refuse_url_credentials(url, "url")
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
         if not urls:
             raise ValueError("url must name at least one ws:// or wss:// address")
         if len(set(urls)) != len(urls):
             raise ValueError(f"url lists the same address twice: {self.url!r}")
         for url in urls:
             parts = urlsplit(url)
-            if parts.scheme not in ("ws", "wss") or not parts.netloc:
+            if parts.scheme not in ("ws", "wss") or not parts.netloc or not parts.hostname:
                 raise ValueError(f"url must be ws:// or wss:// with a host, got {url!r}")
-            for key, _ in parse_qsl(parts.query):
-                if key.lower() in _SECRET_QUERY:
-                    raise ValueError(f"url must not carry a credential ({key}=...); put it in the environment (api_key_env)")
+            try:
+                port = parts.port
+            except ValueError:
+                port = -1
+            if port is not None and not 1 <= port <= 65535:
+                raise ValueError(f"url {url!r}: the port must be a whole number in 1..65535")
         if not (0 <= self.max_sessions_per_url <= 1024):
             raise ValueError(f"max_sessions_per_url must be between 0 (the protocol's default) and 1024, got {self.max_sessions_per_url}")
         if not (0 <= self.replica_retries <= 16):
@@ -224,19 +233,9 @@ class NetSystem:
             if not failed or wire is None or not more:
                 return trace
             tried.append({"replica": lease.replica.index, "url": lease.record(0)["url"], "attempt": len(tried) + 1,
-                          "reasons": failed, "what": _replica_failure(wire.records)})
+                          "reasons": failed, "what": how_it_ended(wire.records)})
             log.warning("replica %d failed a session (%s); running the sample again on another replica",
                         lease.replica.index, ", ".join(failed))
-
-
-def _replica_failure(records: list[dict[str, Any]]) -> str | None:
-    """A few words on how a replica failed a session: its last connect attempt, or the server's close."""
-    for rec in reversed(records):
-        if rec.get("event") == "closed" and rec.get("by") == "server":
-            return f"closed by the server (code {rec.get('code')})"
-        if rec.get("event") == "connect_attempt" and rec.get("result") != "ok":
-            return f"connect attempt {rec.get('attempt')}: {rec.get('result')}"
-    return None
 
 
 class _OnReplica:
@@ -264,6 +263,8 @@ class NetSession:
     def __init__(self, system: NetSystem, info: SampleInfo) -> None:
         self.system = system
         self.info = info
+        redaction.register(*system.secrets())  # whatever process runs the session knows what to redact
+        redaction.register_headers(system.headers())
         settings = {"protocol": system.protocol, "stall_s": system.stall_s, "drain_s": system.drain_s,
                     "session_extra_s": system.session_extra_s, "max_size": system.max_size}
         self.wire = WireTrace(system.protocol, settings)

@@ -10,7 +10,8 @@ Contract (shared by every protocol adapter):
   first input packet's slot; connect attempts are negative) and for messages `type` and `bytes`
   (wire size). Audio sends add `seq`, `slot_s` and `t_done`. A received message the adapter turned
   into output adds `audio` and/or `control` (`clear_queue`); an error event adds `error: true`; a
-  message that broke the protocol adds `violation`. Meta events: `connect_attempt`, `opened`,
+  message that broke the protocol adds `violation`; one the protocol says to skip (moshi: an unknown
+  kind, metadata, a text frame) adds `discarded` (why), counted per type in the verdict's `discarded`. Meta events: `connect_attempt`, `opened`,
   `owe` / `paid` (a reply the client is owed, for `timeout`), `closed`, `send_timeout`,
   `session_bound`, `input_end`; `replica` (first: which replica of `url` the session ran on, the
   attempt, `queued_s` waiting for a slot) and `replica_retry` (an earlier attempt of the sample on a
@@ -32,7 +33,7 @@ import numpy as np
 
 from duplexeval.artifacts import header
 from duplexeval.errors import InputError
-from duplexeval.jsonio import atomic_write_bytes, dumps_line, json_lines, read_text, sha256_bytes
+from duplexeval.jsonio import atomic_write_bytes, atomic_write_text, dumps_line, json_lines, read_text
 from duplexeval.systems.base import CLEAR_QUEUE
 from duplexeval.systems.runner import MAX_SEND_LATENESS_S, ReceivedItem
 
@@ -125,13 +126,11 @@ class WireTrace:
         return bytes(self._pcm)
 
     def write(self, folder: Path, T: float) -> dict[str, str]:
-        """Write trace.jsonl and trace.pcm atomically; returns {name: sha256}."""
-
-        text = self.lines(T).encode("utf-8")
-        pcm = self.pcm()
-        atomic_write_bytes(folder / TRACE_PCM, pcm)
-        atomic_write_bytes(folder / TRACE_JSONL, text)
-        return {TRACE_JSONL: sha256_bytes(text), TRACE_PCM: sha256_bytes(pcm)}
+        """Write trace.jsonl and trace.pcm atomically (private files: they hold what the server sent, which may
+        carry credentials the run does not know; known secrets are redacted); returns {name: sha256}."""
+        pcm_sha = atomic_write_bytes(folder / TRACE_PCM, self.pcm(), private=True)
+        text_sha = atomic_write_text(folder / TRACE_JSONL, self.lines(T), private=True)
+        return {TRACE_JSONL: text_sha, TRACE_PCM: pcm_sha}
 
 
 @dataclass
@@ -153,13 +152,36 @@ def load_trace(folder: Path) -> LoadedTrace:
     if not pcm_path.is_file():
         raise InputError(f"{pcm_path}: missing (the trace's audio sidecar)")
     pcm = pcm_path.read_bytes()
+    if not _finite(rows[0].get("T")) or not 0 < rows[0]["T"] <= MAX_TRACE_S:
+        raise InputError(f"{path}: line 1: T must be a number of seconds in (0, {MAX_TRACE_S:g}], got {rows[0].get('T')!r}")
     for i, rec in enumerate(rows[1:], 2):
-        if not isinstance(rec, dict) or rec.get("dir") not in ("send", "recv", "meta") or not isinstance(rec.get("t"), (int, float)):
-            raise InputError(f"{path}: line {i}: not a trace record")
+        if not isinstance(rec, dict) or rec.get("dir") not in ("send", "recv", "meta") or not _finite(rec.get("t")):
+            raise InputError(f"{path}: line {i}: not a trace record (needs dir send|recv|meta and a finite time t)")
+        for key in TIME_KEYS:
+            if key in rec and not (_finite(rec[key]) and abs(rec[key]) <= MAX_TRACE_S):
+                raise InputError(f"{path}: line {i}: {key} must be a finite number of seconds, got {rec[key]!r}")
+        if abs(rec["t"]) > MAX_TRACE_S:
+            raise InputError(f"{path}: line {i}: t must be a finite number of seconds, got {rec['t']!r}")
         aud = rec.get("audio")
-        if aud is not None and (not isinstance(aud, list) or len(aud) != 3 or aud[0] + aud[1] > len(pcm) or aud[1] % 2):
+        if aud is None:
+            continue
+        if not (isinstance(aud, list) and len(aud) == 3 and all(isinstance(v, int) and not isinstance(v, bool) for v in aud)):
+            raise InputError(f"{path}: line {i}: audio reference {str(aud)[:80]} is not [offset, bytes, rate] integers")
+        off, nbytes, rate = aud
+        if off < 0 or nbytes < 0 or nbytes % 2 or off + nbytes > len(pcm):
             raise InputError(f"{path}: line {i}: audio reference {aud!r} is outside {pcm_path.name}")
+        if not 1 <= rate <= MAX_AUDIO_RATE:
+            raise InputError(f"{path}: line {i}: audio rate {rate} Hz is not in 1..{MAX_AUDIO_RATE}")
     return LoadedTrace(rows[0], rows[1:], pcm)
+
+
+MAX_TRACE_S = 86_400.0  # a time in a trace beyond a day is a broken file
+MAX_AUDIO_RATE = 768_000
+TIME_KEYS = ("t", "t_done", "slot_s")
+
+
+def _finite(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 # ---------------------------------------------------------------- pure: records -> items, verdict
@@ -239,6 +261,9 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
     for rec in records:
         t = float(rec["t"])
         d = rec["dir"]
+        if d == "recv" and rec.get("discarded"):  # skipped as the protocol says (moshi: unknown kinds, metadata)
+            counts = detail.setdefault("discarded", {})
+            counts[str(rec.get("type"))] = counts.get(str(rec.get("type")), 0) + 1
         if d == "recv" and (rec.get("error") or rec.get("violation")):
             if t > T:
                 post += 1
@@ -277,6 +302,23 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
     if lateness > MAX_SEND_LATENESS_S:
         reasons.add(INPUT_PACING_LATE)
     return Verdict(sorted(reasons), post, lateness, detail)
+
+
+def how_it_ended(records: list[dict[str, Any]]) -> str | None:
+    """A few words on how a session failed without an error or a violation: the server's close (during the
+    handshake or not), the last failed connect attempt, or the handshake wait that ran out."""
+    opened = any(r.get("event") == "opened" for r in records)
+    started = any(r.get("dir") == "send" and "slot_s" in r for r in records)  # input slot 0 was reached
+    for rec in reversed(records):
+        ev = rec.get("event")
+        if ev == "closed" and rec.get("by") == "server":
+            when = "" if started else " during the handshake"
+            return f"closed by the server{when} (code {rec.get('code')})"
+        if ev == "handshake_timeout":
+            return f"no handshake within {rec.get('waited_s')} s"
+        if ev == "connect_attempt" and rec.get("result") != "ok" and not opened:
+            return f"connect attempt {rec.get('attempt')}: {rec.get('result')}"
+    return None
 
 
 def send_stats(records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -10,7 +10,8 @@ Contract:
   on the trace's monotonic clock the moment the message arrived, never at a later poll. A message
   over `max_size` becomes a `violation` record; a close becomes a `closed` record (`by` client or
   server, with the code).
-- Header values (API keys) are never recorded; `redact` strips given secrets from any text that is.
+- Header values (API keys) are never recorded; `redact` strips secrets (in every form `redaction` knows)
+  from any text that is, before it is cut to its bound (a cut never leaves half a key).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from duplexeval import __version__
+from duplexeval import __version__, redaction
 from duplexeval.systems.net.trace import WireTrace
 
 log = logging.getLogger("duplexeval.net")
@@ -55,11 +56,8 @@ class ConnectFailed(Exception):
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every non-empty secret replaced by `***`."""
-    for s in secrets:
-        if s:
-            text = text.replace(s, "***")
-    return text
+    """`text` with `secrets` (registered here) and every other known secret removed in every form (`redaction`)."""
+    return redaction.redact_with(text, secrets)
 
 
 def _why(exc: BaseException) -> tuple[str, bool]:
@@ -101,7 +99,7 @@ async def connect(
             )
         except Exception as exc:  # noqa: BLE001 - every failure is a recorded attempt
             outcome, retry = _why(exc)
-            last = redact(f"{outcome}: {' '.join(str(exc).split())}"[:300], secrets)
+            last = redact(f"{outcome}: {' '.join(str(exc).split())}", secrets)[:300]
             trace.meta("connect_attempt", t, attempt=attempt, result=outcome)
             if retry and attempt <= CONNECT_RETRIES:
                 log.warning("connect %s attempt %d: %s; retrying in %.2f s", _safe_url(url), attempt, outcome, RETRY_DELAY_S)
@@ -198,7 +196,7 @@ def closed_error(exc: BaseException) -> bool:
 
 
 def describe(exc: BaseException, secrets: Iterable[str] = ()) -> str:
-    return redact(f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300], secrets)
+    return redact(f"{type(exc).__name__}: {' '.join(str(exc).split())}", secrets)[:300]
 
 
 __all__ = [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from duplexeval.fdb.official.judge import RATING_FILE
-from duplexeval.fdb.tasks.base import Task, one_output_layout
+from duplexeval.fdb.tasks.base import HIGHER, LOWER, NEITHER, Headline, Task, one_output_layout
 from duplexeval.fdb.tasks.interruption.annotation import NAME, InterruptAnnotation, InterruptAsr, InterruptChecks
 from duplexeval.fdb.tasks.interruption.official import InterruptionOfficial
 from duplexeval.fdb.tasks.interruption.render import InterruptionRender
@@ -24,11 +24,11 @@ TASK = Task(
     render=InterruptionRender(),
     synth=InterruptionSynth(),
     headline=(
-        ("exercised_rate", "exercised_rate"),
-        ("speaking_at_end_rate", "speaking_at_end_rate"),
-        ("response_rate_2s", "response_rate_2s"),
-        ("no_response_rate", "no_response_rate"),
-        ("stop_latency_s", "stop_latency_s (median)"),
-        ("response_latency_s", "response_latency_s (median)"),
+        Headline("exercised_rate", "exercised rate (spoke at S)", NEITHER),
+        Headline("speaking_at_end_rate", "still speaking at R", LOWER),
+        Headline("response_rate_2s", "responded within 2 s of R", HIGHER),
+        Headline("no_response_rate", "no response rate", LOWER),
+        Headline("stop_latency_s", "stop latency (median)", LOWER),
+        Headline("response_latency_s", "response latency (median)", LOWER),
     ),
 )

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from duplexeval.fdb.tasks.base import Band, Mark, RenderRules
+from duplexeval.fdb.tasks.turn_taking.render import XLABEL
 from duplexeval.report import figures
 
 OUTCOME_RANK = {"speaking_at_end": 0, "no_response": 1, "response": 2, "not_exercised": 4}
@@ -17,6 +18,8 @@ class InterruptionRender(RenderRules):
     """Speaking at R, then no response, then responses (the longest stop and latency first)."""
 
     vad_lane = True
+    bad = frozenset({"speaking_at_end", "no_response"})
+    neutral = frozenset({"not_exercised"})
 
     def severity(self, row: dict[str, Any]) -> tuple[int, float]:
         stop = row.get("stop_s")
@@ -34,9 +37,10 @@ class InterruptionRender(RenderRules):
         S, R = record.S, record.R
         return [Mark("S", S, "#d9602b"), Mark("R", R, "#8e44ad")], [Band("interruption", S, R, "#f3d1f4")]
 
-    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> list[str]:
+    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[str]:
         ex = [(label, [r for r in rows if r["eligible"] and r["outcome"] != "not_exercised"]) for label, rows in series]
-        out = [figures.response_curve("interruption, exercised samples", [(lb, [r["latency_s"] for r in rs]) for lb, rs in ex])]
+        out = [figures.response_curve("When did each system answer after the interruption? (exercised samples)",
+                                      [(lb, [r["latency_s"] for r in rs]) for lb, rs in ex], colors=colors, xlabel=XLABEL)]
         bars = []
         for label, rows in series:
             counts = {"ineligible": sum(1 for r in rows if not r["eligible"])}
@@ -44,6 +48,6 @@ class InterruptionRender(RenderRules):
                 if r["eligible"]:
                     counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
             bars.append((label, counts))
-        out.append(figures.outcome_bars(bars, OUTCOME_COLORS))
-        out.append(figures.stop_latencies([(lb, [r["stop_s"] for r in rs]) for lb, rs in ex]))
+        out.append(figures.outcome_bars(bars, OUTCOME_COLORS, "What happened at each interruption"))
+        out.append(figures.stop_latencies([(lb, [r["stop_s"] for r in rs]) for lb, rs in ex], colors=colors))
         return out

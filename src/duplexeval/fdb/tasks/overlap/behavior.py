@@ -13,6 +13,7 @@ a tag not starting with "C" and iterates a string by character).
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ class BehaviorPrompt:
         return {"path": self.path, "sha256": self.sha256, "official": self.official}
 
 
-def load_prompt(path: str | Path) -> BehaviorPrompt:
+def load_prompt(path: str | os.PathLike[str]) -> BehaviorPrompt:
     """The prompt from a file, or from a checkout of the official repository (its `behavior.txt`)."""
     p = Path(path)
     if p.is_dir():

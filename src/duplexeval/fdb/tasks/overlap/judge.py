@@ -26,7 +26,7 @@ from duplexeval.fdb.tasks.overlap.behavior import (
     parse_reply,
     payload,
 )
-from duplexeval.jsonio import dumps_line, sha256_bytes, write_json
+from duplexeval.jsonio import append_text, dumps_line, sha256_bytes, write_json
 
 JOURNAL = "behavior-judge-log.jsonl"
 MAX_ATTEMPTS = 3
@@ -97,10 +97,7 @@ class BehaviorJudge:
                 "max_attempts": s.max_attempts, "base_url": sanitize_url(s.base_url), "prompt": self.prompt.to_json()}
 
     def _log(self, record: dict[str, Any]) -> None:
-        line = self.client.redact(dumps_line(record))
-        self.journal.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.journal, "a", encoding="utf-8") as fh:
-            fh.write(line)
+        append_text(self.journal, self.client.redact(dumps_line(record)), private=True)  # a remote service's answers
 
     def request_sha(self, transcripts: Mapping[str, Any]) -> str:
         """What identifies a sample's request (first attempt's body, base URL and attempt bound)."""
@@ -177,4 +174,5 @@ def _read_tag(path: Path, request_sha: str) -> dict[str, Any] | None:
 def _write_tag(path: Path, v: Verdict, request_sha: str, judge_label: str) -> None:
     """content_tag.json: the object the official script saves, plus which request made it."""
     assert v.saved is not None
-    write_json(path, {**v.saved, "duplexeval": {"judge": judge_label, "request_sha256": request_sha, "attempts": v.attempts}})
+    write_json(path, {**v.saved, "duplexeval": {"judge": judge_label, "request_sha256": request_sha, "attempts": v.attempts}},
+               private=True)  # a cache of a remote service's answer, like the journal

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from duplexeval.fdb.tasks.base import Task, one_output_layout
+from duplexeval.fdb.tasks.base import LOWER, Headline, Task, one_output_layout
 from duplexeval.fdb.tasks.pause.annotation import NAME, PauseAnnotation, PauseChecks
 from duplexeval.fdb.tasks.pause.official import PauseOfficial
 from duplexeval.fdb.tasks.pause.render import PauseRender
@@ -21,5 +21,5 @@ TASK = Task(
     paired=PAIRED,
     render=PauseRender(),
     synth=PauseSynth(),
-    headline=(("pause_intrusion_rate", "pause_intrusion_rate"),),
+    headline=(Headline("pause_intrusion_rate", "pause intrusion rate", LOWER),),
 )

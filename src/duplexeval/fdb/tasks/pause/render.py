@@ -12,6 +12,8 @@ PAUSE_COLOR = "#ffe08a"
 class PauseRender(RenderRules):
     """Intrusions first, the longest covered pause time first among them."""
 
+    bad = frozenset({"intrusion"})
+
     def severity(self, row: dict[str, Any]) -> tuple[int, float]:
         return (0, -float(row["intrusion_s"])) if row["pause_intrusion"] else (5, 0.0)
 
@@ -22,6 +24,9 @@ class PauseRender(RenderRules):
 
     def outcome(self, row: dict[str, Any]) -> str:
         return "pause intrusion" if row.get("pause_intrusion") else "no intrusion"
+
+    def outcome_key(self, row: dict[str, Any]) -> str:
+        return "intrusion" if row.get("pause_intrusion") else "no_intrusion"
 
     def marks(self, record: Any) -> tuple[list[Mark], list[Band]]:
         return [], [Band("pause", a, b, PAUSE_COLOR) for a, b in record.spans()]

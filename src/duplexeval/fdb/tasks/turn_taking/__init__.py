@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from duplexeval.fdb.tasks.base import Task, one_output_layout
+from duplexeval.fdb.tasks.base import HIGHER, LOWER, Headline, Task, one_output_layout
 from duplexeval.fdb.tasks.turn_taking.annotation import NAME, TurnAnnotation, TurnChecks
 from duplexeval.fdb.tasks.turn_taking.official import TurnOfficial
 from duplexeval.fdb.tasks.turn_taking.render import TurnRender
@@ -22,9 +22,9 @@ TASK = Task(
     render=TurnRender(),
     synth=TurnSynth(),
     headline=(
-        ("early_start_rate", "early_start_rate"),
-        ("response_rate_2s", "response_rate_2s"),
-        ("no_response_rate", "no_response_rate"),
-        ("response_latency_s", "response_latency_s (median)"),
+        Headline("early_start_rate", "early start rate", LOWER),
+        Headline("response_rate_2s", "responded within 2 s", HIGHER),
+        Headline("no_response_rate", "no response rate", LOWER),
+        Headline("response_latency_s", "response latency (median)", LOWER),
     ),
 )

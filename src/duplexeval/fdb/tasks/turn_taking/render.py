@@ -8,9 +8,13 @@ from typing import Any
 from duplexeval.fdb.tasks.base import Band, Mark, RenderRules
 from duplexeval.report import figures
 
+XLABEL = "seconds after the reference (E for turn-taking, R for interruption)"  # one axis text for both tasks' curves
+
 
 class TurnRender(RenderRules):
     """Early starts (the earliest first), then no response, then the longest latencies."""
+
+    bad = frozenset({"early_start", "no_response"})
 
     def severity(self, row: dict[str, Any]) -> tuple[int, float]:
         if row["outcome"] == "early_start":
@@ -29,6 +33,7 @@ class TurnRender(RenderRules):
     def marks(self, record: Any) -> tuple[list[Mark], list[Band]]:
         return [Mark("E", record.E, "#c2185b")], []
 
-    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> list[str]:
+    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[str]:
         curve = [(label, [r["latency_s"] for r in rows if r["eligible"]]) for label, rows in series]
-        return [figures.response_curve("turn-taking, eligible samples", curve)]
+        return [figures.response_curve("When did each system answer? (eligible samples)", curve, colors=colors,
+                                       xlabel=XLABEL)]
