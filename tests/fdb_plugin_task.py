@@ -38,7 +38,6 @@ from duplexeval.fdb.tasks.base import time_units
 from duplexeval.fdb.unified.aggregate import coverage, latency, metrics_json, share
 from duplexeval.fdb.unified.load import Span, fmt_s, in_window, sample_words
 from duplexeval.report import figures
-from duplexeval.schemas import validate
 from duplexeval.schemas.base import OpenRecord
 from duplexeval.schemas.fdb import AnnotationList, Timestamp
 from duplexeval.units import US_PER_S, to_us
@@ -131,11 +130,7 @@ class AnswerOfficial(OfficialRules):
     """The reference rule of this toy task: any word starting at or after the question's end (times as written)."""
 
     def evaluate(self, ctx: OfficialContext, ready: Ready) -> OfficialOutcome:
-        done = []
-        for e, words, _ in ready:
-            obj, where = ctx.read_annotation(e)
-            end = validate(obj, QuestionAnnotation, where).end
-            done.append(AnsweredSample(e.id, int(any(w.start >= end for w in words))))
+        done = [AnsweredSample(s.entry.id, int(any(w.start >= s.annotation.end for w in s.words))) for s in ready]
         return OfficialOutcome(done, {"Answered": plain_mean([s.answered for s in done], NO_SAMPLES)})
 
 

@@ -22,10 +22,9 @@ from duplexeval.fdb.official.summary import (
     rules_block,
     write_summary,
 )
+from duplexeval.fdb.sample import OpenedSample
 from duplexeval.fdb.tasks import OfficialContext, Ready, all_tasks, task_of
-from duplexeval.fdb.transcript import Word, parse_output_json
 from duplexeval.fdb.tree import (
-    OUTPUT_JSON,
     SUBSETS,
     AsrRecord,
     Manifest,
@@ -34,19 +33,8 @@ from duplexeval.fdb.tree import (
     load_manifest,
     validate_subset,
 )
-from duplexeval.fdb.verified import read_verified_json
 
 JUDGES = ("none", "openai")
-
-
-def _read_transcript(entry: SampleEntry, tree: Path, digest: str) -> tuple[list[Word], str]:
-    path = entry.dir(tree) / OUTPUT_JSON
-    obj = read_verified_json(path, digest, entry.key, "asr.json")
-    words = parse_output_json(obj, f"{path}: sample {entry.key}")
-    text = obj.get("text")
-    if not isinstance(text, str):
-        raise InputError(f"{path}: sample {entry.key}: 'text' must be a string")
-    return words, text
 
 
 def official_options() -> dict[str, Any]:
@@ -183,8 +171,9 @@ def _transcribed(tree: Path, asr: AsrRecord, entries: Sequence[SampleEntry], cou
             counts["asr_error"] += 1
             rows.append({"id": e.id, "evaluated": False, "reason": f"asr error: {rec.error}"})
             continue
-        words, text = _read_transcript(e, tree, rec.output_json)
-        ready.append((e, words, text))
+        sample = OpenedSample(tree, e, rec, task_of(e.subset).annotation)
+        sample.words, sample.text  # noqa: B018 - read and checked now, before any rule runs
+        ready.append(sample)
     return ready
 
 

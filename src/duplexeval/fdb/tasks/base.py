@@ -21,20 +21,17 @@ Every hook has a default, so a task overrides only what it does. The stages look
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from duplexeval.errors import InputError
+from duplexeval.fdb.sample import OpenedSample
 from duplexeval.schemas.fdb_names import INPUT_WAV, OUTPUT_JSON, OUTPUT_WAV, SubsetInfo
 
 if TYPE_CHECKING:  # types only: the stages import this module
-    from duplexeval.fdb.transcript import Word
-    from duplexeval.fdb.tree import AsrRecord, AsrSample, Manifest, SampleEntry
+    from duplexeval.fdb.tree import AsrRecord, Manifest, SampleEntry
 
 InputT = TypeVar("InputT")
 RowT = TypeVar("RowT")
@@ -93,79 +90,6 @@ class DatasetFile:
 
     name: str
     manifest_key: str
-
-
-# ---------------------------------------------------------------- the opened sample
-
-
-@dataclass
-class OpenedSample:
-    """One eligible, transcribed sample of a tree, its annotation and transcript read once and hash-checked.
-
-    `annotation_raw` and `transcript_raw` are the JSON as read; `annotation` (the task's typed record) and `words`
-    are parsed on first use, with messages `PATH: sample SUBSET/ID: problem`.
-    """
-
-    root: Path
-    entry: SampleEntry
-    asr: AsrSample
-    annotation_model: type | None
-    annotation_raw: Any
-    annotation_path: Path | None
-    transcript_raw: Any
-    transcript_path: Path
-
-    @property
-    def key(self) -> str:
-        return self.entry.key
-
-    @property
-    def dir(self) -> Path:
-        return self.root / self.entry.subset / self.entry.id
-
-    @property
-    def T(self) -> float:
-        return self.entry.T
-
-    @property
-    def T_us(self) -> int:
-        from duplexeval.units import to_us
-
-        return to_us(self.entry.T)
-
-    def where(self, path: Path | None = None) -> str:
-        """`PATH: sample SUBSET/ID` (the annotation's path by default), the prefix of every message about it."""
-        return f"{path if path is not None else self.annotation_path}: sample {self.key}"
-
-    @cached_property
-    def annotation(self) -> Any:
-        """The typed annotation (`Task.annotation`), validated; None for a task without one."""
-        if self.annotation_model is None:
-            return None
-        from duplexeval.schemas import validate
-
-        return validate(self.annotation_raw, self.annotation_model, self.where())
-
-    @cached_property
-    def words(self) -> list[Word]:
-        """output.json's words as written (seconds; an end may be None)."""
-        from duplexeval.fdb.transcript import parse_output_json
-
-        return parse_output_json(self.transcript_raw, self.where(self.transcript_path))
-
-    def read(self, name: str, recorded_in: str = "manifest.json") -> bytes:
-        """A file of the sample folder, read once and checked against the hash manifest.json records for it."""
-        from duplexeval.fdb.verified import read_verified
-
-        return read_verified(self.dir / name, self.entry.files[name], self.key, recorded_in)
-
-
-def decode_json(data: bytes, path: Path, key: str) -> Any:
-    """JSON bytes of a sample file; invalid JSON is one InputError naming the file and the sample."""
-    try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: sample {key}: invalid JSON: {exc}") from None
 
 
 # ---------------------------------------------------------------- the parts
@@ -241,14 +165,6 @@ class OfficialContext:
     say: Callable[[str], None]
     prepared: Any = None
 
-    def read_annotation(self, entry: SampleEntry) -> tuple[Any, str]:
-        """A sample's annotation JSON, after checking its hash against manifest.json, and `PATH: sample KEY`."""
-        from duplexeval.fdb.verified import read_verified_json
-
-        name = str(entry.annotation)
-        path = entry.dir(self.tree) / name
-        return read_verified_json(path, entry.files.get(name), entry.key, "manifest.json"), f"{path}: sample {entry.key}"
-
 
 @dataclass
 class OfficialOutcome:
@@ -261,8 +177,8 @@ class OfficialOutcome:
     rules_info: dict[str, Any] | None = None  # merged into the task's part of summary.json's rules block
 
 
-# (entry, words, text) of each eligible, transcribed sample of a subset
-Ready = list[tuple["SampleEntry", list["Word"], str]]
+# every eligible, transcribed sample of a subset, its transcript read (words and text)
+Ready = list[OpenedSample]
 
 
 class OfficialRules:
@@ -455,6 +371,6 @@ __all__ = [
     "ASR", "DATASET", "EVALUATE", "EXPORT", "HIGHER", "LOWER", "NEITHER", "STAGES", "AsrRules", "Band", "DatasetFile",
     "DatasetRules", "Headline", "Mark",
     "MetricSpec", "OfficialContext", "OfficialOutcome", "OfficialRules", "OpenedSample", "PairedSpec", "Ready",
-    "RenderRules", "SampleFile", "SampleLayout", "SubsetInfo", "SynthRecipe", "Task", "UnifiedRules", "decode_json",
-    "one_output_layout", "time_units",
+    "RenderRules", "SampleFile", "SampleLayout", "SubsetInfo", "SynthRecipe", "Task", "UnifiedRules", "one_output_layout",
+    "time_units",
 ]

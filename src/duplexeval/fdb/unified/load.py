@@ -16,20 +16,17 @@ import soundfile as sf
 
 from duplexeval.audio import wav_truncation
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.tasks import OpenedSample, Task, get_task
-from duplexeval.fdb.tasks.base import decode_json
+from duplexeval.fdb.sample import OpenedSample
+from duplexeval.fdb.tasks import Task, get_task
 from duplexeval.fdb.transcript import parse_output_json, to_us
 from duplexeval.fdb.tree import (
     ASR_FILE,
-    MANIFEST_FILE,
-    OUTPUT_JSON,
     AsrRecord,
     Manifest,
     SampleEntry,
     load_asr,
     load_manifest,
 )
-from duplexeval.fdb.verified import read_verified
 from duplexeval.units import SAMPLE_RATE
 
 
@@ -123,24 +120,19 @@ def check_wav(data: bytes, path: Path, entry: SampleEntry) -> int:
 
 
 def open_sample(root: Path, entry: SampleEntry, asr: AsrRecord, task: Task) -> OpenedSample:
-    """Read one eligible sample's annotation and transcript once, each checked against its recorded hash."""
-    sdir = root / entry.subset / entry.id
-    ann_name = task.annotation_file
-    ann_path = None if ann_name is None else sdir / ann_name
-    ann = None
-    if ann_path is not None and ann_name is not None:
-        ann = decode_json(read_verified(ann_path, entry.files[ann_name], entry.key, MANIFEST_FILE), ann_path, entry.key)
-
-    oj_path = sdir / OUTPUT_JSON
-    rec = asr.samples.get(entry.key)
+    """Read one eligible sample's annotation and transcript once, each checked against its recorded hash (in this
+    order: the annotation, then the transcript's record in asr.json, then the transcript)."""
+    opened = OpenedSample(root, entry, asr.samples.get(entry.key), task.annotation)
+    opened.annotation_raw  # noqa: B018 - read now: a changed annotation is reported before the transcript
+    rec = opened.asr
     if rec is None:
         raise RefusalError(f"{root / ASR_FILE}: sample {entry.key}: eligible sample is not in asr.json; rerun asr")
     if rec.status != "ok" or rec.output_json is None:
         raise RefusalError(
             f"{root / ASR_FILE}: sample {entry.key}: ASR failed ({rec.error}); rerun asr before scoring"
         )
-    transcript = decode_json(read_verified(oj_path, rec.output_json, entry.key, ASR_FILE), oj_path, entry.key)
-    return OpenedSample(root, entry, rec, task.annotation, ann, ann_path, transcript, oj_path)
+    opened.transcript_raw  # noqa: B018 - read now, before the task's parse
+    return opened
 
 
 def load_tree(tree: str | Path) -> LoadedTree:

@@ -132,8 +132,8 @@ class BackchannelOfficial(OfficialRules):
 
     def evaluate(self, ctx: OfficialContext, ready: Ready) -> OfficialOutcome:
         subset, tree = ctx.subset, ctx.tree
-        digit = [(e, w) for e, w, _ in ready if e.id.isdigit()]
-        for e, _, _ in ready:
+        digit = [(s.entry, s.words) for s in ready if s.entry.id.isdigit()]
+        for e in (s.entry for s in ready):
             if not e.id.isdigit():
                 ctx.rows.append({"id": e.id, "evaluated": False, "reason": "id is not all digits: the official script skips it"})
         extra = {"skipped_non_digit_id": len(ready) - len(digit)}

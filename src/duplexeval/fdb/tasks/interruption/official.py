@@ -15,9 +15,7 @@ from duplexeval.fdb.official.metric import NO_SAMPLES, NOT_JUDGED, Metric, null_
 from duplexeval.fdb.official.rules import NO_TAKEOVER, NOT_PRINTED, TakeTurn, crash_note, latency_sample, take_turn
 from duplexeval.fdb.official.summary import NOT_JUDGED as NOT_JUDGED_BLOCK
 from duplexeval.fdb.tasks.base import OfficialContext, OfficialOutcome, OfficialRules, Ready
-from duplexeval.fdb.tasks.interruption.annotation import InterruptAnnotation
 from duplexeval.fdb.transcript import Word
-from duplexeval.schemas import validate
 
 AVERAGE_RATING = "Average rating"
 AVERAGE_TAKE_TURN = "Average take turn"
@@ -90,12 +88,6 @@ def interruption_metrics(samples: Sequence[InterruptionSample], judged: bool) ->
     return {AVERAGE_RATING: rating, AVERAGE_TAKE_TURN: tor, AVERAGE_LATENCY: latency}
 
 
-def _interrupt(obj: Any, where: str) -> tuple[float, str, str]:
-    """(R, context text, interrupt text) from `interrupt.json[0]`."""
-    first = validate(obj, InterruptAnnotation, where).root[0]
-    return float(first.timestamp[1]), first.context, first.interrupt
-
-
 class InterruptionOfficial(OfficialRules):
     """TOR and latency per sample, then the judge on the takeovers (when one is configured)."""
 
@@ -107,15 +99,16 @@ class InterruptionOfficial(OfficialRules):
 
     def evaluate(self, ctx: OfficialContext, ready: Ready) -> OfficialOutcome:
         done: list[InterruptionSample] = []
-        for e, words, text in ready:
-            r, context, interrupt = _interrupt(*ctx.read_annotation(e))
-            done.append(interruption_sample(e.id, words, text, r, context, interrupt))
+        for sample in ready:
+            first = sample.annotation.root[0]  # R = `interrupt.json[0].timestamp[1]`, and the interrupt's texts
+            done.append(interruption_sample(sample.entry.id, sample.words, sample.text, float(first.timestamp[1]),
+                                            first.context, first.interrupt))
         judge: Judge | None = ctx.prepared
         if judge is None:
             return OfficialOutcome(done, interruption_metrics(done, judged=False), judge=dict(NOT_JUDGED_BLOCK))
         subset, say = ctx.subset, ctx.say
         judge.log_run_start(subset)
-        takeovers = [(e, s) for (e, _, _), s in zip(ready, done) if s.turn.tor == 1]
+        takeovers = [(r.entry, s) for r, s in zip(ready, done) if s.turn.tor == 1]
         for i, (e, s) in enumerate(takeovers, 1):
             say(f"{subset}: judging {e.id} ({i}/{len(takeovers)})")
             s.judge = judge.rate(e.key, e.dir(ctx.tree), s.context, s.interrupt, s.response_text)

@@ -212,6 +212,7 @@ def parse_interruption(s: OpenedSample) -> InterruptionInput:
             )
     wav_path = s.dir / OUTPUT_WAV
     data = s.read(OUTPUT_WAV)
+    assert s.asr is not None  # the scorer opens transcribed samples only
     audio_sha = s.asr.extra.get("audio_sha256")
     if isinstance(audio_sha, str) and audio_sha != entry.files[OUTPUT_WAV]:
         raise RefusalError(

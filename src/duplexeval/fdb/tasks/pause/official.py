@@ -43,5 +43,5 @@ class PauseOfficial(OfficialRules):
     """The take-turn rule on the whole transcript; pause.json is never read."""
 
     def evaluate(self, ctx: OfficialContext, ready: Ready) -> OfficialOutcome:
-        done = [pause_sample(e.id, w) for e, w, _ in ready]
+        done = [pause_sample(s.entry.id, s.words) for s in ready]
         return OfficialOutcome(done, pause_metrics(done))

@@ -13,9 +13,7 @@ from typing import Any
 from duplexeval.fdb.official.metric import NO_SAMPLES, Metric, null_metric, plain_mean
 from duplexeval.fdb.official.rules import NO_TAKEOVER, NOT_PRINTED, TakeTurn, crash_note, latency_sample, take_turn
 from duplexeval.fdb.tasks.base import OfficialContext, OfficialOutcome, OfficialRules, Ready
-from duplexeval.fdb.tasks.turn_taking.annotation import TurnAnnotation
 from duplexeval.fdb.transcript import Word
-from duplexeval.schemas import validate
 
 AVERAGE_TAKE_TURN = "Average take turn"
 AVERAGE_LATENCY = "Average latency"
@@ -65,8 +63,5 @@ class TurnOfficial(OfficialRules):
     """TOR and latency from E = `turn_taking.json[0].timestamp[0]`."""
 
     def evaluate(self, ctx: OfficialContext, ready: Ready) -> OfficialOutcome:
-        done = []
-        for e, w, _ in ready:
-            obj, where = ctx.read_annotation(e)
-            done.append(turn_taking_sample(e.id, w, validate(obj, TurnAnnotation, where).E))
+        done = [turn_taking_sample(s.entry.id, s.words, s.annotation.E) for s in ready]
         return OfficialOutcome(done, turn_taking_metrics(done))
