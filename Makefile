@@ -39,7 +39,7 @@ test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not slow" -n 2 --dist loadfile
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks scripts
+	$(VENV)/bin/ruff check src tests benchmarks scripts examples
 	$(VENV)/bin/mypy
 
 clean:

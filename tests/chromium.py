@@ -47,7 +47,8 @@ class Browser:
         port = int(port_file.read_text().splitlines()[0])
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=timeout_s) as r:
             pages = [t for t in json.load(r) if t.get("type") == "page"]
-        self.ws = connect(pages[0]["webSocketDebuggerUrl"], max_size=64 * 2**20, open_timeout=timeout_s)
+        self._connection = connect(pages[0]["webSocketDebuggerUrl"], max_size=64 * 2**20, open_timeout=timeout_s)
+        self.ws = self._connection.__enter__()  # the client is a context manager; close() leaves it
         self._ids = itertools.count(1)
         self.events: list[dict[str, Any]] = []
         self.send("Page.enable")
@@ -110,9 +111,9 @@ class Browser:
         return path
 
     def close(self) -> None:
-        ws = getattr(self, "ws", None)
-        if ws is not None:
-            ws.close()
+        conn = getattr(self, "_connection", None)
+        if conn is not None:
+            conn.__exit__(None, None, None)
         if self.proc.poll() is None:
             self.proc.terminate()
             try:

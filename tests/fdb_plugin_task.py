@@ -18,6 +18,7 @@ from duplexeval.fdb.synth.render import round_s
 from duplexeval.fdb.tasks import (
     HIGHER,
     DatasetRules,
+    Figure,
     Headline,
     Mark,
     MetricSpec,
@@ -152,9 +153,10 @@ class AnswerRender(RenderRules):
     def marks(self, record: Any) -> tuple[list[Mark], list[Any]]:
         return [Mark("Q", record.end, "#00838f")], []
 
-    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[str]:
+    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[Figure]:
         curve = [(label, [r["latency_s"] for r in rows if r["eligible"]]) for label, rows in series]
-        return [figures.response_curve("questions answered", curve, colors=colors, xlabel="seconds after the question")]
+        svg = figures.response_curve("questions answered", curve, colors=colors, xlabel="seconds after the question")
+        return [Figure(svg, "share of the samples answered by t")]
 
 
 class QuestionSynth(SynthRecipe):

@@ -144,11 +144,19 @@ def test_changed_annotation_or_audio_fails_sample(tmp_path: Path) -> None:
     assert res.n_error == 1 and "differs from manifest.json" in res.errors[0][1]
 
 
-def test_refuses_existing_asr_json_unless_force(tmp_path: Path) -> None:
+def test_an_existing_asr_json_is_up_to_date_or_refused_unless_force(tmp_path: Path) -> None:
     tree = _tree(tmp_path, 1)
     asr_stage.run(tree, backend=ScriptedBackend(), jobs=1, progress=False)
-    with pytest.raises(RefusalError, match="--force"):
-        asr_stage.run(tree, backend=ScriptedBackend(), jobs=1, progress=False)
+    first = (tree / "asr.json").read_bytes()
+    again = asr_stage.run(tree, backend=ScriptedBackend(), jobs=1, progress=False)  # the same run: nothing to redo
+    assert again.n_resumed == again.n_ok == 1 and (tree / "asr.json").read_bytes() == first
+
+    class Other(ScriptedBackend):
+        def signature(self) -> dict[str, Any]:
+            return {**super().signature(), "options": {"v": 2}}
+
+    with pytest.raises(RefusalError, match="exists and was made with other settings.*--force"):
+        asr_stage.run(tree, backend=Other(), jobs=1, progress=False)
     res = asr_stage.run(tree, backend=ScriptedBackend(default=[]), jobs=1, progress=False, force=True)
     assert res.n_ok == 1
     assert json.loads((tree / "candor_turn_taking" / "0" / "output.json").read_text()) == {"text": "", "chunks": []}
@@ -328,9 +336,13 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert e.value.code == 1
     out = capsys.readouterr()
     assert "1 ok, 1 failed of 2" in out.out and "after T=3.0" in out.err
-    with pytest.raises(SystemExit) as e:  # asr.json exists now
+    with pytest.raises(SystemExit) as e:  # asr.json of this same run: resumed, its failed sample retried (and failing)
         main(["fdb", "reference-asr", str(tree), "--backend", "import", "--declare", "x", "-q"])
-    assert e.value.code == 2 and "duplexeval: error:" in capsys.readouterr().err
+    assert e.value.code == 1 and "1 ok, 1 failed of 2 eligible samples (1 resumed)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:  # asr.json of another run: refused
+        main(["fdb", "asr", str(tree), "--backend", "import", "--declare", "y", "-q"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "asr.json: exists and was made with other settings" in err and "--force" in err
     with pytest.raises(SystemExit) as e:
         main(["fdb", "asr", str(tree), "--backend", "nope", "--force", "-q"])
     assert e.value.code == 2

@@ -75,6 +75,12 @@ def test_positional_controller_and_out_become_options(tree: Any) -> None:
     assert args == ["controller", "bench", "silero:threshold=0.6"]
 
 
+def test_a_flag_that_now_does_nothing_is_dropped(tree: Any) -> None:
+    args, notes = rewrite(["eot", "demo", "--no-force", "--out", "d"], tree)
+    assert args == ["eot", "demo", "--out", "d"] and notes == [
+        "--no-force is deprecated; use nothing (a rerun reuses its own files; --force redoes them)"]
+
+
 def test_every_old_spelling_names_a_command_that_exists(tree: Any) -> None:
     names = set()
     for group_name, group in tree.commands.items():

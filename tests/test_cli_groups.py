@@ -4,6 +4,7 @@ are must match what each module registers, so no command goes missing from a gro
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import typer
 
@@ -11,7 +12,7 @@ from duplexeval import cli
 
 
 def _fresh_apps() -> cli.CliApps:
-    return cli.CliApps(*(typer.Typer() for _ in range(6)))
+    return cli.CliApps(*(typer.Typer() for _ in range(1 + len(cli.GROUPS))))
 
 
 def test_each_module_registers_exactly_the_groups_the_table_names() -> None:
@@ -47,3 +48,16 @@ def test_the_root_tree_lists_every_group_and_the_root_commands() -> None:
     assert set(root.commands) == set(full.commands)  # type: ignore[attr-defined]
     for group in cli.GROUPS:
         assert root.commands[group].help == full.commands[group].help  # type: ignore[attr-defined]
+
+
+def test_one_cli_layout_every_module_that_adds_commands_is_a_star_cli_module() -> None:
+    """Each family adds its commands from `*_cli.py` modules (no `cli/` packages, no bare `cli.py` below the root)."""
+    import duplexeval
+
+    root = Path(duplexeval.__file__).parent
+    for module_name in cli.COMMAND_GROUPS:
+        assert module_name.rsplit(".", 1)[-1].endswith("_cli"), module_name
+    adders = {str(p.relative_to(root)) for p in root.rglob("*.py") if "def register(apps" in p.read_text(encoding="utf-8")}
+    listed = {m.removeprefix("duplexeval.").replace(".", "/") + ".py" for m in cli.COMMAND_GROUPS}
+    assert adders == listed
+    assert not [p for p in root.rglob("cli") if p.is_dir()] and not [p for p in root.rglob("cli.py") if p.parent != root]

@@ -136,3 +136,17 @@ def test_eot_latency_quantiles_take_the_exact_ceil_rank():
     q = build_report(pairs)["latency_ms"]["quantiles"]
     assert q["q10"] == pytest.approx(4.0) and q["q25"] == pytest.approx(10.0) and q["q50"] == pytest.approx(20.0)
     assert q["q90"] == pytest.approx(36.0) and q["q95"] == pytest.approx(38.0)
+
+
+def test_with_no_events_end_an_onset_at_the_clip_end_is_inside_as_its_firing_is():
+    """events_end_s null: the region is every time from events_start_s to the clip's end, the end included, for the
+    onsets as for the firings (the same interval); with events_end_s set it is [start, end) for both."""
+    s = _runs(100, [99])  # a yield firing stamped 8.0 s, the clip end
+    ev = clip_events(Clip(ClipMeta("y", 100, yield_onsets=[8.0]), ClipFrames(100, yield_=s)), POL)
+    assert (ev.yield_onsets, ev.onsets_outside_region, ev.yield_firings, ev.yield_latency_us) == (1, 0, 1, [0])
+    bc = _runs(100, [96])  # a backchannel firing stamped 7.76 s, inside the onset's [-640, +320) ms window
+    ev = clip_events(Clip(ClipMeta("b", 100, backchannel_onsets=[8.0], listen_s=8.0), ClipFrames(100, backchannel=bc)), POL)
+    assert (ev.backchannel_onsets, ev.onsets_outside_region, ev.backchannel_latency_us) == (1, 0, [-240_000])
+    ended = ClipMeta("y", 100, yield_onsets=[8.0], events_end_s=8.0)  # a set end excludes its own instant, both
+    ev = clip_events(Clip(ended, ClipFrames(100, yield_=s)), POL)
+    assert (ev.yield_onsets, ev.onsets_outside_region, ev.yield_firings) == (0, 1, 0)

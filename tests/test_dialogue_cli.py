@@ -105,7 +105,7 @@ def test_artifacts_start_with_header_and_signature(demo):
         assert head["kind"] == f"duplexeval.dialogue.{kind}"
         assert head["inputs"]["cases"] == head["signature"]["inputs"]["cases"]
     rep = json.loads((run / "dialogue.json").read_text())
-    assert rep["kind"] == "duplexeval.dialogue.report" and rep["signature"]["compact"].startswith("dialogue-spec004-1|cases:jsonl:400miu+400uim@")
+    assert rep["kind"] == "duplexeval.dialogue.report" and rep["signature"]["compact"].startswith("dialogue-spec004-2|cases:jsonl:400miu+400uim@")
     assert [c["name"] for c in rep["signature"]["components"]] == ["cases", "system", "clock", "judge", "boot"]
     rows = (run / "cases.jsonl").read_text().splitlines()[1:]
     assert len(rows) == 800  # one row per case, none dropped
@@ -157,7 +157,7 @@ def test_cli_synth_run_score(tmp_path, incli):
     p = cli("score", str(tmp_path / "r"))
     assert p.returncode == 0, p.stderr
     assert "ir_end" in p.stdout and "1.000 [0.758, 1.000] (12/12)" in p.stdout  # Wilson for 12/12
-    assert p.stdout.strip().splitlines()[-1].startswith("signature: dialogue-spec004-1|")
+    assert p.stdout.strip().splitlines()[-1].startswith("signature: dialogue-spec004-2|")
     rep = json.loads((tmp_path / "r" / "dialogue.json").read_text())
     assert rep["MiU"]["FTED_s"]["median"] == pytest.approx(0.8)  # 700 + 100 ms
 
@@ -202,7 +202,7 @@ def test_run_refuses_to_replace_another_run_unless_forced(tmp_path, incli):
     run_cases(cs, "eager", {}, Clock(), tmp_path / "r")
     run_cases(cs, "eager", {}, Clock(), tmp_path / "r")  # the same run again: fine
     p = cli("run", "--cases", str(tmp_path / "c.jsonl"), "--system", "keyword", "--out", str(tmp_path / "r"))
-    assert p.returncode == 2 and "holds another run (dialogue-spec004-1|" in p.stderr and "--force" in p.stderr
+    assert p.returncode == 2 and "holds another run (dialogue-spec004-2|" in p.stderr and "--force" in p.stderr
     assert json.loads((tmp_path / "r" / "cases.jsonl").read_text().splitlines()[0])["system"] == "eager"
     p = cli("run", "--cases", str(tmp_path / "c.jsonl"), "--system", "keyword", "--out", str(tmp_path / "r"), "--force")
     assert p.returncode == 0, p.stderr
@@ -266,4 +266,4 @@ def test_run_out_that_is_a_file_is_one_line(tmp_path, incli):
     (tmp_path / "c.jsonl").write_text(caseset_text(0, 2, 1), encoding="utf-8")
     (tmp_path / "afile").write_text("x")
     p = incli("run", "--cases", str(tmp_path / "c.jsonl"), "--system", "eager", "--out", str(tmp_path / "afile"))
-    assert p.returncode == 2 and "afile: run folder is an existing file, not a folder" in p.stderr
+    assert p.returncode == 2 and "afile: --out is an existing file, not a folder" in p.stderr

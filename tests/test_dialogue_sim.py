@@ -286,3 +286,101 @@ class Broken:
 def test_plugin_that_fails_to_build_is_one_line():
     with pytest.raises(InputError, match=r"^dialogue system 'test_dialogue_sim:Broken': __init__ raised ValueError: no model file$"):
         make_manager("test_dialogue_sim:Broken", {"level": "2"})
+
+
+# -- four rules at the edges ---------------------------------------------------------------------------
+
+
+def test_playback_done_comes_once_when_a_reply_ends_where_the_cut_scripted_utterance_would_have():
+    """The scripted utterance (to 1.92 s) is cut at 1.28 s by new words; the one-token reply (1.58 + 0.34 s) ends at
+    1.92 s, the scripted end: the manager hears one playback_done there, not two."""
+    m = Scripted({("user_chunk", 0): ["well"]})
+    rep = simulate(uim_case(), m, Clock(asr_chunk_ms=0, first_token_ms=300, per_token_ms=340))
+    assert rep.machine_stop_us == 1_280_000 and rep.said == [(1_580_000, "well")]
+    done = [e.t_us for e in m.seen if e.kind == "playback_done"]
+    assert done == [1_920_000]
+
+
+def test_a_token_due_the_instant_listen_arrives_is_dropped():
+    """[S.LISTEN] silences the machine at once; a token due to start at that very instant has not started."""
+    m = Scripted({("user_chunk", 0): [S_SPEAK, "ones", "more", Wait(300)], ("timer", -1): [S_LISTEN]})
+    rep = simulate(miu_case(), m, Clock(asr_chunk_ms=0, first_token_ms=300, per_token_ms=60))
+    assert rep.takes == [500_000] and rep.yields == [800_000]
+    assert rep.said == []  # "ones" was due at 0.80 s, the yield's instant
+    row = miu_row(miu_case(), rep)
+    assert row["first_token_s"] is None and row["reply"] == ""
+
+
+def test_a_zero_length_first_take_is_judged_on_what_it_said():
+    """[S.SPEAK] and [S.LISTEN] at the same instant (1.0 s), then a later take that talks: the outcome, the take
+    time and the reply the judge reads are the first take's (it said nothing)."""
+    m = Scripted({("user_chunk", 1): [S_SPEAK, S_LISTEN], ("user_end", -1): [S_SPEAK, "sure", "see"]})
+    rep = simulate(miu_case(), m, Clock(asr_chunk_ms=0, first_token_ms=300, per_token_ms=60))
+    assert rep.takes == [1_000_000, 1_500_000] and rep.yields == [1_000_000]
+    row = miu_row(miu_case(), rep)
+    assert (row["outcome"], row["take_s"], row["reply"]) == ("mid", 1.0, "")
+    assert row["transcript"][-1] == ["assistant", ""]
+
+
+class _Failing:
+    def reset(self, view: CaseView) -> None:
+        pass
+
+    def on_event(self, ev: Event) -> list:
+        raise RuntimeError("no model")
+
+
+class _HalfErrors:
+    """A judge that cannot label every other case it judges (a judge_error), and labels the rest 1."""
+
+    label = "half"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def identity(self) -> dict:
+        return {"mode": "half"}
+
+    def judge(self, row: dict):
+        from duplexeval.dialogue.judges import Verdict, needs_judging
+
+        if not needs_judging(row):
+            return None
+        self.calls += 1
+        if self.calls % 2:
+            return Verdict(error="judge_error: unparsable")
+        return Verdict(timing=1, content=1) if row["family"] == "MiU" else Verdict(score=1)
+
+
+def _cases_file(tmp_path, cases):
+    from duplexeval.dialogue.load import case_to_json, load_cases
+
+    p = tmp_path / "cases.jsonl"
+    p.write_text("".join(__import__("json").dumps(case_to_json(c)) + "\n" for c in cases), encoding="utf-8")
+    return load_cases(p)
+
+
+def test_failed_cases_count_as_errors_of_their_kind(tmp_path, monkeypatch):
+    from duplexeval.dialogue.run import run_cases
+    from duplexeval.dialogue.score import score_run
+
+    monkeypatch.setitem(__import__("sys").modules, "r3_failing_manager", __import__("types").SimpleNamespace(M=_Failing))
+    cases = _cases_file(tmp_path, generate(0, 4, 0))
+    run_cases(cases, "r3_failing_manager:M", {}, Clock(), tmp_path / "run")
+    rep = score_run(tmp_path / "run", ExpectedJudge())
+    by_kind = rep["MiU"]["outcomes_by_kind"]
+    assert sum(d["error"] for d in by_kind.values()) == rep["MiU"]["counts"]["errors"] == 4
+    assert set(by_kind) == {c.expected.kind for c in cases.cases}
+
+
+def test_judged_means_labelled_everywhere(tmp_path):
+    from duplexeval.dialogue.run import run_cases
+    from duplexeval.dialogue.score import score_run
+
+    cases = _cases_file(tmp_path, generate(3, 6, 2))
+    run_cases(cases, "eager", {}, Clock(), tmp_path / "run")
+    judge = _HalfErrors()
+    rep = score_run(tmp_path / "run", judge)
+    labelled = rep["MiU"]["counts"]["mid_judged_timing"] + sum(c["judged"] for c in rep["UiM"]["counts"].values())
+    assert rep["judge"]["judge_errors"] == (judge.calls + 1) // 2 > 0
+    assert rep["judge"]["judged"] == labelled == judge.calls - rep["judge"]["judge_errors"]

@@ -140,6 +140,7 @@ def test_cli_score_json_and_errors(tmp_path, capsys):
     assert out.read_bytes() == first
     bad = tmp_path / "b.csv"
     bad.write_text("true_turn_end_s,detector_commit_s\n1,oops\n")
+    capsys.readouterr()  # the earlier runs' status lines
     with pytest.raises(SystemExit) as e:
         main(["eot", "score", str(bad)])
     assert e.value.code == 2

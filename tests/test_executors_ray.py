@@ -230,3 +230,109 @@ def test_eot_predict_on_ray_writes_the_same_predictions(ray_local, tmp_path: Pat
     assert a.read_bytes() == b.read_bytes() and a.with_suffix(".jsonl").read_bytes() == b.with_suffix(".jsonl").read_bytes()
     helptext = CliRunner().invoke(_make_app(), ["eot", "predict", "--help"]).output
     assert all(flag in helptext for flag in ("--executor", "--ray-address", "--ray-num-cpus", "--ray-num-gpus", "--max-retries"))
+
+
+def _cli(*args: str, cwd: Path) -> None:
+    """One `duplexeval` command in a fresh process, as a user runs it (with --executor ray it starts its own Ray)."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "duplexeval", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, (args, proc.stderr[-2000:])
+
+
+def test_export_asr_and_score_on_a_default_ray_start_write_the_local_bytes(tmp_path: Path) -> None:
+    """No test fixture's Ray: each `--executor ray` command starts a local instance with Ray's defaults (every core,
+    OMP_NUM_THREADS=1 in its workers), as `duplexeval ... --executor ray` does for a user without a cluster."""
+    local, remote = tmp_path / "local", tmp_path / "ray"
+    common = ["--system", "turn-based", "--dataset", "demo", "--limit", "1", "-q"]
+    _cli("fdb", "export", *common, "--out", str(local), cwd=tmp_path)
+    _cli("fdb", "export", *common, "--out", str(remote), "--executor", "ray", cwd=tmp_path)
+    assert _files(remote) == _files(local) and len(_files(local)) > 10
+    _cli("fdb", "asr", str(local), "-q", cwd=tmp_path)
+    _cli("fdb", "asr", str(remote), "-q", "--executor", "ray", cwd=tmp_path)
+    names = ("asr.json", "output.json")
+    assert _files(remote, names) == _files(local, names) and len(_files(local, names)) == 6
+    _cli("fdb", "score", str(local), cwd=tmp_path)
+    _cli("fdb", "score", str(remote), "--executor", "ray", cwd=tmp_path)
+    names = ("unified.json", "unified-samples.jsonl")
+    assert _files(remote, names) == _files(local, names) and len(_files(local, names)) == 2
+
+
+def test_an_unreachable_ray_address_is_one_line_within_seconds() -> None:
+    import time
+
+    from duplexeval.executors_ray import check_reachable
+
+    t0 = time.monotonic()
+    with pytest.raises(InputError, match=r"^--ray-address 127\.0\.0\.1:1: cannot connect \(Connection refused\); is the "
+                                         r"Ray head running there"):
+        check_reachable("127.0.0.1:1")
+    assert time.monotonic() - t0 < 5
+    with pytest.raises(InputError, match=r"^--ray-address 'nohost': expected auto or HOST:PORT"):
+        check_reachable("nohost")
+
+
+def _cli_fails(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[str, float]:
+    import os
+    import subprocess
+    import time
+
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "duplexeval", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **(env or {})})
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    return proc.stderr.strip().splitlines()[-1], time.monotonic() - t0
+
+
+def test_ray_that_cannot_start_or_be_joined_is_one_line(tmp_path: Path) -> None:
+    from eot_fixtures import write_eotbench_spans
+
+    spans = write_eotbench_spans(tmp_path / "spans.jsonl")
+    base = ["eot", "predict", "--spans", str(spans), "--detector", "silence", "--out", str(tmp_path / "p.parquet"),
+            "--executor", "ray"]
+    line, _ = _cli_fails(base, tmp_path, {"RAY_TMPDIR": "/proc/no-such-folder"})  # the local node cannot start
+    assert line.startswith("duplexeval: error: --executor ray: could not start a local Ray instance (")
+    assert line.endswith("); run with --executor local")
+    line, took = _cli_fails([*base, "--ray-address", "127.0.0.1:1"], tmp_path)
+    assert line.startswith("duplexeval: error: --ray-address 127.0.0.1:1: cannot connect (Connection refused)")
+    assert took < 120  # Ray alone kept retrying for minutes
+
+
+def test_a_killed_driver_leaves_no_ray_process_behind(tmp_path: Path) -> None:
+    """SIGKILL of `eot predict --executor ray` mid-run: every Ray process it started (GCS, raylet, workers, and the
+    dashboard and runtime-env agents, which alone linger about a minute) is gone within seconds."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from eot_fixtures import write_eotbench_spans
+
+    from duplexeval.ray_reaper import _alive, _ray_below
+
+    spans = write_eotbench_spans(tmp_path / "spans.jsonl", 40)
+    driver = subprocess.Popen([sys.executable, "-m", "duplexeval", "eot", "predict", "--spans", str(spans),
+                               "--detector", "silero", "--out", str(tmp_path / "p.parquet"), "--executor", "ray"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        ray_procs: dict[int, int] = {}
+        while time.monotonic() < deadline and driver.poll() is None:  # until the agents and a worker run
+            ray_procs = _ray_below(driver.pid)
+            names = [(Path("/proc") / str(p) / "cmdline").read_bytes() for p in ray_procs if _alive(p, ray_procs[p])]
+            if sum(n.startswith((b"ray::DashboardAgent", b"ray::RuntimeEnvAgent", b"ray::_run_task")) for n in names) >= 3:
+                break
+            time.sleep(0.5)
+        assert driver.poll() is None, "the run ended before its Ray workers were seen"
+        ray_procs = _ray_below(driver.pid)
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(_alive(p, t) for p, t in ray_procs.items()):
+            time.sleep(0.5)
+        left = [p for p, t in ray_procs.items() if _alive(p, t)]
+        assert not left, [(Path("/proc") / str(p) / "cmdline").read_bytes()[:60] for p in left]
+    finally:
+        if driver.poll() is None:
+            driver.kill()

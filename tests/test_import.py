@@ -132,7 +132,8 @@ def test_cli_import(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[s
     monkeypatch.setattr(imp, "resolve_dataset", lambda d: ds)
     outputs = make_outputs(ds, tmp_path / "outputs")
     with pytest.raises(SystemExit) as ok:
-        main(["fdb", "import", "--dataset", "x", "--outputs", str(outputs), "--out", str(tmp_path / "t"), "-q"])
+        main(["fdb", "import", "--dataset", "x", "--outputs", str(outputs), "--out", str(tmp_path / "t"), "-q",
+              "--min-eligible", "0"])
     assert ok.value.code == 0
     assert "import: 3/5 samples eligible" in capsys.readouterr().out
     with pytest.raises(SystemExit) as err:

@@ -277,6 +277,9 @@ class RaisesInStep(Base):
 
 class ExitsInReset(Base):
     def reset(self): sys.exit(1)
+
+class ConfigNotJson(Base):
+    def config(self): return {"weights": b"raw"}
 '''
 
 
@@ -298,6 +301,11 @@ def test_a_controller_plugin_failing_is_one_line(controllers: str) -> None:
         run(load_controller("r3_controllers:RaisesInStep"), audio, None, 3, None)
     with pytest.raises(PluginError, match=r"^controller 'r3_controllers:ExitsInReset': reset called sys.exit\(1\)$"):
         run(load_controller("r3_controllers:ExitsInReset"), audio, None, 3, None)
+    from duplexeval.controller.runtime.registry import controller_config
+
+    with pytest.raises(PluginError, match=r"^controller 'r3_controllers:ConfigNotJson': config returned a value that "
+                                          r"is not plain JSON \(the value\['weights'\] has type bytes\)$"):
+        controller_config(load_controller("r3_controllers:ConfigNotJson"))
 
 
 # -- dialogue systems ------------------------------------------------------------------------------
@@ -387,3 +395,37 @@ def test_an_echoed_value_is_capped() -> None:
     assert len(str(err)) < 1100 and str(err).endswith("(hint at the end)") and "characters cut" in str(err)
     assert json.dumps(str(err))  # still one printable line
     assert textwrap.dedent(str(err)).count("\n") == 0
+
+
+def test_an_asr_backend_whose_signature_is_not_a_dict_is_one_line(tmp_path: Path) -> None:
+    from fdb_fixtures import FixtureSample, turn_ann, write_tree
+
+    from duplexeval.fdb import asr_stage
+
+    class ListSignature:
+        name = "mine"
+
+        def signature(self) -> list:
+            return ["v1"]
+
+        def transcribe(self, audio16k, offset_s=0.0):  # noqa: ANN001, ANN201
+            return []
+
+    tree = write_tree(tmp_path / "t", [FixtureSample("candor_turn_taking", "1", 2.0, turn_ann(1.0), None)], asr=False)
+    with pytest.raises(PluginError, match=r"^ASR backend 'mine': signature returned list \['v1'\], expected a dict$"):
+        asr_stage.run(tree, backend=ListSignature(), progress=False)  # type: ignore[arg-type]
+
+
+def test_call_timeout_reaches_a_network_system_s_sessions(tiny: Dataset, tmp_path: Path) -> None:
+    """A network system runs its samples through its own `run_sample` (replicas); --call-timeout bounds those calls
+    too: with 1 ms the handshake cannot finish, and the sample records the timeout."""
+    from net_fixtures import SERVED
+
+    from duplexeval.fdb.export import export
+    from duplexeval.fdb.tree import load_manifest
+
+    spec = "loopback:protocol=ws-pcm,serve=" + SERVED.replace(",", ";") + ",in_process=true"
+    export(spec, tiny, tmp_path / "t", progress=False, call_timeout_s=0.001, subsets=["candor_turn_taking"], limit=1)
+    manifest, _ = load_manifest(tmp_path / "t")
+    (entry,) = manifest.samples
+    assert not entry.eligible and "CallTimeout: open_session did not return within 0.001 s" in entry.extra["export"]["error"]

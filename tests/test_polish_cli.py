@@ -88,9 +88,10 @@ def test_asr_quiet_and_timing_line(tmp_path: Path, capsys: pytest.CaptureFixture
     assert rc == 0, err
     assert "asr: done in " in err and "7.0 s of audio" in err and "x real time" in err
     rc, out, err = run_cli(["fdb", "asr", str(tree), "--backend", "import", "--declare", "x", "-q", "--force"], capsys)
-    assert rc == 0 and err == "" and "2 ok" in out
+    quiet_err = "asr: exit 0: 2 eligible samples' transcriptions, none failed\n"  # -q keeps only the status line
+    assert rc == 0 and err == quiet_err and "2 ok" in out
     rc, out, err = run_cli(["fdb", "asr", str(tree), "--backend", "import", "--declare", "x", "--quiet", "--force"], capsys)
-    assert rc == 0 and err == ""
+    assert rc == 0 and err == quiet_err
 
 
 def test_declare_per_subset_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -128,7 +129,8 @@ def test_import_explains_ineligible_samples(ds: Dataset, tmp_path: Path, capsys:
     monkeypatch.setattr(imp, "resolve_dataset", lambda d: ds)
     outputs = make_outputs(ds, tmp_path / "outputs")
     rc, out, err = run_cli(["fdb", "import", "--dataset", "x", "--outputs", str(outputs), "--out", str(tmp_path / "t")], capsys)
-    assert rc == 0
+    assert rc == 1  # synthetic_user_interruption has no eligible sample: the default --min-eligible rule
+    assert err.splitlines()[-1].startswith("import: exit 1: synthetic_user_interruption: 0/1 eligible, below --min-eligible")
     assert "ineligible, missing_output: 1 (synthetic_user_interruption/1)" in out
     assert f"next: put the model's output.wav at {outputs}/<subset>/<id>/output.wav" in out
     assert "ineligible, length_mismatch: 1 (candor_turn_taking/2)" in out
@@ -144,12 +146,13 @@ def test_import_ignore_output_json(ds: Dataset, tmp_path: Path, capsys: pytest.C
     outputs = make_outputs(ds, tmp_path / "outputs")
     assert (outputs / "candor_turn_taking" / "1" / "output.json").is_file()
     rc, _out, err = run_cli(["fdb", "import", "--dataset", "x", "--outputs", str(outputs), "--out", str(tmp_path / "t"),
-                             "-q", "--ignore-output-json"], capsys)
+                             "-q", "--ignore-output-json", "--min-eligible", "0"], capsys)
     assert rc == 0, err
     assert not (tmp_path / "t" / "candor_turn_taking" / "1" / "output.json").exists()
     manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
     assert manifest["system"]["params"]["ignore_output_json"] is True
-    rc, _out, err = run_cli(["fdb", "import", "--dataset", "x", "--outputs", str(outputs), "--out", str(tmp_path / "u"), "-q"], capsys)
+    rc, _out, err = run_cli(["fdb", "import", "--dataset", "x", "--outputs", str(outputs), "--out", str(tmp_path / "u"), "-q",
+                             "--min-eligible", "0"], capsys)
     assert rc == 0 and (tmp_path / "u" / "candor_turn_taking" / "1" / "output.json").is_file()
 
 
@@ -169,7 +172,8 @@ def test_evaluate_progress_lines_round_floats(tmp_path: Path, capsys: pytest.Cap
     line = next(x for x in err.splitlines() if "evaluated 3" in x)
     assert "Average take turn 0.6667" in line, line
     assert not re.search(r"\d\.\d{5,}", line), line  # no 0.6666666666666666
-    assert "evaluate: done in " in err.splitlines()[-1]
+    assert "evaluate: done in " in err.splitlines()[-2]
+    assert err.splitlines()[-1].startswith("evaluate: exit 0: 3/3 evaluated in 1 subset")
 
 
 def _commands():

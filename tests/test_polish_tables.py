@@ -93,7 +93,7 @@ def test_comparison_table_is_aligned() -> None:
 
     text = format_comparison(_metrics())
     lines = [x for x in text.splitlines() if x.strip() and not set(x.strip()) <= {"─"}]
-    assert lines[0].split() == ["metric", "A", "B", "B", "-", "A", "95%", "CI"]
+    assert lines[0].split() == ["metric", "A", "B", "B", "-", "A", "95%", "interval"]
     body = lines[1:]
     assert len(body) == 3  # a metric with no data on either side is left out
     assert "n/a" not in text and body[2].split()[1] == "-"
@@ -110,6 +110,20 @@ def test_comparison_table_is_aligned() -> None:
     for col in (1, 2, 3):  # numbers: right-aligned, same end on every row and the header
         assert len({r[col][1] for r in rows}) == 1, (col, text)
     assert len({r[4][0] for r in rows}) == 1, text  # the interval column starts at one offset
+
+
+def test_comparison_cells_say_what_each_value_is_made_of_and_round_as_the_other_families() -> None:
+    from duplexeval.controller.metrics.compare import format_comparison
+
+    m = _metrics()
+    m["endpoint.early_cutin_rate"] = {"a": 0.5, "b": 0.25, "diff_b_minus_a": -0.25, "ci95": [-0.5, 0.0],
+                                      "made_of_a": {"count": 2, "n": 4}, "made_of_b": {"count": 1, "n": 4}}
+    m["endpoint.pause_false_endpoints_per_hour"] |= {"made_of_a": {"events": 2, "hours": 0.005269},
+                                                      "made_of_b": {"events": 2, "hours": 0.005269}}
+    text = format_comparison(m)
+    assert "+0.004   [+0.000, +0.010]" in text  # not +0.004436 [+0.0001187, +0.01044]
+    assert "0.500 (2/4)" in text and "0.250 (1/4)" in text and "-0.250   [-0.500, +0.000]" in text
+    assert "379.60 (2 in 0.005269 h)" in text and "12.5" in text
 
 
 def test_controller_report_explains_star_and_uses_the_shared_symbols(tmp_path: Path) -> None:

@@ -152,7 +152,8 @@ def test_forest_compares_with_the_baseline_and_labels_follow_the_options(trees: 
     assert "au-" not in page  # --audio none: no audio at all
 
 
-def test_inline_and_linked_audio_and_the_input_from_the_dataset(trees: list[Path], dataset: Path, tmp_path: Path) -> None:
+def test_inline_and_linked_audio_and_the_input_from_the_dataset(trees: list[Path], dataset: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
     import soundfile as sf
@@ -174,6 +175,11 @@ def test_inline_and_linked_audio_and_the_input_from_the_dataset(trees: list[Path
     assert not _audio(linked)
     for t in page_data(linked)["items"][f"x-{UI}-1"]["tracks"]:
         assert (out.parent / t["audio"]).resolve().is_file()  # relative to the page
+    import duplexeval.report.build as build
+
+    monkeypatch.setattr(build, "AUTO_INLINE_MAX_S", 60.0)  # two outputs and the input: over 3 min, so auto links
+    auto = write_report(trees, out, options=ReportOptions(dataset=str(dataset))).read_text()
+    assert not _audio(auto) and "min of audio: too much to inline" in auto
     other = dataset.parent / "other"
     shutil.copytree(dataset, other)
     (other / TT / "1" / "turn_taking.json").write_text(json.dumps(turn_ann(3.5)))
@@ -270,7 +276,7 @@ def test_controller_and_eot_reports_share_the_page(tmp_path: Path) -> None:
 def test_dialogue_and_controller_demos_get_pages_like_the_fdb_one(tmp_path: Path) -> None:
     """The dialogue demo's run folders and the controller demo's files: a forest against the baseline, cards per
     case / clip with every system's reading, and the controller demo's compare.json accepted (it has a header)."""
-    from duplexeval.controller.cli.demo import run_demo as controller_demo
+    from duplexeval.controller.demo import run_demo as controller_demo
     from duplexeval.dialogue.demo import run_demo as dialogue_demo
 
     dialogue_demo(tmp_path / "dlg", 0, None)
@@ -282,6 +288,12 @@ def test_dialogue_and_controller_demos_get_pages_like_the_fdb_one(tmp_path: Path
     card = data["items"]["c-miu-0001"]
     assert [who for who, _ in card["chats"]] == ["half-duplex", "eager", "keyword"]
     assert re.search(r'id="d1-miu-0001" data-sys="1" data-outcome="mid" data-verdict="(ok|bad)"', page)
+    from duplexeval.dialogue.compare import comparison_artifact
+    from duplexeval.jsonio import write_json
+
+    write_json(tmp_path / "dcmp.json", comparison_artifact(runs[0], runs[2]))
+    one = render_html([tmp_path / "dcmp.json"])
+    assert "keyword against half-duplex" in one and "difference from half-duplex" in one and 'class="forest"' in one
 
     controller_demo(tmp_path / "ctl", n=2, exchanges=2)
     files = [tmp_path / "ctl" / n for n in ("report-silence.json", "report-silero.json", "compare.json")]

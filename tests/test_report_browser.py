@@ -22,7 +22,7 @@ SHOWN = "document.querySelectorAll('article.smp:not(.hidden)').length"
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from duplexeval.controller.cli.demo import run_demo as controller_demo
+    from duplexeval.controller.demo import run_demo as controller_demo
     from duplexeval.demo import run_demo
     from duplexeval.dialogue.demo import run_demo as dialogue_demo
 

@@ -225,6 +225,8 @@ SECRET_DECLARATIONS = {
     "loopback": None,
     "moshi": None,
     "native-duplex": None,
+    "pipecat-ws": None,
+    "webrtc": None,
 }
 
 

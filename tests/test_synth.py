@@ -212,12 +212,14 @@ def test_generate_twice_gives_identical_bytes(tmp_path):
     assert not S.verify(a)
 
 
-def test_refuses_to_overwrite(tmp_path):
+def test_the_same_script_is_up_to_date_another_is_refused(tmp_path):
     sc = _script([TURN])
     out = S.synthesize_dataset(sc, tmp_path / "o")
-    with pytest.raises(RefusalError, match="--force"):
-        S.synthesize_dataset(sc, out)
+    made = (out / "dataset.json").stat().st_mtime_ns
+    assert S.synthesize_dataset(sc, out) == out and (out / "dataset.json").stat().st_mtime_ns == made  # not redone
     sc2 = _script([{**TURN, "text": "Something else entirely?"}])
+    with pytest.raises(RefusalError, match="exists and was made from another script or generator; pass --force"):
+        S.synthesize_dataset(sc2, out)
     S.synthesize_dataset(sc2, out, force=True)
     assert json.loads((out / "dataset.json").read_text())["script_sha256"] == sc2.sha256
     other = tmp_path / "mine"
@@ -268,6 +270,9 @@ def test_cli(tmp_path, capsys):
     code, out, _ = _cli(["fdb", "synth", str(script), "--out", str(tmp_path / "o"), "-q"], capsys)
     assert code == 0 and out.strip() == str(tmp_path / "o")
     assert (tmp_path / "o/candor_turn_taking/1/turn_taking.json").is_file()
+    code, out, err = _cli(["fdb", "synth", str(script), "--out", str(tmp_path / "o")], capsys)  # the same script: up to date
+    assert code == 0 and out.strip() == str(tmp_path / "o") and err.splitlines()[-1].startswith("synth: exit 0:")
+    script.write_text("name: mine\nsamples:\n  - {subset: candor_turn_taking, id: 1, text: 'Is anyone there?'}\n")
     code, _, err = _cli(["fdb", "synth", str(script), "--out", str(tmp_path / "o")], capsys)
     assert code == 2 and err.startswith("duplexeval: error:") and "--force" in err and "Traceback" not in err
     bad = tmp_path / "bad.yaml"

@@ -95,3 +95,23 @@ def init_pid(_: object) -> int:
 
 def loaded_where(state: int, item: int) -> tuple[int, int, int]:
     return item, state, os.getpid()
+
+
+def numeric_threads(_: object = None) -> dict[str, object]:
+    """The BLAS / OpenMP thread counts this worker computes with (threadpoolctl) and the OMP variable it sees."""
+    import numpy  # noqa: F401 - its OpenBLAS is what a worker's numbers go through
+    from threadpoolctl import threadpool_info
+
+    pools = sorted({(p["user_api"], p["num_threads"]) for p in threadpool_info()})
+    return {"pools": pools, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
+
+
+def stateful_numeric_threads(state: object, item: object) -> dict[str, object]:
+    return numeric_threads()
+
+
+def load_ctranslate2(_: object) -> str:
+    """A worker that loads the ASR model library first (its OpenMP pool appears after the worker started)."""
+    import ctranslate2
+
+    return str(ctranslate2.__version__)

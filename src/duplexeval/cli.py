@@ -34,6 +34,7 @@ class CliApps:
     controller: typer.Typer
     dialogue: typer.Typer
     serve: typer.Typer
+    systems: typer.Typer
 
 
 def _make_app(group: str | None = None) -> typer.Typer:
@@ -81,14 +82,15 @@ COMMAND_GROUPS: dict[str, tuple[str, ...]] = {
     "duplexeval.fdb.export_cli": ("fdb",),
     "duplexeval.fdb.evaluate_cli": ("fdb",),
     "duplexeval.fdb.compare_cli": ("fdb",),
-    "duplexeval.report.cli": ("fdb", "root"),
-    "duplexeval.eot.cli": ("eot",),
-    "duplexeval.controller.cli.evaluate": ("controller",),
-    "duplexeval.controller.cli.tools": ("controller",),
-    "duplexeval.dialogue.cli": ("dialogue",),
+    "duplexeval.report.report_cli": ("fdb", "root"),
+    "duplexeval.eot.eot_cli": ("eot",),
+    "duplexeval.controller.evaluate_cli": ("controller",),
+    "duplexeval.controller.tools_cli": ("controller",),
+    "duplexeval.dialogue.dialogue_cli": ("dialogue",),
     "duplexeval.demo_cli": ("root",),
     "duplexeval.systems.net.serve_cli": ("serve",),
     "duplexeval.fdb.replay_cli": ("fdb",),
+    "duplexeval.fdb.check_cli": ("systems",),
 }
 # The command groups under the root, with the help text `duplexeval --help` shows for each.
 GROUP_HELP: dict[str, str] = {
@@ -98,6 +100,7 @@ GROUP_HELP: dict[str, str] = {
     "controller": "Streaming turn-taking controller evaluation (spec 002).",
     "dialogue": "Duplex dialogue managers (spec 004): synth, run, score, demo.",
     "serve": "Serve an in-process system over a real protocol on 127.0.0.1 (reference servers, fault injection).",
+    "systems": "Systems under test: try one on a single sample before a run (check), list the names (list).",
 }
 GROUPS: tuple[str, ...] = tuple(GROUP_HELP)
 
@@ -115,10 +118,9 @@ FDB_PIPELINE: tuple[str, ...] = ("synth", "export", "import", "asr", "evaluate",
 # the reverse), or a place that cannot be written. `--json` / `--rows` paths are files; an `out` option or
 # argument is the folder or file these tables say; any other command's `out` gets the checks valid for both.
 OUTPUT_FILE_FLAGS: tuple[str, ...] = ("--json", "--rows")
-OUTPUT_DIRS: frozenset[tuple[str, str]] = frozenset({
-    ("fdb", "export"), ("fdb", "reference-export"), ("fdb", "import"), ("fdb", "synth"),
-    ("controller", "label"), ("controller", "run"), ("controller", "demo"), ("duplexeval", "demo"),
-})
+OUTPUT_DIRS: frozenset[tuple[str, str]] = frozenset(  # the commands whose `out` is a folder (cli_paths says which)
+    where for where, folders in cli_paths.FOLDER_OUTPUTS.items() if "out" in folders
+)
 OUTPUT_FILES: frozenset[tuple[str, str]] = frozenset({
     ("controller", "calibrate"), ("duplexeval", "report"), ("fdb", "compare"), ("fdb", "show"),
 })
@@ -198,8 +200,37 @@ def _polish(cmd: Any, group: str = "") -> None:
         param.callback = _output_check(kind, flag, param.callback)
 
 
+def _fold_long_words_in_help() -> None:
+    """typer's rich help cuts a word longer than its column with an ellipsis ("'turn-based:silence_ms=…" at 80
+    columns, an example made useless); fold such words onto the next line instead, so nothing of a help is lost."""
+    from rich.table import Table
+    from rich.text import Text
+    from typer import rich_utils
+
+    if getattr(rich_utils, "_duplexeval_folds", False):
+        return
+    columns = rich_utils.Columns
+
+    class FoldingTable(Table):
+        def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+            super().add_row(*renderables, **kwargs)
+            for column in self.columns:
+                column.overflow = "fold"
+
+    def folding_columns(items: Any, *args: Any, **kwargs: Any) -> Any:
+        for item in items:
+            if isinstance(item, Text):
+                item.overflow = "fold"
+        return columns(items, *args, **kwargs)
+
+    rich_utils.Table = FoldingTable  # type: ignore[misc]
+    rich_utils.Columns = folding_columns  # type: ignore[assignment,misc]
+    rich_utils._duplexeval_folds = True  # type: ignore[attr-defined]
+
+
 def command_tree(group: str | None = None) -> Any:
     """The click command tree `duplexeval` runs (every group, or only `group`'s), with the output checks attached."""
+    _fold_long_words_in_help()
     cmd = typer.main.get_command(_make_app(group))
     _polish(cmd)
     return cmd

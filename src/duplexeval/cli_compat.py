@@ -59,6 +59,7 @@ DEPRECATED: tuple[Old, ...] = (
     Old(("controller label", "controller demo"), "OUT", "positional_to_option", "--out DIR", "--out"),
     Old(("controller run",), "--option", "into_spec", "--controller NAME:key=value,...", "--controller"),
     Old(("controller bench",), "--option", "into_spec", "SPEC as NAME:key=value,...", "@0"),
+    Old(("eot demo",), "--no-force", "drop", "nothing (a rerun reuses its own files; --force redoes them)"),
 )
 
 

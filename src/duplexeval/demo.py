@@ -88,12 +88,17 @@ def tree_name(spec: str) -> str:
     return f"{safe}-{hashlib.sha256(spec.encode('utf-8')).hexdigest()[:8]}"
 
 
+class DemoRefusal(RefusalError):
+    """The demo folder holds a tree of another run: the demo stops (docs/cli.md section 4) instead of replacing it."""
+
+
 class NetExport:
     """`duplexeval fdb export --concurrency N` of a network system in a child process (see run_demo)."""
 
     def __init__(self, spec: str, dataset: Path, tree: Path, concurrency: int) -> None:
+        # --min-eligible 0: the demo reports ineligible samples itself and goes on; exit 2 is still a failure
         self.args = [sys.executable, "-m", "duplexeval", "fdb", "export", "--system", spec, "--dataset", str(dataset),
-                     "--out", str(tree), "--concurrency", str(concurrency), "--quiet"]
+                     "--out", str(tree), "--concurrency", str(concurrency), "--quiet", "--min-eligible", "0"]
         self.proc: Any = None
         self.forced = False
 
@@ -105,17 +110,24 @@ class NetExport:
         return self
 
     def result(self, say: Callable[[str], None], label: str) -> tuple[int, int]:
-        """Wait; (ran, reused). An older demo tree is exported again with --force; other failures raise."""
+        """Wait; (ran, reused). A tree of another run there is a DemoRefusal (rerun the demo with --force)."""
         out, err = self.proc.communicate()
         if self.proc.returncode != 0 and not self.forced and "--force" in err:
-            say(f"demo: [{label}] {err.strip().removeprefix('duplexeval: error: ')}; exporting again")
-            return self.start(force=True).result(say, label)
+            raise DemoRefusal(err.strip().splitlines()[-1].removeprefix("duplexeval: error: "))
         if self.proc.returncode != 0:
             raise RefusalError(" ".join((err.strip().splitlines() or ["the export failed"])[-1:]))
         m = re.search(r"\((\d+) run, (\d+) reused\)", out)
         if m is None:
             raise RefusalError(f"unexpected export output: {out.strip()[:200]}")
         return int(m.group(1)), int(m.group(2))
+
+
+def _stop(background: dict[str, NetExport]) -> None:
+    """End the network exports still running (the demo is stopping); each is our own child process."""
+    for job in background.values():
+        if job.proc is not None and job.proc.poll() is None:
+            job.proc.terminate()
+            job.proc.wait()
 
 
 def _asr_is_current(tree: Path) -> bool:
@@ -135,8 +147,12 @@ def run_demo(
     say: Callable[[str], None] = print,
     dataset: Any = "demo",
     asr_backend: str | None = None,
+    force: bool = False,
 ) -> DemoResult:
-    """Run every stage for each system; returns where everything is (render it with `comparison_table`)."""
+    """Run every stage for each system; returns where everything is (render it with `comparison_table`).
+
+    A rerun resumes its own trees; a tree of another run in `out` (an older demo set, other parameters) stops the
+    demo with a refusal unless `force`, which exports it again."""
     t0 = time.monotonic()
     if not systems:
         raise InputError("--systems: give at least one system")
@@ -156,10 +172,9 @@ def run_demo(
 
     def do_export(system: System, label: str, tree: Path, show: bool) -> Any:
         try:
-            return export(system, ds, tree, progress=show)
-        except RefusalError as exc:  # an older demo tree (another version, demo set or parameters): redo it
-            say(f"demo: [{label}] {exc}; exporting again")
-            return export(system, ds, tree, progress=show, force=True)
+            return export(system, ds, tree, progress=show, force=force)
+        except RefusalError as exc:  # a tree of another run (an older demo set, other parameters): never replaced silently
+            raise DemoRefusal(str(exc)) from None
 
     # Network exports wait on the wall clock: start them now as `duplexeval fdb export` child processes, so their
     # real-time wait overlaps the other systems' work without sharing this interpreter's lock (a thread here was
@@ -168,7 +183,7 @@ def run_demo(
     for (spec, system), label in zip(made, labels):
         if getattr(system, "wall_clock", False):
             say(f"demo: [{label}] export over the network started (a child process, all samples at once)")
-            background[label] = NetExport(spec, ds_root, out / label, len(ds.samples())).start()
+            background[label] = NetExport(spec, ds_root, out / label, len(ds.samples())).start(force=force)
     # The in-process exports (seconds) overlap the network ones; ASR and scoring wait until every export is
     # done, so nothing CPU-heavy competes with a session's send schedule.
     for (spec, system), label in zip(made, labels):
@@ -180,6 +195,9 @@ def run_demo(
         try:
             res = do_export(system, label, run.tree, progress)
             run.stages["export"] = f"{res.ran} run, {res.reused} reused"
+        except DemoRefusal:
+            _stop(background)
+            raise
         except DuplexEvalError as exc:
             say(f"demo: [{label}] export failed: {exc}")
             run.stages["export"] = f"failed: {exc}"
@@ -189,6 +207,9 @@ def run_demo(
             try:
                 ran, reused = background[run.label].result(say, run.label)
                 run.stages["export"] = f"{ran} run, {reused} reused"
+            except DemoRefusal:
+                _stop(background)
+                raise
             except DuplexEvalError as exc:
                 say(f"demo: [{run.label}] export failed: {exc}")
                 run.stages["export"] = f"failed: {exc}"

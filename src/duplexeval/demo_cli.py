@@ -19,6 +19,8 @@ def demo_command(
         help="Systems to compare, NAME[:key=value,...], repeatable (default: silent, turn-based, talk-over, backchannel).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or stage lines; only the table."),
+    force: bool = typer.Option(False, "--force", help="Export again the trees in --out made by another run (an older "
+                                                      "demo set, other parameters); without it the demo stops there."),
     no_v15: bool = typer.Option(False, "--no-v15", help="Skip the FDB v1.5 overlap part (four scenarios, in-process systems)."),
 ) -> None:
     """Make the demo set, export it with each baseline, run ASR, official and unified scoring; print one table.
@@ -30,7 +32,7 @@ def demo_command(
         if not quiet:
             print(line, file=sys.stderr, flush=True)
 
-    result = run_demo(out, systems or DEFAULT_SYSTEMS, progress=not quiet, say=say)
+    result = run_demo(out, systems or DEFAULT_SYSTEMS, progress=not quiet, say=say, force=force)
     print_report(result)
     if not no_v15:
         from duplexeval.fdb.tasks.overlap import demo as v15

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -136,7 +137,52 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="duplexeval-parent-watch").start()
 
 
+# -- numeric threads: the same in every worker, whichever executor runs it --------------------------------
+# Every worker process (a local pool process, a Ray task or actor, this process for jobs=1) computes with this many
+# BLAS and OpenMP threads, and ASR models with this many intra-op threads: results of libraries whose reductions
+# depend on their thread count (OpenBLAS, CTranslate2) then do not depend on where they ran (Ray sets
+# OMP_NUM_THREADS=1 in its workers; a local process would take every core). Recorded in the ASR signature.
+WORKER_THREADS = 1
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+
+
+_PINNED: set[int] = set()  # processes pinned already (a Ray task process runs many tasks)
+
+
+def pin_numeric_threads(n: int = WORKER_THREADS, again: bool = False) -> None:
+    """Make this process compute with `n` BLAS/OpenMP threads: the variables for libraries loaded later, threadpoolctl
+    for those loaded already (some 10-50 ms, so once per process unless `again`: after loading a model library)."""
+    from threadpoolctl import threadpool_limits  # lazy: it inspects every loaded library
+
+    if os.getpid() in _PINNED and not again:
+        return
+    for var in THREAD_ENV:
+        os.environ[var] = str(n)
+    threadpool_limits(limits=n)
+    _PINNED.add(os.getpid())
+
+
+@contextmanager
+def numeric_threads(n: int = WORKER_THREADS) -> Iterator[None]:
+    """`pin_numeric_threads` for the work done in this process (jobs=1), undone afterwards."""
+    from threadpoolctl import threadpool_limits
+
+    old = {var: os.environ.get(var) for var in THREAD_ENV}
+    for var in THREAD_ENV:
+        os.environ[var] = str(n)
+    try:
+        with threadpool_limits(limits=n):
+            yield
+    finally:
+        for var, value in old.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+
+
 def _init_plain(parent_pid: int, secrets: tuple[str, ...] = ()) -> None:
+    pin_numeric_threads()
     die_with_parent(parent_pid)
     redaction.register(*secrets)  # what the driver knows, so a worker's lines and files are scrubbed as well
     redaction.install_stream_guard()
@@ -145,6 +191,7 @@ def _init_plain(parent_pid: int, secrets: tuple[str, ...] = ()) -> None:
 def _init_stateful(parent_pid: int, init: Callable[[Any], Any], arg: Any, secrets: tuple[str, ...] = ()) -> None:
     _init_plain(parent_pid, secrets)
     _STATE["state"] = init(arg)
+    pin_numeric_threads(again=True)  # the model's own thread pools exist now
 
 
 def _call_stateful(fn: Callable[[Any, Any], Any], item: Any) -> Any:
@@ -166,11 +213,12 @@ class LocalExecutor:
 
     def map_ordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[ItemResult[R] | ItemFailure]:
         if self.jobs == 1:
-            for i, item in enumerate(items):
-                try:
-                    yield ItemResult(i, fn(item))
-                except (Exception, SystemExit) as exc:  # noqa: BLE001 - recorded per item by the stage (a sys.exit too)
-                    yield ItemFailure(i, one_line(exc))
+            with numeric_threads():
+                for i, item in enumerate(items):
+                    try:
+                        yield ItemResult(i, fn(item))
+                    except (Exception, SystemExit) as exc:  # noqa: BLE001 - recorded per item by the stage
+                        yield ItemFailure(i, one_line(exc))
             return
         if self._pool is None:
             self._pool = cf.ProcessPoolExecutor(max_workers=self.jobs, initializer=_init_plain,
@@ -181,12 +229,14 @@ class LocalExecutor:
     def map_stateful(self, work: StatefulWork[Any, T, R], items: Sequence[T]) -> Iterator[ItemResult[R] | ItemFailure]:
         """In this process (jobs=1: ``init`` runs here, its errors propagate) or ``jobs`` spawned processes."""
         if self.jobs == 1 or len(items) <= 1:
-            state = work.init(work.arg) if items else None
-            for i, item in enumerate(items):
-                try:
-                    yield ItemResult(i, work.fn(state, item))
-                except (Exception, SystemExit) as exc:  # noqa: BLE001 - recorded per item by the stage (a sys.exit too)
-                    yield ItemFailure(i, one_line(exc))
+            with numeric_threads():
+                state = work.init(work.arg) if items else None
+                with numeric_threads():  # again: the model's thread pools exist now
+                    for i, item in enumerate(items):
+                        try:
+                            yield ItemResult(i, work.fn(state, item))
+                        except (Exception, SystemExit) as exc:  # noqa: BLE001 - recorded per item by the stage
+                            yield ItemFailure(i, one_line(exc))
             return
         # spawn: model libraries (onnxruntime, CTranslate2) are not fork-safe once their threads exist.
         with cf.ProcessPoolExecutor(max_workers=min(self.jobs, len(items)), mp_context=mp.get_context("spawn"),

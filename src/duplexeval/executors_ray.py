@@ -13,13 +13,15 @@ import logging
 import math
 import os
 import pickle
+import socket
+import subprocess
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from duplexeval import redaction
-from duplexeval.errors import InputError
+from duplexeval.errors import InputError, clip
 from duplexeval.executors import (
     ExecutorSpec,
     ItemFailure,
@@ -28,6 +30,7 @@ from duplexeval.executors import (
     StatefulWork,
     T,
     one_line,
+    pin_numeric_threads,
 )
 
 INSTALL_HINT = "--executor ray needs Ray, an optional extra: pip install 'duplexeval[ray]'"
@@ -45,6 +48,44 @@ def import_ray() -> Any:
     return ray
 
 
+RAY_CONNECT_TIMEOUT_S = 10.0  # joining a cluster: how long its address may take to answer before we give up
+
+
+def check_reachable(address: str) -> None:
+    """Refuse, in one line and within RAY_CONNECT_TIMEOUT_S, a `--ray-address HOST:PORT` where nothing answers (Ray
+    itself would retry for minutes)."""
+    target = address.split("://", 1)[-1]
+    host, sep, port_text = target.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise InputError(f"--ray-address {address!r}: expected auto or HOST:PORT (e.g. 10.0.0.5:6379)")
+    try:
+        with socket.create_connection((host, int(port_text)), timeout=RAY_CONNECT_TIMEOUT_S):
+            pass
+    except TimeoutError:
+        raise InputError(f"--ray-address {address}: no answer within {RAY_CONNECT_TIMEOUT_S:g} s; is the Ray head "
+                         "running there (`ray start --head`)? Or drop --ray-address to start a local instance") from None
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise InputError(f"--ray-address {address}: cannot connect ({why}); is the Ray head running there "
+                         "(`ray start --head`)? Or drop --ray-address to start a local instance") from None
+
+
+def _init_failure(address: str | None, exc: BaseException) -> str:
+    """One line for a Ray that would not start or be joined, with what to do instead."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if address is None:
+        return f"--executor ray: could not start a local Ray instance ({clip(text, 300)}); run with --executor local"
+    return f"--ray-address {address}: cannot join Ray ({clip(text, 300)}); check the address, or run with --executor local"
+
+
+def start_reaper() -> subprocess.Popen[bytes]:
+    """The watcher that stops this run's Ray processes once this process is gone (`duplexeval.ray_reaper`)."""
+    return subprocess.Popen([sys.executable, "-m", "duplexeval.ray_reaper", str(os.getpid())],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, close_fds=True)
+
+
 def make_ray_executor(spec: ExecutorSpec) -> RayExecutor:
     return RayExecutor(spec)
 
@@ -52,6 +93,7 @@ def make_ray_executor(spec: ExecutorSpec) -> RayExecutor:
 def _run_task(fn: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
     """A task body: the function's own exception is a result (never retried); only a dead worker is retried."""
     redaction.install_stream_guard()  # Ray keeps a worker's output in log files: scrubbed like the driver's lines
+    pin_numeric_threads()  # as a local worker computes (Ray's own OMP_NUM_THREADS=1 is not relied on)
     try:
         return True, fn(item)
     except Exception as exc:  # noqa: BLE001 - recorded per item by the stage
@@ -65,10 +107,12 @@ class _StatefulWorker:
         self.error: BaseException | None = None
         self.state: Any = None
         redaction.install_stream_guard()
+        pin_numeric_threads()
         try:
             self.state = init(arg)
         except Exception as exc:  # noqa: BLE001 - handed to the driver by ready(), which raises it there
             self.error = exc
+        pin_numeric_threads(again=True)  # the model's own thread pools exist now
 
     def ready(self) -> tuple[int, BaseException | str | None]:
         err = self.error
@@ -98,15 +142,20 @@ class RayExecutor:
         self.spec = spec
         self.ray = import_ray()
         self._started = False
+        self._reaper: subprocess.Popen[bytes] | None = None
         if not self.ray.is_initialized():
+            # None means a new local instance of our own, never whichever cluster this machine ran last
+            address = spec.ray_address if spec.ray_address is not None else "local"
+            if address not in ("local", "auto"):
+                check_reachable(address)
+                os.environ.setdefault("RAY_gcs_server_port_wait_time_s", str(int(RAY_CONNECT_TIMEOUT_S)))
             try:
-                # None means a new local instance of our own, never whichever cluster this machine ran last
-                address = spec.ray_address if spec.ray_address is not None else "local"
                 self.ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING)
-            except (ConnectionError, ValueError, RuntimeError) as exc:
-                where = spec.ray_address or "a new local instance"
-                raise InputError(f"--ray-address {where}: cannot start or join Ray: {' '.join(str(exc).split())}") from None
+            except Exception as exc:  # noqa: BLE001 - Ray raises many types when its node does not come up
+                raise InputError(_init_failure(spec.ray_address, exc)) from None
             self._started = True
+            if address == "local":
+                self._reaper = start_reaper()
         self._warned_gpu = False
 
     # -- resources ----------------------------------------------------------------------------------
@@ -258,6 +307,13 @@ class RayExecutor:
         if self._started and self.ray.is_initialized():
             self.ray.shutdown()
             self._started = False
+        if self._reaper is not None:
+            self._reaper.terminate()
+            try:
+                self._reaper.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._reaper.kill()
+            self._reaper = None
 
 
 def _ray_line(exc: BaseException) -> str:

@@ -9,7 +9,9 @@ works from the command line without touching the package.
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import sys
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any, Generic, TypeVar
@@ -29,15 +31,35 @@ def is_import_spec(name: str) -> bool:
     return bool(sep) and bool(_DOTTED.match(mod)) and bool(_DOTTED.match(attr))
 
 
+def _import_module(name: str) -> object:
+    """`importlib.import_module`, and when the module's top-level package is nowhere on the import path, once
+    more with the current folder appended to it (so `--system mymodule:MyAgent` works from mymodule's folder;
+    appended, so it never shadows an installed module)."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        cwd = os.getcwd()
+        if exc.name != name.split(".")[0] or cwd in sys.path or "" in sys.path:
+            raise
+        sys.path.append(cwd)
+        importlib.invalidate_caches()
+        return importlib.import_module(name)
+
+
 def import_object(spec: str, what: str = "plugin") -> object:
     """Import `module.path:Name` (Name may be dotted); one-line InputError when it cannot be found."""
     if not is_import_spec(spec):
         raise InputError(f"{what} {spec!r}: expected module.path:Name")
     mod_name, _, attr = spec.partition(":")
     try:
-        obj: object = importlib.import_module(mod_name)
+        obj: object = _import_module(mod_name)
     except ImportError as exc:
-        raise InputError(f"{what} {spec!r}: cannot import module {mod_name!r} ({exc})") from exc
+        top = mod_name.split(".")[0]
+        where = ""
+        if isinstance(exc, ModuleNotFoundError) and exc.name == top:
+            where = (f"; looked on the import path and in the current folder {os.getcwd()}: run from the folder that "
+                     f"holds {top}.py (or the {top}/ package), or put that folder on PYTHONPATH")
+        raise InputError(f"{what} {spec!r}: cannot import module {mod_name!r} ({exc}){where}") from exc
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the plugin module's own code failed as it was imported
         raise PluginError(what, spec, "import", what_happened(exc)) from exc
     for part in attr.split("."):

@@ -80,3 +80,15 @@ def known_params(flag: str, spec: str, params: Mapping[str, str], known: Iterabl
     for key in params:
         if key not in allowed:
             raise InputError(f"{flag} {spec!r}: no parameter {key!r} (known: {', '.join(allowed) or 'none'})")
+
+
+def typed_params(flag: str, spec: str, params: Mapping[str, str], kinds: Mapping[str, Callable[[str], Any]]) -> dict[str, Any]:
+    """Each raw value read by its key's type (`int`, `float`, `str`, `Path`...): one line naming the key otherwise."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        kind = kinds[key]
+        try:
+            out[key] = kind(value)
+        except ValueError:
+            raise InputError(f"{flag} {spec!r}: {key}={value!r} is not a valid {getattr(kind, '__name__', 'value')}") from None
+    return out

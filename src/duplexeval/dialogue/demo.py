@@ -12,21 +12,30 @@ from duplexeval.dialogue.load import load_cases
 from duplexeval.dialogue.run import run_cases
 from duplexeval.dialogue.score import print_report, score_run
 from duplexeval.dialogue.simulator import Clock
-from duplexeval.dialogue.synth import caseset_text
+from duplexeval.dialogue.synth import (
+    DEFAULT_MIU,
+    DEFAULT_UIM_PER_REASON,
+    caseset_header,
+    caseset_text,
+    check_caseset_out,
+)
 from duplexeval.jsonio import atomic_write_text, make_output_dir
 
 CASES_NAME = "cases-builtin.jsonl"
 
 
-def run_demo(out: Path, seed: int = 0, console: Any | None = None) -> list[dict[str, Any]]:
-    """Write the case set into `out`, run and score each baseline in `out/<name>/`, print the comparison."""
+def run_demo(out: Path, seed: int = 0, console: Any | None = None, force: bool = False) -> list[dict[str, Any]]:
+    """Write the case set into `out`, run and score each baseline in `out/<name>/`, print the comparison.
+
+    A rerun with the same seed redoes it in place; an earlier demo of another seed there is refused unless `force`."""
     out = make_output_dir(out, "demo folder")
     path = out / CASES_NAME
+    check_caseset_out(path, caseset_header(seed, DEFAULT_MIU, DEFAULT_UIM_PER_REASON), force)
     atomic_write_text(path, caseset_text(seed))
     cases = load_cases(path)
     reports = []
     for name in BASELINES:
-        run_cases(cases, name, {}, Clock(), out / name)
+        run_cases(cases, name, {}, Clock(), out / name, force=force)
         reports.append(score_run(out / name, ExpectedJudge()))
     print_report(reports, list(BASELINES), f"duplex dialogue demo (spec 004): {len(cases.cases)} built-in cases (ours, not the paper's), judge expected", console)
     base = BASELINES[0]

@@ -37,8 +37,10 @@ def miu_row(case: MiUCase, rep: Replay) -> dict[str, Any]:
     if take is None:
         heard = len(case.chunks)
     first = next((t for t, _ in rep.said if take is not None and t >= take), None)
-    stop = next((y for y in rep.yields if take is not None and y > take), None)
-    reply = [tok for t, tok in rep.said if take is not None and t >= take and (stop is None or t <= stop)]
+    # the reply is what the first take said: its tokens up to its yield (a yield at the take's own instant ends it
+    # with nothing said; a later take's words are not this cut-in's reply)
+    stop = next((y for y in rep.yields if take is not None and y >= take), None)
+    reply = [tok for t, tok in rep.said if take is not None and t >= take and (stop is None or t < stop)]
     user_heard = " ".join(c.text for c in case.chunks[:heard])
     fted = None if first is None or outcome == "mid" else first - rep.speech_end_us
     exp = case.expected
@@ -93,6 +95,8 @@ def error_row(case: MiUCase | UiMCase, reason: str) -> dict[str, Any]:
     row: dict[str, Any] = {"id": case.id, "family": case.family, "outcome": ERROR, "error": reason}
     if isinstance(case, UiMCase):
         row["reason"] = case.interruption.reason
+    else:
+        row["kind"] = case.expected.kind if case.expected is not None else ""  # counted under its kind's errors
     row["expected"] = case.expected.model_dump(mode="json") if case.expected is not None else None
     return row
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.artifacts import header
-from duplexeval.dialogue.baselines import make_manager, manager_settings
+from duplexeval.dialogue.baselines import KIND, make_manager, manager_settings
 from duplexeval.dialogue.cases import MiUCase, UiMCase
 from duplexeval.dialogue.load import CaseSet
 from duplexeval.dialogue.rows import decision_text, error_row, miu_row, uim_row
@@ -26,9 +26,10 @@ from duplexeval.jsonio import (
     make_output_dir,
     sha256_bytes,
 )
+from duplexeval.plugins import returned
 from duplexeval.signature import Component, Signature
 
-DEFINITIONS = "dialogue-spec004-1"
+DEFINITIONS = "dialogue-spec004-2"
 DECISIONS_KIND = "duplexeval.dialogue.decisions"
 CASES_KIND = "duplexeval.dialogue.cases"
 SCHEMA = 1
@@ -90,7 +91,7 @@ def replay_case(job: _Job) -> tuple[dict[str, Any], str]:
     row = miu_row(job.case, rep) if isinstance(job.case, MiUCase) else uim_row(job.case, rep, job.clock)
     errs = getattr(manager, "case_errors", None)
     if callable(errs):
-        row["system_errors"] = int(errs())
+        row["system_errors"] = returned(KIND, job.system, "case_errors", errs(), int, "a count (int)")
     return row, decision_text(rep)
 
 

@@ -71,7 +71,8 @@ def items_from(rows: list[dict[str, Any]], verdicts: list[Verdict | None]) -> tu
     uim: list[UiMItem] = []
     for row, v in zip(rows, verdicts):
         if row["family"] == "MiU":
-            miu.append(MiUItem(row["outcome"], v.timing if v else None, v.content if v else None, _fted_us(row), row.get("kind") or ""))
+            kind = row.get("kind") or (row.get("expected") or {}).get("kind") or ""  # an older error row: expected's
+            miu.append(MiUItem(row["outcome"], v.timing if v else None, v.content if v else None, _fted_us(row), kind))
         else:
             uim.append(UiMItem(row.get("reason", ""), row["outcome"], v.score if v else None))
     return miu, uim
@@ -102,7 +103,9 @@ def score_run(run_dir: Path, judge: Judge) -> dict[str, Any]:
     report = {
         **header(REPORT_KIND, SCHEMA, sig, inputs),
         "system": head.get("system"),
-        "judge": {**ident, "label": judge.label, "judged": sum(1 for v in verdicts if v is not None), "judge_errors": errors},
+        # judged: cases the judge labelled (a judge_error is not judged), as MiU.counts and UiM.counts count them
+        "judge": {**ident, "label": judge.label, "judged": sum(1 for v in verdicts if v is not None and not v.error),
+                  "judge_errors": errors},
         "clock": head.get("clock"),
         "run": {"cases": len(rows), "failures": head.get("failures", 0),
                 "system_errors": sum(int(r.get("system_errors") or 0) for r in rows)},

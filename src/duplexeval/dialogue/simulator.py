@@ -7,8 +7,11 @@ Timing rules (integer microseconds):
   whatever has not arrived and comes ``endpoint_ms`` after the true end of speech;
 - a text token said while the output is idle starts ``first_token_ms`` after the action; while
   the output is busy it starts when the previous token ends; each token lasts ``per_token_ms``;
-- ``[S.LISTEN]`` stops the machine at once: tokens not yet started and the rest of a UiM case's
-  scripted utterance are dropped; new text during the scripted utterance replaces its remainder;
+- ``[S.LISTEN]`` stops the machine at once: tokens not yet started (one due at that very instant
+  included) and the rest of a UiM case's scripted utterance are dropped; new text during the
+  scripted utterance replaces its remainder;
+- ``playback_done`` comes once, when the output that is playing last ends (a reply that ends where
+  a scripted utterance it cut would have ended is one end, not two);
 - the case runs until ``horizon_ms`` after the end of user speech (UiM: of the later of the user's
   interruption and the machine's utterance); events and tokens after that do not happen.
 """
@@ -116,15 +119,18 @@ class _Run:
         self.seq = 0
         self.scripted_end: int | None = None  # UiM: the scripted utterance's end while it still plays
         self.actions = 0
+        self.done_seq = 0  # the one playback_done still due: the latest pushed (earlier ones are superseded)
 
     def push(self, ev: Event) -> None:
         self.seq += 1
+        if ev.kind == PLAYBACK_DONE:
+            self.done_seq = self.seq
         heapq.heappush(self.queue, (ev.t_us, _ORDER[ev.kind], self.seq, ev))
 
     def _stop(self, t: int) -> None:
         """The machine falls silent at t: drop tokens not yet started and the scripted remainder."""
         r = self.r
-        while r.said and r.said[-1][0] > t:
+        while r.said and r.said[-1][0] >= t:  # a token due at t has not started: silenced with the rest
             r.said.pop()
         if self.scripted_end is not None and t < self.scripted_end:
             r.machine_stop_us = t
@@ -180,12 +186,12 @@ class _Run:
         """Deliver events in time order until the queue is empty or past the horizon."""
         r = self.r
         while self.queue:
-            t, _, _, ev = heapq.heappop(self.queue)
+            t, _, seq, ev = heapq.heappop(self.queue)
             if t > r.horizon_us:
                 break
             if ev.kind == PLAYBACK_DONE:
-                if t != self.cursor or not self.speaking:
-                    continue  # superseded by later tokens, or cut by a yield
+                if seq != self.done_seq or t != self.cursor or not self.speaking:
+                    continue  # superseded by later output (or the same end pushed again), or cut by a yield
                 if self.scripted_end is not None and t == self.scripted_end:
                     self.scripted_end = None
             if ev.kind == USER_CHUNK:

@@ -12,7 +12,8 @@ words per 640 ms ASR chunk, so chunk ends fall on the ASR ticks.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from duplexeval.artifacts import header
@@ -30,6 +31,7 @@ from duplexeval.dialogue.load import CASESET_KIND, CASESET_SCHEMA, case_to_json
 from duplexeval.errors import InputError
 from duplexeval.jsonio import dumps_line
 from duplexeval.progress import progress_bar
+from duplexeval.reruns import check_replace, read_header
 
 GENERATOR = "duplexeval-synth-1"
 CHUNK_S = 0.64
@@ -285,3 +287,20 @@ def caseset_text(seed: int = 0, n_miu: int = DEFAULT_MIU, n_uim: int = DEFAULT_U
     lines = [dumps_line(caseset_header(seed, n_miu, n_uim))]
     lines.extend(dumps_line(case_to_json(c)) for c in cases)
     return "".join(lines)
+
+
+def caseset_identity(head: Mapping[str, Any]) -> dict[str, Any]:
+    """A case set's header in the shape `duplexeval.reruns` compares: the generator and its settings."""
+    if not head:
+        return {}
+    settings = {k: head.get(k) for k in ("seed", "n_miu", "n_uim_per_reason")}
+    return {"kind": head.get("kind"), "signature": {"definitions": head.get("generator"),
+                                                    "components": [{"name": "synth", "settings": settings}]}}
+
+
+def check_caseset_out(path: Path, head: Mapping[str, Any], force: bool) -> None:
+    """Before generating: refuse to replace a case set made with another seed or size (or a file that is not one)
+    unless `force`; `head` is the new set's `caseset_header`."""
+    old = read_header(path)
+    if old is not None:
+        check_replace(path, caseset_identity(head), force, old=caseset_identity(old))

@@ -19,6 +19,7 @@ from duplexeval.eot.sweep_run import run_sweep_command
 from duplexeval.executors import ExecutorSpec
 from duplexeval.fdb.synth import parse_script
 from duplexeval.jsonio import sha256_file, write_json
+from duplexeval.reruns import check_replace
 
 VOICES = [("en-us", 160, 50), ("en-gb", 170, 40), ("en-us+f3", 165, 60), ("en-gb-x-rp", 145, 50)]
 # (parts, tail after the last word). Pauses are mid-sentence holds; the tail is the true end of turn.
@@ -57,7 +58,8 @@ def demo_spans() -> SpanSet:
 
 
 def run_demo(out: Path, force: bool = False, echo: Callable[[str], Any] = print, jobs: int = 1) -> dict[str, Any]:
-    """Predict, sweep and compare; returns the summaries (also written under ``out``)."""
+    """Predict, sweep and compare; returns the summaries (also written under ``out``). A rerun finds its own
+    files and redoes only the cheap steps; files of other settings there are refused unless `force`."""
     t0 = time.monotonic()
     spans = demo_spans()
     info = span_set_summary(spans)
@@ -76,10 +78,12 @@ def run_demo(out: Path, force: bool = False, echo: Callable[[str], Any] = print,
     for name, opts, st, cfg in runs:
         pred_path = out / f"{name}.parquet"
         r = run_predict(spans, name, opts, pred_path, settings=st, executor=ExecutorSpec(jobs=jobs), force=force, progress=False)
-        echo(f"{name}: {r.n_scored} predictions ({r.n_predictions} grid rows) in {r.elapsed_s:.1f} s")
+        when = "up to date (made by an earlier demo run)" if r.up_to_date else f"in {r.elapsed_s:.1f} s"
+        echo(f"{name}: {r.n_scored} predictions ({r.n_predictions} grid rows) {when}")
         summaries[name] = run_sweep_command(pred_path, out / name, cfg, force=force, echo=echo, title=f"{name} on the eot demo turns")
     a, b = read_predictions(out / "silence.parquet"), read_predictions(out / "silero.parquet")
     cmp = compare(a, b, SweepConfig(), sha256_file(out / "silence.parquet"), sha256_file(out / "silero.parquet"), ("silence", "silero"))
+    check_replace(out / "compare.json", cmp, force)
     write_json(out / "compare.json", cmp)
     echo(format_compare(cmp))
     echo(f"eot demo: done in {time.monotonic() - t0:.1f} s; files in {out}")

@@ -23,7 +23,7 @@ import numpy as np
 
 from duplexeval.artifacts import header
 from duplexeval.eot.detectors import KIND, build_detector, detector_info
-from duplexeval.eot.predictions import PREDICTIONS_KIND, Predictions, write_predictions
+from duplexeval.eot.predictions import PREDICTIONS_KIND, Predictions, read_predictions, write_predictions
 from duplexeval.eot.spans import (
     GRID_STEP_S,
     TRANSCRIPT_LAG_S,
@@ -38,6 +38,7 @@ from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
 from duplexeval.jsonio import check_output_file, dumps_line, sha256_bytes
 from duplexeval.plugins import returned
 from duplexeval.progress import progress_bar
+from duplexeval.reruns import check_replace
 from duplexeval.signature import Component, Signature
 from duplexeval.units import SAMPLE_RATE
 
@@ -148,6 +149,7 @@ class PredictRun:
     elapsed_s: float
     resumed_turns: int = 0
     files: list[Path] = field(default_factory=list)
+    up_to_date: bool = False  # the predictions file was this run's already: nothing was computed
 
     @property
     def n_scored(self) -> int:
@@ -155,13 +157,15 @@ class PredictRun:
         return int((~np.isnan(self.predictions.p_eot)).sum())
 
 
-def predict_signature(spans: SpanSet, detector: str, info: Mapping[str, Any], settings: PredictSettings) -> Signature:
-    """Span-set hash, detector (version, model hash, settings) and the grid."""
+def predict_signature(spans: SpanSet, detector: str, info: Mapping[str, Any], settings: PredictSettings,
+                      options: Mapping[str, Any] | None = None) -> Signature:
+    """Span-set hash, detector (version, model hash, settings; the options it was built with, stored in full) and the grid."""
     return Signature(
         PREDICT_DEFINITIONS,
         (
             Component("spans", spans.source, spans.sha256(), {}),
-            Component("det", f"{detector}:{info.get('value', '')}".rstrip(":"), info.get("hash"), dict(info.get("settings", {}))),
+            Component("det", f"{detector}:{info.get('value', '')}".rstrip(":"), info.get("hash"), dict(info.get("settings", {})),
+                      {"options": dict(options)} if options else {}),
             Component("grid", "", None, {"step": settings.step_s, "lag": settings.transcript_lag_s,
                                          **({"at": ",".join(f"{a:g}" for a in settings.only_at)} if settings.only_at else {})}),
         ),
@@ -226,6 +230,20 @@ class _Progress:
             self._stack = self._advance = None
 
 
+def _finished_run(out: Path, sig: Signature, spans: SpanSet) -> PredictRun | None:
+    """The run already in `out` when it was made from the same spans, detector and settings (nothing to redo);
+    a RefusalError naming the difference when it was not; None when `out` holds no readable predictions."""
+    try:
+        old = read_predictions(out)
+    except InputError:
+        old = None
+    expected = {"kind": PREDICTIONS_KIND, "signature": sig.to_json(), "inputs": {"spans": spans.sha256()}}
+    check_replace(out, expected, False, old=dict(old.meta or {}) if old is not None else {})
+    assert old is not None  # check_replace refused anything else
+    return PredictRun(old, sig, len(spans.turns), len(old), 0.0, len(spans.turns),
+                      [out, out.with_suffix(".jsonl")], up_to_date=True)
+
+
 def run_predict(
     spans: SpanSet,
     detector: str,
@@ -249,11 +267,13 @@ def run_predict(
     if executor.kind == "local" and executor.jobs == 1:
         _DETECTORS[(detector, options_json)] = det  # reused in this process; workers build their own (no model across fork)
     info = detector_info(det, detector)
-    sig = predict_signature(spans, detector, info, settings)
+    sig = predict_signature(spans, detector, info, settings, json.loads(options_json))
     run_id = sha256_bytes(json.dumps(sig.to_json(), sort_keys=True).encode("utf-8"))
     journal = _journal_path(out)
     if out.exists() and not force:
-        raise RefusalError(f"{out}: exists; pass --force to overwrite it")
+        finished = _finished_run(out, sig, spans)
+        if finished is not None:
+            return finished
     if force and journal.exists():
         journal.unlink()
     done = _read_journal(journal, run_id)

@@ -14,15 +14,27 @@ import typer
 from duplexeval.eot.plots import plot_operating_points, plot_pareto
 from duplexeval.eot.predictions import mode_warning, read_predictions
 from duplexeval.eot.sweep import SweepConfig
-from duplexeval.eot.sweep_report import build_summary, compute, detector_name, format_summary, write_sweep_parquet
+from duplexeval.eot.sweep_report import (
+    SWEEP_KIND,
+    build_summary,
+    compute,
+    detector_name,
+    format_summary,
+    write_sweep_parquet,
+)
 from duplexeval.errors import RefusalError
 from duplexeval.jsonio import check_output_dir, sha256_file, write_json
+from duplexeval.reruns import NOT_OURS, check_replace, read_header
 
 
 def _check_out_dir(out: Path, force: bool) -> None:
+    """Before any work: a summary.json there that is not a sweep's is refused (another sweep's is checked once
+    this one's header is known, docs/cli.md section 4)."""
     check_output_dir(out, "--out folder")
-    if out.is_dir() and (out / "summary.json").exists() and not force:
-        raise RefusalError(f"--out {out}: already has a summary.json; pass --force to overwrite it")
+    old = read_header(out / "summary.json")
+    if old is not None and not force and old.get("kind") != SWEEP_KIND:
+        raise RefusalError(f"{out / 'summary.json'}: exists and holds {old.get('kind') or NOT_OURS}, not an eot sweep; "
+                           "pass --force to replace it (or write elsewhere with --out)")
 
 
 def run_sweep_command(
@@ -46,6 +58,7 @@ def run_sweep_command(
     if warning:
         summary["notes"] = [warning]
     if out is not None:
+        check_replace(out / "summary.json", summary, force)
         out.mkdir(parents=True, exist_ok=True)
         write_sweep_parquet(out / "sweep.parquet", res)
         if plots:

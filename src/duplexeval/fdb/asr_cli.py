@@ -8,6 +8,7 @@ import typer
 
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
+from duplexeval.exits import failures, finish
 from duplexeval.specs import known_params, parse_spec
 
 BACKEND_PARAMS = ("model", "device")  # what `--backend NAME:k=v` passes to the backend's factory
@@ -47,14 +48,14 @@ def asr_command(
     result = run(tree, backend=name, model=params.get("model"), jobs=jobs or None, force=force, progress=not quiet,
                  declare=declare, device=params.get("device", "cpu"), executor=executor_spec)
     typer.echo(result.summary())
-    if not quiet:
-        clock.say(tree_audio_s(tree))
+    if not quiet:  # no real-time factor when nothing was transcribed (the run was finished already)
+        clock.say(tree_audio_s(tree) if result.n_resumed < result.n_eligible else None)
     if result.failed:
         for _key, reason in result.errors[:20]:
             typer.echo(f"  failed: {reason}", err=True)
         if len(result.errors) > 20:
             typer.echo(f"  ... and {len(result.errors) - 20} more (see {tree / 'asr.json'})", err=True)
-        raise typer.Exit(1)
+    finish("asr", failures(result.n_error, result.n_eligible, "eligible samples' transcriptions"))
 
 
 def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle

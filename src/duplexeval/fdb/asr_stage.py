@@ -17,7 +17,7 @@ from duplexeval.artifacts import header
 from duplexeval.asr.base import Backend
 from duplexeval.asr.registry import DEFAULT_BACKEND, IMPORT, backend_spec, check_backend_name
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.executors import ExecutorSpec, ItemResult, StatefulWork, make_executor
+from duplexeval.executors import WORKER_THREADS, ExecutorSpec, ItemResult, StatefulWork, make_executor
 from duplexeval.fdb.asr_declare import declared_per_subset, import_signature, parse_declare
 from duplexeval.fdb.asr_sample import BackendArg, SampleTask, build_backend, load_backend, lost_record, process_sample
 from duplexeval.fdb.run_journal import ResumeJournal
@@ -30,10 +30,14 @@ from duplexeval.fdb.tree import (
     OUTPUT_WAV,
     AsrRecord,
     AsrSample,
+    load_asr,
     load_manifest,
     write_asr,
 )
+from duplexeval.fdb.verified import file_matches
+from duplexeval.plugins import call, json_value, returned
 from duplexeval.progress import progress_bar
+from duplexeval.reruns import check_replace
 from duplexeval.schemas import validate
 from duplexeval.schemas.fdb import AsrSampleRecord
 
@@ -75,8 +79,6 @@ def run(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, 
     """
     tree = Path(tree)
     manifest, manifest_sha = load_manifest(tree)
-    if (tree / ASR_FILE).exists() and not force:
-        raise RefusalError(f"{tree / ASR_FILE} exists; rerun with --force to transcribe again")
     ncpu = os.cpu_count() or 1
     jobs = ncpu if jobs is None else int(jobs)
     if jobs < 1:
@@ -100,13 +102,25 @@ def run(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, 
             check_backend_name(backend)
             if declare:
                 raise InputError("--declare is only for --backend import")
-            threads = max(1, int(xspec.ray_num_cpus)) if on_ray else max(1, ncpu // jobs)
-            spec = backend_spec(backend, model, device, threads)
+            # the model's threads do not depend on the executor (executors.WORKER_THREADS): same words everywhere
+            spec = backend_spec(backend, model, device, WORKER_THREADS)
             obj = build_backend(spec)
-            signature = obj.signature()
+            signature = backend_signature(obj, backend)
     else:
         obj = spec = backend
-        signature = obj.signature()
+        signature = backend_signature(obj, getattr(obj, "name", type(obj).__name__))
+
+    # asr.json there already: this run's (same manifest, backend and settings) is finished or resumed (its failed
+    # samples retried); another run's is refused (docs/cli.md section 4)
+    earlier: dict[str, dict[str, Any]] = {}
+    expected = {"kind": ASR_KIND, "signature": asr_signature(signature, manifest_sha).to_json(),
+                "inputs": {"manifest.json": manifest_sha}}
+    if check_replace(tree / ASR_FILE, expected, force, elsewhere=None):
+        old, old_sha = load_asr(tree)
+        if all(x.status == "ok" for x in old.samples.values()):
+            n = len(old.samples)
+            return StageResult(n, n, 0, n, [], old_sha, signature)
+        earlier = {k: x.to_json() for k, x in old.samples.items() if x.status == "ok"}
 
     eligible = [s for s in manifest.samples if s.eligible]
     where = tree.resolve() if on_ray else tree  # Ray workers may run in another folder (or on another machine)
@@ -134,7 +148,7 @@ def run(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, 
             )
     else:
         if generate:
-            foreign = [t.key for t in tasks if (Path(t.dir) / OUTPUT_JSON).exists()]
+            foreign = [t.key for t in tasks if (Path(t.dir) / OUTPUT_JSON).exists() and t.key not in earlier]
             if foreign and not force:
                 raise RefusalError(
                     f"{tree}: {len(foreign)} samples already have an output.json made elsewhere (first: {foreign[0]}); "
@@ -145,7 +159,7 @@ def run(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, 
     records: dict[str, dict[str, Any]] = {}
     todo: list[SampleTask] = []
     for t in tasks:
-        rec = _resumed(journal, t)
+        rec = _resumed(journal, t) or _earlier(earlier.get(t.key), t)
         if rec is not None:
             records[t.key] = rec
         else:
@@ -192,6 +206,13 @@ def run(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, 
     return StageResult(len(tasks), n_ok, len(errors), n_resumed, errors, asr_sha, signature)
 
 
+def backend_signature(backend: Backend, name: str) -> dict[str, Any]:
+    """The backend's `signature()` (a dict of plain JSON: a plugin's is checked) plus the worker threads."""
+    sig = returned("ASR backend", name, "signature", call("ASR backend", name, "signature", backend.signature), dict,
+                   "a dict")
+    return {**json_value("ASR backend", name, "signature", sig), "worker_threads": WORKER_THREADS}
+
+
 def _resumed(journal: ResumeJournal, t: SampleTask) -> dict[str, Any] | None:
     """The finished record of a sample from an interrupted run, if the journal trusts it and it succeeded."""
     entry = journal.read_entry(t.key)
@@ -208,6 +229,14 @@ def _resumed(journal: ResumeJournal, t: SampleTask) -> dict[str, Any] | None:
     if entry.files.get(OUTPUT_JSON) != rec.get("output.json"):
         return None
     return rec
+
+
+def _earlier(rec: dict[str, Any] | None, t: SampleTask) -> dict[str, Any] | None:
+    """A sample the finished asr.json of this same run transcribed, while its audio and transcript are unchanged."""
+    if rec is None or rec.get("audio_sha256") != t.wav_sha256:
+        return None
+    digest = rec.get("output.json")
+    return rec if isinstance(digest, str) and file_matches(Path(t.dir) / OUTPUT_JSON, digest) else None
 
 
 def _asr_sample(rec: dict[str, Any]) -> AsrSample:

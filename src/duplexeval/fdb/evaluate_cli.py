@@ -7,13 +7,17 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from duplexeval.errors import InputError
-from duplexeval.specs import known_params, parse_spec
+from duplexeval.errors import InputError, RefusalError
+from duplexeval.exits import eligibility, finish
+from duplexeval.jsonio import read_json
+from duplexeval.reruns import read_header
+from duplexeval.specs import known_params, parse_spec, typed_params
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
 
 BACKCHANNEL_RULES = ("2025-06", "2026-02")
+SUMMARY_FILE = "summary.json"
 # `--judge openai:k=v,...`: the parameters and their defaults (the official run's model, seed and endpoint).
 JUDGE_DEFAULTS: dict[str, Any] = {"model": "gpt-4-turbo", "base_url": "https://api.openai.com/v1",
                                   "api_key_env": "OPENAI_API_KEY", "seed": 0, "timeout_s": 60.0}
@@ -23,14 +27,7 @@ def judge_settings(spec: str) -> tuple[str, dict[str, Any]]:
     """The judge's name and its settings from `--judge NAME[:k=v,...]` (every default filled in)."""
     name, raw = parse_spec(spec, "--judge")
     known_params("--judge", spec, raw, JUDGE_DEFAULTS if name == "openai" else ())
-    out = dict(JUDGE_DEFAULTS)
-    for key, value in raw.items():
-        kind = type(JUDGE_DEFAULTS[key])
-        try:
-            out[key] = kind(value)
-        except ValueError:
-            raise InputError(f"--judge {spec!r}: {key}={value!r} is not a valid {kind.__name__}") from None
-    return name, out
+    return name, {**JUDGE_DEFAULTS, **typed_params("--judge", spec, raw, {k: type(v) for k, v in JUDGE_DEFAULTS.items()})}
 
 
 def evaluate_command(
@@ -52,6 +49,12 @@ def evaluate_command(
         "2025-06", "--backchannel-rules", help="Backchannel loop: 2025-06 (v1.0 table) or 2026-02 (HEAD)."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines and no timing line."),
+    force: bool = typer.Option(False, "--force", help="Replace a summary.json made with another judge, judge model, "
+                                                      "backchannel rules or subsets (it may hold paid-for ratings)."),
+    min_eligible: float | None = typer.Option(
+        None, "--min-eligible", min=0.0, max=1.0, metavar="FRACTION",
+        help="Exit 1 unless every evaluated subset has at least this share of its selected samples evaluated "
+             "(default: at least one in every subset; 0: never)."),
 ) -> None:
     """Reproduce the official Full-Duplex-Bench v1.0 evaluator rules and write TREE/summary.json."""
     from duplexeval.fdb.official import evaluate
@@ -63,6 +66,8 @@ def evaluate_command(
     check_timeout(j["timeout_s"])
     if backchannel_rules not in BACKCHANNEL_RULES:
         raise InputError(f"--backchannel-rules {backchannel_rules!r}: expected one of {', '.join(BACKCHANNEL_RULES)}")
+    if not force:
+        check_own_settings(tree, judge_name, j["model"], backchannel_rules, subset)
     summary = evaluate(
         tree,
         subsets=list(subset) if subset else None,
@@ -82,6 +87,36 @@ def evaluate_command(
     typer.echo(f"wrote {tree / 'summary.json'}")
     if not quiet:
         clock.say(tree_audio_s(tree))
+    counts = {name: (sub["n_evaluated"], sub["counts"]["selected"]) for name, sub in summary["subsets"].items()}
+    finish("evaluate", eligibility(counts, min_eligible, "evaluated"))
+
+
+def check_own_settings(tree: Path, judge: str, model: str, backchannel_rules: str, subsets: list[str] | None) -> None:
+    """Before any work (or judge spending): refuse to replace a TREE/summary.json made with other settings of this
+    stage (docs/cli.md section 4). One made from earlier files of the same tree is replaced: those files are gone."""
+    from duplexeval.fdb.tree import load_manifest
+
+    path = tree / SUMMARY_FILE
+    old = read_header(path)
+    if not old:
+        if old is not None:
+            raise RefusalError(f"{path}: exists and is not a summary.json duplexeval wrote; pass --force to replace it")
+        return
+    full = read_json(path)
+    blocks = [sub.get("judge") or {} for sub in (full.get("subsets") or {}).values()]
+    judged = next((b for b in blocks if b.get("mode") not in (None, "none")), None)
+    was = "none" if judged is None else f"{judged.get('mode')} (model {judged.get('model')})"
+    now = "none" if judge == "none" else f"{judge} (model {model})"
+    chosen = sorted(subsets) if subsets else sorted({e.subset for e in load_manifest(tree)[0].samples})
+    diffs = [
+        ("judge", was, now) if (judged is None) != (judge == "none") or (judged and judged.get("model") != model) else None,
+        ("backchannel rules", (full.get("rules") or {}).get("backchannel_rules"), backchannel_rules),
+        ("subsets", ", ".join(sorted(full.get("subsets") or {})), ", ".join(chosen)),
+    ]
+    for d in diffs:
+        if d is not None and d[1] != d[2]:
+            raise RefusalError(f"{path}: exists and was made with other settings ({d[0]}: {d[1]} there, {d[2]} now); "
+                               "pass --force to replace it")
 
 
 def _fmt(x: Any) -> str:

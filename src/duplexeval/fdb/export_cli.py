@@ -10,10 +10,12 @@ import typer
 
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
+from duplexeval.exits import eligibility, finish, min_eligible_option
 
 if TYPE_CHECKING:  # the stage modules load numpy and pydantic: imported when a command runs, not for --help
     from duplexeval.cli import CliApps  # (and duplexeval.cli imports this module)
     from duplexeval.fdb.tree_writer import ExportResult
+    from duplexeval.progress import StageClock
 
 # What to do about each ineligibility reason (a reason without an entry gets the generic hint).
 NEXT_STEP = {
@@ -45,12 +47,23 @@ def ineligible_lines(tree: Path, outputs: Path | None = None) -> list[str]:
     lines = []
     for reason, keys in sorted(by_reason.items()):
         more = f" and {len(keys) - EXAMPLES} more" if len(keys) > EXAMPLES else ""
-        hint = NEXT_STEP.get(reason, "see the sample's trace.json in the tree")
+        hint = NEXT_STEP.get(reason, "see the sample's trace.json in the tree (and trace.jsonl for a network system)")
         lines.append(f"  ineligible, {reason}: {len(keys)} ({', '.join(keys[:EXAMPLES])}{more})")
         lines.append(f"    next: {hint.format(outputs=outputs if outputs is not None else '<outputs>')}")
     if by_reason:
         lines.append(f"  (every sample's reasons are in {tree / 'manifest.json'}; scoring counts them, never drops them)")
     return lines
+
+
+def _finish(kind: str, result: ExportResult, clock: StageClock, quiet: bool, min_eligible: float | None) -> None:
+    """The timing line (every sample this run made, faults included; none when some were reused, since
+    their time is not in this run's) and the status line with the --min-eligible rule."""
+    from duplexeval.progress import tree_audio_s
+
+    if not quiet:
+        clock.say(tree_audio_s(result.tree, eligible_only=False) if result.reused == 0 else None)
+    counts = {subset: (c["eligible"], c["selected"]) for subset, c in result.counts.items()}
+    finish(kind, eligibility(counts, min_eligible))
 
 
 def _summary(kind: str, result: ExportResult, outputs: Path | None = None) -> None:
@@ -79,25 +92,29 @@ def export_command(
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
     force: bool = typer.Option(False, "--force", help="Write into a tree made by another system/dataset, redoing every sample."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no timing line."),
-    concurrency: int = typer.Option(1, "--concurrency", min=1, max=1024, help="Run N sessions at once on one event loop (network systems; default 1)."),
+    concurrency: int = typer.Option(
+        1, "--concurrency", min=1, max=1024,
+        help="Sessions open at once on one event loop. The default, 1, is a real-time run: a sample takes as long as "
+             "its audio, for a network system. Give a network system 8 or more; an in-process system runs on a virtual "
+             "clock and gains little. Not --jobs: no extra processes."),
     call_timeout: float = typer.Option(120.0, "--call-timeout", min=0.001, max=86400,
                                        help="Seconds each call into the system (open_session, push_input, poll_output, "
                                             "close) may take before that sample fails with system_error."),
+    min_eligible: float | None = min_eligible_option(),
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Drive a system over a dataset: output.wav (FIFO playout, exactly T), annotations, trace.json, manifest.json.
 
     With --executor ray the sessions run on Ray workers, one sample per task (the tree must be on a shared path)."""
     from duplexeval.fdb.export import export
-    from duplexeval.progress import StageClock, tree_audio_s
+    from duplexeval.progress import StageClock
 
     clock = StageClock("export")
 
     result = export(system, dataset, out, subsets=subset or None, limit=limit, force=force, progress=not quiet,
                     concurrency=concurrency, executor=executor_spec, call_timeout_s=call_timeout)
     _summary("export", result)
-    if not quiet:
-        clock.say(tree_audio_s(result.tree))
+    _finish("export", result, clock, quiet, min_eligible)
 
 
 def import_command(
@@ -114,10 +131,11 @@ def import_command(
     ),
     force: bool = typer.Option(False, "--force", help="Write into a tree made by another run, redoing every sample."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no timing line."),
+    min_eligible: float | None = min_eligible_option(),
 ) -> None:
     """Adopt output.wav files made elsewhere: resample to 16 kHz, fix lengths within 80 ms, hash, write manifest.json."""
     from duplexeval.fdb.import_outputs import import_outputs, parse_channel
-    from duplexeval.progress import StageClock, tree_audio_s
+    from duplexeval.progress import StageClock
 
     clock = StageClock("import")
 
@@ -125,8 +143,7 @@ def import_command(
                             progress=not quiet, channel=parse_channel(channel),
                             ignore_output_json=ignore_output_json)
     _summary("import", result, outputs)
-    if not quiet:
-        clock.say(tree_audio_s(result.tree))
+    _finish("import", result, clock, quiet, min_eligible)
 
 
 def register(apps: CliApps) -> None:

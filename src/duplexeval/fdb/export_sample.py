@@ -96,11 +96,11 @@ def prepare(sample: SampleLike, out: Path) -> PreparedSample:
 
 async def run_prepared(system: System, prep: PreparedSample, call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> SessionTrace:
     """Run the session of one prepared sample, each call into the system bounded by `call_timeout_s` (a network
-    system's `run_sample` may run it on another replica; its calls keep the runner's default bound)."""
+    system's `run_sample` may run it on another replica)."""
     info = SampleInfo(prep.sample.subset, prep.sample.id, prep.T, prep.n)
     run_sample = getattr(system, "run_sample", None)
     if run_sample is not None:
-        trace: SessionTrace = await run_sample(prep.pcm, info)
+        trace: SessionTrace = await run_sample(prep.pcm, info, call_timeout_s)
         return trace
     return await run_session_async(system, prep.pcm, info, call_timeout_s=call_timeout_s)
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import typer
 
+from duplexeval.exits import Status, finish
+
 
 def replay_command(
     tree: Path = typer.Argument(..., help="A tree written by `fdb export` with a network system (samples with trace.jsonl)."),
@@ -23,6 +25,8 @@ def replay_command(
                f"manifest.json {'changed' if res.manifest_changed else 'identical'} -> {res.tree}")
     for key, files in res.changed.items():
         typer.echo(f"  {key}: {', '.join(files)}")
+    finish("replay", Status(0, f"{res.replayed} samples rebuilt from their traces"
+                               + (" and every file matched (--check)" if check else "")))
 
 
 def register(apps: Any) -> None:

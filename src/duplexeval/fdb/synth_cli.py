@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from duplexeval.errors import InputError
+from duplexeval.exits import Status, finish
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -49,6 +50,7 @@ def synth(
         typer.echo(str(path))
         if not quiet:
             clock.say(wav_seconds(sorted(Path(path).rglob("input.wav"))))
+        finish("synth", Status(0, f"the v1.5 set is in {path} (no rule beyond bad input)"))
         return
 
     if demo or script == "demo":
@@ -60,16 +62,26 @@ def synth(
             if cached:  # nothing was synthesized: no real-time factor to report
                 clock.stage = "synth (demo set already cached)"
         else:
-            path = S.synthesize_dataset(S.load_script(S.DEMO_SCRIPT), out, force=force, progress=not quiet)
+            path = _synthesize(S.load_script(S.DEMO_SCRIPT), out, force, quiet, clock)
     else:
         if script is None:
             raise InputError("give a synth script (YAML/JSON) or 'demo'; see docs/synth.md")
         if out is None:
             raise InputError("--out DIR is required when synthesizing a script")
-        path = S.synthesize_dataset(script, out, force=force, progress=not quiet)
+        path = _synthesize(S.load_script(script), out, force, quiet, clock)
     typer.echo(str(path))
     if not quiet:
         clock.say(None if clock.stage != "synth" else wav_seconds(sorted(Path(path).rglob("input.wav"))))
+    finish("synth", Status(0, f"the dataset is in {path} (no rule beyond bad input)"))
+
+
+def _synthesize(script: Any, out: Path, force: bool, quiet: bool, clock: Any) -> Path:
+    """`synthesize_dataset`, saying so when the folder was up to date (no real-time factor for nothing done)."""
+    from duplexeval.fdb import synth as S
+
+    if not force and S.up_to_date(script, out):
+        clock.stage = "synth (up to date: the same script and generator made it)"
+    return Path(S.synthesize_dataset(script, out, force=force, progress=not quiet))
 
 
 def register(apps: CliApps) -> None:

@@ -25,19 +25,31 @@ from duplexeval.errors import InputError
 from duplexeval.fdb.compare import COMPARE_SCHEMA_VERSION
 from duplexeval.fdb.results import ScoredTree, load_scored
 from duplexeval.fdb.selection import DatasetArg, resolve_dataset
-from duplexeval.fdb.tree import MANIFEST_FILE
+from duplexeval.fdb.tree import MANIFEST_FILE, OUTPUT_WAV
 from duplexeval.fdb.tree_writer import dataset_mismatch
 from duplexeval.jsonio import atomic_write_text, read_json
 from duplexeval.report import other_pages
 from duplexeval.report.clips import OGG_MIME
 from duplexeval.report.controller_page import controller_body, load_controller
+from duplexeval.report.dialogue_page import COMPARE_KIND as DIALOGUE_COMPARE
 from duplexeval.report.dialogue_page import REPORT_FILE as DIALOGUE_FILE
 from duplexeval.report.dialogue_page import REPORT_KIND as DIALOGUE_REPORT
+from duplexeval.report.dialogue_page import compare_file_body as dialogue_compare_body
 from duplexeval.report.dialogue_page import dialogue_body, load_run
 from duplexeval.report.eot_pages import compare_body, eot_summary, sweep_body
 from duplexeval.report.explorer import PageData
-from duplexeval.report.fdb_evidence import AUDIO_MODES, INLINE, LINK, FdbEvidence, gather, page_url
+from duplexeval.report.fdb_evidence import (
+    AUDIO_MODES,
+    AUTO,
+    AUTO_INLINE_MAX_S,
+    INLINE,
+    LINK,
+    FdbEvidence,
+    gather,
+    page_url,
+)
 from duplexeval.report.fdb_page import compare_file_body, fdb_body
+from duplexeval.report.forest import system_chips
 from duplexeval.report.page import document, esc
 from duplexeval.report.samples import Lineup, fdb_items
 from duplexeval.report.svg import COLORS
@@ -47,18 +59,19 @@ EOT_REPORT = "duplexeval.eot.report"
 EOT_SWEEP = "duplexeval.eot.sweep"
 EOT_COMPARE = "duplexeval.eot.compare"
 FDB_COMPARE = "duplexeval.fdb.compare"
-FILE_KINDS = (CONTROLLER_REPORT, CONTROLLER_COMPARE, EOT_REPORT, EOT_SWEEP, EOT_COMPARE, FDB_COMPARE, DIALOGUE_REPORT)
+FILE_KINDS = (CONTROLLER_REPORT, CONTROLLER_COMPARE, EOT_REPORT, EOT_SWEEP, EOT_COMPARE, FDB_COMPARE, DIALOGUE_REPORT,
+              DIALOGUE_COMPARE)
 
 
 @dataclass(frozen=True)
 class ReportOptions:
     """What the page shows: `labels` (one per input, in order; default from each system's spec), the `baseline`
-    (a label, folder name or system name; default the first input), `audio` (inline, link or none), `dataset`
+    (a label, folder name or system name; default the first input), `audio` (auto, inline, link or none), `dataset`
     (the folder the FDB trees were exported from, or "demo"; default: the demo set for demo trees)."""
 
     labels: tuple[str, ...] = ()
     baseline: str | None = None
-    audio: str = INLINE
+    audio: str = AUTO
     dataset: DatasetArg | None = None
     jobs: int = 1
     out: Path = field(default=Path("report.html"))
@@ -94,7 +107,8 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1, options: ReportOptio
             check_kind(obj, CONTROLLER_REPORT if kind is None else f"one of {', '.join(FILE_KINDS)}", p)
             raise AssertionError("unreachable: check_kind refused the file")
         version = {CONTROLLER_REPORT: CONTROLLER_SCHEMA, CONTROLLER_COMPARE: CONTROLLER_COMPARE_SCHEMA, FDB_COMPARE: COMPARE_SCHEMA_VERSION,
-                   EOT_SWEEP: SWEEP_SCHEMA, EOT_COMPARE: EOT_COMPARE_SCHEMA, DIALOGUE_REPORT: DIALOGUE_SCHEMA}.get(kind)  # fmt: skip
+                   EOT_SWEEP: SWEEP_SCHEMA, EOT_COMPARE: EOT_COMPARE_SCHEMA, DIALOGUE_REPORT: DIALOGUE_SCHEMA,
+                   DIALOGUE_COMPARE: DIALOGUE_SCHEMA}.get(kind)  # fmt: skip
         files.append((p, kind, check_kind(obj, kind, p, version) if version is not None else check_kind(obj, kind, p)))
     labels = list(opts.labels)
     bodies = []
@@ -116,6 +130,8 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1, options: ReportOptio
     for p, kind, obj in files:
         if kind == FDB_COMPARE:
             bodies.append(compare_file_body(p.name, obj))
+        elif kind == DIALOGUE_COMPARE:
+            bodies.append(_render(p, kind, partial(dialogue_compare_body, p.name, obj, COLORS)))
     return document(title, "".join(bodies), "Files: " + esc(", ".join(str(p) for p in given)), nav, data.html())
 
 
@@ -133,9 +149,7 @@ def _controller_family(files: Sequence[tuple[Path, str, dict[str, Any]]], labels
         base = next((k for k, c in enumerate(ctls) if Path(str((c.report.get("data") or {}).get("path") or "")).name == a_folder), 0)
     else:
         base = pick_baseline(names, aliases, opts.baseline) if ctls else 0
-    chips = " ".join(f'<span class="sys"><i style="background:{COLORS[k % len(COLORS)]}"></i>{esc(lb)}'
-                     + ('<span class="tag">baseline</span>' if k == base and len(ctls) > 1 else "") + "</span>"
-                     for k, lb in enumerate(names))
+    chips = system_chips(names, COLORS, base)
     body = controller_body(ctls, comps, names, COLORS, base, data, opts.audio)
     return (f'<div class="chips" style="margin:10px 0 0">{chips}</div>' if chips else "") + body
 
@@ -149,9 +163,7 @@ def _dialogue_family(chosen: Sequence[tuple[int, Path, dict[str, Any]]], labels:
     if len(set(names)) != len(names):
         raise InputError(f"--label: two dialogue runs have the same name ({', '.join(names)}); give --label")
     base = pick_baseline(names, [(r.root.name, str(r.root), r.system) for r in runs], baseline)
-    chips = " ".join(f'<span class="sys"><i style="background:{COLORS[k % len(COLORS)]}"></i>{esc(lb)}'
-                     + ('<span class="tag">baseline</span>' if k == base and len(runs) > 1 else "") + "</span>"
-                     for k, lb in enumerate(names))
+    chips = system_chips(names, COLORS, base)
     body, items = dialogue_body(runs, names, COLORS, base)
     data.add(items)
     return f'<div class="chips" style="margin:10px 0 0">{chips}</div>' + body
@@ -298,6 +310,14 @@ def _fdb_page(given: Sequence[Path], opts: ReportOptions) -> str:
     baseline = pick_baseline(labels, aliases, opts.baseline)
     lineup = Lineup(tuple(labels), COLORS, baseline if len(trees) > 1 else None)
     inputs, note = _inputs(trees, opts.dataset)
+    if opts.audio == AUTO:
+        seconds = sum(e.T for t in trees for e in t.manifest.samples if OUTPUT_WAV in e.files)
+        seconds += sum(e.T for e in trees[0].manifest.samples if (e.subset, e.id) in inputs)
+        opts = replace(opts, audio=INLINE if seconds <= AUTO_INLINE_MAX_S else LINK)
+        if opts.audio == LINK:
+            note = " ".join(x for x in (note, f"{seconds / 60:.0f} min of audio: too much to inline (more than "
+                                              f"{AUTO_INLINE_MAX_S / 60:.0f} min), so the players link the files; "
+                                              "--audio inline puts it in the page anyway.") if x)
     ev = gather(trees, inputs, opts.audio, opts.jobs)
     data = PageData(legend=[("user input", "#b0773c"), ("VAD speech", "#2f9e44"),
                             ("ASR words", "#3b6fd4"), ("annotated pause", "#ffe08a"), ("interruption [S, R]", "#f3c6f5")])
@@ -306,9 +326,7 @@ def _fdb_page(given: Sequence[Path], opts: ReportOptions) -> str:
     if opts.audio == LINK:
         note = " ".join(x for x in (note, "Audio is linked, not inlined: keep the trees (and dataset) where they are relative to this page.") if x)
     body, nav = fdb_body(trees, lineup, items, note)
-    chips = " ".join(f'<span class="sys"><i style="background:{lineup.color(k)}"></i>{esc(lb)}'
-                     + ('<span class="tag">baseline</span>' if k == lineup.baseline else "") + "</span>"
-                     for k, lb in enumerate(labels))
+    chips = system_chips(labels, lineup.colors, lineup.baseline)
     subtitle = (f'<div class="chips">{chips}</div>Full-Duplex-Bench v1.0, unified rules; dataset '
                 f"{esc(trees[0].manifest.dataset_name)}; {sum(len(t.manifest.samples) for t in trees)} samples in {len(trees)} "
                 + ("tree" if len(trees) == 1 else "trees"))

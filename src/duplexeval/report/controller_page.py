@@ -27,6 +27,7 @@ from duplexeval.jsonio import sha256_file
 from duplexeval.report import other_pages
 from duplexeval.report.clips import ogg_bytes, peaks_b64
 from duplexeval.report.explorer import Item, PageData, Track, Verdict, explorer_html
+from duplexeval.report.fdb_evidence import AUTO, AUTO_INLINE_MAX_S, INLINE, NONE
 from duplexeval.report.forest import HIGHER, LOWER, Estimate, ForestRow, forest_html
 from duplexeval.report.page import esc, signature_line
 from duplexeval.report.samples import INPUT_COLOR
@@ -210,6 +211,8 @@ def clip_items(ctls: Sequence[Controller], labels: Sequence[str], colors: Sequen
     if ref is None or ref.data is None:
         return []
     conversations = _conversations(ref.data)
+    if audio == AUTO:  # the two channels of every clip inline up to the same limit as the FDB page; none above it
+        audio = INLINE if 2 * sum(m.duration_s for m in ref.data.clips) <= AUTO_INLINE_MAX_S else NONE
     items = []
     for n, meta in enumerate(ref.data.clips):
         tracks: list[Track] = []
@@ -219,7 +222,7 @@ def clip_items(ctls: Sequence[Controller], labels: Sequence[str], colors: Sequen
                 if a is None:
                     continue
                 ref_id = None
-                if audio == "inline":
+                if audio == INLINE:
                     ref_id = f"au-{who}-{meta.id}"
                     data.audio[ref_id] = ("audio/ogg", ogg_bytes(a))
                     ref_id = "#" + ref_id

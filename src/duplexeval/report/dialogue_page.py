@@ -204,6 +204,24 @@ def case_items(runs: Sequence[Run], labels: Sequence[str]) -> list[Item]:
     return [i for _, i in items]
 
 
+COMPARE_KIND = "duplexeval.dialogue.compare"
+
+
+def compare_file_body(label: str, cmp: dict[str, Any], colors: Sequence[str]) -> str:
+    """A `dialogue compare --json` file: A's and B's shares and B - A of MiU proper and UiM appropriate, as a forest."""
+    names = [Path(str(cmp.get("a"))).name, Path(str(cmp.get("b"))).name]
+    rows = []
+    for fam in ("MiU", "UiM"):
+        c = cmp.get(fam) or {}
+        d = c.get("difference") or {}
+        vals = tuple(None if d.get(s) is None else Estimate(float(d[s]), text=f"{d[s] * 100:.1f}%") for s in ("a", "b"))
+        rows.append(ForestRow(FAMILY_NAMES[fam], str(c.get("what") or fam), "share", HIGHER, vals, (None, _diff(d))))
+    sig = "".join(signature_line(f"{n}: {s}") for n, s in zip(names, (cmp.get("signatures") or {}).values()))
+    return (f'<section class="card"><h2>{esc(label)}: {esc(names[1])} against {esc(names[0])}</h2>'
+            + forest_html(names, colors, 0, rows, "Shares over the cases judged in both runs; right: B - A with the paired "
+                          "bootstrap interval (McNemar's exact test in the file).") + sig + "</section>")
+
+
 def dialogue_body(runs: Sequence[Run], labels: Sequence[str], colors: Sequence[str], baseline: int) -> tuple[str, list[Item]]:
     """The page body and its explorer cards."""
     paired, why = _paired(runs, baseline)

@@ -96,12 +96,12 @@ def _card(item: Item, systems: Sequence[str], colors: Sequence[str]) -> str:
             f'<span class="v" id="{esc(v.anchor)}" data-sys="{v.sys}" data-outcome="{esc(v.outcome)}" data-verdict="{esc(v.cls)}" '
             f'title="{esc(v.why)}">'
             f'<i class="dot" style="background:{c}" title="{esc(systems[v.sys] if v.sys >= 0 else "")}"></i>'
-            + (f"<span>{who}</span>" if who else "")
+            + (f'<span class="who">{who}</span>' if who else "")
             + f'<span class="pill v-{esc(v.cls)}">{esc(humanize(v.outcome))}</span><span class="why">{esc(v.why)}</span></span>'
         )
     t = f'<span class="T">{item.T:.1f} s</span>' if item.T is not None else ""
     compact = " compact" if len(systems) > 2 else ""
-    return (f'<article class="smp{compact}" id="{esc(item.id)}" data-group="{esc(item.group)}"><h4><span class="key">{esc(item.title)}</span>{t}'
+    return (f'<article class="smp{compact}" id="{esc(item.id)}" data-group="{esc(item.group)}"><h4><span class="kt"><span class="key">{esc(item.title)}</span>{t}</span>'
             + "".join(heads) + '</h4><div class="body"></div></article>')
 
 
@@ -124,8 +124,13 @@ def explorer_html(items: Sequence[Item], systems: Sequence[str], colors: Sequenc
     tools.append('<input type="search" placeholder="search: id, words, outcome, why" aria-label="search">')
     tools.append('<button type="button" data-act="open">open all shown</button><button type="button" data-act="close">close all</button>')
     tools.append('<span class="count"></span>')
+    columns = ""
+    if len(systems) > 2:  # closed cards show one column per system: name the columns once, above them
+        columns = ('<div class="colhead"><span class="kt"></span>' + "".join(
+            f'<span class="c"><i class="dot" style="background:{colors[k % len(colors)]}"></i> {esc(s)}</span>'
+            for k, s in enumerate(systems)) + "</div>")
     return ('<div class="explorer card"><div class="tools">' + "".join(tools) + "</div>"
-            + (f'<p class="note">{esc(note)}</p>' if note else "")
+            + (f'<p class="note">{esc(note)}</p>' if note else "") + columns
             + '<p class="note loading">Reading the per-sample data…</p>'
             + '<noscript><p class="note">The timelines, audio and filters need JavaScript; every outcome is listed below.</p></noscript>'
             + "".join(_card(i, systems, colors) for i in items) + "</div>")

@@ -20,8 +20,9 @@ from duplexeval.fdb.verified import read_verified
 from duplexeval.report.clips import ogg_bytes, peaks_b64
 from duplexeval.report.timeline import load_view
 
-INLINE, LINK, NONE = "inline", "link", "none"
-AUDIO_MODES = (INLINE, LINK, NONE)
+AUTO, INLINE, LINK, NONE = "auto", "inline", "link", "none"
+AUDIO_MODES = (AUTO, INLINE, LINK, NONE)
+AUTO_INLINE_MAX_S = 1800.0  # `auto` inlines up to 30 min of audio tracks (about 4 MB of Vorbis), links above
 
 
 @dataclass(frozen=True)

@@ -191,9 +191,10 @@ def _reference(trees: Sequence[ScoredTree], labels: Sequence[str], subset: str) 
 
 
 def _figures(trees: Sequence[ScoredTree], lineup: Lineup, subset: str, task: str) -> str:
-    """The task's summary figures of one subset (`RenderRules.figures`), from each tree's rows."""
+    """The task's summary figures of one subset (`RenderRules.figures`), from each tree's rows, with their captions."""
     series = [(lb, list(t.rows.get(subset, {}).values())) for lb, t in zip(lineup.labels, trees)]
-    return "".join(f"<figure>{s}</figure>" for s in get_task(task).render.figures(series, lineup.colors))
+    return "".join(f"<figure>{f.svg}" + (f"<figcaption>{esc(f.caption)}</figcaption>" if f.caption else "") + "</figure>"
+                   for f in get_task(task).render.figures(series, lineup.colors))
 
 
 def comparison_html(comp: dict[str, Any], labels: Sequence[str] | None = None) -> str:

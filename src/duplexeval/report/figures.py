@@ -11,6 +11,10 @@ import numpy as np
 from duplexeval.report import svg
 from duplexeval.report.svg import COLORS
 
+CURVE_CAPTION = ("F(t): the share of samples that responded within t. The bar at the right edge is the share that never "
+                 "responded in the window; dots mark the 1, 2 and 5 s rates, a diamond the median (none when F never "
+                 "reaches 1/2).")
+
 
 def response_curve(title: str, series: Sequence[tuple[str, Sequence[float | None]]], horizon: float | None = None,
                    colors: Sequence[str] = COLORS, xlabel: str = "seconds after the reference") -> str:
@@ -48,9 +52,10 @@ def response_curve(title: str, series: Sequence[tuple[str, Sequence[float | None
     ax.set_xlabel(xlabel)
     ax.set_ylabel("F(t): share that responded by t")
     ax.set_title(title, fontsize=9, loc="left", fontweight="bold")
-    ax.text(0, 1.0, "bars at the right: never responded in the window; o: the 1, 2 and 5 s rates; diamond: median",
-            transform=ax.transAxes, fontsize=6.5, color="#555", va="bottom")
-    ax.legend(loc="lower right", fontsize=7, frameon=False)
+    if ax.get_legend_handles_labels()[0]:  # no series with samples: no legend (and no matplotlib warning)
+        ax.legend(loc="lower right", fontsize=7, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no samples to draw", transform=ax.transAxes, ha="center", color="#888")
     return svg.to_svg(fig)
 
 

@@ -178,6 +178,16 @@ def _strip(points: Sequence[tuple[int, Estimate | None]], scale: _Scale, colors:
     return f'<svg height="{h}" role="img" aria-label="{esc(row.label if row else "")}">{"".join(parts)}</svg>'
 
 
+def system_chips(systems: Sequence[str], colors: Sequence[str], baseline: int | None) -> str:
+    """One chip per system in its colour, the baseline tagged (none when there is one system)."""
+    return " ".join(
+        f'<span class="sys"><i style="background:{colors[k % len(colors)]}"></i>{esc(s)}'
+        + ('<span class="tag">baseline</span>' if k == baseline and len(systems) > 1 else "")
+        + "</span>"
+        for k, s in enumerate(systems)
+    )
+
+
 def forest_html(systems: Sequence[str], colors: Sequence[str], baseline: int | None, rows: Sequence[ForestRow],
                 caption: str = "", legend: bool = True) -> str:
     """The forest plot of `rows` (blocks by unit, in order of first appearance), its legend (unless the page

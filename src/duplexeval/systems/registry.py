@@ -30,6 +30,8 @@ NETWORK_SYSTEMS: dict[str, str] = {
     "moshi": "duplexeval.systems.net.moshi:MoshiSystem",
     "native-duplex": "duplexeval.systems.net.native:NativeDuplexSystem",
     "telephony": "duplexeval.systems.net.telephony:Telephony",
+    "pipecat-ws": "duplexeval.systems.net.pipecat_ws:PipecatWs",
+    "webrtc": "duplexeval.systems.net.webrtc:WebRtc",
 }
 _PLUGIN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_.]*)(?::(.*))?$", re.DOTALL)
 

@@ -116,6 +116,20 @@ class _Groups:
                 out[name] = np.where(d > 0, n * scale / np.where(d > 0, d, 1.0), np.nan)
         return out
 
+    def point_counts(self) -> dict[str, dict[str, float | int]]:
+        """What each point value is made of: a share's count and n, a rate's events and hours, a latency's n."""
+        S = self.M.sum(axis=0)
+        out: dict[str, dict[str, float | int]] = {}
+        for name, (num, den, scale) in RATIO_METRICS.items():
+            n, d = S[self.col[num]], S[self.col[den]]
+            out[name] = {"count": int(n), "n": int(d)} if scale == 1.0 else {"events": int(n), "hours": round(float(d) / HOUR_US, 6)}
+        for key in ("endpoint", "yield", "backchannel"):
+            n_lat = sum(len(g) for g in self.lat[key])
+            out[f"{key}.latency_median_ms"] = {"n": n_lat}
+            if key == "endpoint":
+                out["endpoint.latency_mean_ms"] = {"n": n_lat}
+        return out
+
     def latencies(self, counts: np.ndarray) -> dict[str, np.ndarray]:
         """Latency metrics for each row of group draw counts: quantile-rule median (and mean for endpoint)."""
         out = {}
@@ -179,6 +193,7 @@ def paired_bootstrap(
         rb = {**B.ratios(counts), **B.latencies(counts), STATE_METRIC: B.macro_f1(counts)}
     empty = np.zeros(0)
     metrics = {}
+    made_a, made_b = A.point_counts(), B.point_counts()
     for k in ALL_METRICS:
         d = from_resamples(_nn(point_a[k]), _nn(point_b[k]), ra.get(k, empty), rb.get(k, empty), G)
         ok = d.diff is not None and G > 0
@@ -188,6 +203,7 @@ def paired_bootstrap(
             "diff_b_minus_a": d.diff,
             "ci95": None if not ok or d.interval is None else [float(d.interval[0]), float(d.interval[1])],
             "resamples_skipped": d.skipped if ok else None,
+            **({"made_of_a": made_a[k], "made_of_b": made_b[k]} if k in made_a else {}),
         }
     return {
         "method": "conversation-grouped paired percentile bootstrap, 2000 resamples, default_rng(0), quantile-rule endpoints",
@@ -228,16 +244,33 @@ def comparison_artifact(a: str | Path, b: str | Path, da: ControllerData, db: Co
 
 
 def format_comparison(metrics: dict) -> str:
-    """The B - A table with aligned columns (metric, A, B, B-A, 95% CI); `-` = no data on that side."""
-    def num(v: float | None, sign: str = "") -> str:
+    """The B - A table (metric, A, B, B - A, 95% interval), each side with what its value is made of (count/n,
+    events in hours, n latencies); `-` = no data on that side. Shares and AUCs to 3 decimals, rates per hour to 2,
+    milliseconds to 1, as every family's tables."""
+
+    def digits(name: str) -> int:
+        return 1 if name.endswith("_ms") else 2 if name.endswith("per_hour") or name.endswith("per_listen_hour") else 3
+
+    def num(v: float | None, d: int, signed: bool = False) -> str:
         if v is None:
             return NO_DATA
-        return "0" if v == 0 else f"{v:{sign}.4g}"
+        return f"{v + 0.0:+.{d}f}" if signed else f"{v:.{d}f}"
+
+    def made(m: dict | None) -> str:
+        if not m:
+            return ""
+        if "count" in m:
+            return f" ({m['count']}/{m['n']})"
+        if "events" in m:
+            return f" ({m['events']} in {m['hours']:.4g} h)"
+        return f" (n={m['n']})"
 
     rows = []
     for k, m in metrics.items():
         if m["a"] is None and m["b"] is None:
             continue
-        ci = NO_DATA if m["ci95"] is None else f"[{num(m['ci95'][0], '+')}, {num(m['ci95'][1], '+')}]"
-        rows.append([k, num(m["a"]), num(m["b"]), num(m["diff_b_minus_a"], "+"), ci])
-    return text_table(["metric", "A", "B", "B - A", "95% CI"], rows, right={1, 2, 3})
+        d = digits(k)
+        ci = NO_DATA if m["ci95"] is None else f"[{num(m['ci95'][0], d, True)}, {num(m['ci95'][1], d, True)}]"
+        rows.append([k, num(m["a"], d) + made(m.get("made_of_a")), num(m["b"], d) + made(m.get("made_of_b")),
+                     num(m["diff_b_minus_a"], d, True), ci])
+    return text_table(["metric", "A", "B", "B - A", "95% interval"], rows, right={1, 2, 3})

@@ -171,16 +171,21 @@ def clip_events(
     rs, re_ = to_us(m.events_start_s), to_us(m.duration_s if m.events_end_s is None else m.events_end_s)
     region_us = max(0, re_ - rs)
 
+    def in_region(t_us: int) -> bool:
+        # one interval for firings and onsets: [events_start_s, events_end_s), or with no events_end_s every time
+        # from events_start_s on, the clip's end included (its last frame's firing, an onset at the clip end)
+        return t_us >= rs and (m.events_end_s is None or t_us < re_)
+
     def counted(frames: np.ndarray) -> np.ndarray:
         # the heads run over the whole clip (a debounce run or cooldown may start before the region); only
-        # firings stamped in [events_start_s, events_end_s) count; with no events_end_s every later stamp does
+        # firings stamped inside the region count
         t = np.asarray(frame_end_us(frames), dtype=np.int64)
         keep = t >= rs if m.events_end_s is None else (t >= rs) & (t < re_)
         return t[keep]
 
     def inside(onsets: list[float]) -> list[int]:
         us = [to_us(o) for o in onsets]
-        keep = [o for o in us if rs <= o < re_]
+        keep = [o for o in us if in_region(o)]
         ev.onsets_outside_region += len(us) - len(keep)
         return keep
 

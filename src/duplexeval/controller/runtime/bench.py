@@ -18,6 +18,7 @@ import numpy as np
 
 from duplexeval.audio import FRAME_SAMPLES
 from duplexeval.controller.format.data import STATES
+from duplexeval.controller.runtime.registry import controller_config
 from duplexeval.errors import InputError
 from duplexeval.plugins import call, unwrap
 from duplexeval.stats import NO_DATA, Quantile
@@ -120,7 +121,7 @@ def bench(ctl: Any, prefill: int = 64, updates: int = 200, repeats: int = 3, see
         "kind": "duplexeval.controller.bench",
         "schema_version": 1,
         "controller": getattr(raw, "name", type(raw).__name__),
-        "controller_config": ctl.config() if hasattr(ctl, "config") else None,
+        "controller_config": controller_config(ctl),
         "protocol": {"batch": 1, "prefill_frames": prefill, "prefill_via": how, "updates_per_repeat": updates,
                      "repeats": repeats, "frame_ms": 80, "inputs": f"Gaussian noise, sd 0.05, default_rng({seed})",
                      "prev_state": "LISTEN"},  # fmt: skip

@@ -17,7 +17,7 @@ from duplexeval.controller.format.protocol import Controller
 from duplexeval.controller.runtime.baselines import BASELINES
 from duplexeval.controller.runtime.onnx_controller import OnnxController
 from duplexeval.errors import InputError
-from duplexeval.plugins import call, guard
+from duplexeval.plugins import call, guard, json_value, unwrap
 from duplexeval.registry import Registry, is_import_spec
 
 EXPECTED = "expected NAME, baseline:NAME, FILE.onnx or package.module:factory"
@@ -46,3 +46,11 @@ def load_controller(spec: str, options: Mapping[str, Any] | None = None) -> Cont
     if not isinstance(obj, Controller):
         raise InputError(f"controller {spec!r}: the object has no reset() and step(user, agent, prev_state)")
     return guard(obj, KIND, spec)
+
+
+def controller_config(ctl: Any) -> Any:
+    """A controller's `config()` for the files it is recorded in (None without one); it must be plain JSON."""
+    if not hasattr(ctl, "config"):
+        return None
+    _, kind, spec = unwrap(ctl)
+    return json_value(kind, spec, "config", guard(ctl, kind, spec).config())

@@ -31,6 +31,7 @@ from duplexeval.fdb.synth.write import (
     generator_info,
     result_hash,
     synthesize_dataset,
+    up_to_date,
     verify,
 )
 from duplexeval.units import (
@@ -61,5 +62,6 @@ __all__ = [
     "result_hash",
     "speak",
     "synthesize_dataset",
+    "up_to_date",
     "verify",
 ]

@@ -106,6 +106,13 @@ def _is_synth_dir(path: Path) -> bool:
     return isinstance(info, dict) and info.get("kind") == SYNTH_KIND
 
 
+def up_to_date(script: Script, out: str | os.PathLike[str]) -> bool:
+    """`out` holds the dataset of `script` by this generator, its files intact (nothing to synthesize)."""
+    info = _read_info(Path(out))
+    same = isinstance(info, dict) and info.get("script_sha256") == script.sha256 and info.get("generator") == generator_info()
+    return same and verify(out)
+
+
 def verify(root: str | os.PathLike[str]) -> bool:
     """True if root holds a synth dataset whose files still hash to the recorded result_sha256."""
     root = Path(root)
@@ -136,14 +143,18 @@ def synthesize_dataset(
 ) -> Path:
     """Generate the dataset folder for a script atomically (built beside `out`, then renamed into place).
 
-    Refuses to touch an existing non-empty folder unless `force` and it is itself a synth dataset.
+    A folder there made from the same script by the same generator, its files intact, is up to date (returned
+    as it is); any other non-empty folder is refused unless `force` and it is itself a synth dataset.
     """
     if not isinstance(script, Script):
         script = load_script(script)
     out = check_output_dir(Path(out), "--out")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        if not force and up_to_date(script, out):
+            return out
         if not force:
-            raise RefusalError(f"{out}: already exists; pass --force to replace it")
+            why = "was made from another script or generator" if _is_synth_dir(out) else "is not a duplexeval synth dataset"
+            raise RefusalError(f"{out}: exists and {why}; pass --force to replace it")
         if not _is_synth_dir(out):
             raise RefusalError(f"{out}: exists and is not a duplexeval synth dataset (no {DATASET_FILE}); refusing to replace it")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ from duplexeval.fdb.tasks.base import (
     Band,
     DatasetFile,
     DatasetRules,
+    Figure,
     Headline,
     Mark,
     MetricSpec,
@@ -119,7 +120,7 @@ def register_task(task: Task) -> Task:
 
 __all__ = [
     "ASR", "BUILTIN_MODULES", "DATASET", "EVALUATE", "EXPORT", "HIGHER", "LOWER", "NEITHER", "TASKS", "AsrRules",
-    "Band", "DatasetFile", "DatasetRules", "Headline", "Mark", "MetricSpec", "OfficialContext", "OfficialOutcome", "OfficialRules", "OpenedSample",
+    "Band", "DatasetFile", "DatasetRules", "Figure", "Headline", "Mark", "MetricSpec", "OfficialContext", "OfficialOutcome", "OfficialRules", "OpenedSample",
     "PairedSpec", "Ready", "RenderRules", "SampleFile", "SampleLayout", "SubsetInfo", "SynthRecipe", "Task",
     "UnifiedRules", "all_tasks", "get_task", "one_output_layout", "register_task", "task_of",
 ]

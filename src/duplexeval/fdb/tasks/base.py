@@ -252,6 +252,14 @@ class Band:
     color: str = "#f3d1f4"
 
 
+@dataclass(frozen=True)
+class Figure:
+    """One summary figure of the report: inline SVG and an optional caption under it."""
+
+    svg: str
+    caption: str | None = None
+
+
 class RenderRules:
     """How the report shows the task's eligible, scored samples (the shared wrapper handles the rest).
 
@@ -285,8 +293,8 @@ class RenderRules:
         """Timeline marks and bands from the typed annotation."""
         return [], []
 
-    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[str]:
-        """Summary figures (SVG) of one subset from each tree's (label, rows), tree k drawn in colors[k]."""
+    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[Figure]:
+        """Summary figures of one subset from each tree's (label, rows), tree k drawn in colors[k]."""
         return []
 
 
@@ -369,7 +377,7 @@ class Task:
 
 __all__ = [
     "ASR", "DATASET", "EVALUATE", "EXPORT", "HIGHER", "LOWER", "NEITHER", "STAGES", "AsrRules", "Band", "DatasetFile",
-    "DatasetRules", "Headline", "Mark",
+    "DatasetRules", "Figure", "Headline", "Mark",
     "MetricSpec", "OfficialContext", "OfficialOutcome", "OfficialRules", "OpenedSample", "PairedSpec", "Ready",
     "RenderRules", "SampleFile", "SampleLayout", "SubsetInfo", "SynthRecipe", "Task", "UnifiedRules", "one_output_layout",
     "time_units",

@@ -236,10 +236,17 @@
     return t;
   }
 
-  function toggle(card, open) {
+  /* cards opened together ("open all shown") are drawn when they scroll into view, not all at once */
+  var lazy = typeof IntersectionObserver === 'undefined' ? null : new IntersectionObserver(function (entries) {
+    entries.forEach(function (e) {
+      if (e.isIntersecting) { lazy.unobserve(e.target); renderBody(e.target); }
+    });
+  }, { rootMargin: '600px 0px' });
+
+  function toggle(card, open, later) {
     var want = open === undefined ? !card.classList.contains('open') : open;
     card.classList.toggle('open', want);
-    if (want) renderBody(card);
+    if (want && later && lazy) lazy.observe(card); else if (want) renderBody(card);
   }
 
   /* ------------------------------------------------------------------ filters */
@@ -284,7 +291,7 @@
     $$('button[data-act]', root).forEach(function (b) {
       b.addEventListener('click', function () {
         var open = b.getAttribute('data-act') === 'open';
-        cards.forEach(function (c) { if (!c.classList.contains('hidden')) toggle(c, open); });
+        cards.forEach(function (c) { if (!c.classList.contains('hidden')) toggle(c, open, true); });
       });
     });
     apply();

@@ -24,6 +24,7 @@ from duplexeval.systems.net.faults import parse_faults
 from duplexeval.systems.net.serve_cli import parse_options
 from duplexeval.systems.net.server import SERVER_PROTOCOLS, ServerProcess, ServerThread, make_server, server_class
 from duplexeval.systems.registry import make_system
+from duplexeval.systems.runner import DEFAULT_CALL_TIMEOUT_S
 
 _SERVERS: dict[tuple[str, str, str, str, bool, int], Any] = {}
 _LOCK = threading.Lock()
@@ -128,6 +129,6 @@ class Loopback:
     async def open_session(self, info: SampleInfo) -> Any:
         return await self._client().open_session(info)
 
-    async def run_sample(self, pcm16: Any, info: SampleInfo) -> Any:
+    async def run_sample(self, pcm16: Any, info: SampleInfo, call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> Any:
         """The client adapter's `run_sample` (replicas and their retries)."""
-        return await self._client().run_sample(pcm16, info)
+        return await self._client().run_sample(pcm16, info, call_timeout_s)

@@ -507,11 +507,14 @@ class ServerProcess:
     def start(self) -> ServerProcess:
         import re
         import subprocess
+        import tempfile
 
         from duplexeval import children
 
-        # dies with this process (SIGKILL included): a pipe it watches (duplexeval.children)
-        self.proc = children.start(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # dies with this process (SIGKILL included): a pipe it watches (duplexeval.children); stderr to a file,
+        # not a pipe nobody drains: a child that logs a lot would block on a full pipe
+        self._stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = children.start(self.args, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
         line: list[str] = []
 
         def read() -> None:
@@ -521,10 +524,11 @@ class ServerProcess:
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
         reader.join(self.start_timeout_s)
-        m = re.search(r" on (ws://\S+?);", line[0] if line else "")
+        m = re.search(r" on ((?:ws|http)s?://\S+?);", line[0] if line else "")
         if m is None:
             self.stop()
-            err = "" if self.proc.stderr is None else self.proc.stderr.read()[-500:]
+            self._stderr.seek(0)
+            err = self._stderr.read()[-500:]
             raise RuntimeError(f"`duplexeval serve` did not start: {' '.join(err.split()) or 'no output'}")
         self._url = m.group(1)
         return self
@@ -544,6 +548,14 @@ class ServerProcess:
 
             children.release(self.proc)
 
+    def stderr_tail(self, chars: int = 2000) -> str:
+        """The end of what the child wrote on stderr (for a failing test's message)."""
+        f = getattr(self, "_stderr", None)
+        if f is None:
+            return ""
+        f.seek(0)
+        return str(f.read()[-chars:])
+
     def __enter__(self) -> ServerProcess:  # noqa: PYI034
         return self.start()
 
@@ -558,6 +570,7 @@ SERVER_PROTOCOLS: dict[str, str] = {
     "moshi": "duplexeval.systems.net.moshi_server:MoshiServerSession",
     "native-duplex": "duplexeval.systems.net.native_server:NativeServerSession",
     "telephony": "duplexeval.systems.net.telephony_server:TelephonyServerSession",
+    "pipecat-ws": "duplexeval.systems.net.pipecat_ws_server:PipecatWsServerSession",
 }
 
 

@@ -62,7 +62,7 @@ from duplexeval.systems.net.transport import (
     redact,
     send_bounded,
 )
-from duplexeval.systems.runner import SessionTrace, run_session_async
+from duplexeval.systems.runner import DEFAULT_CALL_TIMEOUT_S, SessionTrace, run_session_async
 
 
 def wire_len(data: str | bytes) -> int:
@@ -213,13 +213,15 @@ class NetSystem:
             raise
         return session
 
-    async def run_sample(self, pcm16: Any, info: SampleInfo) -> SessionTrace:
-        """Run one sample (`fdb export`): on one replica, again on another when that replica failed."""
+    async def run_sample(self, pcm16: Any, info: SampleInfo, call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> SessionTrace:
+        """Run one sample (`fdb export`): on one replica, again on another when that replica failed; each call into
+        the session bounded by `call_timeout_s` (`--call-timeout`)."""
         pool = self.pool()
         tried: list[dict[str, Any]] = []
         while True:
             lease = await pool.acquire(exclude=[t["replica"] for t in tried])
-            trace = await run_session_async(_OnReplica(self, lease, len(tried) + 1), pcm16, info)
+            trace = await run_session_async(_OnReplica(self, lease, len(tried) + 1), pcm16, info,
+                                            call_timeout_s=call_timeout_s)
             lease.release()  # normally released at shutdown already; a session that never opened is released here
             wire = trace.wire
             reasons = verdict(wire.records, info.T, self.stall_s).reasons if wire is not None else []
@@ -365,7 +367,9 @@ class NetSession:
         return rec
 
     # ---------------------------------------------------------- lifecycle (the runner calls these)
-    async def open(self) -> None:
+    async def connect_transport(self) -> None:
+        """Open the connection and start the receive task: sets `ws` (has `send`) and `receiver` (has `closed`,
+        `close()`); records `opened`. A WebSocket here; an adapter on another transport (WebRTC) overrides it."""
         url = self.system.connect_url(self.info)
         try:
             self.ws = await connect(url, self.system.headers(), self.wire, self.system.transport(), self.system.secrets())
@@ -373,6 +377,10 @@ class NetSession:
             raise SessionOpenFailed(f"connect_failed: {exc}", self.wire) from None
         self.wire.meta("opened")
         self.receiver = Receiver(self.ws, self.wire, self._on_message, self.system.max_size)
+
+    async def open(self) -> None:
+        await self.connect_transport()
+        assert self.receiver is not None
         try:
             await self.handshake()
         except Exception as exc:  # noqa: BLE001 - recorded, then the session ends before any input

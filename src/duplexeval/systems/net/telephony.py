@@ -34,8 +34,8 @@ from typing import Any, ClassVar
 
 from duplexeval.audio import audio_library_versions
 from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation, SampleInfo
+from duplexeval.systems.net.chunked import CHUNK_MS, ChunkedSession
 from duplexeval.systems.net.live import LivePlayout
-from duplexeval.systems.net.pcm import StreamResampler
 from duplexeval.systems.net.session import NetSession, NetSystem, with_query
 from duplexeval.systems.net.telephony_wire import (
     CODECS,
@@ -49,26 +49,24 @@ from duplexeval.systems.net.telephony_wire import (
     parse_bot,
 )
 
-CHUNK_MS = (10, 20, 40, 80)
 MAX_PENDING_MARKS = 1000
 _CREDENTIAL = re.compile(r"token|secret|password|passwd|auth|key", re.IGNORECASE)
 ENV_PREFIX = "env:"
 
 
-class TelephonySession(NetSession):
+class TelephonySession(ChunkedSession):
     system: Telephony
 
     def __init__(self, system: Telephony, info: SampleInfo) -> None:
-        super().__init__(system, info)
-        self.codec, self.rate = system.wire_format()
+        codec, rate = system.wire_format()
+        super().__init__(system, info, rate, system.chunk_ms)
+        self.codec, self.rate = codec, rate
         key = f"{info.subset}/{info.sample_id}"
         self.ids = call_ids(system.dialect, key, system.account_id)
         self.dialect = DIALECT[system.dialect]
         self.msgs = CarrierMessages(system.dialect, self.ids, self.codec, self.rate, system.resolved_params(),
                                     system.chunk_ms)
-        self.resample = StreamResampler(INPUT_SAMPLE_RATE, self.rate)
         self.live = LivePlayout()
-        self.n_chunk = self.rate * system.chunk_ms // 1000
         self._chunks = 0
         self._marks: list[tuple[str, float, asyncio.Task[None]]] = []
         self._tasks: list[asyncio.Task[None]] = []
@@ -95,22 +93,8 @@ class TelephonySession(NetSession):
         if not self._replied and not self.dead:
             self.wire.meta("no_reply", within_s=within_s)
 
-    async def push_input(self, frame: bytes, t_s: float) -> None:
-        """One 80 ms frame as `chunk_ms` media messages, chunk j at t_s + j x chunk_ms (absolute)."""
-        if self.dead or (self.receiver is not None and self.receiver.closed.is_set()):
-            self.dead = True
-            return
-        pcm = self.resample(frame)
-        step = self.n_chunk * 2
-        for j, off in enumerate(range(0, len(pcm), step)):
-            slot = t_s + j * self.system.chunk_ms / 1000.0
-            if j:
-                await self.clock.sleep_until(slot)
-            if self.dead:
-                return
-            seq = self.seq
-            self.seq += 1
-            await self.send("media", self.msgs.media(pcm[off : off + step]), seq=seq, slot_s=round(slot, 6))
+    def encode_chunk(self, pcm16: bytes) -> tuple[str, str | bytes]:
+        return "media", self.msgs.media(pcm16)
 
     async def finish_input(self) -> None:
         stop = self.msgs.stop()

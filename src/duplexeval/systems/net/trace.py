@@ -9,7 +9,8 @@ Contract (shared by every protocol adapter):
 - Every record has `dir` (`send` | `recv` | `meta`), `t` (seconds on the input timeline: 0 is the
   first input packet's slot; connect attempts are negative) and for messages `type` and `bytes`
   (wire size). Audio sends add `seq`, `slot_s` and `t_done`. A received message the adapter turned
-  into output adds `audio` and/or `control` (`clear_queue`); an error event adds `error: true`; a
+  into output adds `audio` and/or `control` (`clear_queue`), and, for a stream played on its media clock
+  (webrtc), `play_t` (when the client plays that audio: never before its receipt); an error event adds `error: true`; a
   message that broke the protocol adds `violation`; one the protocol says to skip (moshi: an unknown
   kind, metadata, a text frame) adds `discarded` (why), counted per type in the verdict's `discarded`. Meta events: `connect_attempt`, `opened`,
   `owe` / `paid` (a reply the client is owed, for `timeout`), `closed`, `send_timeout`,
@@ -200,7 +201,8 @@ def received_items(records: list[dict[str, Any]], pcm: bytes) -> list[ReceivedIt
         if aud is not None:
             off, nbytes, rate = int(aud[0]), int(aud[1]), int(aud[2])
             arr = np.frombuffer(pcm[off : off + nbytes], dtype="<i2").astype(np.int16)
-            items.append(ReceivedItem("audio", t, t, rate, arr))
+            play = max(t, float(rec.get("play_t", t)))  # a media-clock stream (webrtc) plays a chunk at its play_t
+            items.append(ReceivedItem("audio", t, play, rate, arr))
     return items
 
 

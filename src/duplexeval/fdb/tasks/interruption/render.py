@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from duplexeval.fdb.tasks.base import Band, Mark, RenderRules
+from duplexeval.fdb.tasks.base import Band, Figure, Mark, RenderRules
 from duplexeval.fdb.tasks.turn_taking.render import XLABEL
 from duplexeval.report import figures
 
@@ -31,16 +31,17 @@ class InterruptionRender(RenderRules):
             return "not exercised: silent at S"
         if row["outcome"] == "response":
             return f"{stop}; response {row['latency_s']:.2f} s after R"
-        return f"{row['outcome']}; {stop}"
+        return f"{str(row['outcome']).replace('_', ' ')}; {stop}"
 
     def marks(self, record: Any) -> tuple[list[Mark], list[Band]]:
         S, R = record.S, record.R
         return [Mark("S", S, "#d9602b"), Mark("R", R, "#8e44ad")], [Band("interruption", S, R, "#f3d1f4")]
 
-    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[str]:
+    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[Figure]:
         ex = [(label, [r for r in rows if r["eligible"] and r["outcome"] != "not_exercised"]) for label, rows in series]
-        out = [figures.response_curve("When did each system answer after the interruption? (exercised samples)",
-                                      [(lb, [r["latency_s"] for r in rs]) for lb, rs in ex], colors=colors, xlabel=XLABEL)]
+        curve = figures.response_curve("When did each system answer after the interruption? (exercised samples)",
+                                       [(lb, [r["latency_s"] for r in rs]) for lb, rs in ex], colors=colors, xlabel=XLABEL)
+        out = [Figure(curve, figures.CURVE_CAPTION)]
         bars = []
         for label, rows in series:
             counts = {"ineligible": sum(1 for r in rows if not r["eligible"])}
@@ -48,6 +49,6 @@ class InterruptionRender(RenderRules):
                 if r["eligible"]:
                     counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
             bars.append((label, counts))
-        out.append(figures.outcome_bars(bars, OUTCOME_COLORS, "What happened at each interruption"))
-        out.append(figures.stop_latencies([(lb, [r["stop_s"] for r in rs]) for lb, rs in ex], colors=colors))
+        out.append(Figure(figures.outcome_bars(bars, OUTCOME_COLORS, "What happened at each interruption")))
+        out.append(Figure(figures.stop_latencies([(lb, [r["stop_s"] for r in rs]) for lb, rs in ex], colors=colors)))
         return out

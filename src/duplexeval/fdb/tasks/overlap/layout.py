@@ -77,7 +77,8 @@ class OverlapSample:
         return read_audio_16k(self.clean_input_path)
 
 
-def _id_key(sid: str) -> tuple[int, int, str]:
+def id_key(sid: str) -> tuple[int, int, str]:
+    """Natural order of sample ids: digit ids by value first, then the others by name."""
     return (0, int(sid), "") if sid.isdigit() else (1, 0, sid)
 
 
@@ -148,7 +149,7 @@ def load_samples(root: str | os.PathLike[str]) -> list[OverlapSample]:
         raise InputError(f"{base}: no FDB v1.5 subset folders found (expected some of {', '.join(SUBSET_ORDER)})")
     out: list[OverlapSample] = []
     for subset, sdir in dirs.items():
-        kids = sorted((p for p in sdir.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: _id_key(p.name))
+        kids = sorted((p for p in sdir.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: id_key(p.name))
         out.extend(load_sample(subset, k, str(base)) for k in kids)
     return out
 

@@ -23,7 +23,7 @@ from duplexeval.errors import InputError
 from duplexeval.fdb.tasks.overlap import before_after, significance, timing
 from duplexeval.fdb.tasks.overlap.behavior import TRANSCRIPTS, official_ratios
 from duplexeval.fdb.tasks.overlap.judge import BehaviorJudge, Verdict
-from duplexeval.fdb.tasks.overlap.layout import INPUT_FILE, METADATA_FILE, Metadata
+from duplexeval.fdb.tasks.overlap.layout import INPUT_FILE, METADATA_FILE, Metadata, id_key
 from duplexeval.fdb.tasks.overlap.silero import SileroChoice
 from duplexeval.fdb.transcript import parse_output_json
 from duplexeval.jsonio import read_json
@@ -170,8 +170,7 @@ def evaluate_subset(subset: str, sdir: Path, silero: SileroChoice, judge: Behavi
                     batch: int = 8) -> SubsetResult:
     """Every official rule on one subset folder (`ids`: these sample folders, else all, natural order)."""
     vad = ClipVad(silero.load())
-    names = list(ids) if ids is not None else sorted((p.name for p in sdir.iterdir() if p.is_dir()),
-                                                       key=lambda s: (0, int(s), "") if s.isdigit() else (1, 0, s))
+    names = list(ids) if ids is not None else sorted((p.name for p in sdir.iterdir() if p.is_dir()), key=id_key)
     results: list[SampleResult] = []
     for g in range(0, len(names), batch):
         group = []

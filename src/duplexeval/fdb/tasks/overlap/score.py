@@ -9,7 +9,7 @@ from typing import Any
 
 from duplexeval.fdb.tasks.overlap import unified
 from duplexeval.fdb.tasks.overlap.behavior import TAG_FILE, parse_reply
-from duplexeval.fdb.tasks.overlap.layout import METADATA_FILE, Metadata
+from duplexeval.fdb.tasks.overlap.layout import METADATA_FILE, Metadata, id_key
 from duplexeval.fdb.tasks.overlap.official import CLEAN_OUTPUT_JSON, OUTPUT_JSON, OUTPUT_WAV, read_16k, read_words
 from duplexeval.jsonio import read_json
 from duplexeval.schemas import validate
@@ -33,8 +33,7 @@ def judge_tags(d: Path) -> tuple[list[str] | None, str | None]:
 def score_subset(subset: str, sdir: Path, vad: SileroVad, ids: Sequence[str] | None = None,
                  stop_silence_ms: int = unified.STOP_SILENCE_MS) -> tuple[list[unified.OverlapRow], dict[str, Any]]:
     """Rows of every sample folder of a subset (natural order) and the subset's aggregate block."""
-    names = list(ids) if ids is not None else sorted((p.name for p in sdir.iterdir() if p.is_dir()),
-                                                       key=lambda s: (0, int(s), "") if s.isdigit() else (1, 0, s))
+    names = list(ids) if ids is not None else sorted((p.name for p in sdir.iterdir() if p.is_dir()), key=id_key)
     rows: list[unified.OverlapRow] = []
     not_scored: dict[str, int] = {}
     ready = []

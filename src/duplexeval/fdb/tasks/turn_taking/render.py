@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from duplexeval.fdb.tasks.base import Band, Mark, RenderRules
+from duplexeval.fdb.tasks.base import Band, Figure, Mark, RenderRules
 from duplexeval.report import figures
 
 XLABEL = "seconds after the reference (E for turn-taking, R for interruption)"  # one axis text for both tasks' curves
@@ -33,7 +33,7 @@ class TurnRender(RenderRules):
     def marks(self, record: Any) -> tuple[list[Mark], list[Band]]:
         return [Mark("E", record.E, "#c2185b")], []
 
-    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[str]:
+    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[Figure]:
         curve = [(label, [r["latency_s"] for r in rows if r["eligible"]]) for label, rows in series]
-        return [figures.response_curve("When did each system answer? (eligible samples)", curve, colors=colors,
-                                       xlabel=XLABEL)]
+        svg = figures.response_curve("When did each system answer? (eligible samples)", curve, colors=colors, xlabel=XLABEL)
+        return [Figure(svg, figures.CURVE_CAPTION)]

@@ -20,7 +20,7 @@ def report_command(
     out: Path = typer.Option(Path("report.html"), "--out", help="Where to write the HTML page."),
     label: list[str] | None = typer.Option(None, "--label", help="A system's name on the page, one per input in order (repeat it); default: the system spec."),
     baseline: str | None = typer.Option(None, "--baseline", help="The system the others are compared with: a label, folder or system name (default: the first input)."),
-    audio: str = typer.Option("inline", "--audio", help="inline (Ogg Vorbis inside the page), link (players point at the trees' and dataset's WAV files, relative to the page) or none."),
+    audio: str = typer.Option("auto", "--audio", help="auto (inline up to 30 min of audio, else link), inline (Ogg Vorbis inside the page), link (players point at the trees' and dataset's WAV files, relative to the page) or none."),
     dataset: str | None = typer.Option(None, "--dataset", help="The dataset the trees were exported from (folder, or 'demo'), for the user's input waveform and audio; demo trees find it by themselves."),
     jobs: int = jobs_option(0, "Processes reading and encoding the samples"),
 ) -> None:

@@ -3,6 +3,7 @@ subsets, a streaming controller run into a data folder, the compute benchmark, a
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
 from dataclasses import fields
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from duplexeval.cli_options import emit_json, json_option, json_to_stdout
+from duplexeval.controller.format.data import KIND as DATA_KIND
 from duplexeval.controller.format.data import Clip, ControllerData, load_data, write_data
 from duplexeval.controller.format.protocol import Controller
 from duplexeval.controller.labels.derive import LabelRules
@@ -24,10 +26,12 @@ from duplexeval.controller.labels.sources import (
 )
 from duplexeval.controller.runtime.bench import bench, format_bench
 from duplexeval.controller.runtime.parallel import RunJob, run_clips
+from duplexeval.controller.runtime.registry import controller_config
 from duplexeval.controller.runtime.runner import load_controller, run
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
+from duplexeval.exits import Status, finish
 from duplexeval.options import key_values
 from duplexeval.schemas import MAX_TIME_S
 from duplexeval.specs import json_values, parse_spec
@@ -39,7 +43,8 @@ if TYPE_CHECKING:  # duplexeval.cli imports this module
 # parameters several commands declare the same way
 _SPEC_HELP = ("NAME[:key=value,...]: silence or silero (also spelled baseline:NAME), an installed plugin's name, FILE.onnx, "
               "or package.module:factory, e.g. silence:timeout_s=0.8; values are read as JSON when they parse.")
-FORCE = typer.Option(False, "--force", help="Overwrite a non-empty --out folder.")
+FORCE = typer.Option(False, "--force", help="Replace a non-empty --out folder made differently (the same command's "
+                     "own data folder is written again).")
 
 
 def _rules(items: list[str] | None) -> LabelRules:
@@ -56,19 +61,39 @@ def _rules(items: list[str] | None) -> LabelRules:
     return LabelRules(**opts)
 
 
-def _check_out(out: Path, force: bool) -> None:
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
-        raise RefusalError(f"{out}: exists and is not empty; give --force to overwrite")
+def _check_out(out: Path, force: bool, info: dict[str, Any]) -> None:
+    """A non-empty --out is refused unless it is a data folder this same command wrote (the same sources, controller
+    and rules: it is written again) or `force` (docs/cli.md section 4)."""
+    if force or not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    try:
+        old = json.loads((out / "dataset.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        old = None
+    if not isinstance(old, dict) or old.get("kind") != DATA_KIND:
+        raise RefusalError(f"{out}: exists, is not empty and is not a controller data folder; pass --force to replace it")
+    was = {k: v for k, v in old.items() if k not in ("kind", "schema_version", "frame_s")}
+    if was != json.loads(json.dumps(info)):
+        key = next((k for k in sorted({*was, *info}) if was.get(k) != info.get(k)), "?")
+        raise RefusalError(f"{out}: exists and holds a data folder made differently ({key} differs); "
+                           "pass --force to replace it")
+
+
+def _source_info(conversations: Path | None, fdb: Path | None) -> dict[str, Any]:
+    """What dataset.json records about where the clips came from (one of the two sources)."""
+    if (conversations is None) == (fdb is None):
+        raise InputError("give exactly one of --conversations MANIFEST or --fdb DATASET")
+    if conversations is not None:
+        return {"conversations": str(conversations)}
+    return {"fdb": str(fdb), "fdb_subsets": ["candor_turn_taking", "candor_pause_handling"]}
 
 
 def _clips(conversations: Path | None, fdb: Path | None, controller: Controller | None, rules: LabelRules,
            remote: tuple[str, dict[str, Any], ExecutorSpec] | None = None) -> tuple[Iterator[Clip], dict[str, Any]]:
     """Clips with labels (and the controller's scores). `remote` = (spec, options, ExecutorSpec): run on Ray."""
-    if (conversations is None) == (fdb is None):
-        raise InputError("give exactly one of --conversations MANIFEST or --fdb DATASET")
+    info = _source_info(conversations, fdb)
     name = getattr(controller, "name", "controller")
     if conversations is not None:
-        info: dict = {"conversations": str(conversations)}
         if remote is None:
             return conversation_clips(read_manifest(conversations), controller, rules), info
 
@@ -76,7 +101,6 @@ def _clips(conversations: Path | None, fdb: Path | None, controller: Controller 
                  for clip, c, lab in labelled_clips(read_manifest(conversations), rules))
         return run_clips(pairs, *remote), info
 
-    info = {"fdb": str(fdb), "fdb_subsets": ["candor_turn_taking", "candor_pause_handling"]}
     if remote is not None:
         pairs = ((bc.clip, RunJob(bc.audio16k, None, bc.clip.meta.n_frames, None, name))
                  for bc in bridge_dataset(str(fdb)))
@@ -99,12 +123,14 @@ def controller_label(
     force: bool = FORCE,
 ) -> None:
     """Derive frame truth, masks and events (no controller scores) from conversations or the FDB CANDOR subsets."""
-    _check_out(out, force)
     rules = _rules(rule)
-    clips, info = _clips(conversations, fdb, None, rules)
-    write_data(out, clips, info={**info, "label_rules": rules.to_json()})
+    info = {**_source_info(conversations, fdb), "label_rules": rules.to_json()}
+    _check_out(out, force, info)
+    clips, _info = _clips(conversations, fdb, None, rules)
+    write_data(out, clips, info=info)
     d = load_data(out)
     typer.echo(_summary(d, out))
+    finish("label", Status(0, f"{len(d.clips)} clips labelled (no rule beyond bad input)"))
 
 
 def _summary(d: ControllerData, out: Path) -> str:
@@ -128,16 +154,19 @@ def controller_run(
 ) -> None:
     """Run a streaming controller over two-channel audio (state/yield teacher-forced, endpoint/backchannel with
     LISTEN forced) and write its scores with the derived labels. With --executor ray, one conversation per task."""
-    _check_out(out, force)
     name, params = parse_spec(controller, "--controller")
     opts = json_values(params)
     ctl = load_controller(name, opts)
     rules = _rules(rule)
+    cfg = controller_config(ctl)
+    info = {**_source_info(conversations, fdb), "controller": name, "controller_config": cfg, "label_rules": rules.to_json()}
+    _check_out(out, force, info)
     remote = (name, opts, executor_spec) if executor_spec.kind != "local" else None
-    clips, info = _clips(conversations, fdb, ctl, rules, remote)
-    cfg = ctl.config() if hasattr(ctl, "config") else None
-    write_data(out, clips, info={**info, "controller": name, "controller_config": cfg, "label_rules": rules.to_json()})
-    typer.echo(_summary(load_data(out), out))
+    clips, _info = _clips(conversations, fdb, ctl, rules, remote)
+    write_data(out, clips, info=info)
+    d = load_data(out)
+    typer.echo(_summary(d, out))
+    finish("run", Status(0, f"{len(d.clips)} clips run (a controller error is exit 2)"))
 
 
 def controller_bench(
@@ -168,7 +197,7 @@ def controller_demo(
 ) -> None:
     """espeak-ng two-channel conversations, labels derived from them, both baselines evaluated and compared."""
     # lazy: the demo compares (duplexeval.paired -> scipy.stats, 1.3 s that every `duplexeval --help` would pay)
-    from duplexeval.controller.cli.demo import format_demo, run_demo
+    from duplexeval.controller.demo import format_demo, run_demo
 
     if n < 1 or exchanges < 1:
         raise InputError("--conversations and --exchanges must be >= 1")

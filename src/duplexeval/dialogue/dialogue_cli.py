@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from duplexeval.cli_options import emit_json, jobs_option, json_option, json_to_stdout, one_per_cpu
-from duplexeval.errors import InputError
+from duplexeval.errors import RefusalError
 from duplexeval.executors import ExecutorSpec
+from duplexeval.exits import eligibility, fail_over_option, fail_under_option, finish, gated, parse_gates
 from duplexeval.jsonio import atomic_write_text
-from duplexeval.specs import known_params, parse_spec
+from duplexeval.reruns import read_header
+from duplexeval.specs import known_params, parse_spec, typed_params
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -38,14 +40,8 @@ def judge_settings(spec: str) -> tuple[str, dict[str, Any]]:
     """The judge's name and the `make_judge` keywords its spec sets (the others keep their defaults)."""
     name, raw = parse_spec(spec, "--judge")
     known_params("--judge", spec, raw, JUDGE_PARAMS if name == "openai" else ())
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        kw, kind = JUDGE_PARAMS[key]
-        try:
-            out[kw] = kind(value)
-        except ValueError:
-            raise InputError(f"--judge {spec!r}: {key}={value!r} is not a valid {kind.__name__}") from None
-    return name, out
+    typed = typed_params("--judge", spec, raw, {k: kind for k, (_kw, kind) in JUDGE_PARAMS.items()})
+    return name, {JUDGE_PARAMS[k][0]: v for k, v in typed.items()}
 
 
 def dialogue_synth(
@@ -54,12 +50,14 @@ def dialogue_synth(
     n_miu: Annotated[int, typer.Option("--n-miu", help="Number of machine-interrupts-user cases.")] = 400,
     n_uim: Annotated[int, typer.Option("--n-uim", help="Number of user-interrupts-machine cases per reason (4 reasons).")] = 100,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace a case set made with another seed or size.")] = False,
 ) -> None:
     """Write the built-in synthetic case set (ours, made from templates; not the paper's data); at most 100,000
     cases."""
-    from duplexeval.dialogue.synth import caseset_text, check_counts
+    from duplexeval.dialogue.synth import caseset_header, caseset_text, check_caseset_out, check_counts
 
     check_counts(n_miu, n_uim)
+    check_caseset_out(out, caseset_header(seed, n_miu, n_uim), force)
     atomic_write_text(out, caseset_text(seed, n_miu, n_uim, progress=not quiet))
     typer.echo(f"wrote {n_miu} MiU + {4 * n_uim} UiM cases to {out}")
 
@@ -76,9 +74,14 @@ def dialogue_run(
     horizon_ms: Annotated[int, typer.Option("--horizon-ms", help="How long a case runs after the end of user speech, ms.")] = 10000,
     jobs: Annotated[int, jobs_option(None)] = 1,
     force: Annotated[bool, typer.Option("--force", help="Replace a run of another system, case set or clock in --out.")] = False,
+    min_eligible: Annotated[float | None, typer.Option(
+        "--min-eligible", min=0.0, max=1.0, metavar="FRACTION",
+        help="Exit 1 unless every case family (MiU, UiM) has at least this share of cases the system did not fail "
+             "(default: at least one in each; 0: never).")] = None,
 ) -> None:
     """Replay every case against a dialogue manager on the virtual clock."""
     from duplexeval.dialogue.load import load_cases
+    from duplexeval.dialogue.rows import ERROR
     from duplexeval.dialogue.run import run_cases
 
     name, params = parse_spec(system, "--system")
@@ -87,6 +90,11 @@ def dialogue_run(
     res = run_cases(cs, name, params, clock, out, ExecutorSpec(jobs=one_per_cpu(jobs)), force=force)
     typer.echo(f"{system}: {len(res.rows)} cases ({res.failures} failed) -> {out}/cases.jsonl, {out}/decisions.jsonl")
     typer.echo(f"signature: {res.signature.compact()}")
+    counts: dict[str, tuple[int, int]] = {}
+    for row in res.rows:
+        ok, n = counts.get(row["family"], (0, 0))
+        counts[row["family"]] = (ok + (row.get("outcome") != ERROR), n + 1)
+    finish("run", eligibility(counts, min_eligible, "without a system failure"))
 
 
 def dialogue_score(
@@ -95,26 +103,52 @@ def dialogue_score(
         "--judge", help="expected (offline, from the cases' labels) or openai:model=M,base_url=URL[,api_key_env=VAR,"
                         "cache_dir=DIR,attempts=N,timeout_s=S] (defaults: OPENAI_API_KEY, $DUPLEXEVAL_CACHE/dialogue-http, "
                         "3 requests per case before it counts as judge_error, 30 s per request).")] = "expected",
+    force: Annotated[bool, typer.Option("--force", help="Replace a dialogue.json judged by another judge "
+                                                        "(it may hold paid-for verdicts).")] = False,
+    fail_under: Annotated[list[str] | None, fail_under_option(annotated=True)] = None,
+    fail_over: Annotated[list[str] | None, fail_over_option(annotated=True)] = None,
 ) -> None:
-    """Judge a run, compute spec 004's metrics and write dialogue.json; print the table."""
+    """Judge a run, compute spec 004's metrics and write dialogue.json; print the table.
+
+    Gates name MiU.* and UiM.* numbers of dialogue.json, e.g. --fail-under MiU.precision=0.8 or
+    --fail-over MiU.FTED_s=1.0 (its median; .p90 for the 90th percentile)."""
+    parse_gates(fail_under, fail_over)
     from duplexeval.dialogue.judges import make_judge
-    from duplexeval.dialogue.score import print_report, score_run
+    from duplexeval.dialogue.score import REPORT_FILE, print_report, score_run
 
     name, settings = judge_settings(judge)
     j = make_judge(name, run, **settings)
+    if not force:
+        _check_judge(run / REPORT_FILE, j.label)
     rep = score_run(run, j)
     print_report([rep], [str(rep.get("system"))], f"duplex dialogue (spec 004): {rep.get('system')}, judge {j.label}")
+    gated("dialogue score", fail_under, fail_over, {"MiU": rep.get("MiU"), "UiM": rep.get("UiM")}, " in dialogue.json")
+
+
+def _check_judge(path: Path, label: str) -> None:
+    """Before any judging: a dialogue.json judged by another judge is refused (docs/cli.md section 4); one by the
+    same judge is replaced (the run's cases may have changed since)."""
+    from duplexeval.jsonio import read_json
+
+    old = read_header(path)
+    if old is None:
+        return
+    was = ((read_json(path) if old else {}).get("judge") or {}).get("label")
+    if was != label:
+        raise RefusalError(f"{path}: exists and was judged by another judge ({was or 'unknown'} there, {label} now); "
+                           "pass --force to replace it")
 
 
 def dialogue_demo(
     out: Annotated[Path, typer.Option("--out", help="Folder for the case set and one run folder per baseline.")] = DEMO_OUT,
     seed: Annotated[int, typer.Option("--seed", help="Generator seed of the built-in case set.")] = 0,
+    force: Annotated[bool, typer.Option("--force", help="Replace an earlier demo of another seed in --out.")] = False,
 ) -> None:
     """Offline: the built-in case set, the three baselines, the expected judge, one comparison table."""
     from duplexeval.dialogue.demo import run_demo
 
     t0 = time.perf_counter()
-    run_demo(out, seed)
+    run_demo(out, seed, force=force)
     typer.echo(f"done in {time.perf_counter() - t0:.1f} s; runs in {out}/<system>/ (cases.jsonl, decisions.jsonl, dialogue.json)")
 
 
@@ -122,8 +156,13 @@ def dialogue_compare(
     run_a: Annotated[Path, typer.Argument(help="Scored run folder A (the reference).")],
     run_b: Annotated[Path, typer.Argument(help="Scored run folder B, on the same cases.")],
     json_out: Annotated[Path | None, json_option("the comparison", annotated=True)] = None,
+    fail_under: Annotated[list[str] | None, fail_under_option(annotated=True)] = None,
+    fail_over: Annotated[list[str] | None, fail_over_option(annotated=True)] = None,
 ) -> None:
-    """Paired comparison of two scored runs: B - A with a paired bootstrap interval, McNemar's exact test."""
+    """Paired comparison of two scored runs: B - A with a paired bootstrap interval, McNemar's exact test.
+
+    Gates judge the differences B - A, e.g. --fail-under MiU.difference=-0.05."""
+    parse_gates(fail_under, fail_over)
     from duplexeval.dialogue.compare import comparison_artifact, format_comparison
 
     art = comparison_artifact(run_a, run_b)
@@ -133,6 +172,7 @@ def dialogue_compare(
         typer.echo(f"signature A: {art['signatures']['a']}")
         typer.echo(f"signature B: {art['signatures']['b']}")
     emit_json(json_out, art)
+    gated("dialogue compare", fail_under, fail_over, {"MiU": art.get("MiU"), "UiM": art.get("UiM")}, " in the comparison")
 
 
 def register(apps: CliApps) -> None:

@@ -13,6 +13,7 @@ from duplexeval.cli_options import emit_json, jobs_option, json_option, json_to_
 from duplexeval.errors import InputError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
+from duplexeval.exits import Status, fail_over_option, fail_under_option, finish, gated, parse_gates
 from duplexeval.jsonio import (
     atomic_write_text,
     check_output_dir,
@@ -70,8 +71,14 @@ def eot_score(
     show_pairs: bool = typer.Option(False, "--show-pairs", help="Also print one line per pair."),
     bands: str = typer.Option("300,600,1200", "--bands", help="Comma-separated hang latency bands in ms."),
     tolerance_ms: int = typer.Option(50, "--tolerance-ms", help="Early-commit slack before a false cutoff, ms."),
+    fail_under: list[str] | None = fail_under_option(),
+    fail_over: list[str] | None = fail_over_option(),
 ) -> None:
-    """Score end-of-turn (true end, commit) pairs: false cutoff, hang at latency bands, latency quantiles (spec 003)."""
+    """Score end-of-turn (true end, commit) pairs: false cutoff, hang at latency bands, latency quantiles (spec 003).
+
+    Gates name the report's `score` numbers, e.g. --fail-over false_cutoff_rate=0.05 or
+    --fail-over hang_rate_at_ms.600=0.2."""
+    parse_gates(fail_under, fail_over)  # a malformed gate is refused before any work
     from duplexeval.eot.io import read_pair_rows
     from duplexeval.eot.report import build_report, format_report, pair_rows
 
@@ -97,6 +104,7 @@ def eot_score(
     emit_json(json_out, rep)
     if rows_out is not None:
         atomic_write_text(rows_out, "".join(dumps_line(r) for r in prow))
+    gated("eot score", fail_under, fail_over, rep["score"], " in the report's score")
 
 
 @executor_options
@@ -112,7 +120,8 @@ def eot_predict(
     only_at: str | None = typer.Option(None, "--only-at", help="Score only at these silences, comma list in s (e.g. 0.2 for a score-point model)."),
     batch_size: int = typer.Option(16, "--batch-size", help="Items per predict_batch call."),
     jobs: int = jobs_option(1, "Local worker processes (one turn per task)", ray=True),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing predictions file (and drop its journal)."),
+    force: bool = typer.Option(False, "--force", help="Redo the predictions even when the file there was made the same way, "
+                                                      "or replace one made from other spans, detector or settings."),
     progress: bool | None = typer.Option(None, "--progress/--no-progress", help="Show a progress bar (default: when stderr is a terminal)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (as every stage's -q; same as --no-progress)."),
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
@@ -131,15 +140,20 @@ def eot_predict(
     typer.echo(f"spans: {info['n_turns']} turns, {info['n_hold_spans']} hold + {info['n_eot_spans']} eot spans (skipped: {skipped})")
     r = run_predict(ss, name, json_values(params), out, settings=settings, executor=spec, force=force,
                     progress=False if quiet else progress)
-    rate = r.n_scored / r.elapsed_s if r.elapsed_s > 0 else float("inf")
-    resumed = f", {r.resumed_turns} turns resumed from the journal" if r.resumed_turns else ""
-    typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} rows, {r.n_scored} scored in {r.elapsed_s:.1f} s "
-               f"({rate:.1f} predictions/s{resumed}) -> " + ", ".join(str(f) for f in r.files))  # fmt: skip
+    if r.up_to_date:
+        typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} rows, {r.n_scored} scored: up to date (made from the "
+                   "same spans, detector and settings; --force redoes it) -> " + ", ".join(str(f) for f in r.files))
+    else:
+        rate = r.n_scored / r.elapsed_s if r.elapsed_s > 0 else float("inf")
+        resumed = f", {r.resumed_turns} turns resumed from the journal" if r.resumed_turns else ""
+        typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} rows, {r.n_scored} scored in {r.elapsed_s:.1f} s "
+                   f"({rate:.1f} predictions/s{resumed}) -> " + ", ".join(str(f) for f in r.files))  # fmt: skip
     typer.echo(r.signature.compact())
-    if not quiet:
+    if not quiet and not r.up_to_date:
         from duplexeval.progress import timing_line
 
         typer.echo(timing_line("predict", r.elapsed_s, sum(t.duration_s for t in ss.turns)), err=True)
+    finish("predict", Status(0, f"{r.n_turns} turns, {r.n_scored} scored predictions (a detector error is exit 2)"))
 
 
 _MODE_HELP = "max (a span's largest p_eot; streaming detectors) or score_point (one score at --score-point)."
@@ -160,7 +174,7 @@ def eot_sweep(
     selection_max_turns: int = typer.Option(2000, "--selection-max-turns", help="Skip the selection-aware interval above this many turns (memory)."),
     bootstrap_max_turns: int = typer.Option(20000, "--bootstrap-max-turns", help="Skip every interval above this many turns (the 2000 x turns index matrix)."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write pareto.png and operating_points.png."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing summary in --out."),
+    force: bool = typer.Option(False, "--force", help="Replace a summary in --out made from other predictions or settings."),
 ) -> None:
     """eot-bench's threshold x action-delay x timeout sweep with operating points, VAD baseline and turn intervals."""
     from duplexeval.eot.sweep_run import run_sweep_command
@@ -168,6 +182,7 @@ def eot_sweep(
     cfg = _sweep_config(score_mode, score_point, thresholds, action_delays, timeouts, min_hold, max_hold)
     run_sweep_command(predictions, out, cfg, force=force, bootstrap=bootstrap, selection_aware=selection_aware,
                       selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns, plots=plots)  # fmt: skip
+    finish("sweep", Status(0, "swept (no rule beyond bad input: gate the operating points with `eot compare`)"))
 
 
 def eot_compare(
@@ -180,8 +195,14 @@ def eot_compare(
     score_point_b: float | None = typer.Option(None, "--score-point-b", help="B's score point in seconds (default: --score-point)."),
     min_hold: float = typer.Option(0.2, "--min-hold", help="Shortest hold span kept, s."),
     max_hold: float = typer.Option(5.0, "--max-hold", help="Longest hold span kept, s."),
+    fail_under: list[str] | None = fail_under_option(),
+    fail_over: list[str] | None = fail_over_option(),
 ) -> None:
-    """Paired difference B - A at every budget (each its own operating point), bootstrap over whole turns."""
+    """Paired difference B - A at every budget (each its own operating point), bootstrap over whole turns.
+
+    Gates name BUDGET.cutoff_rate_diff or BUDGET.mean_latency_diff (B - A), or BUDGET.a.cutoff_rate and the like,
+    e.g. --fail-over cutoff_5pct.mean_latency_diff=0.05."""
+    parse_gates(fail_under, fail_over)
     from duplexeval.eot.compare import compare, format_compare
     from duplexeval.eot.predictions import read_predictions
 
@@ -196,11 +217,13 @@ def eot_compare(
     if not json_to_stdout(json_out):
         typer.echo(format_compare(c))
     emit_json(json_out, c)
+    gated("eot compare", fail_under, fail_over, c["budgets"], " in compare.json's budgets")
 
 
 def eot_demo(
     out: Path = typer.Option(DEMO_OUT, "--out", "-o", help="Folder for the demo's predictions, sweeps and comparison."),
-    force: bool = typer.Option(True, "--force/--no-force", help="Overwrite the demo's own files in --out."),
+    force: bool = typer.Option(False, "--force", help="Redo everything and replace files of other settings in --out "
+                                                      "(a rerun reuses its own predictions)."),
     jobs: int = jobs_option(1, "Worker processes for prediction"),
 ) -> None:
     """espeak-ng turns with real pauses: silence and silero (and smart-turn if installed), swept and compared."""
@@ -210,10 +233,29 @@ def eot_demo(
     run_demo(out, force=force, echo=typer.echo, jobs=one_per_cpu(jobs))
 
 
+def eot_check(
+    spec: str = typer.Argument(..., metavar="SPEC", help="The detector: NAME[:key=value,...] or module.path:Class "
+                                                         "(a module in the current folder is found), e.g. silero:window_ms=300."),
+) -> None:
+    """A detector's scores on two short espeak-ng turns: at each pause (hold) and at the true end of turn.
+
+    Exit 1 with a warning when the scores never change; a note says whether, at equal silence, the end of turn
+    scores above the pauses (a silence timer's do not)."""
+    from duplexeval.eot.check import check_detector, format_check, warnings
+
+    name, params = parse_spec(spec, "SPEC")
+    spans = check_detector(name, json_values(params))
+    for line in format_check(spec, spans):
+        typer.echo(line)
+    found = warnings(spans)
+    finish("check", Status(1, "; ".join(found)) if found else Status(0, "its scores react to the audio (no warning)"))
+
+
 def register(apps: CliApps) -> None:
-    """Add `eot score | predict | sweep | compare | demo`."""
+    """Add `eot score | predict | sweep | compare | demo | check`."""
     apps.eot.command("score")(eot_score)
     apps.eot.command("predict")(eot_predict)
     apps.eot.command("sweep")(eot_sweep)
     apps.eot.command("compare")(eot_compare)
     apps.eot.command("demo")(eot_demo)
+    apps.eot.command("check")(eot_check)

@@ -3,8 +3,9 @@ command (it pulls scipy.stats, which every `duplexeval --help` would pay)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -14,7 +15,8 @@ from duplexeval.controller.format.data import load_data
 from duplexeval.controller.format.policy import EvaluationPolicy, load_policy, save_policy
 from duplexeval.controller.metrics.events import evaluate_events, evidence_row
 from duplexeval.controller.metrics.report import evaluate, format_report
-from duplexeval.errors import InputError
+from duplexeval.errors import InputError, RefusalError
+from duplexeval.exits import Status, fail_over_option, fail_under_option, finish, gated, parse_gates
 from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_file
 from duplexeval.schemas import check_number
 
@@ -33,8 +35,13 @@ def controller_evaluate(
     mode: str | None = typer.Option(None, "--mode", help="Primary endpoint mode: head_only or fallback_on (overrides the policy)."),
     json_out: Path | None = json_option("the JSON report"),
     rows: Path | None = typer.Option(None, "--rows", help="Write per-clip evidence (one JSON line per clip) here."),
+    fail_under: list[str] | None = fail_under_option(),
+    fail_over: list[str] | None = fail_over_option(),
 ) -> None:
-    """Frame metrics and replayed event metrics of a controller's outputs under a frozen policy."""
+    """Frame metrics and replayed event metrics of a controller's outputs under a frozen policy.
+
+    Gates name frame.* and event.* numbers of the report, e.g. --fail-under frame.state.macro_f1=0.6."""
+    parse_gates(fail_under, fail_over)
     pol = _policy(policy, mode)
     evs: list = []
     rep = evaluate(load_data(data), pol, evidence=evs)
@@ -43,6 +50,8 @@ def controller_evaluate(
     emit_json(json_out, rep)
     if rows is not None:
         atomic_write_text(rows, "".join(dumps_line(evidence_row(e)) for e in evs))
+    gated("controller evaluate", fail_under, fail_over, {"frame": rep["frame_metrics"], "event": rep["event_metrics"]},
+          " in the report")
 
 
 def _grid(text: str) -> list[float]:
@@ -81,6 +90,7 @@ def controller_calibrate(
     backchannel_ack_per_hour: float | None = typer.Option(None, "--backchannel-ack-per-hour", help="Max acknowledgments per LISTEN hour."),
     grid: str = typer.Option("0.05:0.99:0.01", "--grid", help="Thresholds to try: start:stop:step or a comma list."),
     json_out: Path | None = json_option("the calibration table"),
+    force: bool = typer.Option(False, "--force", help="Replace a policy file calibrated from other data, targets or grid."),
 ) -> None:
     """Pick thresholds on development data by spec 002's rules and write a frozen policy for `evaluate`."""
     base = _policy(base_policy, None)
@@ -103,12 +113,29 @@ def controller_calibrate(
     pol, info = calibrate(d.iter_clips(), base, t, _grid(grid))
     prov = {"calibration": {"dev": str(dev), "dev_clips_sha256": sha256_file(d.root / "clips.jsonl"), "reference": ref_info,
                             "targets": info["targets"], "chosen": info["chosen"], "mode": info["mode"]}}  # fmt: skip
+    _check_policy_out(out, {"evaluation_policy": pol.to_json(), **prov}, force)
     save_policy(out, pol, prov)
     if not json_to_stdout(json_out):
         for head, c in info["chosen"].items():
             typer.echo(f"{head}: threshold {c['threshold']} ({c['rule']})")
         typer.echo(f"policy written to {out}")
     emit_json(json_out, {**prov, "evaluation_policy": pol.to_json(), "table": info["table"]})
+    finish("calibrate", Status(0, f"thresholds chosen for {len(info['chosen'])} heads"))
+
+
+def _check_policy_out(out: Path, new: dict[str, Any], force: bool) -> None:
+    """A policy file there is replaced only when it is this calibration's (docs/cli.md section 4) or with `force`."""
+    if force or not out.exists():
+        return
+    try:
+        old = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        old = None
+    if not isinstance(old, dict) or "evaluation_policy" not in old:
+        raise RefusalError(f"{out}: exists and is not a policy duplexeval wrote; pass --force to replace it (or --out elsewhere)")
+    if old != json.loads(json.dumps(new)):
+        what = "other data or targets" if old.get("calibration") != new.get("calibration") else "another policy"
+        raise RefusalError(f"{out}: exists and holds a policy calibrated from {what}; pass --force to replace it (or --out elsewhere)")
 
 
 def controller_compare(
@@ -118,8 +145,13 @@ def controller_compare(
     policy_b: Path | None = typer.Option(None, "--policy-b", help="A separate frozen policy for B."),
     mode: str | None = typer.Option(None, "--mode", help="Endpoint mode for both: head_only or fallback_on."),
     json_out: Path | None = json_option("the comparison"),
+    fail_under: list[str] | None = fail_under_option(),
+    fail_over: list[str] | None = fail_over_option(),
 ) -> None:
-    """Differences B - A with a conversation-grouped paired bootstrap (same clips, labels and groups required)."""
+    """Differences B - A with a conversation-grouped paired bootstrap (same clips, labels and groups required).
+
+    Gates judge each difference B - A, e.g. --fail-over endpoint.early_cutin_rate=0.02 (frame.* for the ROC-AUCs)."""
+    parse_gates(fail_under, fail_over)
     # lazy: compare -> duplexeval.paired -> scipy.stats, 1.3 s that every `duplexeval --help` would pay
     from duplexeval.controller.metrics.compare import comparison_artifact, format_comparison
 
@@ -132,6 +164,8 @@ def controller_compare(
         typer.echo(format_comparison(res["metrics"]))
         typer.echo(f"signature: {out['signature']['compact']}")
     emit_json(json_out, out)
+    gated("controller compare", fail_under, fail_over, {**res["metrics"], "frame": out["head_ranking_point_only"]},
+          " in the comparison")
 
 
 def register(apps: CliApps) -> None:

@@ -18,8 +18,11 @@ from duplexeval.controller.metrics.report import evaluate, format_report
 from duplexeval.controller.runtime.baselines import make
 from duplexeval.errors import RefusalError
 from duplexeval.jsonio import write_json
+from duplexeval.reruns import read_header
 
 DEMO_BASELINES = ("silence", "silero")
+DEMO_RECORD = "demo.json"  # the settings a demo folder was made with: a rerun with the same ones writes it again
+DEMO_KIND = "duplexeval.controller.demo"
 
 
 @dataclass
@@ -37,8 +40,15 @@ def run_demo(out: str | Path, n: int = 4, exchanges: int = 4, seed: int = 0, for
     """Make the conversations, write one data folder per baseline, evaluate both, compare B = silero vs A = silence."""
     t0 = time.perf_counter()
     out = Path(out)
+    record = {"kind": DEMO_KIND, "settings": {"conversations": n, "exchanges": exchanges, "seed": seed}}
     if out.exists() and any(out.iterdir()) and not force:
-        raise RefusalError(f"{out}: folder is not empty; give --force to overwrite the demo there")
+        old = read_header(out / DEMO_RECORD)
+        if not old:
+            raise RefusalError(f"{out}: folder is not empty and holds no controller demo; pass --force to write the demo there")
+        if old.get("settings") != record["settings"]:
+            raise RefusalError(f"{out}: holds a controller demo made with other settings ({old.get('settings')} there, "
+                               f"{record['settings']} now); pass --force to replace it")
+    write_json(out / DEMO_RECORD, record)
     manifest = write_conversations(out / "conversations", n, seed=seed, exchanges=exchanges)
     convs = list(read_manifest(manifest))
     policy = EvaluationPolicy()
