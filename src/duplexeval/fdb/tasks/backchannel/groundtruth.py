@@ -3,6 +3,7 @@ shipped), its model, where a dataset keeps it, and the check that it covers ever
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from pydantic import ConfigDict, RootModel, model_validator
 
 from duplexeval.errors import InputError
 from duplexeval.fdb.tasks.base import DatasetFile, DatasetRules
-from duplexeval.jsonio import read_json
+from duplexeval.jsonio import parse_json_text, read_text
 from duplexeval.schemas import validate
 from duplexeval.schemas.base import fail, finite
 
@@ -48,8 +49,16 @@ class IccGroundTruth(RootModel[Any]):
 
 
 def read_icc_gt(path: str | Path) -> dict[str, list[float]]:
-    """`icc_gt_distribution.json`, checked by IccGroundTruth (the evaluator's rule too)."""
-    return validate(read_json(path), IccGroundTruth, path).distributions()
+    """`icc_gt_distribution.json`, checked by IccGroundTruth (the evaluator's rule too).
+
+    NaN / Infinity are parsed here and refused by the schema, so the error names the sample that has one.
+    """
+    text = read_text(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = parse_json_text(text, path)  # raises the one-line error naming the file and position
+    return validate(data, IccGroundTruth, path).distributions()
 
 
 class BackchannelChecks(DatasetRules):
