@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import threading
 
 import numpy as np
-from websockets.asyncio.server import ServerConnection, serve
+from net_fixtures import WsServerThread
+from websockets.asyncio.server import ServerConnection
 
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net.telephony import MAX_PENDING_MARKS
@@ -20,26 +20,12 @@ from duplexeval.systems.runner import run_session_async
 T = 1.2
 
 
-class MarkerFloodBot:
-    """A Twilio-stream bot on 127.0.0.1, in a thread: at `start` it sends 2 s of audio and then `n` markers."""
+class MarkerFloodBot(WsServerThread):
+    """A Twilio-stream bot: at `start` it sends 2 s of audio and then `n` markers."""
 
     def __init__(self, n: int) -> None:
+        super().__init__(self._call)
         self.n = n
-        self.loop = asyncio.new_event_loop()
-        self.port = 0
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._main, daemon=True)
-
-    def _main(self) -> None:
-        asyncio.set_event_loop(self.loop)
-
-        async def start() -> None:
-            self.server = await serve(self._call, "127.0.0.1", 0, compression=None, ping_interval=None)
-            self.port = self.server.sockets[0].getsockname()[1]
-
-        self.loop.run_until_complete(start())
-        self._ready.set()
-        self.loop.run_forever()
 
     async def _call(self, ws: ServerConnection) -> None:
         async for raw in ws:
@@ -50,15 +36,6 @@ class MarkerFloodBot:
                 await ws.send(json.dumps({"event": "media", "streamSid": sid, "media": {"payload": payload}}))
                 for i in range(self.n):
                     await ws.send(json.dumps({"event": "mark", "streamSid": sid, "mark": {"name": f"m{i}"}}))
-
-    def __enter__(self) -> MarkerFloodBot:
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(5)
 
 
 def _call(n: int) -> list[dict]:
