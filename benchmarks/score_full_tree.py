@@ -189,9 +189,9 @@ def main() -> None:
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
     # In-process breakdown: load + checks, VAD, the rest.
+    from duplexeval.fdb.tasks.interruption.unified import InterruptionInput, r_limit_sample
     from duplexeval.fdb.unified import score, speech
-    from duplexeval.fdb.unified.interruption import r_limit_sample
-    from duplexeval.fdb.unified.load import InterruptionInput, load_tree
+    from duplexeval.fdb.unified.load import load_tree
 
     t0 = time.perf_counter()
     loaded = load_tree(root)

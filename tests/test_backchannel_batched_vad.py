@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from duplexeval.audio import read_audio
-from duplexeval.fdb.official.backchannel import vad_segments_s
+from duplexeval.fdb.tasks.backchannel.rules import vad_segments_s
 from duplexeval.fdb.unified.speech import segment_audios
 from duplexeval.vad import OFFICIAL_SETTINGS, SCORER_SETTINGS, VadSettings, load_vad
 

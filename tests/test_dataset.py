@@ -11,6 +11,7 @@ import soundfile as sf
 
 from duplexeval.errors import InputError
 from duplexeval.fdb.dataset import load_dataset
+from duplexeval.fdb.tasks.backchannel.groundtruth import ICC_GT_FILE, read_icc_gt
 from duplexeval.fdb.tree import SUBSETS
 
 
@@ -68,7 +69,7 @@ def test_real_layout_either_depth(tmp_path, nested):
     assert x.dtype == np.float32 and x.shape == (96000,)
     bc = ds.samples("icc_backchannel")
     assert all(s.annotation_path is None for s in bc)
-    assert ds.icc_gt() == {"0": [0.25, 0.75], "1": [0.5, 0.5]}
+    assert read_icc_gt(ds.file(ICC_GT_FILE)) == {"0": [0.25, 0.75], "1": [0.5, 0.5]}
     assert ds.samples("synthetic_pause_handling")[0].dir.parent.name == "synthetic_pause_handling"
     assert ds.subsets() == list(SUBSETS)
 
@@ -168,7 +169,7 @@ def test_synth_set_declares_what_dataset_json_says(tmp_path):
     assert ds.declared == {"synthetic_pause_handling": 1, "candor_turn_taking": 1}
     (tt,) = ds.samples("candor_turn_taking")
     assert tt.sr == 16000 and tt.T == pytest.approx(json.loads((root / "dataset.json").read_text())["samples"][1]["T"], abs=1e-6)
-    assert ds.samples("icc_backchannel") == [] and ds.icc_gt_path is None
+    assert ds.samples("icc_backchannel") == [] and ds.file(ICC_GT_FILE) is None
     with pytest.raises(InputError, match="unknown subset"):
         ds.samples("nope")
 
@@ -179,7 +180,7 @@ def test_demo(tmp_path, monkeypatch):
     assert ds.name == "demo" and ds.kind == "synth"
     assert sum(ds.declared.values()) == len(ds.samples()) == 14
     assert ds.root.parent == tmp_path / "cache"
-    gt = ds.icc_gt()
+    gt = read_icc_gt(ds.file(ICC_GT_FILE))
     assert set(gt) == {s.id for s in ds.samples("icc_backchannel")}
     for s in ds.samples("synthetic_user_interruption"):
         (ann,) = s.annotation

@@ -23,7 +23,7 @@ def test_cells_show_value_interval_and_count() -> None:
     # a median interval whose upper end is not reached (a never-responded sample) says so
     assert format_metric({"n": 4, "median": 0.7, "median_interval": [0.5, None], "p90": None}) == "0.70 s [0.50, n/r] (4)"
     # the official rating without a judge says what it needs instead of a bare dash
-    from duplexeval.fdb.official.interruption import NOT_JUDGED
+    from duplexeval.fdb.official.metric import NOT_JUDGED
 
     assert format_metric({"value": None, "std": None, "n": 0, "note": NOT_JUDGED}) == "needs --judge (0)"
     assert format_metric({"value": 0.5, "std": 0.1, "n": 3, "note": None}) == "0.50 ± 0.10 (3)"

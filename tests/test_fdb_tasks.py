@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -12,18 +12,13 @@ from pydantic import BaseModel
 from duplexeval import stats
 from duplexeval.errors import InputError
 from duplexeval.fdb import tasks
-from duplexeval.fdb.tree import (
-    BACKCHANNEL,
-    PAUSE_HANDLING,
-    SUBSETS,
-    TURN_TAKING,
-    USER_INTERRUPTION,
-    SampleEntry,
-)
+from duplexeval.fdb.tree import SUBSETS, SampleEntry, SubsetInfo
 from duplexeval.fdb.unified import aggregate
 from duplexeval.fdb.unified.report import block_rows, metric_rows
 
-BUILTIN = {PAUSE_HANDLING, TURN_TAKING, USER_INTERRUPTION, BACKCHANNEL}
+BUILTIN = {info.task for info in SUBSETS.values() if info.name in (
+    "candor_pause_handling", "synthetic_pause_handling", "candor_turn_taking", "synthetic_user_interruption",
+    "icc_backchannel")}
 
 
 def test_unknown_task_is_one_line_listing_the_available_ones():
@@ -33,36 +28,38 @@ def test_unknown_task_is_one_line_listing_the_available_ones():
     assert "\n" not in msg
     assert msg.startswith("unknown FDB task 'pause_handlin'; available: ")
     listed = set(msg.split("available: ")[1].split(", "))
-    assert BUILTIN <= listed
+    assert BUILTIN <= listed and len(BUILTIN) == 4
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN))
 def test_each_builtin_record_is_complete(name):
     task = tasks.get_task(name)
     assert task.name == name
-    # the subsets and the annotation file agree with the tree's subset table
-    assert task.subsets == tuple(s for s, info in SUBSETS.items() if info.task == name)
-    assert {SUBSETS[s].annotation for s in task.subsets} == {task.annotation}
-    if task.annotation is None:
-        assert task.annotation_model is None
+    # the subsets and the annotation file agree with the subset table
+    assert task.subsets == SUBSETS.of_task(name) and task.subsets
+    assert {s.annotation for s in task.subsets} == {task.annotation_file}
+    if task.annotation_file is None:
+        assert task.annotation is None
     else:
-        assert issubclass(task.annotation_model, BaseModel)
-    # a task is scored by the unified rules (parse and score) or counted only (neither)
-    assert (task.parse is None) == (task.score is None)
-    assert callable(task.aggregate) and callable(task.official)
-    if task.score is None:
-        assert task.metric_kinds == {} and task.paired_metrics == ()
-    else:
-        assert task.paired_metrics  # `fdb compare` pairs every scored task
-    # what `fdb compare` pairs (and gates on) are metrics of the task
-    paired = [spec.name for spec in task.paired_metrics] + ([task.paired_gate.name] if task.paired_gate else [])
-    assert len(set(paired)) == len(paired) and set(paired) <= set(task.metric_kinds)
+        assert issubclass(task.annotation, BaseModel) and task.annotation.file == task.annotation_file
+        assert task.layout.names(tasks.DATASET) == (task.annotation_file,)
+    assert task.layout.names(tasks.EXPORT) == ("output.wav",) and task.layout.names(tasks.ASR) == ("output.json",)
+    assert isinstance(task.official, tasks.OfficialRules) and task.synth is not None
+    # a task is scored by the unified rules (and compared) or counted only (neither)
+    assert (task.unified is None) == (task.paired is None) == (not task.headline)
+    if task.unified is None:
+        return
+    kinds = task.unified.metric_kinds
+    # what `fdb compare` pairs (and gates on) and what the demo shows are metrics of the task
+    paired = [spec.name for spec in task.paired.metrics] + ([task.paired.gate.name] if task.paired.gate else [])
+    assert len(set(paired)) == len(paired) and set(paired) <= set(kinds)
+    assert {h.metric for h in task.headline} <= set(kinds)
+    assert all(h.better in (tasks.LOWER, tasks.HIGHER, tasks.NEITHER) for h in task.headline)
     # every metric the aggregate writes has a declared kind, and renders by it (a wrong kind misses keys)
-    counts = aggregate.base_counts([], None)
-    block = task.aggregate([], counts)
+    block = task.unified.aggregate([], aggregate.base_counts([], None))
     assert block["task"] == name
-    assert list(block["metrics"]) == list(task.metric_kinds)
-    for metric, kind in task.metric_kinds.items():
+    assert list(block["metrics"]) == list(kinds)
+    for metric, kind in kinds.items():
         assert issubclass(kind, (stats.Share, stats.PooledRatio, stats.Latency)), (metric, kind)
         assert metric_rows(metric, block["metrics"][metric], kind)
 
@@ -99,25 +96,26 @@ class ToyRow:
     spoke: bool
 
 
-def _toy_aggregate(rows: Sequence[ToyRow], counts: dict[str, Any]) -> dict[str, Any]:
-    n, sel, unk = counts["eligible"], counts["selected"], counts["ineligible"]
-    metrics = {
-        "spoke_rate": aggregate.share(sum(r.spoke for r in rows), n, unk, sel),
-        "spoke_latency_s": aggregate.latency([1_000_000 if r.spoke else float("inf") for r in rows], 1_000_000),
-    }
-    return {"task": "toy_task", "counts": counts, "coverage": None, "metrics": aggregate.metrics_json(metrics)}
+class ToyUnified(tasks.UnifiedRules[int, ToyRow]):
+    metric_kinds = {"spoke_rate": stats.Share, "spoke_latency_s": stats.Latency}
+
+    def score(self, inp: int, segments: Sequence[tuple[int, int]] | None) -> ToyRow:
+        return ToyRow(bool(inp))
+
+    def aggregate(self, rows: Sequence[ToyRow], counts: dict[str, Any]) -> dict[str, Any]:
+        n, sel, unk = counts["eligible"], counts["selected"], counts["ineligible"]
+        metrics = {
+            "spoke_rate": aggregate.share(sum(r.spoke for r in rows), n, unk, sel),
+            "spoke_latency_s": aggregate.latency([1_000_000 if r.spoke else float("inf") for r in rows], 1_000_000),
+        }
+        return {"task": "toy_task", "counts": counts, "coverage": None, "metrics": aggregate.metrics_json(metrics)}
 
 
 TOY = tasks.Task(
     name="toy_task",
-    subsets=("candor_pause_handling",),
-    annotation=None,
-    annotation_model=None,
-    parse=lambda files: files,
-    score=lambda inp, _segments: ToyRow(bool(inp)),
-    aggregate=_toy_aggregate,
-    metric_kinds={"spoke_rate": stats.Share, "spoke_latency_s": stats.Latency},
-    official=lambda ctx, ready: tasks.OfficialOutcome([], {}),
+    subsets=(SubsetInfo("toy_subset", "toy_task", None, 5),),
+    unified=ToyUnified(),
+    official=tasks.OfficialRules(),
 )
 
 
@@ -132,10 +130,10 @@ def test_a_toy_task_registered_in_a_test_flows_through_aggregate_and_render(toy_
     assert "toy_task" in tasks.TASKS.names()
     assert tasks.get_task("toy_task") is TOY
     entries = [
-        SampleEntry("candor_pause_handling", str(i), 10.0, eligible=i < 3, reasons=[] if i < 3 else ["x"], files={})
+        SampleEntry("toy_subset", str(i), 10.0, eligible=i < 3, reasons=[] if i < 3 else ["x"], files={})
         for i in range(4)
     ]
-    rows = [TOY.score(v, None) for v in (1, 0, 1)]
+    rows = [TOY.unified.score(v, None) for v in (1, 0, 1)]
     block = aggregate.task_block("toy_task", entries, rows, 5)
     assert block["task"] == "toy_task"
     assert block["counts"]["selected"] == 4 and block["counts"]["eligible"] == 3 and block["counts"]["declared"] == 5
@@ -150,5 +148,15 @@ def test_a_toy_task_registered_in_a_test_flows_through_aggregate_and_render(toy_
 
 
 def test_registering_a_builtin_name_again_is_refused():
+    name = sorted(BUILTIN)[0]
     with pytest.raises(ValueError, match="already registered"):
-        tasks.register_task(tasks.Task(**{**TOY.__dict__, "name": PAUSE_HANDLING}))
+        tasks.register_task(replace(TOY, name=name, subsets=SUBSETS.of_task(name)))
+
+
+def test_a_task_whose_subsets_or_annotation_disagree_is_refused():
+    with pytest.raises(ValueError, match="belongs to task"):
+        replace(TOY, subsets=(SubsetInfo("toy_subset", "other", None, 5),))
+    with pytest.raises(ValueError, match="annotation model"):
+        replace(TOY, subsets=(SubsetInfo("toy_subset", "toy_task", "toy.json", 5),))
+    with pytest.raises(ValueError, match="already defined"):
+        SUBSETS.add(SubsetInfo("candor_pause_handling", "toy_task", None, 1))

@@ -9,13 +9,13 @@ import asyncio
 import base64
 import json
 import logging
-import threading
 import urllib.parse
 from pathlib import Path
 
 import pytest
+from net_fixtures import WsServerThread
 from test_secrets_e2e import KEY, KEY_ENV, assert_no_key, key_env, one_sample_dataset  # noqa: F401 - key_env: a fixture
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 
 from duplexeval import redaction
 from duplexeval.cli import main
@@ -40,26 +40,12 @@ def echoes(stream: str, key: str) -> list[str]:
     return out
 
 
-class EchoBot:
-    """A media-stream bot on 127.0.0.1, in a thread, that echoes the `start` message's `auth_token` parameter."""
+class EchoBot(WsServerThread):
+    """A media-stream bot that echoes the `start` message's `auth_token` parameter (the tokens it got in `keys`)."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        super().__init__(self._call)
         self.keys: list[str] = []
-        self.port = 0
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._main, daemon=True)
-
-    def _main(self) -> None:
-        asyncio.set_event_loop(self.loop)
-
-        async def start() -> None:
-            self.server = await serve(self._call, "127.0.0.1", 0, compression=None, ping_interval=None)
-            self.port = self.server.sockets[0].getsockname()[1]
-
-        self.loop.run_until_complete(start())
-        self._ready.set()
-        self.loop.run_forever()
 
     async def _call(self, ws: ServerConnection) -> None:
         async for raw in ws:
@@ -72,15 +58,6 @@ class EchoBot:
                 await asyncio.sleep(0.3)
                 await ws.close(4000, f"bad token {key}"[:120])
                 return
-
-    def __enter__(self) -> EchoBot:
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(5)
 
 
 def test_a_carrier_token_echoed_back_is_never_written(tmp_path: Path, key_env: str,  # noqa: F811

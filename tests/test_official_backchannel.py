@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from duplexeval.errors import InputError
-from duplexeval.fdb.official import backchannel as bc
+from duplexeval.fdb.tasks.backchannel import rules as bc
+from duplexeval.fdb.tasks.backchannel.groundtruth import IccGroundTruth
 from duplexeval.fdb.transcript import Word
+from duplexeval.schemas import validate
 
 BC_A = (1.0, 1.4)  # 0.4 s, no words: a backchannel
 TURN = (3.0, 4.5)  # 1.5 s: a turn (>= 1 s)
@@ -182,10 +184,10 @@ def test_metrics_mean_and_population_std():
 
 
 def test_validate_gt():
-    assert bc.validate_gt({"0": [0.5, 0.5]}, "gt") == {"0": [0.5, 0.5]}
+    assert validate({"0": [0.5, 0.5]}, IccGroundTruth, "gt").distributions() == {"0": [0.5, 0.5]}
     for bad in ({}, {"0": [1.0]}, {"0": [0.5, float("nan")]}, {"0": [0.5, -1]}, {"0": "x"}, []):
         with pytest.raises(InputError):
-            bc.validate_gt(bad, "gt")
+            validate(bad, IccGroundTruth, "gt")
 
 
 def test_resample_and_jsd_are_bit_identical_to_scipy():

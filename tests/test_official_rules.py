@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from duplexeval.fdb.official import interruption as ui
-from duplexeval.fdb.official import pause, turn_taking
-from duplexeval.fdb.official.interruption import Rating
+from duplexeval.fdb.official.judge import Rating
 from duplexeval.fdb.official.rules import CRASH_NULL_LAST_END, clamp_latency, take_turn
+from duplexeval.fdb.tasks.interruption import official as ui
+from duplexeval.fdb.tasks.pause import official as pause
+from duplexeval.fdb.tasks.turn_taking import official as turn_taking
 from duplexeval.fdb.transcript import Word
 
 

@@ -22,7 +22,7 @@ def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 
 
 def _unjudged_summary(root: Path) -> None:
-    from duplexeval.fdb.official.interruption import NOT_JUDGED
+    from duplexeval.fdb.official.metric import NOT_JUDGED
 
     write_json(root / "summary.json", {
         "kind": "duplexeval.fdb.summary", "schema_version": 1,
@@ -59,7 +59,7 @@ def test_fdb_score_report_symbols_width_and_judge(tmp_path: Path, capsys: pytest
 
 def test_evaluate_summary_line_says_needs_judge() -> None:
     from duplexeval.fdb.evaluate_cli import format_summary
-    from duplexeval.fdb.official.interruption import NOT_JUDGED
+    from duplexeval.fdb.official.metric import NOT_JUDGED
 
     summary = {"rules": {"name": "v1.0", "backchannel_rules": "2025-06"}, "subsets": {UI: {
         "n_evaluated": 3, "counts": {"selected": 3, "declared": 200}, "judge": {"label": "not judged"},

@@ -13,18 +13,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from duplexeval.errors import InputError
+from duplexeval.fdb.tasks.backchannel.groundtruth import IccGroundTruth
+from duplexeval.fdb.tasks.interruption.annotation import InterruptAnnotation
+from duplexeval.fdb.tasks.pause.annotation import PauseAnnotation
+from duplexeval.fdb.tasks.turn_taking.annotation import TurnAnnotation
 from duplexeval.schemas import MAX_TIME_S, check_number, is_safe_id, load, validate
 from duplexeval.schemas.controller import ClipLine, PolicyFields
 from duplexeval.schemas.eot import EOTPairRow
 from duplexeval.schemas.fdb import (
     AsrFile,
-    IccGroundTruth,
-    InterruptAnnotation,
     ManifestFile,
     OutputJson,
-    PauseAnnotation,
     SynthDatasetFile,
-    TurnAnnotation,
 )
 
 SHA = "a" * 64

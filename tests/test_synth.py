@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb import synth as S
+from duplexeval.fdb.tasks.backchannel.synth import BC_EPSILON, BC_MIN_GAP_S, backchannel_gt
 
 SR = 16000
 TOL = 2.5 / SR  # trimming to the voiced extent rounds to whole samples
@@ -136,13 +137,13 @@ def test_interruption_layout_matches_the_official_one():
 
 def test_backchannel_gt_rule_known_answer():
     words = [("a", 0.2, 1.0), ("b", 1.1, 2.0), ("c", 2.8, 3.5), ("d", 3.9, 4.3)]
-    gt = np.array(S.backchannel_gt(words, T=5.0))
+    gt = np.array(backchannel_gt(words, T=5.0))
     assert gt.shape == (26,)  # int(5.0 / 0.2) + 1
     assert gt.sum() == pytest.approx(1.0, abs=1e-12)
     raw = np.zeros(26)
     raw[10:14] += 0.8 / 4  # gap 2.0..2.8: window 2.0..2.6 -> bins 10..13, weight 0.8
     raw[17:20] += 0.4 / 3  # gap 3.5..3.9 (0.4 s): bins 17..19, weight 0.4; 1.0..1.1 is too short
-    expect = (raw + S.BC_EPSILON) / (raw + S.BC_EPSILON).sum()
+    expect = (raw + BC_EPSILON) / (raw + BC_EPSILON).sum()
     assert np.allclose(gt, expect, rtol=1e-12, atol=0)
     assert gt[5] < 1e-11 and gt[10] > 0.1
 
@@ -155,13 +156,13 @@ def test_backchannel_gt_is_a_distribution(steps, tail):
         words.append(("w", t + gap, t + gap + dur))
         t += gap + dur
     T = t + tail
-    gt = np.array(S.backchannel_gt(words, T))
+    gt = np.array(backchannel_gt(words, T))
     assert gt.shape == (int(T / 0.2) + 1,)
     assert np.all(gt > 0) and abs(gt.sum() - 1.0) < 1e-12
     touched = set()
     for a, b in zip(words, words[1:]):
         g = b[1] - a[2]
-        if g >= S.BC_MIN_GAP_S:
+        if g >= BC_MIN_GAP_S:
             touched |= {min(k, len(gt) - 1) for k in range(int(a[2] / 0.2), int((a[2] + min(g, 0.6)) / 0.2) + 1)}
     if touched:  # the mass sits in the bins right after pauses; every other bin holds only epsilon
         assert int(gt.argmax()) in touched
@@ -171,7 +172,7 @@ def test_backchannel_gt_is_a_distribution(steps, tail):
 
 
 def test_backchannel_gt_without_pauses_is_uniform():
-    gt = S.backchannel_gt([("a", 0.0, 1.0), ("b", 1.1, 2.0)], T=2.0)
+    gt = backchannel_gt([("a", 0.0, 1.0), ("b", 1.1, 2.0)], T=2.0)
     assert len(gt) == 11 and max(gt) - min(gt) < 1e-15
 
 

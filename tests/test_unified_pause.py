@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from duplexeval.fdb.tasks.pause.unified import PauseInput, score_pause, union_length_inside
 from duplexeval.fdb.transcript import to_us
-from duplexeval.fdb.unified.load import PauseInput, Span
-from duplexeval.fdb.unified.pause import score_pause, union_length_inside
+from duplexeval.fdb.unified.load import Span
 
 
 def _inp(T, pauses, words):

@@ -7,11 +7,13 @@ from fractions import Fraction
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from duplexeval.fdb.tasks.interruption import unified as intr
+from duplexeval.fdb.tasks.interruption.unified import InterruptionInput
+from duplexeval.fdb.tasks.pause import unified as pause
+from duplexeval.fdb.tasks.pause.unified import PauseInput, score_pause
+from duplexeval.fdb.tasks.turn_taking import unified as tt
 from duplexeval.fdb.unified import aggregate
-from duplexeval.fdb.unified import interruption as intr
-from duplexeval.fdb.unified import turn_taking as tt
-from duplexeval.fdb.unified.load import InterruptionInput, PauseInput, Span
-from duplexeval.fdb.unified.pause import score_pause
+from duplexeval.fdb.unified.load import Span
 
 US = 1_000_000
 T_US = 10 * US
@@ -41,7 +43,7 @@ def _shares(block):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(turn_row, min_size=1, max_size=40), st.integers(0, 5))
 def test_turn_quantiles_and_rates_are_one_curve(rows, ineligible):
-    b = aggregate.turn_block(rows, _counts(len(rows), ineligible))
+    b = tt.turn_block(rows, _counts(len(rows), ineligible))
     m = b["metrics"]
     lat = m["response_latency_s"]
     for q, key in ((Fraction(1, 2), "median"), (Fraction(9, 10), "p90")):
@@ -92,7 +94,7 @@ def interruption_row(draw):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(interruption_row(), min_size=1, max_size=30), st.integers(0, 4))
 def test_interruption_curve_bounds_and_intervals(rows, ineligible):
-    b = aggregate.interruption_block(rows, _counts(len(rows), ineligible))
+    b = intr.interruption_block(rows, _counts(len(rows), ineligible))
     m = b["metrics"]
     lat = m["response_latency_s"]
     for k in aggregate.RESPONSE_KS:
@@ -125,7 +127,7 @@ def test_pause_flags_are_consistent(inputs, ineligible):
         assert not r.carry_in or r.pre_pause_speech
         assert r.any_speech == (r.pre_pause_speech or r.pause_intrusion)
         assert 0 <= r.covered_us <= r.pause_us and r.pauses_intruded <= r.n_pauses
-    _check_shares_and_intervals(aggregate.pause_block(rows, _counts(len(rows), ineligible)))
+    _check_shares_and_intervals(pause.pause_block(rows, _counts(len(rows), ineligible)))
 
 
 probs_seq = st.lists(st.sampled_from([0.02, 0.34, 0.36, 0.49, 0.5, 0.51, 0.97]), min_size=1, max_size=160)

@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 from fdb_fixtures import FixtureSample, interrupt_ann, place, write_tree
 
-from duplexeval.fdb.unified import score
-from duplexeval.fdb.unified.load import load_tree
-from duplexeval.fdb.unified.sensitivity import (
+from duplexeval.fdb.tasks.interruption.sensitivity import (
     EDGE_MS,
     MIN_SILENCES_MS,
     THRESHOLDS,
     analyse,
     nearest_edge,
 )
+from duplexeval.fdb.unified import score
+from duplexeval.fdb.unified.load import load_tree
 from duplexeval.tts import synthesize
 from duplexeval.vad import SCORER_SETTINGS, load_vad
 
@@ -126,9 +126,9 @@ def test_cli_flag_prints_the_table_and_writes_the_file(tree, capsys):
 def test_sweep_rows_equal_whole_file_segmentation(tree):
     """The sweep segments only the prefix that fixes the segments starting at or before R; every setting's
     outcomes equal those from whole-file segments."""
-    from duplexeval.fdb.unified import interruption as intr
+    from duplexeval.fdb.tasks.interruption import unified as intr
+    from duplexeval.fdb.tasks.interruption.sensitivity import segments_up_to_r, settings_grid
     from duplexeval.fdb.unified import speech
-    from duplexeval.fdb.unified.sensitivity import segments_up_to_r, settings_grid
     from duplexeval.vad import timestamps_from_probs
 
     inputs = [ls.input for ls in load_tree(tree).samples if ls.input is not None]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from duplexeval.fdb.tasks.interruption import unified as intr
+from duplexeval.fdb.tasks.interruption.unified import InterruptionInput
+from duplexeval.fdb.tasks.turn_taking import unified as tt
+from duplexeval.fdb.tasks.turn_taking.unified import TurnInput
 from duplexeval.fdb.transcript import to_us
 from duplexeval.fdb.unified import aggregate
-from duplexeval.fdb.unified import interruption as intr
-from duplexeval.fdb.unified import turn_taking as tt
-from duplexeval.fdb.unified.load import InterruptionInput, Span, TurnInput
+from duplexeval.fdb.unified.load import Span
 
 
 def _turn(E, starts, T=10.0):
@@ -42,7 +44,7 @@ def test_turn_block_by_hand():
         tt.score_turn(_turn(2.0, [])),  # no response
     ]
     counts = aggregate.base_counts([], None) | {"selected": 6, "eligible": 5, "ineligible": 1}
-    b = aggregate.turn_block(rows, counts)
+    b = tt.turn_block(rows, counts)
     m = b["metrics"]
     assert b["counts"]["early_start"] == 1 and b["counts"]["response"] == 3 and b["counts"]["no_response"] == 1
     assert (m["response_rate_1s"]["count"], m["response_rate_2s"]["count"], m["response_rate_5s"]["count"]) == (2, 2, 3)
@@ -135,7 +137,7 @@ def test_interruption_block_denominators_and_bounds_by_hand():
     ]
     rows = [intr.score_interruption(_intr(S, R, w), s) for s, w in segs_by_row]
     counts = {"selected": 7, "eligible": 5, "ineligible": 2, "ineligible_reasons": {"x": 2}, "declared": 200}
-    b = aggregate.interruption_block(rows, counts)
+    b = intr.interruption_block(rows, counts)
     m, c = b["metrics"], b["counts"]
     assert (c["exercised"], c["not_exercised"], c["speaking_at_end"], c["response"], c["no_response"]) == (4, 1, 2, 1, 1)
     # exercised_rate: over eligible, only the ineligible are unknown.
@@ -159,7 +161,7 @@ def test_interruption_block_denominators_and_bounds_by_hand():
 def test_silent_everywhere_gives_unmeasured_bounds():
     rows = [intr.score_interruption(_intr(S, R), []) for _ in range(3)]
     counts = {"selected": 3, "eligible": 3, "ineligible": 0, "ineligible_reasons": {}, "declared": 3}
-    m = aggregate.interruption_block(rows, counts)["metrics"]
+    m = intr.interruption_block(rows, counts)["metrics"]
     assert m["exercised_rate"]["value"] == 0.0 and m["exercised_rate"]["interval"][0] == 0.0
     for name in ("speaking_at_end_rate", "response_rate_2s", "no_response_rate", "restart_rate"):
         assert m[name]["value"] is None and m[name]["interval"] is None
@@ -177,6 +179,6 @@ def test_zero_length_interruption_and_a_word_exactly_at_S_equals_R():
     assert row.outcome == intr.RESPONSE and row.latency_us == 0 and row.restarts == 0
     assert row.speech_in_interruption_ticks == 0
     counts = {"selected": 1, "eligible": 1, "ineligible": 0, "ineligible_reasons": {}, "declared": 1}
-    m = aggregate.interruption_block([row], counts)["metrics"]
+    m = intr.interruption_block([row], counts)["metrics"]
     assert m["speech_s_per_interruption_s"]["value"] is None  # no interruption time at all
     assert m["speech_s_per_interruption_s"]["interval"] is None

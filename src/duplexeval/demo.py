@@ -20,13 +20,14 @@ from typing import Any
 
 from rich.table import Table
 
-from duplexeval import children
+from duplexeval import children, stats
 from duplexeval.errors import DuplexEvalError, InputError, RefusalError
 from duplexeval.fdb.asr_stage import run as asr_run
 from duplexeval.fdb.export import export, resolve_dataset
-from duplexeval.fdb.official.interruption import NEEDS_JUDGE, needs_judge
+from duplexeval.fdb.official.metric import NEEDS_JUDGE, needs_judge
 from duplexeval.fdb.official.run import evaluate
-from duplexeval.fdb.tree import ASR_FILE, MANIFEST_FILE, SUBSET_ORDER
+from duplexeval.fdb.tasks import task_of
+from duplexeval.fdb.tree import ASR_FILE, MANIFEST_FILE, SUBSETS, subset_order
 from duplexeval.fdb.unified import score
 from duplexeval.jsonio import read_json, sha256_file
 from duplexeval.progress import table_console
@@ -43,29 +44,18 @@ NETWORK_DEMO = "loopback:protocol=openai-realtime,serve=turn-based"
 DEFAULT_SYSTEMS: tuple[str, ...] = ("silent", "turn-based", "talk-over", "backchannel", NETWORK_DEMO)
 LABELS = {NETWORK_DEMO: "turn-based@openai-realtime"}
 
-# (subset, metric, label) of the unified headline rows, in table order.
-UNIFIED_ROWS: tuple[tuple[str, str, str], ...] = (
-    ("candor_pause_handling", "pause_intrusion_rate", "pause_intrusion_rate"),
-    ("synthetic_pause_handling", "pause_intrusion_rate", "pause_intrusion_rate"),
-    ("candor_turn_taking", "early_start_rate", "early_start_rate"),
-    ("candor_turn_taking", "response_rate_2s", "response_rate_2s"),
-    ("candor_turn_taking", "no_response_rate", "no_response_rate"),
-    ("candor_turn_taking", "response_latency_s", "response_latency_s (median)"),
-    ("synthetic_user_interruption", "exercised_rate", "exercised_rate"),
-    ("synthetic_user_interruption", "speaking_at_end_rate", "speaking_at_end_rate"),
-    ("synthetic_user_interruption", "response_rate_2s", "response_rate_2s"),
-    ("synthetic_user_interruption", "no_response_rate", "no_response_rate"),
-    ("synthetic_user_interruption", "stop_latency_s", "stop_latency_s (median)"),
-    ("synthetic_user_interruption", "response_latency_s", "response_latency_s (median)"),
-)
 
-SHORT_SUBSET = {
-    "synthetic_pause_handling": "pause (synthetic)",
-    "candor_pause_handling": "pause (candor)",
-    "candor_turn_taking": "turn-taking",
-    "synthetic_user_interruption": "interruption",
-    "icc_backchannel": "backchannel",
-}
+def unified_rows() -> list[tuple[str, str, str]]:
+    """(subset, metric, label) of the unified headline rows, in table order: each subset's task's `headline`, a
+    latency labelled as its median."""
+    rows = []
+    for subset in SUBSETS:
+        task = task_of(subset)
+        kinds = task.unified.metric_kinds if task.unified is not None else {}
+        for h in task.headline:
+            median = isinstance(kinds.get(h.metric), type) and issubclass(kinds[h.metric], stats.Latency)
+            rows.append((subset, h.metric, f"{h.metric} (median)" if median else h.metric))
+    return rows
 
 
 @dataclass
@@ -335,16 +325,20 @@ def _load(tree: Path, name: str) -> dict[str, Any] | None:
     return obj
 
 
+def _short(subset: str) -> str:
+    return SUBSETS[subset].label if subset in SUBSETS else subset
+
+
 def comparison_rows(trees: Sequence[Path]) -> list[tuple[str, str, list[str]]]:
     """(subset, metric, one cell per tree) for the unified headline metrics and every official metric."""
     unified = [_load(t, "unified.json") for t in trees]
     summary = [_load(t, "summary.json") for t in trees]
     rows: list[tuple[str, str, list[str]]] = []
-    for subset, metric, label in UNIFIED_ROWS:
+    for subset, metric, label in unified_rows():
         if not any(u and subset in u.get("subsets", {}) for u in unified):
             continue
         cells = [format_metric(((u or {}).get("subsets", {}).get(subset, {}).get("metrics", {}) or {}).get(metric)) for u in unified]
-        rows.append((SHORT_SUBSET.get(subset, subset), label, cells))
+        rows.append((_short(subset), label, cells))
     official_keys: list[tuple[str, str]] = []
     for s in summary:
         for subset, block in ((s or {}).get("subsets") or {}).items():
@@ -352,10 +346,11 @@ def comparison_rows(trees: Sequence[Path]) -> list[tuple[str, str, list[str]]]:
                 if (subset, name) not in official_keys:
                     official_keys.append((subset, name))
 
-    official_keys.sort(key=lambda k: SUBSET_ORDER.index(k[0]) if k[0] in SUBSET_ORDER else 99)
+    order = subset_order()
+    official_keys.sort(key=lambda k: order.index(k[0]) if k[0] in order else 99)
     for subset, name in official_keys:
         cells = [format_metric((((s or {}).get("subsets") or {}).get(subset, {}).get("metrics") or {}).get(name)) for s in summary]
-        rows.append((SHORT_SUBSET.get(subset, subset), f"official: {name}", cells))
+        rows.append((_short(subset), f"official: {name}", cells))
     return rows
 
 

@@ -24,7 +24,9 @@ from duplexeval.eot.spans import SpanSet, SpanTurn, make_turn
 from duplexeval.errors import InputError
 from duplexeval.fdb.dataset import load_dataset
 from duplexeval.fdb.synth import load_script, render_sample
-from duplexeval.fdb.tree import PAUSE_HANDLING, SUBSETS, TURN_TAKING
+from duplexeval.fdb.tasks import task_of
+from duplexeval.fdb.tasks.pause.annotation import PauseAnnotation
+from duplexeval.fdb.tasks.turn_taking.annotation import TurnAnnotation
 from duplexeval.jsonio import json_lines, read_text
 from duplexeval.units import SAMPLE_RATE, TimedWord
 
@@ -189,11 +191,11 @@ def read_fdb(path: str | Path, subsets: tuple[str, ...] = ("candor_turn_taking",
         where = f"{path}: {s.key}"
         audio = s.read_input_16k()
         T = audio.size / SAMPLE_RATE
-        if s.task == TURN_TAKING:
-            e = float(s.annotation[0]["timestamp"][0])
+        if isinstance(s.record, TurnAnnotation):
+            e = s.record.E
             sil = [(min(e, T), min(T, e + EOT_TAIL_S), "eot")]
-        elif s.task == PAUSE_HANDLING:
-            sil = [(float(it["timestamp"][0]), min(T, float(it["timestamp"][1])), "hold") for it in s.annotation]
+        elif isinstance(s.record, PauseAnnotation):
+            sil = [(a, min(T, b), "hold") for a, b in s.record.spans()]
         else:
             _bump(skipped, f"task_{s.task}")
             continue
@@ -249,15 +251,15 @@ def span_set_from_script(script: Any, where: str) -> SpanSet:
     skipped: dict[str, int] = {}
     turns: list[SpanTurn] = []
     for spec in script.samples:
-        task = SUBSETS[spec["subset"]].task
+        owner = task_of(spec["subset"])
         key = f"{spec['subset']}/{spec['id']}"
-        if task not in (PAUSE_HANDLING, TURN_TAKING):
-            _bump(skipped, f"task_{task}")
+        if owner.annotation not in (PauseAnnotation, TurnAnnotation):
+            _bump(skipped, f"task_{owner.name}")
             continue
         r = render_sample(spec, where=f"{where}: sample {key}")
         last = r.words[-1][2]
         sil: list[tuple[float, float, str]] = []
-        if task == PAUSE_HANDLING:
+        if owner.annotation is PauseAnnotation:
             sil = [(float(p["timestamp"][0]), float(p["timestamp"][1]), "hold") for p in (r.annotation or [])]
         sil.append((last, min(r.T, last + EOT_TAIL_S), "eot"))
         words = tuple(TimedWord(w, a, b) for w, a, b in r.words)

@@ -1,9 +1,10 @@
 """The ASR stage's per-sample work, run in its workers: one sample's `output.wav` -> `output.json` and its asr.json
 record (or, for `--backend import`, the check of an `output.json` made elsewhere).
 
-Official semantics: `synthetic_user_interruption` audio is cut at R = interrupt.json[0].timestamp[1] and R is
-added back to every word time. Word times are validated, never clipped; a bad one fails that sample only. The
-files are hash-checked against manifest.json as they are read (`fdb.verified`).
+Official semantics: a task may start the transcript later (`AsrRules.start_s`: the interruption task cuts the
+audio at the end of the user's interrupt); the start is added back to every word time. Word times are validated,
+never clipped; a bad one fails that sample only. The files are hash-checked against manifest.json as they are
+read (`fdb.verified`).
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from duplexeval.asr.base import Backend, Word, check_words, round_words
 from duplexeval.asr.registry import make_backend
 from duplexeval.audio import SAMPLE_RATE, read_audio, resample
 from duplexeval.errors import DuplexEvalError, InputError, clip
+from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.transcript import parse_output_json, transcript_bytes
-from duplexeval.fdb.tree import MANIFEST_FILE, OUTPUT_JSON, OUTPUT_WAV, SUBSETS, USER_INTERRUPTION
+from duplexeval.fdb.tree import MANIFEST_FILE, OUTPUT_JSON, OUTPUT_WAV
 from duplexeval.fdb.verified import VerifyError, parse_json, read_verified, read_verified_json
 from duplexeval.jsonio import atomic_write_bytes, sha256_bytes
 from duplexeval.schemas import validate
-from duplexeval.schemas.fdb import InterruptAnnotation
 
 # How a worker gets its backend: `asr.registry.backend_spec`'s picklable (name, model, device, threads) recipe,
 # a backend object itself (tests, in-process runs), or None for `--backend import`.
@@ -46,14 +47,14 @@ class SampleTask:
 
 
 def _read_cut(task: SampleTask) -> float:
-    """R for the interruption subset (end of the user's interrupt), else 0.0; InputError when malformed."""
-    if SUBSETS[task.subset].task != USER_INTERRUPTION:
+    """Where the sample's task starts the transcript (`AsrRules.start_s`, from the hash-checked annotation when the
+    task reads it), else 0.0; InputError when malformed."""
+    rules = task_of(task.subset)
+    if not rules.asr.reads_annotation or rules.annotation is None:
         return 0.0
     path = Path(task.dir) / str(task.annotation)
-    R = validate(read_verified_json(path, task.annotation_sha256, None, MANIFEST_FILE), InterruptAnnotation, path).R
-    if not 0 <= R < task.T:
-        raise InputError(f"{path}: interrupt end R={R!r} is not a finite time inside [0, T={task.T})")
-    return float(R)
+    record: Any = validate(read_verified_json(path, task.annotation_sha256, None, MANIFEST_FILE), rules.annotation, path)
+    return rules.asr.start_s(record, task.T, path)
 
 
 def process_sample(backend: Backend | None, task: SampleTask) -> dict[str, Any]:

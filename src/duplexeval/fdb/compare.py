@@ -1,7 +1,8 @@
 """Paired comparison of scored trees (spec 000, "Denominators and intervals"): B - A on the same samples.
 
-Rows of unified-samples.jsonl are paired by sample id over the samples eligible in both trees (for
-interruption, exercised in both; `exercised_rate` itself over eligible in both). Every metric gets A,
+Rows of unified-samples.jsonl are paired by sample id over the samples eligible in both trees, or (for a task
+with a gate, such as interruption's `exercised_rate`) passing the gate in both, the gate itself over eligible
+in both; each task says what it pairs (`PairedSpec`). Every metric gets A,
 B, the difference B - A with its paired-bootstrap 95% interval (`duplexeval.paired`), the number of
 pairs, and for the shares McNemar's exact test. Pairing does not remove selection bias, so each subset
 also carries both trees' coverage, `exercised_rate` and selected bounds, and the pairing counts.
@@ -9,8 +10,7 @@ also carries both trees' coverage, `exercised_rate` and selected bounds, and the
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,71 +20,15 @@ from duplexeval.artifacts import header
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.results import ScoredTree, load_scored
 from duplexeval.fdb.signatures import compare_signature
-from duplexeval.fdb.tasks import get_task
-from duplexeval.fdb.tree import SUBSET_ORDER, SUBSETS
-from duplexeval.fdb.unified import interruption as intr
-from duplexeval.fdb.unified import turn_taking as tt
-from duplexeval.fdb.unified.aggregate import RESPONSE_KS
+from duplexeval.fdb.tasks import MetricSpec, get_task, task_of
+from duplexeval.fdb.tree import SUBSETS
 from duplexeval.signature import Signature
 
 COMPARE_KIND = "duplexeval.fdb.compare"
 COMPARE_SCHEMA_VERSION = 1
 COMPARE_FILE = "compare.json"
-US = 1_000_000
-TICKS = intr.TICKS_PER_S
 
 Row = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """How one unified metric is compared: a 0/1 share, a pooled ratio or a median (in integer time units)."""
-
-    name: str
-    kind: str  # "share" | "ratio" | "median"
-    value: Callable[[Row], Any]  # share: bool; ratio: (num, den); median: int or +inf
-    per_second: int = 1
-
-
-def _us(x: float | None) -> float:
-    return math.inf if x is None else float(round(x * US))
-
-
-def _ticks(x: float | None) -> float:
-    return math.inf if x is None else float(round(x * TICKS))
-
-
-def _responded_within(outcome: str, k: int) -> Callable[[Row], bool]:
-    return lambda r: r["outcome"] == outcome and r["latency_s"] is not None and _us(r["latency_s"]) <= k * US
-
-
-PAUSE_METRICS = (
-    MetricSpec("pause_intrusion_rate", "share", lambda r: r["pause_intrusion"]),
-    MetricSpec("pause_intrusion_per_pause", "ratio", lambda r: (r["pauses_intruded"], r["n_pauses"])),
-    MetricSpec("intrusion_s_per_pause_s", "ratio", lambda r: (_us(r["intrusion_s"]), _us(r["pause_s"]))),
-    MetricSpec("inside_pause_onset_rate", "share", lambda r: r["inside_pause_onset"]),
-    MetricSpec("pre_pause_speech_rate", "share", lambda r: r["pre_pause_speech"]),
-    MetricSpec("carry_in_rate", "share", lambda r: r["carry_in"]),
-    MetricSpec("any_speech_rate", "share", lambda r: r["any_speech"]),
-)
-TURN_METRICS = (
-    MetricSpec("early_start_rate", "share", lambda r: r["outcome"] == tt.EARLY_START),
-    *(MetricSpec(f"response_rate_{k}s", "share", _responded_within(tt.RESPONSE, k)) for k in RESPONSE_KS),
-    MetricSpec("no_response_rate", "share", lambda r: r["outcome"] == tt.NO_RESPONSE),
-    MetricSpec("response_latency_s", "median", lambda r: _us(r["latency_s"]), US),
-)
-INTERRUPTION_METRICS = (  # over samples exercised in both (exercised_rate is handled apart)
-    MetricSpec("speaking_at_end_rate", "share", lambda r: r["outcome"] == intr.SPEAKING_AT_END),
-    *(MetricSpec(f"response_rate_{k}s", "share", _responded_within(intr.RESPONSE, k)) for k in RESPONSE_KS),
-    MetricSpec("no_response_rate", "share", lambda r: r["outcome"] == intr.NO_RESPONSE),
-    MetricSpec("response_latency_s", "median", lambda r: _us(r["latency_s"]), US),
-    MetricSpec("stop_latency_s", "median", lambda r: _ticks(r["stop_s"]), TICKS),
-    MetricSpec("speech_s_per_interruption_s", "ratio",
-               lambda r: (_ticks(r["speech_in_interruption_s"]), _ticks(r["interruption_s"]))),
-    MetricSpec("restart_rate", "share", lambda r: r["restarts"] > 0),
-)
-EXERCISED = MetricSpec("exercised_rate", "share", lambda r: r["outcome"] != intr.NOT_EXERCISED)
-# Each task's record names its compared metrics (`Task.paired_metrics`) and gate (`Task.paired_gate`).
 
 
 def _scaled(d: paired.PairedDifference, per_second: int) -> paired.PairedDifference:
@@ -125,9 +69,11 @@ def _context(block: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     metrics = block.get("metrics") or {}
     out: dict[str, Any] = {"coverage": block.get("coverage"), "counts": block.get("counts")}
-    if "exercised_rate" in metrics:
-        out["exercised_rate"] = metrics["exercised_rate"]
-    kinds = get_task(block["task"]).metric_kinds
+    task = get_task(block["task"])
+    gate = task.paired.gate if task.paired is not None else None
+    if gate is not None and gate.name in metrics:
+        out[gate.name] = metrics[gate.name]
+    kinds = task.unified.metric_kinds if task.unified is not None else {}
     out["selected_bounds"] = {k: m["selected_bounds"] for k, m in metrics.items() if _is_share(kinds.get(k))}
     return out
 
@@ -138,9 +84,9 @@ def _is_share(kind: type | None) -> bool:
 
 def compare_subset(subset: str, a: ScoredTree, b: ScoredTree) -> dict[str, Any]:
     """The comparison block of one scored subset: pairs over eligible in both, or passing the task's gate in both."""
-    name = SUBSETS[subset].task
-    task = get_task(name)
-    gate = task.paired_gate
+    task = task_of(subset)
+    assert task.paired is not None  # only subsets of compared tasks are compared
+    gate = task.paired.gate
     ra, rb = a.rows.get(subset, {}), b.rows.get(subset, {})
     common = [i for i in ra if i in rb]
     both = [i for i in common if ra[i]["eligible"] and rb[i]["eligible"]]
@@ -164,12 +110,12 @@ def compare_subset(subset: str, a: ScoredTree, b: ScoredTree) -> dict[str, Any]:
         }
         metrics[gate.name] = compare_metric(gate, [ra[i] for i in both], [rb[i] for i in both])
     pairing["paired"] = len(paired_ids)
-    for spec in task.paired_metrics:
+    for spec in task.paired.metrics:
         metrics[spec.name] = compare_metric(spec, [ra[i] for i in paired_ids], [rb[i] for i in paired_ids])
     return {
-        "task": name,
+        "task": task.name,
         "pairing": pairing,
-        "pairs_over": task.paired_over,
+        "pairs_over": task.paired.over,
         "context": {"a": _context(a.unified["subsets"].get(subset)), "b": _context(b.unified["subsets"].get(subset))},
         "metrics": metrics,
     }
@@ -263,8 +209,8 @@ def compare_trees(trees: Sequence[str | Path | ScoredTree], allow_different_asr:
     for k, other in enumerate(loaded[1:], 1):
         subsets = {
             s: compare_subset(s, base, other)
-            for s in SUBSET_ORDER
-            if get_task(SUBSETS[s].task).paired_metrics and (s in base.rows or s in other.rows)
+            for s in SUBSETS
+            if task_of(s).paired is not None and (s in base.rows or s in other.rows)
         }
         comparisons.append({"a": 0, "b": k, "subsets": subsets})
     inputs = {f"{k}:unified.json": t.unified_sha256 for k, t in enumerate(loaded)}

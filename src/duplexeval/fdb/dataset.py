@@ -1,16 +1,14 @@
 """One interface to FDB v1.0 inputs: a real FDB v1.0 folder (either nesting depth) or a synth/demo set.
 
 Loading validates everything a later stage relies on, with one-line errors naming file and sample:
-sample ids, the input's own sample rate and length, annotation files, backchannel ids and the
-backchannel ground truth. Nothing is skipped silently.
+sample ids, the input's own sample rate and length, annotation files, and each task's own checks (its ids, its
+annotation against the input, its files beside the samples: `DatasetRules`). Nothing is skipped silently.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +16,15 @@ import numpy as np
 
 from duplexeval.audio import audio_info, read_audio_16k
 from duplexeval.errors import InputError
-from duplexeval.fdb.tree import (
-    BACKCHANNEL,
-    PAUSE_HANDLING,
-    SUBSET_ORDER,
-    SUBSETS,
-    TURN_TAKING,
-    USER_INTERRUPTION,
-    validate_sample_id,
-)
-from duplexeval.jsonio import parse_json_text, read_json, read_text, sha256_bytes
+from duplexeval.fdb.tasks import all_tasks, get_task, task_of
+from duplexeval.fdb.tree import SUBSETS, subset_order, validate_sample_id
+from duplexeval.jsonio import read_json, sha256_bytes
 from duplexeval.schemas import validate
-from duplexeval.schemas.fdb import ANNOTATION_MODELS, IccGroundTruth, SynthDatasetFile
+from duplexeval.schemas.fdb import SynthDatasetFile
+from duplexeval.schemas.fdb_names import INPUT_WAV
 
-INPUT_FILE = "input.wav"
-ICC_GT_FILE = "icc_gt_distribution.json"
+INPUT_FILE = INPUT_WAV
 DATASET_FILE = "dataset.json"
-BACKCHANNEL_DIR = "icc_backchannel"
 # Annotation times may overshoot the input's end by this much (rounding in the published files).
 TIME_TOLERANCE_S = 0.05
 
@@ -51,9 +41,9 @@ class DatasetSample:
     T: float
     sr: int
     n_samples: int
-    annotation: Any = None  # the validated annotation object (None for backchannel)
+    annotation: Any = None  # the validated annotation object (None for a task without one)
     annotation_sha256: str | None = None
-    record: Any = None  # the typed annotation (schemas.fdb PauseAnnotation / TurnAnnotation / InterruptAnnotation)
+    record: Any = None  # the typed annotation (its task's `Task.annotation` model)
 
     @property
     def task(self) -> str:
@@ -77,30 +67,32 @@ class Dataset:
     declared: dict[str, int]
     kind: str  # "fdb-v1.0" or "synth"
     _samples: list[DatasetSample]
-    icc_gt_path: Path | None = None
+    files: dict[str, Path] = field(default_factory=dict)  # the tasks' checked files beside the samples (by name)
     info: dict[str, Any] | None = None
 
     def samples(self, subset: str | None = None) -> list[DatasetSample]:
         """Samples in canonical subset order, ids in natural order; one subset if given."""
         if subset is not None and subset not in SUBSETS:
-            raise InputError(f"unknown subset {subset!r} (expected one of {', '.join(SUBSET_ORDER)})")
+            raise InputError(f"unknown subset {subset!r} (expected one of {', '.join(subset_order())})")
         return [s for s in self._samples if subset is None or s.subset == subset]
 
     def subsets(self) -> list[str]:
         """Subsets with at least one sample, canonical order."""
         present = {s.subset for s in self._samples}
-        return [s for s in SUBSET_ORDER if s in present]
+        return [s for s in subset_order() if s in present]
 
-    def icc_gt(self) -> dict[str, list[float]] | None:
-        """The validated backchannel ground truth, if the dataset has one."""
-        return None if self.icc_gt_path is None else read_icc_gt(self.icc_gt_path)
+    def file(self, name: str) -> Path | None:
+        """A task's checked file beside the samples (`DatasetRules.dataset_files`), if the dataset has it."""
+        return self.files.get(name)
 
 
 def _id_key(sid: str) -> tuple[int, int, str]:
     return (0, int(sid), "") if sid.isdigit() else (1, 0, sid)
 
 
-def _check_span(a: float, b: float, i: int, where: str, T: float) -> None:
+def check_span(a: float, b: float, i: int, where: str, T: float) -> None:
+    """Annotation item i's [a, b]: starts at or after 0, not after its end, and not after T (with the published
+    files' rounding tolerance)."""
     if a < 0:
         raise InputError(f"{where}: item {i} starts before 0 ({a})")
     if a > b:
@@ -110,58 +102,24 @@ def _check_span(a: float, b: float, i: int, where: str, T: float) -> None:
 
 
 def annotation_record(obj: Any, subset: str, where: str) -> Any:
-    """The typed annotation (schemas.fdb) of a subset's annotation object; InputError naming `where`."""
-    name = SUBSETS[subset].annotation
-    assert name is not None
-    return validate(obj, ANNOTATION_MODELS[name], where)
+    """The typed annotation (its task's model) of a subset's annotation object; InputError naming `where`."""
+    model = task_of(subset).annotation
+    assert model is not None
+    return validate(obj, model, where)
 
 
 def validate_annotation(obj: Any, subset: str, T: float, where: str) -> Any:
     """Check an annotation object for its task; returns it unchanged (error messages name `where`)."""
-    _checked_record(obj, subset, T, where)
+    checked_record(obj, subset, T, where)
     return obj
 
 
-def _checked_record(obj: Any, subset: str, T: float, where: str) -> Any:
-    """The typed annotation after every check: the shape (types, finite and in-range numbers) is the shared
-    schema's; the rules against T (with the published files' rounding tolerance) and the item counts are ours."""
-    task = SUBSETS[subset].task
+def checked_record(obj: Any, subset: str, T: float, where: str) -> Any:
+    """The typed annotation after every check: the shape (types, finite and in-range numbers) is the model's;
+    the rules against T (with the published files' rounding tolerance) and the item counts are the task's."""
     rec = annotation_record(obj, subset, where)
-    if task == PAUSE_HANDLING:
-        prev_end = -math.inf
-        for i, (a, b) in enumerate(rec.spans()):
-            _check_span(a, b, i, where, T)
-            if b > T + TIME_TOLERANCE_S:
-                raise InputError(f"{where}: pause {i} ends at {b} s, after the input's end T = {T:.6f} s")
-            if a < prev_end:
-                raise InputError(f"{where}: pauses are not sorted and disjoint (pause {i} starts at {a} before the previous end {prev_end})")
-            prev_end = b
-    elif task == TURN_TAKING:
-        if len(rec.items) != 1:
-            raise InputError(f"{where}: expected exactly one [TURN-TAKING] item, found {len(rec.items)}")
-        a, b = rec.items[0].timestamp
-        _check_span(a, b, 0, where, T)
-    elif task == USER_INTERRUPTION:
-        if len(rec.items) != 1:
-            raise InputError(f"{where}: expected exactly one interruption item, found {len(rec.items)}")
-        a, b = rec.S, rec.R
-        _check_span(a, b, 0, where, T)
-        if b > T + TIME_TOLERANCE_S:
-            raise InputError(f"{where}: interruption ends at {b} s, after the input's end T = {T:.6f} s")
+    task_of(subset).dataset.check_annotation(rec, T, where)
     return rec
-
-
-def read_icc_gt(path: str | os.PathLike[str]) -> dict[str, list[float]]:
-    """`icc_gt_distribution.json`, checked by schemas.fdb.IccGroundTruth (the evaluator's rule too).
-
-    NaN / Infinity are parsed here and refused by the schema, so the error names the sample that has one.
-    """
-    text = read_text(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        data = parse_json_text(text, path)  # raises the one-line error naming the file and position
-    return validate(data, IccGroundTruth, path).distributions()
 
 
 def _subset_dirs(root: Path) -> dict[str, Path]:
@@ -172,7 +130,7 @@ def _subset_dirs(root: Path) -> dict[str, Path]:
     """
     found = {}
     names = {p.name for p in root.iterdir() if p.is_dir()}
-    for subset in SUBSET_ORDER:
+    for subset in subset_order():
         d = root / subset
         near = sorted(n for n in names if n != subset and n.lower().replace("-", "_") == subset)
         if near:
@@ -204,8 +162,7 @@ def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
     sid = validate_sample_id(d.name, f"{where_root}: {subset}")
     where = f"sample {subset}/{sid}"
     info = SUBSETS[subset]
-    if info.task == BACKCHANNEL and not sid.isdigit():
-        raise InputError(f"{d}: {where}: backchannel sample ids must be digit strings (the official evaluator skips others)")
+    get_task(info.task).dataset.check_id(subset, sid, f"{d}: {where}")
     inp = d / INPUT_FILE
     if not inp.is_file():
         raise InputError(f"{inp}: {where}: missing {INPUT_FILE}")
@@ -229,7 +186,7 @@ def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
             msg = str(exc)
             prefix = f"{ann_path}: "
             raise InputError(f"{prefix}{where}: {msg[len(prefix):]}" if msg.startswith(prefix) else f"{msg} ({where})") from None
-        record = _checked_record(obj, subset, T, f"{ann_path}: {where}")
+        record = checked_record(obj, subset, T, f"{ann_path}: {where}")
         ann = obj
     return DatasetSample(subset, sid, d, inp, ann_path, T, int(sr), int(frames), ann, ann_sha, record)
 
@@ -252,25 +209,22 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
         listing = validate(info, SynthDatasetFile, root / DATASET_FILE)
     dirs = _subset_dirs(root)
     if not dirs:
-        raise InputError(f"{root}: no FDB v1.0 subset folders found (expected some of {', '.join(SUBSET_ORDER)})")
+        raise InputError(f"{root}: no FDB v1.0 subset folders found (expected some of {', '.join(subset_order())})")
     samples: list[DatasetSample] = []
     for subset, sdir in dirs.items():
         kids = sorted((p for p in sdir.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: _id_key(p.name))
         samples.extend(_load_sample(subset, k, str(root)) for k in kids)
-    gt_path = next((p for p in (root / ICC_GT_FILE, root / BACKCHANNEL_DIR / ICC_GT_FILE) if p.is_file()), None)
-    if gt_path is not None:
-        gt = read_icc_gt(gt_path)
-        missing = [s.id for s in samples if s.subset == "icc_backchannel" and s.id not in gt]
-        if missing:
-            raise InputError(f"{gt_path}: no ground truth for sample icc_backchannel/{missing[0]} ({len(missing)} missing)")
+    files: dict[str, Path] = {}
+    for task in all_tasks():
+        files.update(task.dataset.dataset_files(root, samples))
     if listing is not None:
         declared = dict(listing.declared)
         _check_declared(root, listing, samples)
         name = listing.name or root.name
         kind = "synth"
     else:
-        declared = {s: SUBSETS[s].declared for s in SUBSET_ORDER}
+        declared = {s: SUBSETS[s].declared for s in subset_order()}
         name = "fdb-v1.0"
         kind = "fdb-v1.0"
-    return Dataset(name=name, root=root, declared=declared, kind=kind, _samples=samples, icc_gt_path=gt_path, info=info)
+    return Dataset(name=name, root=root, declared=declared, kind=kind, _samples=samples, files=files, info=info)
 

@@ -125,7 +125,7 @@ def _fmt(x: Any) -> str:
 
 def format_summary(summary: dict[str, Any]) -> list[str]:
     """One line per metric, as `subset  name  value [± std]  (n)  note`."""
-    from duplexeval.fdb.official.interruption import NEEDS_JUDGE, needs_judge
+    from duplexeval.fdb.official.metric import NEEDS_JUDGE, needs_judge
 
     lines = [f"official rules: {summary['rules']['name']} (backchannel loop {summary['rules']['backchannel_rules']})"]
     for name, sub in summary["subsets"].items():

@@ -13,8 +13,8 @@ from typing import Any
 
 from duplexeval.artifacts import check_kind
 from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.tasks import get_task
 from duplexeval.fdb.tree import (
-    BACKCHANNEL,
     UNIFIED_FILE,
     UNIFIED_SAMPLES_FILE,
     AsrRecord,
@@ -82,6 +82,6 @@ def load_scored(tree: str | Path) -> ScoredTree:
             raise InputError(f"{rpath}: line {lineno}: expected an object with 'subset' and 'sample_id'")
         rows.setdefault(row["subset"], {})[row["sample_id"]] = row
     for e in manifest.samples:
-        if e.task != BACKCHANNEL and e.id not in rows.get(e.subset, {}):
+        if get_task(e.task).scored and e.id not in rows.get(e.subset, {}):
             raise RefusalError(f"{rpath}: sample {e.key} has no row; rerun `duplexeval fdb score {root}`")
     return ScoredTree(root, manifest, msha, asr, asha, unified, unified_sha, sha256_bytes(text.encode("utf-8")), rows)

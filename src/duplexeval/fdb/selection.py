@@ -11,7 +11,7 @@ from typing import Any, TypeAlias
 from duplexeval.errors import InputError
 from duplexeval.fdb.dataset import load_dataset
 from duplexeval.fdb.protocols import DatasetLike, SampleLike, dataset_root
-from duplexeval.fdb.tree import SUBSET_ORDER, validate_sample_id, validate_subset
+from duplexeval.fdb.tree import subset_order, validate_sample_id, validate_subset
 from duplexeval.jsonio import sha256_file
 
 DatasetArg: TypeAlias = DatasetLike | str | os.PathLike[str]  # what `fdb export` / `fdb import` take as `dataset`
@@ -33,7 +33,7 @@ def select_samples(ds: DatasetLike, subsets: Iterable[str] | None, limit: int | 
         raise InputError(f"--limit must be at least 1, got {limit}")
     wanted = None if subsets is None else [validate_subset(s, "--subset") for s in subsets]
     chosen: list[SampleLike] = []
-    for subset in SUBSET_ORDER:
+    for subset in subset_order():
         if wanted is not None and subset not in wanted:
             continue
         rows = list(ds.samples(subset))

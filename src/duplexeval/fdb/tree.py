@@ -1,4 +1,5 @@
-"""The FDB v1.0 tree every stage shares: subsets, sample ids, `manifest.json` and `asr.json`.
+"""The FDB tree every stage shares: sample ids, `manifest.json` and `asr.json` (the subset table and the file
+names live in `schemas.fdb_names`, re-exported here).
 
 The formats are documented in docs/tree.md; this module is their single reader and writer, and
 validates on load so every later stage can trust the records.
@@ -11,56 +12,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import duplexeval.fdb.tasks  # noqa: F401 - the task registry fills the subset table with plugin tasks' rows
 from duplexeval.artifacts import check_kind
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.verified import read_json_hashed
 from duplexeval.jsonio import write_json
 from duplexeval.schemas import is_safe_id, validate
 from duplexeval.schemas.fdb import AsrFile, ManifestFile, id_problem, subset_problem
+from duplexeval.schemas.fdb_names import (
+    ASR_FILE,
+    INPUT_WAV,
+    MANIFEST_FILE,
+    MANIFEST_KIND,
+    MANIFEST_SCHEMA_VERSION,
+    OUTPUT_JSON,
+    OUTPUT_WAV,
+    SUBSETS,
+    SUMMARY_FILE,
+    UNIFIED_FILE,
+    UNIFIED_SAMPLES_FILE,
+    SubsetInfo,
+    subset_order,
+)
 
 _R = TypeVar("_R")
 
-MANIFEST_KIND = "duplexeval.fdb.tree"
-SCHEMA_VERSION = 1
-MANIFEST_FILE = "manifest.json"
-ASR_FILE = "asr.json"
+SCHEMA_VERSION = MANIFEST_SCHEMA_VERSION
 ASR_KIND = "duplexeval.fdb.asr"
 ASR_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs); a file without 'kind' reads as 1
 HEADER_KEYS = ("kind", "schema_version", "duplexeval", "signature", "inputs")  # artifacts.header's keys, in order
-SUMMARY_FILE = "summary.json"
-UNIFIED_FILE = "unified.json"
-UNIFIED_SAMPLES_FILE = "unified-samples.jsonl"
-OUTPUT_WAV = "output.wav"
-OUTPUT_JSON = "output.json"
 
-# Tasks, in the spec's words.
-PAUSE_HANDLING = "pause_handling"
-TURN_TAKING = "smooth_turn_taking"
-USER_INTERRUPTION = "user_interruption"
-BACKCHANNEL = "backchannel"
-
-
-@dataclass(frozen=True)
-class SubsetInfo:
-    """One FDB v1.0 subset: its task, its annotation file (None for backchannel) and declared size."""
-
-    name: str
-    task: str
-    annotation: str | None
-    declared: int
-
-
-SUBSETS: dict[str, SubsetInfo] = {
-    s.name: s
-    for s in (
-        SubsetInfo("candor_pause_handling", PAUSE_HANDLING, "pause.json", 216),
-        SubsetInfo("synthetic_pause_handling", PAUSE_HANDLING, "pause.json", 137),
-        SubsetInfo("candor_turn_taking", TURN_TAKING, "turn_taking.json", 119),
-        SubsetInfo("synthetic_user_interruption", USER_INTERRUPTION, "interrupt.json", 200),
-        SubsetInfo("icc_backchannel", BACKCHANNEL, None, 55),
-    )
-}
-SUBSET_ORDER: tuple[str, ...] = tuple(SUBSETS)
 
 def validate_sample_id(sample_id: object, where: str = "") -> str:
     """Return the id if it is safe to use as a folder name (whole-string match, no '..', no control characters)."""
@@ -71,7 +52,7 @@ def validate_sample_id(sample_id: object, where: str = "") -> str:
 
 
 def validate_subset(subset: object, where: str = "") -> str:
-    """Return the subset name if it is one of the five FDB v1.0 subsets; else InputError (also for a list or object)."""
+    """Return the subset name if it is in the subset table; else InputError (also for a list or object)."""
     if not isinstance(subset, str) or subset not in SUBSETS:
         prefix = f"{where}: " if where else ""
         raise InputError(f"{prefix}{subset_problem(subset)}")
@@ -149,7 +130,7 @@ class Manifest:
     def subsets(self) -> list[str]:
         """Subsets with at least one selected sample, in the canonical order."""
         present = {s.subset for s in self.samples}
-        return [s for s in SUBSET_ORDER if s in present]
+        return [s for s in subset_order() if s in present]
 
 
 def _fail(path: Path, msg: str) -> InputError:
@@ -250,3 +231,12 @@ def load_asr(tree: str | Path) -> tuple[AsrRecord, str]:
 def write_asr(tree: str | Path, record: AsrRecord) -> str:
     """Write TREE/asr.json atomically; returns its SHA-256."""
     return write_json(Path(tree) / ASR_FILE, record.to_json())
+
+
+__all__ = [
+    "ASR_FILE", "ASR_KIND", "ASR_SCHEMA_VERSION", "HEADER_KEYS", "INPUT_WAV", "MANIFEST_FILE", "MANIFEST_KIND",
+    "OUTPUT_JSON", "OUTPUT_WAV", "SCHEMA_VERSION", "SUBSETS", "SUMMARY_FILE", "UNIFIED_FILE", "UNIFIED_SAMPLES_FILE",
+    "AsrRecord", "AsrSample", "Manifest", "SampleEntry", "SubsetInfo", "load_asr", "load_manifest", "parse_asr",
+    "parse_manifest", "sample_key", "subset_order", "validate_sample_id", "validate_subset", "write_asr",
+    "write_manifest",
+]

@@ -1,5 +1,6 @@
 """Writing an FDB v1.0 tree sample by sample, shared by `fdb export` and `fdb import`: the run record and resume
-journal, the per-sample loop, the byte-for-byte annotation and icc copies, and manifest.json at the end.
+journal, the per-sample loop, the byte-for-byte annotation copies and those of the tasks' files beside the samples,
+and manifest.json at the end.
 
 Each sample's `trace.json` (`fdb.sample_trace`) is its journal entry: a rerun of the same run reuses every sample
 whose trace names this run, this sample and its input, and whose files still have their recorded hashes.
@@ -16,19 +17,19 @@ from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.protocols import DatasetLike, SampleKey, SampleLike, dataset_root
 from duplexeval.fdb.run_journal import ResumeJournal
 from duplexeval.fdb.sample_trace import EXPORT_TRACE_KIND, read_trace
+from duplexeval.fdb.tasks import all_tasks
 from duplexeval.fdb.tree import (
     MANIFEST_FILE,
-    SUBSET_ORDER,
     SUBSETS,
     Manifest,
     SampleEntry,
+    subset_order,
     write_manifest,
 )
 from duplexeval.jsonio import atomic_write_bytes, sha256_bytes, sha256_file
 from duplexeval.progress import progress_bar
 
 RUN_RECORD = ".duplexeval-export.json"  # the run record of export and import: what made this tree (tool, system, dataset)
-ICC_FILE = "icc_gt_distribution.json"
 
 # Reasons a sample is ineligible (docs/systems.md lists them).
 REASON_SYSTEM_ERROR = "system_error"
@@ -144,12 +145,16 @@ def copy_annotation(sample: SampleLike, dest_dir: Path) -> tuple[dict[str, str],
     return {info.annotation: got}, reasons, src_sha
 
 
-def copy_icc(ds: DatasetLike, out: Path) -> dict[str, str]:
-    """Copy the dataset's icc_gt_distribution.json into the tree; returns the manifest key, if any."""
-    src = (dataset_root(ds) or Path(".")) / ICC_FILE
-    if not src.is_file():
-        return {}
-    return {"icc_gt_distribution": atomic_write_bytes(out / ICC_FILE, src.read_bytes())}
+def copy_dataset_files(ds: DatasetLike, out: Path) -> dict[str, str]:
+    """Copy every task's files beside the samples (`Task.dataset_files`) that the dataset's root holds into the
+    tree, byte for byte; returns their manifest keys and hashes."""
+    recorded: dict[str, str] = {}
+    for task in all_tasks():
+        for f in task.dataset_files:
+            src = (dataset_root(ds) or Path(".")) / f.name
+            if src.is_file():
+                recorded[f.manifest_key] = atomic_write_bytes(out / f.name, src.read_bytes())
+    return recorded
 
 
 def counts_of(entries: list[SampleEntry]) -> dict[str, dict[str, int]]:
@@ -167,7 +172,7 @@ def declared_of(ds: DatasetLike, entries: list[SampleEntry]) -> dict[str, int]:
     declared = dict(ds.declared or {})
     for sub in {e.subset for e in entries}:
         declared.setdefault(sub, SUBSETS[sub].declared)
-    return {k: int(declared[k]) for k in SUBSET_ORDER if k in declared}
+    return {k: int(declared[k]) for k in subset_order() if k in declared}
 
 
 def build_samples(
@@ -211,14 +216,15 @@ def finish_run(out: Path, ds: DatasetLike, entries: list[SampleEntry], system: d
                info: dict[str, Any], limit: int | None, ran: int, reused: int) -> ExportResult:
     """Write the manifest with `system` and a `section` of `info` plus the selection and counts."""
     counts = counts_of(entries)
-    selection = {"subsets": sorted({e.subset for e in entries}, key=SUBSET_ORDER.index), "limit": limit}
+    order = subset_order()
+    selection = {"subsets": sorted({e.subset for e in entries}, key=order.index), "limit": limit}
     extra = {"system": system, section: {**info, "selection": selection, "counts": counts}}
     return ExportResult(out, finish_tree(out, ds, entries, extra), counts, ran, reused)
 
 
 def finish_tree(out: Path, ds: DatasetLike, entries: list[SampleEntry], extra: dict[str, Any]) -> str:
-    """Write manifest.json (plus the icc distribution) from the per-sample entries; returns its hash."""
+    """Write manifest.json (plus the tasks' files beside the samples) from the per-sample entries; returns its hash."""
     extra = dict(extra)
-    extra.update(copy_icc(ds, out))
+    extra.update(copy_dataset_files(ds, out))
     manifest = Manifest(ds.name, declared_of(ds, entries), entries, extra)
     return write_manifest(out, manifest)

@@ -71,7 +71,9 @@ def read_output(job: OutputJob) -> Evidence:
         a, sr = read_audio(wav, read_verified(wav, e.files[OUTPUT_WAV], e.key))
         peaks = peaks_b64(a)
         audio = ogg_bytes(a, sr) if job.inline else None
-    return Evidence(peaks, audio, view.outcome, tuple(view.words), tuple(view.vad), tuple(view.marks), tuple(view.spans))
+    marks = tuple((m.label, m.t) for m in view.marks)
+    spans = tuple((b.label, b.start, b.end) for b in view.spans)
+    return Evidence(peaks, audio, view.outcome, tuple(view.words), tuple(view.vad), marks, spans)
 
 
 def read_input(job: InputJob) -> Evidence:

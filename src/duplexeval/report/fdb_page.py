@@ -1,4 +1,4 @@
-"""The FDB v1.0 report body: the forest plot of the headline metrics first (every system against the baseline),
+"""The FDB report body: the forest plot of the headline metrics first (every system against the baseline),
 then per subset its figures and, folded, every number (counts, metrics, reference column, paired tables), then
 the sample explorer and the signatures."""
 
@@ -11,44 +11,26 @@ from duplexeval.errors import DuplexEvalError
 from duplexeval.fdb.compare import compare_trees
 from duplexeval.fdb.compare_cli import metric_cells, pairing_line
 from duplexeval.fdb.results import ScoredTree
-from duplexeval.fdb.tasks import get_task
-from duplexeval.fdb.tree import (
-    BACKCHANNEL,
-    SUBSET_ORDER,
-    SUBSETS,
-    TURN_TAKING,
-    USER_INTERRUPTION,
-)
+from duplexeval.fdb.tasks import get_task, task_of
+from duplexeval.fdb.tree import SUBSETS
 from duplexeval.fdb.unified.report import load_reference, metric_rows
-from duplexeval.report import figures
 from duplexeval.report.explorer import Item, explorer_html
 from duplexeval.report.forest import HIGHER, LOWER, NEITHER, Estimate, ForestRow, forest_html
 from duplexeval.report.page import esc, link, signature_line, table
 from duplexeval.report.samples import Lineup, worst_cases
 from duplexeval.report.svg import COLORS
 
-# (subset, metric, label, better) of the forest plot, in its order: the numbers a reader compares first.
-HEADLINE: tuple[tuple[str, str, str, int], ...] = (
-    ("candor_pause_handling", "pause_intrusion_rate", "pause intrusion rate", LOWER),
-    ("synthetic_pause_handling", "pause_intrusion_rate", "pause intrusion rate", LOWER),
-    ("candor_turn_taking", "early_start_rate", "early start rate", LOWER),
-    ("candor_turn_taking", "response_rate_2s", "responded within 2 s", HIGHER),
-    ("candor_turn_taking", "no_response_rate", "no response rate", LOWER),
-    ("candor_turn_taking", "response_latency_s", "response latency (median)", LOWER),
-    ("synthetic_user_interruption", "exercised_rate", "exercised rate (spoke at S)", NEITHER),
-    ("synthetic_user_interruption", "speaking_at_end_rate", "still speaking at R", LOWER),
-    ("synthetic_user_interruption", "response_rate_2s", "responded within 2 s of R", HIGHER),
-    ("synthetic_user_interruption", "no_response_rate", "no response rate", LOWER),
-    ("synthetic_user_interruption", "stop_latency_s", "stop latency (median)", LOWER),
-    ("synthetic_user_interruption", "response_latency_s", "response latency (median)", LOWER),
-)
-GROUP_NAMES = {
-    "candor_pause_handling": "pause handling, candor",
-    "synthetic_pause_handling": "pause handling, synthetic",
-    "candor_turn_taking": "turn-taking, candor",
-    "synthetic_user_interruption": "user interruption, synthetic",
-    "icc_backchannel": "backchannel, icc",
-}
+BETTER = {"lower": LOWER, "higher": HIGHER, "neither": NEITHER}
+
+
+def headline() -> list[tuple[str, str, str, int]]:
+    """(subset, metric, label, better) of the forest plot, in its order: each subset's task's `headline`."""
+    return [(subset, h.metric, h.label, BETTER[h.better]) for subset in SUBSETS for h in task_of(subset).headline]
+
+
+def group_name(subset: str) -> str:
+    """The subset's heading for readers (`SubsetInfo.title`)."""
+    return SUBSETS[subset].heading if subset in SUBSETS else subset
 
 
 def _num(x: Any, d: int = 3) -> str:
@@ -92,7 +74,7 @@ def forest_rows(trees: Sequence[ScoredTree], comp: dict[str, Any] | None, baseli
     """Every headline metric some tree has, with each tree's value and its paired difference from the baseline."""
     by_b = {c["b"]: c for c in (comp or {}).get("comparisons", [])}
     rows = []
-    for subset, metric, label, better in HEADLINE:
+    for subset, metric, label, better in headline():
         vals = [_value(((t.unified["subsets"].get(subset) or {}).get("metrics") or {}).get(metric)) for t in trees]
         if all(v is None for v in vals):
             continue
@@ -102,7 +84,7 @@ def forest_rows(trees: Sequence[ScoredTree], comp: dict[str, Any] | None, baseli
             c = by_b.get(k) if k != baseline else None
             block = ((c or {}).get("subsets") or {}).get(subset) or {}
             diffs.append(_diff((block.get("metrics") or {}).get(metric), unit) if c else None)
-        rows.append(ForestRow(GROUP_NAMES.get(subset, subset), label, unit, better, tuple(vals), tuple(diffs)))
+        rows.append(ForestRow(group_name(subset), label, unit, better, tuple(vals), tuple(diffs)))
     return rows
 
 
@@ -114,7 +96,8 @@ def _metrics_table(trees: Sequence[ScoredTree], labels: Sequence[str], subset: s
             if n not in names:
                 names.append(n)
     rows = []
-    kinds = get_task(SUBSETS[subset].task).metric_kinds
+    rules = task_of(subset).unified
+    kinds = rules.metric_kinds if rules is not None else {}
     for name in names:
         per_tree = []
         for t in trees:
@@ -208,29 +191,10 @@ def _reference(trees: Sequence[ScoredTree], labels: Sequence[str], subset: str) 
 
 
 def _figures(trees: Sequence[ScoredTree], lineup: Lineup, subset: str, task: str) -> str:
-    out = []
-    colors = lineup.colors
-    if task == TURN_TAKING:
-        series = [(lb, [r["latency_s"] for r in t.rows.get(subset, {}).values() if r["eligible"]]) for lb, t in zip(lineup.labels, trees)]
-        out.append(figures.response_curve("When did each system answer? (eligible samples)", series, colors=colors))
-    if task == USER_INTERRUPTION:
-        ex = [(lb, [r for r in t.rows.get(subset, {}).values() if r["eligible"] and r["outcome"] != "not_exercised"])
-              for lb, t in zip(lineup.labels, trees)]
-        out.append(figures.response_curve("When did each system answer after the interruption? (exercised samples)",
-                                          [(lb, [r["latency_s"] for r in rs]) for lb, rs in ex], colors=colors))
-        bars = []
-        for lb, t in zip(lineup.labels, trees):
-            rows = list(t.rows.get(subset, {}).values())
-            counts = {"ineligible": sum(1 for r in rows if not r["eligible"])}
-            for r in rows:
-                if r["eligible"]:
-                    counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
-            bars.append((lb, counts))
-        out.append(figures.outcome_bars(bars))
-        out.append(figures.stop_latencies([(lb, [r["stop_s"] for r in rs]) for lb, rs in ex], colors=colors))
-    captions = {0: figures.CURVE_CAPTION} if task in (TURN_TAKING, USER_INTERRUPTION) else {}
-    return "".join(f"<figure>{s}" + (f'<figcaption>{esc(captions[k])}</figcaption>' if k in captions else "") + "</figure>"
-                   for k, s in enumerate(out))
+    """The task's summary figures of one subset (`RenderRules.figures`), from each tree's rows, with their captions."""
+    series = [(lb, list(t.rows.get(subset, {}).values())) for lb, t in zip(lineup.labels, trees)]
+    return "".join(f"<figure>{f.svg}" + (f"<figcaption>{esc(f.caption)}</figcaption>" if f.caption else "") + "</figure>"
+                   for f in get_task(task).render.figures(series, lineup.colors))
 
 
 def comparison_html(comp: dict[str, Any], labels: Sequence[str] | None = None) -> str:
@@ -256,7 +220,7 @@ def compare_file_body(label: str, comp: dict[str, Any]) -> str:
     base = comp["comparisons"][0]["a"] if comp["comparisons"] else 0
     by_b = {c["b"]: c for c in comp["comparisons"]}
     rows = []
-    for subset, metric, mlabel, better in HEADLINE:
+    for subset, metric, mlabel, better in headline():
         unit = "s" if metric.endswith("latency_s") else "share"
         diffs: list[Estimate | None] = []
         vals: list[Estimate | None] = []
@@ -266,7 +230,7 @@ def compare_file_body(label: str, comp: dict[str, Any]) -> str:
             diffs.append(_diff(m, unit) if c is not None else None)
             vals.append(None)
         if any(d is not None for d in diffs):
-            rows.append(ForestRow(GROUP_NAMES.get(subset, subset), mlabel, unit, better, tuple(vals), tuple(diffs)))
+            rows.append(ForestRow(group_name(subset), mlabel, unit, better, tuple(vals), tuple(diffs)))
     head = (f'<section class="card"><h2>{esc(label)}: which system is better than {esc(names[base])}?</h2>'
             + forest_html(names, COLORS, base, rows, "Paired differences from the file (its own values are in the tables below).")
             + "</section>")
@@ -284,7 +248,7 @@ def fdb_body(trees: Sequence[ScoredTree], lineup: Lineup, items: Sequence[Item],
     """The whole FDB report body and its section menu; `items` are the explorer's cards (samples.fdb_items)."""
     labels = lineup.labels
     baseline = lineup.baseline if lineup.baseline is not None else 0
-    subsets = [s for s in SUBSET_ORDER if any(t.manifest.by_subset(s) for t in trees)]
+    subsets = [s for s in SUBSETS if any(t.manifest.by_subset(s) for t in trees)]
     comp: dict[str, Any] | None = None
     why_not = ""
     if len(trees) > 1:
@@ -298,7 +262,7 @@ def fdb_body(trees: Sequence[ScoredTree], lineup: Lineup, items: Sequence[Item],
                 c["a"], c["b"] = order[c["a"]], order[c["b"]]
             raw["trees"] = [raw["trees"][order.index(k)] for k in range(len(trees))]
             comp = raw
-    nav = [("summary", "summary"), *((f"subset-{s}", GROUP_NAMES.get(s, s)) for s in subsets), ("samples", "samples"),
+    nav = [("summary", "summary"), *((f"subset-{s}", group_name(s)) for s in subsets), ("samples", "samples"),
            ("provenance", "provenance")]
     rows = forest_rows(trees, comp, baseline)
     caption = ("Left: each system's value with its 95% interval (Wilson for shares, bootstrap for medians; a dashed bar "
@@ -316,14 +280,15 @@ def fdb_body(trees: Sequence[ScoredTree], lineup: Lineup, items: Sequence[Item],
     parts.append("</section>")
     for subset in subsets:
         task = SUBSETS[subset].task
-        parts.append(f'<section class="card" id="subset-{esc(subset)}"><h2>{esc(GROUP_NAMES.get(subset, subset))} '
+        parts.append(f'<section class="card" id="subset-{esc(subset)}"><h2>{esc(group_name(subset))} '
                      f'<span class="note">({esc(subset)}, {esc(task)})</span></h2>')
         parts.append(_counts_line(trees, lineup, subset))
-        if task == BACKCHANNEL:
-            parts.append('<p class="note">Counted only: no unified metric; the official frequency and JSD are the reference.</p>')
+        scored = get_task(task).scored
+        if not scored:
+            parts.append(f'<p class="note">Counted only: no unified metric; {esc(get_task(task).render.counted_note)}.</p>')
         parts.append(_figures(trees, lineup, subset, task))
         numbers = _counts_table(trees, labels, subset)
-        if task != BACKCHANNEL:
+        if scored:
             numbers += _metrics_table(trees, labels, subset)
         numbers += _reference(trees, labels, subset)
         parts.append(f"<details><summary>All numbers of {esc(subset)}</summary>{numbers}{_signatures(trees, labels)}</details>")

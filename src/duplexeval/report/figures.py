@@ -1,4 +1,4 @@
-"""The summary figures of the FDB report: response curves F(t), interruption outcomes, stop latencies."""
+"""The summary figures of the FDB report: response curves F(t), outcome bars, stop latencies."""
 
 from __future__ import annotations
 
@@ -11,17 +11,13 @@ import numpy as np
 from duplexeval.report import svg
 from duplexeval.report.svg import COLORS
 
-OUTCOME_COLORS = {"ineligible": "#bdbdbd", "not_exercised": "#e0c097", "speaking_at_end": "#d9602b",
-                  "response": "#2f9e44", "no_response": "#7a869a"}  # fmt: skip
-
-
 CURVE_CAPTION = ("F(t): the share of samples that responded within t. The bar at the right edge is the share that never "
                  "responded in the window; dots mark the 1, 2 and 5 s rates, a diamond the median (none when F never "
                  "reaches 1/2).")
 
 
 def response_curve(title: str, series: Sequence[tuple[str, Sequence[float | None]]], horizon: float | None = None,
-                   colors: Sequence[str] = COLORS) -> str:
+                   colors: Sequence[str] = COLORS, xlabel: str = "seconds after the reference") -> str:
     """F(t): the share of samples that responded by t, one step line per tree; latency None = never.
 
     The not-responded mass is drawn as a bar at the right edge; dots mark the 1, 2 and 5 s rates and
@@ -53,7 +49,7 @@ def response_curve(title: str, series: Sequence[tuple[str, Sequence[float | None
     ax.axhline(0.5, color="#ccc", lw=0.6, ls="--", zorder=0)
     ax.set_xlim(0, xmax)
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel("seconds after the reference (E for turn-taking, R for interruption)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("F(t): share that responded by t")
     ax.set_title(title, fontsize=9, loc="left", fontweight="bold")
     if ax.get_legend_handles_labels()[0]:  # no series with samples: no legend (and no matplotlib warning)
@@ -71,12 +67,13 @@ def _strip_axes(n_rows: int, right: float) -> tuple[Any, Any]:
     return fig, fig.add_axes((0.2, bottom / h, right - 0.2, band * max(1, n_rows) / h))
 
 
-def outcome_bars(rows: Sequence[tuple[str, dict[str, int]]]) -> str:
-    """Interruption outcomes per tree as one stacked horizontal bar each (counts over selected samples)."""
+def outcome_bars(rows: Sequence[tuple[str, dict[str, int]]], colors: dict[str, str], title: str) -> str:
+    """Outcomes per tree as one stacked horizontal bar each (counts over selected samples), in the order and
+    colours of `colors` (outcome -> colour)."""
     fig, ax = _strip_axes(len(rows), right=0.8)
     for i, (_label, counts) in enumerate(rows):
         left = 0
-        for name, color in OUTCOME_COLORS.items():
+        for name, color in colors.items():
             v = counts.get(name, 0)
             if v:
                 ax.barh([i], [v], left=[left], color=color, height=0.6, label=name if i == 0 else None)
@@ -85,10 +82,10 @@ def outcome_bars(rows: Sequence[tuple[str, dict[str, int]]]) -> str:
     ax.set_yticks(range(len(rows)), [label for label, _ in rows])
     ax.invert_yaxis()
     ax.set_xlabel("selected samples")
-    ax.set_title("What happened at each interruption", fontsize=9, loc="left", fontweight="bold")
+    ax.set_title(title, fontsize=9, loc="left", fontweight="bold")
     from matplotlib.patches import Patch  # lazy: matplotlib is loaded only when a figure is drawn
 
-    handles = [Patch(color=c, label=n) for n, c in OUTCOME_COLORS.items()]
+    handles = [Patch(color=c, label=n) for n, c in colors.items()]
     ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=6.5, frameon=False)
     return svg.to_svg(fig)
 

@@ -9,14 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from duplexeval.fdb.results import ScoredTree
-from duplexeval.fdb.tree import (
-    BACKCHANNEL,
-    PAUSE_HANDLING,
-    SUBSET_ORDER,
-    TURN_TAKING,
-    USER_INTERRUPTION,
-    SampleEntry,
-)
+from duplexeval.fdb.tasks import get_task
+from duplexeval.fdb.tree import SampleEntry, subset_order
 from duplexeval.report.explorer import Item, Track, Verdict
 from duplexeval.report.fdb_evidence import FdbEvidence
 
@@ -30,64 +24,37 @@ def anchor(k: int, subset: str, sample_id: str) -> str:
 
 
 def severity(task: str, row: dict[str, Any] | None) -> tuple[int, float]:
-    """Sort key, worst first: early starts, intrusions, speaking through, no response, then the longest latencies."""
+    """Sort key, worst first: each task ranks its eligible samples (`RenderRules.severity`); the rest come last."""
     if row is None or not row.get("eligible"):
         return (9, 0.0)
-    if task == PAUSE_HANDLING:
-        return (0, -float(row["intrusion_s"])) if row["pause_intrusion"] else (5, 0.0)
-    if task == TURN_TAKING:
-        if row["outcome"] == "early_start":
-            return (0, float(row["first_word_s"]) - float(row["E"]))  # the earliest start first
-        if row["outcome"] == "no_response":
-            return (1, 0.0)
-        return (2, -float(row["latency_s"]))
-    if task == USER_INTERRUPTION:
-        rank = {"speaking_at_end": 0, "no_response": 1, "response": 2, "not_exercised": 4}[row["outcome"]]
-        stop = row.get("stop_s")
-        return (rank, -(float(stop) if stop is not None else 1e9) - float(row.get("latency_s") or 0))
-    return (8, 0.0)
+    return get_task(task).render.severity(row)
 
 
 def why(task: str, row: dict[str, Any] | None) -> str:
-    """One phrase saying what a sample shows."""
+    """One phrase saying what a sample shows (`RenderRules.why` for an eligible, scored one)."""
     if row is None:
         return "counted only"
     if not row.get("eligible"):
         return "ineligible: " + ", ".join(row.get("reasons") or [])
-    if task == PAUSE_HANDLING:
-        if row["pause_intrusion"]:
-            return f"intrusion: {row['intrusion_words']} onset(s), {row['intrusion_s']:.2f} s of {row['pause_s']:.2f} s pause covered"
-        return "no word after the first pause"
-    if task == TURN_TAKING:
-        if row["outcome"] == "early_start":
-            return f"early start: first word {row['E'] - row['first_word_s']:.2f} s before E"
-        if row["outcome"] == "response":
-            return f"response after {row['latency_s']:.2f} s"
-        return "no response"
-    stop = "no observed stop" if row.get("stop_s") is None else f"stop after {row['stop_s']:.2f} s"
-    if row["outcome"] == "not_exercised":
-        return "not exercised: silent at S"
-    if row["outcome"] == "response":
-        return f"{stop}; response {row['latency_s']:.2f} s after R"
-    return f"{str(row['outcome']).replace('_', ' ')}; {stop}"
+    return get_task(task).render.why(row)
 
 
 def outcome_of(task: str, entry: SampleEntry, row: dict[str, Any] | None) -> str:
-    """The filter value: the row's outcome (pause handling: intrusion / no_intrusion), ineligible, or counted_only."""
+    """The filter value: the task's outcome of the row (`RenderRules.outcome_key`), ineligible, or counted_only."""
     if not entry.eligible or (row is not None and not row.get("eligible")):
         return "ineligible"
-    if task == BACKCHANNEL or row is None:
+    if not get_task(task).scored or row is None:
         return "counted_only"
-    if task == PAUSE_HANDLING:
-        return "intrusion" if row.get("pause_intrusion") else "no_intrusion"
-    return str(row.get("outcome", "unknown"))
+    return get_task(task).render.outcome_key(row)
 
 
 def verdict_class(task: str, outcome: str) -> str:
-    """bad (the behaviour the metric counts against), ok, or neutral (not scored: not exercised, ineligible, counted only)."""
-    if outcome in ("ineligible", "counted_only", "not_exercised", "unknown"):
+    """bad (the behaviour the metric counts against: `RenderRules.bad`), ok, or neutral (not scored: ineligible,
+    counted only, or one of the task's `RenderRules.neutral` outcomes such as not exercised)."""
+    rules = get_task(task).render
+    if outcome in ("ineligible", "counted_only", "unknown") or outcome in rules.neutral:
         return "neutral"
-    if outcome in ("intrusion", "early_start", "speaking_at_end", "no_response"):
+    if outcome in rules.bad:
         return "bad"
     return "ok"
 
@@ -157,8 +124,10 @@ def fdb_items(trees: Sequence[ScoredTree], lineup: Lineup, ev: FdbEvidence, audi
         else:  # the same key on other inputs (trees of different datasets): one card per tree
             groups.extend((subset, sid, [m], True) for m in members)
     items: list[tuple[tuple[Any, ...], Item]] = []
+    order_of = subset_order()
     for subset, sid, members, split in groups:
         task = members[0][1].task
+        scored = get_task(task).scored
         verdicts, tracks, worst = [], [], (99, 0.0)
         key = (subset, sid)
         if key in ev.inputs:
@@ -170,7 +139,7 @@ def fdb_items(trees: Sequence[ScoredTree], lineup: Lineup, ev: FdbEvidence, audi
         for k, e in members:
             row = trees[k].rows.get(subset, {}).get(sid)
             out = outcome_of(task, e, row)
-            desc = why(task, row) if task != BACKCHANNEL else "counted only" if e.eligible else "ineligible: " + ", ".join(e.reasons)
+            desc = why(task, row) if scored else "counted only" if e.eligible else "ineligible: " + ", ".join(e.reasons)
             verdicts.append(Verdict(k, out, verdict_class(task, out), desc, anchor(k, subset, sid)))
             worst = min(worst, severity(task, row))
             got = ev.outputs[(k, subset, sid)]
@@ -192,7 +161,7 @@ def fdb_items(trees: Sequence[ScoredTree], lineup: Lineup, ev: FdbEvidence, audi
         card_id = f"x{members[0][0]}-{subset}-{sid}" if split else f"x-{subset}-{sid}"
         item = Item(card_id, subset, f"{subset}/{sid}", verdicts, members[0][1].T, tracks, marks, spans, said,
                     field_head=names, field_rows=rows, text=" ".join(s for _, s in said))
-        items.append(((SUBSET_ORDER.index(subset), worst, _natural(sid)), item))
+        items.append(((order_of.index(subset), worst, _natural(sid)), item))
     items.sort(key=lambda x: x[0])
     return [i for _, i in items]
 

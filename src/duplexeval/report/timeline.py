@@ -14,17 +14,16 @@ from typing import Any
 import numpy as np
 
 from duplexeval.audio import read_audio
+from duplexeval.fdb.tasks import Band, Mark, get_task
 from duplexeval.fdb.transcript import parse_output_json
 from duplexeval.fdb.tree import (
     OUTPUT_JSON,
     OUTPUT_WAV,
-    PAUSE_HANDLING,
-    TURN_TAKING,
-    USER_INTERRUPTION,
     SampleEntry,
 )
 from duplexeval.fdb.verified import read_verified, read_verified_json
 from duplexeval.report import svg
+from duplexeval.schemas import validate
 
 ENVELOPE_BINS = 180
 
@@ -41,20 +40,19 @@ class SampleView:
     row: dict[str, Any] | None
     envelope: np.ndarray | None = None  # (bins, 2): min and max per bin
     words: list[tuple[str, float, float | None]] = field(default_factory=list)
-    marks: list[tuple[str, float]] = field(default_factory=list)  # (label, time): E, S, R
-    spans: list[tuple[str, float, float]] = field(default_factory=list)  # (label, a, b): pauses, interruption
+    marks: list[Mark] = field(default_factory=list)  # the task's time marks (E, S, R ...)
+    spans: list[Band] = field(default_factory=list)  # the task's shaded spans (pauses, the interruption ...)
     vad: list[tuple[float, float]] = field(default_factory=list)
     input_envelope: np.ndarray | None = None
+    vad_lane: bool = False  # the task's timelines always show the VAD lane
 
     @property
     def outcome(self) -> str:
         if not self.eligible:
             return "ineligible (" + ", ".join(self.reasons) + ")"
         if self.row is None:
-            return "counted only (backchannel)"
-        if "outcome" in self.row:
-            return str(self.row["outcome"])
-        return "pause intrusion" if self.row.get("pause_intrusion") else "no intrusion"
+            return f"counted only ({self.task})"
+        return get_task(self.task).render.outcome(self.row)
 
 
 def envelope(audio: np.ndarray, bins: int = ENVELOPE_BINS) -> np.ndarray:
@@ -70,18 +68,13 @@ def envelope(audio: np.ndarray, bins: int = ENVELOPE_BINS) -> np.ndarray:
     return out
 
 
-def _annotation(ann: Any, task: str) -> tuple[list[tuple[str, float]], list[tuple[str, float, float]]]:
-    try:
-        if task == PAUSE_HANDLING:
-            return [], [("pause", float(p["timestamp"][0]), float(p["timestamp"][1])) for p in ann]
-        if task == TURN_TAKING:
-            return [("E", float(ann[0]["timestamp"][0]))], []
-        if task == USER_INTERRUPTION:
-            S, R = (float(x) for x in ann[0]["timestamp"])
-            return [("S", S), ("R", R)], [("interruption", S, R)]
-    except (KeyError, IndexError, TypeError, ValueError):
-        pass
-    return [], []
+def _annotation(ann: Any, task: str, where: str) -> tuple[list[Mark], list[Band]]:
+    """The task's marks of a sample's annotation (`RenderRules.marks`), from its typed record."""
+    model = get_task(task).annotation
+    if model is None:
+        return [], []
+    record: Any = validate(ann, model, where)
+    return get_task(task).render.marks(record)
 
 
 def load_view(tree: Path, entry: SampleEntry, row: dict[str, Any] | None, transcript_sha256: str | None = None) -> SampleView:
@@ -89,7 +82,8 @@ def load_view(tree: Path, entry: SampleEntry, row: dict[str, Any] | None, transc
     for (`transcript_sha256` of output.json) must be there with its hash (one line naming it, else); files an
     ineligible capture never wrote are simply not drawn."""
     d = entry.dir(tree)
-    view = SampleView(entry.key, entry.task, entry.T, entry.eligible, list(entry.reasons), row)
+    view = SampleView(entry.key, entry.task, entry.T, entry.eligible, list(entry.reasons), row,
+                      vad_lane=get_task(entry.task).render.vad_lane)
     wav = d / OUTPUT_WAV
     if OUTPUT_WAV in entry.files:
         data = read_verified(wav, entry.files[OUTPUT_WAV], entry.key)
@@ -102,13 +96,10 @@ def load_view(tree: Path, entry: SampleEntry, row: dict[str, Any] | None, transc
         view.words = [(w.text.strip(), float(w.start), None if w.end is None else float(w.end)) for w in words]
     if entry.annotation:
         ann = read_verified_json(d / entry.annotation, entry.files.get(entry.annotation), entry.key)
-        view.marks, view.spans = _annotation(ann, entry.task)
+        view.marks, view.spans = _annotation(ann, entry.task, f"{d / entry.annotation}: sample {entry.key}")
     if row is not None and row.get("vad_segments"):
         view.vad = [(float(a), float(b)) for a, b in row["vad_segments"]]
     return view
-
-
-MARK_COLORS = {"E": "#c2185b", "S": "#d9602b", "R": "#8e44ad"}
 
 
 LEGEND = ("grey: output waveform envelope; green: VAD segments; blue: ASR words; yellow: annotated pauses; "
@@ -126,8 +117,8 @@ def draw(ax: Any, view: SampleView, show_words: int = 12, caption: bool = False)
     ax.vlines(ticks, -2.3, -2.42, color="#333", lw=0.8, clip_on=False)
     for t in ticks:
         ax.text(t, -2.5, f"{t:g}", fontsize=8, ha="center", va="top", clip_on=False)
-    for label, a, b in view.spans:
-        ax.axvspan(a, b, color="#ffe08a" if label == "pause" else "#f3d1f4", alpha=0.6, lw=0)
+    for band in view.spans:
+        ax.axvspan(band.start, band.end, color=band.color, alpha=0.6, lw=0)
     if view.envelope is not None:
         env = view.envelope
         peak = float(np.abs(env).max()) or 1.0
@@ -138,7 +129,7 @@ def draw(ax: Any, view: SampleView, show_words: int = 12, caption: bool = False)
         ax.text(view.T / 2, 0, "no output.wav", ha="center", va="center", color="#999")
     if view.vad:
         ax.broken_barh([(a, b - a) for a, b in view.vad], (1.15, 0.45), color="#2f9e44")
-    if view.vad or view.task == USER_INTERRUPTION:
+    if view.vad or view.vad_lane:
         ax.text(0, 1.65, "VAD", fontsize=6, color="#2f9e44")
     if view.words:
         bars = [(s, max((e if e is not None else s) - s, view.T / 600)) for _, s, e in view.words]
@@ -149,9 +140,9 @@ def draw(ax: Any, view: SampleView, show_words: int = 12, caption: bool = False)
             if s - last >= view.T / 25 and shown < show_words:
                 ax.text(s, -1.75, text, fontsize=5.5, va="top", ha="left", color="#1f3b57", clip_on=True)
                 last, shown = s, shown + 1
-    for label, t in view.marks:
-        ax.axvline(t, color=MARK_COLORS.get(label, "#333"), lw=1.2)
-        ax.text(t, 1.75, label, color=MARK_COLORS.get(label, "#333"), fontsize=7, ha="center", fontweight="bold")
+    for mark in view.marks:
+        ax.axvline(mark.t, color=mark.color, lw=1.2)
+        ax.text(mark.t, 1.75, mark.label, color=mark.color, fontsize=7, ha="center", fontweight="bold")
     if caption:
         ax.text(view.T, -3.1, LEGEND, fontsize=6.5, ha="right", va="top", color="#555", clip_on=False)
 
@@ -169,8 +160,8 @@ def show_png(view: SampleView, out: Path, input_audio: np.ndarray | None = None)
         ax0.fill_between(x, env[:, 0] / peak, env[:, 1] / peak, color="#b0773c", lw=0)
         ax0.set_yticks([])
         ax0.set_title("input (user) waveform", fontsize=8, loc="left")
-        for label, t in view.marks:
-            ax0.axvline(t, color=MARK_COLORS.get(label, "#333"), lw=1.2)
+        for mark in view.marks:
+            ax0.axvline(mark.t, color=mark.color, lw=1.2)
     draw(axes[-1], view, caption=True)
     axes[-1].set_title(f"{view.key}: {view.outcome}", fontsize=9, loc="left")
     fig.tight_layout()

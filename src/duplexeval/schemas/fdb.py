@@ -1,4 +1,4 @@
-"""FDB v1.0 file formats as typed records: the three annotations, output.json, manifest.json, asr.json.
+"""FDB file formats as typed records: the annotation list base, output.json, manifest.json, asr.json.
 
 These are the *shape* rules every reader shares (types, finiteness, the load-time range check, ids);
 rules that depend on a sample's length T or on the other samples stay with the stage that applies them.
@@ -30,16 +30,10 @@ from duplexeval.schemas.base import (
     has_control,
     is_safe_id,
 )
+from duplexeval.schemas.fdb_names import MANIFEST_KIND, MANIFEST_SCHEMA_VERSION, OUTPUT_WAV, SUBSETS
 
 Timestamp = Annotated[list[Time], Field(min_length=2, max_length=2)]
 
-SUBSET_NAMES = (
-    "candor_pause_handling",
-    "synthetic_pause_handling",
-    "candor_turn_taking",
-    "synthetic_user_interruption",
-    "icc_backchannel",
-)
 
 
 def id_problem(sample_id: object) -> str:
@@ -49,8 +43,8 @@ def id_problem(sample_id: object) -> str:
 
 
 def subset_problem(subset: object) -> str:
-    """The one message for a subset that is not one of the five."""
-    return f"unknown subset {subset!r} (expected one of {', '.join(SUBSET_NAMES)})"
+    """The one message for a subset that is not in the subset table."""
+    return f"unknown subset {subset!r} (expected one of {', '.join(SUBSETS)})"
 
 
 def _out_of_range(value: Any) -> bool:
@@ -60,31 +54,13 @@ def _out_of_range(value: Any) -> bool:
 # ---------------------------------------------------------------- annotations
 
 
-class PauseItem(OpenRecord):
-    """One `[PAUSE]` item: the pause is `timestamp = [start, end]` seconds."""
-
-    timestamp: Timestamp
-
-
-class TurnItem(OpenRecord):
-    """The `[TURN-TAKING]` item: `timestamp[0]` is E, the end of the user's turn."""
-
-    timestamp: Timestamp
-
-
-class InterruptItem(OpenRecord):
-    """The interruption item: the user's interrupt is `timestamp = [S, R]`; `context`/`interrupt` are its text."""
-
-    timestamp: Timestamp  # first: a bad time is reported before missing text
-    context: str
-    interrupt: str
-
-
-class _Annotation(RootModel[Any]):
-    """A non-empty JSON list of items; `label(i)` names item i in messages."""
+class AnnotationList(RootModel[Any]):
+    """An annotation file that is a non-empty JSON list of items (a task's model subclasses it with its `root`
+    item type and `file`); `label(i)` names item i in messages, `text_fields` are the items' string fields."""
 
     model_config = ConfigDict(strict=True, allow_inf_nan=False, frozen=True)
     file: ClassVar[str]
+    text_fields: ClassVar[tuple[str, ...]] = ()
     empty: ClassVar[str] = "annotation must be a non-empty list of objects"
 
     @classmethod
@@ -109,7 +85,7 @@ class _Annotation(RootModel[Any]):
             if isinstance(ts, list) and any(_out_of_range(v) for v in ts):
                 return f"{label} 'timestamp' {ts!r} is outside the accepted range (|t| <= {MAX_TIME_S:g} s)"
             return f"{label} needs 'timestamp': [start, end] with two finite numbers, got {ts!r}"
-        if key in ("context", "interrupt"):
+        if key in cls.text_fields:
             return f"item {i} needs a string '{key}'"
         return None
 
@@ -123,81 +99,6 @@ class _Annotation(RootModel[Any]):
     @property
     def items(self) -> list[Any]:
         return list(self.root)
-
-
-class PauseAnnotation(_Annotation):
-    """pause.json: one item per pause."""
-
-    root: list[PauseItem]
-    file: ClassVar[str] = "pause.json"
-    empty: ClassVar[str] = "pause.json lists no pause (must be a non-empty JSON list of objects)"
-
-    @classmethod
-    def label(cls, i: int) -> str:
-        return f"pause {i}"
-
-    def spans(self) -> list[tuple[float, float]]:
-        return [(float(p.timestamp[0]), float(p.timestamp[1])) for p in self.root]
-
-
-class TurnAnnotation(_Annotation):
-    """turn_taking.json: E = `[0].timestamp[0]`."""
-
-    root: list[TurnItem]
-    file: ClassVar[str] = "turn_taking.json"
-
-    @property
-    def E(self) -> float:
-        return float(self.root[0].timestamp[0])
-
-
-class InterruptAnnotation(_Annotation):
-    """interrupt.json: `[0].timestamp = [S, R]`."""
-
-    root: list[InterruptItem]
-    file: ClassVar[str] = "interrupt.json"
-
-    @property
-    def S(self) -> float:
-        return float(self.root[0].timestamp[0])
-
-    @property
-    def R(self) -> float:
-        return float(self.root[0].timestamp[1])
-
-
-ANNOTATION_MODELS: dict[str, type[_Annotation]] = {
-    "pause.json": PauseAnnotation,
-    "turn_taking.json": TurnAnnotation,
-    "interrupt.json": InterruptAnnotation,
-}
-
-
-class IccGroundTruth(RootModel[Any]):
-    """icc_gt_distribution.json: {digit id: >= 2 finite non-negative numbers with a positive sum} (not empty).
-
-    One rule for the dataset loader and the official evaluator (they used to disagree about one-number lists).
-    """
-
-    model_config = ConfigDict(strict=True, allow_inf_nan=False, frozen=True)
-    root: dict[str, list[float]]
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shape(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not data:
-            raise fail("must be a non-empty JSON object {sample id: [probabilities]}")
-        for k, v in data.items():
-            if not isinstance(k, str) or not k.isdigit():
-                raise fail(f"key {k!r} is not a digit string (backchannel ids are digits)")
-            if (not isinstance(v, list) or len(v) < 2 or not all(finite(x) and 0 <= x <= 1e6 for x in v)
-                    or not sum(v) > 0):
-                raise fail(f"sample icc_backchannel/{k}: must be a list of at least 2 finite non-negative numbers "
-                           f"with a positive sum, got {v!r}")
-        return {k: [float(x) for x in v] for k, v in data.items()}
-
-    def distributions(self) -> dict[str, list[float]]:
-        return {k: list(v) for k, v in self.root.items()}
 
 
 # ---------------------------------------------------------------- output.json
@@ -258,7 +159,7 @@ class OutputJson(OpenRecord):
 
 
 def _checked_subset(v: Any) -> Any:
-    if not isinstance(v, str) or v not in SUBSET_NAMES:
+    if not isinstance(v, str) or v not in SUBSETS:
         raise fail(subset_problem(v))
     return v
 
@@ -294,7 +195,7 @@ class SynthDatasetFile(OpenRecord):
         if not isinstance(data, dict) or not isinstance(data.get("declared"), dict):
             raise fail("not a duplexeval dataset description (needs 'declared')")
         for k, v in data["declared"].items():
-            if k not in SUBSET_NAMES or isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            if k not in SUBSETS or isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise fail(f"bad declared entry {k!r}: {v!r}")
         return data
 
@@ -310,9 +211,9 @@ def _sample_label(raw: Any, i: Any) -> str | None:
     if not isinstance(rs, dict):
         return None
     sub, sid = rs.get("subset"), rs.get("id")
-    if isinstance(sub, str) and sub in SUBSET_NAMES and is_safe_id(sid):
+    if isinstance(sub, str) and sub in SUBSETS and is_safe_id(sid):
         return f"sample {sub}/{sid}"
-    return f"samples[{i}]" + (f" ({sub})" if isinstance(sub, str) and sub in SUBSET_NAMES else "")
+    return f"samples[{i}]" + (f" ({sub})" if isinstance(sub, str) and sub in SUBSETS else "")
 
 
 class ManifestSample(OpenRecord):
@@ -354,8 +255,6 @@ class ManifestSample(OpenRecord):
 
     @model_validator(mode="after")
     def _consistent(self) -> ManifestSample:
-        from duplexeval.fdb.tree import OUTPUT_WAV, SUBSETS  # lazy: fdb.tree imports this module (a cycle)
-
         if not self.eligible and not self.reasons:
             raise fail("ineligible without a reason")
         if self.eligible and self.reasons:
@@ -381,7 +280,7 @@ class DatasetInfo(OpenRecord):
         if not isinstance(v, dict):
             raise fail("'dataset.declared' must be an object {subset: size}")
         for sub, size in v.items():
-            if not isinstance(sub, str) or sub not in SUBSET_NAMES:
+            if not isinstance(sub, str) or sub not in SUBSETS:
                 raise fail(subset_problem(sub))
             if isinstance(size, bool) or not isinstance(size, int) or size < 0:
                 raise fail(f"dataset.declared[{sub!r}] must be a non-negative integer, got {size!r}")
@@ -417,14 +316,12 @@ class ManifestFile(OpenRecord):
     @model_validator(mode="before")
     @classmethod
     def _kind_first(cls, data: Any) -> Any:
-        from duplexeval.fdb.tree import MANIFEST_KIND, SCHEMA_VERSION  # lazy: fdb.tree imports this module
-
         if not isinstance(data, dict):
             raise fail("manifest must be a JSON object")
         if data.get("kind") != MANIFEST_KIND:
             raise fail(f"'kind' must be {MANIFEST_KIND!r}, got {data.get('kind')!r}")
-        if data.get("schema_version") != SCHEMA_VERSION:
-            raise fail(f"unsupported schema_version {data.get('schema_version')!r} (this version reads {SCHEMA_VERSION})")
+        if data.get("schema_version") != MANIFEST_SCHEMA_VERSION:
+            raise fail(f"unsupported schema_version {data.get('schema_version')!r} (this version reads {MANIFEST_SCHEMA_VERSION})")
         return data
 
 
@@ -494,7 +391,7 @@ class AsrFile(OpenRecord):
             parts = key.split("/") if isinstance(key, str) else []
             if len(parts) != 2:
                 raise fail(f"sample key {key!r} must be '<subset>/<id>'")
-            if parts[0] not in SUBSET_NAMES:
+            if parts[0] not in SUBSETS:
                 raise fail(f"{key}: {subset_problem(parts[0])}")
             if not is_safe_id(parts[1]):
                 raise fail(f"{key}: {id_problem(parts[1])}")
@@ -502,7 +399,6 @@ class AsrFile(OpenRecord):
 
 
 __all__ = [
-    "ANNOTATION_MODELS", "AsrFile", "AsrSampleRecord", "Chunk", "DatasetInfo", "IccGroundTruth", "InterruptAnnotation",
-    "InterruptItem", "ManifestFile", "ManifestSample", "OutputJson", "PauseAnnotation", "PauseItem", "SynthDatasetFile", "TurnAnnotation",
-    "TurnItem", "id_problem", "subset_problem",
+    "AnnotationList", "AsrFile", "AsrSampleRecord", "Chunk", "DatasetInfo", "ManifestFile", "ManifestSample", "OutputJson",
+    "SynthDatasetFile", "Timestamp", "id_problem", "subset_problem",
 ]

@@ -48,7 +48,7 @@ def _stamps_us(n: int) -> np.ndarray:
 
 
 def _record(sample: DatasetSample) -> Any:
-    """The sample's typed annotation (schemas.fdb), validated by the dataset loader or here."""
+    """The sample's typed annotation (its task's model), validated by the dataset loader or here."""
     rec = getattr(sample, "record", None)
     if rec is None:
         rec = annotation_record(sample.annotation, sample.subset, f"{sample.annotation_path}: sample {sample.key}")
@@ -71,12 +71,16 @@ def bridge_sample(sample: DatasetSample, audio16k: np.ndarray | None = None) -> 
     turn_probes: list[TurnProbe] = []
     pause_probes: list[PauseProbe] = []
     label = np.zeros(n, dtype=bool)
-    if sample.subset == "candor_turn_taking":
-        e = clamp(float(_record(sample).E))
+    # Lazy: the controller CLI imports this module for `--help`, and a task package brings the FDB stages with it.
+    from duplexeval.fdb.tasks.turn_taking.annotation import TurnAnnotation
+
+    record = _record(sample)
+    if isinstance(record, TurnAnnotation):
+        e = clamp(float(record.E))
         turn_probes.append(TurnProbe(e, 0.0, None))
         label = stamps >= to_us(e)
     else:
-        for a0, b0 in _record(sample).spans():
+        for a0, b0 in record.spans():
             a, b = clamp(a0), clamp(b0)
             if to_us(b) <= to_us(a):
                 raise InputError(f"{sample.annotation_path}: sample {sample.key}: zero-length pause [{a}, {b}]")

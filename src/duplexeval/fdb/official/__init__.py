@@ -1,8 +1,8 @@
-"""The official Full-Duplex-Bench v1.0 evaluator rules, reproduced in our own code (the reference column).
+"""The official Full-Duplex-Bench evaluator rules, reproduced in our own code (the reference column).
 
-`evaluate(tree, ...)` writes TREE/summary.json; the rules are pure functions in `rules`, `pause`,
-`turn_taking`, `interruption` and `backchannel`; the interruption judge is in `judge`.
-See docs/official.md for every rule and quirk.
+`evaluate(tree, ...)` writes TREE/summary.json. Each task's rule lives in its package (`fdb.tasks.<task>`);
+here are the stage (`run`), summary.json (`summary`), the shared take-turn rule (`rules`), the printed numbers
+(`metric`) and the judge client (`judge`). See docs/official.md for every rule and quirk.
 """
 
 from __future__ import annotations
@@ -25,4 +25,5 @@ def evaluate(
     **judge_opts: Any,
 ) -> dict[str, Any]:
     """Apply the official v1.0 rules to a transcribed tree and write TREE/summary.json (see run.evaluate)."""
-    return _evaluate(tree, subsets, judge, icc_gt, backchannel_rules, progress, **judge_opts)
+    options = {"icc_gt": icc_gt, "backchannel_rules": backchannel_rules}
+    return _evaluate(tree, subsets, judge, options, progress, **judge_opts)

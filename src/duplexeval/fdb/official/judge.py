@@ -26,7 +26,6 @@ from duplexeval.chat_http import (  # re-exported: the old home of the HTTP clie
     secret_variants,
 )
 from duplexeval.errors import InputError
-from duplexeval.fdb.official.interruption import Rating
 from duplexeval.fdb.official.judge_prompt import (  # re-exported: the old home of the prompt (one release)
     OFFICIAL_EVALUATOR_PATHS,
     OUR_PROMPT,
@@ -51,6 +50,7 @@ __all__ = [
     "OUR_PROMPT",
     "OUR_SYSTEM",
     "RATING_FILE",
+    "Rating",
     "ChatClient",
     "Exchange",
     "Judge",
@@ -73,6 +73,25 @@ DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 MAX_ATTEMPTS = 3
 JUDGE_LOG = "judge-log.jsonl"
 RATING_FILE = "rating.json"
+
+
+@dataclass
+class Rating:
+    """The judge's verdict on one takeover: rating None when no attempt gave a parsable reply."""
+
+    rating: int | None
+    analysis: str | None
+    attempts: int
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rating": self.rating,
+            "analysis": self.analysis,
+            "attempts": self.attempts,
+            "retries": max(0, self.attempts - 1),
+            "error": self.error,
+        }
 
 
 @dataclass

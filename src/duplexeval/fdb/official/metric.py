@@ -9,6 +9,13 @@ from typing import Any
 import numpy as np
 
 NO_SAMPLES = "no evaluated sample: the official script divides by zero here"
+NOT_JUDGED = "not judged (--judge none): the official script always asks gpt-4-turbo"
+NEEDS_JUDGE = "needs --judge"  # the printed cell of a rating that was not judged (not a bare dash)
+
+
+def needs_judge(m: object) -> bool:
+    """True for a summary.json metric left empty only because no judge was asked (`--judge none`)."""
+    return isinstance(m, dict) and m.get("value") is None and m.get("note") == NOT_JUDGED
 
 
 @dataclass(frozen=True)
@@ -32,7 +39,7 @@ def plain_mean(values: Sequence[float], empty_note: str, note: str | None = None
 
 
 def numpy_mean_std(values: Sequence[float], empty_note: str) -> Metric:
-    """`np.mean` and `np.std` (population, ddof 0) as the backchannel script prints them."""
+    """`np.mean` and `np.std` (population, ddof 0), as the official scripts that print a std compute them."""
     if not values:
         return Metric(None, None, 0, empty_note)
     arr = np.asarray(values, dtype=np.float64)

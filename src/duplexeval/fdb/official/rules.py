@@ -70,3 +70,23 @@ def take_turn(words: Sequence[Word], *, null_last_end_uses_start: bool) -> TakeT
 def clamp_latency(latency_s: float) -> float:
     """A negative latency (reply started before the reference time) counts as 0 and stays in the mean."""
     return 0.0 if latency_s < 0 else latency_s
+
+
+NO_TAKEOVER = "no takeover: the official script divides by zero here (and prints no result for this subset)"
+NOT_PRINTED = "computed as the official script does, but it crashes before printing it (no takeover in the subset)"
+
+
+def latency_sample(turn: TakeTurn, reference_s: float) -> tuple[float | None, float | None]:
+    """(raw, clamped) latency of a takeover: first word start minus the reference time."""
+    if turn.tor != 1 or turn.first_start_s is None:
+        return None, None
+    raw = turn.first_start_s - reference_s
+    return raw, clamp_latency(raw)
+
+
+def crash_note(samples: Sequence[Any]) -> str | None:
+    """If any sample would crash the official script, the note naming the first one."""
+    for s in samples:
+        if s.turn.crash:
+            return f"sample {s.id}: {s.turn.crash} (and prints no result for this subset)"
+    return None

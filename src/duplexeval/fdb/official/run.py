@@ -1,34 +1,30 @@
-"""`evaluate(tree)`: read a transcribed tree, apply the official v1.0 rules per subset, write summary.json.
+"""`evaluate(tree)`: read a transcribed tree, apply each task's official rule per subset, write summary.json.
 
-I/O lives here; the rules themselves are pure functions in the sibling modules.
+I/O lives here; the rules themselves live in the task packages (`OfficialRules`), which this stage looks up by
+the subset's task and never names.
 """
 
 from __future__ import annotations
 
-import io
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import soundfile as sf
-
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.official import backchannel as bc
-from duplexeval.fdb.official.interruption import NEEDS_JUDGE, needs_judge
-from duplexeval.fdb.official.judge import Judge, JudgeConfig
+from duplexeval.fdb.official.judge import JudgeConfig
+from duplexeval.fdb.official.metric import NEEDS_JUDGE, needs_judge
+from duplexeval.fdb.official.rules import TURN_DURATION_THRESHOLD_S, TURN_NUM_WORDS_THRESHOLD
 from duplexeval.fdb.official.summary import (
     SubsetSummary,
     build_summary,
     rules_block,
     write_summary,
 )
-from duplexeval.fdb.tasks import OfficialContext, get_task
-from duplexeval.fdb.transcript import Word, parse_output_json
+from duplexeval.fdb.sample import OpenedSample
+from duplexeval.fdb.tasks import OfficialContext, Ready, all_tasks, task_of
 from duplexeval.fdb.tree import (
-    OUTPUT_JSON,
     SUBSETS,
     AsrRecord,
     Manifest,
@@ -37,73 +33,16 @@ from duplexeval.fdb.tree import (
     load_manifest,
     validate_subset,
 )
-from duplexeval.fdb.verified import parse_json, read_verified, read_verified_json
-from duplexeval.jsonio import sha256_bytes
 
-ICC_GT_FILE = "icc_gt_distribution.json"
-BC_SUBSET = "icc_backchannel"
 JUDGES = ("none", "openai")
-ICC_GT_MISSING = (
-    "icc_backchannel needs the official human backchannel distribution icc_gt_distribution.json. It comes from the "
-    "official repository (DanielLin94144/Full-Duplex-Bench, folder evaluation/, or v1_v1.5/evaluation/ at HEAD) "
-    "under CC BY-NC 4.0, so duplexeval does not ship it: pass it with --icc-gt PATH, or copy it to "
-    "TREE/icc_gt_distribution.json (export copies it there when the dataset has one)"
-)
 
 
-def read_sample_file(entry: SampleEntry, tree: Path, name: str, expected: str | None, what: str) -> bytes:
-    """A sample's file, read once and checked against the hash in `what`'s record (`fdb.verified`)."""
-    return read_verified(entry.dir(tree) / name, expected, entry.key, what)
-
-
-def _read_transcript(entry: SampleEntry, tree: Path, digest: str) -> tuple[list[Word], str]:
-    path = entry.dir(tree) / OUTPUT_JSON
-    obj = read_verified_json(path, digest, entry.key, "asr.json")
-    words = parse_output_json(obj, f"{path}: sample {entry.key}")
-    text = obj.get("text")
-    if not isinstance(text, str):
-        raise InputError(f"{path}: sample {entry.key}: 'text' must be a string")
-    return words, text
-
-
-def annotation(entry: SampleEntry, tree: Path) -> Any:
-    """The sample's annotation JSON, after checking its hash against manifest.json."""
-    name = entry.annotation
-    assert name is not None
-    return read_verified_json(entry.dir(tree) / name, entry.files.get(name), entry.key, "manifest.json")
-
-
-def load_icc_gt(icc_gt: str | Path | None, tree: Path, manifest: Manifest) -> tuple[dict[str, list[float]], dict[str, Any]]:
-    """The ground-truth distributions and where they came from: --icc-gt, else TREE/icc_gt_distribution.json."""
-    if icc_gt is not None:
-        path, source = Path(icc_gt), "--icc-gt"
-        if not path.is_file():
-            raise RefusalError(f"{path}: --icc-gt file not found. {ICC_GT_MISSING}")
-    else:
-        path, source = tree / ICC_GT_FILE, "tree"
-        if not path.is_file():
-            raise RefusalError(f"{path}: not found. {ICC_GT_MISSING}")
-    expected = manifest.extra.get("icc_gt_distribution")
-    recorded = expected if source == "tree" and isinstance(expected, str) else None
-    data = read_verified(path, recorded, None, "manifest.json (icc_gt_distribution)")
-    digest = sha256_bytes(data)
-    gt = bc.validate_gt(parse_json(data, str(path)), str(path))
-    return gt, {"source": source, "file": path.name, "sha256": digest}
-
-
-def read_output_raw(path: Path, key: str, raw: bytes | None = None) -> tuple[Any, int]:
-    """output.wav samples as float32 at the file's own rate, as the official torchaudio load gives them.
-
-    `raw`: the file's bytes when the caller has read (and hash-checked) them already; else the file is read."""
-    try:
-        data, rate = sf.read(io.BytesIO(raw) if raw is not None else str(path), dtype="float32", always_2d=True)
-    except (RuntimeError, OSError) as exc:  # soundfile errors are RuntimeErrors
-        raise InputError(f"{path}: sample {key}: cannot read audio: {exc}") from None
-    if data.shape[1] != 1:
-        raise InputError(f"{path}: sample {key}: output.wav has {data.shape[1]} channels; the official VAD call needs mono")
-    if data.shape[0] == 0:
-        raise InputError(f"{path}: sample {key}: output.wav has no samples (zero frames); re-export or re-import it")
-    return np.ascontiguousarray(data[:, 0]), int(rate)
+def official_options() -> dict[str, Any]:
+    """Every registered task's official options with their defaults (`OfficialRules.options`)."""
+    out: dict[str, Any] = {}
+    for task in all_tasks():
+        out.update(task.official.options)
+    return out
 
 
 def _progress_value(m: Any) -> str:
@@ -139,22 +78,26 @@ def evaluate(
     tree: str | Path,
     subsets: Sequence[str] | None = None,
     judge: str = "none",
-    icc_gt: str | Path | None = None,
-    backchannel_rules: str = bc.RULES_2025_06,
+    options: Mapping[str, Any] | None = None,
     progress: bool = True,
     **judge_opts: Any,
 ) -> dict[str, Any]:
-    """Apply the official v1.0 rules to every eligible, transcribed sample; write and return summary.json.
+    """Apply the official rules to every eligible, transcribed sample; write and return summary.json.
 
-    `judge_opts` are JudgeConfig fields: model, base_url, api_key_env, seed, timeout_s, max_attempts,
-    reference_source.
+    `options` are the tasks' own options (`official_options()` lists them with their defaults); `judge_opts`
+    are JudgeConfig fields: model, base_url, api_key_env, seed, timeout_s, max_attempts, reference_source.
     """
     tree = Path(tree)
     say = _Progress(progress)
     if judge not in JUDGES:
         raise InputError(f"--judge {judge!r}: expected one of {', '.join(JUDGES)}")
-    if backchannel_rules not in bc.BACKCHANNEL_RULES:
-        raise InputError(f"--backchannel-rules {backchannel_rules!r}: expected one of {', '.join(bc.BACKCHANNEL_RULES)}")
+    known = official_options()
+    unknown_options = sorted(set(options or {}) - set(known))
+    if unknown_options:
+        raise InputError(f"unknown evaluate option(s): {', '.join(unknown_options)}; known: {', '.join(known) or 'none'}")
+    opts = {**known, **{k: v for k, v in (options or {}).items() if v is not None}}
+    for task in all_tasks():
+        task.official.check_options(opts)
     manifest, manifest_sha = load_manifest(tree)
     asr, asr_sha = load_asr(tree)
     if asr.manifest_sha256 != manifest_sha:
@@ -174,51 +117,44 @@ def evaluate(
     if unknown:
         raise InputError(f"unknown judge option(s): {', '.join(sorted(unknown))}")
     config = JudgeConfig(**{k: v for k, v in judge_opts.items() if v is not None})
-    judge_obj = None
-    if judge == "openai" and any(get_task(SUBSETS[s].task).uses_judge for s in chosen):
-        judge_obj = Judge.create(config, tree)
 
-    gt = None
-    if BC_SUBSET in chosen and any(e.eligible for e in manifest.by_subset(BC_SUBSET)):
-        gt = load_icc_gt(icc_gt, tree, manifest)  # before any work (or judge spending) is done
-        # the backchannel VAD (CPU, in threads) runs while the other subsets are evaluated (mostly judge waits)
-        from duplexeval.fdb.tasks import backchannel as bc_task
-
-        bc_task.start_vad(tree, manifest.by_subset(BC_SUBSET), asr)
+    # Every chosen subset's rule prepares before any is evaluated: what it needs is checked before any work (or
+    # judge spending) is done, and work it can start early (CPU in threads) overlaps the others' judge waits.
+    contexts: dict[str, OfficialContext] = {}
+    for subset in chosen:
+        ctx = OfficialContext(tree, subset, manifest, asr, opts, judge, config, [], say)
+        ctx.prepared = task_of(subset).official.prepare(ctx, manifest.by_subset(subset))
+        contexts[subset] = ctx
 
     results: dict[str, SubsetSummary] = {}
-    bc_info: dict[str, Any] | None = None
+    infos: dict[str, dict[str, Any]] = {}
     for subset in chosen:
         entries = manifest.by_subset(subset)
-        task = SUBSETS[subset].task
+        task = task_of(subset)
         say(f"{subset}: {len(entries)} selected sample(s)")
         counts = _base_counts(subset, manifest, entries)
-        rows: list[dict[str, Any]] = []
+        ctx = contexts[subset]
+        rows = ctx.rows
         ready = _transcribed(tree, asr, entries, counts, rows)
-        ctx = OfficialContext(tree, subset, judge_obj, gt, backchannel_rules, rows, say)
-        outcome = get_task(task).official(ctx, ready)
+        outcome = task.official.evaluate(ctx, ready)
         done, metrics, judge_block = outcome.done, outcome.metrics, outcome.judge
         counts.update(outcome.counts)
         if outcome.rules_info is not None:
-            bc_info = outcome.rules_info
+            infos[task.name] = outcome.rules_info
         counts["evaluated"] = len(done)
         rows.extend(s.to_json() for s in done)
         order = {e.id: i for i, e in enumerate(entries)}
         rows.sort(key=lambda r: order[r["id"]])
-        results[subset] = SubsetSummary(task, counts, metrics, rows, judge_block)
+        results[subset] = SubsetSummary(task.name, counts, metrics, rows, judge_block)
         say(f"{subset}: evaluated {len(done)}: " + ", ".join(f"{k} {_progress_value(m)}" for k, m in metrics.items()))
 
-    summary = build_summary(manifest_sha, asr_sha, rules_block(backchannel_rules, bc_info), results, asr.backend)
+    rules = rules_block({"turn_duration_threshold_s": TURN_DURATION_THRESHOLD_S,
+                         "turn_num_words_threshold": TURN_NUM_WORDS_THRESHOLD})
+    for t in all_tasks():
+        rules.update(t.official.rules_block(opts, infos.get(t.name)))
+    summary = build_summary(manifest_sha, asr_sha, rules, results, asr.backend)
     write_summary(tree, summary)
     return summary
-
-
-Ready = list[tuple[SampleEntry, list[Word], str]]
-
-
-def sample_where(e: SampleEntry, tree: Path) -> str:
-    """`ANNOTATION_PATH: sample SUBSET/ID` for messages about a sample's annotation."""
-    return f"{e.dir(tree) / (e.annotation or '')}: sample {e.key}"
 
 
 def _transcribed(tree: Path, asr: AsrRecord, entries: Sequence[SampleEntry], counts: dict[str, Any], rows: list[dict[str, Any]]) -> Ready:
@@ -235,9 +171,10 @@ def _transcribed(tree: Path, asr: AsrRecord, entries: Sequence[SampleEntry], cou
             counts["asr_error"] += 1
             rows.append({"id": e.id, "evaluated": False, "reason": f"asr error: {rec.error}"})
             continue
-        words, text = _read_transcript(e, tree, rec.output_json)
-        ready.append((e, words, text))
+        sample = OpenedSample(tree, e, rec, task_of(e.subset).annotation)
+        sample.words, sample.text  # noqa: B018 - read and checked now, before any rule runs
+        ready.append(sample)
     return ready
 
 
-__all__ = ["ICC_GT_MISSING", "evaluate", "load_icc_gt"]
+__all__ = ["JUDGES", "evaluate", "official_options"]

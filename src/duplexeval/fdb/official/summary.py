@@ -7,8 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.artifacts import header
-from duplexeval.fdb.official import backchannel as bc
-from duplexeval.fdb.official import rules
 from duplexeval.fdb.official.metric import Metric
 from duplexeval.fdb.signatures import summary_signature, tree_inputs
 from duplexeval.fdb.tree import SUMMARY_FILE
@@ -18,10 +16,6 @@ SUMMARY_KIND = "duplexeval.fdb.summary"
 SUMMARY_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs) after kind and schema_version
 RULES_NAME = "fdb-v1.0-official"
 REPRODUCES = "DanielLin94144/Full-Duplex-Bench evaluation/ at f582595 (2025-06-11), the code behind the v1.0 table"
-BACKCHANNEL_LOOPS = {
-    "2025-06": "v1.0 loop (f582595): a segment classed as a turn erases the backchannels found before it",
-    "2026-02": "HEAD loop (2026-02-22, d7336bd): every segment up to 3 s is a backchannel, whatever its class",
-}
 NOT_JUDGED = {"label": "not judged", "mode": "none"}
 
 
@@ -54,28 +48,15 @@ class SubsetSummary:
         return out
 
 
-def rules_block(backchannel_rules: str, backchannel: dict[str, Any] | None) -> dict[str, Any]:
-    """What rule set the numbers reproduce, and every constant that matters."""
-    out: dict[str, Any] = {
+def rules_block(take_turn: dict[str, Any]) -> dict[str, Any]:
+    """What rule set the numbers reproduce and the shared take-turn rule's constants; each task's rule adds its own
+    entries after these (`OfficialRules.rules_block`)."""
+    return {
         "name": RULES_NAME,
         "reproduces": REPRODUCES,
-        "take_turn": {
-            "turn_duration_threshold_s": rules.TURN_DURATION_THRESHOLD_S,
-            "turn_num_words_threshold": rules.TURN_NUM_WORDS_THRESHOLD,
-        },
+        "take_turn": dict(take_turn),
         "times": "float arithmetic on the output.json times as written (no microsecond rounding)",
-        "backchannel_rules": backchannel_rules,
-        "backchannel_loop": BACKCHANNEL_LOOPS[backchannel_rules],
-        "backchannel": {
-            "window_s": bc.WINDOW_S,
-            "epsilon": bc.EPSILON,
-            "time_threshold_s": bc.TIME_THRESHOLD_S,
-            "no_backchannel_jsd": bc.NO_BACKCHANNEL_JSD,
-        },
     }
-    if backchannel is not None:
-        out["backchannel"].update(backchannel)
-    return out
 
 
 def build_summary(manifest_sha256: str, asr_sha256: str, rules: dict[str, Any], subsets: dict[str, SubsetSummary],

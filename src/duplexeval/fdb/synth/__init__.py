@@ -1,30 +1,30 @@
 """FDB-v1.0-shaped stimuli from a small YAML/JSON script, spoken by espeak-ng with exact word times.
 
-Layouts, annotation rules and the backchannel ground-truth rule are documented in docs/synth.md.
+Layouts, annotation rules and the tasks' files beside the samples are documented in docs/synth.md.
 Every speech part is trimmed to its voiced extent (first word start to last word end), so requested
 silences are exact and every annotation time is a true word time. Same script + same espeak-ng
 version give the same bytes; the built-in demo set is cached under that key.
 
-One module per step: `parse` (script), `render` (one sample), `ground_truth` (backchannel rule),
-`write` (the dataset folder), `cache` (the demo set). The names below are the package's API.
+One module per step: `parse` (script), `render` (one sample: the lead and tail silences around the task's
+recipe, `fdb.tasks.<task>.synth`), `write` (the dataset folder), `cache` (the demo set). The names below are the
+package's API.
 """
 
 from __future__ import annotations
 
 from duplexeval.fdb.synth.cache import DEMO_SCRIPT, cache_dir, demo_key, ensure_demo
-from duplexeval.fdb.synth.ground_truth import (
-    BC_BIN_S,
-    BC_EPSILON,
-    BC_MIN_GAP_S,
-    BC_WEIGHT_CAP_S,
-    BC_WINDOW_S,
-    backchannel_gt,
-)
 from duplexeval.fdb.synth.parse import DEFAULT_VOICE, Script, load_script, parse_script
-from duplexeval.fdb.synth.render import RenderedSample, Utterance, render_sample, speak
+from duplexeval.fdb.synth.render import (
+    RenderedSample,
+    SampleTiming,
+    Timeline,
+    Utterance,
+    place_parts,
+    render_sample,
+    speak,
+)
 from duplexeval.fdb.synth.write import (
     DATASET_FILE,
-    ICC_GT_FILE,
     SYNTH_KIND,
     SYNTH_VERSION,
     TRANSCRIPTION_FILE,
@@ -39,29 +39,25 @@ from duplexeval.units import (
 )
 
 __all__ = [
-    "BC_BIN_S",
-    "BC_EPSILON",
-    "BC_MIN_GAP_S",
-    "BC_WEIGHT_CAP_S",
-    "BC_WINDOW_S",
     "DATASET_FILE",
     "DEFAULT_VOICE",
     "DEMO_SCRIPT",
-    "ICC_GT_FILE",
     "SR",
     "SYNTH_KIND",
     "SYNTH_VERSION",
     "TRANSCRIPTION_FILE",
     "RenderedSample",
+    "SampleTiming",
     "Script",
+    "Timeline",
     "Utterance",
-    "backchannel_gt",
     "cache_dir",
     "demo_key",
     "ensure_demo",
     "generator_info",
     "load_script",
     "parse_script",
+    "place_parts",
     "render_sample",
     "result_hash",
     "speak",

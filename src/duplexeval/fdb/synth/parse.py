@@ -12,26 +12,15 @@ from typing import Any
 import yaml
 
 from duplexeval.errors import InputError
+from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.tree import (
-    BACKCHANNEL,
-    PAUSE_HANDLING,
-    SUBSET_ORDER,
-    SUBSETS,
-    TURN_TAKING,
-    USER_INTERRUPTION,
+    subset_order,
     validate_sample_id,
     validate_subset,
 )
 from duplexeval.jsonio import dumps, read_text, sha256_bytes
 
 DEFAULT_VOICE: dict[str, Any] = {"voice": "en-us", "rate": 160, "pitch": 50}
-# Per task: the keys a sample may have (besides subset/id/voice/rate/pitch) and their defaults.
-_TASK_KEYS: dict[str, dict[str, Any]] = {
-    PAUSE_HANDLING: {"parts": None, "lead": 0.2, "tail": 0.0},
-    TURN_TAKING: {"text": None, "lead": 0.2, "tail": 8.0, "partner_gap": 0.4},
-    USER_INTERRUPTION: {"context": None, "interrupt": None, "lead": 0.2, "gap": 7.0, "tail": 15.0},
-    BACKCHANNEL: {"parts": None, "lead": 0.2, "tail": 0.0},
-}
 
 
 @dataclass(frozen=True)
@@ -73,7 +62,7 @@ def _text(v: Any, where: str, key: str) -> str:
     return " ".join(v.split())
 
 
-def _parts(v: Any, where: str, need_pause: bool) -> list[Any]:
+def _parts(v: Any, where: str, need_pause: bool, task: str) -> list[Any]:
     if not isinstance(v, list) or not v:
         raise InputError(f"{where}: 'parts' must be a non-empty list of strings and {{pause: seconds}} items")
     out: list[Any] = []
@@ -89,7 +78,7 @@ def _parts(v: Any, where: str, need_pause: bool) -> list[Any]:
     if any(isinstance(a, dict) and isinstance(b, dict) for a, b in itertools.pairwise(out)):
         raise InputError(f"{where}: two pauses in a row in 'parts'")
     if need_pause and not any(isinstance(p, dict) for p in out):
-        raise InputError(f"{where}: a pause-handling sample needs at least one {{pause: seconds}} in 'parts'")
+        raise InputError(f"{where}: a {task.replace('_', '-')} sample needs at least one {{pause: seconds}} in 'parts'")
     return out
 
 
@@ -134,13 +123,15 @@ def parse_script(obj: Any, source: str = "<script>") -> Script:
             sid = str(sid)
         sid = validate_sample_id(sid, f"{source}: samples[{i}]")
         where = f"{source}: sample {subset}/{sid}"
-        task = SUBSETS[subset].task
-        if task == BACKCHANNEL and not sid.isdigit():
-            raise InputError(f"{where}: backchannel sample ids must be digit strings (the official evaluator skips others)")
+        owner = task_of(subset)
+        task = owner.name
+        if owner.synth is None:
+            raise InputError(f"{where}: subset {subset} (task {task}) cannot be synthesized")
+        owner.dataset.check_id(subset, sid, where)
         if (subset, sid) in seen:
             raise InputError(f"{where}: duplicate sample")
         seen.add((subset, sid))
-        spec = _TASK_KEYS[task]
+        spec = owner.synth.keys
         unknown = set(s) - {"subset", "id", "voice", "rate", "pitch"} - set(spec)
         if unknown:
             raise InputError(f"{where}: unknown key(s) {sorted(unknown)} for task {task} (allowed: {', '.join(spec)}, voice, rate, pitch)")
@@ -149,11 +140,13 @@ def parse_script(obj: Any, source: str = "<script>") -> Script:
             if default is None:  # required content
                 if key not in s:
                     raise InputError(f"{where}: missing '{key}'")
-                out[key] = _parts(s[key], where, task == PAUSE_HANDLING) if key == "parts" else _text(s[key], where, key)
+                out[key] = (_parts(s[key], where, owner.synth.parts_need_pause, task) if key == "parts"
+                            else _text(s[key], where, key))
             else:
                 out[key] = _num(s.get(key, default), where, key)
         samples.append(out)
-    samples.sort(key=lambda d: (SUBSET_ORDER.index(d["subset"]), _id_key(d["id"])))
+    order = subset_order()
+    samples.sort(key=lambda d: (order.index(d["subset"]), _id_key(d["id"])))
     return Script(name=name, samples=tuple(samples), source=source)
 
 

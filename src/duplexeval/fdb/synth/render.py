@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from duplexeval.errors import InputError
-from duplexeval.fdb.tree import (
-    BACKCHANNEL,
-    PAUSE_HANDLING,
-    SUBSETS,
-    TURN_TAKING,
-    USER_INTERRUPTION,
-)
+from duplexeval.fdb.tasks import task_of
 from duplexeval.tts import synthesize
 from duplexeval.units import SAMPLE_RATE
 
@@ -45,7 +40,7 @@ def speak(text: str, voice: str, rate: int, pitch: int, where: str = "") -> Utte
     return Utterance(text, sp.audio[s0:s1].copy(), [(w.text, w.start_s - off, w.end_s - off) for w in sp.words])
 
 
-class _Timeline:
+class Timeline:
     """Concatenates silences and utterances on the 16 kHz sample grid and keeps absolute word times."""
 
     def __init__(self) -> None:
@@ -95,49 +90,50 @@ class RenderedSample:
     def T(self) -> float:
         return self.audio.shape[0] / SAMPLE_RATE
 
+    def timing(self) -> SampleTiming:
+        """The sample's length and word times, without its audio."""
+        return SampleTiming(self.subset, self.id, self.T, list(self.words))
+
+
+@dataclass(frozen=True)
+class SampleTiming:
+    """A rendered sample's subset, id, length T (s) and absolute word times: what a task's files beside the
+    samples are made from (`SynthRecipe.dataset_files`)."""
+
+    subset: str
+    id: str
+    T: float
+    words: list[Word]
+
+
+def place_parts(parts: Sequence[Any], tl: Timeline, speak: Callable[[str], Utterance]) -> list[dict[str, Any]]:
+    """Speech parts and `{pause: s}` silences in order; returns the `[PAUSE]` items between speech (exact word times)."""
+    pauses: list[dict[str, Any]] = []
+    last_end: float | None = None
+    pending_pause = False
+    for p in parts:
+        if isinstance(p, dict):
+            tl.silence(p["pause"])
+            pending_pause = True
+            continue
+        placed = tl.speech(speak(p))
+        if pending_pause and last_end is not None:
+            pauses.append({"text": "[PAUSE]", "timestamp": [round_s(last_end), round_s(placed[0][1])]})
+        pending_pause = False
+        last_end = placed[-1][2]
+    return pauses
+
 
 def render_sample(spec: dict[str, Any], where: str = "") -> RenderedSample:
-    """Build one sample's audio and annotations from its normalised spec (layouts in docs/synth.md)."""
-    task = SUBSETS[spec["subset"]].task
+    """Build one sample's audio and annotations from its normalised spec (layouts in docs/synth.md): the lead
+    silence, the task's recipe (`SynthRecipe.render`), the tail silence."""
+    recipe = task_of(spec["subset"]).synth
+    if recipe is None:
+        raise InputError(f"{where}: the task of subset {spec['subset']} cannot be synthesized")
     v = (spec["voice"], spec["rate"], spec["pitch"])
-    tl = _Timeline()
+    tl = Timeline()
     tl.silence(spec["lead"])
-    annotation: list[dict[str, Any]] | None = None
-    extra: dict[str, np.ndarray] = {}
-    if task in (PAUSE_HANDLING, BACKCHANNEL):
-        pauses: list[dict[str, Any]] = []
-        last_end: float | None = None
-        pending_pause = False
-        for p in spec["parts"]:
-            if isinstance(p, dict):
-                tl.silence(p["pause"])
-                pending_pause = True
-                continue
-            placed = tl.speech(speak(p, *v, where=where))
-            if pending_pause and last_end is not None:
-                pauses.append({"text": "[PAUSE]", "timestamp": [round_s(last_end), round_s(placed[0][1])]})
-            pending_pause = False
-            last_end = placed[-1][2]
-        if task == PAUSE_HANDLING:
-            annotation = pauses
-    elif task == TURN_TAKING:
-        placed = tl.speech(speak(spec["text"], *v, where=where))
-        end = placed[-1][2]
-        annotation = [{"text": "[TURN-TAKING]", "timestamp": [round_s(end), round_s(end + spec["partner_gap"])]}]
-    elif task == USER_INTERRUPTION:
-        ctx = speak(spec["context"], *v, where=where)
-        itr = speak(spec["interrupt"], *v, where=where)
-        tl.speech(ctx)
-        tl.silence(spec["gap"])
-        placed = tl.speech(itr)
-        annotation = [
-            {
-                "context": spec["context"],
-                "interrupt": spec["interrupt"],
-                "timestamp": [round_s(placed[0][1]), round_s(placed[-1][2])],
-            }
-        ]
-        extra = {"context.wav": ctx.audio, "interrupt.wav": itr.audio}
+    annotation, extra = recipe.render(spec, tl, lambda text: speak(text, *v, where=where))
     tl.silence(spec["tail"])
     return RenderedSample(
         subset=spec["subset"],

@@ -1,9 +1,9 @@
 """The unified Full-Duplex-Bench v1.0 scorer (spec 000): `score(tree)` writes unified.json and unified-samples.jsonl.
 
-Stages: `load` (refusals, hash and time checks, integer µs) -> each task's `score` (pure per-sample rows
-in `pause` / `turn_taking` / `interruption`; interruption also takes VAD segments from `speech`) ->
-`aggregate` (metrics with their statistics) -> `report` (the printed tables). The per-task parts are
-looked up by name in `duplexeval.fdb.tasks`. Same tree in, same bytes out.
+Stages: `load` (refusals and hash checks, then each task's `parse`: time checks, integer µs) -> each task's
+`score` (pure per-sample rows; a task that asks for them gets VAD segments from `speech`) -> its `aggregate`
+(metrics with their statistics, from the shared helpers in `aggregate`) -> `report` (the printed tables). The
+per-task parts are looked up by name in `duplexeval.fdb.tasks` (`UnifiedRules`). Same tree in, same bytes out.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from duplexeval.executors import ExecutorSpec
 from duplexeval.fdb.signatures import tree_inputs, unified_signature
 from duplexeval.fdb.tasks import get_task
 from duplexeval.fdb.tree import (
-    SUBSET_ORDER,
     SUBSETS,
     UNIFIED_FILE,
     UNIFIED_SAMPLES_FILE,
@@ -54,7 +53,7 @@ class UnifiedResult:
         return self.unified["subsets"][name]
 
 
-def _segments(files: list[tuple[Path, int]], segmenter: Segmenter | None, jobs: int | None,
+def _segments(files: list[tuple[Path, int | None]], segmenter: Segmenter | None, jobs: int | None,
               executor: ExecutorSpec | None = None) -> list:
     """VAD segments of each (output.wav, last sample needed) (Silero unless a segmenter is injected), here or on `executor`."""
     paths = [path for path, _ in files]
@@ -71,29 +70,30 @@ def _rows_and_blocks(loaded: LoadedTree, segmenter: Segmenter | None, jobs: int 
                      executor: ExecutorSpec | None = None) -> tuple[dict, list]:
     """Per-sample rows (unified-samples.jsonl) and per-subset blocks (unified.json), in canonical order."""
     tasks = {ls.entry.task: get_task(ls.entry.task) for ls in loaded.samples}
-    vad = [ls for ls in loaded.samples if ls.input is not None and tasks[ls.entry.task].segments is not None]
-    files = [tasks[ls.entry.task].segments(ls.input) for ls in vad]  # type: ignore[misc]
-    segs = _segments(files, segmenter, jobs, executor) if vad else []
+    wanted = [(ls, tasks[ls.entry.task].unified.vad(ls.input))  # type: ignore[union-attr]
+              for ls in loaded.samples if ls.input is not None]
+    vad = [(ls, want) for ls, want in wanted if want is not None]
+    segs = _segments([want for _, want in vad], segmenter, jobs, executor) if vad else []
     if len(segs) != len(vad):
         raise ValueError(f"segmenter returned {len(segs)} segment lists for {len(vad)} outputs")
-    seg_of = {id(ls): s for ls, s in zip(vad, segs)}
+    seg_of = {id(ls): s for (ls, _), s in zip(vad, segs)}
 
     blocks: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
-    for subset in SUBSET_ORDER:
+    for subset in SUBSETS:
         members = [ls for ls in loaded.samples if ls.entry.subset == subset]
         if not members:
             continue
         name = SUBSETS[subset].task
-        task = tasks[name]
+        rules = tasks[name].unified
         scored = []
         for ls in members:
-            row = None
-            if ls.input is not None and task.score is not None:
-                row = task.score(ls.input, seg_of.get(id(ls)))
-                scored.append(row)
-            if task.score is None:
+            if rules is None:
                 continue  # counted-only task: no per-sample rows
+            row = None
+            if ls.input is not None:
+                row = rules.score(ls.input, seg_of.get(id(ls)))
+                scored.append(row)
             out = {
                 "subset": subset,
                 "sample_id": ls.entry.id,

@@ -1,4 +1,4 @@
-"""Per-sample rows to unified.json subset blocks: counts, coverage, shares, pooled ratios and latencies.
+"""What every task's unified.json block is made of: counts, coverage, shares, pooled ratios and latencies.
 
 Statistics follow DESIGN.md section 3 through `duplexeval.stats`: Wilson 95% for shares (n = eligible,
 or exercised for interruption), whole-sample percentile bootstrap for pooled ratios and the median, the
@@ -9,32 +9,23 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from duplexeval import stats
-from duplexeval.fdb.tasks import get_task
-from duplexeval.fdb.tree import (
-    BACKCHANNEL,
-    PAUSE_HANDLING,
-    SUBSETS,
-    TURN_TAKING,
-    USER_INTERRUPTION,
-    SampleEntry,
-)
-from duplexeval.fdb.unified import interruption as intr
-from duplexeval.fdb.unified import turn_taking as tt
-from duplexeval.fdb.unified.pause import PauseRow
+from duplexeval.fdb.tasks import MetricSpec, get_task
+from duplexeval.fdb.tasks.base import time_units
+from duplexeval.fdb.tree import SUBSETS, SampleEntry
+from duplexeval.units import US_PER_S
 
 RESPONSE_KS = (1, 2, 5)
-# The kinds of the response metrics every block with responses writes (`_response_metrics`).
+# The kinds of the response metrics every block with responses writes (`response_metrics`).
 RESPONSE_KINDS: dict[str, type] = {
     **{f"response_rate_{k}s": stats.Share for k in RESPONSE_KS},
     "no_response_rate": stats.Share,
     "response_latency_s": stats.Latency,
 }
-US_PER_S = 1_000_000
 
 
 def share(count: int, n: int, unknown: int, selected: int) -> stats.Share:
@@ -110,31 +101,12 @@ def base_counts(entries: Sequence[SampleEntry], declared: int | None) -> dict[st
     }
 
 
-def _coverage(counts: dict[str, Any]) -> float | None:
+def coverage(counts: dict[str, Any]) -> float | None:
+    """eligible / selected (None without a selected sample)."""
     return counts["eligible"] / counts["selected"] if counts["selected"] else None
 
 
-def pause_block(rows: Sequence[PauseRow], counts: dict[str, Any]) -> dict[str, Any]:
-    """Pause-handling metrics over eligible samples; pooled ratios over their pauses and pause seconds."""
-    n, sel, unk = counts["eligible"], counts["selected"], counts["ineligible"]
-    counts = dict(counts, pauses=sum(r.n_pauses for r in rows))
-
-    def flag(name: str) -> stats.Share:
-        return share(sum(1 for r in rows if getattr(r, name)), n, unk, sel)
-
-    metrics = {
-        "pause_intrusion_rate": flag("pause_intrusion"),
-        "pause_intrusion_per_pause": pooled_count([r.pauses_intruded for r in rows], [r.n_pauses for r in rows]),
-        "intrusion_s_per_pause_s": pooled_seconds([r.covered_us for r in rows], [r.pause_us for r in rows], US_PER_S),
-        "inside_pause_onset_rate": flag("inside_pause_onset"),
-        "pre_pause_speech_rate": flag("pre_pause_speech"),
-        "carry_in_rate": flag("carry_in"),
-        "any_speech_rate": flag("any_speech"),
-    }
-    return {"task": PAUSE_HANDLING, "counts": counts, "coverage": _coverage(counts), "metrics": metrics_json(metrics)}
-
-
-def _response_metrics(latencies_us: Sequence[int | None], no_response: int, n: int, unk: int, sel: int) -> dict[str, Any]:
+def response_metrics(latencies_us: Sequence[int | None], no_response: int, n: int, unk: int, sel: int) -> dict[str, Any]:
     """The RESPONSE_KINDS metrics: response within k s, no response, and the latency (+inf without a response)."""
     out: dict[str, Any] = {}
     for k in RESPONSE_KS:
@@ -145,61 +117,23 @@ def _response_metrics(latencies_us: Sequence[int | None], no_response: int, n: i
     return out
 
 
-def turn_block(rows: Sequence[tt.TurnRow], counts: dict[str, Any]) -> dict[str, Any]:
-    """Turn-taking metrics over eligible samples; a sample without a response has latency +inf."""
-    n, sel, unk = counts["eligible"], counts["selected"], counts["ineligible"]
-    oc = Counter(r.outcome for r in rows)
-    counts = dict(counts, **{o: oc[o] for o in tt.TURN_OUTCOMES})
-    lat = [r.latency_us for r in rows]
-    metrics: dict[str, Any] = {"early_start_rate": share(oc[tt.EARLY_START], n, unk, sel)}
-    metrics.update(_response_metrics(lat, oc[tt.NO_RESPONSE], n, unk, sel))
-    return {
-        "task": TURN_TAKING,
-        "counts": counts,
-        "coverage": _coverage(counts),
-        "min_observable_s": min(((r.T_us - r.E_us) / 1e6 for r in rows), default=None),
-        "metrics": metrics_json(metrics),
-    }
+def response_specs(response: str, no_response: str) -> tuple[MetricSpec, ...]:
+    """What `fdb compare` pairs of the RESPONSE_KINDS metrics, for rows whose `outcome` is `response` (with
+    `latency_s`) or `no_response`."""
 
+    def within(k: int) -> Callable[[dict[str, Any]], bool]:
+        return lambda r: r["outcome"] == response and r["latency_s"] is not None and time_units(r["latency_s"], US_PER_S) <= k * US_PER_S
 
-def interruption_block(rows: Sequence[intr.InterruptionRow], counts: dict[str, Any]) -> dict[str, Any]:
-    """Interruption metrics: exercised_rate over eligible, everything else over exercised samples.
-
-    Unknown outcomes in the selected bounds: the ineligible, plus not_exercised for all but exercised_rate.
-    """
-    n_elig, sel, inel = counts["eligible"], counts["selected"], counts["ineligible"]
-    oc = Counter(r.outcome for r in rows)
-    ex = [r for r in rows if r.exercised]
-    n_ex = len(ex)
-    unk = inel + oc[intr.NOT_EXERCISED]
-    counts = dict(counts, exercised=n_ex, **{o: oc[o] for o in intr.INTERRUPTION_OUTCOMES})
-    lat = [r.latency_us for r in ex]
-    metrics: dict[str, Any] = {
-        "exercised_rate": share(n_ex, n_elig, inel, sel),
-        "speaking_at_end_rate": share(oc[intr.SPEAKING_AT_END], n_ex, unk, sel),
-    }
-    metrics.update(_response_metrics(lat, oc[intr.NO_RESPONSE], n_ex, unk, sel))
-    metrics["stop_latency_s"] = latency(
-        [math.inf if r.stop_ticks is None else r.stop_ticks for r in ex], intr.TICKS_PER_S
+    return (
+        *(MetricSpec(f"response_rate_{k}s", "share", within(k)) for k in RESPONSE_KS),
+        MetricSpec("no_response_rate", "share", lambda r: r["outcome"] == no_response),
+        MetricSpec("response_latency_s", "median", lambda r: time_units(r["latency_s"], US_PER_S), US_PER_S),
     )
-    metrics["speech_s_per_interruption_s"] = pooled_seconds(
-        [r.speech_in_interruption_ticks for r in ex],
-        [(r.R_us - r.S_us) * intr.TICKS_PER_US for r in ex],
-        intr.TICKS_PER_S,
-    )
-    metrics["restart_rate"] = share(sum(1 for r in ex if r.restarts > 0), n_ex, unk, sel)
-    return {
-        "task": USER_INTERRUPTION,
-        "counts": counts,
-        "coverage": _coverage(counts),
-        "min_observable_s": min(((r.T_us - r.R_us) / 1e6 for r in rows), default=None),
-        "metrics": metrics_json(metrics),
-    }
 
 
-def backchannel_block(counts: dict[str, Any]) -> dict[str, Any]:
-    """icc_backchannel is counted, not scored: the official frequency and JSD are the reference."""
-    return {"task": BACKCHANNEL, "counts": counts, "coverage": _coverage(counts), "metrics": {}}
+def counted_block(task: str, counts: dict[str, Any]) -> dict[str, Any]:
+    """The block of a task that is counted but not scored: its counts and coverage, no metric."""
+    return {"task": task, "counts": counts, "coverage": coverage(counts), "metrics": {}}
 
 
 def subset_block(subset: str, entries: Sequence[SampleEntry], rows: Sequence[Any], declared: int | None) -> dict[str, Any]:
@@ -209,4 +143,6 @@ def subset_block(subset: str, entries: Sequence[SampleEntry], rows: Sequence[Any
 
 def task_block(task: str, entries: Sequence[SampleEntry], rows: Sequence[Any], declared: int | None) -> dict[str, Any]:
     """The block of `task`'s aggregate over the base counts of `entries` (the task looked up by name)."""
-    return get_task(task).aggregate(rows, base_counts(entries, declared))
+    t = get_task(task)
+    counts = base_counts(entries, declared)
+    return counted_block(t.name, counts) if t.unified is None else t.unified.aggregate(rows, counts)

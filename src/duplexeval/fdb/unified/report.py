@@ -19,10 +19,10 @@ if TYPE_CHECKING:  # the scorer imports this module
 from duplexeval import stats
 from duplexeval.artifacts import check_kind
 from duplexeval.errors import InputError
-from duplexeval.fdb.official.interruption import NEEDS_JUDGE, needs_judge
+from duplexeval.fdb.official.metric import NEEDS_JUDGE, needs_judge
 from duplexeval.fdb.official.summary import SUMMARY_KIND, SUMMARY_SCHEMA_VERSION
 from duplexeval.fdb.tasks import get_task
-from duplexeval.fdb.tree import SUMMARY_FILE, USER_INTERRUPTION
+from duplexeval.fdb.tree import SUMMARY_FILE
 from duplexeval.fdb.unified.aggregate import PooledSeconds
 from duplexeval.jsonio import read_json
 from duplexeval.stats import NO_DATA, NOT_REACHED
@@ -122,7 +122,8 @@ def metric_rows(name: str, m: TypedValue | dict[str, Any], kind: type | None = N
 
 def block_rows(block: dict[str, Any]) -> list[Row]:
     """Every metric's rows of a unified.json subset block, each by the kind its task declares."""
-    kinds = get_task(block["task"]).metric_kinds
+    rules = get_task(block["task"]).unified
+    kinds = rules.metric_kinds if rules is not None else {}
     return [row for name, m in block["metrics"].items() for row in metric_rows(name, m, kinds.get(name))]
 
 
@@ -145,9 +146,9 @@ def _counts_line(block: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _reference_title(subset: str, ref: dict[str, Any]) -> str:
+def _reference_title(ref: dict[str, Any]) -> str:
     title = f"  reference column: official rules (summary.json), {ref.get('n_evaluated', '?')} evaluated"
-    if subset == USER_INTERRUPTION or "judge" in ref:
+    if "judge" in ref:
         title += f"; judge: {(ref.get('judge') or {}).get('label', 'not judged')}"
     return title
 
@@ -182,10 +183,10 @@ def render(result: UnifiedResult, reference: Reference, console: Console | None 
                 t.add_row(*row)
             console.print(t)
         else:
-            console.print("  counted only: no unified metric (the official frequency and JSD are the reference)")
+            console.print(f"  counted only: no unified metric ({get_task(block['task']).render.counted_note})")
         if reference.subsets is not None and isinstance(reference.subsets.get(subset), dict):
             ref = reference.subsets[subset]
-            console.print(_reference_title(subset, ref))
+            console.print(_reference_title(ref))
             console.print(_reference_table(ref))
     console.print()
     console.print(

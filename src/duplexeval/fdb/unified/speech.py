@@ -410,7 +410,7 @@ def segment_audios(
     `SileroVad.segments(a, settings)` of each signal (the samples are taken as 16 kHz, whatever they are).
 
     Signals are dealt to the batches longest first, round-robin, so the threads get equal work and each
-    batch's rows finish in order. Used by the official backchannel rule (30 ms padding, whole files).
+    batch's rows finish in order. Used by official rules that segment whole files (30 ms padding).
     """
 
     jobs = default_jobs() if jobs is None else max(1, jobs)

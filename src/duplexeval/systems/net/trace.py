@@ -17,7 +17,9 @@ Contract (shared by every protocol adapter):
   `session_bound`, `input_end`; `replica` (first: which replica of `url` the session ran on, the
   attempt, `queued_s` waiting for a slot) and `replica_retry` (an earlier attempt of the sample on a
   replica that failed: its reasons; see replicas.py). Neither bears on eligibility. Telephony adds
-  `no_reply` (nothing from the bot within `reply_within_s`: a `timeout`).
+  `no_reply` (nothing from the bot within `reply_within_s`: a `timeout`); pipecat-ws and webrtc
+  `handshake_timeout` (no `bot-ready`); webrtc `jitter_buffer` (the receive buffer's settings and holds).
+  docs/network.md lists the fields each protocol adds to its received records.
 - `verdict(records, T, stall_s)` and `received_items(records, pcm)` are pure: the live export and
   `duplexeval fdb replay` call the same two functions, so a replay is byte-identical by construction.
 """

@@ -1,4 +1,4 @@
-"""Official smooth turn-taking rule (`eval_smooth_turn_taking.py`).
+"""The official smooth turn-taking rule (`eval_smooth_turn_taking.py`).
 
 Latency = first word start minus `turn_taking.json[0].timestamp[0]`, clamped at 0 (and still
 averaged), over takeovers only; no takeover in the subset is a division by zero for the script.
@@ -11,13 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from duplexeval.fdb.official.metric import NO_SAMPLES, Metric, null_metric, plain_mean
-from duplexeval.fdb.official.rules import TakeTurn, clamp_latency, take_turn
+from duplexeval.fdb.official.rules import NO_TAKEOVER, NOT_PRINTED, TakeTurn, crash_note, latency_sample, take_turn
+from duplexeval.fdb.tasks.base import OfficialContext, OfficialOutcome, OfficialRules, Ready
 from duplexeval.fdb.transcript import Word
 
 AVERAGE_TAKE_TURN = "Average take turn"
 AVERAGE_LATENCY = "Average latency"
-NO_TAKEOVER = "no takeover: the official script divides by zero here (and prints no result for this subset)"
-NOT_PRINTED = "computed as the official script does, but it crashes before printing it (no takeover in the subset)"
 
 
 @dataclass(frozen=True)
@@ -41,27 +40,11 @@ class TurnTakingSample:
         }
 
 
-def latency_sample(turn: TakeTurn, reference_s: float) -> tuple[float | None, float | None]:
-    """(raw, clamped) latency of a takeover: first word start minus the reference time."""
-    if turn.tor != 1 or turn.first_start_s is None:
-        return None, None
-    raw = turn.first_start_s - reference_s
-    return raw, clamp_latency(raw)
-
-
 def turn_taking_sample(sample_id: str, words: Sequence[Word], turn_end_s: float) -> TurnTakingSample:
     """Per-sample TOR and latency; a null last end is an official crash (TOR None)."""
     turn = take_turn(words, null_last_end_uses_start=False)
     raw, clamped = latency_sample(turn, turn_end_s)
     return TurnTakingSample(sample_id, turn_end_s, turn, raw, clamped)
-
-
-def crash_note(samples: Sequence[Any]) -> str | None:
-    """If any sample would crash the official script, the note naming the first one."""
-    for s in samples:
-        if s.turn.crash:
-            return f"sample {s.id}: {s.turn.crash} (and prints no result for this subset)"
-    return None
 
 
 def turn_taking_metrics(samples: Sequence[TurnTakingSample]) -> dict[str, Metric]:
@@ -74,3 +57,11 @@ def turn_taking_metrics(samples: Sequence[TurnTakingSample]) -> dict[str, Metric
     tor = plain_mean([s.turn.took_turn for s in samples], NO_SAMPLES, tor_note)
     latency = plain_mean(lat, NO_SAMPLES if not samples else NO_TAKEOVER)
     return {AVERAGE_TAKE_TURN: tor, AVERAGE_LATENCY: latency}
+
+
+class TurnOfficial(OfficialRules):
+    """TOR and latency from E = `turn_taking.json[0].timestamp[0]`."""
+
+    def evaluate(self, ctx: OfficialContext, ready: Ready) -> OfficialOutcome:
+        done = [turn_taking_sample(s.entry.id, s.words, s.annotation.E) for s in ready]
+        return OfficialOutcome(done, turn_taking_metrics(done))

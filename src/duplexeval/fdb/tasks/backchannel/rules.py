@@ -1,4 +1,4 @@
-"""Official backchannel rule (`eval_backchannel.py`): the segment loop, frequency and JSD.
+"""The official backchannel rule (`eval_backchannel.py`): the segment loop, frequency and JSD.
 
 Two loops: `2025-06` (v1.0 code behind the June-2025 table: a segment classed as a turn erases the
 backchannels found so far) and `2026-02` (HEAD: every segment up to 3 s is kept, whatever its
@@ -17,8 +17,6 @@ from duplexeval import vad as vadmod
 from duplexeval.fdb.official.metric import numpy_mean_std
 from duplexeval.fdb.transcript import Word
 from duplexeval.fdb.unified.speech import segment_audios
-from duplexeval.schemas import validate
-from duplexeval.schemas.fdb import IccGroundTruth
 
 WINDOW_S = 0.2  # `window_size`
 EPSILON = 1e-10  # `epsilon`
@@ -177,11 +175,6 @@ def jsd(backchannels: Sequence[Segment], duration_s: float, gt: Sequence[float])
     q = ref / np.sum(ref)
     m = (p + q) / 2.0
     return float(np.sqrt((np.sum(rel_entr(p, m)) + np.sum(rel_entr(q, m))) / 2.0))
-
-
-def validate_gt(obj: Any, where: str) -> dict[str, list[float]]:
-    """`icc_gt_distribution.json` by the one rule of schemas.fdb.IccGroundTruth (digit ids, >= 2 numbers)."""
-    return validate(obj, IccGroundTruth, where).distributions()
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Pause handling per sample (spec 000): intrusion flags, owned intervals and pause coverage, in integer µs.
+"""Pause handling by the unified rules (spec 000): intrusion flags, owned intervals and pause coverage, in integer µs.
 
 The window is a non-yielding user turn: from the first pause start to T, a model word onset takes the
 floor too early. Pause i owns [a_i, a_{i+1}); the last pause owns [a_n, T] (closed, so a word at T counts).
@@ -6,10 +6,33 @@ floor too early. Pause i owns [a_i, a_{i+1}); the last pause owns [a_n, T] (clos
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from duplexeval.fdb.unified.load import PauseInput, Span
+from duplexeval import stats
+from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, UnifiedRules, time_units
+from duplexeval.fdb.tasks.pause.annotation import NAME, pauses_us
+from duplexeval.fdb.unified.aggregate import (
+    PooledCount,
+    PooledSeconds,
+    coverage,
+    metrics_json,
+    pooled_count,
+    pooled_seconds,
+    share,
+)
+from duplexeval.fdb.unified.load import Span, sample_words
+from duplexeval.units import US_PER_S
+
+
+@dataclass(frozen=True)
+class PauseInput:
+    """A pause-handling sample: T, the model's words and the annotated pauses `[a, b]`, all in µs."""
+
+    T_us: int
+    words: tuple[Span, ...]
+    pauses: tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -104,3 +127,58 @@ def score_pause(inp: PauseInput) -> PauseRow:
         pauses=inp.pauses,
         n_words=len(words),
     )
+
+
+def pause_block(rows: Sequence[PauseRow], counts: dict[str, Any]) -> dict[str, Any]:
+    """Pause-handling metrics over eligible samples; pooled ratios over their pauses and pause seconds."""
+    n, sel, unk = counts["eligible"], counts["selected"], counts["ineligible"]
+    counts = dict(counts, pauses=sum(r.n_pauses for r in rows))
+
+    def flag(name: str) -> stats.Share:
+        return share(sum(1 for r in rows if getattr(r, name)), n, unk, sel)
+
+    metrics = {
+        "pause_intrusion_rate": flag("pause_intrusion"),
+        "pause_intrusion_per_pause": pooled_count([r.pauses_intruded for r in rows], [r.n_pauses for r in rows]),
+        "intrusion_s_per_pause_s": pooled_seconds([r.covered_us for r in rows], [r.pause_us for r in rows], US_PER_S),
+        "inside_pause_onset_rate": flag("inside_pause_onset"),
+        "pre_pause_speech_rate": flag("pre_pause_speech"),
+        "carry_in_rate": flag("carry_in"),
+        "any_speech_rate": flag("any_speech"),
+    }
+    return {"task": NAME, "counts": counts, "coverage": coverage(counts), "metrics": metrics_json(metrics)}
+
+
+class PauseUnified(UnifiedRules[PauseInput, PauseRow]):
+    """pause.json's pauses (checked first), then the transcript's words; no VAD."""
+
+    metric_kinds = {
+        "pause_intrusion_rate": stats.Share,
+        "pause_intrusion_per_pause": PooledCount,
+        "intrusion_s_per_pause_s": PooledSeconds,
+        "inside_pause_onset_rate": stats.Share,
+        "pre_pause_speech_rate": stats.Share,
+        "carry_in_rate": stats.Share,
+        "any_speech_rate": stats.Share,
+    }
+
+    def parse(self, sample: OpenedSample) -> PauseInput:
+        pauses = pauses_us(sample.annotation, sample.T_us, sample.where())
+        return PauseInput(sample.T_us, sample_words(sample), pauses)
+
+    def score(self, inp: PauseInput, segments: Sequence[tuple[int, int]] | None) -> PauseRow:
+        return score_pause(inp)
+
+    def aggregate(self, rows: Sequence[PauseRow], counts: dict[str, Any]) -> dict[str, Any]:
+        return pause_block(rows, counts)
+
+
+PAIRED = PairedSpec((
+    MetricSpec("pause_intrusion_rate", "share", lambda r: r["pause_intrusion"]),
+    MetricSpec("pause_intrusion_per_pause", "ratio", lambda r: (r["pauses_intruded"], r["n_pauses"])),
+    MetricSpec("intrusion_s_per_pause_s", "ratio", lambda r: (time_units(r["intrusion_s"], US_PER_S), time_units(r["pause_s"], US_PER_S))),
+    MetricSpec("inside_pause_onset_rate", "share", lambda r: r["inside_pause_onset"]),
+    MetricSpec("pre_pause_speech_rate", "share", lambda r: r["pre_pause_speech"]),
+    MetricSpec("carry_in_rate", "share", lambda r: r["carry_in"]),
+    MetricSpec("any_speech_rate", "share", lambda r: r["any_speech"]),
+))

@@ -1,4 +1,4 @@
-"""Official user-interruption rule (`eval_user_interruption.py`): TOR and latency after the interrupt end R.
+"""The official user-interruption rule (`eval_user_interruption.py`): TOR and latency after the interrupt end R.
 
 The transcript only holds words after R (the ASR stage cut the audio there). Latency = first word
 start minus R, clamped at 0, over takeovers; the judge rates takeovers only (see judge.py).
@@ -10,40 +10,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from duplexeval.fdb.official.metric import NO_SAMPLES, Metric, null_metric, plain_mean
-from duplexeval.fdb.official.rules import TakeTurn, take_turn
-from duplexeval.fdb.official.turn_taking import NO_TAKEOVER, NOT_PRINTED, crash_note, latency_sample
+from duplexeval.fdb.official.judge import Judge, Rating
+from duplexeval.fdb.official.metric import NO_SAMPLES, NOT_JUDGED, Metric, null_metric, plain_mean
+from duplexeval.fdb.official.rules import NO_TAKEOVER, NOT_PRINTED, TakeTurn, crash_note, latency_sample, take_turn
+from duplexeval.fdb.official.summary import NOT_JUDGED as NOT_JUDGED_BLOCK
+from duplexeval.fdb.tasks.base import OfficialContext, OfficialOutcome, OfficialRules, Ready
 from duplexeval.fdb.transcript import Word
 
 AVERAGE_RATING = "Average rating"
 AVERAGE_TAKE_TURN = "Average take turn"
 AVERAGE_LATENCY = "Average latency"
-NOT_JUDGED = "not judged (--judge none): the official script always asks gpt-4-turbo"
-NEEDS_JUDGE = "needs --judge"  # the printed cell of a rating that was not judged (not a bare dash)
-
-
-def needs_judge(m: object) -> bool:
-    """True for a summary.json metric left empty only because no judge was asked (`--judge none`)."""
-    return isinstance(m, dict) and m.get("value") is None and m.get("note") == NOT_JUDGED
-
-
-@dataclass
-class Rating:
-    """The judge's verdict on one takeover: rating None when no attempt gave a parsable reply."""
-
-    rating: int | None
-    analysis: str | None
-    attempts: int
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rating": self.rating,
-            "analysis": self.analysis,
-            "attempts": self.attempts,
-            "retries": max(0, self.attempts - 1),
-            "error": self.error,
-        }
 
 
 @dataclass
@@ -110,3 +86,37 @@ def interruption_metrics(samples: Sequence[InterruptionSample], judged: bool) ->
     tor = plain_mean([s.turn.took_turn for s in samples], NO_SAMPLES, tor_note)
     latency = plain_mean([s.latency_clamped_s for s in takeovers if s.latency_clamped_s is not None], empty)
     return {AVERAGE_RATING: rating, AVERAGE_TAKE_TURN: tor, AVERAGE_LATENCY: latency}
+
+
+class InterruptionOfficial(OfficialRules):
+    """TOR and latency per sample, then the judge on the takeovers (when one is configured)."""
+
+    uses_judge = True
+
+    def prepare(self, ctx: OfficialContext, entries: Sequence[Any]) -> Judge | None:
+        """The judge (`--judge openai`), created before any subset is evaluated (a missing key fails first)."""
+        return Judge.create(ctx.judge_config, ctx.tree) if ctx.judge_mode == "openai" else None
+
+    def evaluate(self, ctx: OfficialContext, ready: Ready) -> OfficialOutcome:
+        done: list[InterruptionSample] = []
+        for sample in ready:
+            first = sample.annotation.root[0]  # R = `interrupt.json[0].timestamp[1]`, and the interrupt's texts
+            done.append(interruption_sample(sample.entry.id, sample.words, sample.text, float(first.timestamp[1]),
+                                            first.context, first.interrupt))
+        judge: Judge | None = ctx.prepared
+        if judge is None:
+            return OfficialOutcome(done, interruption_metrics(done, judged=False), judge=dict(NOT_JUDGED_BLOCK))
+        subset, say = ctx.subset, ctx.say
+        judge.log_run_start(subset)
+        takeovers = [(r.entry, s) for r, s in zip(ready, done) if s.turn.tor == 1]
+        for i, (e, s) in enumerate(takeovers, 1):
+            say(f"{subset}: judging {e.id} ({i}/{len(takeovers)})")
+            s.judge = judge.rate(e.key, e.dir(ctx.tree), s.context, s.interrupt, s.response_text)
+        ratings = [s.judge for _, s in takeovers if s.judge is not None]
+        block = judge.signature()
+        block["rated"] = sum(1 for r in ratings if r.rating is not None)
+        block["failed"] = len(takeovers) - block["rated"]
+        block["retried_samples"] = sum(1 for r in ratings if r.attempts > 1)
+        st = judge.stats
+        say(f"{subset}: judge requests {st['requests']}, retries {st['retries']}, reused {st['reused']}, failed {st['failed']}")
+        return OfficialOutcome(done, interruption_metrics(done, judged=True), judge=block)

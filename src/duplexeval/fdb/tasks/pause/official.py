@@ -1,4 +1,4 @@
-"""Official pause-handling rule (`eval_pause_handling.py`): the take-turn rule on the whole transcript.
+"""The official pause-handling rule (`eval_pause_handling.py`): the take-turn rule on the whole transcript.
 
 `pause.json` is never read, so qualifying speech anywhere in the window counts as a takeover.
 A null last end falls back to the last word's start (the only script that guards against it).
@@ -12,6 +12,7 @@ from typing import Any
 
 from duplexeval.fdb.official.metric import NO_SAMPLES, Metric, plain_mean
 from duplexeval.fdb.official.rules import TakeTurn, take_turn
+from duplexeval.fdb.tasks.base import OfficialContext, OfficialOutcome, OfficialRules, Ready
 from duplexeval.fdb.transcript import Word
 
 AVERAGE_TAKE_TURN = "Average take turn"
@@ -36,3 +37,11 @@ def pause_sample(sample_id: str, words: Sequence[Word]) -> PauseSample:
 def pause_metrics(samples: Sequence[PauseSample]) -> dict[str, Metric]:
     """`Average take turn` = mean TOR over the samples (lower is better)."""
     return {AVERAGE_TAKE_TURN: plain_mean([s.turn.took_turn for s in samples], NO_SAMPLES)}
+
+
+class PauseOfficial(OfficialRules):
+    """The take-turn rule on the whole transcript; pause.json is never read."""
+
+    def evaluate(self, ctx: OfficialContext, ready: Ready) -> OfficialOutcome:
+        done = [pause_sample(s.entry.id, s.words) for s in ready]
+        return OfficialOutcome(done, pause_metrics(done))

@@ -1,10 +1,17 @@
-"""The backchannel ground-truth rule: a timing distribution over 0.2 s bins from the pauses of the speech (docs/synth.md)."""
+"""`fdb synth` of a backchannel sample: speech parts with pauses (no annotation), and the ground-truth rule: a
+timing distribution over 0.2 s bins from the pauses of the speech, written as icc_gt_distribution.json (docs/synth.md)."""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
+
+from duplexeval.fdb.synth.render import place_parts
+from duplexeval.fdb.tasks.backchannel.groundtruth import ICC_GT_FILE
+from duplexeval.fdb.tasks.base import SynthRecipe
 
 BC_BIN_S = 0.2
 BC_MIN_GAP_S = 0.25
@@ -35,3 +42,17 @@ def backchannel_gt(words: list[tuple[str, float, float]], T: float) -> list[floa
     dist += BC_EPSILON
     dist /= dist.sum()
     return [float(x) for x in dist]
+
+
+class BackchannelSynth(SynthRecipe):
+    """`parts` with optional pauses; each sample's distribution goes into icc_gt_distribution.json (ids in order)."""
+
+    keys = {"parts": None, "lead": 0.2, "tail": 0.0}
+
+    def render(self, spec: Mapping[str, Any], tl: Any, speak: Callable[[str], Any]) -> tuple[Any, dict[str, Any]]:
+        place_parts(spec["parts"], tl, speak)
+        return None, {}
+
+    def dataset_files(self, rendered: Sequence[Any]) -> dict[str, Any]:
+        gt = {r.id: backchannel_gt(r.words, r.T) for r in rendered}
+        return {ICC_GT_FILE: {k: gt[k] for k in sorted(gt, key=int)}}

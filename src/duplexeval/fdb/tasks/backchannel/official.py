@@ -1,0 +1,176 @@
+"""The official backchannel rule of the reference column: VAD on each output.wav, the segment loop, frequency and JSD
+against icc_gt_distribution.json. The VAD (CPU work in threads) starts in `prepare`, before the other subsets are
+evaluated (they mostly wait on the judge), and its result is taken here."""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soundfile as sf
+
+from duplexeval import vad as vadmod
+from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.tasks.backchannel import rules as bc
+from duplexeval.fdb.tasks.backchannel.groundtruth import ICC_GT, ICC_GT_FILE, IccGroundTruth
+from duplexeval.fdb.tasks.base import OfficialContext, OfficialOutcome, OfficialRules, Ready
+from duplexeval.fdb.verified import parse_json, read_verified
+from duplexeval.jsonio import sha256_bytes
+from duplexeval.schemas import validate
+from duplexeval.schemas.fdb_names import OUTPUT_WAV
+
+ICC_GT_MISSING = (
+    "icc_backchannel needs the official human backchannel distribution icc_gt_distribution.json. It comes from the "
+    "official repository (DanielLin94144/Full-Duplex-Bench, folder evaluation/, or v1_v1.5/evaluation/ at HEAD) "
+    "under CC BY-NC 4.0, so duplexeval does not ship it: pass it with --icc-gt PATH, or copy it to "
+    "TREE/icc_gt_distribution.json (export copies it there when the dataset has one)"
+)
+BACKCHANNEL_LOOPS = {
+    bc.RULES_2025_06: "v1.0 loop (f582595): a segment classed as a turn erases the backchannels found before it",
+    bc.RULES_2026_02: "HEAD loop (2026-02-22, d7336bd): every segment up to 3 s is a backchannel, whatever its class",
+}
+
+GroundTruth = tuple[dict[str, list[float]], dict[str, Any]]
+Loaded = list[tuple[Any, int]]  # (float32 audio, file rate) per output
+
+
+def load_icc_gt(icc_gt: str | Path | None, tree: Path, recorded: object) -> GroundTruth:
+    """The ground-truth distributions and where they came from: `icc_gt` (--icc-gt), else TREE/icc_gt_distribution.json
+    (checked against the hash manifest.json `recorded`)."""
+    if icc_gt is not None:
+        path, source = Path(icc_gt), "--icc-gt"
+        if not path.is_file():
+            raise RefusalError(f"{path}: --icc-gt file not found. {ICC_GT_MISSING}")
+    else:
+        path, source = tree / ICC_GT_FILE, "tree"
+        if not path.is_file():
+            raise RefusalError(f"{path}: not found. {ICC_GT_MISSING}")
+    expected = recorded if source == "tree" and isinstance(recorded, str) else None
+    data = read_verified(path, expected, None, "manifest.json (icc_gt_distribution)")
+    digest = sha256_bytes(data)
+    gt = validate(parse_json(data, str(path)), IccGroundTruth, str(path)).distributions()
+    return gt, {"source": source, "file": path.name, "sha256": digest}
+
+
+def read_output_raw(path: Path, key: str, raw: bytes | None = None) -> tuple[Any, int]:
+    """output.wav samples as float32 at the file's own rate, as the official torchaudio load gives them.
+
+    `raw`: the file's bytes when the caller has read (and hash-checked) them already; else the file is read."""
+    try:
+        data, rate = sf.read(io.BytesIO(raw) if raw is not None else str(path), dtype="float32", always_2d=True)
+    except (RuntimeError, OSError) as exc:  # soundfile errors are RuntimeErrors
+        raise InputError(f"{path}: sample {key}: cannot read audio: {exc}") from None
+    if data.shape[1] != 1:
+        raise InputError(f"{path}: sample {key}: output.wav has {data.shape[1]} channels; the official VAD call needs mono")
+    if data.shape[0] == 0:
+        raise InputError(f"{path}: sample {key}: output.wav has no samples (zero frames); re-export or re-import it")
+    return np.ascontiguousarray(data[:, 0]), int(rate)
+
+
+def _vad(tree: Path, entries: Sequence[Any]) -> tuple[Loaded, list[list[bc.Segment]]]:
+    """Hash-check and read each output.wav (in order: the first bad file is the one reported), then the VAD."""
+    loaded = [read_output_raw(e.dir(tree) / OUTPUT_WAV, e.key,
+                              read_verified(e.dir(tree) / OUTPUT_WAV, e.files.get(OUTPUT_WAV), e.key, "manifest.json"))
+              for e in entries]
+    return loaded, bc.vad_segments_s([audio for audio, _ in loaded])
+
+
+class VadAhead:
+    """The VAD of a subset's outputs in a background thread; `result` gives what `_vad` would (or raises its error)."""
+
+    def __init__(self, tree: Path, entries: Sequence[Any]) -> None:
+        self.keys = [e.key for e in entries]
+        self._out: tuple[Loaded, list[list[bc.Segment]]] | None = None
+        self._error: Exception | None = None
+        self._thread = threading.Thread(target=self._run, args=(tree, list(entries)), daemon=True)
+        self._thread.start()
+
+    def _run(self, tree: Path, entries: list[Any]) -> None:
+        try:
+            self._out = _vad(tree, entries)
+        except Exception as exc:  # noqa: BLE001 - re-raised where the result is taken, as if computed there
+            self._error = exc
+
+    def result(self) -> tuple[Loaded, list[list[bc.Segment]]]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._out is not None
+        return self._out
+
+
+class Prepared:
+    """What `prepare` made for a subset: the ground truth (None without eligible samples) and the VAD started."""
+
+    def __init__(self, gt: GroundTruth | None, ahead: VadAhead | None) -> None:
+        self.gt, self.ahead = gt, ahead
+
+
+class BackchannelOfficial(OfficialRules):
+    """VAD (official settings, 16 kHz assumed as the official call does) on each output.wav, then the loop."""
+
+    options: Mapping[str, Any] = {"icc_gt": None, "backchannel_rules": bc.RULES_2025_06}
+
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        rules = options.get("backchannel_rules", bc.RULES_2025_06)
+        if rules not in bc.BACKCHANNEL_RULES:
+            raise InputError(f"--backchannel-rules {rules!r}: expected one of {', '.join(bc.BACKCHANNEL_RULES)}")
+
+    def prepare(self, ctx: OfficialContext, entries: Sequence[Any]) -> Prepared:
+        """Load the ground truth before any work (or judge spending) is done; start the VAD of the outputs
+        `evaluate` will take (eligible, transcribed, all-digit ids)."""
+        if not any(e.eligible for e in entries):
+            return Prepared(None, None)
+        gt = load_icc_gt(ctx.options.get("icc_gt"), ctx.tree, ctx.manifest.extra.get(ICC_GT.manifest_key))
+        chosen = [e for e in entries if e.eligible and e.id.isdigit() and (r := ctx.asr.samples.get(e.key)) is not None
+                  and r.status == "ok" and r.output_json is not None]
+        return Prepared(gt, VadAhead(ctx.tree, chosen) if chosen else None)
+
+    def evaluate(self, ctx: OfficialContext, ready: Ready) -> OfficialOutcome:
+        subset, tree = ctx.subset, ctx.tree
+        digit = [(s.entry, s.words) for s in ready if s.entry.id.isdigit()]
+        for e in (s.entry for s in ready):
+            if not e.id.isdigit():
+                ctx.rows.append({"id": e.id, "evaluated": False, "reason": "id is not all digits: the official script skips it"})
+        extra = {"skipped_non_digit_id": len(ready) - len(digit)}
+        if not digit:
+            return OfficialOutcome([], bc.backchannel_metrics([]), counts=extra)
+        prepared: Prepared = ctx.prepared
+        assert prepared is not None and prepared.gt is not None  # loaded in `prepare` whenever there is an eligible sample
+        gt, gt_info = prepared.gt
+        info = {
+            "vad": vadmod.vad_signature(vadmod.OFFICIAL_SETTINGS),
+            "vad_rounding": "round(seconds, 1) as get_speech_timestamps(return_seconds=True)",
+            "vad_sampling_rate_assumed": vadmod.SAMPLE_RATE,
+            "icc_gt": gt_info,
+        }
+        ctx.say(f"{subset}: VAD on {len(digit)} output(s), batched")
+        ahead = prepared.ahead
+        if ahead is not None and ahead.keys == [e.key for e, _ in digit]:
+            loaded, all_segments = ahead.result()
+        else:
+            loaded, all_segments = _vad(tree, [e for e, _ in digit])
+        done: list[bc.BackchannelSample] = []
+        rules = ctx.options.get("backchannel_rules", bc.RULES_2025_06)
+        for (e, words), (audio, rate), segments in zip(digit, loaded, all_segments):
+            try:
+                done.append(bc.backchannel_sample(e.id, segments, words, len(audio), rate, gt.get(e.id), rules))
+            except KeyError:
+                raise InputError(f"{gt_info['file']}: has no distribution for sample {e.key} (keys are folder ids)") from None
+        return OfficialOutcome(done, bc.backchannel_metrics(done), counts=extra, rules_info=info)
+
+    def rules_block(self, options: Mapping[str, Any], info: dict[str, Any] | None) -> dict[str, Any]:
+        rules = options.get("backchannel_rules", bc.RULES_2025_06)
+        block: dict[str, Any] = {
+            "window_s": bc.WINDOW_S,
+            "epsilon": bc.EPSILON,
+            "time_threshold_s": bc.TIME_THRESHOLD_S,
+            "no_backchannel_jsd": bc.NO_BACKCHANNEL_JSD,
+        }
+        if info is not None:
+            block.update(info)
+        return {"backchannel_rules": rules, "backchannel_loop": BACKCHANNEL_LOOPS[rules], "backchannel": block}
