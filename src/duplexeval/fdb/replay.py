@@ -48,6 +48,9 @@ def _replay_sample(sdir: Path, scratch: Path) -> tuple[SampleEntry, dict[str, by
     doc = trace.details
     if "network" not in doc or not isinstance(doc.get("input"), dict) or trace.head.input_samples_16k is None:
         raise InputError(f"{sdir / TRACE_FILE}: not the journal of a network export")
+    if doc.get("sessions"):
+        raise InputError(f"{sdir / TRACE_FILE}: sample {trace.key} has {1 + len(doc['sessions'])} sessions; fdb replay "
+                         "rebuilds one-session samples only (export the tree again instead)")
     wire = load_trace(sdir)
     old = trace.result
     stall_s = float((wire.head.get("settings") or {}).get("stall_s", 10.0))
