@@ -11,40 +11,25 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
-
-from pydantic import Field
+from typing import Any
 
 from duplexeval.audio import audio_info, read_audio_16k
 from duplexeval.errors import InputError
+from duplexeval.fdb.tasks.overlap.annotation import (
+    CLEAN_INPUT_FILE,
+    INPUT_FILE,
+    METADATA_FILE,
+    V15_DIR,
+    Metadata,
+    check_window,
+)
 from duplexeval.fdb.tasks.overlap.scenarios import SCENARIOS, SUBSET_ORDER
 from duplexeval.fdb.tree import validate_sample_id
 from duplexeval.jsonio import read_json, sha256_bytes
 from duplexeval.schemas import validate
-from duplexeval.schemas.base import OpenRecord, Time
 
-INPUT_FILE = "input.wav"
-CLEAN_INPUT_FILE = "clean_input.wav"
-METADATA_FILE = "metadata.json"
-V15_DIR = "v1_5"
-# The overlap window may overshoot the input's end by this much (rounding in published files), as in v1.0.
-TIME_TOLERANCE_S = 0.05
-
-
-class Metadata(OpenRecord):
-    """metadata.json: the conversation's earlier text, the focal turn's text and the overlap [start, end] in s."""
-
-    context_text: str
-    current_turn_text: str
-    timestamps: Annotated[list[Time], Field(min_length=2, max_length=2)]
-
-    @property
-    def start(self) -> float:
-        return float(self.timestamps[0])
-
-    @property
-    def end(self) -> float:
-        return float(self.timestamps[1])
+__all__ = ["CLEAN_INPUT_FILE", "INPUT_FILE", "METADATA_FILE", "V15_DIR", "Metadata", "OverlapSample", "check_metadata",
+           "load_samples"]
 
 
 @dataclass(frozen=True)
@@ -84,15 +69,7 @@ def id_key(sid: str) -> tuple[int, int, str]:
 
 def check_metadata(obj: Any, T: float, where: str) -> Metadata:
     """The typed metadata after its checks against the input length T (seconds); InputError naming `where`."""
-    md = validate(obj, Metadata, where)
-    a, b = md.start, md.end
-    if a < 0:
-        raise InputError(f"{where}: overlap starts before 0 (timestamps {md.timestamps!r})")
-    if a > b:
-        raise InputError(f"{where}: overlap start {a} is after its end {b}")
-    if b > T + TIME_TOLERANCE_S:
-        raise InputError(f"{where}: overlap ends at {b} s, after the end of input.wav (T = {T:.6f} s)")
-    return md
+    return check_window(validate(obj, Metadata, where), T, where)
 
 
 def _input(d: Path, name: str, where: str) -> tuple[Path, int, int]:

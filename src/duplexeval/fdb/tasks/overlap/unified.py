@@ -24,18 +24,26 @@ Times are integer microseconds inside; VAD segments are 16 kHz sample indices, c
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from duplexeval import stats
 from duplexeval.asr.base import Word
-from duplexeval.fdb.tasks.overlap.behavior import LABELS
+from duplexeval.errors import InputError
+from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, UnifiedRules, time_units
+from duplexeval.fdb.tasks.overlap.annotation import CLEAN_OUTPUT_JSON, NAME, TAG_FILE
+from duplexeval.fdb.tasks.overlap.behavior import LABELS, parse_reply
 from duplexeval.fdb.tasks.overlap.scenarios import SCENARIOS
+from duplexeval.fdb.unified.aggregate import coverage
+from duplexeval.jsonio import read_json
 from duplexeval.paired import mcnemar_exact, paired_quantile_difference
-from duplexeval.units import to_us
+from duplexeval.schemas.fdb_names import OUTPUT_WAV
+from duplexeval.units import US_PER_S, to_us
 
 TICKS_PER_US = 2
 TICKS_PER_SAMPLE = 125
@@ -213,3 +221,90 @@ def compare(a: Sequence[OverlapRow], b: Sequence[OverlapRow]) -> dict[str, Any]:
         db = [y.stop_us / 1e6 if y.stop_reached and y.stop_us is not None else inf for _, y in both]
         out["stop_latency_median_difference_s"] = {"pairs": len(both), **paired_quantile_difference(da, db).to_json()}
     return out
+
+
+# ------------------------------------------------------------------------------------------- the `fdb score` rules
+
+METRIC_KINDS: dict[str, type] = {
+    "speaking_at_onset_rate": stats.Share, "stop_latency_s": stats.Latency, "speaking_at_end_rate": stats.Share,
+    "response_latency_s": stats.Latency, **{f"{c}_rate": stats.Share for c in CLASSES}, "good_rate": stats.Share,
+    **{f"judge_{lab}_rate": stats.Share for lab in LABELS}, "agreement_rate": stats.Share,
+}
+
+
+@dataclass(frozen=True)
+class OverlapInput:
+    """One opened v1.5 sample for our rules: the window and T in µs, both outputs' words, the judge's tags."""
+
+    subset: str
+    id: str
+    T_us: int
+    on_us: int
+    off_us: int
+    output_wav: Path
+    words: tuple[Word, ...]
+    clean_words: tuple[Word, ...]
+    judge_tags: tuple[str, ...] | None
+    judge_error: str | None
+
+
+def _judge_tags(d: Path) -> tuple[list[str] | None, str | None]:
+    """The judge's accepted tags from the sample's `content_tag.json` (written by `fdb evaluate`; None: not judged)."""
+    p = d / TAG_FILE
+    if not p.is_file():
+        return None, None
+    obj = read_json(p)
+    saved = {k: v for k, v in obj.items() if k != "duplexeval"} if isinstance(obj, dict) else obj
+    _, tags, err = parse_reply(json.dumps(saved))
+    return tags, err
+
+
+class OverlapUnified(UnifiedRules[OverlapInput, OverlapRow]):
+    """metadata.json's window (checked against T), output.json and clean_output.json, the VAD of output.wav."""
+
+    metric_kinds = METRIC_KINDS
+    definitions = "fdb-v1.5-unified-1"
+
+    def parse(self, sample: OpenedSample) -> OverlapInput:
+        md = sample.annotation
+        on_us, off_us = to_us(md.start), to_us(md.end)
+        if off_us > sample.T_us:
+            off_us = sample.T_us  # the published files' rounding tolerance (the dataset check allows 0.05 s)
+        words = tuple(sample.words)
+        for i, w in enumerate(words):
+            if not 0 <= to_us(w.start) <= sample.T_us:
+                raise InputError(f"{sample.where(sample.transcript_path)}: word {i} ({w.text.strip()!r}) starts at "
+                                 f"{w.start!r}, outside [0, T={sample.T:g} s]")
+        clean = tuple(sample.transcript(CLEAN_OUTPUT_JSON))
+        tags, err = _judge_tags(sample.dir)
+        return OverlapInput(sample.entry.subset, sample.entry.id, sample.T_us, min(on_us, off_us), off_us,
+                            sample.dir / OUTPUT_WAV, words, clean, None if tags is None else tuple(tags), err)
+
+    def vad(self, inp: OverlapInput) -> tuple[Path, int | None] | None:
+        return inp.output_wav, None
+
+    def score(self, inp: OverlapInput, segments: Sequence[tuple[int, int]] | None) -> OverlapRow:
+        return score(inp.subset, inp.id, inp.T_us, inp.on_us, inp.off_us, segments or [], inp.words, inp.clean_words,
+                     STOP_SILENCE_MS, inp.judge_tags, inp.judge_error)
+
+    def aggregate(self, rows: Sequence[OverlapRow], counts: dict[str, Any]) -> dict[str, Any]:
+        block = aggregate(rows, counts["selected"], {})
+        return {"task": NAME, "counts": {**counts, **{k: v for k, v in block["counts"].items() if k not in counts}},
+                "coverage": coverage(counts), **{k: v for k, v in block.items() if k != "counts"}}
+
+
+def _stop_units(r: dict[str, Any]) -> float:
+    return time_units(r["stop_latency_s"] if r["stop_reached"] else None, US_PER_S)
+
+
+def _response_units(r: dict[str, Any]) -> float:
+    return time_units(r["response_latency_s"] if r["response_reached"] else None, US_PER_S)
+
+
+PAIRED = PairedSpec((
+    MetricSpec("good_rate", "share", lambda r: bool(r["good"])),
+    MetricSpec("responded_rate", "share", lambda r: r["behaviour"] == RESPONDED),
+    MetricSpec("continued_rate", "share", lambda r: r["behaviour"] == CONTINUED),
+    MetricSpec("silent_rate", "share", lambda r: r["behaviour"] == SILENT),
+    MetricSpec("speaking_at_onset_rate", "share", lambda r: bool(r["speaking_at_onset"])),
+))
