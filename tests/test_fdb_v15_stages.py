@@ -155,10 +155,40 @@ def test_evaluate_score_compare_and_report(tree: Path, made: Path, capsys: pytes
     cmp = json.loads((made / "compare.json").read_text())
     silent_rate = cmp["comparisons"][0]["subsets"][USER_BACKCHANNEL]["metrics"]["silent_rate"]
     assert (silent_rate["a"], silent_rate["b"], silent_rate["n_pairs"]) == (0.0, 1.0, 1)
+    assert cmp["comparisons"][0]["subsets"][USER_BACKCHANNEL]["metrics"]["stop_latency_s"]["n_pairs"] == 0  # B never spoke
     code, out = run(["report", str(tree), str(silent), "--out", str(made / "r.html")], capsys)
     assert code == 0, out
     page = (made / "r.html").read_text()
     assert "v1.5 overlap: user interruption" in page and "said nothing after the overlap" in page
+
+
+def test_import_adopts_both_outputs_and_the_four_transcripts(tree: Path, made: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Outputs made elsewhere, in the official layout (beside the inputs): the same numbers as the export's tree."""
+    assert run(["fdb", "evaluate", str(tree), "-q"], capsys)[0] == 0
+    outputs = made / "outputs"
+    for key in (f"{USER_INTERRUPTION}/0", f"{USER_BACKCHANNEL}/0"):
+        (outputs / key).mkdir(parents=True)
+        for name in ("output.wav", "clean_output.wav", *FOUR):
+            shutil.copy(tree / key / name, outputs / key / name)
+    imp = made / "imported"
+    code, out = run(["fdb", "import", "--dataset", str(made / "data"), "--outputs", str(outputs), "--out", str(imp)], capsys)
+    assert code == 0, out
+    e = json.loads((imp / "manifest.json").read_text())["samples"][0]
+    assert {"output.wav", "clean_output.wav", "input.wav", "clean_input.wav"} <= set(e["files"]) and e["eligible"]
+    assert set(e["import"]["transcripts"]) == {"input.json", "clean_input.json", "clean_output.json"}
+    code, out = run(["fdb", "asr", str(imp), "--backend", "import", "--declare", "loud"], capsys)
+    assert code == 0, out
+    code, out = run(["fdb", "evaluate", str(imp), "-q"], capsys)
+    assert code == 0, out
+    mine = json.loads((imp / "summary.json").read_text())["subsets"]
+    theirs = json.loads((tree / "summary.json").read_text())["subsets"]
+    assert {k: v["metrics"] for k, v in mine.items()} == {k: v["metrics"] for k, v in theirs.items()}
+    (outputs / USER_BACKCHANNEL / "0" / "clean_output.wav").unlink()
+    again = made / "imported2"
+    run(["fdb", "import", "--dataset", str(made / "data"), "--outputs", str(outputs), "--out", str(again)], capsys)
+    e = json.loads((again / "manifest.json").read_text())["samples"][1]
+    assert e["reasons"] == ["missing_output"] and e["import"]["sessions"]["clean_output.wav"]["reasons"] == ["missing_output"]
 
 
 def test_resume_redoes_a_sample_whose_clean_input_changed(made: Path, tmp_path: Path) -> None:

@@ -268,6 +268,9 @@ class MetricSpec:
     kind: str  # "share" | "ratio" | "median"
     value: Callable[[dict[str, Any]], Any]  # share: bool; ratio: (num, den); median: int or +inf
     per_second: int = 1
+    # Pair only the samples for which this holds in both trees (a latency that exists only after an event);
+    # None: every pair of the spec's samples.
+    within: Callable[[dict[str, Any]], bool] | None = None
 
 
 def time_units(seconds: float | None, per_second: int) -> float:

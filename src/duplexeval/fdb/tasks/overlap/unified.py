@@ -307,4 +307,6 @@ PAIRED = PairedSpec((
     MetricSpec("continued_rate", "share", lambda r: r["behaviour"] == CONTINUED),
     MetricSpec("silent_rate", "share", lambda r: r["behaviour"] == SILENT),
     MetricSpec("speaking_at_onset_rate", "share", lambda r: bool(r["speaking_at_onset"])),
+    MetricSpec("stop_latency_s", "median", _stop_units, US_PER_S, lambda r: bool(r["speaking_at_onset"])),
+    MetricSpec("response_latency_s", "median", _response_units, US_PER_S, lambda r: not r["speaking_at_end"]),
 ))
