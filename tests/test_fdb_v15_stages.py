@@ -272,3 +272,36 @@ def test_network_export_writes_each_session_s_wire_trace_and_resumes(tmp_path: P
 def test_help_names_the_v15_options(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = run(["fdb", "evaluate", "--help"], capsys)
     assert code == 0 and "--silero" in out and "--behavior-prompt" in out
+
+
+def test_the_behaviour_judge_through_fdb_evaluate(tree: Path, made: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """`--judge openai` asks the v1.5 behaviour judge (its own model and prompt, the judge's endpoint); a rerun asks
+    nothing again; the key is in no file; `fdb score` reports the tags beside our class."""
+    from test_official_judge import ScriptedServer
+
+    for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    key = "sk-v15b-stage-secret"
+    monkeypatch.setenv("V15B_KEY", key)
+    judged = made / "judged"
+    shutil.copytree(tree, judged)
+    prompt = made / "behavior.txt"
+    prompt.write_text("You tag behaviour.\n")
+    reply = 'ok { "behaviour": ["C_RESUME"] }'
+    with ScriptedServer([("status", 503), ("good", reply), ("good", reply)]) as srv:
+        args = ["fdb", "evaluate", str(judged), "-q", "--force", "--behavior-prompt", str(prompt),
+                "--judge", f"openai:base_url={srv.url},api_key_env=V15B_KEY"]
+        code, out = run(args, capsys)
+        assert code == 0, out
+        assert [r["body"]["seed"] for r in srv.requests] == [1, 2, 1]  # a failed first attempt, retried with seed 2
+        assert {r["body"]["model"] for r in srv.requests} == {"gpt-4o-2024-08-06"}
+        code, out = run(args[:-2] + ["--judge", f"openai:base_url={srv.url},api_key_env=V15B_KEY"], capsys)
+        assert code == 0 and len(srv.requests) == 3  # nothing asked twice
+    sub = json.loads((judged / "summary.json").read_text())["subsets"][USER_INTERRUPTION]
+    assert sub["metrics"]["behavior_C_RESUME_ratio"]["value"] == 1.0 and sub["judge"]["model"] == "gpt-4o-2024-08-06"
+    assert json.loads((judged / USER_INTERRUPTION / "0" / "content_tag.json").read_text())["behaviour"] == ["C_RESUME"]
+    assert not [p for p in judged.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+    assert run(["fdb", "score", str(judged), "-q"], capsys)[0] == 0
+    block = json.loads((judged / "unified.json").read_text())["subsets"][USER_INTERRUPTION]
+    assert block["metrics"]["judge_C_RESUME_rate"]["count"] == 1 and "agreement_rate" in block["metrics"]
