@@ -55,7 +55,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from duplexeval.audio import write_wav_pcm16  # noqa: E402
-from duplexeval.fdb.tasks.overlap import layout, synth  # noqa: E402
+from duplexeval.fdb.dataset import load_dataset  # noqa: E402
+from duplexeval.fdb.tasks.overlap import synth  # noqa: E402
 from duplexeval.fdb.tasks.overlap.scenarios import SUBSET_ORDER  # noqa: E402
 from duplexeval.jsonio import write_json  # noqa: E402
 
@@ -451,7 +452,7 @@ def main() -> None:
     (tree / "done").unlink()
     hashes = tree_hashes(tree)
     (tree / "done").write_text("")
-    layout.load_samples(tree)  # our loader accepts the tree (it also holds outputs and transcripts)
+    load_dataset(tree)  # the FDB dataset loader accepts the tree (it also holds outputs and transcripts)
     os.environ["FDB15_PROMPT"] = str(args.official)
     copies = {}
     for side in ("ours", "theirs"):

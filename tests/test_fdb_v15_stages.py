@@ -305,3 +305,33 @@ def test_the_behaviour_judge_through_fdb_evaluate(tree: Path, made: Path, monkey
     assert run(["fdb", "score", str(judged), "-q"], capsys)[0] == 0
     block = json.loads((judged / "unified.json").read_text())["subsets"][USER_INTERRUPTION]
     assert block["metrics"]["judge_C_RESUME_rate"]["count"] == 1 and "agreement_rate" in block["metrics"]
+
+
+def test_a_transcript_changed_after_asr_is_refused(tree: Path, made: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    changed = made / "changed"
+    shutil.copytree(tree, changed)
+    (changed / USER_BACKCHANNEL / "0" / "clean_output.json").write_text('{"text": "", "chunks": []}')
+    code, out = run(["fdb", "score", str(changed), "-q"], capsys)
+    assert code == 2 and "clean_output.json" in out and "user_backchannel/0" in out and "Traceback" not in out
+    code, out = run(["fdb", "evaluate", str(changed), "-q", "--force"], capsys)
+    assert code == 2 and "clean_output.json" in out and "user_backchannel/0" in out
+
+
+def test_demo_part_runs_every_stage_reuses_and_prints_one_table(made: Path, tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from duplexeval.fdb.tasks.overlap import demo
+
+    lines: list[str] = []
+    res = demo.run(tmp_path, ["silent", "turn-based"], say=lines.append, asr_backend="v15b_loud_asr:Loud")
+    assert [r.stages for r in res.runs] == [{"export": "done", "asr": "done", "evaluate": "done", "score": "done"}] * 2
+    assert json.loads((res.runs[0].tree / "manifest.json").read_text())["kind"] == "duplexeval.fdb.tree"
+    again = demo.run(tmp_path, ["silent"], say=lines.append, asr_backend="v15b_loud_asr:Loud")
+    assert again.runs[0].stages == {"all": "reused"}
+    buf = io.StringIO()
+    demo.print_report(res, Console(file=buf, width=200))
+    text = buf.getvalue()
+    assert "user interruption (respond)" in text and "signature v1.5 unified (turn-based): fdb-v1.5-unified-1|" in text
+    assert "wpm before -> after (official)" in text

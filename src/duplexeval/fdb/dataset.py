@@ -86,7 +86,8 @@ class Dataset:
         return self.files.get(name)
 
 
-def _id_key(sid: str) -> tuple[int, int, str]:
+def id_key(sid: str) -> tuple[int, int, str]:
+    """Natural order of sample ids: digit ids by value first, then the others by name."""
     return (0, int(sid), "") if sid.isdigit() else (1, 0, sid)
 
 
@@ -233,7 +234,7 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
         raise InputError(f"{root}: no FDB subset folders found (expected some of {', '.join(subset_order())})")
     samples: list[DatasetSample] = []
     for subset, sdir in dirs.items():
-        kids = sorted((p for p in sdir.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: _id_key(p.name))
+        kids = sorted((p for p in sdir.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: id_key(p.name))
         samples.extend(_load_sample(subset, k, str(root)) for k in kids)
     files: dict[str, Path] = {}
     for task in all_tasks():

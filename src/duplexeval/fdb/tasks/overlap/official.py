@@ -20,6 +20,7 @@ import numpy as np
 from duplexeval.asr.base import Word
 from duplexeval.audio import read_audio, resample
 from duplexeval.errors import InputError
+from duplexeval.fdb.dataset import id_key
 from duplexeval.fdb.official.metric import Metric, null_metric
 from duplexeval.fdb.tasks.base import OfficialContext, OfficialOutcome, OfficialRules, Ready
 from duplexeval.fdb.tasks.overlap import before_after, significance, timing
@@ -35,7 +36,6 @@ from duplexeval.fdb.tasks.overlap.behavior import (
     rounded,
 )
 from duplexeval.fdb.tasks.overlap.judge import BehaviorJudge, JudgeSettings, Verdict
-from duplexeval.fdb.tasks.overlap.layout import id_key
 from duplexeval.fdb.tasks.overlap.prosody import praat_signature
 from duplexeval.fdb.tasks.overlap.silero import SileroChoice
 from duplexeval.fdb.transcript import parse_output_json
