@@ -160,6 +160,7 @@ def test_evaluate_score_compare_and_report(tree: Path, made: Path, capsys: pytes
     assert code == 0, out
     page = (made / "r.html").read_text()
     assert "v1.5 overlap: user interruption" in page and "said nothing after the overlap" in page
+    assert "duplexeval report: Full-Duplex-Bench v1.5" in page and "What each system did after the overlap" in page
 
 
 def test_import_adopts_both_outputs_and_the_four_transcripts(tree: Path, made: Path,

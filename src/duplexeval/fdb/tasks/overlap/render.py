@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from duplexeval.fdb.tasks.base import Band, Mark, RenderRules
+from duplexeval.fdb.tasks.base import Band, Figure, Mark, RenderRules
 from duplexeval.fdb.tasks.overlap.unified import CLASSES
 
 OVERLAP_COLOR = "#f3d1f4"
+CLASS_COLORS = {"responded": "#2f9e44", "resumed": "#3b6fd4", "continued": "#e8590c", "asked_to_repeat": "#fab005",
+                "silent": "#adb5bd"}
+STOP_CAPTION = ("F(t): the share of the samples speaking when the overlap began that had stopped (a silence of at "
+                "least 500 ms began) within t of its onset; the bar at the right edge never stopped.")
 WORDS = {"responded": "responded to the overlap", "resumed": "resumed what it was saying",
          "continued": "talked through the overlap", "asked_to_repeat": "asked for a repeat",
          "silent": "said nothing after the overlap"}
@@ -42,3 +47,17 @@ class OverlapRender(RenderRules):
 
     def marks(self, record: Any) -> tuple[list[Mark], list[Band]]:
         return [Mark("end", record.end, "#c2185b")], [Band("overlap", record.start, record.end, OVERLAP_COLOR)]
+
+    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[Figure]:
+        from duplexeval.report import figures  # lazy: matplotlib only when a page is drawn
+
+        scored = [(label, [r for r in rows if r.get("eligible") and r.get("behaviour")]) for label, rows in series]
+        bars = [(label, {c: sum(1 for r in rows if r["behaviour"] == c) for c in CLASS_COLORS}) for label, rows in scored]
+        out = [Figure(figures.outcome_bars(bars, CLASS_COLORS, "What each system did after the overlap (our class)"))]
+        stops = [(label, [r["stop_latency_s"] if r["stop_reached"] else None for r in rows if r["speaking_at_onset"]])
+                 for label, rows in scored]
+        if any(vals for _, vals in stops):
+            svg = figures.response_curve("When did each system stop after the overlap began? (speaking at its onset)",
+                                         stops, colors=colors, xlabel="seconds after the overlap's onset")
+            out.append(Figure(svg, STOP_CAPTION))
+        return out
