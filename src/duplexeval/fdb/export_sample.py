@@ -135,14 +135,14 @@ def prepare(sample: SampleLike, out: Path) -> PreparedSample:
 async def _run(system: System, pcm: npt.NDArray[np.int16], info: SampleInfo, call_timeout_s: float) -> SessionTrace:
     run_sample = getattr(system, "run_sample", None)
     if run_sample is not None:
-        trace: SessionTrace = await run_sample(pcm, info)
+        trace: SessionTrace = await run_sample(pcm, info, call_timeout_s)
         return trace
     return await run_session_async(system, pcm, info, call_timeout_s=call_timeout_s)
 
 
 async def run_prepared(system: System, prep: PreparedSample, call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> SessionTrace:
     """Run the session of one prepared sample, each call into the system bounded by `call_timeout_s` (a network
-    system's `run_sample` may run it on another replica; its calls keep the runner's default bound)."""
+    system's `run_sample` may run it on another replica)."""
     return await _run(system, prep.pcm, SampleInfo(prep.sample.subset, prep.sample.id, prep.T, prep.n), call_timeout_s)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.protocols import DatasetLike, SampleKey, SampleLike, dataset_root
@@ -125,18 +125,19 @@ def _input_names(subset: str) -> list[str]:
     return [n for n in task_of(subset).layout.names(DATASET) if n != ann]
 
 
-def source_path(sample: SampleLike, name: str) -> Path:
-    """A dataset file of the sample: its input (`input_path`) or a file beside it in its folder (`dir`)."""
+def source_path(sample: SampleKey, name: str) -> Path:
+    """A dataset file of the sample: its input (`input_path`) or a file beside it in its folder (`dir`, else the
+    input's folder)."""
+    input_path = Path(cast("SampleLike", sample).input_path)  # export and import pass dataset samples
     if name == INPUT_WAV:
-        return Path(sample.input_path)
-    return Path(getattr(sample, "dir", None) or Path(sample.input_path).parent) / name
+        return input_path
+    return Path(getattr(sample, "dir", None) or input_path.parent) / name
 
 
 def dataset_input_shas(sample: SampleKey) -> dict[str, str]:
-    """SHA-256 of each other input the task copies (`copy_inputs`), as the dataset holds them now."""
-    names = _input_names(sample.subset)
-    return {n: sha256_file(source_path(sample, n)) for n in names  # type: ignore[arg-type]
-            if source_path(sample, n).is_file()}  # type: ignore[arg-type]
+    """SHA-256 of each other input the task copies (`copy_inputs`) as the dataset holds it now ("missing": gone)."""
+    paths = {n: source_path(sample, n) for n in _input_names(sample.subset)}
+    return {n: sha256_file(p) if p.is_file() else "missing" for n, p in paths.items()}
 
 
 def copy_inputs(sample: SampleLike, dest_dir: Path) -> tuple[dict[str, str], list[str]]:
