@@ -1,4 +1,4 @@
-"""One interface to FDB v1.0 inputs: a real FDB v1.0 folder (either nesting depth) or a synth/demo set.
+"""One interface to FDB inputs: a real FDB v1.0 or v1.5 folder (either nesting depth) or a synth/demo set.
 
 Loading validates everything a later stage relies on, with one-line errors naming file and sample:
 sample ids, the input's own sample rate and length, annotation files, and each task's own checks (its ids, its
@@ -214,7 +214,7 @@ def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
 
 
 def load_dataset(path: str | os.PathLike[str]) -> Dataset:
-    """Load `"demo"` (built or found in the cache), a synth folder (has dataset.json) or a real FDB v1.0 folder."""
+    """Load `"demo"` (built or found in the cache), a synth folder (has dataset.json) or a real FDB (v1.0, v1.5) folder."""
     if str(path) == "demo":
         # Lazy: the controller's FDB bridge imports this module for `--help`; the synth stack (YAML, espeak-ng,
         # resampling) adds about 0.1 s there.
@@ -223,7 +223,7 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
         return load_dataset(ensure_demo())
     root = Path(path)
     if not root.is_dir():
-        raise InputError(f"{root}: dataset folder not found (give an FDB v1.0 folder, a synth output folder, or 'demo')")
+        raise InputError(f"{root}: dataset folder not found (give an FDB v1.0 or v1.5 folder, a synth output folder, or 'demo')")
     info = None
     listing: SynthDatasetFile | None = None
     if (root / DATASET_FILE).is_file():

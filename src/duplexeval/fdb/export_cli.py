@@ -87,7 +87,7 @@ def _summary(kind: str, result: ExportResult, outputs: Path | None = None) -> No
 @executor_options
 def export_command(
     system: str = typer.Option(..., "--system", help="NAME[:key=value,...], e.g. 'turn-based:silence_ms=700' (see docs/systems.md)."),
-    dataset: str = typer.Option(..., "--dataset", help="An FDB v1.0 folder, a synth folder, or 'demo'."),
+    dataset: str = typer.Option(..., "--dataset", help="An FDB v1.0 or v1.5 folder, a synth folder, or 'demo'."),
     out: Path = typer.Option(..., "--out", help="Tree folder to write (resumes an interrupted export of the same run)."),
     subset: list[str] | None = typer.Option(None, "--subset", help="Only this subset (repeatable)."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
@@ -119,8 +119,8 @@ def export_command(
 
 
 def import_command(
-    dataset: str = typer.Option(..., "--dataset", help="The FDB v1.0 folder (or 'demo') the outputs were made from."),
-    outputs: Path = typer.Option(..., "--outputs", help="Folder with <subset>/<id>/output.wav (16 or 24 kHz; output.json optional); may be the dataset folder itself."),
+    dataset: str = typer.Option(..., "--dataset", help="The FDB v1.0 or v1.5 folder (or 'demo') the outputs were made from."),
+    outputs: Path = typer.Option(..., "--outputs", help="Folder with <subset>/<id>/output.wav (16 or 24 kHz; output.json optional; FDB v1.5: clean_output.wav and the other transcripts beside it); may be the dataset folder itself."),
     out: Path = typer.Option(..., "--out", help="Tree folder to write."),
     subset: list[str] | None = typer.Option(None, "--subset", help="Only this subset (repeatable)."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
