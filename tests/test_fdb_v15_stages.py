@@ -266,8 +266,16 @@ def test_network_export_writes_each_session_s_wire_trace_and_resumes(tmp_path: P
     assert not e["eligible"] and res.counts[USER_INTERRUPTION]["eligible"] == 0
     again = export(LOOP + ",faults=disconnect@1.3", data, tree, progress=False, concurrency=2)
     assert (again.ran, again.reused) == (0, 1)
-    with pytest.raises(InputError, match="2 sessions"):
-        replay(tree, check=True)
+    before = {p.name: p.read_bytes() for p in (tree / USER_INTERRUPTION / "0").iterdir()}
+    assert replay(tree, check=True).replayed == 1  # both sessions rebuilt from their wire traces, byte for byte
+    (tree / USER_INTERRUPTION / "0" / "clean_output.wav").unlink()
+    res = replay(tree)
+    assert res.changed == {f"{USER_INTERRUPTION}/0": ["clean_output.wav"]}
+    assert {p.name: p.read_bytes() for p in (tree / USER_INTERRUPTION / "0").iterdir()} == before
+    ok = tmp_path / "ok"
+    assert export(LOOP, data, ok, progress=False).counts[USER_INTERRUPTION]["eligible"] == 1
+    manifest = (ok / "manifest.json").read_bytes()
+    assert replay(ok, check=True).replayed == 1 and (ok / "manifest.json").read_bytes() == manifest
 
 
 def test_help_names_the_v15_options(capsys: pytest.CaptureFixture[str]) -> None:

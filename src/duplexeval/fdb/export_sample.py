@@ -231,23 +231,35 @@ def _session_outcome(trace: SessionTrace, sdir: Path, T: float,
     return items, reasons, input_json, network, write_wav, files
 
 
-def _finish_further(m: PreparedSession, trace: SessionTrace, sdir: Path) -> tuple[dict[str, str], list[str], dict[str, Any], dict[str, Any]]:
-    """Write a further session's output (and wire trace); returns (files, reasons, manifest summary, trace details)."""
-    items, reasons, input_json, network, write_wav, files = _session_outcome(trace, sdir, m.T, m.session.prefix)
-    pl = playout(items, m.n, m.T)
-    wav = sdir / m.session.output
+def further_session(sdir: Path, session: Session, T: float, n: int, input_sha256: str, input_len: int,
+                    items: list[ReceivedItem], reasons: list[str], input_json: dict[str, Any],
+                    network: dict[str, Any] | None, write_wav: bool, files: dict[str, str], clock: str,
+                    error: str | None, error_at_s: float | None) -> tuple[dict[str, str], dict[str, Any], dict[str, Any]]:
+    """Play out a further session's items into `sdir/<output>` (unless `write_wav` is False); returns (files, manifest
+    summary, trace details). Export and replay share it, so a replay reproduces the export byte for byte."""
+    pl = playout(items, n, T)
+    wav = sdir / session.output
     if write_wav:
-        files = {m.session.output: write_wav_pcm16(wav, pl.audio, SAMPLE_RATE), **files}
+        files = {session.output: write_wav_pcm16(wav, pl.audio, SAMPLE_RATE), **files}
     elif wav.exists():
         wav.unlink()
-    summary: dict[str, Any] = {"source": m.session.source, "T": m.T, "clock": trace.clock, **pl.stats,
-                               "error": trace.error, "reasons": sorted(set(reasons))}
-    details: dict[str, Any] = {"source": m.session.source, "T": m.T, "n_samples": m.n, "input_sha256": m.input_sha256,
-                               "input_samples_16k": m.input_len, "input": input_json, "items": placements_json(items, pl),
-                               "playout": pl.stats, "error": trace.error, "error_at_s": trace.error_at_s}
+    summary: dict[str, Any] = {"source": session.source, "T": T, "clock": clock, **pl.stats, "error": error,
+                               "reasons": sorted(set(reasons))}
+    details: dict[str, Any] = {"source": session.source, "T": T, "n_samples": n, "input_sha256": input_sha256,
+                               "input_samples_16k": input_len, "input": input_json, "items": placements_json(items, pl),
+                               "playout": pl.stats, "error": error, "error_at_s": error_at_s}
     if network is not None:
         summary["network"] = _network_summary(network)
         details["network"] = network
+    return files, summary, details
+
+
+def _finish_further(m: PreparedSession, trace: SessionTrace, sdir: Path) -> tuple[dict[str, str], list[str], dict[str, Any], dict[str, Any]]:
+    """Write a further session's output (and wire trace); returns (files, reasons, manifest summary, trace details)."""
+    items, reasons, input_json, network, write_wav, files = _session_outcome(trace, sdir, m.T, m.session.prefix)
+    files, summary, details = further_session(sdir, m.session, m.T, m.n, m.input_sha256, m.input_len, items, reasons,
+                                              input_json, network, write_wav, files, trace.clock, trace.error,
+                                              trace.error_at_s)
     return files, reasons, summary, details
 
 
