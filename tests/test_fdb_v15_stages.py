@@ -314,6 +314,15 @@ def test_the_behaviour_judge_through_fdb_evaluate(tree: Path, made: Path, monkey
     assert run(["fdb", "score", str(judged), "-q"], capsys)[0] == 0
     block = json.loads((judged / "unified.json").read_text())["subsets"][USER_INTERRUPTION]
     assert block["metrics"]["judge_C_RESUME_rate"]["count"] == 1 and "agreement_rate" in block["metrics"]
+    # a tag made from other transcripts (asr ran again since) is not taken for this sample's
+    tag = judged / USER_INTERRUPTION / "0" / "content_tag.json"
+    obj = json.loads(tag.read_text())
+    obj["duplexeval"]["transcripts_sha256"] = "0" * 64
+    tag.write_text(json.dumps(obj))
+    assert run(["fdb", "score", str(judged), "-q"], capsys)[0] == 0
+    row = next(json.loads(x) for x in (judged / "unified-samples.jsonl").read_text().splitlines()
+               if json.loads(x)["subset"] == USER_INTERRUPTION)
+    assert row["judge_tags"] is None and "made from other transcripts" in row["judge_error"]
 
 
 def test_a_transcript_changed_after_asr_is_refused(tree: Path, made: Path, capsys: pytest.CaptureFixture[str]) -> None:

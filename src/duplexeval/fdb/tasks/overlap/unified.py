@@ -37,9 +37,10 @@ from duplexeval.asr.base import Word
 from duplexeval.errors import InputError
 from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, UnifiedRules, time_units
 from duplexeval.fdb.tasks.overlap.annotation import CLEAN_OUTPUT_JSON, NAME, TAG_FILE
-from duplexeval.fdb.tasks.overlap.behavior import LABELS, parse_reply
+from duplexeval.fdb.tasks.overlap.behavior import LABELS, TRANSCRIPTS, parse_reply, transcripts_sha256
 from duplexeval.fdb.tasks.overlap.scenarios import SCENARIOS
 from duplexeval.fdb.unified.aggregate import coverage
+from duplexeval.fdb.verified import parse_json
 from duplexeval.jsonio import read_json
 from duplexeval.paired import mcnemar_exact, paired_quantile_difference
 from duplexeval.schemas.fdb_names import OUTPUT_WAV
@@ -249,12 +250,22 @@ class OverlapInput:
     judge_error: str | None
 
 
-def _judge_tags(d: Path) -> tuple[list[str] | None, str | None]:
-    """The judge's accepted tags from the sample's `content_tag.json` (written by `fdb evaluate`; None: not judged)."""
-    p = d / TAG_FILE
+STALE_TAGS = "content_tag.json was made from other transcripts (asr ran again): rerun fdb evaluate --judge"
+
+
+def _judge_tags(sample: OpenedSample) -> tuple[list[str] | None, str | None]:
+    """The judge's accepted tags from the sample's `content_tag.json` (written by `fdb evaluate --judge`; None: not
+    judged), when they were made from the sample's four transcripts as asr.json records them now."""
+    p = sample.dir / TAG_FILE
     if not p.is_file():
         return None, None
     obj = read_json(p)
+    meta = obj.get("duplexeval") if isinstance(obj, dict) else None
+    made_from = meta.get("transcripts_sha256") if isinstance(meta, dict) else None
+    now = transcripts_sha256({key: parse_json(sample.recorded(name), sample.where(sample.dir / name))
+                              for key, name in TRANSCRIPTS})
+    if made_from != now:
+        return None, STALE_TAGS
     saved = {k: v for k, v in obj.items() if k != "duplexeval"} if isinstance(obj, dict) else obj
     _, tags, err = parse_reply(json.dumps(saved))
     return tags, err
@@ -277,7 +288,7 @@ class OverlapUnified(UnifiedRules[OverlapInput, OverlapRow]):
                 raise InputError(f"{sample.where(sample.transcript_path)}: word {i} ({w.text.strip()!r}) starts at "
                                  f"{w.start!r}, outside [0, T={sample.T:g} s]")
         clean = tuple(sample.transcript(CLEAN_OUTPUT_JSON))
-        tags, err = _judge_tags(sample.dir)
+        tags, err = _judge_tags(sample)
         return OverlapInput(sample.entry.subset, sample.entry.id, sample.T_us, min(on_us, off_us), off_us,
                             sample.dir / OUTPUT_WAV, words, clean, None if tags is None else tuple(tags), err)
 
