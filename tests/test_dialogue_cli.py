@@ -151,8 +151,10 @@ def test_cli_synth_run_score(tmp_path, incli):
     p = cli("synth", "--out", str(cases), "--seed", "2", "--n-miu", "12", "--n-uim", "3")
     assert p.returncode == 0, p.stderr
     assert "wrote 12 MiU + 12 UiM cases" in p.stdout
+    assert p.stderr.splitlines()[-1] == f"dialogue synth: exit 0: 24 cases in {cases} (no rule beyond bad input)"
     p = cli("run", "--cases", str(cases), "--system", "half-duplex:delay_ms=700", "--first-token-ms", "100", "--out", str(tmp_path / "r"))
     assert p.returncode == 0, p.stderr
+    assert p.stderr.splitlines()[-1].startswith("dialogue run: exit 0: 24/24 without a system failure in 2 subsets")
     assert "system:half-duplex@" in p.stdout and ":delay_ms700|clock:asr640,ft100," in p.stdout
     p = cli("score", str(tmp_path / "r"))
     assert p.returncode == 0, p.stderr

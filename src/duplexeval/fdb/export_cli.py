@@ -31,7 +31,7 @@ NEXT_STEP = {
     "server_error": "the server sent an error: its message is in the sample's trace.jsonl (first below)",
     "disconnected": "the server closed the connection before T: see its logs and the sample's trace.jsonl",
     "protocol_violation": "the server broke the protocol: the record that did is marked `violation` in trace.jsonl",
-    "timeout": "the server stopped answering: see `stalled_from_s` in the sample's trace.json",
+    "timeout": "the server stopped answering (from `stalled_from_s` in the sample's trace.json) or never answered in time (the first timeout line below)",
 }
 EXAMPLES = 3
 
