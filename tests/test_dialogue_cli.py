@@ -251,6 +251,8 @@ def test_paired_comparison_matches_the_metrics(demo, incli, tmp_path):
     assert "UiM appropriate reply:" in p.stdout and p.stdout.count("signature ") == 2
     js = json.loads((tmp_path / "c.json").read_text())
     assert js["kind"] == "duplexeval.dialogue.compare" and js["UiM"]["difference"]["diff"] == pytest.approx(0.14)
+    p = incli("compare", str(out / "half-duplex"), str(out / "keyword"), "--json", "-")  # stdout: the document only
+    assert p.returncode == 0 and json.loads(p.stdout) == js
     p = incli("compare", str(out / "half-duplex"), str(tmp_path))
     assert p.returncode == 2 and "dialogue.json: file not found" in p.stderr
 
