@@ -13,7 +13,7 @@ from duplexeval.fdb.tasks.pause import unified as pause
 from duplexeval.fdb.tasks.pause.unified import PauseInput, score_pause
 from duplexeval.fdb.tasks.turn_taking import unified as tt
 from duplexeval.fdb.unified import aggregate
-from duplexeval.fdb.unified.load import Span
+from duplexeval.units import Span
 
 US = 1_000_000
 T_US = 10 * US

@@ -62,6 +62,17 @@ def progress_bar(total: int, label: str, enabled: bool = True, done: int = 0) ->
             raise
 
 
+def status_lines(stage: str | None, enabled: bool = True) -> Callable[[str], None]:
+    """A printer of progress lines on stderr, `STAGE: message` (just the message when `stage` is None); a no-op
+    when disabled. For stages whose steps are few and long (a subset, a system), where a bar says less."""
+
+    def say(message: str) -> None:
+        if enabled:
+            print(message if stage is None else f"{stage}: {message}", file=sys.stderr, flush=True)
+
+    return say
+
+
 def timing_line(stage: str, seconds: float, audio_s: float | None = None) -> str:
     """`STAGE: done in X s; A s of audio, R x real time` (real-time factor = audio seconds / wall seconds)."""
     line = f"{stage}: done in {seconds:.1f} s"

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from duplexeval.audio import SAMPLE_RATE, fit_length, n_samples_for, to_pcm16, write_wav_pcm16
+from duplexeval.audio import fit_length, n_samples_for, to_pcm16, write_wav_pcm16
 from duplexeval.fdb.protocols import SampleKey, SampleLike
 from duplexeval.fdb.sample_trace import EXPORT_TRACE_KIND, TRACE_FILE, Trace, TraceHead, write_trace
 from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
@@ -41,6 +41,7 @@ from duplexeval.systems.runner import (
     SessionTrace,
     run_session_async,
 )
+from duplexeval.units import SAMPLE_RATE
 
 PLAYOUT_POLICY = "fifo-from-receipt-crop-at-T-v1"
 
