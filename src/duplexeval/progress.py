@@ -21,8 +21,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from duplexeval.errors import DuplexEvalError
-
 PIPED_WIDTH = 200  # columns for tables written to a file or a pipe
 
 
@@ -94,18 +92,6 @@ class StageClock:
     def say(self, audio_s: float | None = None, file: TextIO | None = None) -> None:
         """Print the closing line on stderr (it never mixes with a report or JSON on stdout)."""
         print(self.line(audio_s), file=file or sys.stderr, flush=True)
-
-
-def tree_audio_s(tree: str | Path, eligible_only: bool = True) -> float | None:
-    """Seconds of audio in a tree's eligible samples (every selected one with `eligible_only` False: what an
-    export ran, faults included), sum of T, or None when there is no readable manifest."""
-    from duplexeval.fdb.tree import load_manifest  # lazy: this shared layer must not import the FDB tree at the top
-
-    try:
-        manifest, _sha = load_manifest(tree)
-    except (DuplexEvalError, OSError):
-        return None
-    return float(sum(s.T for s in manifest.samples if s.eligible or not eligible_only))
 
 
 def wav_seconds(paths: Iterable[str | Path]) -> float:

@@ -1,5 +1,5 @@
 """One sample of `fdb export`: prepare its input, run the session, play the output out and write the sample's files
-with `trace.json` last. `fdb replay` rebuilds a network sample through the same `network_outcome` and
+with `trace.json` last. `fdb replay` rebuilds a network sample through the same `systems.net.trace.network_outcome` and
 `write_sample`, so a replay reproduces the export byte for byte.
 
 Per sample: the input is fed as 80 ms frames on the virtual clock, the received output is played out FIFO from
@@ -21,17 +21,10 @@ from duplexeval.audio import fit_length, n_samples_for, to_pcm16, write_wav_pcm1
 from duplexeval.fdb.protocols import SampleKey, SampleLike
 from duplexeval.fdb.sample_trace import EXPORT_TRACE_KIND, TRACE_FILE, Trace, TraceHead, write_trace
 from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
-from duplexeval.fdb.tree_writer import REASON_PACING, REASON_SYSTEM_ERROR, copy_annotation
+from duplexeval.fdb.tree_writer import copy_annotation
 from duplexeval.plugins import call, json_value, returned
 from duplexeval.systems.base import SampleInfo, System
-from duplexeval.systems.net.trace import (
-    SESSION_REASONS,
-    WireTrace,
-    load_trace,
-    received_items,
-    send_stats,
-    verdict,
-)
+from duplexeval.systems.net.trace import INPUT_PACING_LATE, SYSTEM_ERROR, WireTrace, load_trace, network_outcome
 from duplexeval.systems.playout import placements_json, playout
 from duplexeval.systems.registry import make_system, parse_system_spec
 from duplexeval.systems.runner import (
@@ -138,18 +131,6 @@ def write_sample(head: TraceHead, sdir: Path, sample: SampleKey, items: list[Rec
     return entry
 
 
-def network_outcome(records: list[dict[str, Any]], pcm: bytes, T: float, stall_s: float,
-                    error: str | None) -> tuple[list[ReceivedItem], list[str], dict[str, Any], bool]:
-    """(items, session reasons, network summary, write_wav) from a wire trace: the one rule export and replay share."""
-    v = verdict(records, T, stall_s)
-    reasons = list(v.reasons)
-    if error is not None and not any(r in SESSION_REASONS for r in reasons):
-        reasons.append(REASON_SYSTEM_ERROR)  # the adapter itself broke, not the network
-    failed = any(r in SESSION_REASONS or r == REASON_SYSTEM_ERROR for r in reasons)
-    summary = {**v.to_json(), "reasons": sorted(reasons), "send": send_stats(records)}
-    return received_items(records, pcm), reasons, summary, not failed
-
-
 def finish_prepared(prep: PreparedSample, trace: SessionTrace, run_sha: str, input_sha: str) -> SampleEntry:
     """Write a sample's files from its session trace: in-process from the received items, network from the wire."""
     sample, sdir = prep.sample, prep.sdir
@@ -159,9 +140,9 @@ def finish_prepared(prep: PreparedSample, trace: SessionTrace, run_sha: str, inp
     input_json = trace.input_json()
     if wire is None:
         if trace.error is not None:
-            reasons.append(REASON_SYSTEM_ERROR)
+            reasons.append(SYSTEM_ERROR)
         if trace.max_send_lateness_s > MAX_SEND_LATENESS_S:
-            reasons.append(REASON_PACING)
+            reasons.append(INPUT_PACING_LATE)
         return write_sample(head, sdir, sample, trace.items, reasons, files, trace.error, trace.error_at_s,
                             input_json, trace.clock, None, trace.error is None)
     files.update(wire.write(sdir, prep.T))
