@@ -16,6 +16,7 @@ default (`--server-nice`): in real use it is another machine, here it shares the
 
     .venv/bin/python benchmarks/network_capture.py                   # 32, 64, 128 sessions, openai-realtime
     .venv/bin/python benchmarks/network_capture.py --sessions 32 --protocol ws-pcm --seconds 10
+    .venv/bin/python benchmarks/network_capture.py --sessions 32 --protocol telephony   # 20 ms media: 4 sends per frame
     .venv/bin/python benchmarks/network_capture.py --no-spread --server-nice 0   # the pacing before 2026-12-01 12:00
 """
 
@@ -42,7 +43,7 @@ from duplexeval.systems.registry import make_system
 from duplexeval.systems.runner import run_session_async
 
 SERVED = "turn-based:vad=energy,text=hello there this is my answer to you"
-PATHS = {"openai-realtime": "/v1/realtime", "ws-pcm": "/ws"}
+PATHS = {"openai-realtime": "/v1/realtime", "ws-pcm": "/ws", "telephony": "/ws", "pipecat-ws": "/ws"}
 
 
 def user_turns(T: float, seed: int) -> np.ndarray:

@@ -35,7 +35,8 @@ def _case(name: str, *, faults: tuple[str, ...] = (), client: str = "", options:
 def cases() -> dict[str, Case]:
     cs = [
         _case("clean"),
-        _case("barge", spans=BARGE),
+        _case("barge", spans=BARGE, options={"pace": "false"}),  # the reply queued at the client
+        _case("barge-paced", spans=BARGE),
         _case("rate-24k", client="rate=24000,chunk_ms=40"),
         _case("not-ready", options={"bot_ready": "false"}, client="ready_timeout_s=1.5"),
         _case("no-rtvi", options={"bot_ready": "false"}, client="client_ready=false,wait_ready=false"),
@@ -79,6 +80,16 @@ def test_interruption_frame_cuts_playout_at_its_receipt(cases: dict[str, Case]) 
     assert np.any(pl.audio[cut - 320 : cut]) and not np.any(pl.audio[cut:stop])  # the reply to the second turn comes later
     assert pl.stats["dropped_by_clear_s"] > 0.2
     assert c.records(rtvi="bot-stopped-speaking")
+
+
+def test_a_paced_bot_withdraws_the_rest_at_the_interruption(cases: dict[str, Case]) -> None:
+    c = cases["barge-paced"]
+    assert c.reasons_without_pacing() == set()
+    t = c.records(type="interruption")[0]["t"]
+    pl = playout(c.items(), round(T * 16000))
+    assert 0.0 < pl.stats["dropped_by_clear_s"] < 0.2  # only the lead was queued
+    after = [r["t"] for r in c.records(dir="recv", type="audio") if r["t"] > t]
+    assert not after or min(after) > t + 0.5  # nothing of the interrupted reply follows it
 
 
 def test_other_rates(cases: dict[str, Case]) -> None:

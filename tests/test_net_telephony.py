@@ -40,8 +40,9 @@ def cases() -> dict[str, Case]:
     cs = []
     for d in DIALECTS:
         cs.append(_case(f"{d}-clean", d))
-        cs.append(_case(f"{d}-barge", d, spans=BARGE))
+        cs.append(_case(f"{d}-barge", d, spans=BARGE, options={"pace": "false"}))  # the reply buffered at the carrier
     cs += [
+        _case("twilio-barge-paced", "twilio", spans=BARGE),
         _case("telnyx-alaw", "telnyx", client="codec=alaw"),
         _case("plivo-l16", "plivo", client="codec=l16,rate=16000"),
         _case("exotel-16k", "exotel", client="rate=16000"),
@@ -138,6 +139,22 @@ def test_clear_stops_playout_at_its_receipt_and_settles_the_markers(cases: dict[
         assert answers == []
         assert len(c.records(dir="send", type="clearedAudio")) == 1
     assert clears[0]["pending_marks"] == 1
+
+
+def test_a_paced_bot_withdraws_the_rest_of_its_reply_at_the_barge_in(cases: dict[str, Case]) -> None:
+    c = cases["twilio-barge-paced"]
+    assert c.reasons_without_pacing() == set()
+    t_clear = c.records(dir="recv", type="clear")[0]["t"]
+    media = [r for r in c.records(dir="recv", type="media")]
+    # paced at real time, 40 ms ahead: at the clear only the lead was queued, and nothing of reply-1 follows it
+    pl = playout(c.items(), round(T * 16000))
+    assert 0.0 < pl.stats["dropped_by_clear_s"] < 0.2
+    after = [r["t"] for r in media if r["t"] > t_clear]
+    assert not after or min(after) > t_clear + 0.5  # the next audio is the reply to the second turn
+    assert [m["name"] for m in c.records(dir="recv", type="mark")] == ["reply-2"] or not c.records(dir="recv", type="mark")
+    before = [r["t"] for r in media if r["t"] < t_clear]
+    # at real time, not in one burst: n chunks span (n - 1) x 20 ms, less the lead and a late first send
+    assert before[-1] - before[0] >= (len(before) - 1) * 0.02 - 0.04 - 0.2
 
 
 def test_other_codecs_and_rates(cases: dict[str, Case]) -> None:

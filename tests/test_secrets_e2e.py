@@ -227,6 +227,7 @@ SECRET_DECLARATIONS = {
     "native-duplex": None,
     "pipecat-ws": None,
     "webrtc": None,
+    "pipecat": None,
 }
 
 

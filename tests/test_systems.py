@@ -203,7 +203,7 @@ def test_registry_parses_typed_params_and_keeps_commas_in_text() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("nope", "unknown system 'nope' (known: silent, turn-based, talk-over, backchannel, openai-realtime, ws-pcm, loopback, moshi, native-duplex, telephony, pipecat-ws, webrtc)"),
+        ("nope", "unknown system 'nope' (known: silent, turn-based, talk-over, backchannel, openai-realtime, ws-pcm, loopback, moshi, native-duplex, telephony, pipecat-ws, webrtc, pipecat)"),
         ("turn-based:foo=1", "turn-based has no parameter 'foo'"),
         ("turn-based:silence_ms=fast", "silence_ms='fast' is not a valid int"),
         ("turn-based:silence_ms", "expected key=value"),

@@ -38,6 +38,7 @@ NETWORK_SYSTEMS: dict[str, str] = {
     "telephony": "duplexeval.systems.net.telephony:Telephony",
     "pipecat-ws": "duplexeval.systems.net.pipecat_ws:PipecatWs",
     "webrtc": "duplexeval.systems.net.webrtc:WebRtc",
+    "pipecat": "duplexeval.systems.pipecat.inprocess:PipecatInProcess",
 }
 _PLUGIN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_.]*)(?::(.*))?$", re.DOTALL)
 

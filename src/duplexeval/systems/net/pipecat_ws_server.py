@@ -3,9 +3,9 @@
 As pipecat's transports with `ProtobufFrameSerializer` behave: binary `pipecat.Frame`s only; input
 `AudioRawFrame`s at any rate (resampled to 16 kHz for the served system); RTVI `client-ready` is
 answered with `bot-ready`; the system's audio goes out as `AudioRawFrame`s of `out_chunk_ms` (40 ms,
-pipecat's default chunk) at 16 kHz, all at the time the system emitted it (pipecat's server transports
-also send faster than real time and leave playout to the client); its barge-in is an
-`InterruptionFrame` plus RTVI `bot-stopped-speaking`; RTVI `user-started-speaking` / `user-stopped-speaking`
+pipecat's default chunk) at 16 kHz, paced at real time from the reply's start, `lead_ms` (40) ahead, as
+pipecat's output transports send (`--option pace=false`: the whole reply at once); its barge-in withdraws
+what was not sent yet and sends an `InterruptionFrame` plus RTVI `bot-stopped-speaking`; RTVI `user-started-speaking` / `user-stopped-speaking`
 come from the system's own listener, `bot-started-speaking` with each reply. A text frame or bytes
 that do not parse are ignored, as pipecat's serializer does (it logs them). `--option single_client=true`
 imitates `WebsocketServerTransport`: a second connection while one is open is closed with 1013;
@@ -16,6 +16,7 @@ Faults: `error@S` sends an RTVI `error` with `fatal: true`, `malformed@S` bytes 
 
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar
 
 from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation
@@ -30,7 +31,7 @@ from duplexeval.systems.net.pipecat_ws_wire import (
 )
 from duplexeval.systems.net.server import ServerSession, check_option_values
 
-SERVER_OPTIONS = {"out_chunk_ms": "40", "single_client": "false", "bot_ready": "true"}
+SERVER_OPTIONS = {"out_chunk_ms": "40", "single_client": "false", "bot_ready": "true", "pace": "true", "lead_ms": "40"}
 
 
 class PipecatWsServerSession(ServerSession):
@@ -43,7 +44,9 @@ class PipecatWsServerSession(ServerSession):
     def check_options(cls, options: dict[str, Any]) -> None:
         check_option_values(cls.protocol, options, {"out_chunk_ms": lambda v: 10 <= int(v) <= 1000,
                                                     "single_client": lambda v: v.lower() in ("true", "false"),
-                                                    "bot_ready": lambda v: v.lower() in ("true", "false")})
+                                                    "bot_ready": lambda v: v.lower() in ("true", "false"),
+                                                    "pace": lambda v: v.lower() in ("true", "false"),
+                                                    "lead_ms": lambda v: 0 <= int(v) <= 10000})
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -51,6 +54,10 @@ class PipecatWsServerSession(ServerSession):
         self.out_chunk_ms = int(opts["out_chunk_ms"])
         self.single = str(opts["single_client"]).lower() == "true"
         self.bot_ready = str(opts["bot_ready"]).lower() == "true"
+        self.pace = str(opts["pace"]).lower() == "true"
+        self.lead_s = int(opts["lead_ms"]) / 1000.0
+        self.replies = 0
+        self.current: str | None = None
         self._to16k: dict[int, StreamResampler] = {}
 
     async def run(self) -> None:
@@ -75,10 +82,23 @@ class PipecatWsServerSession(ServerSession):
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
         self.deliver(at_s, message_frame(rtvi("bot-started-speaking")))
         step = INPUT_SAMPLE_RATE * self.out_chunk_ms // 1000 * 2
-        for off in range(0, len(pcm16k), step):
-            self.deliver(at_s, audio_frame(pcm16k[off : off + step], INPUT_SAMPLE_RATE))
+        msgs: list[str | bytes] = [audio_frame(pcm16k[o : o + step], INPUT_SAMPLE_RATE) for o in range(0, len(pcm16k), step)]
+        self.replies += 1
+        self.current = f"reply-{self.replies}"
+        if self.pace:  # as pipecat's output transports send: at about real time, a little ahead
+            self.deliver_stream(at_s, msgs, self.out_chunk_ms / 1000.0, self.lead_s, self.current, self._log_send)
+        else:
+            for msg in msgs:
+                self.deliver(at_s, msg, self.current, self._log_send)
+
+    def _log_send(self) -> None:
+        """When each audio message went on the wire (monotonic; benchmarks/pipecat_transport_timing.py)."""
+        if self.server.send_log is not None:
+            self.server.send_log.append(time.monotonic())
 
     def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
+        if self.current is not None:  # what the bot had not sent yet of the reply it stops
+            self.cancel(self.current, at_s)
         self.deliver(at_s, interruption_frame())
         self.deliver(at_s, message_frame(rtvi("bot-stopped-speaking")))
 

@@ -127,7 +127,7 @@ def pipecat_command(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="pipecat's log at DEBUG on stderr (else WARNING)."),
 ) -> None:
     """Serve the reference pipecat bot (pipecat's own transport, VAD, Smart Turn and turn handling; offline) on 127.0.0.1."""
-    from duplexeval.systems.pipecat.stack import BotConfig
+    from duplexeval.systems.pipecat.stack import TRANSPORTS, BotConfig
 
     kwargs: dict[str, Any] = {"transport": transport, "turn": turn, "stop_secs": stop_secs,
                               "allow_interruptions": _bool("--allow-interruptions", allow_interruptions),
@@ -136,6 +136,8 @@ def pipecat_command(
         kwargs["reply"] = reply
     cfg = BotConfig(**kwargs)
     try:
+        if transport not in TRANSPORTS:
+            raise ValueError(f"--transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
         cfg.validate()
     except ValueError as exc:
         raise InputError(str(exc)) from None

@@ -274,6 +274,16 @@ class ServerSession:
         self._seq += 1
         self._wake.set()
 
+    def deliver_stream(self, at_s: float, messages: list[str | bytes], chunk_s: float, lead_s: float, tag: str,
+                       on_sent: Callable[[], None] | None = None) -> float:
+        """Send a reply's chunks as a bot paces them: chunk i at `at_s + i x chunk_s - lead_s` (never before `at_s`),
+        all under `tag` (so a barge-in's `cancel(tag, t)` withdraws the rest). Returns when the last one is due."""
+        due = at_s
+        for i, msg in enumerate(messages):
+            due = max(at_s, at_s + i * chunk_s - lead_s)
+            self.deliver(due, msg, tag, on_sent)
+        return due
+
     def cancel(self, tag: str, at_s: float) -> None:
         """Withdraw the messages of `tag` due at or after `at_s` (a cancelled response's remaining deltas)."""
         self._cancel_at[tag] = min(at_s, self._cancel_at.get(tag, float("inf")))
@@ -390,6 +400,7 @@ class LoopbackServer:
         self.active = 0
         self.max_active = 0  # the most conversations served at once (tests of replica caps read it)
         self.events: list[dict[str, Any]] = []  # what sessions did that tests may check (truncates, cancels)
+        self.send_log: list[float] | None = None  # a list here: monotonic send time of every audio message (benchmarks)
         self._server: Server | None = None
         self._lock: asyncio.Lock | None = None
         self.record_sends = False  # keep (connection number, monotonic time, message) of every message sent

@@ -4,12 +4,14 @@ It is the bot side of `telephony_wire.py`: it waits for the carrier's `start` (a
 and recognises the dialect by pipecat's own rules (`--option dialect=auto`), or insists on one
 (`--option dialect=twilio`: any other carrier's `start` is closed with 1008); decodes each `media`
 chunk in the stream's codec and feeds the served system; sends the system's audio as the dialect's
-audio messages of `out_chunk_ms` (20 ms) each, all at the time the system emitted it (a carrier
-buffers what a bot sends), followed by a marker (`mark` / `checkpoint`, named `reply-N`) per reply
-unless `--option marks=false`; sends `clear` (`clearAudio`) at the system's barge-in; records the
-carrier's marker answers in `server.events`; ends at `stop` or the close. `--option corrupt=base64`
-breaks every audio payload's base64, `corrupt=codec` sends audio the stream cannot carry (Plivo:
-another contentType; Exotel: an odd-length L16 payload; Twilio, Telnyx: raw PCM16 in binary frames).
+audio messages of `out_chunk_ms` (20 ms) each, paced as a bot paces them (chunk i at the reply's start
++ i x 20 ms, `lead_ms` = 40 ahead; `--option pace=false` sends a reply at once, for the carrier to
+buffer), then a marker (`mark` / `checkpoint`, named `reply-N`) unless `--option marks=false`; at the
+system's barge-in it withdraws what it had not sent of the reply and sends `clear` (`clearAudio`);
+records the carrier's marker answers in `server.events`; ends at `stop` or the close.
+`--option corrupt=base64` breaks every audio payload's base64, `corrupt=codec` sends audio the stream
+cannot carry (Plivo: another contentType; Exotel: an odd-length L16 payload; Twilio, Telnyx: raw PCM16
+in binary frames).
 
 A `start` that names no known carrier, an encoding the dialect does not stream, or media before
 `start` closes the call with 1008 (a bot cannot decode it). Faults: `error@S` sends
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from typing import Any, ClassVar
 
 from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation
@@ -39,7 +42,8 @@ from duplexeval.systems.net.telephony_wire import (
     read_start,
 )
 
-SERVER_OPTIONS = {"dialect": "auto", "out_chunk_ms": "20", "marks": "true", "corrupt": "none"}
+SERVER_OPTIONS = {"dialect": "auto", "out_chunk_ms": "20", "marks": "true", "corrupt": "none", "pace": "true",
+                  "lead_ms": "40"}
 CORRUPT = ("none", "base64", "codec")
 
 
@@ -53,7 +57,8 @@ class TelephonyServerSession(ServerSession):
     def check_options(cls, options: dict[str, Any]) -> None:
         check_option_values(cls.protocol, options, {
             "dialect": lambda v: v in ("auto", *DIALECTS), "out_chunk_ms": lambda v: 10 <= int(v) <= 1000,
-            "marks": lambda v: v.lower() in ("true", "false"), "corrupt": lambda v: v in CORRUPT})
+            "marks": lambda v: v.lower() in ("true", "false"), "corrupt": lambda v: v in CORRUPT,
+            "pace": lambda v: v.lower() in ("true", "false"), "lead_ms": lambda v: 0 <= int(v) <= 10000})
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -62,8 +67,11 @@ class TelephonyServerSession(ServerSession):
         self.out_chunk_ms = int(opts["out_chunk_ms"])
         self.marks = str(opts["marks"]).lower() == "true"
         self.corrupt = str(opts["corrupt"])
+        self.pace = str(opts["pace"]).lower() == "true"
+        self.lead_s = int(opts["lead_ms"]) / 1000.0
         self.call: CallStart | None = None
         self.replies = 0
+        self.current: str | None = None  # the tag of the reply being sent
 
     async def run(self) -> None:
         to16k: StreamResampler | None = None
@@ -111,11 +119,18 @@ class TelephonyServerSession(ServerSession):
             return
         pcm = resample_pcm16(pcm16k, INPUT_SAMPLE_RATE, self.call.rate)
         step = self.call.rate * self.out_chunk_ms // 1000 * 2
-        for off in range(0, len(pcm), step):
-            self.deliver(at_s, self._audio_message(pcm[off : off + step]))
+        msgs = [self._audio_message(pcm[off : off + step]) for off in range(0, len(pcm), step)]
+        self.replies += 1
+        tag = f"reply-{self.replies}"
+        if self.pace:  # as a bot sends: at real time from the reply's start, `lead_ms` ahead
+            last = self.deliver_stream(at_s, msgs, self.out_chunk_ms / 1000.0, self.lead_s, tag, self._log_send)
+        else:  # the whole reply at once (the carrier buffers it)
+            last = at_s
+            for msg in msgs:
+                self.deliver(at_s, msg, tag, self._log_send)
         if self.marks:
-            self.replies += 1
-            self.deliver(at_s, bot_marker(self.call, f"reply-{self.replies}"))
+            self.deliver(last, bot_marker(self.call, tag), tag)
+        self.current = tag
 
     def _audio_message(self, pcm: bytes) -> str | bytes:
         """The bot's audio message, or the broken one `--option corrupt=` asks for."""
@@ -136,8 +151,15 @@ class TelephonyServerSession(ServerSession):
             return pcm  # raw PCM16 in a binary frame, where the carrier reads JSON mu-law
         return bot_media(self.call, pcm)
 
+    def _log_send(self) -> None:
+        """When each audio message went on the wire (monotonic; benchmarks/pipecat_transport_timing.py)."""
+        if self.server.send_log is not None:
+            self.server.send_log.append(time.monotonic())
+
     def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
         if self.call is not None:
+            if self.current is not None:  # what the bot had not sent yet of the reply it stops
+                self.cancel(self.current, at_s)
             self.deliver(at_s, bot_clear(self.call))
 
     def error_message(self, text: str) -> str | bytes:

@@ -62,7 +62,7 @@ class WebRtcServerSession:
         self.config = server.config
         self.pc = pc
         self.driver = SystemDriver(self.config.system, self)  # type: ignore[arg-type]  # the same sink hooks
-        self.track = PacedTrack(OPUS_RATE)
+        self.track = PacedTrack(OPUS_RATE, self._sent)
         self.track.rng = random.Random(self.config.seed + server.connections)
         self.track.jitter_s = self.config.faults.jitter_ms / 1000.0
         self.dc: Any = None
@@ -85,8 +85,8 @@ class WebRtcServerSession:
 
         def play() -> None:
             self.send_dc(_rtvi("bot-started-speaking"))
-            for f in frames:
-                self.track.put(f)
+            for i, f in enumerate(frames):
+                self.track.put(f, i)
 
         self._at(at_s, play)
 
@@ -99,6 +99,11 @@ class WebRtcServerSession:
 
     def on_user(self, kind: str, at_s: float, detail: dict[str, Any]) -> None:
         self._at(at_s, lambda: self.send_dc(_rtvi(f"user-{kind}-speaking")))
+
+    def _sent(self, index: Any, mono: float) -> None:
+        """A reply's frame went to the encoder (its first: logged for benchmarks/pipecat_transport_timing.py)."""
+        if index == 0 and self.server.send_log is not None:
+            self.server.send_log.append(mono)
 
     # ---------------------------------------------------------- timing
     def _at(self, at_s: float, action: Callable[[], None]) -> None:
@@ -248,6 +253,7 @@ class WebRtcLoopback:
         self.sessions: set[WebRtcServerSession] = set()
         self.uplink_held: list[float] = []
         self.events: list[dict[str, Any]] = []
+        self.send_log: list[float] | None = None  # a list here: when each reply's first frame went to the encoder
         self._runner: Any = None
 
     async def _offer(self, request: Any) -> Any:

@@ -19,6 +19,7 @@ from typing import Any
 from duplexeval.systems.baselines import DEFAULT_REPLY
 
 TRANSPORTS = ("telephony", "pipecat-ws", "webrtc")
+IN_PROCESS = "in-process"  # the `pipecat` system: the same pipeline in duplexeval's process (systems/pipecat/inprocess.py)
 TURNS = ("vad", "smart-turn")
 DIALECTS = ("twilio", "telnyx", "plivo", "exotel")
 VAD_STOP_SECS_DEFAULT = 0.2  # pipecat's VADParams default (pipecat.audio.vad.vad_analyzer.VAD_STOP_SECS)
@@ -45,7 +46,7 @@ class BotConfig:
 
     def validate(self) -> None:
         """ValueError naming the setting."""
-        if self.transport not in TRANSPORTS:
+        if self.transport not in (*TRANSPORTS, IN_PROCESS):
             raise ValueError(f"--transport must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}")
         if self.turn not in TURNS:
             raise ValueError(f"--turn must be one of {', '.join(TURNS)}, got {self.turn!r}")
