@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from duplexeval import redaction
 from duplexeval.errors import InputError
@@ -113,7 +113,7 @@ def make_system(spec: str) -> System:
             known = ", ".join(fields) or "none"
             raise InputError(f"--system {spec!r}: {name} has no parameter {key!r} (known: {known})")
         kwargs[key] = _coerce(spec, key, value, fields[key].default)
-    system = call("system", name, "__init__", cls, **kwargs)
+    system = cast(System, call("system", name, "__init__", cls, **kwargs))  # the protocol was checked above
     check: Callable[[], None] | None = getattr(system, "validate", None)
     if check is not None:
         try:
