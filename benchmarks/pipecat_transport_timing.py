@@ -7,8 +7,9 @@ user speaks twice per session (0.3-1.3 s and 3.3-4.3 s, T = 7 s), so every sessi
 logs the monotonic time it sent each audio message (WebRTC: handed each reply's first 20 ms frame to its Opus
 encoder); the client's trace has the receipt (its origin + t). Reported per transport: receipt - send of each reply
 onset, median / p90 / max, and for webrtc also after the client's own jitter-buffer hold of that frame (`jb_s`, and
-`decode_s`, the decoder's hand-over), which is what the target is stated after. Targets: telephony and pipecat-ws
-within 20 ms p90; webrtc within 40 ms p90 after its jitter-buffer delay.
+`decode_s`, the decoder's hand-over), which is what the target is stated after, and what both receive jitter buffers
+held over every frame: the client's (downlink) and the loopback bot's (uplink, stamped the same way). Targets:
+telephony and pipecat-ws within 20 ms p90; webrtc within 40 ms p90 after its jitter-buffer delay.
 
     .venv/bin/python benchmarks/pipecat_transport_timing.py                  # 4 sessions per transport, one after another
     .venv/bin/python benchmarks/pipecat_transport_timing.py --sessions 8 --concurrency 4
@@ -119,6 +120,13 @@ def measure(transport: str, n: int, concurrency: int) -> None:
         r = [x * 1000 for x in resid]
         line += f"; after its jitter-buffer hold: median {np.median(r):5.1f} ms, p90 {_q(r, 0.9):5.1f} ms, max {max(r):5.1f} ms"
     print(line + f" (worst send lateness {late * 1000:.1f} ms)", flush=True)
+    if transport == "webrtc":  # both receive jitter buffers: the client's (every frame's jb_s) and the bot's (uplink)
+        held = [float(r["jb_s"]) * 1000 for tr in traces for r in tr.wire.records if r["dir"] == "recv" and "jb_s" in r]
+        up = [x * 1000 for x in server.uplink_held]
+        for side, xs in (("downlink (client)", held), ("uplink (bot)", up)):
+            if xs:
+                print(f"webrtc      jitter-buffer hold, {side}: {len(xs)} frames, median {np.median(xs):5.1f} ms, "
+                      f"p90 {_q(xs, 0.9):5.1f} ms, max {max(xs):5.1f} ms", flush=True)
 
 
 def main() -> None:

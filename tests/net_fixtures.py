@@ -8,6 +8,8 @@ releases ~0.1 s later (speech_stopped), and the reply starts REPLY_AT = end + si
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,3 +159,37 @@ class Echo:
                 return None
 
         return _S()
+
+
+class WsServerThread:
+    """A plain websockets server on 127.0.0.1 in a thread of its own, running `handler(ws)` for each connection
+    (for scripted servers that break a protocol in ways the loopback servers do not)."""
+
+    def __init__(self, handler: Callable[[Any], Awaitable[None]]) -> None:
+        self.handler = handler
+        self.loop = asyncio.new_event_loop()
+        self.port = 0
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, daemon=True)
+
+    def _main(self) -> None:
+        from websockets.asyncio.server import serve
+
+        asyncio.set_event_loop(self.loop)
+
+        async def start() -> None:
+            self.server = await serve(self.handler, "127.0.0.1", 0, compression=None, ping_interval=None)
+            self.port = self.server.sockets[0].getsockname()[1]
+
+        self.loop.run_until_complete(start())
+        self._ready.set()
+        self.loop.run_forever()
+
+    def __enter__(self) -> WsServerThread:  # noqa: PYI034
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)

@@ -85,7 +85,7 @@ def test_systems_check_warns_about_a_tone_and_the_words_an_ungated_asr_hears(her
     assert "sound: onset 3.60 s (+0.56 s after the user's turn end), 2.00 s above -60 dBFS" in out
     assert "speech (Silero VAD): 0 segment(s)" in out and "ASR (ungated): 25 word(s)" in out
     assert "warning: the ASR heard 25 of 25 words in audio the VAD calls non-speech" in out
-    assert err.splitlines()[-1].startswith("check: exit 1: the output has sound but the VAD finds no speech in it; the ASR heard")
+    assert err.splitlines()[-1].startswith("systems check: exit 1: the output has sound but the VAD finds no speech in it; the ASR heard")
 
 
 def test_eot_check_reports_and_warns(here: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -268,6 +268,10 @@ def test_cli_evaluate_calibrate_compare(tmp_path, capsys):
     assert e.value.code == 0
     cj = json.loads(cmp.read_text())
     assert (cj["kind"], cj["schema_version"]) == ("duplexeval.controller.compare", 2)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:  # `--json -`: stdout is that document and nothing else
+        main(["controller", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--policy", str(tmp_path / "p.json"), "--json", "-"])
+    assert e.value.code == 0 and json.loads(capsys.readouterr().out) == cj
     assert "|boot:2000@0|" in cj["signature"]["compact"] and set(cj["inputs"]) == {"a:clips.jsonl", "b:clips.jsonl"}
     c = cj["event_metrics"]["metrics"]["endpoint.latency_median_ms"]
     assert c["diff_b_minus_a"] == 160.0

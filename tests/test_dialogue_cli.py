@@ -151,8 +151,10 @@ def test_cli_synth_run_score(tmp_path, incli):
     p = cli("synth", "--out", str(cases), "--seed", "2", "--n-miu", "12", "--n-uim", "3")
     assert p.returncode == 0, p.stderr
     assert "wrote 12 MiU + 12 UiM cases" in p.stdout
+    assert p.stderr.splitlines()[-1] == f"dialogue synth: exit 0: 24 cases in {cases} (no rule beyond bad input)"
     p = cli("run", "--cases", str(cases), "--system", "half-duplex:delay_ms=700", "--first-token-ms", "100", "--out", str(tmp_path / "r"))
     assert p.returncode == 0, p.stderr
+    assert p.stderr.splitlines()[-1].startswith("dialogue run: exit 0: 24/24 without a system failure in 2 subsets")
     assert "system:half-duplex@" in p.stdout and ":delay_ms700|clock:asr640,ft100," in p.stdout
     p = cli("score", str(tmp_path / "r"))
     assert p.returncode == 0, p.stderr
@@ -249,6 +251,8 @@ def test_paired_comparison_matches_the_metrics(demo, incli, tmp_path):
     assert "UiM appropriate reply:" in p.stdout and p.stdout.count("signature ") == 2
     js = json.loads((tmp_path / "c.json").read_text())
     assert js["kind"] == "duplexeval.dialogue.compare" and js["UiM"]["difference"]["diff"] == pytest.approx(0.14)
+    p = incli("compare", str(out / "half-duplex"), str(out / "keyword"), "--json", "-")  # stdout: the document only
+    assert p.returncode == 0 and json.loads(p.stdout) == js
     p = incli("compare", str(out / "half-duplex"), str(tmp_path))
     assert p.returncode == 2 and "dialogue.json: file not found" in p.stderr
 

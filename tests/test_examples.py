@@ -35,7 +35,7 @@ def test_the_readme_names_every_example() -> None:
 def test_in_process_system(tmp_path: Path) -> None:
     p = cli("systems", "check", "in_process_system:EchoAgent")
     assert "speech (Silero VAD): 1 segment(s)" in p.stdout and "I heard you say something" in p.stdout
-    assert p.stderr.splitlines()[-1] == "check: exit 0: the system answered with speech the ASR transcribed (no warning)"
+    assert p.stderr.splitlines()[-1] == "systems check: exit 0: the system answered with speech the ASR transcribed (no warning)"
 
 
 @pytest.fixture()

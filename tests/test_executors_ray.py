@@ -336,3 +336,22 @@ def test_a_killed_driver_leaves_no_ray_process_behind(tmp_path: Path) -> None:
     finally:
         if driver.poll() is None:
             driver.kill()
+
+
+def test_a_plugin_call_on_a_ray_worker_is_bounded_by_the_driver_s_setting(ray_local, tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Set after the instance started (as for a cluster started elsewhere): the setting travels with the work."""
+    from test_eot_predict import one_turn_set
+
+    from duplexeval.eot.predict import run_predict
+
+    monkeypatch.setenv("DUPLEXEVAL_CALL_TIMEOUT", "0.2")
+    monkeypatch.setenv("DUPLEXEVAL_DEBUG", "")
+    spec = ExecutorSpec("ray")
+    assert [r.value for r in _run(spec, None, wh.plugin_env, [0, 1])] == [("", "0.2")] * 2
+    stateful = StatefulWork(wh.offset, 0, wh.stateful_plugin_env)
+    assert [r.value for r in _run(spec, stateful, None, [0, 1])] == [("", "0.2")] * 2
+    with pytest.raises(InputError, match=r"^tiny: turn 't1': EOT detector 'worker_helpers:HangingDetector': "
+                                         r"predict_batch did not return within 0.2 s \(DUPLEXEVAL_CALL_TIMEOUT\)"):
+        run_predict(one_turn_set(), "worker_helpers:HangingDetector", {}, tmp_path / "p.parquet", executor=spec,
+                    progress=False)

@@ -78,13 +78,22 @@ def test_an_export_against_a_dead_agent_exits_1(ds: Dataset, tmp_path: Path, cap
     import duplexeval.fdb.export as exp
 
     monkeypatch.setattr(exp, "resolve_dataset", lambda d: ds)
-    url = f"ws://127.0.0.1:{_closed_port()}/v1/realtime"
+    port = _closed_port()
+    url = f"ws://127.0.0.1:{port}/v1/realtime"
     argv = ["fdb", "export", "--system", f"openai-realtime:url={url}", "--dataset", "x", "--subset", TT, "--limit", "1", "-q"]
     code, out, err = run([*argv, "--out", str(tmp_path / "dead")], capsys)
     assert code == 1 and "export: 0/1 samples eligible" in out
     assert status_line(err) == f"export: exit 1: {TT}: 0/1 eligible, below --min-eligible (default: at least 1 per subset)"
     code, _out, err = run([*argv, "--out", str(tmp_path / "dead"), "--min-eligible", "0"], capsys)  # resumes: same run
     assert code == 0 and status_line(err).startswith("export: exit 0: 0/1 eligible in 1 subset, every one at or above --min-eligible 0")
+    # the agent comes up on that address: a rerun (no --force) runs the failed sample again, and it passes
+    from duplexeval.systems.net.server import ServerThread, make_server
+
+    with ServerThread(make_server("openai-realtime", "turn-based", port=port)):
+        code, out, err = run([*argv, "--out", str(tmp_path / "dead"), "--concurrency", "2"], capsys)  # the pre-pass path
+    assert code == 0 and "export: 1/1 samples eligible (1 run, 0 reused)" in out, (out, err)
+    code, out, err = run([*argv, "--out", str(tmp_path / "dead")], capsys)  # eligible now: reused, nothing to connect to
+    assert code == 0 and "export: 1/1 samples eligible (0 run, 1 reused)" in out, (out, err)
 
 
 def _tree(root: Path, words: list[tuple[str, float, float]] | None) -> Path:

@@ -96,3 +96,31 @@ def test_audio_is_received_where_the_server_sent_it(runs: list[dict[str, Any]]) 
         onset = int(np.argmax(pl.audio != 0))
         lead = int(np.argmax(first.pcm != 0))  # the chunk's own leading zeros
         assert abs(onset - (round(first.received_at_s * 16000) + lead)) <= 1, (flavor, client, onset, first.received_at_s)
+
+
+def test_a_conversation_queued_behind_the_server_s_lock_waits_before_slot_0() -> None:
+    """Two sessions at once on one Kyutai-like server (the client's cap raised to 2, so the server's lock
+    queues the second): the second waits about the first's length for its handshake, that wait lies before
+    input slot 0, and its reply is received where an unqueued session's is."""
+    forget_pools()
+    srv = make_server("moshi", SERVED, options={"flavor": "kyutai"})
+    pcm = user_turn()
+    with ServerThread(srv) as th:
+        system = make_system(f"moshi:url={th.url(mw.CHAT_PATH)},flavor=kyutai,max_sessions_per_url=2")
+
+        async def both() -> list[Any]:
+            return list(await asyncio.gather(*(run_session_async(system, pcm, SampleInfo("candor_turn_taking", k, T, pcm.shape[0]))
+                                               for k in ("a", "b"))))
+
+        traces = asyncio.run(both())
+    waits = []
+    for tr in traces:
+        recs = tr.wire.records
+        v = verdict(recs, T, 10.0)
+        assert not set(v.reasons) - {"input_pacing_late"}, (v.reasons, v.detail)
+        (hs,) = [r for r in recs if r.get("event") == "handshake"]
+        assert hs["t"] < 0  # the wait is before slot 0: in no latency
+        waits.append(hs["handshake_s"])
+        first = next(it for it in received_items(recs, tr.wire.pcm()) if it.pcm is not None)
+        assert REPLY_AT - 0.1 < first.received_at_s < REPLY_AT + 0.3, first.received_at_s
+    assert min(waits) < 0.5 and max(waits) > T - 0.5, waits  # one waited for the other's whole conversation

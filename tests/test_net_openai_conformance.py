@@ -182,3 +182,33 @@ def test_completed_and_cancelled_responses_carry_the_whole_sequence(runs: dict[s
         assert "response.cancel" in [ev["type"] for ev in runs[name]["received"]], name
     assert "response.create" in [ev["type"] for ev in runs["ga_create"]["received"]]
     assert [e for e in runs["ga_barge_in"]["events"] if e["event"] == "truncate"]  # what was played, truncated
+
+
+# What the API always returns, though the SDK's types make it optional (strict validation cannot see it missing).
+GA_SESSION_KEYS = {"model", "instructions", "tools", "tool_choice", "max_output_tokens", "tracing", "prompt", "expires_at",
+                   "include", "output_modalities"}
+BETA_SESSION_KEYS = {"model", "instructions", "tools", "tool_choice", "max_response_output_tokens", "tracing",
+                     "input_audio_transcription", "input_audio_noise_reduction", "speed", "modalities"}
+RESPONSE_KEYS = {"ga": {"conversation_id", "output_modalities", "audio", "usage", "metadata"},
+                 "beta": {"conversation_id", "modalities", "usage", "metadata"}}
+
+
+def test_sessions_and_responses_carry_every_field_the_api_returns(runs: dict[str, dict[str, Any]]) -> None:
+    for name, run in runs.items():
+        dialect, sent = run["dialect"], run["sent"]
+        sessions = [ev["session"] for ev in sent if ev["type"] in ("session.created", "session.updated")]
+        assert len(sessions) >= 2, name
+        for s in sessions:
+            assert not (GA_SESSION_KEYS if dialect == "ga" else BETA_SESSION_KEYS) - set(s), (name, sorted(s))
+            if dialect == "ga":
+                assert {"transcription", "noise_reduction"} <= set(s["audio"]["input"]), name
+                assert "speed" in s["audio"]["output"], name
+        responses = [ev["response"] for ev in sent if ev["type"] in ("response.created", "response.done")]
+        assert responses, name
+        for r in responses:
+            assert not RESPONSE_KEYS[dialect] - set(r), (name, sorted(r))
+        done = [ev["response"] for ev in sent if ev["type"] == "response.done"]
+        assert all(r["output"] and r["usage"] for r in done), name  # the item it produced, and what it cost
+        committed = [ev for ev in sent if ev["type"] == "input_audio_buffer.committed"]
+        assert committed and all("previous_item_id" in ev for ev in committed), name
+        assert all(ev["previous_item_id"] is not None for ev in committed[1:]), name  # the item before it

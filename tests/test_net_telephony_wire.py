@@ -106,7 +106,7 @@ def _serializer(dialect: str, ids, codec: str, rate: int):  # noqa: ANN001, ANN2
 
 # (dialect, codec, rate) pipecat's serializers can take: Plivo's always reads and writes mu-law at 8 kHz.
 FORMATS = [("twilio", "mulaw", 8000), ("telnyx", "mulaw", 8000), ("telnyx", "alaw", 8000), ("plivo", "mulaw", 8000),
-           ("exotel", "l16", 8000), ("exotel", "l16", 16000)]
+           ("exotel", "l16", 8000), ("exotel", "l16", 16000), ("exotel", "l16", 24000)]
 
 
 @pytest.mark.parametrize(("dialect", "codec", "rate"), FORMATS)

@@ -1,6 +1,7 @@
 """Every command that writes: each output tried against each input (the same file, a hard link, a symlink, a path
 through `..`, a file inside an input folder, an input inside an output folder) is refused before any work, in one
-line naming the option, the output and the input, and the input is left as it was. The commands are found by
+line naming the option, the output and the input, and the input is left as it was; so is a hard link of a file
+inside an input folder. The commands are found by
 walking the CLI, so a new command is tried too."""
 
 from __future__ import annotations
@@ -138,6 +139,9 @@ def test_an_output_that_is_an_input_is_refused(c: Cmd, out: Any, inp: Any, tmp_p
     if owned is None:
         _refused(c, {inp.name: str(src.parent), out.name: str(src.parent / "new")}, tmp_path, capsys,
                  olabel, ilabel, "lies inside the input")
+        if out.name not in folders:  # a hard link, outside the folder, of a file inside it
+            _refused(c, {inp.name: str(src.parent), out.name: str(tmp_path / "link" / "hard.json")}, tmp_path, capsys,
+                     olabel, ilabel, "is a hard link of", "input.json")
     # an input inside an output folder (anywhere when the command writes it whole, else at a name it writes)
     if out.name in folders:
         writes = folders[out.name]

@@ -1,5 +1,6 @@
 """The real pipecat bot (`duplexeval serve pipecat`, pipecat's own transport, Silero VAD and turn handling) driven
-end to end over each transport on the whole demo set: every sample eligible, `fdb replay --check` identical, and
+end to end over each transport on the whole demo set: every sample eligible, `fdb replay --check` identical,
+pipecat's own turn decisions (RTVI user/bot started/stopped speaking) in the pipecat-ws and webrtc traces, and
 on the interruption subset pipecat's barge-in arrives as the protocol's signal and our playout stops with it.
 
 A sample the shared machine starved (`input_pacing_late`) is captured again once, alone, when at most
@@ -97,6 +98,43 @@ def test_every_demo_sample_is_eligible_and_replays_identically(bot_run: dict[str
         assert not result.changed and not result.manifest_changed
     if starved:
         pytest.skip(f"{len(starved)} sample(s) starved by the machine's load (input_pacing_late): {sorted(starved)}")
+
+
+def turn_messages_problem(records: list[dict[str, Any]]) -> str | None:
+    """What is wrong with pipecat's own turn decisions (RTVI user/bot started/stopped speaking) in a trace, if
+    anything: marked `timing`, the user's turn started (every demo sample has the user speak), and when the bot
+    spoke, the user's turn ended before and `bot-started-speaking` came with its first audio (the message may
+    overtake the audio by a WebRTC jitter buffer's hold and the loaded machine's lag)."""
+    first: dict[str, float] = {}
+    for r in records:
+        if r.get("timing"):
+            first.setdefault(str(r["rtvi"]), float(r["t"]))
+    audio = [float(r["t"]) for r in records if r["dir"] == "recv" and "audio" in r]
+    want = ["user-started-speaking"] + (["user-stopped-speaking", "bot-started-speaking"] if audio else [])
+    missing = [k for k in want if k not in first]
+    if missing:
+        return f"no {', '.join(missing)} in the trace"
+    if audio:
+        bot = first["bot-started-speaking"]
+        if first["user-started-speaking"] > bot:
+            return "bot-started-speaking before the user's first turn started"
+        if not min(audio) - 1.0 <= bot <= min(audio) + 0.3:
+            return f"first audio at {min(audio):.3f} s, bot-started-speaking at {bot:.3f} s"
+    return None
+
+
+def test_pipecats_turn_decisions_are_in_the_trace(bot_run: dict[str, Any]) -> None:
+    transport = bot_run["transport"]
+    if transport == "telephony":
+        pytest.skip("a carrier's stream carries no turn messages (pipecat's telephony serializers drop RTVI)")
+    checked = 0
+    for (subset, sid), (tree, row) in sorted(bot_run["where"].items()):
+        if row["reasons"]:
+            continue
+        problem = turn_messages_problem(_records(tree, subset, sid))
+        assert problem is None, f"{transport} {subset}/{sid}: {problem}"
+        checked += 1
+    assert checked, f"{transport}: no eligible sample"
 
 
 def _barge_ins(records: list[dict[str, Any]], transport: str) -> list[float]:

@@ -54,8 +54,24 @@ def test_the_audio_libraries_are_the_versions_we_sign() -> None:
     signed = audio_library_versions()
     assert signed.startswith(f"soxr {soxr}; soundfile {soundfile} (libsndfile ")
     # every system that resamples what it received signs them in its version (the manifest's record)
-    for spec in ("telephony", "telephony:dialect=exotel"):
-        assert signed in make_system(spec).version()
+    for spec in ("telephony", "telephony:dialect=exotel", "pipecat-ws", "webrtc", "pipecat"):
+        assert signed in make_system(spec).version(), spec
+
+
+def test_the_webrtc_signature_names_aiortc_and_its_jitter_buffer() -> None:
+    import aiortc
+
+    from duplexeval.systems.net.webrtc_media import JB_CAPACITY, JB_PREFETCH
+
+    version = make_system("webrtc").version()  # the manifest's system record
+    assert f"aiortc {aiortc.__version__}" in version
+    assert f"receive jitter buffer capacity {JB_CAPACITY} prefetch {JB_PREFETCH} (about {JB_PREFETCH * 20} ms)" in version
+    import inspect
+
+    from aiortc import rtcrtpreceiver
+
+    # the settings are aiortc's own for audio (private to RTCRtpReceiver), which the client keeps
+    assert f"JitterBuffer(capacity={JB_CAPACITY}, prefetch={JB_PREFETCH})" in inspect.getsource(rtcrtpreceiver)
 
 
 @pytest.mark.parametrize("module", ["pipecat.serializers.twilio", "pipecat.serializers.protobuf",

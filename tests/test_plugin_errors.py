@@ -429,3 +429,93 @@ def test_call_timeout_reaches_a_network_system_s_sessions(tiny: Dataset, tmp_pat
     manifest, _ = load_manifest(tmp_path / "t")
     (entry,) = manifest.samples
     assert not entry.eligible and "CallTimeout: open_session did not return within 0.001 s" in entry.extra["export"]["error"]
+
+
+# -- synchronous methods that never return ---------------------------------------------------------
+HANGING = '''
+import threading, time
+
+class Detector:
+    def predict_batch(self, items):
+        time.sleep(3600)
+
+class Controller:
+    def reset(self): pass
+    def step(self, user, agent, prev_state):
+        while True:  # busy, and catching what it can: the bound still ends it
+            try:
+                sum(range(1000))
+            except Exception:
+                pass
+
+class Manager:
+    def reset(self, view): pass
+    def on_event(self, event):
+        threading.Event().wait()  # a lock wait: interruptible on the main thread
+
+class Swallows(Manager):
+    def on_event(self, event):
+        try:
+            time.sleep(3600)
+        except BaseException:
+            return []  # it returned, but only after the bound: still an error
+'''
+
+
+@pytest.fixture
+def hanging(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv("DUPLEXEVAL_CALL_TIMEOUT", "0.1")
+    plugin_module(tmp_path, monkeypatch, "r3_hanging", HANGING)
+    yield "r3_hanging"
+    sys.modules.pop("r3_hanging", None)
+
+
+def test_a_synchronous_method_that_never_returns_is_bounded_per_call(hanging: str, tmp_path: Path) -> None:
+    import time
+
+    from duplexeval.controller.runtime.runner import load_controller, run
+    from duplexeval.dialogue.run import run_cases
+    from duplexeval.dialogue.simulator import Clock
+    from duplexeval.eot.predict import run_predict
+
+    t0 = time.monotonic()
+    with pytest.raises(InputError) as exc:
+        run_predict(_spans(), "r3_hanging:Detector", {}, tmp_path / "p.parquet", progress=False)  # type: ignore[arg-type]
+    assert str(exc.value) == ("tiny: turn 't1': EOT detector 'r3_hanging:Detector': predict_batch did not return within "
+                              "0.1 s (DUPLEXEVAL_CALL_TIMEOUT) (finished turns are kept; rerun to resume)")
+    with pytest.raises(PluginError, match=r"^controller 'r3_hanging:Controller': step did not return within 0.1 s "
+                                          r"\(DUPLEXEVAL_CALL_TIMEOUT\)$"):
+        run(load_controller("r3_hanging:Controller"), np.zeros(3 * 1280, np.float32), None, 3, None)
+    cases = _cases(tmp_path)
+    for cls in ("Manager", "Swallows"):  # each case is that case's recorded error; the run goes on
+        res = run_cases(cases, f"r3_hanging:{cls}", {}, Clock(), tmp_path / cls)  # type: ignore[arg-type]
+        assert res.failures == len(res.rows) == 6
+        assert {r["error"] for r in res.rows} == {
+            f"dialogue system 'r3_hanging:{cls}': on_event did not return within 0.1 s (DUPLEXEVAL_CALL_TIMEOUT)"}
+    assert time.monotonic() - t0 < 60  # 14 bounded calls of 0.1 s, not an hour
+
+
+def test_the_call_timeout_variable_is_checked_and_0_means_no_bound(hanging: str, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("DUPLEXEVAL_CALL_TIMEOUT", "soon")
+    code, err = run_cli(["controller", "bench", "r3_hanging:Controller", "--prefill", "0"], capsys)
+    assert code == 2 and err.strip().splitlines()[-1] == (
+        "duplexeval: error: DUPLEXEVAL_CALL_TIMEOUT='soon': expected seconds in [0, 86400] (0: no bound)")
+    from duplexeval.plugins import call_timeout_s
+
+    monkeypatch.setenv("DUPLEXEVAL_CALL_TIMEOUT", "0")
+    assert call_timeout_s() is None
+    monkeypatch.setenv("DUPLEXEVAL_CALL_TIMEOUT", "")
+    assert call_timeout_s() == 120.0
+
+
+def test_a_hanging_detector_through_the_cli_is_one_line_and_exit_2(hanging: str, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from eot_fixtures import write_eotbench_spans
+
+    spans = write_eotbench_spans(tmp_path / "spans.jsonl")
+    code, err = run_cli(["eot", "predict", "--spans", str(spans), "--detector", "r3_hanging:Detector",
+                         "--out", str(tmp_path / "p.parquet"), "--no-progress"], capsys)
+    assert code == 2, err
+    assert "predict_batch did not return within 0.1 s (DUPLEXEVAL_CALL_TIMEOUT)" in err and "Traceback" not in err

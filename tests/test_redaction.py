@@ -38,6 +38,8 @@ def encodings(key: str) -> dict[str, str]:
         "base64url": base64.urlsafe_b64encode(b).decode(),
         "base64url-nopad": base64.urlsafe_b64encode(b).decode().rstrip("="),
         "base64-percent": urllib.parse.quote(base64.b64encode(b).decode(), safe=""),
+        "hex": b.hex(),
+        "hex-upper": b.hex().upper(),
     }
 
 

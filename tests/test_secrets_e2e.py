@@ -14,15 +14,15 @@ import base64
 import json
 import logging
 import secrets
-import threading
 import urllib.parse
 import wave
 from pathlib import Path
 
 import numpy as np
 import pytest
+from net_fixtures import WsServerThread
 from test_redaction import decodes_to_key, encodings
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 
 from duplexeval import redaction
 from duplexeval.cli import main
@@ -31,26 +31,12 @@ KEY = 'sk-E2e"q\\u/+&=%20_' + secrets.token_hex(12)  # header-safe ASCII with JS
 KEY_ENV = "DUPLEXEVAL_ECHO_TEST_KEY"
 
 
-class EchoServer:
+class EchoServer(WsServerThread):
     """A websockets server on 127.0.0.1, in a thread, that echoes the Authorization header's key."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        super().__init__(self._session)
         self.keys: list[str] = []
-        self.port = 0
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._main, daemon=True)
-
-    def _main(self) -> None:
-        asyncio.set_event_loop(self.loop)
-
-        async def start() -> None:
-            self.server = await serve(self._session, "127.0.0.1", 0, compression=None, ping_interval=None)
-            self.port = self.server.sockets[0].getsockname()[1]
-
-        self.loop.run_until_complete(start())
-        self._ready.set()
-        self.loop.run_forever()
 
     async def _session(self, ws: ServerConnection) -> None:
         key = str(ws.request.headers.get("Authorization", "")).removeprefix("Bearer ")  # type: ignore[union-attr]
@@ -66,15 +52,6 @@ class EchoServer:
             await ws.send(message)
         await asyncio.sleep(0.3)
         await ws.close(4000, f"bad key {key}"[:120])
-
-    def __enter__(self) -> EchoServer:
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(5)
 
 
 def echoes(key: str, b: bytes) -> list[str]:

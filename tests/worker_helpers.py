@@ -115,3 +115,22 @@ def load_ctranslate2(_: object) -> str:
     import ctranslate2
 
     return str(ctranslate2.__version__)
+
+
+class HangingDetector:
+    """An EOT detector plugin whose predict_batch never returns."""
+
+    def predict_batch(self, items: list[object]) -> list[float]:
+        import time
+
+        time.sleep(3600)
+        return []
+
+
+def plugin_env(_: object = None) -> tuple[str | None, str | None]:
+    """The driver settings a worker sees: (DUPLEXEVAL_DEBUG, DUPLEXEVAL_CALL_TIMEOUT)."""
+    return os.environ.get("DUPLEXEVAL_DEBUG"), os.environ.get("DUPLEXEVAL_CALL_TIMEOUT")
+
+
+def stateful_plugin_env(state: object, item: object) -> tuple[str | None, str | None]:
+    return plugin_env()

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from duplexeval import redaction
@@ -32,6 +33,7 @@ from duplexeval.executors import (
     one_line,
     pin_numeric_threads,
 )
+from duplexeval.plugins import CALL_TIMEOUT_ENV, DEBUG_ENV
 
 INSTALL_HINT = "--executor ray needs Ray, an optional extra: pip install 'duplexeval[ray]'"
 DEPTH = 2  # items queued per actor: one running, one waiting, so an actor never idles on a round trip
@@ -88,6 +90,32 @@ def start_reaper() -> subprocess.Popen[bytes]:
 
 def make_ray_executor(spec: ExecutorSpec) -> RayExecutor:
     return RayExecutor(spec)
+
+
+# The driver's plugin settings (--debug, the per-call bound of plugin methods): a worker of a cluster that was
+# started elsewhere does not inherit the driver's environment, so they travel with the work.
+DRIVER_ENV = (DEBUG_ENV, CALL_TIMEOUT_ENV)
+
+
+@dataclass(frozen=True)
+class _InDriverEnv:
+    """`fn`, called with the driver's plugin settings in the worker's environment (unset in the driver: unset)."""
+
+    fn: Callable[..., Any]
+    env: tuple[tuple[str, str | None], ...]
+
+    def __call__(self, *args: Any) -> Any:
+        for name, value in self.env:
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        return self.fn(*args)
+
+
+def in_driver_env(fn: Callable[..., Any]) -> _InDriverEnv:
+    """`fn` wrapped to run with this process's values of ``DRIVER_ENV``."""
+    return _InDriverEnv(fn, tuple((name, os.environ.get(name)) for name in DRIVER_ENV))
 
 
 def _run_task(fn: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
@@ -193,7 +221,7 @@ class RayExecutor:
         cpus, gpus, slots = self._resources(False)
         remote = ray.remote(_run_task).options(num_cpus=cpus, num_gpus=gpus, max_retries=self.spec.max_retries,
                                                retry_exceptions=False)
-        fn_ref = ray.put(fn)
+        fn_ref = ray.put(in_driver_env(fn))
         pending: dict[Any, int] = {}
         done: dict[int, ItemResult[R] | ItemFailure] = {}
         nxt = sub = 0
@@ -227,7 +255,7 @@ class RayExecutor:
         ray = self.ray
         cpus, gpus, slots = self._resources(work.uses_gpu)
         actor_cls = ray.remote(num_cpus=cpus, num_gpus=gpus, max_restarts=0, max_task_retries=0)(_StatefulWorker)
-        init_ref, arg_ref, fn_ref = ray.put(work.init), ray.put(work.arg), ray.put(work.fn)
+        init_ref, arg_ref, fn_ref = ray.put(in_driver_env(work.init)), ray.put(work.arg), ray.put(in_driver_env(work.fn))
 
         def spawn() -> Any:
             return actor_cls.remote(init_ref, arg_ref)

@@ -169,8 +169,10 @@ def write_json(path: str | os.PathLike[str], obj: Any, *, private: bool = False)
     return atomic_write_text(path, dumps(obj), private=private)
 
 
-def append_text(path: str | os.PathLike[str], text: str, *, private: bool = False) -> None:
-    """Append UTF-8 text (a journal or log line) with known secrets redacted; the file is created with its mode."""
+def append_text(path: str | os.PathLike[str], text: str, *, private: bool = False, durable: bool = False) -> None:
+    """Append UTF-8 text (a journal or log line) with known secrets redacted; the file is created with its mode.
+
+    `durable`: fsync before returning (a resume journal whose lines must survive a killed run)."""
     path = Path(path)
     overwrite.check_write(path)
     data = redaction.scrub_text(text).encode("utf-8")
@@ -179,6 +181,9 @@ def append_text(path: str | os.PathLike[str], text: str, *, private: bool = Fals
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, file_mode(private))
         with os.fdopen(fd, "ab") as fh:
             fh.write(data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
     except OSError as exc:
         raise InputError(f"{path}: cannot write: {_write_problem(path, exc)}") from None
 

@@ -3,7 +3,7 @@
 `check_outputs` compares each output path with each input path of a command. Paths are compared as
 the files they name: after `..` and symlinks are resolved, and by device and inode, so a hard link to
 an input is that input. An output is refused when it is an input, when it lies inside an input folder
-the command does not write into (`Input.owned` lists the names a command writes into a folder it owns),
+the command does not write into (or is a hard link of a file there) (`Input.owned` lists the names a command writes into a folder it owns),
 and, for an output folder, when an input lies inside it (at one of the names the command writes there,
 or anywhere when the command writes the whole folder).
 
@@ -90,6 +90,27 @@ def _in_owned(inner: Path, folder: Path, patterns: Sequence[str]) -> bool:
     return _matches(_resolved(inner).relative_to(_resolved(folder)), patterns)
 
 
+def _hard_link_inside(path: Path, folder: Path) -> Path | None:
+    """The file inside `folder` that `path` is another hard link of (only looked for when `path` is an existing file
+    with more than one link, so the walk is rare); None otherwise."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if st.st_nlink < 2 or not os.path.isfile(path) or is_inside(path, folder):
+        return None
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            inner = Path(root) / name
+            try:
+                ist = os.stat(inner, follow_symlinks=False)
+            except OSError:
+                continue
+            if (ist.st_dev, ist.st_ino) == (st.st_dev, st.st_ino):
+                return inner
+    return None
+
+
 def check_outputs(outputs: Sequence[Output], inputs: Sequence[Input]) -> None:
     """One InputError line naming the option, the output and the input, for the first output that would
     replace or write inside an input (see the module docstring)."""
@@ -107,6 +128,11 @@ def check_outputs(outputs: Sequence[Output], inputs: Sequence[Input]) -> None:
                 if inp.owned is None or _in_owned(out.path, inp.path, inp.owned):
                     raise InputError(f"{what}: lies inside the input {inp.option} {inp.path}, which this command only "
                                      "reads; write the output outside it")
+            if inp.path.is_dir() and not out.folder:
+                inner = _hard_link_inside(out.path, inp.path)
+                if inner is not None and (inp.owned is None or _in_owned(inner, inp.path, inp.owned)):
+                    raise InputError(f"{what}: is a hard link of {inner}, inside the input {inp.option} {inp.path}; "
+                                     "it would be replaced; write the output somewhere else")
             if out.folder and is_inside(inp.path, out.path):
                 if out.writes is None or _in_owned(inp.path, out.path, out.writes):
                     raise InputError(f"{what}: the input {inp.option} {inp.path} lies inside this output folder, "

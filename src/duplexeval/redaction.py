@@ -10,12 +10,13 @@ Forms removed, for each secret `s` (its UTF-8 bytes `b`):
 - raw `s`; JSON-escaped once and twice (ASCII-only and not); percent-encoded (`quote`, `quote_plus`,
   upper- and lower-case hex);
 - base64 and base64url of `b`, with and without padding, and the same percent-encoded;
+- hex of `b`, lower- and upper-case (a server that echoes a value as bytes in hex);
 - `b` inside a longer base64 / base64url blob at any offset: for each offset modulo 3, the run of blob
   characters that holds only bits of `b` (the one character at each end of the key's span that mixes
   key bits with the blob's stays: at most 4 + 2 bits of the key);
 - a form cut short (a message capped at N characters): any run of at least `PARTIAL_MIN` characters
   that starts a form or ends one.
-Not covered: base64 split over lines (MIME wrapping), hex, other encodings of the key (and
+Not covered: base64 split over lines (MIME wrapping), hex inside a longer hex blob at an odd offset, other encodings of the key (and
 transformations a server might apply). Values shorter than `MIN_SECRET_LEN` are not secrets here (the
 docs suggest a placeholder such as `x` for a server that needs no key; redacting it would break files).
 Text is redacted with `[redacted]`; binary files (audio, parquet) get the same number of `*` bytes, so
@@ -100,7 +101,8 @@ def forms_of(secret: str) -> set[str]:
     b64 |= _b64_cores(b)
     for f in list(b64):
         b64 |= _percent_forms(f)
-    return {f for f in forms | b64 if f}
+    hexes = {b.hex(), b.hex().upper()}
+    return {f for f in forms | b64 | hexes if f}
 
 
 def _rebuild() -> None:

@@ -120,7 +120,7 @@ def controller_calibrate(
             typer.echo(f"{head}: threshold {c['threshold']} ({c['rule']})")
         typer.echo(f"policy written to {out}")
     emit_json(json_out, {**prov, "evaluation_policy": pol.to_json(), "table": info["table"]})
-    finish("calibrate", Status(0, f"thresholds chosen for {len(info['chosen'])} heads"))
+    finish("controller calibrate", Status(0, f"thresholds chosen for {len(info['chosen'])} heads"))
 
 
 def _check_policy_out(out: Path, new: dict[str, Any], force: bool) -> None:

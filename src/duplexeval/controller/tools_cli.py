@@ -130,7 +130,7 @@ def controller_label(
     write_data(out, clips, info=info)
     d = load_data(out)
     typer.echo(_summary(d, out))
-    finish("label", Status(0, f"{len(d.clips)} clips labelled (no rule beyond bad input)"))
+    finish("controller label", Status(0, f"{len(d.clips)} clips labelled (no rule beyond bad input)"))
 
 
 def _summary(d: ControllerData, out: Path) -> str:
@@ -166,7 +166,7 @@ def controller_run(
     write_data(out, clips, info=info)
     d = load_data(out)
     typer.echo(_summary(d, out))
-    finish("run", Status(0, f"{len(d.clips)} clips run (a controller error is exit 2)"))
+    finish("controller run", Status(0, f"{len(d.clips)} clips run (a controller error is exit 2)"))
 
 
 def controller_bench(

@@ -12,7 +12,7 @@ import typer
 from duplexeval.cli_options import emit_json, jobs_option, json_option, json_to_stdout, one_per_cpu
 from duplexeval.errors import RefusalError
 from duplexeval.executors import ExecutorSpec
-from duplexeval.exits import eligibility, fail_over_option, fail_under_option, finish, gated, parse_gates
+from duplexeval.exits import Status, eligibility, fail_over_option, fail_under_option, finish, gated, parse_gates
 from duplexeval.jsonio import atomic_write_text
 from duplexeval.reruns import read_header
 from duplexeval.specs import known_params, parse_spec, typed_params
@@ -60,6 +60,7 @@ def dialogue_synth(
     check_caseset_out(out, caseset_header(seed, n_miu, n_uim), force)
     atomic_write_text(out, caseset_text(seed, n_miu, n_uim, progress=not quiet))
     typer.echo(f"wrote {n_miu} MiU + {4 * n_uim} UiM cases to {out}")
+    finish("dialogue synth", Status(0, f"{n_miu + 4 * n_uim} cases in {out} (no rule beyond bad input)"))
 
 
 def dialogue_run(
@@ -94,7 +95,7 @@ def dialogue_run(
     for row in res.rows:
         ok, n = counts.get(row["family"], (0, 0))
         counts[row["family"]] = (ok + (row.get("outcome") != ERROR), n + 1)
-    finish("run", eligibility(counts, min_eligible, "without a system failure"))
+    finish("dialogue run", eligibility(counts, min_eligible, "without a system failure"))
 
 
 def dialogue_score(

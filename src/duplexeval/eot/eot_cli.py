@@ -153,7 +153,7 @@ def eot_predict(
         from duplexeval.progress import timing_line
 
         typer.echo(timing_line("predict", r.elapsed_s, sum(t.duration_s for t in ss.turns)), err=True)
-    finish("predict", Status(0, f"{r.n_turns} turns, {r.n_scored} scored predictions (a detector error is exit 2)"))
+    finish("eot predict", Status(0, f"{r.n_turns} turns, {r.n_scored} scored predictions (a detector error is exit 2)"))
 
 
 _MODE_HELP = "max (a span's largest p_eot; streaming detectors) or score_point (one score at --score-point)."
@@ -182,7 +182,7 @@ def eot_sweep(
     cfg = _sweep_config(score_mode, score_point, thresholds, action_delays, timeouts, min_hold, max_hold)
     run_sweep_command(predictions, out, cfg, force=force, bootstrap=bootstrap, selection_aware=selection_aware,
                       selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns, plots=plots)  # fmt: skip
-    finish("sweep", Status(0, "swept (no rule beyond bad input: gate the operating points with `eot compare`)"))
+    finish("eot sweep", Status(0, "swept (no rule beyond bad input: gate the operating points with `eot compare`)"))
 
 
 def eot_compare(
@@ -248,7 +248,7 @@ def eot_check(
     for line in format_check(spec, spans):
         typer.echo(line)
     found = warnings(spans)
-    finish("check", Status(1, "; ".join(found)) if found else Status(0, "its scores react to the audio (no warning)"))
+    finish("eot check", Status(1, "; ".join(found)) if found else Status(0, "its scores react to the audio (no warning)"))
 
 
 def register(apps: CliApps) -> None:

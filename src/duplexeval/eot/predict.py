@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 import time
 from collections.abc import Mapping
@@ -35,7 +34,7 @@ from duplexeval.eot.spans import (
 )
 from duplexeval.errors import InputError, RefusalError, clip
 from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
-from duplexeval.jsonio import check_output_file, dumps_line, sha256_bytes
+from duplexeval.jsonio import append_text, check_output_file, dumps_line, sha256_bytes
 from duplexeval.plugins import returned
 from duplexeval.progress import progress_bar
 from duplexeval.reruns import check_replace
@@ -281,34 +280,31 @@ def run_predict(
     resumed = len(spans.turns) - len(todo)
     t0 = time.monotonic()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fresh = not journal.exists()
-    with open(journal, "a", encoding="utf-8") as jf:
-        if fresh:
-            jf.write(dumps_line({"kind": JOURNAL_KIND, "run": run_id}))
-        ex = make_executor(executor)
-        tasks = [TurnTask(detector, options_json, t, settings) for t in todo]
-        n_new = 0
-        failure: ItemFailure | None = None
-        show = sys.stderr.isatty() if progress is None else progress
+    if not journal.exists():
+        append_text(journal, dumps_line({"kind": JOURNAL_KIND, "run": run_id}), durable=True)
+    ex = make_executor(executor)
+    tasks = [TurnTask(detector, options_json, t, settings) for t in todo]
+    n_new = 0
+    failure: ItemFailure | None = None
+    show = sys.stderr.isatty() if progress is None else progress
+    try:
+        prog = _Progress(len(spans.turns), show, done=resumed)
+        prog.start()
         try:
-            prog = _Progress(len(spans.turns), show, done=resumed)
-            prog.start()
-            try:
-                for res in ex.map_ordered(predict_turn_task, tasks):
-                    if isinstance(res, ItemFailure):
-                        failure = failure or res
-                        continue
-                    turn = todo[res.index]
-                    done[turn.id] = res.value
-                    jf.write(dumps_line({"id": turn.id, "rows": [list(r) for r in res.value]}))
-                    jf.flush()
-                    os.fsync(jf.fileno())
-                    n_new += 1
-                    prog.advance(n_new)
-            finally:
-                prog.stop()
+            for res in ex.map_ordered(predict_turn_task, tasks):
+                if isinstance(res, ItemFailure):
+                    failure = failure or res
+                    continue
+                turn = todo[res.index]
+                done[turn.id] = res.value
+                # scrubbed like every written line; a turn id that held a secret no longer matches, so it is redone
+                append_text(journal, dumps_line({"id": turn.id, "rows": [list(r) for r in res.value]}), durable=True)
+                n_new += 1
+                prog.advance(n_new)
         finally:
-            ex.close()
+            prog.stop()
+    finally:
+        ex.close()
     if failure is not None:
         bad = todo[failure.index].id
         raise InputError(f"{spans.name}: turn {bad!r}: {failure.reason} (finished turns are kept; rerun to resume)")

@@ -38,7 +38,7 @@ def check_command(
     for line in format_check(res):
         typer.echo(line)
     warnings = res.warnings()
-    finish("check", Status(1, "; ".join(warnings)) if warnings else
+    finish("systems check", Status(1, "; ".join(warnings)) if warnings else
            Status(0, "the system answered with speech the ASR transcribed (no warning)"))
 
 

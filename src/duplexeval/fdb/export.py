@@ -144,8 +144,9 @@ def export(
     elif made:
         remote = len(made)  # the concurrent pre-pass ran them; the loop below finds them in the journal
         force = False
+    prepassed = bool(remote) or concurrency > 1 and (executor is None or executor.kind == "local")
     entries, ran, reused = build_samples(out, run, force, progress and not remote and concurrency == 1, chosen,
-                                         key_of, make, f"export {system.name}")
+                                         key_of, make, f"export {system.name}", redo_ineligible=not prepassed)
     ran, reused = ran + remote, reused - remote
     info = {"tool": "duplexeval fdb export", "clock": "wall" if wall else "virtual", "frame_samples": 1280,
             "playout": PLAYOUT_POLICY, "call_timeout_s": call_timeout_s}

@@ -30,7 +30,7 @@ NEXT_STEP = {
     "server_error": "the server sent an error: its message is in the sample's trace.jsonl (first below)",
     "disconnected": "the server closed the connection before T: see its logs and the sample's trace.jsonl",
     "protocol_violation": "the server broke the protocol: the record that did is marked `violation` in trace.jsonl",
-    "timeout": "the server stopped answering: see `stalled_from_s` in the sample's trace.json",
+    "timeout": "the server stopped answering (from `stalled_from_s` in the sample's trace.json) or never answered in time (the first timeout line below)",
 }
 EXAMPLES = 3
 
@@ -87,7 +87,7 @@ def _summary(kind: str, result: ExportResult, outputs: Path | None = None) -> No
 def export_command(
     system: str = typer.Option(..., "--system", help="NAME[:key=value,...], e.g. 'turn-based:silence_ms=700' (see docs/systems.md)."),
     dataset: str = typer.Option(..., "--dataset", help="An FDB v1.0 folder, a synth folder, or 'demo'."),
-    out: Path = typer.Option(..., "--out", help="Tree folder to write (resumes an interrupted export of the same run)."),
+    out: Path = typer.Option(..., "--out", help="Tree folder to write (resumes an export of the same run: keeps its eligible samples, runs the others again)."),
     subset: list[str] | None = typer.Option(None, "--subset", help="Only this subset (repeatable)."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
     force: bool = typer.Option(False, "--force", help="Write into a tree made by another system/dataset, redoing every sample."),

@@ -99,9 +99,11 @@ def dataset_mismatch(sample: SampleLike, sample_dir: Path, T: float) -> str | No
 
 
 def finished_entry(journal: ResumeJournal, sample_dir: Path, input_sha: str, key: str,
-                   annotation_sha: str | None = None) -> SampleEntry | None:
+                   annotation_sha: str | None = None, redo_ineligible: bool = False) -> SampleEntry | None:
     """The sample's manifest entry from its trace.json when the journal trusts it (this run, sample `key`, this input
-    and this annotation, files intact); None means the sample is (re)done."""
+    and this annotation, files intact); None means the sample is (re)done. With `redo_ineligible` (export: its input
+    did not change, but a fault or a late input may not recur) a sample that ended ineligible is done again, so a
+    rerun retries exactly what failed, as `fdb asr` does; import's key is the output file, so a new file redoes it."""
     try:
         trace = read_trace(sample_dir)
     except InputError:
@@ -110,14 +112,16 @@ def finished_entry(journal: ResumeJournal, sample_dir: Path, input_sha: str, key
         return None  # a journal copied from another sample's folder names that sample, not this one
     if trace.head.annotation_sha256 != annotation_sha:
         return None  # made from another annotation than the dataset holds for this sample now (a copied entry)
-    return trace.result if journal.trusts(trace.journal_entry, key, input_sha, sample_dir) else None
+    if not journal.trusts(trace.journal_entry, key, input_sha, sample_dir):
+        return None
+    return None if redo_ineligible and not trace.result.eligible else trace.result
 
 
 def unfinished(journal: ResumeJournal, out: Path, samples: Sequence[SampleKey], input_shas: list[str], force: bool) -> list[int]:
-    """Indexes of the samples this run has not finished (all of them with `force`)."""
+    """Indexes of the samples an export must run: not finished by this run, or ended ineligible (all with `force`)."""
     return [i for i, s in enumerate(samples)
             if force or finished_entry(journal, out / s.subset / s.id, input_shas[i], f"{s.subset}/{s.id}",
-                                       dataset_annotation_sha256(s)) is None]
+                                       dataset_annotation_sha256(s), redo_ineligible=True) is None]
 
 
 def copy_annotation(sample: SampleLike, dest_dir: Path) -> tuple[dict[str, str], list[str], str | None]:
@@ -179,12 +183,14 @@ def build_samples(
     key_of: Callable[[int], tuple[str, P]],
     make: Callable[[int, str, str, P], SampleEntry],
     label: str,
+    redo_ineligible: bool = False,
 ) -> tuple[list[SampleEntry], int, int]:
     """The per-sample loop export and import share: (entries, made, reused).
 
     Refuses a tree from another run (`open_journal`); then for sample i, `key_of(i)` gives the hash that
     identifies its input plus whatever `make` needs; a sample this run already finished from the same input is
-    reused, else `make(i, run_sha, key, payload)` writes it.
+    reused, else `make(i, run_sha, key, payload)` writes it; with `redo_ineligible`, a sample that ended ineligible is
+    made again (finished_entry).
     """
     journal = open_journal(out, run, force)
     entries: list[SampleEntry] = []
@@ -194,7 +200,7 @@ def build_samples(
             key, payload = key_of(i)
             name = f"{sample.subset}/{sample.id}"
             entry = None if force else finished_entry(journal, out / sample.subset / sample.id, key, name,
-                                                      dataset_annotation_sha256(sample))
+                                                      dataset_annotation_sha256(sample), redo_ineligible)
             if entry is None:
                 entry = make(i, journal.run_sha256, key, payload)
                 ran += 1

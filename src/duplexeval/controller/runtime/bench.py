@@ -19,7 +19,7 @@ import numpy as np
 from duplexeval.controller.format.data import STATES
 from duplexeval.controller.runtime.registry import controller_config
 from duplexeval.errors import InputError
-from duplexeval.plugins import call, unwrap
+from duplexeval.plugins import call_bounded, call_timeout_s, unwrap
 from duplexeval.stats import NO_DATA, Quantile
 from duplexeval.units import FRAME_SAMPLES
 
@@ -79,6 +79,8 @@ def bench(ctl: Any, prefill: int = 64, updates: int = 200, repeats: int = 3, see
         raise InputError(f"bench: need prefill >= 0, updates >= 1, repeats >= 1 (got {prefill}, {updates}, {repeats})")
     user, agent = _inputs(prefill + updates, seed)
     raw, kind, spec = unwrap(ctl)  # timed on the object itself; a failure is still one line naming the plugin
+    per_step = call_timeout_s()
+    row_bound = None if per_step is None else per_step * updates  # one timer around the timed row, not per step
     times_ns: list[list[int]] = []
     how = "none"
 
@@ -93,7 +95,7 @@ def bench(ctl: Any, prefill: int = 64, updates: int = 200, repeats: int = 3, see
     for _ in range(repeats):
         ctl.reset()
         how = _prefill(ctl, user[:prefill], agent[:prefill]) if prefill else "none"
-        times_ns.append(call(kind, spec, "step", timed))
+        times_ns.append(call_bounded(kind, spec, "step", row_bound, timed))
     # memory: a separate, untimed repeat under tracemalloc
     ctl.reset()
     if prefill:

@@ -515,6 +515,7 @@ class ServerProcess:
         self.start_timeout_s = start_timeout_s
         self.proc: Any = None
         self._url = ""
+        self.announced = ""
 
     def start(self) -> ServerProcess:
         import re
@@ -543,6 +544,7 @@ class ServerProcess:
             err = self._stderr.read()[-500:]
             raise RuntimeError(f"`duplexeval serve` did not start: {' '.join(err.split()) or 'no output'}")
         self._url = m.group(1)
+        self.announced = line[0].strip()  # the line the server printed when it listened (its settings, its URL)
         return self
 
     def url(self, path: str = "/") -> str:

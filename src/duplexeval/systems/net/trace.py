@@ -17,7 +17,9 @@ Contract (shared by every protocol adapter):
   `session_bound`, `input_end`; `replica` (first: which replica of `url` the session ran on, the
   attempt, `queued_s` waiting for a slot) and `replica_retry` (an earlier attempt of the sample on a
   replica that failed: its reasons; see replicas.py). Neither bears on eligibility. Telephony adds
-  `no_reply` (nothing from the bot within `reply_within_s`: a `timeout`).
+  `no_reply` (nothing from the bot within `reply_within_s`: a `timeout`); pipecat-ws and webrtc
+  `handshake_timeout` (no `bot-ready`); webrtc `jitter_buffer` (the receive buffer's settings and holds).
+  docs/network.md lists the fields each protocol adds to its received records.
 - `verdict(records, T, stall_s)` and `received_items(records, pcm)` are pure: the live export and
   `duplexeval fdb replay` call the same two functions (through `network_outcome`), so a replay is byte-identical by
   construction.
@@ -310,7 +312,8 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
 
 def how_it_ended(records: list[dict[str, Any]]) -> str | None:
     """A few words on how a session failed without an error or a violation: the server's close (during the
-    handshake or not), the last failed connect attempt, or the handshake wait that ran out."""
+    handshake or not), the last failed connect attempt, the handshake wait that ran out, or a bot that sent
+    nothing within `reply_within_s` (telephony)."""
     opened = any(r.get("event") == "opened" for r in records)
     started = any(r.get("dir") == "send" and "slot_s" in r for r in records)  # input slot 0 was reached
     for rec in reversed(records):
@@ -320,6 +323,8 @@ def how_it_ended(records: list[dict[str, Any]]) -> str | None:
             return f"closed by the server{when} (code {rec.get('code')})"
         if ev == "handshake_timeout":
             return f"no handshake within {rec.get('waited_s')} s"
+        if ev == "no_reply":
+            return f"nothing from the bot within {rec.get('within_s')} s of the first input (reply_within_s)"
         if ev == "connect_attempt" and rec.get("result") != "ok" and not opened:
             return f"connect attempt {rec.get('attempt')}: {rec.get('result')}"
     return None

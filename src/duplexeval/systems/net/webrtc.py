@@ -33,7 +33,7 @@ every received frame's record keeps its RTP timestamp (`rtp_ts`, rebased to the 
 how long the buffer held it (`jb_s`: from its packet's arrival to its release) and how long the decoder
 took to hand it over (`decode_s`), so its packet arrived at t - decode_s - jb_s; the `jitter_buffer`
 meta record at the end summarises the holds (median, p90, max). The bot's own receive jitter buffer (aiortc's in pipecat's SmallWebRTC) is not
-visible from here; `benchmarks/webrtc_jitter.py` measures both directions on loopback.
+visible from here; `benchmarks/pipecat_transport_timing.py` measures both directions on loopback.
 
 Reasons: `connect_failed` (no answer: refused, 503 four times, another HTTP status, no connection or data
 channel within `open_timeout_s`), `protocol_violation` (an answer that is not an SDP answer, a data

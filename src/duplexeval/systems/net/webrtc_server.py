@@ -9,7 +9,7 @@ emitted, silence otherwise (pipecat's `RawAudioTrack` with auto-silence); its ba
 queued; RTVI over the client's data channel: `bot-ready` answers `client-ready`, `user-started-speaking`
 / `user-stopped-speaking` from the system's listener, `bot-started-speaking` with each reply and
 `bot-stopped-speaking` at a barge-in. Both ends use `webrtc_media.StampingJitterBuffer`, so the uplink's
-hold times are kept too (`server.events`, for benchmarks/webrtc_jitter.py).
+hold times are kept too (`server.uplink_held`, for benchmarks/pipecat_transport_timing.py).
 
 Faults (`--fault`, S after the first input frame): `disconnect@S` closes the peer connection, `error@S`
 sends an RTVI `error` with `fatal`, `malformed@S` a data channel message that is not JSON, `oversize@S`

@@ -50,10 +50,10 @@ class BotConfig:
             raise ValueError(f"--transport must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}")
         if self.turn not in TURNS:
             raise ValueError(f"--turn must be one of {', '.join(TURNS)}, got {self.turn!r}")
-        for key, lo, hi in (("stop_secs", 0.0, 10.0), ("speech_timeout_s", 0.0, 10.0)):
+        for key, option, lo, hi in (("stop_secs", "--stop-secs", 0.0, 10.0), ("speech_timeout_s", "--speech-timeout", 0.0, 10.0)):
             v = getattr(self, key)
             if not (math.isfinite(v) and lo <= v <= hi):
-                raise ValueError(f"--{key.replace('_', '-').replace('-s', '')} must be between {lo:g} and {hi:g} seconds, got {v}")
+                raise ValueError(f"{option} must be between {lo:g} and {hi:g} seconds, got {v}")
         if not (0 <= self.think_ms <= 60000):
             raise ValueError(f"--think-ms must be between 0 and 60000, got {self.think_ms}")
         if not self.reply.strip():
