@@ -3,7 +3,9 @@
 Builds a synthetic v1.5 tree (espeak-ng stimuli of the four scenarios and a scripted system whose replies and
 transcripts are exact: `duplexeval.fdb.tasks.overlap.synth`), copies it twice, and runs on the copies
 
-- ours: `overlap.official.evaluate_subset` per subset (Silero v5 by default, Praat, our behaviour judge);
+- ours: the tree adopted by `fdb import` and `fdb asr --backend import`, then the stages `fdb evaluate` (the
+  official rules through the v1.5 task package: Silero v5 by default, Praat, our behaviour judge) and `fdb score`
+  (our rules), timed apart from the adoption;
 - theirs: the official scripts of a local checkout (`--official DIR`, CC BY-NC, never copied into this
   project), run as their README runs them, one process per script and subset, in `--official-python` (a venv
   with torch 2.13.0 CPU, praat-parselmouth, librosa, pandas, scipy, statsmodels and pip `silero-vad==5.1.2`).
@@ -53,7 +55,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from duplexeval.audio import write_wav_pcm16  # noqa: E402
-from duplexeval.fdb.tasks.overlap import layout, synth  # noqa: E402
+from duplexeval.fdb.dataset import load_dataset  # noqa: E402
+from duplexeval.fdb.tasks.overlap import synth  # noqa: E402
 from duplexeval.fdb.tasks.overlap.scenarios import SUBSET_ORDER  # noqa: E402
 from duplexeval.jsonio import write_json  # noqa: E402
 
@@ -314,31 +317,60 @@ def collect_official(root: Path, cwd: Path, tests: list[dict[str, Any]] | None) 
 # --------------------------------------------------------------------------------------------------- ours
 
 
-def run_ours(tree: Path, judge_url: str, silero_name: str, subsets: tuple[str, ...] = SUBSET_ORDER) -> tuple[dict[str, Any], float]:
-    """Our official rules (evaluate) on every subset; their results and the wall time."""
-    from duplexeval.fdb.tasks.overlap import official
-    from duplexeval.fdb.tasks.overlap.behavior import load_prompt
-    from duplexeval.fdb.tasks.overlap.judge import BehaviorJudge, JudgeSettings
-    from duplexeval.fdb.tasks.overlap.silero import choose
+def stage_tree(tree: Path) -> Path:
+    """Where ours puts the FDB tree made from `tree` (`fdb import` + `fdb asr --backend import`)."""
+    return tree.with_name(tree.name + "-fdb")
 
-    prompt = load_prompt(os.environ["FDB15_PROMPT"])
+
+def prepare_ours(tree: Path) -> tuple[Path, float]:
+    """The benchmark tree as an FDB tree: `fdb import` (both outputs beside the inputs, the four transcripts) and
+    `fdb asr --backend import` (the scripted transcripts adopted as they are); the FDB tree and the wall time."""
+    from duplexeval.fdb import asr_stage
+    from duplexeval.fdb.import_outputs import import_outputs
+
+    out = stage_tree(tree)
+    shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
-    choice = choose(silero_name)
-    judge = BehaviorJudge.create(JudgeSettings(base_url=judge_url, api_key_env=""), prompt, tree)
-    out = {s: official.result_json(official.evaluate_subset(s, tree / s, choice, judge))
-           for s in subsets if (tree / s).is_dir()}
+    import_outputs(tree, tree, out, name="scripted", progress=False)
+    res = asr_stage.run(out, backend="import", declare="scripted-transcripts", progress=False)
+    if res.failed:
+        raise SystemExit(f"asr import failed: {res.errors[:3]}")
     return out, time.perf_counter() - t0
+
+
+def as_result(sub: dict[str, Any]) -> dict[str, Any]:
+    """A summary.json subset block in the shape `compare` reads (the official per-sample files, aggregate, tests)."""
+    from duplexeval.fdb.tasks.overlap.before_after import METRIC_ORDER
+
+    samples = {r["id"]: {k: r[k] for k in ("general_split", "latency_intervals", "content_tag", "notes")}
+               for r in sub["samples"] if r.get("evaluated")}
+    m = sub["metrics"]
+    aggregate = {side: {k: m[f"{side}_{k}"]["value"] for k in METRIC_ORDER if m[f"{side}_{k}"]["value"] is not None}
+                 for side in ("pre", "post")}
+    return {"samples": samples, "aggregate": aggregate, "ratios": sub.get("ratios_log"), "tests": sub["tests"]}
+
+
+def run_ours(tree: Path, judge_url: str, silero_name: str, subsets: tuple[str, ...] = SUBSET_ORDER) -> tuple[dict[str, Any], float]:
+    """`fdb evaluate` (the stage: official rules through the task package, the behaviour judge) on the FDB tree made
+    from `tree`; the results of every subset and the stage's wall time (the tree is prepared first, untimed here)."""
+    from duplexeval.fdb.official import evaluate
+
+    out = stage_tree(tree) if (stage_tree(tree) / "asr.json").is_file() else prepare_ours(tree)[0]
+    t0 = time.perf_counter()
+    summary = evaluate(out, subsets=[s for s in subsets if (tree / s).is_dir()], judge="openai", progress=False,
+                       base_url=judge_url, api_key_env="",
+                       options={"silero": silero_name, "behavior_prompt": os.environ["FDB15_PROMPT"]})
+    took = time.perf_counter() - t0
+    return {s: as_result(b) for s, b in summary["subsets"].items()}, took
 
 
 def run_our_score(tree: Path, subsets: tuple[str, ...] = SUBSET_ORDER) -> tuple[dict[str, Any], float]:
-    """Our unified rules (score) on every subset, reading the judge's tags the evaluate step left; wall time."""
-    from duplexeval.fdb.tasks.overlap import score
-    from duplexeval.vad import load_vad
+    """`fdb score` (our rules) on the FDB tree made from `tree`, reading the judge's tags evaluate left; wall time."""
+    from duplexeval.fdb.unified import score
 
     t0 = time.perf_counter()
-    vad = load_vad()
-    out = {s: score.score_subset(s, tree / s, vad)[1] for s in subsets if (tree / s).is_dir()}
-    return out, time.perf_counter() - t0
+    res = score(stage_tree(tree))
+    return {s: b for s, b in res.unified["subsets"].items() if s in subsets}, time.perf_counter() - t0
 
 
 # ------------------------------------------------------------------------------------------------ compare
@@ -420,16 +452,20 @@ def main() -> None:
     (tree / "done").unlink()
     hashes = tree_hashes(tree)
     (tree / "done").write_text("")
-    layout.load_samples(tree)  # our loader accepts the tree (it also holds outputs and transcripts)
+    load_dataset(tree)  # the FDB dataset loader accepts the tree (it also holds outputs and transcripts)
     os.environ["FDB15_PROMPT"] = str(args.official)
     copies = {}
     for side in ("ours", "theirs"):
         copies[side] = base / side
         shutil.rmtree(copies[side], ignore_errors=True)
+        shutil.rmtree(stage_tree(copies[side]), ignore_errors=True)
         shutil.copytree(tree, copies[side])
     load = os.getloadavg()
     subsets = tuple(args.subset) if args.subset else SUBSET_ORDER
     n_samples = sum(counts[s] for s in subsets)
+    _, t_prep = prepare_ours(copies["ours"])
+    print(f"ours fdb import + fdb asr --backend import ({sum(counts.values())} samples): {t_prep:.1f} s "
+          f"(load {os.getloadavg()[0]:.1f})", flush=True)
     with FakeJudge() as judge:
         ours, t_ours = run_ours(copies["ours"], judge.url, args.silero, subsets)
         print(f"ours evaluate ({n_samples} samples): {t_ours:.1f} s (load {os.getloadavg()[0]:.1f})", flush=True)

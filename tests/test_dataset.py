@@ -11,6 +11,7 @@ import soundfile as sf
 
 from duplexeval.errors import InputError
 from duplexeval.fdb.dataset import load_dataset
+from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.tasks.backchannel.groundtruth import ICC_GT_FILE, read_icc_gt
 from duplexeval.fdb.tree import SUBSETS
 
@@ -55,7 +56,7 @@ def make_fdb(root: Path, nested: bool) -> Path:
 def test_real_layout_either_depth(tmp_path, nested):
     ds = load_dataset(make_fdb(tmp_path / "fdb", nested))
     assert ds.kind == "fdb-v1.0"
-    assert ds.declared == {k: v.declared for k, v in SUBSETS.items()}
+    assert ds.declared == {k: v.declared for k, v in SUBSETS.items() if task_of(k).dataset.release == "fdb-v1.0"}
     assert [s.key for s in ds.samples()] == [
         "candor_pause_handling/1", "synthetic_pause_handling/2", "candor_turn_taking/2", "candor_turn_taking/10",
         "synthetic_user_interruption/1", "icc_backchannel/0", "icc_backchannel/1",
@@ -71,7 +72,7 @@ def test_real_layout_either_depth(tmp_path, nested):
     assert all(s.annotation_path is None for s in bc)
     assert read_icc_gt(ds.file(ICC_GT_FILE)) == {"0": [0.25, 0.75], "1": [0.5, 0.5]}
     assert ds.samples("synthetic_pause_handling")[0].dir.parent.name == "synthetic_pause_handling"
-    assert ds.subsets() == list(SUBSETS)
+    assert ds.subsets() == [k for k in SUBSETS if task_of(k).dataset.release == "fdb-v1.0"]
 
 
 def _edit(root: Path, rel: str, obj) -> Path:
@@ -144,7 +145,7 @@ def test_structural_errors(tmp_path):
         load_dataset(root)
 
     (tmp_path / "empty").mkdir()
-    with pytest.raises(InputError, match="no FDB v1.0 subset folders"):
+    with pytest.raises(InputError, match="no FDB subset folders"):
         load_dataset(tmp_path / "empty")
     with pytest.raises(InputError, match="not found"):
         load_dataset(tmp_path / "nowhere")

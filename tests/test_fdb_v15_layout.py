@@ -1,4 +1,5 @@
-"""Reading the official v1.5 layout: every problem is one line naming the file and the sample."""
+"""Reading the official v1.5 layout with the FDB dataset loader: every problem is one line naming the file and the
+sample."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 
 from duplexeval.audio import write_wav_pcm16
 from duplexeval.errors import InputError
-from duplexeval.fdb.tasks.overlap import layout, synth
+from duplexeval.fdb.dataset import load_dataset
+from duplexeval.fdb.tasks.overlap import synth
 
 
 def sample(root, subset="user_backchannel", sid="0", T=2.0, ts=(0.5, 0.9), clean=True):
@@ -26,9 +28,9 @@ def test_reads_v1_5_folder_either_depth_in_order(tmp_path):
     for sid in ("10", "2", "a"):
         sample(tmp_path / "v1_5", sid=sid)
     sample(tmp_path / "v1_5" / "talking_to_other", subset="talking_to_other", sid="1")  # doubled depth
-    got = layout.load_samples(tmp_path)
+    got = load_dataset(tmp_path).samples()
     assert [s.key for s in got] == ["user_backchannel/2", "user_backchannel/10", "user_backchannel/a", "talking_to_other/1"]
-    assert got[0].metadata.end == 0.9 and got[0].T == 2.0 and got[0].T_clean == 2.0
+    assert got[0].record.end == 0.9 and got[0].T == 2.0 and (got[0].dir / "clean_input.wav").is_file()
 
 
 @pytest.mark.parametrize("fault, message", [
@@ -50,7 +52,7 @@ def test_bad_samples_are_one_line_errors(tmp_path, fault, message):
     if fault == "no_meta":
         (d / "metadata.json").unlink()
     with pytest.raises(InputError) as exc:
-        layout.load_samples(tmp_path)
+        load_dataset(tmp_path).samples()
     text = str(exc.value)
     assert message in text and "\n" not in text and "user_backchannel/0" in text
 
@@ -58,13 +60,13 @@ def test_bad_samples_are_one_line_errors(tmp_path, fault, message):
 def test_unsafe_id_and_near_miss_folder_are_refused(tmp_path):
     sample(tmp_path, sid="x y")
     with pytest.raises(InputError, match="not allowed"):
-        layout.load_samples(tmp_path)
+        load_dataset(tmp_path).samples()
     (tmp_path / "user_backchannel" / "x y").rename(tmp_path / "user_backchannel" / "0")
     (tmp_path / "User-Backchannel").mkdir()
     with pytest.raises(InputError, match="differs from the subset 'user_backchannel' only in case"):
-        layout.load_samples(tmp_path)
-    with pytest.raises(InputError, match="no FDB v1.5 subset folders"):
-        layout.load_samples(tmp_path / "user_backchannel")
+        load_dataset(tmp_path).samples()
+    with pytest.raises(InputError, match="no FDB subset folders"):
+        load_dataset(tmp_path / "user_backchannel").samples()
 
 
 def test_synth_is_deterministic_and_its_timestamps_are_the_event(tmp_path):
@@ -78,7 +80,7 @@ def test_synth_is_deterministic_and_its_timestamps_are_the_event(tmp_path):
     level = np.abs(a.input - a.clean_input).max() / np.abs(a.clean_input).max()
     assert level < 0.7  # the aside is quieter than the user
     root = synth.write_set(tmp_path / "set", synth.small(1))
-    got = layout.load_samples(root)
+    got = load_dataset(root).samples()
     assert [s.subset for s in got] == list(synth.SUBSET_ORDER)
     assert json.loads((root / synth.DATASET_FILE).read_text())["declared"] == synth.small(1)
 
@@ -90,7 +92,7 @@ def test_fdb_synth_v15_command(tmp_path, capsys):
     with pytest.raises(SystemExit) as ok:
         main(["fdb", "synth", "--v15", "1", "--out", str(out), "-q"])
     assert ok.value.code == 0
-    assert [s.key for s in layout.load_samples(out)] == [f"{s}/0" for s in synth.SUBSET_ORDER]
+    assert [s.key for s in load_dataset(out).samples()] == [f"{s}/0" for s in synth.SUBSET_ORDER]
     with pytest.raises(SystemExit) as again:
         main(["fdb", "synth", "--v15", "1", "--out", str(out), "-q"])
     assert again.value.code == 2

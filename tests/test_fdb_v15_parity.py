@@ -1,9 +1,10 @@
-"""Our FDB v1.5 official-rule engine equals the official v1.5 scripts, value for value.
+"""`duplexeval fdb evaluate` on an FDB v1.5 tree equals the official v1.5 scripts, value for value.
 
 `tests/data/fdb_v15/official.json` holds what the official scripts (DanielLin94144/Full-Duplex-Bench HEAD,
 run by `benchmarks/v15_vs_official.py --fixture` with the stand-ins it lists) wrote on a synthetic v1.5 tree of
 48 samples, with that tree's file hashes. In CI the tree is rebuilt from the same seed, checked against those
-hashes, evaluated by us with the same fake judge, and every value compared. The live test runs the official
+hashes, adopted as an FDB tree (`fdb import`, `fdb asr --backend import`), evaluated by the `fdb evaluate` stage
+with the same fake judge, and every value compared. The live test runs the official
 scripts themselves and is skipped unless a checkout, its venv and the Silero hub folder are named.
 """
 
@@ -56,7 +57,7 @@ def test_equals_the_official_scripts_recorded_output(tmp_path, monkeypatch):
     tags = {t for s in ours.values() for r in s["samples"].values() for t in (r["content_tag"] or {}).get("behaviour", [])}
     assert tags == {"C_RESPOND", "C_RESUME", "C_UNCERTAIN_HANDLING", "C_UNKNOWN"}
     assert sum(len(s["tests"]) for s in ours.values()) >= 8
-    journal = [json.loads(x) for x in (tree / "behavior-judge-log.jsonl").read_text().splitlines()]
+    journal = [json.loads(x) for x in (h.stage_tree(tree) / "behavior-judge-log.jsonl").read_text().splitlines()]
     assert any(x.get("attempt") == 2 for x in journal)
     post = [r["general_split"]["post"]["mean_intensity"] for s in ours.values() for r in s["samples"].values()]
     assert min(post) < -100 < max(post)  # the dBFS fallback on digital silence and Praat's scale both occur

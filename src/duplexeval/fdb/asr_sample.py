@@ -20,7 +20,7 @@ from duplexeval.audio import read_audio, resample
 from duplexeval.errors import DuplexEvalError, InputError, clip
 from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.transcript import parse_output_json, transcript_bytes
-from duplexeval.fdb.tree import MANIFEST_FILE, OUTPUT_JSON, OUTPUT_WAV
+from duplexeval.fdb.tree import MANIFEST_FILE, OUTPUT_JSON, OUTPUT_WAV, TRANSCRIPTS_KEY
 from duplexeval.fdb.verified import VerifyError, parse_json, read_verified, read_verified_json
 from duplexeval.jsonio import atomic_write_bytes, sha256_bytes
 from duplexeval.schemas import validate
@@ -45,6 +45,12 @@ class SampleTask:
     annotation: str | None
     annotation_sha256: str | None
     generate: bool  # False: import the existing output.json
+    # The task's further transcripts (`SampleLayout.transcripts()` besides output.json): (audio file, its hash in
+    # manifest.json, transcript file); each is made like output.json, from the whole audio, none overwriting another.
+    more: tuple[tuple[str, str, str], ...] = ()
+
+    def transcript_names(self) -> tuple[str, ...]:
+        return (OUTPUT_JSON, *(j for _, _, j in self.more))
 
 
 def _read_cut(task: SampleTask) -> float:
@@ -84,6 +90,8 @@ def process_sample(backend: Backend | None, task: SampleTask) -> dict[str, Any]:
             rec.update({"status": "ok", "output.json": digest, "n_words": len(words)})
             if "unaligned" in stats:
                 rec["unaligned_words"] = int(stats["unaligned"])
+            if task.more:
+                rec[TRANSCRIPTS_KEY] = {j: _transcribe_more(backend, Path(task.dir), a, sha, j) for a, sha, j in task.more}
         else:
             if not out_path.is_file():
                 raise InputError(f"{out_path}: no output.json to import")
@@ -95,13 +103,52 @@ def process_sample(backend: Backend | None, task: SampleTask) -> dict[str, Any]:
             rec.update({"status": "ok", "output.json": sha256_bytes(data), "n_words": len(words),
                         "null_ends": sum(1 for w in words if w.end is None),
                         "words_before_cut": sum(1 for w in words if w.start < cut)})
+            if task.more:
+                rec[TRANSCRIPTS_KEY] = {j: _import_more(Path(task.dir), a, sha, j) for a, sha, j in task.more}
     except DuplexEvalError as exc:
         rec["error"] = f"sample {task.key}: {exc}"
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a backend crash (or sys.exit) fails this sample, the run goes on
         rec["error"] = f"sample {task.key}: backend failed: {clip(f'{type(exc).__name__}: {exc}', 300)}"
-    if rec["status"] == "error" and task.generate and out_path.is_file():
-        out_path.unlink()  # never leave a transcript that asr.json does not vouch for
+    if rec["status"] == "error" and task.generate:
+        _remove_transcripts(task)  # never leave a transcript that asr.json does not vouch for
     return rec
+
+
+def _remove_transcripts(task: SampleTask) -> None:
+    for name in task.transcript_names():
+        if (Path(task.dir) / name).is_file():
+            (Path(task.dir) / name).unlink()
+
+
+def _audio_T(wav: Path, data: bytes) -> float:
+    audio, sr = read_audio(wav, data)
+    return float(audio.shape[0]) / sr
+
+
+def _transcribe_more(backend: Backend, d: Path, audio_name: str, sha: str, json_name: str) -> str:
+    """One further transcript of the whole `audio_name` (hash-checked), written to `json_name`; returns its hash."""
+    wav = d / audio_name
+    data = read_verified(wav, sha, None, MANIFEST_FILE)
+    T = _audio_T(wav, data)
+    words = _transcribe(backend, wav, data, T, 0.0)
+    problem = check_words(words, T)
+    if problem:
+        raise InputError(f"{d / json_name}: backend {backend.name!r} returned a bad time: {problem}")
+    return atomic_write_bytes(d / json_name, transcript_bytes(words))
+
+
+def _import_more(d: Path, audio_name: str, sha: str, json_name: str) -> str:
+    """A further transcript made elsewhere, checked against its audio's length; returns its hash."""
+    path = d / json_name
+    if not path.is_file():
+        raise InputError(f"{path}: no {json_name} to import")
+    data = read_verified(path, None)
+    words = parse_output_json(parse_json(data, str(path)), path)
+    problem = check_words(words, _audio_T(d / audio_name, read_verified(d / audio_name, sha, None, MANIFEST_FILE)),
+                          allow_null_end=True)
+    if problem:
+        raise InputError(f"{path}: {problem}")
+    return sha256_bytes(data)
 
 
 def _transcribe(backend: Backend, wav: Path, data: bytes, T: float, cut: float) -> list[Word]:
@@ -147,8 +194,7 @@ def load_backend(spec: BackendArg) -> Backend | None:
 
 def lost_record(task: SampleTask, reason: str) -> dict[str, Any]:
     """A sample whose worker died past the retries: recorded with the reason, never a transcript it did not vouch for."""
-    out = Path(task.dir) / OUTPUT_JSON
-    if task.generate and out.is_file():
-        out.unlink()
+    if task.generate:
+        _remove_transcripts(task)
     return {"status": "error", "output.json": None, "error": f"sample {task.key}: {reason}",
             "audio_sha256": None, "cut_s": None}

@@ -9,6 +9,7 @@ order. A killed run resumes where it stopped; a run with another backend or mani
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,14 +23,17 @@ from duplexeval.fdb.asr_declare import declared_per_subset, import_signature, pa
 from duplexeval.fdb.asr_sample import BackendArg, SampleTask, build_backend, load_backend, lost_record, process_sample
 from duplexeval.fdb.run_journal import ResumeJournal
 from duplexeval.fdb.signatures import asr_signature
+from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.tree import (
     ASR_FILE,
     ASR_KIND,
     ASR_SCHEMA_VERSION,
     OUTPUT_JSON,
     OUTPUT_WAV,
+    TRANSCRIPTS_KEY,
     AsrRecord,
     AsrSample,
+    SampleEntry,
     load_asr,
     load_manifest,
     write_asr,
@@ -128,7 +132,7 @@ def run(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, 
         SampleTask(
             key=s.key, subset=s.subset, id=s.id, T=s.T, dir=str(s.dir(where)), wav_sha256=s.files[OUTPUT_WAV],
             annotation=s.annotation, annotation_sha256=s.files.get(s.annotation) if s.annotation else None,
-            generate=generate,
+            generate=generate, more=_more_transcripts(s),
         )
         for s in eligible
     ]
@@ -148,10 +152,13 @@ def run(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, 
             )
     else:
         if generate:
-            foreign = [t.key for t in tasks if (Path(t.dir) / OUTPUT_JSON).exists() and t.key not in earlier]
+            found = [(t.key, n) for t in tasks if t.key not in earlier for n in t.transcript_names()
+                     if (Path(t.dir) / n).exists()]
+            foreign = list(dict.fromkeys(k for k, _ in found))
             if foreign and not force:
                 raise RefusalError(
-                    f"{tree}: {len(foreign)} samples already have an output.json made elsewhere (first: {foreign[0]}); "
+                    f"{tree}: {len(foreign)} samples already have a transcript made elsewhere (first: {foreign[0]}, "
+                    f"{found[0][1]}); "
                     "adopt them with --backend import --declare NAME, or overwrite with --force"
                 )
         journal.start()
@@ -169,7 +176,8 @@ def run(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, 
     def finish(t: SampleTask, rec: dict[str, Any]) -> None:
         records[t.key] = rec
         ok = rec.get("status") == "ok" and isinstance(rec.get("output.json"), str)
-        journal.write_entry(t.key, t.wav_sha256, {OUTPUT_JSON: rec["output.json"]} if ok else {}, rec)
+        journal.write_entry(t.key, t.wav_sha256, {OUTPUT_JSON: rec["output.json"], **rec.get(TRANSCRIPTS_KEY, {})}
+                            if ok else {}, rec)
 
     # In this process the backend built above is reused; workers build their own from the spec.
     in_process = not on_ray and (jobs == 1 or len(todo) <= 1)
@@ -228,7 +236,16 @@ def _resumed(journal: ResumeJournal, t: SampleTask) -> dict[str, Any] | None:
         return None  # failed samples are retried on resume
     if entry.files.get(OUTPUT_JSON) != rec.get("output.json"):
         return None
-    return rec
+    return rec if _more_match(rec, t, entry.files.get) else None
+
+
+def _more_match(rec: dict[str, Any], t: SampleTask, vouched: Callable[[str], bool | str | None]) -> bool:
+    """Every further transcript of the task is in the record, each with the hash `vouched` gives for it (the journal
+    entry's) or matching its file (`vouched` returns True)."""
+    more = rec.get(TRANSCRIPTS_KEY) or {}
+    if not isinstance(more, dict) or set(more) != {j for _, _, j in t.more}:
+        return False
+    return all(isinstance(sha, str) and (vouched(j) is True or vouched(j) == sha) for j, sha in more.items())
 
 
 def _earlier(rec: dict[str, Any] | None, t: SampleTask) -> dict[str, Any] | None:
@@ -236,7 +253,16 @@ def _earlier(rec: dict[str, Any] | None, t: SampleTask) -> dict[str, Any] | None
     if rec is None or rec.get("audio_sha256") != t.wav_sha256:
         return None
     digest = rec.get("output.json")
-    return rec if isinstance(digest, str) and file_matches(Path(t.dir) / OUTPUT_JSON, digest) else None
+    if not (isinstance(digest, str) and file_matches(Path(t.dir) / OUTPUT_JSON, digest)):
+        return None
+    more = rec.get(TRANSCRIPTS_KEY) or {}
+    return rec if _more_match(rec, t, lambda j: isinstance(more, dict) and isinstance(more.get(j), str)
+                              and file_matches(Path(t.dir) / j, more[j])) else None
+
+
+def _more_transcripts(e: SampleEntry) -> tuple[tuple[str, str, str], ...]:
+    """(audio, its manifest hash, transcript) of each transcript the sample's task makes besides output.json."""
+    return tuple((a, e.files.get(a, ""), j) for a, j in task_of(e.subset).layout.transcripts() if j != OUTPUT_JSON)
 
 
 def _asr_sample(rec: dict[str, Any]) -> AsrSample:

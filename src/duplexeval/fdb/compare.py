@@ -111,7 +111,8 @@ def compare_subset(subset: str, a: ScoredTree, b: ScoredTree) -> dict[str, Any]:
         metrics[gate.name] = compare_metric(gate, [ra[i] for i in both], [rb[i] for i in both])
     pairing["paired"] = len(paired_ids)
     for spec in task.paired.metrics:
-        metrics[spec.name] = compare_metric(spec, [ra[i] for i in paired_ids], [rb[i] for i in paired_ids])
+        ids = paired_ids if spec.within is None else [i for i in paired_ids if spec.within(ra[i]) and spec.within(rb[i])]
+        metrics[spec.name] = compare_metric(spec, [ra[i] for i in ids], [rb[i] for i in ids])
     return {
         "task": task.name,
         "pairing": pairing,

@@ -1,4 +1,4 @@
-"""One interface to FDB v1.0 inputs: a real FDB v1.0 folder (either nesting depth) or a synth/demo set.
+"""One interface to FDB inputs: a real FDB v1.0 or v1.5 folder (either nesting depth) or a synth/demo set.
 
 Loading validates everything a later stage relies on, with one-line errors naming file and sample:
 sample ids, the input's own sample rate and length, annotation files, and each task's own checks (its ids, its
@@ -16,7 +16,7 @@ import numpy as np
 
 from duplexeval.audio import audio_info, read_audio_16k
 from duplexeval.errors import InputError
-from duplexeval.fdb.tasks import all_tasks, get_task, task_of
+from duplexeval.fdb.tasks import DATASET, all_tasks, get_task, task_of
 from duplexeval.fdb.tree import SUBSETS, subset_order, validate_sample_id
 from duplexeval.jsonio import read_json, sha256_bytes
 from duplexeval.schemas import validate
@@ -65,7 +65,7 @@ class Dataset:
     name: str
     root: Path
     declared: dict[str, int]
-    kind: str  # "fdb-v1.0" or "synth"
+    kind: str  # the release ("fdb-v1.0", "fdb-v1.5", both joined by "+") or "synth"
     _samples: list[DatasetSample]
     files: dict[str, Path] = field(default_factory=dict)  # the tasks' checked files beside the samples (by name)
     info: dict[str, Any] | None = None
@@ -86,7 +86,8 @@ class Dataset:
         return self.files.get(name)
 
 
-def _id_key(sid: str) -> tuple[int, int, str]:
+def id_key(sid: str) -> tuple[int, int, str]:
+    """Natural order of sample ids: digit ids by value first, then the others by name."""
     return (0, int(sid), "") if sid.isdigit() else (1, 0, sid)
 
 
@@ -123,21 +124,25 @@ def checked_record(obj: Any, subset: str, T: float, where: str) -> Any:
 
 
 def _subset_dirs(root: Path) -> dict[str, Path]:
-    """Subset folders at either depth: `<root>/<subset>/<id>` or `<root>/<subset>/<subset>/<id>`.
+    """Subset folders at either depth: `<root>/<subset>/<id>` or `<root>/<subset>/<subset>/<id>`, also under the
+    folders a task names (`DatasetRules.folders`, a published archive's top folder).
 
     A folder whose name differs from a subset's only in case (or '-' for '_') is refused: on a
     case-sensitive disk it would otherwise be skipped and the whole subset would vanish.
     """
     found = {}
-    names = {p.name for p in root.iterdir() if p.is_dir()}
+    listed: dict[Path, set[str]] = {}
     for subset in subset_order():
-        d = root / subset
-        near = sorted(n for n in names if n != subset and n.lower().replace("-", "_") == subset)
-        if near:
-            raise InputError(f"{root / near[0]}: folder name differs from the subset {subset!r} only in case or "
-                             f"'-'; rename it to {subset} (subset folder names are exact)")
-        if d.is_dir():
-            found[subset] = d / subset if (d / subset).is_dir() else d
+        bases = [root] + [root / f for f in task_of(subset).dataset.folders if (root / f).is_dir()]
+        for base in bases:
+            names = listed.setdefault(base, {p.name for p in base.iterdir() if p.is_dir()})
+            near = sorted(n for n in names if n != subset and n.lower().replace("-", "_") == subset)
+            if near:
+                raise InputError(f"{base / near[0]}: folder name differs from the subset {subset!r} only in case or "
+                                 f"'-'; rename it to {subset} (subset folder names are exact)")
+            d = base / subset
+            if d.is_dir() and subset not in found:
+                found[subset] = d / subset if (d / subset).is_dir() else d
     return found
 
 
@@ -156,6 +161,22 @@ def _check_declared(root: Path, listing: SynthDatasetFile, samples: list[Dataset
         if have < n:
             raise InputError(f"{path}: subset {subset}: dataset.json declares {n} samples but {have} are on disk "
                              f"under {root / subset}; restore the missing ones or re-run synth")
+
+
+def _check_more_inputs(subset: str, d: Path, where: str, annotation: str | None) -> None:
+    """Every other file the task copies from the dataset or plays in a further session (`SampleLayout`) must be
+    there; an audio file must hold samples."""
+    layout = task_of(subset).layout
+    names = [n for n in layout.names(DATASET) if n not in (INPUT_FILE, annotation)]
+    names += [s.source for s in layout.sessions() if s.source != INPUT_FILE and s.source not in names]
+    for name in names:
+        path = d / name
+        if not path.is_file():
+            raise InputError(f"{path}: {where}: missing {name}")
+        if name.endswith(".wav"):
+            frames, sr = audio_info(path)
+            if frames <= 0 or sr <= 0:
+                raise InputError(f"{path}: {where}: {name} is empty")
 
 
 def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
@@ -188,11 +209,12 @@ def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
             raise InputError(f"{prefix}{where}: {msg[len(prefix):]}" if msg.startswith(prefix) else f"{msg} ({where})") from None
         record = checked_record(obj, subset, T, f"{ann_path}: {where}")
         ann = obj
+    _check_more_inputs(subset, d, where, info.annotation)
     return DatasetSample(subset, sid, d, inp, ann_path, T, int(sr), int(frames), ann, ann_sha, record)
 
 
 def load_dataset(path: str | os.PathLike[str]) -> Dataset:
-    """Load `"demo"` (built or found in the cache), a synth folder (has dataset.json) or a real FDB v1.0 folder."""
+    """Load `"demo"` (built or found in the cache), a synth folder (has dataset.json) or a real FDB (v1.0, v1.5) folder."""
     if str(path) == "demo":
         # Lazy: the controller's FDB bridge imports this module for `--help`; the synth stack (YAML, espeak-ng,
         # resampling) adds about 0.1 s there.
@@ -201,7 +223,7 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
         return load_dataset(ensure_demo())
     root = Path(path)
     if not root.is_dir():
-        raise InputError(f"{root}: dataset folder not found (give an FDB v1.0 folder, a synth output folder, or 'demo')")
+        raise InputError(f"{root}: dataset folder not found (give an FDB v1.0 or v1.5 folder, a synth output folder, or 'demo')")
     info = None
     listing: SynthDatasetFile | None = None
     if (root / DATASET_FILE).is_file():
@@ -209,10 +231,10 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
         listing = validate(info, SynthDatasetFile, root / DATASET_FILE)
     dirs = _subset_dirs(root)
     if not dirs:
-        raise InputError(f"{root}: no FDB v1.0 subset folders found (expected some of {', '.join(subset_order())})")
+        raise InputError(f"{root}: no FDB subset folders found (expected some of {', '.join(subset_order())})")
     samples: list[DatasetSample] = []
     for subset, sdir in dirs.items():
-        kids = sorted((p for p in sdir.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: _id_key(p.name))
+        kids = sorted((p for p in sdir.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: id_key(p.name))
         samples.extend(_load_sample(subset, k, str(root)) for k in kids)
     files: dict[str, Path] = {}
     for task in all_tasks():
@@ -222,9 +244,9 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
         _check_declared(root, listing, samples)
         name = listing.name or root.name
         kind = "synth"
-    else:
-        declared = {s: SUBSETS[s].declared for s in subset_order()}
-        name = "fdb-v1.0"
-        kind = "fdb-v1.0"
+    else:  # a published dataset: the declared sizes of every subset of its release(s) (`DatasetRules.release`)
+        releases = sorted({task_of(s).dataset.release for s in dirs})
+        declared = {s: SUBSETS[s].declared for s in subset_order() if task_of(s).dataset.release in releases}
+        name = kind = "+".join(releases)
     return Dataset(name=name, root=root, declared=declared, kind=kind, _samples=samples, files=files, info=info)
 

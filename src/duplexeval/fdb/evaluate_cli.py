@@ -35,9 +35,10 @@ def evaluate_command(
     subset: list[str] | None = typer.Option(None, "--subset", help="Evaluate only this subset (repeatable)."),
     judge: str = typer.Option(
         "none", "--judge",
-        help="Interruption judge: none (ratings not judged) or openai[:model=M,base_url=URL,api_key_env=VAR,seed=N,"
-             "timeout_s=S] (defaults: gpt-4-turbo, https://api.openai.com/v1, OPENAI_API_KEY, 0 as the official run, "
-             "60 s per request; the key is read from the environment and never written).",
+        help="Judge: none (ratings and v1.5 behaviour tags not judged) or openai[:model=M,base_url=URL,api_key_env=VAR,"
+             "seed=N,timeout_s=S] (defaults: gpt-4-turbo, https://api.openai.com/v1, OPENAI_API_KEY, 0 as the official "
+             "run, 60 s per request; the key is read from the environment and never written). model and seed are the "
+             "v1.0 interruption judge's; the v1.5 behaviour judge uses the same endpoint with --behavior-model.",
     ),
     reference_source: Path | None = typer.Option(
         None, "--reference-source", help="Local checkout of the official repository; its judge prompt is used."
@@ -48,6 +49,17 @@ def evaluate_command(
     backchannel_rules: str = typer.Option(
         "2025-06", "--backchannel-rules", help="Backchannel loop: 2025-06 (v1.0 table) or 2026-02 (HEAD)."
     ),
+    silero: str = typer.Option("v5", "--silero", help="FDB v1.5: the Silero model of the official rules: v5 (what the "
+                                                       "published v1.5 numbers used) or v6.2 (our VAD's)."),
+    silero_model: Path | None = typer.Option(None, "--silero-model", help="FDB v1.5: the v5 silero_vad.onnx file "
+                                                                          "(checked by its SHA-256); default: the one "
+                                                                          "`make venv` installs."),
+    behavior_prompt: Path | None = typer.Option(
+        None, "--behavior-prompt", help="FDB v1.5: the official behaviour prompt file (CC BY-NC, not shipped; its "
+                                        "SHA-256 says whether it is the official one); default: "
+                                        "instruction/behavior.txt of --reference-source."),
+    behavior_model: str = typer.Option("gpt-4o-2024-08-06", "--behavior-model",
+                                       help="FDB v1.5: the behaviour judge's model (the official script's default)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines and no timing line."),
     force: bool = typer.Option(False, "--force", help="Replace a summary.json made with another judge, judge model, "
                                                       "backchannel rules or subsets (it may hold paid-for ratings)."),
@@ -68,13 +80,15 @@ def evaluate_command(
     if backchannel_rules not in BACKCHANNEL_RULES:
         raise InputError(f"--backchannel-rules {backchannel_rules!r}: expected one of {', '.join(BACKCHANNEL_RULES)}")
     if not force:
-        check_own_settings(tree, judge_name, j["model"], backchannel_rules, subset)
+        check_own_settings(tree, judge_name, j["model"], backchannel_rules, subset, {"behavior_model": behavior_model})
     summary = evaluate(
         tree,
         subsets=list(subset) if subset else None,
         judge=judge_name,
         icc_gt=icc_gt,
         backchannel_rules=backchannel_rules,
+        options={"silero": silero, "silero_model": str(silero_model) if silero_model else None,
+                 "behavior_prompt": str(behavior_prompt) if behavior_prompt else None, "behavior_model": behavior_model},
         progress=not quiet,
         model=j["model"],
         base_url=j["base_url"],
@@ -92,9 +106,11 @@ def evaluate_command(
     finish("evaluate", eligibility(counts, min_eligible, "evaluated"))
 
 
-def check_own_settings(tree: Path, judge: str, model: str, backchannel_rules: str, subsets: list[str] | None) -> None:
+def check_own_settings(tree: Path, judge: str, model: str, backchannel_rules: str, subsets: list[str] | None,
+                       options: dict[str, Any] | None = None) -> None:
     """Before any work (or judge spending): refuse to replace a TREE/summary.json made with other settings of this
-    stage (docs/cli.md section 4). One made from earlier files of the same tree is replaced: those files are gone."""
+    stage (docs/cli.md section 4). One made from earlier files of the same tree is replaced: those files are gone.
+    A judge block naming its `model_option` was asked with that task option's model, not --judge's."""
     from duplexeval.fdb.tree import load_manifest
 
     path = tree / SUMMARY_FILE
@@ -106,6 +122,8 @@ def check_own_settings(tree: Path, judge: str, model: str, backchannel_rules: st
     full = read_json(path)
     blocks = [sub.get("judge") or {} for sub in (full.get("subsets") or {}).values()]
     judged = next((b for b in blocks if b.get("mode") not in (None, "none")), None)
+    if judged is not None and judged.get("model_option") in (options or {}):
+        model = str((options or {})[judged["model_option"]])
     was = "none" if judged is None else f"{judged.get('mode')} (model {judged.get('model')})"
     now = "none" if judge == "none" else f"{judge} (model {model})"
     chosen = sorted(subsets) if subsets else sorted({e.subset for e in load_manifest(tree)[0].samples})

@@ -22,7 +22,8 @@ NEXT_STEP = {
     "missing_output": "put the model's output.wav at {outputs}/<subset>/<id>/output.wav (or the dataset's own nesting) and rerun",
     "length_mismatch": "output.wav must last T seconds (within 80 ms; T is the input's length): regenerate it at full length",
     "unreadable_output": "output.wav cannot be decoded: write it again as a 16 or 24 kHz WAV",
-    "missing_annotation": "the dataset folder lacks this sample's annotation file: restore it from the FDB v1.0 download",
+    "missing_annotation": "the dataset folder lacks this sample's annotation file: restore it from the FDB download",
+    "missing_input": "the dataset folder lacks one of this sample's inputs (FDB v1.5: clean_input.wav): restore it",
     "annotation_hash_mismatch": "the annotation changed during the run: restore the dataset and rerun with --force",
     "system_error": "the system failed on this sample: see the sample's trace.json, fix the system, rerun",
     "input_pacing_late": "the system could not keep up with real-time input: rerun on a less loaded machine",
@@ -86,7 +87,7 @@ def _summary(kind: str, result: ExportResult, outputs: Path | None = None) -> No
 @executor_options
 def export_command(
     system: str = typer.Option(..., "--system", help="NAME[:key=value,...], e.g. 'turn-based:silence_ms=700' (see docs/systems.md)."),
-    dataset: str = typer.Option(..., "--dataset", help="An FDB v1.0 folder, a synth folder, or 'demo'."),
+    dataset: str = typer.Option(..., "--dataset", help="An FDB v1.0 or v1.5 folder, a synth folder, or 'demo'."),
     out: Path = typer.Option(..., "--out", help="Tree folder to write (resumes an export of the same run: keeps its eligible samples, runs the others again)."),
     subset: list[str] | None = typer.Option(None, "--subset", help="Only this subset (repeatable)."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
@@ -118,8 +119,8 @@ def export_command(
 
 
 def import_command(
-    dataset: str = typer.Option(..., "--dataset", help="The FDB v1.0 folder (or 'demo') the outputs were made from."),
-    outputs: Path = typer.Option(..., "--outputs", help="Folder with <subset>/<id>/output.wav (16 or 24 kHz; output.json optional); may be the dataset folder itself."),
+    dataset: str = typer.Option(..., "--dataset", help="The FDB v1.0 or v1.5 folder (or 'demo') the outputs were made from."),
+    outputs: Path = typer.Option(..., "--outputs", help="Folder with <subset>/<id>/output.wav (16 or 24 kHz; output.json optional; FDB v1.5: clean_output.wav and the other transcripts beside it); may be the dataset folder itself."),
     out: Path = typer.Option(..., "--out", help="Tree folder to write."),
     subset: list[str] | None = typer.Option(None, "--subset", help="Only this subset (repeatable)."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),

@@ -10,6 +10,7 @@ byte, and `trace.json` records what was received, dropped and cropped.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from duplexeval.audio import fit_length, n_samples_for, to_pcm16, write_wav_pcm16
+from duplexeval.audio import (
+    audio_info,
+    fit_length,
+    n_samples_for,
+    read_audio_16k,
+    to_pcm16,
+    write_wav_pcm16,
+)
 from duplexeval.fdb.protocols import SampleKey, SampleLike
 from duplexeval.fdb.sample_trace import EXPORT_TRACE_KIND, TRACE_FILE, Trace, TraceHead, write_trace
+from duplexeval.fdb.tasks import ASR, Session, task_of
 from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
-from duplexeval.fdb.tree_writer import copy_annotation
+from duplexeval.fdb.tree_writer import copy_annotation, copy_inputs, source_path
+from duplexeval.jsonio import sha256_file
 from duplexeval.plugins import call, json_value, returned
 from duplexeval.systems.base import SampleInfo, System
 from duplexeval.systems.net.trace import INPUT_PACING_LATE, SYSTEM_ERROR, WireTrace, load_trace, network_outcome
@@ -64,8 +74,22 @@ def system_json(system: System, label: str | None = None) -> dict[str, Any]:
 
 
 @dataclass
+class PreparedSession:
+    """A further session of one sample (its task's `SampleLayout.sessions()` after the first): its input at exactly
+    its own length (16 kHz int16) and that input's hash."""
+
+    session: Session
+    T: float
+    n: int
+    pcm: npt.NDArray[np.int16]
+    input_len: int
+    input_sha256: str
+
+
+@dataclass
 class PreparedSample:
-    """One sample ready to run: its folder, input PCM (16 kHz int16, exactly T) and what the journal keeps."""
+    """One sample ready to run: its folder, input PCM (16 kHz int16, exactly T), what the journal keeps, and its
+    further sessions (none for a one-output task)."""
 
     sample: SampleLike
     sdir: Path
@@ -73,36 +97,71 @@ class PreparedSample:
     n: int
     pcm: npt.NDArray[np.int16]
     input_len: int
+    more: tuple[PreparedSession, ...] = ()
+
+
+def _prepare_session(sample: SampleLike, session: Session) -> PreparedSession:
+    path = source_path(sample, session.source)
+    frames, sr = audio_info(path)
+    T = frames / sr
+    n = n_samples_for(T)
+    audio = np.asarray(read_audio_16k(path), dtype=np.float32)
+    return PreparedSession(session, T, n, to_pcm16(fit_length(audio, n)), int(audio.shape[0]), sha256_file(path))
 
 
 def prepare(sample: SampleLike, out: Path) -> PreparedSample:
-    """The sample's folder (its old journal entry and transcript removed first) and its input at exactly T."""
+    """The sample's folder (its old journal entry and transcripts removed first) and its inputs at exactly T."""
     sdir = out / sample.subset / sample.id
     sdir.mkdir(parents=True, exist_ok=True)
-    for stale in (TRACE_FILE, OUTPUT_JSON):  # the journal entry goes first, so a crash below leaves it to redo;
-        if (sdir / stale).exists():  # a transcript of the old output.wav no longer describes the new one
-            (sdir / stale).unlink()
+    layout = task_of(sample.subset).layout
+    stale = dict.fromkeys((TRACE_FILE, OUTPUT_JSON, *layout.names(ASR)))
+    for name in stale:  # the journal entry goes first, so a crash below leaves it to redo;
+        if (sdir / name).exists():  # a transcript of an old output no longer describes the new one
+            (sdir / name).unlink()
     T = float(sample.T)
     n = n_samples_for(T)
     audio = np.asarray(sample.read_input_16k(), dtype=np.float32)
-    return PreparedSample(sample, sdir, T, n, to_pcm16(fit_length(audio, n)), int(audio.shape[0]))
+    more = tuple(_prepare_session(sample, s) for s in layout.sessions()[1:])
+    return PreparedSample(sample, sdir, T, n, to_pcm16(fit_length(audio, n)), int(audio.shape[0]), more)
+
+
+async def _run(system: System, pcm: npt.NDArray[np.int16], info: SampleInfo, call_timeout_s: float) -> SessionTrace:
+    run_sample = getattr(system, "run_sample", None)
+    if run_sample is not None:
+        trace: SessionTrace = await run_sample(pcm, info, call_timeout_s)
+        return trace
+    return await run_session_async(system, pcm, info, call_timeout_s=call_timeout_s)
 
 
 async def run_prepared(system: System, prep: PreparedSample, call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> SessionTrace:
     """Run the session of one prepared sample, each call into the system bounded by `call_timeout_s` (a network
     system's `run_sample` may run it on another replica)."""
-    info = SampleInfo(prep.sample.subset, prep.sample.id, prep.T, prep.n)
-    run_sample = getattr(system, "run_sample", None)
-    if run_sample is not None:
-        trace: SessionTrace = await run_sample(prep.pcm, info, call_timeout_s)
-        return trace
-    return await run_session_async(system, prep.pcm, info, call_timeout_s=call_timeout_s)
+    return await _run(system, prep.pcm, SampleInfo(prep.sample.subset, prep.sample.id, prep.T, prep.n), call_timeout_s)
+
+
+async def run_sessions(system: System, prep: PreparedSample,
+                       call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> list[SessionTrace]:
+    """Every session of one prepared sample, one after another (each a session of its own), the first first."""
+    traces = [await run_prepared(system, prep, call_timeout_s)]
+    for m in prep.more:
+        traces.append(await _run(system, m.pcm, SampleInfo(prep.sample.subset, prep.sample.id, m.T, m.n), call_timeout_s))
+    return traces
+
+
+def _network_summary(network: dict[str, Any]) -> dict[str, Any]:
+    out = {k: network[k] for k in ("reasons", "post_window_errors", "max_send_lateness_s")}
+    for key in ("discarded", "replica"):  # (only in traces that have them, so older trees replay unchanged)
+        if key in network:
+            out[key] = network[key]
+    return out
 
 
 def write_sample(head: TraceHead, sdir: Path, sample: SampleKey, items: list[ReceivedItem], reasons: list[str],
                  files: dict[str, str], error: str | None, error_at_s: float | None, input_json: dict[str, Any],
-                 clock: str, network: dict[str, Any] | None, write_wav: bool) -> SampleEntry:
-    """Play out `items`, write output.wav (unless `write_wav` is False) and the journal trace.json last."""
+                 clock: str, network: dict[str, Any] | None, write_wav: bool,
+                 more: dict[str, tuple[dict[str, Any], dict[str, Any]]] | None = None) -> SampleEntry:
+    """Play out `items`, write output.wav (unless `write_wav` is False) and the journal trace.json last; `more` holds
+    each further session's (manifest summary, trace details), its output already written."""
     T, n = head.T, head.n_samples
     pl = playout(items, n, T)
     wav = sdir / OUTPUT_WAV
@@ -112,10 +171,9 @@ def write_sample(head: TraceHead, sdir: Path, sample: SampleKey, items: list[Rec
         wav.unlink()
     summary: dict[str, Any] = {"clock": clock, **pl.stats, "error": error}
     if network is not None:
-        summary["network"] = {k: network[k] for k in ("reasons", "post_window_errors", "max_send_lateness_s")}
-        for key in ("discarded", "replica"):  # (only in traces that have them, so older trees replay unchanged)
-            if key in network:
-                summary["network"][key] = network[key]
+        summary["network"] = _network_summary(network)
+    if more:
+        summary["sessions"] = {name: s for name, (s, _) in more.items()}
     entry = SampleEntry(sample.subset, sample.id, T, not reasons, sorted(set(reasons)), files, {"export": summary})
     details: dict[str, Any] = {
         "input": input_json,
@@ -127,36 +185,95 @@ def write_sample(head: TraceHead, sdir: Path, sample: SampleKey, items: list[Rec
     }
     if network is not None:
         details["network"] = network
+    if more:
+        details["sessions"] = {name: d for name, (_, d) in more.items()}
     write_trace(sdir, Trace(EXPORT_TRACE_KIND, head, entry, details))
     return entry
 
 
-def finish_prepared(prep: PreparedSample, trace: SessionTrace, run_sha: str, input_sha: str) -> SampleEntry:
-    """Write a sample's files from its session trace: in-process from the received items, network from the wire."""
-    sample, sdir = prep.sample, prep.sdir
-    files, reasons, ann_sha = copy_annotation(sample, sdir)
-    head = TraceHead(run_sha, sample.subset, sample.id, prep.T, prep.n, input_sha, ann_sha, prep.input_len)
+def _session_outcome(trace: SessionTrace, sdir: Path, T: float,
+                     prefix: str) -> tuple[list[ReceivedItem], list[str], dict[str, Any], dict[str, Any] | None, bool, dict[str, str]]:
+    """(items, reasons, input record, network summary, write_wav, wire files) of one session: in-process from the
+    received items, network from the wire trace as written (so `fdb replay` reproduces it exactly)."""
     wire: WireTrace | None = trace.wire
     input_json = trace.input_json()
     if wire is None:
+        reasons = []
         if trace.error is not None:
             reasons.append(SYSTEM_ERROR)
         if trace.max_send_lateness_s > MAX_SEND_LATENESS_S:
             reasons.append(INPUT_PACING_LATE)
-        return write_sample(head, sdir, sample, trace.items, reasons, files, trace.error, trace.error_at_s,
-                            input_json, trace.clock, None, trace.error is None)
-    files.update(wire.write(sdir, prep.T))
-    written = load_trace(sdir)  # decide from the files as written, so `fdb replay` reproduces it exactly
+        return trace.items, reasons, input_json, None, trace.error is None, {}
+    files = wire.write(sdir, T, prefix)
+    written = load_trace(sdir, prefix)
     stall_s = float(wire.settings.get("stall_s", 10.0))
-    items, net_reasons, network, write_wav = network_outcome(written.records, written.pcm, prep.T, stall_s, trace.error)
+    items, reasons, network, write_wav = network_outcome(written.records, written.pcm, T, stall_s, trace.error)
     input_json["max_send_lateness_s"] = network["max_send_lateness_s"]
-    return write_sample(head, sdir, sample, items, reasons + net_reasons, files, trace.error, trace.error_at_s,
-                        input_json, trace.clock, network, write_wav)
+    return items, reasons, input_json, network, write_wav, files
+
+
+def further_session(sdir: Path, session: Session, T: float, n: int, input_sha256: str, input_len: int,
+                    items: list[ReceivedItem], reasons: list[str], input_json: dict[str, Any],
+                    network: dict[str, Any] | None, write_wav: bool, files: dict[str, str], clock: str,
+                    error: str | None, error_at_s: float | None) -> tuple[dict[str, str], dict[str, Any], dict[str, Any]]:
+    """Play out a further session's items into `sdir/<output>` (unless `write_wav` is False); returns (files, manifest
+    summary, trace details). Export and replay share it, so a replay reproduces the export byte for byte."""
+    pl = playout(items, n, T)
+    wav = sdir / session.output
+    if write_wav:
+        files = {session.output: write_wav_pcm16(wav, pl.audio, SAMPLE_RATE), **files}
+    elif wav.exists():
+        wav.unlink()
+    summary: dict[str, Any] = {"source": session.source, "T": T, "clock": clock, **pl.stats, "error": error,
+                               "reasons": sorted(set(reasons))}
+    details: dict[str, Any] = {"source": session.source, "T": T, "n_samples": n, "input_sha256": input_sha256,
+                               "input_samples_16k": input_len, "input": input_json, "items": placements_json(items, pl),
+                               "playout": pl.stats, "error": error, "error_at_s": error_at_s}
+    if network is not None:
+        summary["network"] = _network_summary(network)
+        details["network"] = network
+    return files, summary, details
+
+
+def _finish_further(m: PreparedSession, trace: SessionTrace, sdir: Path) -> tuple[dict[str, str], list[str], dict[str, Any], dict[str, Any]]:
+    """Write a further session's output (and wire trace); returns (files, reasons, manifest summary, trace details)."""
+    items, reasons, input_json, network, write_wav, files = _session_outcome(trace, sdir, m.T, m.session.prefix)
+    files, summary, details = further_session(sdir, m.session, m.T, m.n, m.input_sha256, m.input_len, items, reasons,
+                                              input_json, network, write_wav, files, trace.clock, trace.error,
+                                              trace.error_at_s)
+    return files, reasons, summary, details
+
+
+def finish_prepared(prep: PreparedSample, trace: SessionTrace | Sequence[SessionTrace], run_sha: str,
+                    input_sha: str) -> SampleEntry:
+    """Write a sample's files from its session traces (the first session's, then each further one's): in-process
+    from the received items, network from the wire. The sample is eligible only when every session is."""
+    traces = [trace] if isinstance(trace, SessionTrace) else list(trace)
+    if len(traces) != 1 + len(prep.more):
+        raise ValueError(f"sample {prep.sample.subset}/{prep.sample.id}: {len(traces)} session traces for "
+                         f"{1 + len(prep.more)} sessions")
+    sample, sdir = prep.sample, prep.sdir
+    files, reasons, ann_sha = copy_annotation(sample, sdir)
+    copied, missing = copy_inputs(sample, sdir)
+    files.update(copied)
+    reasons += missing
+    more: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    for m, t in zip(prep.more, traces[1:]):
+        m_files, m_reasons, m_summary, m_details = _finish_further(m, t, sdir)
+        files.update(m_files)
+        reasons += m_reasons
+        more[m.session.output] = (m_summary, m_details)
+    head = TraceHead(run_sha, sample.subset, sample.id, prep.T, prep.n, input_sha, ann_sha, prep.input_len)
+    first = traces[0]
+    items, first_reasons, input_json, network, write_wav, wire_files = _session_outcome(first, sdir, prep.T, "")
+    files.update(wire_files)
+    return write_sample(head, sdir, sample, items, reasons + first_reasons, files, first.error, first.error_at_s,
+                        input_json, first.clock, network, write_wav, more or None)
 
 
 def export_one(system: System, sample: SampleLike, out: Path, run_sha: str, input_sha: str,
                call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> SampleEntry:
     """Prepare, run and write one sample (its own event loop)."""
     prep = prepare(sample, out)
-    trace = asyncio.run(run_prepared(system, prep, call_timeout_s))
-    return finish_prepared(prep, trace, run_sha, input_sha)
+    traces = asyncio.run(run_sessions(system, prep, call_timeout_s))
+    return finish_prepared(prep, traces, run_sha, input_sha)

@@ -1,11 +1,14 @@
-"""`duplexeval fdb import`: adopt `output.wav` files made elsewhere into an FDB v1.0 tree.
+"""`duplexeval fdb import`: adopt `output.wav` files made elsewhere into an FDB tree.
 
 Official inference scripts write `output.wav` (16 or 24 kHz) next to each input; we look for it at the
 sample's own path under `--outputs`, then at `<outputs>/<subset>/<id>/output.wav`. Each is
 resampled to 16 kHz; a length within one 80 ms frame of T is fixed (cropped or zero-padded) and
 recorded, anything further off makes the sample ineligible (`length_mismatch`). A missing output is
 ineligible (`missing_output`), never dropped. An `output.json` next to the wav is copied byte for
-byte so the ASR stage's `import` backend can use it.
+byte so the ASR stage's `import` backend can use it. A task with further sessions (FDB v1.5: `clean_output.wav`)
+has each further output adopted from beside output.wav the same way (fitted to its own input's length), its
+other transcripts (`input.json`, `clean_input.json`, `clean_output.json`) copied when there, and its inputs copied
+from the dataset, as export does.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 from duplexeval import __version__
 from duplexeval.audio import (
     SAMPLE_RATE,
+    audio_info,
     fit_length,
     n_samples_for,
     read_audio_channels,
@@ -36,6 +40,7 @@ from duplexeval.fdb.selection import (
     resolve_dataset,
     select_samples,
 )
+from duplexeval.fdb.tasks import ASR, EXPORT, task_of
 from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
 from duplexeval.fdb.tree_writer import (
     REASON_BAD_OUTPUT,
@@ -44,7 +49,9 @@ from duplexeval.fdb.tree_writer import (
     ExportResult,
     build_samples,
     copy_annotation,
+    copy_inputs,
     finish_run,
+    source_path,
 )
 from duplexeval.jsonio import atomic_write_bytes, make_output_dir, sha256_bytes, sha256_file
 
@@ -105,51 +112,93 @@ def _refuse_multichannel(samples: Sequence[SampleKey], sources: list[Path]) -> N
             to_mono(np.zeros((0, n_ch), np.float32), None, f"{src}: sample {sample.subset}/{sample.id}")
 
 
+def _adopt(src: Path, sdir: Path, name: str, n: int, channel: int | str | None,
+           where: str) -> tuple[dict[str, str], list[str], dict[str, Any]]:
+    """One output made elsewhere, resampled to 16 kHz and fitted to n samples (within one frame), as `sdir/name`;
+    returns (files, reasons, info)."""
+    files: dict[str, str] = {}
+    reasons: list[str] = []
+    info: dict[str, Any] = {"source_sha256": None, "source_sample_rate": None, "source_samples": None,
+                            "length_fix_samples": None}
+    if not src.is_file():
+        return files, [REASON_MISSING_OUTPUT], info
+    info["source_sha256"] = sha256_file(src)
+    try:
+        channels, sr = read_audio_channels(src)
+    except InputError as exc:
+        info["error"] = f"cannot read {name}: {str(exc).rsplit(':', 1)[-1].strip()}"
+        return files, [REASON_BAD_OUTPUT], info
+    audio = to_mono(channels, channel, where)
+    if channels.shape[1] > 1:
+        info["channels"] = int(channels.shape[1])
+        info["channel"] = channel
+    a16 = resample(audio, sr, SAMPLE_RATE)
+    info["source_sample_rate"] = sr
+    info["source_samples"] = int(audio.shape[0])
+    diff = int(a16.shape[0]) - n
+    info["length_fix_samples"] = -diff
+    if abs(diff) > LENGTH_TOLERANCE_SAMPLES:
+        reasons.append(REASON_LENGTH)
+    else:
+        files[name] = write_wav_pcm16(sdir / name, to_pcm16(fit_length(a16, n)), SAMPLE_RATE)
+    return files, reasons, info
+
+
+def _further_transcripts(subset: str) -> list[str]:
+    """The transcripts the subset's task makes besides output.json (copied when found next to the outputs)."""
+    return [j for _, j in task_of(subset).layout.transcripts() if j != OUTPUT_JSON]
+
+
 def _import_one(sample: SampleLike, src: Path, out: Path, run_sha: str, src_sha: str, key: str,
                 channel: int | str | None = None, ignore_output_json: bool = False) -> SampleEntry:
     sdir = out / sample.subset / sample.id
     sdir.mkdir(parents=True, exist_ok=True)
-    for stale in (TRACE_FILE, OUTPUT_WAV, OUTPUT_JSON):
+    layout = task_of(sample.subset).layout
+    for stale in dict.fromkeys((TRACE_FILE, OUTPUT_WAV, OUTPUT_JSON, *layout.names(EXPORT), *layout.names(ASR))):
         if (sdir / stale).exists():
             (sdir / stale).unlink()
     T = float(sample.T)
     n = n_samples_for(T)
     files, reasons, ann_sha = copy_annotation(sample, sdir)
-    info: dict[str, Any] = {"source_sha256": None, "source_sample_rate": None, "source_samples": None,
-                            "length_fix_samples": None, "output_json": False}
-    if not src.is_file():
-        reasons.append(REASON_MISSING_OUTPUT)
-    else:
-        info["source_sha256"] = src_sha
-        try:
-            channels, sr = read_audio_channels(src)
-        except InputError as exc:
-            reasons.append(REASON_BAD_OUTPUT)
-            info["error"] = f"cannot read {OUTPUT_WAV}: {str(exc).rsplit(':', 1)[-1].strip()}"
-            channels, sr = None, 0
-        audio = None if channels is None else to_mono(channels, channel, f"{src}: sample {sample.subset}/{sample.id}")
-        if channels is not None and channels.shape[1] > 1:
-            info["channels"] = int(channels.shape[1])
-            info["channel"] = channel
-        if audio is not None:
-            a16 = resample(audio, sr, SAMPLE_RATE)
-            info["source_sample_rate"] = sr
-            info["source_samples"] = int(audio.shape[0])
-            diff = int(a16.shape[0]) - n
-            info["length_fix_samples"] = -diff
-            if abs(diff) > LENGTH_TOLERANCE_SAMPLES:
-                reasons.append(REASON_LENGTH)
-            else:
-                files = {OUTPUT_WAV: write_wav_pcm16(sdir / OUTPUT_WAV, to_pcm16(fit_length(a16, n)), SAMPLE_RATE), **files}
-                oj = src.parent / OUTPUT_JSON
-                if oj.is_file() and not ignore_output_json:
-                    data = oj.read_bytes()
-                    atomic_write_bytes(sdir / OUTPUT_JSON, data)
-                    info["output_json"] = True
-                    info["output_json_sha256"] = sha256_bytes(data)
+    copied, missing = copy_inputs(sample, sdir)
+    files.update(copied)
+    reasons += missing
+    where = f"{src}: sample {sample.subset}/{sample.id}"
+    got, why, info = _adopt(src, sdir, OUTPUT_WAV, n, channel, where)
+    reasons += why
+    head = {k: info.pop(k) for k in ("source_sha256", "source_sample_rate", "source_samples", "length_fix_samples")}
+    info = {**head, "source_sha256": src_sha if src.is_file() else None, "output_json": False, **info}
+    if got:
+        files = {**got, **files}
+        oj = src.parent / OUTPUT_JSON
+        if oj.is_file() and not ignore_output_json:
+            data = oj.read_bytes()
+            atomic_write_bytes(sdir / OUTPUT_JSON, data)
+            info["output_json"] = True
+            info["output_json_sha256"] = sha256_bytes(data)
+    sessions: dict[str, Any] = {}
+    for sess in layout.sessions()[1:]:  # the task's further outputs, beside output.wav
+        n_m = n_samples_for(_length(source_path(sample, sess.source)))
+        m_files, m_why, m_info = _adopt(src.parent / sess.output, sdir, sess.output, n_m, channel,
+                                        f"{src.parent / sess.output}: sample {sample.subset}/{sample.id}")
+        files.update(m_files)
+        reasons += m_why
+        sessions[sess.output] = {"T": n_m / SAMPLE_RATE, **m_info, "reasons": sorted(set(m_why))}
+    if sessions:
+        info["sessions"] = sessions
+        if not ignore_output_json:
+            found = {j: atomic_write_bytes(sdir / j, (src.parent / j).read_bytes())
+                     for j in _further_transcripts(sample.subset) if (src.parent / j).is_file()}
+            if found:
+                info["transcripts"] = found
     entry = SampleEntry(sample.subset, sample.id, T, not reasons, sorted(set(reasons)), files, {"import": info})
     write_trace(sdir, Trace(IMPORT_TRACE_KIND, TraceHead(run_sha, sample.subset, sample.id, T, n, key, ann_sha), entry))
     return entry
+
+
+def _length(path: Path) -> float:
+    frames, sr = audio_info(path)
+    return frames / sr
 
 
 def import_outputs(
@@ -201,10 +250,15 @@ def import_outputs(
 
     def key_of(i: int) -> tuple[str, str]:
         src = sources[i]
-        oj = src.parent / OUTPUT_JSON
+        layout = task_of(chosen[i].subset).layout
+        beside = [s.output for s in layout.sessions()[1:]]  # every other file adopted from beside output.wav
+        if not ignore_output_json:
+            beside = [OUTPUT_JSON, *beside, *_further_transcripts(chosen[i].subset)]
         try:
             src_sha = sha256_file(src) if src.is_file() else "missing"
-            return src_sha + (f"+{sha256_file(oj)}" if oj.is_file() and not ignore_output_json else ""), src_sha
+            more = "".join(f"+{sha256_file(src.parent / f)}" if (src.parent / f).is_file() else "" if f == OUTPUT_JSON
+                           else f"+{f}:missing" for f in beside)
+            return src_sha + more, src_sha
         except OSError as exc:
             raise InputError(f"{exc.filename or src}: sample {chosen[i].subset}/{chosen[i].id}: cannot read: "
                              f"{exc.strerror or exc}") from None

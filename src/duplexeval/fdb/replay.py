@@ -7,6 +7,7 @@ Without `--check` changed files replace the old ones (a playout-rule change need
 and `manifest.json` is rewritten from the new entries; with `--check` nothing is written and any
 difference is an error. Samples without a wire trace (in-process exports) are left as they are; a sample the
 manifest lists with a trace.jsonl that is missing or not a file is an error (the check cannot pass without it).
+A sample with further sessions (FDB v1.5: `clean_output.wav` from `clean_trace.jsonl`) has each rebuilt the same way.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.export_sample import write_sample
+from duplexeval.fdb.export_sample import further_session, write_sample
 from duplexeval.fdb.sample_trace import TRACE_FILE, read_trace
+from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.tree import (
     MANIFEST_FILE,
     OUTPUT_WAV,
@@ -48,20 +51,50 @@ def _replay_sample(sdir: Path, scratch: Path) -> tuple[SampleEntry, dict[str, by
     doc = trace.details
     if "network" not in doc or not isinstance(doc.get("input"), dict) or trace.head.input_samples_16k is None:
         raise InputError(f"{sdir / TRACE_FILE}: not the journal of a network export")
-    wire = load_trace(sdir)
     old = trace.result
+    outputs = [OUTPUT_WAV]
+    more: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    more_reasons: list[str] = []
+    files = {k: v for k, v in old.files.items() if k != OUTPUT_WAV}
+    sessions = {s.output: s for s in task_of(old.subset).layout.sessions()[1:]}
+    wire_names = (TRACE_JSONL, TRACE_PCM)
+    if doc.get("sessions"):  # the files in the export's order: the others, each further session's, the first's wire
+        made = {OUTPUT_WAV, *wire_names, *(n for s in sessions.values() for n in (s.output, *(s.prefix + w for w in wire_names)))}
+        files = {k: v for k, v in old.files.items() if k not in made}
+    for name, d in (doc.get("sessions") or {}).items():  # each further session from its own wire trace
+        sess = sessions.get(name)
+        if sess is None or not isinstance(d, dict) or not isinstance(d.get("input"), dict):
+            raise InputError(f"{sdir / TRACE_FILE}: session {name!r} is not one of the task's, or not a network session's")
+        wire_m = load_trace(sdir, sess.prefix)
+        stall_m = float((wire_m.head.get("settings") or {}).get("stall_s", 10.0))
+        T_m, n_m = float(d["T"]), int(d["n_samples"])
+        items_m, reasons_m, network_m, write_m = network_outcome(wire_m.records, wire_m.pcm, T_m, stall_m, d.get("error"))
+        input_m = dict(d["input"], max_send_lateness_s=network_m["max_send_lateness_s"])
+        old_m = ((old.extra or {}).get("export") or {}).get("sessions", {}).get(name, {})
+        wire_m_files = {sess.prefix + w: old.files[sess.prefix + w] for w in wire_names if sess.prefix + w in old.files}
+        files_m, summary_m, details_m = further_session(scratch, sess, T_m, n_m, str(d["input_sha256"]),
+                                                        int(d["input_samples_16k"]), items_m, reasons_m, input_m,
+                                                        network_m, write_m, wire_m_files, str(old_m.get("clock", "wall")),
+                                                        d.get("error"), d.get("error_at_s"))
+        files.update(files_m)
+        more[name] = (summary_m, details_m)
+        more_reasons += reasons_m
+        outputs.append(name)
+    if more:
+        files.update({w: old.files[w] for w in wire_names if w in old.files})
+    wire = load_trace(sdir)
     stall_s = float((wire.head.get("settings") or {}).get("stall_s", 10.0))
     items, net_reasons, network, write_wav = network_outcome(wire.records, wire.pcm, float(trace.head.T), stall_s,
                                                              doc.get("error"))
     base = [r for r in old.reasons if r not in NET_REASONS and r != SYSTEM_ERROR]
-    files = {k: v for k, v in old.files.items() if k != OUTPUT_WAV}
     input_json = dict(doc["input"], max_send_lateness_s=network["max_send_lateness_s"])
     clock = str(((old.extra or {}).get("export") or {}).get("clock", "wall"))
-    entry = write_sample(trace.head, scratch, old, items, base + net_reasons, files, doc.get("error"),
-                         doc.get("error_at_s"), input_json, clock, network, write_wav)
+    entry = write_sample(trace.head, scratch, old, items, base + more_reasons + net_reasons, files, doc.get("error"),
+                         doc.get("error_at_s"), input_json, clock, network, write_wav, more or None)
     out = {TRACE_FILE: (scratch / TRACE_FILE).read_bytes()}
-    if (scratch / OUTPUT_WAV).is_file():
-        out[OUTPUT_WAV] = (scratch / OUTPUT_WAV).read_bytes()
+    for name in outputs:
+        if (scratch / name).is_file():
+            out[name] = (scratch / name).read_bytes()
     return entry, out
 
 
@@ -90,15 +123,16 @@ def replay(tree: str | Path, check: bool = False) -> ReplayResult:
             result.replayed += 1
             diff = [name for name, data in rebuilt.items()
                     if not (sdir / name).is_file() or (sdir / name).read_bytes() != data]
-            if (sdir / OUTPUT_WAV).is_file() and OUTPUT_WAV not in rebuilt:
-                diff.append(f"{OUTPUT_WAV} (now not written)")
+            outputs = [OUTPUT_WAV, *(s.output for s in task_of(e.subset).layout.sessions()[1:])]
+            gone = [name for name in outputs if (sdir / name).is_file() and name not in rebuilt]
+            diff += [f"{name} (now not written)" for name in gone]
             if diff:
                 result.changed[e.key] = diff
                 if not check:
                     for name, data in rebuilt.items():
                         atomic_write_bytes(sdir / name, data)
-                    if OUTPUT_WAV not in rebuilt and (sdir / OUTPUT_WAV).is_file():
-                        (sdir / OUTPUT_WAV).unlink()
+                    for name in gone:
+                        (sdir / name).unlink()
             entries.append(entry)
             shutil.rmtree(scratch)
     if result.replayed == 0:

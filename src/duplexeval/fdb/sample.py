@@ -70,6 +70,24 @@ class OpenedSample:
         """`read`, then the bytes as UTF-8 JSON."""
         return parse_json(self.read(name, sha256, recorded_in), self.where(self.dir / name))
 
+    def recorded(self, name: str) -> bytes:
+        """A file of the sample checked against the hash the stage that made it recorded: a transcript against
+        asr.json's (`output.json` and a task's further transcripts, `AsrSample.transcripts`), any other file
+        against manifest.json's. A file neither records is refused (one line)."""
+        if self.asr is not None and name == OUTPUT_JSON and self.asr.output_json is not None:
+            return self.read(name, self.asr.output_json, ASR_FILE)
+        more = self.asr.transcripts if self.asr is not None else {}
+        if name in more:
+            return self.read(name, more[name], ASR_FILE)
+        if name in self.entry.files:
+            return self.read(name)
+        raise InputError(f"{self.where(self.dir / name)}: {name} is not recorded in {MANIFEST_FILE} or {ASR_FILE}; "
+                         "rerun export and asr")
+
+    def transcript(self, name: str) -> list[Word]:
+        """The words of any transcript asr.json records for the sample (`output.json` or a further one)."""
+        return parse_output_json(parse_json(self.recorded(name), self.where(self.dir / name)), self.where(self.dir / name))
+
     @cached_property
     def annotation_raw(self) -> Any:
         """The annotation JSON as read (hash-checked against manifest.json); None for a task without one."""

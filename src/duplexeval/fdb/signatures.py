@@ -93,12 +93,14 @@ def unified_signature(
 
 def summary_signature(
     rules: str, backend: Mapping[str, Any] | None, judges: Sequence[Mapping[str, Any]], manifest_sha256: str, asr_sha256: str,
-    backchannel_rules: str | None = None,
+    backchannel_rules: str | None = None, more: Sequence[Component] = (),
 ) -> Signature:
-    """summary.json: the official rule set (and which backchannel loop), ASR and judge (no bootstrap: none officially)."""
+    """summary.json: the official rule set (and which backchannel loop), ASR and judge (no bootstrap: none officially),
+    then `more` (what an evaluated task's numbers also depend on)."""
     comps = ((asr_component(backend),) if backend is not None else ()) + (judge_component(judges),)
     if backchannel_rules is not None:  # the 2025-06 (v1.0) or 2026-02 (HEAD) loop changes backchannel numbers
         comps += (Component("backchannel", backchannel_rules),)
+    comps += tuple(more)
     return Signature(rules, comps, tree_inputs(manifest_sha256, asr_sha256))
 
 

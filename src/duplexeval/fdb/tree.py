@@ -40,6 +40,7 @@ _R = TypeVar("_R")
 SCHEMA_VERSION = MANIFEST_SCHEMA_VERSION
 ASR_KIND = "duplexeval.fdb.asr"
 ASR_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs); a file without 'kind' reads as 1
+TRANSCRIPTS_KEY = "transcripts"  # asr.json: {transcript file: sha256} of a sample's further transcripts
 HEADER_KEYS = ("kind", "schema_version", "duplexeval", "signature", "inputs")  # artifacts.header's keys, in order
 
 
@@ -193,12 +194,18 @@ def write_manifest(tree: str | Path, manifest: Manifest) -> str:
 
 @dataclass
 class AsrSample:
-    """asr.json `samples[<subset>/<id>]`."""
+    """asr.json `samples[<subset>/<id>]`; `transcripts` are the hashes of a task's further transcripts (its
+    `SampleLayout` ASR files besides output.json), kept in `extra` under that key."""
 
     status: str  # "ok" | "error"
     output_json: str | None
     error: str | None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def transcripts(self) -> dict[str, str]:
+        more = self.extra.get(TRANSCRIPTS_KEY)
+        return {str(k): v for k, v in more.items() if isinstance(v, str)} if isinstance(more, dict) else {}
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": self.status, "output.json": self.output_json, "error": self.error}

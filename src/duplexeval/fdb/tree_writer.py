@@ -11,14 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.protocols import DatasetLike, SampleKey, SampleLike, dataset_root
 from duplexeval.fdb.run_journal import ResumeJournal
 from duplexeval.fdb.sample_trace import EXPORT_TRACE_KIND, read_trace
-from duplexeval.fdb.tasks import all_tasks
+from duplexeval.fdb.tasks import DATASET, all_tasks, task_of
 from duplexeval.fdb.tree import (
+    INPUT_WAV,
     MANIFEST_FILE,
     SUBSETS,
     Manifest,
@@ -34,6 +35,7 @@ RUN_RECORD = ".duplexeval-export.json"  # the run record of export and import: w
 # Reasons a sample is ineligible (docs/systems.md lists them; a session's own, `system_error` and
 # `input_pacing_late` among them, are in systems.net.trace).
 REASON_MISSING_ANNOTATION = "missing_annotation"
+REASON_MISSING_INPUT = "missing_input"
 REASON_ANNOTATION_HASH = "annotation_hash_mismatch"
 REASON_MISSING_OUTPUT = "missing_output"
 REASON_LENGTH = "length_mismatch"
@@ -99,11 +101,13 @@ def dataset_mismatch(sample: SampleLike, sample_dir: Path, T: float) -> str | No
 
 
 def finished_entry(journal: ResumeJournal, sample_dir: Path, input_sha: str, key: str,
-                   annotation_sha: str | None = None, redo_ineligible: bool = False) -> SampleEntry | None:
+                   annotation_sha: str | None = None, redo_ineligible: bool = False,
+                   inputs: dict[str, str] | None = None) -> SampleEntry | None:
     """The sample's manifest entry from its trace.json when the journal trusts it (this run, sample `key`, this input
-    and this annotation, files intact); None means the sample is (re)done. With `redo_ineligible` (export: its input
-    did not change, but a fault or a late input may not recur) a sample that ended ineligible is done again, so a
-    rerun retries exactly what failed, as `fdb asr` does; import's key is the output file, so a new file redoes it."""
+    and this annotation, the tree's copies of its other inputs equal to the dataset's `inputs`, files intact); None
+    means the sample is (re)done. With `redo_ineligible` (export: its input did not change, but a fault or a late
+    input may not recur) a sample that ended ineligible is done again, so a rerun retries exactly what failed, as
+    `fdb asr` does; import's key is the output file, so a new file redoes it."""
     try:
         trace = read_trace(sample_dir)
     except InputError:
@@ -112,16 +116,54 @@ def finished_entry(journal: ResumeJournal, sample_dir: Path, input_sha: str, key
         return None  # a journal copied from another sample's folder names that sample, not this one
     if trace.head.annotation_sha256 != annotation_sha:
         return None  # made from another annotation than the dataset holds for this sample now (a copied entry)
+    if any(trace.result.files.get(name) != sha for name, sha in (inputs or {}).items()):
+        return None  # another input (a further session's) changed in the dataset since
     if not journal.trusts(trace.journal_entry, key, input_sha, sample_dir):
         return None
     return None if redo_ineligible and not trace.result.eligible else trace.result
+
+
+def _input_names(subset: str) -> list[str]:
+    """The files besides the annotation that the subset's task copies from the dataset into each sample folder."""
+    ann = SUBSETS[subset].annotation
+    return [n for n in task_of(subset).layout.names(DATASET) if n != ann]
+
+
+def source_path(sample: SampleKey, name: str) -> Path:
+    """A dataset file of the sample: its input (`input_path`) or a file beside it in its folder (`dir`, else the
+    input's folder)."""
+    input_path = Path(cast("SampleLike", sample).input_path)  # export and import pass dataset samples
+    if name == INPUT_WAV:
+        return input_path
+    return Path(getattr(sample, "dir", None) or input_path.parent) / name
+
+
+def dataset_input_shas(sample: SampleKey) -> dict[str, str]:
+    """SHA-256 of each other input the task copies (`copy_inputs`) as the dataset holds it now ("missing": gone)."""
+    paths = {n: source_path(sample, n) for n in _input_names(sample.subset)}
+    return {n: sha256_file(p) if p.is_file() else "missing" for n, p in paths.items()}
+
+
+def copy_inputs(sample: SampleLike, dest_dir: Path) -> tuple[dict[str, str], list[str]]:
+    """Copy the other dataset files the task keeps in the tree (`SampleLayout`, made by DATASET: FDB v1.5's two
+    inputs) byte for byte; returns (files, reasons)."""
+    files: dict[str, str] = {}
+    reasons: list[str] = []
+    for name in _input_names(sample.subset):
+        src = source_path(sample, name)
+        if not src.is_file():
+            reasons.append(REASON_MISSING_INPUT)
+            continue
+        files[name] = atomic_write_bytes(dest_dir / name, src.read_bytes())
+    return files, reasons
 
 
 def unfinished(journal: ResumeJournal, out: Path, samples: Sequence[SampleKey], input_shas: list[str], force: bool) -> list[int]:
     """Indexes of the samples an export must run: not finished by this run, or ended ineligible (all with `force`)."""
     return [i for i, s in enumerate(samples)
             if force or finished_entry(journal, out / s.subset / s.id, input_shas[i], f"{s.subset}/{s.id}",
-                                       dataset_annotation_sha256(s), redo_ineligible=True) is None]
+                                       dataset_annotation_sha256(s), redo_ineligible=True,
+                                       inputs=dataset_input_shas(s)) is None]
 
 
 def copy_annotation(sample: SampleLike, dest_dir: Path) -> tuple[dict[str, str], list[str], str | None]:
@@ -200,7 +242,8 @@ def build_samples(
             key, payload = key_of(i)
             name = f"{sample.subset}/{sample.id}"
             entry = None if force else finished_entry(journal, out / sample.subset / sample.id, key, name,
-                                                      dataset_annotation_sha256(sample), redo_ineligible)
+                                                      dataset_annotation_sha256(sample), redo_ineligible,
+                                                      dataset_input_shas(sample))
             if entry is None:
                 entry = make(i, journal.run_sha256, key, payload)
                 ran += 1

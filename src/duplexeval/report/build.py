@@ -25,6 +25,7 @@ from duplexeval.errors import InputError
 from duplexeval.fdb.compare import COMPARE_SCHEMA_VERSION
 from duplexeval.fdb.results import ScoredTree, load_scored
 from duplexeval.fdb.selection import DatasetArg, resolve_dataset
+from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.tree import MANIFEST_FILE, OUTPUT_WAV
 from duplexeval.fdb.tree_writer import dataset_mismatch
 from duplexeval.jsonio import atomic_write_text, read_json
@@ -327,10 +328,17 @@ def _fdb_page(given: Sequence[Path], opts: ReportOptions) -> str:
         note = " ".join(x for x in (note, "Audio is linked, not inlined: keep the trees (and dataset) where they are relative to this page.") if x)
     body, nav = fdb_body(trees, lineup, items, note)
     chips = system_chips(labels, lineup.colors, lineup.baseline)
-    subtitle = (f'<div class="chips">{chips}</div>Full-Duplex-Bench v1.0, unified rules; dataset '
+    bench = benchmark_name(trees)
+    subtitle = (f'<div class="chips">{chips}</div>{bench}, unified rules; dataset '
                 f"{esc(trees[0].manifest.dataset_name)}; {sum(len(t.manifest.samples) for t in trees)} samples in {len(trees)} "
                 + ("tree" if len(trees) == 1 else "trees"))
-    return document("duplexeval report: Full-Duplex-Bench v1.0", body, subtitle, nav, data.html())
+    return document(f"duplexeval report: {bench}", body, subtitle, nav, data.html())
+
+
+def benchmark_name(trees: Sequence[ScoredTree]) -> str:
+    """`Full-Duplex-Bench v1.0` (or v1.5, or both): the releases of the trees' subsets' tasks (`DatasetRules.release`)."""
+    releases = sorted({task_of(e.subset).dataset.release for t in trees for e in t.manifest.samples})
+    return "Full-Duplex-Bench " + " + ".join(r.removeprefix("fdb-") for r in releases or ["fdb-v1.0"])
 
 
 def _render(path: Path, kind: str, make: Callable[[], str]) -> str:

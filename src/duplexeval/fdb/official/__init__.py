@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from duplexeval.fdb.official.run import evaluate as _evaluate
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Mapping
     from pathlib import Path
 
 
@@ -22,8 +23,10 @@ def evaluate(
     icc_gt: str | Path | None = None,
     backchannel_rules: str = "2025-06",
     progress: bool = True,
+    options: Mapping[str, Any] | None = None,
     **judge_opts: Any,
 ) -> dict[str, Any]:
-    """Apply the official v1.0 rules to a transcribed tree and write TREE/summary.json (see run.evaluate)."""
-    options = {"icc_gt": icc_gt, "backchannel_rules": backchannel_rules}
+    """Apply the official rules to a transcribed tree and write TREE/summary.json (see run.evaluate); `options` are
+    the other tasks' own options (`official_options()`)."""
+    options = {"icc_gt": icc_gt, "backchannel_rules": backchannel_rules, **(options or {})}
     return _evaluate(tree, subsets, judge, options, progress, **judge_opts)

@@ -33,6 +33,7 @@ from duplexeval.fdb.tree import (
     validate_subset,
 )
 from duplexeval.progress import status_lines
+from duplexeval.signature import Component
 
 JUDGES = ("none", "openai")
 
@@ -136,14 +137,17 @@ def evaluate(
         rows.extend(s.to_json() for s in done)
         order = {e.id: i for i, e in enumerate(entries)}
         rows.sort(key=lambda r: order[r["id"]])
-        results[subset] = SubsetSummary(task.name, counts, metrics, rows, judge_block)
+        results[subset] = SubsetSummary(task.name, counts, metrics, rows, judge_block, dict(outcome.extra))
         say(f"{subset}: evaluated {len(done)}: " + ", ".join(f"{k} {_progress_value(m)}" for k, m in metrics.items()))
 
     rules = rules_block({"turn_duration_threshold_s": TURN_DURATION_THRESHOLD_S,
                          "turn_num_words_threshold": TURN_NUM_WORDS_THRESHOLD})
+    rules["name"] = "+".join(sorted({task_of(s).official.rules_name for s in chosen}))  # the rule sets applied
+    components: list[Component] = []
     for t in all_tasks():
         rules.update(t.official.rules_block(opts, infos.get(t.name)))
-    summary = build_summary(manifest_sha, asr_sha, rules, results, asr.backend)
+        components += t.official.signature_components(opts, infos.get(t.name))
+    summary = build_summary(manifest_sha, asr_sha, rules, results, asr.backend, tuple(components))
     write_summary(tree, summary)
     return summary
 

@@ -11,6 +11,7 @@ from duplexeval.fdb.official.metric import Metric
 from duplexeval.fdb.signatures import summary_signature, tree_inputs
 from duplexeval.fdb.tree import SUMMARY_FILE
 from duplexeval.jsonio import write_json
+from duplexeval.signature import Component
 
 SUMMARY_KIND = "duplexeval.fdb.summary"
 SUMMARY_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs) after kind and schema_version
@@ -60,10 +61,12 @@ def rules_block(take_turn: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_summary(manifest_sha256: str, asr_sha256: str, rules: dict[str, Any], subsets: dict[str, SubsetSummary],
-                  asr_backend: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The summary.json object (key order fixed, so the bytes are deterministic), led by the artifact header."""
+                  asr_backend: dict[str, Any] | None = None, components: tuple[Component, ...] = ()) -> dict[str, Any]:
+    """The summary.json object (key order fixed, so the bytes are deterministic), led by the artifact header;
+    `components` are the evaluated tasks' own signature components (`OfficialRules.signature_components`)."""
     judges = [s.judge for s in subsets.values() if s.judge is not None]
-    sig = summary_signature(RULES_NAME, asr_backend, judges, manifest_sha256, asr_sha256, rules.get("backchannel_rules"))
+    sig = summary_signature(str(rules.get("name", RULES_NAME)), asr_backend, judges, manifest_sha256, asr_sha256, rules.get("backchannel_rules"),
+                            components)
     return {
         **header(SUMMARY_KIND, SUMMARY_SCHEMA_VERSION, sig, tree_inputs(manifest_sha256, asr_sha256)),
         "manifest_sha256": manifest_sha256,

@@ -37,6 +37,7 @@ from duplexeval.fdb.tasks.base import (
     RenderRules,
     SampleFile,
     SampleLayout,
+    Session,
     SubsetInfo,
     SynthRecipe,
     Task,
@@ -51,6 +52,7 @@ BUILTIN_MODULES = (
     "duplexeval.fdb.tasks.turn_taking",
     "duplexeval.fdb.tasks.interruption",
     "duplexeval.fdb.tasks.backchannel",
+    "duplexeval.fdb.tasks.overlap",
 )
 
 
@@ -121,6 +123,6 @@ def register_task(task: Task) -> Task:
 __all__ = [
     "ASR", "BUILTIN_MODULES", "DATASET", "EVALUATE", "EXPORT", "HIGHER", "LOWER", "NEITHER", "TASKS", "AsrRules",
     "Band", "DatasetFile", "DatasetRules", "Figure", "Headline", "Mark", "MetricSpec", "OfficialContext", "OfficialOutcome", "OfficialRules", "OpenedSample",
-    "PairedSpec", "Ready", "RenderRules", "SampleFile", "SampleLayout", "SubsetInfo", "SynthRecipe", "Task",
+    "PairedSpec", "Ready", "RenderRules", "SampleFile", "SampleLayout", "Session", "SubsetInfo", "SynthRecipe", "Task",
     "UnifiedRules", "all_tasks", "get_task", "one_output_layout", "register_task", "task_of",
 ]

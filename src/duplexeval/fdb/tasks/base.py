@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from duplexeval.fdb.sample import OpenedSample
 from duplexeval.schemas.fdb_names import INPUT_WAV, OUTPUT_JSON, OUTPUT_WAV, SubsetInfo
+from duplexeval.signature import Component
 
 if TYPE_CHECKING:  # types only: the stages import this module
     from duplexeval.fdb.tree import AsrRecord, Manifest, SampleEntry
@@ -67,11 +68,48 @@ class SampleLayout:
 
     files: tuple[SampleFile, ...]
 
+    def __post_init__(self) -> None:
+        names = [f.name for f in self.files]
+        if len(set(names)) != len(names):
+            raise ValueError(f"a sample layout names a file twice: {names}")
+        plays = self.made_by(EXPORT)
+        if plays and (plays[0].name, plays[0].source) != (OUTPUT_WAV, INPUT_WAV):
+            raise ValueError(f"the first export file must be {OUTPUT_WAV} played from {INPUT_WAV}, got {plays[0]}")
+        for f in self.files:
+            if f.made_by in (EXPORT, ASR) and not f.source:
+                raise ValueError(f"{f.name}: an {f.made_by} file needs its source")
+
     def made_by(self, stage: str) -> tuple[SampleFile, ...]:
         return tuple(f for f in self.files if f.made_by == stage)
 
     def names(self, stage: str) -> tuple[str, ...]:
         return tuple(f.name for f in self.made_by(stage))
+
+    def sessions(self) -> tuple[Session, ...]:
+        """The playbacks of `fdb export`, the first (input.wav -> output.wav) first; one session each."""
+        return tuple(Session(str(f.source), f.name, session_prefix(f.name) if i else "")
+                     for i, f in enumerate(self.made_by(EXPORT)))
+
+    def transcripts(self) -> tuple[tuple[str, str], ...]:
+        """(audio file, transcript file) of every transcript the ASR stage makes, in layout order."""
+        return tuple((str(f.source), f.name) for f in self.made_by(ASR))
+
+
+@dataclass(frozen=True)
+class Session:
+    """One playback of `fdb export`: the dataset input played (`source`) and the output written from what the
+    system sent (`output`); the session's other files (a network system's wire trace) are named `prefix` + their
+    usual name (the first session: no prefix, the v1.0 tree exactly)."""
+
+    source: str
+    output: str
+    prefix: str
+
+
+def session_prefix(output: str) -> str:
+    """The prefix of a further session's files: `clean_output.wav` -> `clean_` (the official v1.5 naming)."""
+    stem = output[: -len(OUTPUT_WAV)] if output.endswith(OUTPUT_WAV) else output.rsplit(".", 1)[0] + "_"
+    return stem if stem.endswith("_") else stem + "_"
 
 
 def one_output_layout(annotation: str | None, *evidence: str) -> SampleLayout:
@@ -104,6 +142,12 @@ class DatasetRules:
     def check_annotation(self, record: Any, T: float, where: str) -> None:
         """Check the typed annotation against the input's length T in seconds (InputError naming `where`)."""
 
+    # The published dataset the task's subsets belong to: a real folder's name in the manifest, and which subsets'
+    # declared sizes it carries (those of every task of the same release).
+    release: str = "fdb-v1.0"
+    # Folders under a dataset root that may hold the task's subset folders (a published archive's own top folder).
+    folders: tuple[str, ...] = ()
+
     def dataset_files(self, root: Path, samples: Sequence[Any]) -> dict[str, Path]:
         """The task's files beside the samples that this dataset has, checked against its samples ({name: path})."""
         return {}
@@ -127,6 +171,7 @@ class UnifiedRules(Generic[InputT, RowT]):
     """
 
     metric_kinds: Mapping[str, type] = {}
+    definitions: str = "fdb-v1.0-unified-4"  # the rule set's name and version (unified.json's definitions, signature)
 
     def parse(self, sample: OpenedSample) -> InputT:
         """The task's input of one opened sample, after the checks against T (InputError naming file and sample)."""
@@ -175,6 +220,7 @@ class OfficialOutcome:
     judge: dict[str, Any] | None = None
     counts: dict[str, Any] = field(default_factory=dict)
     rules_info: dict[str, Any] | None = None  # merged into the task's part of summary.json's rules block
+    extra: dict[str, Any] = field(default_factory=dict)  # further keys of the subset's block (before its samples)
 
 
 # every eligible, transcribed sample of a subset, its transcript read (words and text)
@@ -190,6 +236,7 @@ class OfficialRules:
 
     uses_judge: bool = False
     options: Mapping[str, Any] = {}
+    rules_name: str = "fdb-v1.0-official"  # the rule set it reproduces (summary.json's rules name and signature)
 
     def check_options(self, options: Mapping[str, Any]) -> None:
         """Refuse a bad option value (InputError) before anything is read."""
@@ -207,6 +254,11 @@ class OfficialRules:
         """The task's entries of summary.json's `rules` block (`info`: the last outcome's `rules_info`)."""
         return {}
 
+    def signature_components(self, options: Mapping[str, Any], info: dict[str, Any] | None) -> tuple[Component, ...]:
+        """What else the numbers depend on, for summary.json's signature (a model and its hash, a library's
+        version); `info` as for `rules_block`, None when none of the task's subsets was evaluated."""
+        return ()
+
 
 @dataclass(frozen=True)
 class MetricSpec:
@@ -216,6 +268,9 @@ class MetricSpec:
     kind: str  # "share" | "ratio" | "median"
     value: Callable[[dict[str, Any]], Any]  # share: bool; ratio: (num, den); median: int or +inf
     per_second: int = 1
+    # Pair only the samples for which this holds in both trees (a latency that exists only after an event);
+    # None: every pair of the spec's samples.
+    within: Callable[[dict[str, Any]], bool] | None = None
 
 
 def time_units(seconds: float | None, per_second: int) -> float:
@@ -384,6 +439,6 @@ __all__ = [
     "ASR", "DATASET", "EVALUATE", "EXPORT", "HIGHER", "LOWER", "NEITHER", "STAGES", "AsrRules", "Band", "DatasetFile",
     "DatasetRules", "Figure", "Headline", "Mark",
     "MetricSpec", "OfficialContext", "OfficialOutcome", "OfficialRules", "OpenedSample", "PairedSpec", "Ready",
-    "RenderRules", "SampleFile", "SampleLayout", "SubsetInfo", "SynthRecipe", "Task", "UnifiedRules", "one_output_layout",
+    "RenderRules", "SampleFile", "SampleLayout", "Session", "SubsetInfo", "SynthRecipe", "Task", "UnifiedRules", "one_output_layout",
     "time_units",
 ]

@@ -16,7 +16,7 @@ from duplexeval import vad_batched
 from duplexeval.artifacts import header
 from duplexeval.executors import ExecutorSpec
 from duplexeval.fdb.signatures import tree_inputs, unified_signature
-from duplexeval.fdb.tasks import get_task
+from duplexeval.fdb.tasks import UnifiedRules, get_task
 from duplexeval.fdb.tree import (
     SUBSETS,
     UNIFIED_FILE,
@@ -30,7 +30,7 @@ from duplexeval.vad import SCORER_SETTINGS
 from duplexeval.vad import vad_signature as vad_signature_of
 from duplexeval.vad_batched import Segmenter
 
-DEFINITIONS = "fdb-v1.0-unified-4"
+DEFINITIONS = UnifiedRules.definitions  # "fdb-v1.0-unified-4": the v1.0 tasks' rule set
 UNIFIED_KIND = "duplexeval.fdb.unified"
 UNIFIED_SCHEMA_VERSION = 2  # 2: the artifact header (kind, schema_version, duplexeval, signature, inputs)
 
@@ -140,10 +140,13 @@ def score(
     else:
         vad = getattr(segmenter, "signature", {"package": "injected", "note": "segments supplied by the caller"})
 
-    sig = unified_signature(DEFINITIONS, loaded.asr.backend, vad, loaded.manifest_sha256, loaded.asr_sha256)
+    scored = {get_task(ls.entry.task) for ls in loaded.samples}
+    names = sorted({t.unified.definitions for t in scored if t.unified is not None}) or [DEFINITIONS]
+    definitions = "+".join(names)  # the rule sets applied (a v1.0 tree: DEFINITIONS)
+    sig = unified_signature(definitions, loaded.asr.backend, vad, loaded.manifest_sha256, loaded.asr_sha256)
     unified = {
         **header(UNIFIED_KIND, UNIFIED_SCHEMA_VERSION, sig, tree_inputs(loaded.manifest_sha256, loaded.asr_sha256)),
-        "definitions": DEFINITIONS,
+        "definitions": definitions,
         "manifest_sha256": loaded.manifest_sha256,
         "asr_sha256": loaded.asr_sha256,
         "vad": vad,

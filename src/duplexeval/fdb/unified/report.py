@@ -169,7 +169,7 @@ def render(result: UnifiedResult, reference: Reference, console: Console | None 
     """Print every subset's unified metrics (and the reference column when usable) with rich tables."""
     console = console or Console()
     u = result.to_json()
-    console.print(f"[bold]Unified FDB v1.0 metrics[/bold] ({u['definitions']}), tree {result.tree}")
+    console.print(f"[bold]Unified FDB metrics[/bold] ({u['definitions']}), tree {result.tree}")
     for subset, block in u["subsets"].items():
         console.print()
         console.print(f"[bold]{subset}[/bold] ({block['task']}): {_counts_line(block)}")

@@ -5,7 +5,8 @@ Contract (shared by every protocol adapter):
 - A session keeps `WireTrace.records` in memory and the export writes them as
   `<subset>/<id>/trace.jsonl` (a header line, then one record per line) plus the received audio as
   raw PCM16 in `<subset>/<id>/trace.pcm` (records point into it with `audio: [offset, nbytes, rate]`;
-  base64 is never kept in JSON).
+  base64 is never kept in JSON). A sample with further sessions (FDB v1.5 plays `clean_input.wav` too) writes
+  each further session's pair with its prefix: `clean_trace.jsonl` + `clean_trace.pcm` (the header's `pcm`).
 - Every record has `dir` (`send` | `recv` | `meta`), `t` (seconds on the input timeline: 0 is the
   first input packet's slot; connect attempts are negative) and for messages `type` and `bytes`
   (wire size). Audio sends add `seq`, `slot_s` and `t_done`. A received message the adapter turned
@@ -113,12 +114,12 @@ class WireTrace:
         self._pcm.extend(pcm16)
 
     # -- files
-    def header(self, T: float) -> dict[str, Any]:
+    def header(self, T: float, pcm_name: str = TRACE_PCM) -> dict[str, Any]:
         return {**header(TRACE_KIND, TRACE_SCHEMA), "protocol": self.protocol, "T": _r6(T),
-                "settings": self.settings, "pcm": TRACE_PCM}
+                "settings": self.settings, "pcm": pcm_name}
 
-    def lines(self, T: float) -> str:
-        out = [dumps_line(self.header(T))]
+    def lines(self, T: float, pcm_name: str = TRACE_PCM) -> str:
+        out = [dumps_line(self.header(T, pcm_name))]
         for rec in self.records:
             row = dict(rec)
             for key in ("t", "t_done"):
@@ -130,12 +131,14 @@ class WireTrace:
     def pcm(self) -> bytes:
         return bytes(self._pcm)
 
-    def write(self, folder: Path, T: float) -> dict[str, str]:
+    def write(self, folder: Path, T: float, prefix: str = "") -> dict[str, str]:
         """Write trace.jsonl and trace.pcm atomically (private files: they hold what the server sent, which may
-        carry credentials the run does not know; known secrets are redacted); returns {name: sha256}."""
-        pcm_sha = atomic_write_bytes(folder / TRACE_PCM, self.pcm(), private=True)
-        text_sha = atomic_write_text(folder / TRACE_JSONL, self.lines(T), private=True)
-        return {TRACE_JSONL: text_sha, TRACE_PCM: pcm_sha}
+        carry credentials the run does not know; known secrets are redacted); returns {name: sha256}. A sample's
+        further session (`fdb.tasks.Session`) names its files with its `prefix` (`clean_trace.jsonl`)."""
+        pcm_name, text_name = prefix + TRACE_PCM, prefix + TRACE_JSONL
+        pcm_sha = atomic_write_bytes(folder / pcm_name, self.pcm(), private=True)
+        text_sha = atomic_write_text(folder / text_name, self.lines(T, pcm_name), private=True)
+        return {text_name: text_sha, pcm_name: pcm_sha}
 
 
 @dataclass
@@ -147,9 +150,10 @@ class LoadedTrace:
     pcm: bytes
 
 
-def load_trace(folder: Path) -> LoadedTrace:
-    """Read `trace.jsonl` + `trace.pcm`; one-line InputError naming the file on any problem."""
-    path = folder / TRACE_JSONL
+def load_trace(folder: Path, prefix: str = "") -> LoadedTrace:
+    """Read `trace.jsonl` + `trace.pcm` (a further session's: `prefix` + those); one-line InputError naming the file
+    on any problem."""
+    path = folder / (prefix + TRACE_JSONL)
     rows = [obj for _, obj in json_lines(read_text(path), path)]
     if not rows or not isinstance(rows[0], dict) or rows[0].get("kind") != TRACE_KIND:
         raise InputError(f"{path}: not a {TRACE_KIND} file")

@@ -83,6 +83,11 @@ def user_message(transcripts: Mapping[str, Any]) -> str:
             f'            "output_clean": {oc},\n            "output_noisy": {on}\n        }}\n        ')
 
 
+def transcripts_sha256(transcripts: Mapping[str, Any]) -> str:
+    """What identifies the four transcripts a tag was made from (the SHA-256 of the user message they make)."""
+    return sha256_bytes(user_message(transcripts).encode("utf-8"))
+
+
 def payload(prompt: BehaviorPrompt, transcripts: Mapping[str, Any], model: str, seed: int) -> dict[str, Any]:
     """One request body: model, system and user message, seed (no temperature: the server's default)."""
     return {"model": model, "messages": [{"role": "system", "content": prompt.text},

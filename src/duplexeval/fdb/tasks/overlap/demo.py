@@ -1,9 +1,9 @@
-"""The v1.5 part of `duplexeval demo`: four overlap scenarios, each baseline, every v1.5 stage, one table.
+"""The v1.5 part of `duplexeval demo`: four overlap scenarios, each baseline, every fdb stage, one table.
 
-The demo set is one espeak-ng sample per scenario (`synth.write_set`, seed 0). Each system gets a tree under
-`OUT/v1.5/<system>`: export (two sessions per sample), asr (four transcripts), evaluate (the official rules,
-without a judge: its prompt is not ours to ship) and score (our rules). A finished tree made from the same demo
-set is reused.
+The demo set is one espeak-ng sample per scenario (`synth.write_set`, seed 0). Each system gets an FDB tree under
+`OUT/v1.5/<system>` made by the stages the `fdb` commands run: export (two sessions per sample), asr (four
+transcripts), evaluate (the official rules, without a judge: its prompt is not ours to ship) and score (our
+rules). A finished tree made from the same demo set is reused.
 """
 
 from __future__ import annotations
@@ -17,12 +17,18 @@ from typing import Any
 from rich.table import Table
 
 from duplexeval.errors import DuplexEvalError
-from duplexeval.fdb.tasks.overlap import pipeline, synth
+from duplexeval.fdb import asr_stage
+from duplexeval.fdb.export import export
+from duplexeval.fdb.official import evaluate
+from duplexeval.fdb.tasks.overlap import synth
 from duplexeval.fdb.tasks.overlap.scenarios import SCENARIOS, SUBSET_ORDER
+from duplexeval.fdb.unified import score
 from duplexeval.jsonio import read_json, sha256_file
+from duplexeval.schemas.fdb_names import SUMMARY_FILE, UNIFIED_FILE
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
 DEMO_SYSTEMS = ("silent", "turn-based", "talk-over", "backchannel")
+DATA_STAMP = "demo-data.sha256"  # the demo set a finished tree was made from (beside the tree's files)
 PER_SUBSET = 1
 
 
@@ -51,7 +57,7 @@ def _data(out: Path, say: Callable[[str], None]) -> Path:
 
 def _current(tree: Path, data_sha: str) -> bool:
     try:
-        return (tree / pipeline.UNIFIED).is_file() and read_json(tree / "data.sha256") == data_sha
+        return (tree / UNIFIED_FILE).is_file() and read_json(tree / DATA_STAMP) == data_sha
     except DuplexEvalError:
         return False
 
@@ -74,16 +80,20 @@ def run(out: str | Path, systems: Sequence[str] = DEMO_SYSTEMS, say: Callable[[s
         shutil.rmtree(tree, ignore_errors=True)
         try:
             say(f"demo v1.5: [{spec}] export (two sessions per sample)")
-            pipeline.export(data, spec, tree)
+            export(spec, data, tree, progress=False)
             r.stages["export"] = "done"
             say(f"demo v1.5: [{spec}] asr (four transcripts per sample)")
-            pipeline.asr(tree, backend=asr_backend)
+            res = asr_stage.run(tree, backend=asr_backend, progress=False)
+            if res.failed:
+                raise DuplexEvalError(f"asr failed on {res.n_error} sample(s): {res.errors[0][1]}")
             r.stages["asr"] = "done"
-            for name, step in (("evaluate", pipeline.evaluate), ("score", pipeline.score)):
-                say(f"demo v1.5: [{spec}] {name}")
-                step(tree)
-                r.stages[name] = "done"
-            (tree / "data.sha256").write_text(f'"{data_sha}"')
+            say(f"demo v1.5: [{spec}] evaluate")
+            evaluate(tree, progress=False)
+            r.stages["evaluate"] = "done"
+            say(f"demo v1.5: [{spec}] score")
+            score(tree)
+            r.stages["score"] = "done"
+            (tree / DATA_STAMP).write_text(f'"{data_sha}"')
         except DuplexEvalError as exc:
             say(f"demo v1.5: [{spec}] failed: {exc}")
             r.stages["failed"] = str(exc)
@@ -114,8 +124,8 @@ def table(result: V15Demo) -> Table:
         t.add_column(r.system, justify="right")
     trees = []
     for r in result.runs:
-        u = read_json(r.tree / pipeline.UNIFIED) if (r.tree / pipeline.UNIFIED).is_file() else None
-        s = read_json(r.tree / pipeline.SUMMARY) if (r.tree / pipeline.SUMMARY).is_file() else None
+        u = read_json(r.tree / UNIFIED_FILE) if (r.tree / UNIFIED_FILE).is_file() else None
+        s = read_json(r.tree / SUMMARY_FILE) if (r.tree / SUMMARY_FILE).is_file() else None
         trees.append((u, s))
     for subset in SUBSET_ORDER:
         first = True
@@ -125,8 +135,8 @@ def table(result: V15Demo) -> Table:
             first = False
         cells = []
         for _, s in trees:
-            agg = ((s or {}).get("subsets", {}).get(subset) or {}).get("aggregate") or {}
-            pre, post = agg.get("pre", {}).get("wpm"), agg.get("post", {}).get("wpm")
+            m = ((s or {}).get("subsets", {}).get(subset) or {}).get("metrics") or {}
+            pre, post = (m.get("pre_wpm") or {}).get("value"), (m.get("post_wpm") or {}).get("value")
             cells.append(NO_DATA if pre is None or post is None else f"{pre:.0f} -> {post:.0f}")
         t.add_row("", "wpm before -> after (official)", *cells)
     return t
@@ -135,8 +145,8 @@ def table(result: V15Demo) -> Table:
 def print_report(result: V15Demo, console: Any) -> None:
     console.print(table(result))
     for r in result.runs:
-        u = read_json(r.tree / pipeline.UNIFIED) if (r.tree / pipeline.UNIFIED).is_file() else None
-        s = read_json(r.tree / pipeline.SUMMARY) if (r.tree / pipeline.SUMMARY).is_file() else None
+        u = read_json(r.tree / UNIFIED_FILE) if (r.tree / UNIFIED_FILE).is_file() else None
+        s = read_json(r.tree / SUMMARY_FILE) if (r.tree / SUMMARY_FILE).is_file() else None
         for name, obj in (("unified", u), ("official", s)):
             if obj:
                 console.print(f"signature v1.5 {name} ({r.system}): {obj['signature']['compact']}", soft_wrap=True,

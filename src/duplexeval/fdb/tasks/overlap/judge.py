@@ -25,6 +25,7 @@ from duplexeval.fdb.tasks.overlap.behavior import (
     BehaviorPrompt,
     parse_reply,
     payload,
+    transcripts_sha256,
 )
 from duplexeval.jsonio import append_text, dumps_line, sha256_bytes, write_json
 
@@ -113,7 +114,7 @@ class BehaviorJudge:
             self.stats["reused"] += 1
             obj, tags, _ = parse_reply(json.dumps(cached["saved"]))
             v = Verdict(tags, int(cached["attempts"]), True, None, obj)
-            _write_tag(sample_dir / TAG_FILE, v, rsha, self.label)
+            _write_tag(sample_dir / TAG_FILE, v, rsha, self.label, transcripts_sha256(transcripts))
             self._log({"event": "reused", "sample": sample, "request_sha256": rsha, "tags": tags})
             return v
         error: str | None = None
@@ -134,7 +135,7 @@ class BehaviorJudge:
                        "saved": obj if tags else None, "tags": tags})
             if tags is not None:
                 v = Verdict(tags, attempt, False, None, obj)
-                _write_tag(sample_dir / TAG_FILE, v, rsha, self.label)
+                _write_tag(sample_dir / TAG_FILE, v, rsha, self.label, transcripts_sha256(transcripts))
                 return v
         self.stats["failed"] += 1
         return Verdict(None, s.max_attempts, False, error)
@@ -171,8 +172,8 @@ def _read_tag(path: Path, request_sha: str) -> dict[str, Any] | None:
     return {"saved": saved, "attempts": meta.get("attempts", 1)}
 
 
-def _write_tag(path: Path, v: Verdict, request_sha: str, judge_label: str) -> None:
-    """content_tag.json: the object the official script saves, plus which request made it."""
+def _write_tag(path: Path, v: Verdict, request_sha: str, judge_label: str, transcripts_sha: str) -> None:
+    """content_tag.json: the object the official script saves, plus which request (and transcripts) made it."""
     assert v.saved is not None
-    write_json(path, {**v.saved, "duplexeval": {"judge": judge_label, "request_sha256": request_sha, "attempts": v.attempts}},
-               private=True)  # a cache of a remote service's answer, like the journal
+    meta = {"judge": judge_label, "request_sha256": request_sha, "transcripts_sha256": transcripts_sha, "attempts": v.attempts}
+    write_json(path, {**v.saved, "duplexeval": meta}, private=True)  # a cache of a remote service's answer, like the journal

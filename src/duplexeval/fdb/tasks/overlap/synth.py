@@ -25,7 +25,7 @@ import numpy as np
 
 from duplexeval import tts
 from duplexeval.audio import write_wav_pcm16
-from duplexeval.fdb.tasks.overlap.layout import CLEAN_INPUT_FILE, INPUT_FILE, METADATA_FILE
+from duplexeval.fdb.tasks.overlap.annotation import CLEAN_INPUT_FILE, INPUT_FILE, METADATA_FILE
 from duplexeval.fdb.tasks.overlap.scenarios import (
     BACKGROUND_SPEECH,
     SCENARIOS,

@@ -24,18 +24,27 @@ Times are integer microseconds inside; VAD segments are 16 kHz sample indices, c
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from duplexeval import stats
 from duplexeval.asr.base import Word
-from duplexeval.fdb.tasks.overlap.behavior import LABELS
+from duplexeval.errors import InputError
+from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, UnifiedRules, time_units
+from duplexeval.fdb.tasks.overlap.annotation import CLEAN_OUTPUT_JSON, NAME, TAG_FILE
+from duplexeval.fdb.tasks.overlap.behavior import LABELS, TRANSCRIPTS, parse_reply, transcripts_sha256
 from duplexeval.fdb.tasks.overlap.scenarios import SCENARIOS
+from duplexeval.fdb.unified.aggregate import coverage
+from duplexeval.fdb.verified import parse_json
+from duplexeval.jsonio import read_json
 from duplexeval.paired import mcnemar_exact, paired_quantile_difference
-from duplexeval.units import to_us
+from duplexeval.schemas.fdb_names import OUTPUT_WAV
+from duplexeval.units import US_PER_S, to_us
 
 TICKS_PER_US = 2
 TICKS_PER_SAMPLE = 125
@@ -190,7 +199,8 @@ def aggregate(rows: Sequence[OverlapRow], selected: int, not_scored: Mapping[str
         for lab in LABELS:
             m[f"judge_{lab}_rate"] = stats.Share(sum(r.judge_label == lab for r in judged), len(judged),
                                                  failed + unknown, selected)
-        m["agreement_rate"] = stats.Share(sum(AS_JUDGE_LABEL[r.behaviour] == r.judge_label for r in judged), len(judged))
+        m["agreement_rate"] = stats.Share(sum(AS_JUDGE_LABEL[r.behaviour] == r.judge_label for r in judged), len(judged),
+                                          selected - len(judged), selected)
         out["confusion"] = {c: dict(Counter(r.judge_label for r in judged if r.behaviour == c)) for c in CLASSES}
         out["counts"]["judge_failed"] = failed
     out["metrics"] = {k: v.to_json() for k, v in m.items()}
@@ -213,3 +223,102 @@ def compare(a: Sequence[OverlapRow], b: Sequence[OverlapRow]) -> dict[str, Any]:
         db = [y.stop_us / 1e6 if y.stop_reached and y.stop_us is not None else inf for _, y in both]
         out["stop_latency_median_difference_s"] = {"pairs": len(both), **paired_quantile_difference(da, db).to_json()}
     return out
+
+
+# ------------------------------------------------------------------------------------------- the `fdb score` rules
+
+METRIC_KINDS: dict[str, type] = {
+    "speaking_at_onset_rate": stats.Share, "stop_latency_s": stats.Latency, "speaking_at_end_rate": stats.Share,
+    "response_latency_s": stats.Latency, **{f"{c}_rate": stats.Share for c in CLASSES}, "good_rate": stats.Share,
+    **{f"judge_{lab}_rate": stats.Share for lab in LABELS}, "agreement_rate": stats.Share,
+}
+
+
+@dataclass(frozen=True)
+class OverlapInput:
+    """One opened v1.5 sample for our rules: the window and T in µs, both outputs' words, the judge's tags."""
+
+    subset: str
+    id: str
+    T_us: int
+    on_us: int
+    off_us: int
+    output_wav: Path
+    words: tuple[Word, ...]
+    clean_words: tuple[Word, ...]
+    judge_tags: tuple[str, ...] | None
+    judge_error: str | None
+
+
+STALE_TAGS = "content_tag.json was made from other transcripts (asr ran again): rerun fdb evaluate --judge"
+
+
+def _judge_tags(sample: OpenedSample) -> tuple[list[str] | None, str | None]:
+    """The judge's accepted tags from the sample's `content_tag.json` (written by `fdb evaluate --judge`; None: not
+    judged), when they were made from the sample's four transcripts as asr.json records them now."""
+    p = sample.dir / TAG_FILE
+    if not p.is_file():
+        return None, None
+    obj = read_json(p)
+    meta = obj.get("duplexeval") if isinstance(obj, dict) else None
+    made_from = meta.get("transcripts_sha256") if isinstance(meta, dict) else None
+    now = transcripts_sha256({key: parse_json(sample.recorded(name), sample.where(sample.dir / name))
+                              for key, name in TRANSCRIPTS})
+    if made_from != now:
+        return None, STALE_TAGS
+    saved = {k: v for k, v in obj.items() if k != "duplexeval"} if isinstance(obj, dict) else obj
+    _, tags, err = parse_reply(json.dumps(saved))
+    return tags, err
+
+
+class OverlapUnified(UnifiedRules[OverlapInput, OverlapRow]):
+    """metadata.json's window (checked against T), output.json and clean_output.json, the VAD of output.wav."""
+
+    metric_kinds = METRIC_KINDS
+    definitions = "fdb-v1.5-unified-1"
+
+    def parse(self, sample: OpenedSample) -> OverlapInput:
+        md = sample.annotation
+        on_us, off_us = to_us(md.start), to_us(md.end)
+        if off_us > sample.T_us:
+            off_us = sample.T_us  # the published files' rounding tolerance (the dataset check allows 0.05 s)
+        words = tuple(sample.words)
+        for i, w in enumerate(words):
+            if not 0 <= to_us(w.start) <= sample.T_us:
+                raise InputError(f"{sample.where(sample.transcript_path)}: word {i} ({w.text.strip()!r}) starts at "
+                                 f"{w.start!r}, outside [0, T={sample.T:g} s]")
+        clean = tuple(sample.transcript(CLEAN_OUTPUT_JSON))
+        tags, err = _judge_tags(sample)
+        return OverlapInput(sample.entry.subset, sample.entry.id, sample.T_us, min(on_us, off_us), off_us,
+                            sample.dir / OUTPUT_WAV, words, clean, None if tags is None else tuple(tags), err)
+
+    def vad(self, inp: OverlapInput) -> tuple[Path, int | None] | None:
+        return inp.output_wav, None
+
+    def score(self, inp: OverlapInput, segments: Sequence[tuple[int, int]] | None) -> OverlapRow:
+        return score(inp.subset, inp.id, inp.T_us, inp.on_us, inp.off_us, segments or [], inp.words, inp.clean_words,
+                     STOP_SILENCE_MS, inp.judge_tags, inp.judge_error)
+
+    def aggregate(self, rows: Sequence[OverlapRow], counts: dict[str, Any]) -> dict[str, Any]:
+        block = aggregate(rows, counts["selected"], {})
+        return {"task": NAME, "counts": {**counts, **{k: v for k, v in block["counts"].items() if k not in counts}},
+                "coverage": coverage(counts), **{k: v for k, v in block.items() if k != "counts"}}
+
+
+def _stop_units(r: dict[str, Any]) -> float:
+    return time_units(r["stop_latency_s"] if r["stop_reached"] else None, US_PER_S)
+
+
+def _response_units(r: dict[str, Any]) -> float:
+    return time_units(r["response_latency_s"] if r["response_reached"] else None, US_PER_S)
+
+
+PAIRED = PairedSpec((
+    MetricSpec("good_rate", "share", lambda r: bool(r["good"])),
+    MetricSpec("responded_rate", "share", lambda r: r["behaviour"] == RESPONDED),
+    MetricSpec("continued_rate", "share", lambda r: r["behaviour"] == CONTINUED),
+    MetricSpec("silent_rate", "share", lambda r: r["behaviour"] == SILENT),
+    MetricSpec("speaking_at_onset_rate", "share", lambda r: bool(r["speaking_at_onset"])),
+    MetricSpec("stop_latency_s", "median", _stop_units, US_PER_S, lambda r: bool(r["speaking_at_onset"])),
+    MetricSpec("response_latency_s", "median", _response_units, US_PER_S, lambda r: not r["speaking_at_end"]),
+))
