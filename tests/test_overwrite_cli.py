@@ -197,3 +197,16 @@ def test_the_tables_name_existing_commands_and_parameters() -> None:
             assert where in params, where
             assert set(names) <= params[where], (where, set(names) - params[where])
     assert all(any(name in p for p in params.values()) for name in cli_paths.PATH_TEXT_INPUTS)
+
+
+def test_fdb_show_s_default_png_is_refused_inside_the_tree_it_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    monkeypatch.chdir(tree)
+    with pytest.raises(SystemExit) as ex:
+        cli.main(["fdb", "show", ".", "candor_turn_taking/1"])
+    err = capsys.readouterr().err
+    assert ex.value.code == 2 and err == ("duplexeval: error: --out (default) candor_turn_taking-1.png: lies inside "
+                                          "the input TREE ., which this command only reads; write the output outside it\n")
+    assert list(tree.iterdir()) == []

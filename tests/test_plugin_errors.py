@@ -397,6 +397,19 @@ def test_an_echoed_value_is_capped() -> None:
     assert textwrap.dedent(str(err)).count("\n") == 0
 
 
+@pytest.mark.parametrize("argv", [
+    ["fdb", "X" * 100_000],  # click's usage error: an unknown command
+    ["fdb", "export", "--system", "silent", "--dataset", "demo", "--out", "t", "--" + "X" * 100_000],  # unknown option
+    ["report", "X" * 100_000, "--out", "r.html"],  # the OS refuses the name: the last-resort OSError line
+])
+def test_every_error_line_the_cli_prints_is_capped(argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, err = run_cli(argv, capsys)
+    assert code == 2 and err.startswith("duplexeval: error: ") and err.count("\n") == 1
+    assert len(err) < 1100, len(err)
+
+
 def test_an_asr_backend_whose_signature_is_not_a_dict_is_one_line(tmp_path: Path) -> None:
     from fdb_fixtures import FixtureSample, turn_ann, write_tree
 

@@ -13,6 +13,8 @@ import secrets
 import urllib.parse
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from duplexeval import redaction
 from duplexeval.errors import InputError
@@ -163,3 +165,14 @@ def test_harmless_urls_pass() -> None:
                 "https://api.openai.com/v1"):
         redaction.refuse_url_credentials(url, "url")
     assert redaction.safe_url("https://u:p@h:8080/v1?key=k#x") == "https://h:8080/v1"
+
+
+URL_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s,;'\"]+")  # the definition of a URL inside a text
+
+
+@given(st.lists(st.sampled_from(["a", "Z", "1", "+", ".", "-", ":", "/", "://", " ", ",", ";", "'", '"', "@", "?",
+                                 "=", "&", "é", "http", "token=k"]), max_size=40).map("".join))
+@settings(max_examples=600, deadline=None)
+def test_urls_in_finds_what_the_url_pattern_finds(text: str) -> None:
+    assert redaction.urls_in(text) == URL_PATTERN.findall(text)
+

@@ -3,6 +3,7 @@ belongs): one line naming the file, the line and the problem, exit 2; never a tr
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -81,3 +82,20 @@ def test_a_network_sample_without_a_readable_trace_fails_the_check(network_tree:
     what = "not a readable file" if replace == "folder" else "missing"
     with pytest.raises(InputError, match=rf"trace.jsonl: {what} \(sample candor_turn_taking/1 of a network export"):
         replay(tree, check=True)
+
+
+@pytest.mark.parametrize("name", ["../../outside.pcm", "/etc/passwd", "sub/trace.pcm", "..", 7])
+def test_a_trace_header_cannot_name_a_sidecar_outside_its_folder(network_tree: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str],
+                                                                 name: object) -> None:
+    tree, wire = _copy(network_tree, tmp_path)
+    (tmp_path / "outside.pcm").write_bytes((tree / SAMPLE / "trace.pcm").read_bytes())  # a readable file out there
+    lines = wire.read_text().splitlines()
+    lines[0] = re.sub(r'"pcm":"[^"]*"', '"pcm":' + json.dumps(name), lines[0], count=1)
+    assert '"pcm":' + json.dumps(name) in lines[0]
+    wire.write_text("\n".join(lines) + "\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["fdb", "replay", str(tree), "--check"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"duplexeval: error: {wire}: line 1: audio sidecar name ") and err.count("\n") == 1

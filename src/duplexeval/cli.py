@@ -19,7 +19,7 @@ import typer
 
 from duplexeval import __version__, children, cli_paths, overwrite, redaction
 from duplexeval.cli_compat import rewrite
-from duplexeval.errors import DuplexEvalError
+from duplexeval.errors import DuplexEvalError, cap_line
 from duplexeval.jsonio import check_output_dir, check_output_file, check_output_path
 from duplexeval.plugins import DEBUG_ENV, PluginError, debug_enabled, print_traceback
 
@@ -249,7 +249,7 @@ def _usage_line(exc: Any) -> str:
     """A usage error as one line with a pointer to the command's --help."""
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else "duplexeval"
-    msg = " ".join(exc.format_message().split())
+    msg = cap_line(" ".join(exc.format_message().split()))
     return f"duplexeval: error: {msg} (see '{where} --help')"
 
 
@@ -293,7 +293,7 @@ def _run(args: list[str]) -> None:
         sys.exit(130)
     except OSError as exc:  # a last resort: a file the checks did not foresee, still one line
         name = f"{exc.filename}: " if exc.filename else ""
-        print(f"duplexeval: error: {name}{exc.strerror or exc}", file=sys.stderr)
+        print(f"duplexeval: error: {cap_line(name + str(exc.strerror or exc))}", file=sys.stderr)
         sys.exit(2)
     except Exception as exc:
         kind = _kind(exc)
@@ -304,7 +304,8 @@ def _run(args: list[str]) -> None:
             print(_usage_line(exc), file=sys.stderr)
             sys.exit(2)
         if kind == "ClickException":
-            print(f"duplexeval: error: {' '.join(exc.format_message().split())}", file=sys.stderr)  # type: ignore[attr-defined]
+            print(f"duplexeval: error: {cap_line(' '.join(exc.format_message().split()))}",  # type: ignore[attr-defined]
+                  file=sys.stderr)
             sys.exit(exc.exit_code)  # type: ignore[attr-defined]
         if kind == "Exit":
             sys.exit(exc.exit_code)  # type: ignore[attr-defined]

@@ -12,7 +12,7 @@ def clip(text: str, limit: int = 200) -> str:
     return f"{text[:limit]}... ({len(text)} characters)"
 
 
-def _cap(line: str) -> str:
+def cap_line(line: str) -> str:
     """A whole error line capped at MAX_MESSAGE_CHARS, keeping its start and its end (where the hint is)."""
     if len(line) <= MAX_MESSAGE_CHARS:
         return line
@@ -26,7 +26,7 @@ class DuplexEvalError(Exception):
     exit_code = 2
 
     def __init__(self, message: str) -> None:
-        super().__init__(_cap(" ".join(str(message).split())))
+        super().__init__(cap_line(" ".join(str(message).split())))
 
 
 class InputError(DuplexEvalError):

@@ -48,6 +48,12 @@ def show_command(
         raise InputError(f"SAMPLE {clip(repr(sample), 80)}: expected SUBSET/ID, e.g. candor_turn_taking/3")
     validate_subset(subset, "SAMPLE")
     validate_sample_id(sid, "SAMPLE")
+    if out is None:  # the default name is an output too: refused inside the tree (or the dataset) it reads
+        from duplexeval.overwrite import Input, Output, check_outputs
+
+        out = Path(f"{subset}-{sid}.png")
+        check_outputs([Output("--out (default)", out)],
+                      [Input("TREE", tree)] + ([Input("--dataset", Path(dataset))] if dataset else []))
     scored = load_scored(tree)
     entry = scored.entry(subset, sid)
     if entry is None:
@@ -67,7 +73,7 @@ def show_command(
         if problem is not None:
             raise InputError(f"--dataset {dataset}: sample {sample}: {problem}; the tree was not made from this dataset")
         audio = match[0].read_input_16k()
-    path = show_png(view, out or Path(f"{subset}-{sid}.png"), audio)
+    path = show_png(view, out, audio)
     typer.echo(f"{path}: {sample}: {view.outcome}")
     if audio is None:
         typer.echo("(the tree holds no input audio: pass --dataset to draw the input waveform above)", err=True)

@@ -5,7 +5,9 @@ Ogg/Opus frames must be exactly 1920 samples at 24 kHz, so the 16 kHz -> 24 kHz 
 uneven blocks (up to ~36 ms behind at HQ), so this is a causal polyphase FIR (scipy's `firwin`, one
 `np.convolve` per phase over the input with its last samples carried: the same sums as `lfilter` on the
 zero-stuffed stream with carried state, without the zeros): a constant delay of `delay_samples` output
-samples, nothing else.
+samples, nothing else. When few upsampled samples are kept (22.05 kHz -> 16 kHz keeps 1 in 441) only those
+are computed, one dot product of a phase with the input window each; the two ways give the same float32
+samples (tests/test_net_moshi_wire.py, benchmarks/resampler_cost.py for the CPU of each).
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from __future__ import annotations
 from math import gcd
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 from scipy.signal import firwin  # type: ignore[import-untyped]
 
 TAPS_PER_PHASE = 24  # filter length = taps_per_phase * up (odd-adjusted); ~1 ms of delay at 16/24 kHz
+KEPT_ONLY_ABOVE = 8  # keep 1 upsampled sample in more than this many: compute the kept ones only
 
 
 class StreamResampler:
@@ -39,7 +43,10 @@ class StreamResampler:
         self._m = -(-n_taps // self.up)
         padded = np.zeros(self._m * self.up, dtype=np.float64)
         padded[:n_taps] = h
+        # Row p, reversed: a dot product with the input window xe[i : i + m] gives np.convolve(xe, phase p)'s
+        # 'valid' sample i.
         self._poly = [padded[p :: self.up].copy() for p in range(self.up)]
+        self._poly_rev = np.stack([sub[::-1] for sub in self._poly])
         self._hist = np.zeros(self._m - 1, dtype=np.float64)  # the last m - 1 input samples
         self._phase = 0  # index into the upsampled stream of the next kept sample (mod down)
         # Linear-phase FIR: group delay (n_taps - 1) / 2 at the upsampled rate.
@@ -51,13 +58,19 @@ class StreamResampler:
         if self._identity:
             return x.astype(np.float32)
         n_up = x.shape[0] * self.up
+        if not n_up:
+            return np.zeros(0, dtype=np.float32)
         xe = np.concatenate([self._hist, x])
         self._hist = xe[xe.shape[0] - self._hist.shape[0] :]
-        y = np.empty(n_up, dtype=np.float64)
-        if n_up:
+        if self.down > KEPT_ONLY_ABOVE:
+            frame, phase = np.divmod(np.arange(self._phase, n_up, self.down), self.up)  # the kept upsampled samples
+            windows = sliding_window_view(xe, self._m)  # windows[i] = xe[i : i + m], one per input sample
+            kept = np.einsum("ij,ij->i", windows[frame], self._poly_rev[phase])
+        else:  # every upsampled sample, one np.convolve per phase (fewer, faster numpy calls)
+            y = np.empty(n_up, dtype=np.float64)
             frames = y.reshape(x.shape[0], self.up)
             for p, sub in enumerate(self._poly):
                 frames[:, p] = np.convolve(xe, sub, mode="valid")
-        kept = y[self._phase :: self.down]
+            kept = y[self._phase :: self.down]
         self._phase = (self._phase - n_up) % self.down
         return kept.astype(np.float32)

@@ -157,7 +157,13 @@ def load_trace(folder: Path, prefix: str = "") -> LoadedTrace:
     rows = [obj for _, obj in json_lines(read_text(path), path)]
     if not rows or not isinstance(rows[0], dict) or rows[0].get("kind") != TRACE_KIND:
         raise InputError(f"{path}: not a {TRACE_KIND} file")
-    pcm_path = folder / str(rows[0].get("pcm", TRACE_PCM))
+    pcm_name = rows[0].get("pcm", TRACE_PCM)
+    if not isinstance(pcm_name, str) or pcm_name in ("", ".", "..") or Path(pcm_name).name != pcm_name \
+            or "\\" in pcm_name:
+        # the header names its sidecar; only a plain file name beside the trace is read (a path could reach anywhere)
+        raise InputError(f"{path}: line 1: audio sidecar name {str(pcm_name)[:80]!r} is not a plain file name "
+                         "beside the trace")
+    pcm_path = folder / pcm_name
     if not pcm_path.is_file():
         raise InputError(f"{pcm_path}: missing (the trace's audio sidecar)")
     pcm = pcm_path.read_bytes()

@@ -8,6 +8,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 
 from duplexeval.errors import InputError
+from duplexeval.fdb.dataset import TIME_TOLERANCE_S  # the overlap's end may overshoot T by this much, as in v1.0
 from duplexeval.fdb.tasks.base import ASR, DATASET, EVALUATE, EXPORT, DatasetRules, SampleFile, SampleLayout
 from duplexeval.schemas.base import OpenRecord, Time
 from duplexeval.schemas.fdb_names import INPUT_WAV, OUTPUT_JSON, OUTPUT_WAV
@@ -25,8 +26,6 @@ CLEAN_INPUT_JSON = "clean_input.json"
 TAG_FILE = "content_tag.json"
 SPLIT_FILE = "general_split.json"
 INTERVALS_FILE = "latency_intervals.json"
-# The overlap window may overshoot the input's end by this much (rounding in published files), as in v1.0.
-TIME_TOLERANCE_S = 0.05
 
 
 class Metadata(OpenRecord):
