@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
                     shutil.copytree(d, off_root / subset / d.name)
         ours = [sys.executable, "-m", "duplexeval"]
         if args.no_skip:  # the VAD cost on outputs without leading digital silence
-            ours = [sys.executable, "-c", ("import sys; import duplexeval.fdb.unified.speech as s; "
+            ours = [sys.executable, "-c", ("import sys; import duplexeval.vad_batched as s; "
                                            "s.SKIP_LEADING_SILENCE = False; from duplexeval.cli import main; main(sys.argv[1:])")]
         cmd = [*ours, "fdb", "evaluate", str(ours_tree), "--judge", "openai",
                "--base-url", url, "--api-key-env", "BENCH_FAKE_KEY", "--reference-source", str(args.official),

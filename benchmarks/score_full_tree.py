@@ -189,8 +189,9 @@ def main() -> None:
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
     # In-process breakdown: load + checks, VAD, the rest.
+    from duplexeval import vad_batched
     from duplexeval.fdb.tasks.interruption.unified import InterruptionInput, r_limit_sample
-    from duplexeval.fdb.unified import score, speech
+    from duplexeval.fdb.unified import score
     from duplexeval.fdb.unified.load import load_tree
 
     t0 = time.perf_counter()
@@ -201,7 +202,7 @@ def main() -> None:
     audio_s = sum(i.n_samples for i in inter) / SR
     t0, c0 = time.perf_counter(), time.process_time()
     # as the scorer does: each file scanned until its segments starting at or before R are final
-    segs = speech.segment_files(paths, jobs=args.jobs or None, limits=[r_limit_sample(i.R_us) for i in inter])
+    segs = vad_batched.segment_files(paths, jobs=args.jobs or None, limits=[r_limit_sample(i.R_us) for i in inter])
     t_vad, c_vad = time.perf_counter() - t0, time.process_time() - c0
     t0 = time.perf_counter()
     score(root, write=False, segmenter=lambda ps: segs)
@@ -215,21 +216,21 @@ def main() -> None:
 
     print(f"VAD model: {'silero_vad_16k_sequence.onnx (silero-vad wheel)' if load_sequence_vad() else 'silero_vad.onnx per frame, batched'}")
     if load_sequence_vad() is not None:  # the fallback without the silero-vad wheel, on the same files
-        speech.USE_SEQUENCE_MODEL = False
+        vad_batched.USE_SEQUENCE_MODEL = False
         t0, c0 = time.perf_counter(), time.process_time()
-        segs_pf = speech.segment_files(paths, jobs=args.jobs or None, limits=[r_limit_sample(i.R_us) for i in inter])
+        segs_pf = vad_batched.segment_files(paths, jobs=args.jobs or None, limits=[r_limit_sample(i.R_us) for i in inter])
         t_pf, c_pf = time.perf_counter() - t0, time.process_time() - c0
-        speech.USE_SEQUENCE_MODEL = True
+        vad_batched.USE_SEQUENCE_MODEL = True
         print(f"VAD with the per-frame model instead (batched): wall {t_pf:.2f} s, CPU {c_pf:.2f} s; segments equal: {segs_pf == segs}")
     # the same scan with the leading-silence skip off: what the skip saves on this tree
-    speech.SKIP_LEADING_SILENCE = False
+    vad_batched.SKIP_LEADING_SILENCE = False
     t0, c0 = time.perf_counter(), time.process_time()
-    segs_noskip = speech.segment_files(paths, jobs=args.jobs or None, limits=[r_limit_sample(i.R_us) for i in inter])
+    segs_noskip = vad_batched.segment_files(paths, jobs=args.jobs or None, limits=[r_limit_sample(i.R_us) for i in inter])
     t_ns, c_ns = time.perf_counter() - t0, time.process_time() - c0
-    speech.SKIP_LEADING_SILENCE = True
+    vad_batched.SKIP_LEADING_SILENCE = True
     frames_before_r = lead_before_r = 0
     for i in inter:
-        a = speech._read(i.wav_path)
+        a = vad_batched._read(i.wav_path)
         nz = np.flatnonzero(a)
         lead = int(nz[0]) // 512 if nz.size else -(-a.size // 512)
         before_r = r_limit_sample(i.R_us) // 512 + 1
@@ -240,7 +241,7 @@ def main() -> None:
     if args.verify:
         limits = [r_limit_sample(i.R_us) for i in inter]
         t0, c0 = time.perf_counter(), time.process_time()
-        full = speech.segment_files(paths, jobs=args.jobs or None)
+        full = vad_batched.segment_files(paths, jobs=args.jobs or None)
         c_full = time.process_time() - c0
         bad = sum(1 for e, f, lim in zip(segs, full, limits) if e != [(s, x) for s, x in f if s <= lim])
         print(f"whole-file VAD: wall {time.perf_counter() - t0:.2f} s, CPU {c_full:.2f} s; "

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from duplexeval.audio import read_audio
-from duplexeval.fdb.unified.speech import sequence_probs
 from duplexeval.vad import SCORER_SETTINGS, load_sequence_vad, load_vad, timestamps_from_probs
+from duplexeval.vad_batched import sequence_probs
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "vad"
 

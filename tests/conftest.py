@@ -72,12 +72,12 @@ atexit.register(_silence_shutdown_noise)
 @pytest.fixture(params=["sequence", "per-frame"])
 def vad_path(request, monkeypatch):
     """Run a test through both VAD paths: Silero's sequence model (when installed) and the batched per-frame one."""
-    from duplexeval.fdb.unified import speech
+    from duplexeval import vad_batched
     from duplexeval.vad import load_sequence_vad
 
     if request.param == "sequence" and load_sequence_vad() is None:
         pytest.skip("silero_vad_16k_sequence.onnx not installed (pip install --no-deps silero-vad==6.2.3)")
-    monkeypatch.setattr(speech, "USE_SEQUENCE_MODEL", request.param == "sequence")
+    monkeypatch.setattr(vad_batched, "USE_SEQUENCE_MODEL", request.param == "sequence")
     return request.param
 
 

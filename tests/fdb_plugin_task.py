@@ -37,11 +37,11 @@ from duplexeval.fdb.tasks import (
 )
 from duplexeval.fdb.tasks.base import time_units
 from duplexeval.fdb.unified.aggregate import coverage, latency, metrics_json, share
-from duplexeval.fdb.unified.load import Span, fmt_s, in_window, sample_words
+from duplexeval.fdb.unified.load import fmt_s, in_window, sample_words
 from duplexeval.report import figures
 from duplexeval.schemas.base import OpenRecord
 from duplexeval.schemas.fdb import AnnotationList, Timestamp
-from duplexeval.units import US_PER_S, to_us
+from duplexeval.units import US_PER_S, Span, to_us
 
 NAME = "answer_question"
 SUBSET = SubsetInfo("toy_questions", NAME, "question.json", 2, "questions")

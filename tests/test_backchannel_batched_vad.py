@@ -2,7 +2,7 @@
 
 Real audio: every committed reference clip (espeak-ng speech, speech in noise, noise, silence, a one-frame
 clip), long ICC-like concatenations of them, and the same speech resampled to 24 kHz (the official call takes
-any rate as 16 kHz). The batched path steps all files together (`speech.segment_audios`).
+any rate as 16 kHz). The batched path steps all files together (`vad_batched.segment_audios`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 
 from duplexeval.audio import read_audio
 from duplexeval.fdb.tasks.backchannel.rules import vad_segments_s
-from duplexeval.fdb.unified.speech import segment_audios
 from duplexeval.vad import OFFICIAL_SETTINGS, SCORER_SETTINGS, VadSettings, load_vad
+from duplexeval.vad_batched import segment_audios
 
 DATA = Path(__file__).parent / "data" / "vad"
 _WANT: dict = {}  # frame-by-frame reference segments, shared by both VAD paths' runs
@@ -66,7 +66,7 @@ def test_segment_audios_equals_per_file_segments_in_samples(audios, settings, va
 def test_leading_digital_silence_is_skipped_exactly(audios, vad_path):
     """Files that start with exact zeros join the batch late with the shared zero trajectory; probabilities
     and segments stay bit-identical to the frame-by-frame path. -0.0 is not silence."""
-    from duplexeval.fdb.unified import speech
+    from duplexeval import vad_batched
 
     vad = load_vad()
     speech_clip = audios[0]
@@ -76,22 +76,22 @@ def test_leading_digital_silence_is_skipped_exactly(audios, vad_path):
         np.zeros(16000 * 2, dtype=np.float32),  # silence to the end: never stepped
         np.concatenate([np.full(600, -0.0, dtype=np.float32), speech_clip]),  # negative zeros: stepped
         speech_clip,
-        np.concatenate([np.zeros(512 * 2 * speech.ZERO_CHECKPOINT, dtype=np.float32), speech_clip]),  # on a checkpoint
+        np.concatenate([np.zeros(512 * 2 * vad_batched.ZERO_CHECKPOINT, dtype=np.float32), speech_clip]),  # on a checkpoint
     ]
-    frames, n_frames = speech._frames(cases)
-    starts = [speech.leading_silent_frames(frames[j], n_frames[j]) for j in range(len(cases))]
+    frames, n_frames = vad_batched._frames(cases)
+    starts = [vad_batched.leading_silent_frames(frames[j], n_frames[j]) for j in range(len(cases))]
     first_nonzero = [int(np.flatnonzero(c)[0]) if c.any() else None for c in cases]
     assert starts[0] == first_nonzero[0] // 512 >= (16000 * 3 + 100) // 512
     assert starts[1] == first_nonzero[1] // 512 >= 7 and starts[2] == n_frames[2]
     assert starts[3] == 0 and starts[4] == first_nonzero[4] // 512
-    for probs, c in zip(speech.batch_probs(vad, cases), cases):
+    for probs, c in zip(vad_batched.batch_probs(vad, cases), cases):
         assert np.array_equal(probs, vad.probs(c))
     for settings in (OFFICIAL_SETTINGS, SCORER_SETTINGS):
         assert segment_audios(cases, settings, jobs=2, batch=2) == [vad.segments(c, settings) for c in cases]
     # int16 files as the scorer reads them, with early stop at a limit
     pcm = [np.round(np.clip(c, -1, 1) * 32767).astype(np.int16) for c in cases]
     limits = [16000 * 4, None, 16000, 16000 * 2, 16000, 16000 * 3]
-    got = speech.batch_segments(vad, pcm, limits, SCORER_SETTINGS)
+    got = vad_batched.batch_segments(vad, pcm, limits, SCORER_SETTINGS)
     for g, c, lim in zip(got, pcm, limits):
         whole = vad.segments(c.astype(np.float32) / 32768.0, SCORER_SETTINGS)
         assert g == [(s, e) for s, e in whole if lim is None or s <= lim]
@@ -100,7 +100,7 @@ def test_leading_digital_silence_is_skipped_exactly(audios, vad_path):
 
         seq = load_sequence_vad()
         for c, p in zip(cases, pcm):
-            assert np.array_equal(speech.sequence_probs(seq, c), vad.probs(c))
-            assert np.array_equal(speech.sequence_probs(seq, p), vad.probs(p.astype(np.float32) / 32768.0))
+            assert np.array_equal(vad_batched.sequence_probs(seq, c), vad.probs(c))
+            assert np.array_equal(vad_batched.sequence_probs(seq, p), vad.probs(p.astype(np.float32) / 32768.0))
         for g, p, lim in zip(got, pcm, limits):
-            assert speech.sequence_segments(seq, p, lim, SCORER_SETTINGS) == g
+            assert vad_batched.sequence_segments(seq, p, lim, SCORER_SETTINGS) == g

@@ -75,11 +75,11 @@ def test_a_json_value_without_its_kind_is_refused_not_guessed():
 
 def test_typed_values_keep_todays_json_shapes():
     # the unified.json shapes, written out: integer pooled counts, seconds for pooled times
-    js = aggregate.pooled_count([1, 2], [2, 2]).to_json()
+    js = stats.pooled_count([1, 2], [2, 2]).to_json()
     assert (js["value"], js["numerator"], js["denominator"]) == (0.75, 3, 4)
     assert set(js) == {"value", "interval", "numerator", "denominator"}
     assert isinstance(js["numerator"], int) and isinstance(js["denominator"], int)
-    sec = aggregate.pooled_seconds([500_000], [2_000_000], 1_000_000).to_json()
+    sec = stats.pooled_seconds([500_000], [2_000_000], 1_000_000).to_json()
     assert (sec["value"], sec["numerator_s"], sec["denominator_s"]) == (0.25, 0.5, 2.0)
     assert set(sec) == {"value", "interval", "numerator_s", "denominator_s"}
     assert aggregate.share(2, 4, 1, 5).to_json() == {

@@ -36,9 +36,9 @@ def _unjudged_summary(root: Path) -> None:
 
 def test_fdb_score_report_symbols_width_and_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from duplexeval.fdb.unified import speech
+    from duplexeval import vad_batched
 
-    monkeypatch.setattr(speech, "segment_files", lambda paths, jobs=None, limits=None: SEGS(paths))
+    monkeypatch.setattr(vad_batched, "segment_files", lambda paths, jobs=None, limits=None: SEGS(paths))
     root = _hand_tree(tmp_path / "tree")
     rc, _out, err = run_cli(["fdb", "score", str(root), "-q"], capsys)
     assert rc == 0, err

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
+from plugin_fixtures import declare_entry_point
 
 from duplexeval.audio import to_pcm16
 from duplexeval.errors import InputError
@@ -18,6 +23,7 @@ from duplexeval.systems.runner import ReceivedItem, run_session, run_session_asy
 from duplexeval.tts import synthesize
 
 SR = 16000
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def chunk(value: int, n: int, at: float, sr: int = SR) -> ReceivedItem:
@@ -332,17 +338,55 @@ def test_wall_clock_records_late_input_pacing_of_a_slow_system() -> None:
     assert trace.error is None and trace.max_send_lateness_s > 0.08
 
 
-def test_registering_a_system_keeps_the_builtins() -> None:
-    from duplexeval.systems.registry import _FACTORIES, register_system, system_names
+def test_registering_a_system_keeps_the_builtins(monkeypatch: pytest.MonkeyPatch) -> None:
+    from duplexeval.systems.registry import SYSTEMS, register_system, system_names
 
     @dataclass(frozen=True)
     class Custom:
         gain: float = 1.0
         name: str = "custom-test"
 
+        def params(self) -> dict[str, float]:
+            return {"gain": self.gain}
+
+        def version(self) -> str:
+            return "custom 1"
+
+        async def open_session(self, info: SampleInfo) -> None:
+            raise NotImplementedError
+
+    SYSTEMS.names()  # the built-ins are registered first
+    monkeypatch.setattr(SYSTEMS, "_items", dict(SYSTEMS._items))  # the registration ends with the test
     register_system("custom-test", Custom)
-    try:
-        assert "turn-based" in system_names() and "custom-test" in system_names()
-        assert make_system("custom-test:gain=0.5").gain == 0.5
-    finally:
-        _FACTORIES.pop("custom-test")
+    assert "turn-based" in system_names() and system_names()[-1] == "custom-test"
+    assert make_system("custom-test:gain=0.5").gain == 0.5
+    with pytest.raises(ValueError, match="already registered"):
+        register_system("custom-test", dataclass(frozen=True)(type("Other", (), {})))
+
+
+def test_a_system_published_by_an_installed_package_is_usable_by_name(tmp_path: Path) -> None:
+    """A distribution whose entry points declare `[duplexeval.systems] echo = in_process_system:EchoAgent`: the
+    command line lists it and builds it by name with typed parameters; a broken entry point is one line."""
+    env = declare_entry_point(tmp_path, "echo-agent", "duplexeval.systems", "echo", "in_process_system:EchoAgent")
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(EXAMPLES)])
+    listed = subprocess.run([sys.executable, "-m", "duplexeval", "systems", "list"], capture_output=True, text=True,
+                            env=env, check=False)
+    assert listed.returncode == 0, listed.stderr
+    assert "echo  (installed plugin, entry point duplexeval.systems)" in listed.stdout.splitlines()
+    code = ("from duplexeval.systems import make_system; s = make_system('echo:silence_ms=600'); "
+            "print(type(s).__module__, type(s).__name__, s.silence_ms, s.params()['silence_ms'])")
+    built = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert built.returncode == 0, built.stderr
+    assert built.stdout.split() == ["in_process_system", "EchoAgent", "600", "600"]
+    bad = subprocess.run([sys.executable, "-c", code.replace("silence_ms=600", "silence_ms=soon")], capture_output=True,
+                         text=True, env=env, check=False)
+    assert "silence_ms='soon' is not a valid int" in bad.stderr
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    env = declare_entry_point(broken, "broken-agent", "duplexeval.systems", "broken", "no_such_module:Agent")
+    run = subprocess.run([sys.executable, "-m", "duplexeval", "fdb", "export", "--system", "broken", "--dataset",
+                          str(tmp_path / "nowhere"), "--out", str(tmp_path / "t")], capture_output=True, text=True,
+                         env=env, check=False)
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert "broken" in run.stderr and "no_such_module" in run.stderr

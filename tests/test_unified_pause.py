@@ -6,7 +6,7 @@ import pytest
 
 from duplexeval.fdb.tasks.pause.unified import PauseInput, score_pause, union_length_inside
 from duplexeval.fdb.transcript import to_us
-from duplexeval.fdb.unified.load import Span
+from duplexeval.units import Span
 
 
 def _inp(T, pauses, words):

@@ -13,7 +13,7 @@ from duplexeval.fdb.tasks.pause import unified as pause
 from duplexeval.fdb.tasks.pause.unified import PauseInput, score_pause
 from duplexeval.fdb.tasks.turn_taking import unified as tt
 from duplexeval.fdb.unified import aggregate
-from duplexeval.fdb.unified.load import Span
+from duplexeval.units import Span
 
 US = 1_000_000
 T_US = 10 * US
@@ -141,8 +141,8 @@ def test_a_settled_prefix_gives_the_whole_file_segments():
     """
     import numpy as np
 
-    from duplexeval.fdb.unified.speech import settled
     from duplexeval.vad import SCORER_SETTINGS, timestamps_from_probs
+    from duplexeval.vad_batched import settled
 
     seen = {"settled": 0, "settled_with_speech": 0}
 
@@ -169,8 +169,8 @@ def test_a_settled_prefix_gives_the_whole_file_segments():
 def test_settled_examples():
     import numpy as np
 
-    from duplexeval.fdb.unified.speech import settled
     from duplexeval.vad import SCORER_SETTINGS
+    from duplexeval.vad_batched import settled
 
     speech_then_silence = np.asarray([0.97] * 20 + [0.02] * 10, dtype=np.float32)  # speech 0..10240, closes later
     assert settled(speech_then_silence[:15], 0, SCORER_SETTINGS) is None  # still open at the prefix end

@@ -217,9 +217,9 @@ def _cli(argv, capsys):
 
 def test_cli_json_and_errors(tmp_path, capsys, monkeypatch):
     root = _hand_tree(tmp_path / "tree")
-    import duplexeval.fdb.unified.speech as speech
+    from duplexeval import vad_batched
 
-    monkeypatch.setattr(speech, "segment_files", lambda paths, jobs=None, limits=None: SEGS(paths))
+    monkeypatch.setattr(vad_batched, "segment_files", lambda paths, jobs=None, limits=None: SEGS(paths))
     code, out, _ = _cli(["fdb", "score", str(root), "--json", "-", "--no-write"], capsys)
     assert code in (0, None)
     u = json.loads(out)

@@ -126,13 +126,13 @@ def test_cli_flag_prints_the_table_and_writes_the_file(tree, capsys):
 def test_sweep_rows_equal_whole_file_segmentation(tree):
     """The sweep segments only the prefix that fixes the segments starting at or before R; every setting's
     outcomes equal those from whole-file segments."""
+    from duplexeval import vad_batched
     from duplexeval.fdb.tasks.interruption import unified as intr
     from duplexeval.fdb.tasks.interruption.sensitivity import segments_up_to_r, settings_grid
-    from duplexeval.fdb.unified import speech
     from duplexeval.vad import timestamps_from_probs
 
     inputs = [ls.input for ls in load_tree(tree).samples if ls.input is not None]
-    probs = speech.probs_files([i.wav_path for i in inputs], jobs=1)
+    probs = vad_batched.probs_files([i.wav_path for i in inputs], jobs=1)
     for st in settings_grid():
         for inp, p in zip(inputs, probs):
             whole = intr.score_interruption(inp, timestamps_from_probs(p, inp.n_samples, st))

@@ -10,7 +10,7 @@ from duplexeval.fdb.tasks.turn_taking import unified as tt
 from duplexeval.fdb.tasks.turn_taking.unified import TurnInput
 from duplexeval.fdb.transcript import to_us
 from duplexeval.fdb.unified import aggregate
-from duplexeval.fdb.unified.load import Span
+from duplexeval.units import Span
 
 
 def _turn(E, starts, T=10.0):

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from fdb_fixtures import FixtureSample, interrupt_ann, place, write_tree
 
-from duplexeval.fdb.unified import score, speech
+from duplexeval import vad_batched
+from duplexeval.fdb.unified import score
 from duplexeval.tts import synthesize
 from duplexeval.vad import SCORER_SETTINGS, load_vad
 
@@ -32,7 +33,7 @@ def test_batched_probabilities_equal_one_file_at_a_time(story, reply):
         (rng.standard_normal(9000) * 0.01).astype(np.float32),
         place(1.0, []),
     ]
-    batched = speech.batch_probs(vad, audios)
+    batched = vad_batched.batch_probs(vad, audios)
     for a, p in zip(audios, batched):
         assert np.array_equal(p, vad.probs(a))
 
@@ -49,8 +50,8 @@ def test_segment_files_equals_segments_per_file(tmp_path, story, reply, vad_path
         paths.append(p)
         audios.append(sf.read(str(p), dtype="float32")[0])
     want = [vad.segments(a, SCORER_SETTINGS) for a in audios]
-    assert speech.segment_files(paths, jobs=1, batch=2) == want
-    assert speech.segment_files(paths, jobs=2, batch=32) == want
+    assert vad_batched.segment_files(paths, jobs=1, batch=2) == want
+    assert vad_batched.segment_files(paths, jobs=2, batch=32) == want
 
 
 def test_interruption_outcomes_from_real_speech(tmp_path, story, reply, vad_path):
@@ -100,6 +101,6 @@ def test_early_stop_gives_the_whole_file_segments_up_to_the_limit(tmp_path, stor
     for s, e in full:  # at, just before and just after every boundary
         limits += [s - 1, s, s + 1, e - 1, e, e + 1, (s + e) // 2]
     limits = sorted({max(0, x) for x in limits})
-    got = speech.segment_files([p] * len(limits), jobs=2, batch=8, limits=limits)
+    got = vad_batched.segment_files([p] * len(limits), jobs=2, batch=8, limits=limits)
     for lim, segs in zip(limits, got):
         assert segs == [(s, e) for s, e in full if s <= lim], lim

@@ -12,10 +12,7 @@ import soxr
 
 from duplexeval.errors import InputError
 from duplexeval.jsonio import atomic_write_bytes
-
-SAMPLE_RATE = 16000
-FRAME_MS = 80
-FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000  # 1280 samples per 80 ms frame at 16 kHz
+from duplexeval.units import SAMPLE_RATE
 
 
 def read_audio_channels(path: str | os.PathLike[str], raw: bytes | None = None) -> tuple[np.ndarray, int]:

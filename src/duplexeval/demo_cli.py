@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,12 +25,9 @@ def demo_command(
     """Make the demo set, export it with each baseline, run ASR, official and unified scoring; print one table.
     Then the same for the FDB v1.5 overlap scenarios (in-process systems), in a second table."""
     from duplexeval.demo import DEFAULT_SYSTEMS, print_report, run_demo
-    from duplexeval.progress import table_console
+    from duplexeval.progress import status_lines, table_console
 
-    def say(line: str) -> None:
-        if not quiet:
-            print(line, file=sys.stderr, flush=True)
-
+    say = status_lines(None, not quiet)
     result = run_demo(out, systems or DEFAULT_SYSTEMS, progress=not quiet, say=say, force=force)
     print_report(result)
     if not no_v15:

@@ -21,8 +21,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from duplexeval.errors import DuplexEvalError
-
 PIPED_WIDTH = 200  # columns for tables written to a file or a pipe
 
 
@@ -62,6 +60,17 @@ def progress_bar(total: int, label: str, enabled: bool = True, done: int = 0) ->
             raise
 
 
+def status_lines(stage: str | None, enabled: bool = True) -> Callable[[str], None]:
+    """A printer of progress lines on stderr, `STAGE: message` (just the message when `stage` is None); a no-op
+    when disabled. For stages whose steps are few and long (a subset, a system), where a bar says less."""
+
+    def say(message: str) -> None:
+        if enabled:
+            print(message if stage is None else f"{stage}: {message}", file=sys.stderr, flush=True)
+
+    return say
+
+
 def timing_line(stage: str, seconds: float, audio_s: float | None = None) -> str:
     """`STAGE: done in X s; A s of audio, R x real time` (real-time factor = audio seconds / wall seconds)."""
     line = f"{stage}: done in {seconds:.1f} s"
@@ -83,18 +92,6 @@ class StageClock:
     def say(self, audio_s: float | None = None, file: TextIO | None = None) -> None:
         """Print the closing line on stderr (it never mixes with a report or JSON on stdout)."""
         print(self.line(audio_s), file=file or sys.stderr, flush=True)
-
-
-def tree_audio_s(tree: str | Path, eligible_only: bool = True) -> float | None:
-    """Seconds of audio in a tree's eligible samples (every selected one with `eligible_only` False: what an
-    export ran, faults included), sum of T, or None when there is no readable manifest."""
-    from duplexeval.fdb.tree import load_manifest  # lazy: this shared layer must not import the FDB tree at the top
-
-    try:
-        manifest, _sha = load_manifest(tree)
-    except (DuplexEvalError, OSError):
-        return None
-    return float(sum(s.T for s in manifest.samples if s.eligible or not eligible_only))
 
 
 def wav_seconds(paths: Iterable[str | Path]) -> float:

@@ -13,6 +13,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Generic, TypeVar
 
@@ -69,6 +70,13 @@ def import_object(spec: str, what: str = "plugin") -> object:
     return obj
 
 
+@dataclass(frozen=True)
+class _Deferred:
+    """A built-in registered by import path, imported on first `get` (keeps a light command light)."""
+
+    spec: str
+
+
 class Registry(Generic[T]):
     """Named factories of one kind: ``register``, ``names``, ``get`` (by name or `module:Name`)."""
 
@@ -89,6 +97,15 @@ class Registry(Generic[T]):
         self._items[name] = item
         return item
 
+    def register_deferred(self, name: str, spec: str) -> None:
+        """Make the object `module.path:Name` available as `name`, imported on first `get` (an import error is the
+        same one line as for `module.path:Name` itself)."""
+        self._items[name] = _Deferred(spec)  # type: ignore[assignment]
+
+    def __contains__(self, name: object) -> bool:
+        self._load()
+        return name in self._items
+
     def _load(self) -> None:
         if self._loaded:
             return
@@ -99,9 +116,10 @@ class Registry(Generic[T]):
             if ep.name not in self._items:
                 self._items[ep.name] = ep  # type: ignore[assignment]  # loaded on first get
 
-    def names(self) -> list[str]:
+    def names(self, sort: bool = True) -> list[str]:
+        """Every registered name, sorted (or in the order registered: the built-ins first, then entry points)."""
         self._load()
-        return sorted(self._items)
+        return sorted(self._items) if sort else list(self._items)
 
     def get(self, name: str) -> T:
         """The item registered as `name`, or the object `module.path:Name` imports."""
@@ -117,6 +135,9 @@ class Registry(Generic[T]):
                 item = ep.load()
             except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken plugin package is a user-facing setup error
                 raise PluginError(self.kind, name, f"entry point {ep.value!r}:", f"import {what_happened(exc)}") from exc
+            self._items[name] = item
+        elif isinstance(item, _Deferred):
+            item = import_object(item.spec, self.kind)  # type: ignore[assignment]
             self._items[name] = item
         return item
 

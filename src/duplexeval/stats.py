@@ -11,8 +11,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -269,6 +269,48 @@ class PooledRatio:
 
 
 @dataclass(frozen=True)
+class PooledCount(PooledRatio):
+    """A pooled ratio of summed integer counts (pauses intruded per pause); its JSON keeps the sums as integers."""
+
+    def to_json(self) -> dict[str, object]:
+        n_sum, d_sum = int(sum(self.numerators)), int(sum(self.denominators))
+        return {
+            "value": n_sum / d_sum if d_sum > 0 else None,
+            "interval": json_interval(self.interval),
+            "numerator": n_sum,
+            "denominator": d_sum,
+        }
+
+
+@dataclass(frozen=True)
+class PooledSeconds(PooledRatio):
+    """A pooled ratio of summed times, kept in integer units of 1/per_second s and reported in seconds."""
+
+    per_second: int = 1
+
+    def to_json(self) -> dict[str, object]:
+        n_sum, d_sum = int(sum(self.numerators)), int(sum(self.denominators))
+        return {
+            "value": n_sum / d_sum if d_sum > 0 else None,
+            "interval": json_interval(self.interval),
+            "numerator_s": n_sum / self.per_second,
+            "denominator_s": d_sum / self.per_second,
+        }
+
+
+def pooled_seconds(num: Sequence[int], den: Sequence[int], per_second: int) -> PooledSeconds:
+    """A ratio of summed times over units (integer time units), with a whole-unit bootstrap interval."""
+    base = PooledRatio.of(num, den)
+    return PooledSeconds(base.numerators, base.denominators, per_second)
+
+
+def pooled_count(num: Sequence[int], den: Sequence[int]) -> PooledCount:
+    """A ratio of summed counts over units, with a whole-unit bootstrap interval."""
+    base = PooledRatio.of(num, den)
+    return PooledCount(base.numerators, base.denominators)
+
+
+@dataclass(frozen=True)
 class Latency:
     """A latency distribution: quantile-rule median (with its bootstrap interval) and p90.
 
@@ -306,6 +348,19 @@ class Latency:
             "median_reached": med.reached if self.n else None,
             "p90_reached": p90.reached if self.n else None,
         }
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value whose interval its metric computes itself (a derived rate, a stratified mean of rates), with the fields
+    that say what it is; ``to_json()`` is {"value", "interval", **fields}."""
+
+    value: float | None
+    interval: tuple[float, float] | None
+    fields: Mapping[str, object] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return {"value": self.value, "interval": json_interval(self.interval), **self.fields}
 
 
 NOT_REACHED = "n/r"  # the one printed symbol for a quantile that lands on "never happened"

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from duplexeval.audio import resample
+from duplexeval.audio import from_pcm16, resample
 from duplexeval.errors import InputError
 from duplexeval.units import SAMPLE_RATE
 
@@ -288,6 +288,6 @@ def synthesize(text: str, voice: str = "en-us", rate: int = 160, pitch: int = 50
         eng = _engine()
         pcm, events = eng.run(text, voice, int(rate), int(pitch))
     words = word_times(text, pcm, events)
-    audio = resample(pcm.astype(np.float32) / 32768.0, _ESPEAK_RATE, SAMPLE_RATE)
+    audio = resample(from_pcm16(pcm), _ESPEAK_RATE, SAMPLE_RATE)
     params = {"voice": voice, "rate": int(rate), "pitch": int(pitch), "volume": 100, "range": 50, "wordgap": 0}
     return Speech(audio=audio, words=words, sample_rate=SAMPLE_RATE, voice=voice, rate=int(rate), pitch=int(pitch), params=params)

@@ -1,7 +1,7 @@
 """The shared vocabulary: sample rates, frames, time units, and the small types every family uses.
 
-One home for constants that used to be defined per module (issue 11, item 5). Times inside the
-scorers are integer microseconds, so every comparison is exact.
+The one home of these constants (other modules import them from here). Times inside the scorers are integer
+microseconds, so every comparison is exact.
 """
 
 from __future__ import annotations
@@ -40,14 +40,11 @@ class TimedWord:
 
 @dataclass(frozen=True)
 class Span:
-    """A half-open time span [start_s, end_s) in seconds."""
+    """A time span in integer microseconds (a transcript word in the scorers: `end_us` equals `start_us` for a word
+    with a null end)."""
 
-    start_s: float
-    end_s: float
-
-    @property
-    def duration_s(self) -> float:
-        return self.end_s - self.start_s
+    start_us: int
+    end_us: int
 
 
 def merge_spans(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:

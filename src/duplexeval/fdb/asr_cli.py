@@ -40,7 +40,8 @@ def asr_command(
     Exits 1 with a summary if any sample failed (its reason is in asr.json); the others are kept.
     """
     from duplexeval.fdb.asr_stage import run
-    from duplexeval.progress import StageClock, tree_audio_s
+    from duplexeval.fdb.tree import tree_audio_s
+    from duplexeval.progress import StageClock
 
     clock = StageClock("asr")
     name, params = parse_spec(backend, "--backend")

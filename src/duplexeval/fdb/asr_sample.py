@@ -16,7 +16,7 @@ from typing import Any, TypeAlias, overload
 
 from duplexeval.asr.base import Backend, Word, check_words, round_words
 from duplexeval.asr.registry import make_backend
-from duplexeval.audio import SAMPLE_RATE, read_audio, resample
+from duplexeval.audio import read_audio, resample
 from duplexeval.errors import DuplexEvalError, InputError, clip
 from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.transcript import parse_output_json, transcript_bytes
@@ -24,6 +24,7 @@ from duplexeval.fdb.tree import MANIFEST_FILE, OUTPUT_JSON, OUTPUT_WAV, TRANSCRI
 from duplexeval.fdb.verified import VerifyError, parse_json, read_verified, read_verified_json
 from duplexeval.jsonio import atomic_write_bytes, sha256_bytes
 from duplexeval.schemas import validate
+from duplexeval.units import SAMPLE_RATE
 
 # How a worker gets its backend: `asr.registry.backend_spec`'s picklable (name, model, device, threads) recipe,
 # a backend object itself (tests, in-process runs), or None for `--backend import`.

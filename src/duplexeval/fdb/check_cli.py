@@ -44,10 +44,13 @@ def check_command(
 
 def list_command() -> None:
     """The systems a SPEC may name: built-in baselines and network adapters, and installed plugins."""
-    from duplexeval.systems.registry import NETWORK_SYSTEMS, system_names
+    from duplexeval.systems.baselines import BASELINES
+    from duplexeval.systems.registry import NETWORK_SYSTEMS, SYSTEMS, system_names
 
     for name in system_names():
-        typer.echo(f"{name}  ({'network adapter' if name in NETWORK_SYSTEMS else 'in-process'})")
+        kind = ("network adapter" if name in NETWORK_SYSTEMS else "in-process" if name in BASELINES
+                else f"installed plugin, entry point {SYSTEMS.entry_point_group}")
+        typer.echo(f"{name}  ({kind})")
     typer.echo("module.path:Class  (your own System dataclass; examples/in_process_system.py)")
 
 

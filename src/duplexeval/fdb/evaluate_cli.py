@@ -71,7 +71,8 @@ def evaluate_command(
     """Reproduce the official Full-Duplex-Bench v1.0 evaluator rules and write TREE/summary.json."""
     from duplexeval.fdb.official import evaluate
     from duplexeval.fdb.official.judge import check_timeout
-    from duplexeval.progress import StageClock, tree_audio_s
+    from duplexeval.fdb.tree import tree_audio_s
+    from duplexeval.progress import StageClock
 
     clock = StageClock("evaluate")
     judge_name, j = judge_settings(judge)

@@ -59,7 +59,7 @@ def ineligible_lines(tree: Path, outputs: Path | None = None) -> list[str]:
 def _finish(kind: str, result: ExportResult, clock: StageClock, quiet: bool, min_eligible: float | None) -> None:
     """The timing line (every sample this run made, faults included; none when some were reused, since
     their time is not in this run's) and the status line with the --min-eligible rule."""
-    from duplexeval.progress import tree_audio_s
+    from duplexeval.fdb.tree import tree_audio_s
 
     if not quiet:
         clock.say(tree_audio_s(result.tree, eligible_only=False) if result.reused == 0 else None)

@@ -1,5 +1,5 @@
 """One sample of `fdb export`: prepare its input, run the session, play the output out and write the sample's files
-with `trace.json` last. `fdb replay` rebuilds a network sample through the same `network_outcome` and
+with `trace.json` last. `fdb replay` rebuilds a network sample through the same `systems.net.trace.network_outcome` and
 `write_sample`, so a replay reproduces the export byte for byte.
 
 Per sample: the input is fed as 80 ms frames on the virtual clock, the received output is played out FIFO from
@@ -19,7 +19,6 @@ import numpy as np
 import numpy.typing as npt
 
 from duplexeval.audio import (
-    SAMPLE_RATE,
     audio_info,
     fit_length,
     n_samples_for,
@@ -31,18 +30,11 @@ from duplexeval.fdb.protocols import SampleKey, SampleLike
 from duplexeval.fdb.sample_trace import EXPORT_TRACE_KIND, TRACE_FILE, Trace, TraceHead, write_trace
 from duplexeval.fdb.tasks import ASR, Session, task_of
 from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
-from duplexeval.fdb.tree_writer import REASON_PACING, REASON_SYSTEM_ERROR, copy_annotation, copy_inputs, source_path
+from duplexeval.fdb.tree_writer import copy_annotation, copy_inputs, source_path
 from duplexeval.jsonio import sha256_file
 from duplexeval.plugins import call, json_value, returned
 from duplexeval.systems.base import SampleInfo, System
-from duplexeval.systems.net.trace import (
-    SESSION_REASONS,
-    WireTrace,
-    load_trace,
-    received_items,
-    send_stats,
-    verdict,
-)
+from duplexeval.systems.net.trace import INPUT_PACING_LATE, SYSTEM_ERROR, WireTrace, load_trace, network_outcome
 from duplexeval.systems.playout import placements_json, playout
 from duplexeval.systems.registry import make_system, parse_system_spec
 from duplexeval.systems.runner import (
@@ -52,6 +44,7 @@ from duplexeval.systems.runner import (
     SessionTrace,
     run_session_async,
 )
+from duplexeval.units import SAMPLE_RATE
 
 PLAYOUT_POLICY = "fifo-from-receipt-crop-at-T-v1"
 
@@ -198,18 +191,6 @@ def write_sample(head: TraceHead, sdir: Path, sample: SampleKey, items: list[Rec
     return entry
 
 
-def network_outcome(records: list[dict[str, Any]], pcm: bytes, T: float, stall_s: float,
-                    error: str | None) -> tuple[list[ReceivedItem], list[str], dict[str, Any], bool]:
-    """(items, session reasons, network summary, write_wav) from a wire trace: the one rule export and replay share."""
-    v = verdict(records, T, stall_s)
-    reasons = list(v.reasons)
-    if error is not None and not any(r in SESSION_REASONS for r in reasons):
-        reasons.append(REASON_SYSTEM_ERROR)  # the adapter itself broke, not the network
-    failed = any(r in SESSION_REASONS or r == REASON_SYSTEM_ERROR for r in reasons)
-    summary = {**v.to_json(), "reasons": sorted(reasons), "send": send_stats(records)}
-    return received_items(records, pcm), reasons, summary, not failed
-
-
 def _session_outcome(trace: SessionTrace, sdir: Path, T: float,
                      prefix: str) -> tuple[list[ReceivedItem], list[str], dict[str, Any], dict[str, Any] | None, bool, dict[str, str]]:
     """(items, reasons, input record, network summary, write_wav, wire files) of one session: in-process from the
@@ -219,9 +200,9 @@ def _session_outcome(trace: SessionTrace, sdir: Path, T: float,
     if wire is None:
         reasons = []
         if trace.error is not None:
-            reasons.append(REASON_SYSTEM_ERROR)
+            reasons.append(SYSTEM_ERROR)
         if trace.max_send_lateness_s > MAX_SEND_LATENESS_S:
-            reasons.append(REASON_PACING)
+            reasons.append(INPUT_PACING_LATE)
         return trace.items, reasons, input_json, None, trace.error is None, {}
     files = wire.write(sdir, T, prefix)
     written = load_trace(sdir, prefix)

@@ -1,7 +1,7 @@
 """`duplexeval fdb replay TREE`: rebuild every network sample's output.wav and verdict from its wire trace.
 
 For each sample with `trace.jsonl` + `trace.pcm`, the received items and the eligibility reasons are
-recomputed by the same functions the export used (`fdb.export_sample.network_outcome`, the FIFO playout),
+recomputed by the same functions the export used (`systems.net.trace.network_outcome`, the FIFO playout),
 into a scratch folder, then compared byte for byte with the tree's `output.wav` and `trace.json`.
 Without `--check` changed files replace the old ones (a playout-rule change needs no new capture)
 and `manifest.json` is rewritten from the new entries; with `--check` nothing is written and any
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.export_sample import further_session, network_outcome, write_sample
+from duplexeval.fdb.export_sample import further_session, write_sample
 from duplexeval.fdb.sample_trace import TRACE_FILE, read_trace
 from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.tree import (
@@ -29,9 +29,9 @@ from duplexeval.fdb.tree import (
     load_manifest,
     write_manifest,
 )
-from duplexeval.fdb.tree_writer import REASON_SYSTEM_ERROR, counts_of
+from duplexeval.fdb.tree_writer import counts_of
 from duplexeval.jsonio import atomic_write_bytes, dumps
-from duplexeval.systems.net.trace import NET_REASONS, TRACE_JSONL, TRACE_PCM, load_trace
+from duplexeval.systems.net.trace import NET_REASONS, SYSTEM_ERROR, TRACE_JSONL, TRACE_PCM, load_trace, network_outcome
 
 
 @dataclass
@@ -86,7 +86,7 @@ def _replay_sample(sdir: Path, scratch: Path) -> tuple[SampleEntry, dict[str, by
     stall_s = float((wire.head.get("settings") or {}).get("stall_s", 10.0))
     items, net_reasons, network, write_wav = network_outcome(wire.records, wire.pcm, float(trace.head.T), stall_s,
                                                              doc.get("error"))
-    base = [r for r in old.reasons if r not in NET_REASONS and r != REASON_SYSTEM_ERROR]
+    base = [r for r in old.reasons if r not in NET_REASONS and r != SYSTEM_ERROR]
     input_json = dict(doc["input"], max_send_lateness_s=network["max_send_lateness_s"])
     clock = str(((old.extra or {}).get("export") or {}).get("clock", "wall"))
     entry = write_sample(trace.head, scratch, old, items, base + more_reasons + net_reasons, files, doc.get("error"),

@@ -1,8 +1,8 @@
 """One opened sample of a tree: its files read once, each checked against the hash its record names.
 
 An `OpenedSample` is what every stage after ASR works on: the manifest entry, the sample's asr.json record, its
-annotation (raw JSON and the task's typed record), its transcript (words and text) and any other file the
-manifest vouches for (`read`, `read_json`). Each file is read on first use and kept; a missing, changed or
+annotation (raw JSON and the task's typed record), its transcript (words and text), its output audio and any other
+file the manifest vouches for (`read`, `read_json`). Each file is read on first use and kept; a missing, changed or
 malformed one is one line `PATH: sample SUBSET/ID: problem`.
 """
 
@@ -16,10 +16,12 @@ from duplexeval.errors import InputError
 from duplexeval.fdb.transcript import Word, parse_output_json
 from duplexeval.fdb.verified import parse_json, read_verified
 from duplexeval.schemas import validate
-from duplexeval.schemas.fdb_names import ASR_FILE, MANIFEST_FILE, OUTPUT_JSON
+from duplexeval.schemas.fdb_names import ASR_FILE, MANIFEST_FILE, OUTPUT_JSON, OUTPUT_WAV
 from duplexeval.units import to_us
 
 if TYPE_CHECKING:  # types only: fdb.tree imports the task registry, which imports this module
+    import numpy as np
+
     from duplexeval.fdb.tree import AsrSample, SampleEntry
 
 
@@ -110,6 +112,18 @@ class OpenedSample:
     def words(self) -> list[Word]:
         """output.json's words as written (seconds; an end may be None)."""
         return parse_output_json(self.transcript_raw, self.where(self.transcript_path))
+
+    @property
+    def has_output(self) -> bool:
+        """The sample has an output.wav (an ineligible capture may have none)."""
+        return OUTPUT_WAV in self.entry.files
+
+    @cached_property
+    def output_audio(self) -> tuple[np.ndarray, int]:
+        """output.wav as mono float32 at its own rate, read once and checked against manifest.json's hash."""
+        from duplexeval.audio import read_audio  # lazy: importing the task registry loads no sound-file library
+
+        return read_audio(self.dir / OUTPUT_WAV, self.read(OUTPUT_WAV))
 
     @property
     def text(self) -> str:

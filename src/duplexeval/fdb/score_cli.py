@@ -50,9 +50,10 @@ def score_command(
 
     Gates name SUBSET.METRIC as unified.json does, e.g. --fail-under candor_turn_taking.response_rate_1s=0.8
     or --fail-over candor_turn_taking.response_latency_s=1.2 (its median; .p90 for the 90th percentile)."""
+    from duplexeval.fdb.tree import tree_audio_s
     from duplexeval.fdb.unified import score
     from duplexeval.fdb.unified.report import load_reference, render
-    from duplexeval.progress import StageClock, table_console, tree_audio_s
+    from duplexeval.progress import StageClock, table_console
 
     gates = parse_gates(fail_under, fail_over)
     clock = StageClock("score")

@@ -8,7 +8,6 @@ warning this exists for: the scoring rules count words, so such words would scor
 
 from __future__ import annotations
 
-import json
 import math
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -22,6 +21,7 @@ from duplexeval.errors import InputError
 from duplexeval.fdb.export import export
 from duplexeval.fdb.protocols import DatasetLike, SampleLike
 from duplexeval.fdb.selection import resolve_dataset
+from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.tree import load_manifest, validate_sample_id, validate_subset
 from duplexeval.units import SAMPLE_RATE
 from duplexeval.vad import VadSettings, load_vad
@@ -107,14 +107,10 @@ def _find_sample(ds: DatasetLike, key: str) -> SampleLike:
 
 
 def _user_end(sample: SampleLike) -> float | None:
-    """The reference turn end E of a turn-taking sample (turn_taking.json's first timestamp), else None."""
-    path = getattr(sample, "annotation_path", None)
-    if path is None or Path(path).name != "turn_taking.json":
-        return None
-    try:
-        return float(json.loads(Path(path).read_text(encoding="utf-8"))[0]["timestamp"][0])
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
-        return None
+    """When the user's turn ends, as the sample's task names it from its checked annotation
+    (`RenderRules.reference`: E for turn-taking), else None."""
+    record = getattr(sample, "record", None)
+    return None if record is None else task_of(sample.subset).render.reference(record)
 
 
 def _db(x: float) -> float:

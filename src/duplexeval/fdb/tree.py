@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import duplexeval.fdb.tasks  # noqa: F401 - the task registry fills the subset table with plugin tasks' rows
 from duplexeval.artifacts import check_kind
-from duplexeval.errors import InputError, RefusalError
+from duplexeval.errors import DuplexEvalError, InputError, RefusalError
 from duplexeval.fdb.verified import read_json_hashed
 from duplexeval.jsonio import write_json
 from duplexeval.schemas import is_safe_id, validate
@@ -175,6 +175,16 @@ def _load(tree: str | Path, name: str, missing: str, parse: Callable[[Any, Path]
 def load_manifest(tree: str | Path) -> tuple[Manifest, str]:
     """Load and validate TREE/manifest.json; returns the manifest and the file's SHA-256."""
     return _load(tree, MANIFEST_FILE, f"is {tree} a tree written by `duplexeval fdb export` or `import`?", parse_manifest)
+
+
+def tree_audio_s(tree: str | Path, eligible_only: bool = True) -> float | None:
+    """Seconds of audio in a tree's eligible samples (every selected one with `eligible_only` False: what an
+    export ran, faults included), sum of T, or None when there is no readable manifest."""
+    try:
+        manifest, _sha = load_manifest(tree)
+    except (DuplexEvalError, OSError):
+        return None
+    return float(sum(s.T for s in manifest.samples if s.eligible or not eligible_only))
 
 
 def write_manifest(tree: str | Path, manifest: Manifest) -> str:

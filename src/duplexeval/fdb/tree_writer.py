@@ -32,9 +32,8 @@ from duplexeval.progress import progress_bar
 
 RUN_RECORD = ".duplexeval-export.json"  # the run record of export and import: what made this tree (tool, system, dataset)
 
-# Reasons a sample is ineligible (docs/systems.md lists them).
-REASON_SYSTEM_ERROR = "system_error"
-REASON_PACING = "input_pacing_late"
+# Reasons a sample is ineligible (docs/systems.md lists them; a session's own, `system_error` and
+# `input_pacing_late` among them, are in systems.net.trace).
 REASON_MISSING_ANNOTATION = "missing_annotation"
 REASON_MISSING_INPUT = "missing_input"
 REASON_ANNOTATION_HASH = "annotation_hash_mismatch"

@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from duplexeval.audio import read_audio, read_audio_16k
+from duplexeval.audio import read_audio_16k
 from duplexeval.errors import InputError
 from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
 from duplexeval.fdb.results import ScoredTree
-from duplexeval.fdb.tree import OUTPUT_WAV, SampleEntry
-from duplexeval.fdb.verified import read_verified
+from duplexeval.fdb.tree import SampleEntry
 from duplexeval.report.clips import ogg_bytes, peaks_b64
-from duplexeval.report.timeline import load_view
+from duplexeval.report.timeline import load_view, open_sample
 
 AUTO, INLINE, LINK, NONE = "auto", "inline", "link", "none"
 AUDIO_MODES = (AUTO, INLINE, LINK, NONE)
@@ -61,14 +60,11 @@ def read_output(job: OutputJob) -> Evidence:
     """Load one tree sample (top level and pure, so a process pool can run it): the files the manifest and asr.json
     vouch for are read through the hash-checked reader (a missing or changed one is one line); no output.wav (an
     ineligible capture) is no peaks."""
-    e = job.entry
-    tree = Path(job.tree)
-    no_wav = replace(e, files={k: v for k, v in e.files.items() if k != OUTPUT_WAV})  # read once, below
-    view = load_view(tree, no_wav, job.row, job.transcript_sha256)
+    sample = open_sample(Path(job.tree), job.entry, job.transcript_sha256)
+    view = load_view(sample, job.row)
     peaks = audio = None
-    if OUTPUT_WAV in e.files:
-        wav = e.dir(tree) / OUTPUT_WAV
-        a, sr = read_audio(wav, read_verified(wav, e.files[OUTPUT_WAV], e.key))
+    if sample.has_output:  # read once: the view's envelope and these peaks and clip share it
+        a, sr = sample.output_audio
         peaks = peaks_b64(a)
         audio = ogg_bytes(a, sr) if job.inline else None
     marks = tuple((m.label, m.t) for m in view.marks)

@@ -9,7 +9,7 @@ from typing import Any
 
 from duplexeval.errors import DuplexEvalError
 from duplexeval.fdb.compare import compare_trees
-from duplexeval.fdb.compare_cli import metric_cells, pairing_line
+from duplexeval.fdb.compare_text import metric_cells, pairing_line
 from duplexeval.fdb.results import ScoredTree
 from duplexeval.fdb.tasks import get_task, task_of
 from duplexeval.fdb.tree import SUBSETS

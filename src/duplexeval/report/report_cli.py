@@ -41,7 +41,7 @@ def show_command(
 ) -> None:
     """Draw one sample's timeline (output envelope, VAD, ASR words, annotation marks, outcome) as a PNG."""
     from duplexeval.fdb.results import load_scored
-    from duplexeval.report.timeline import load_view, show_png
+    from duplexeval.report.timeline import load_view, open_sample, show_png
 
     subset, slash, sid = sample.partition("/")
     if not slash:
@@ -59,7 +59,7 @@ def show_command(
     if entry is None:
         raise InputError(f"{tree}: sample {sample} is not in manifest.json")
     asr = scored.asr.samples.get(entry.key)
-    view = load_view(scored.root, entry, scored.rows.get(subset, {}).get(sid), asr.output_json if asr else None)
+    view = load_view(open_sample(scored.root, entry, asr.output_json if asr else None), scored.rows.get(subset, {}).get(sid))
     audio = None
     if dataset is not None:
         from duplexeval.fdb.export import resolve_dataset

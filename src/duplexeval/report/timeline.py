@@ -1,7 +1,7 @@
 """One sample's timeline: output waveform envelope, VAD segments, ASR words, annotation marks and outcome.
 
-`load_view` reads the sample's files from the tree (output.wav, output.json, the annotation) and its
-unified row; the HTML report's explorer draws that in the browser, `draw` puts it on matplotlib axes for
+`load_view` reads the sample's files through its `OpenedSample` (output.wav, output.json, the annotation, each
+hash-checked) and takes its unified row; the HTML report's explorer draws that in the browser, `draw` puts it on matplotlib axes for
 `fdb show`'s PNG (with the dataset's input waveform above when the dataset is given).
 """
 
@@ -13,17 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.audio import read_audio
+from duplexeval.fdb.sample import OpenedSample
 from duplexeval.fdb.tasks import Band, Mark, get_task
 from duplexeval.fdb.transcript import parse_output_json
-from duplexeval.fdb.tree import (
-    OUTPUT_JSON,
-    OUTPUT_WAV,
-    SampleEntry,
-)
-from duplexeval.fdb.verified import read_verified, read_verified_json
+from duplexeval.fdb.tree import ASR_FILE, OUTPUT_JSON, AsrSample, SampleEntry
 from duplexeval.report import svg
-from duplexeval.schemas import validate
 
 ENVELOPE_BINS = 180
 
@@ -68,35 +62,28 @@ def envelope(audio: np.ndarray, bins: int = ENVELOPE_BINS) -> np.ndarray:
     return out
 
 
-def _annotation(ann: Any, task: str, where: str) -> tuple[list[Mark], list[Band]]:
-    """The task's marks of a sample's annotation (`RenderRules.marks`), from its typed record."""
-    model = get_task(task).annotation
-    if model is None:
-        return [], []
-    record: Any = validate(ann, model, where)
-    return get_task(task).render.marks(record)
+def open_sample(tree: Path, entry: SampleEntry, transcript_sha256: str | None = None) -> OpenedSample:
+    """The sample as the report reads it: `transcript_sha256` is output.json's hash in asr.json (None: not
+    transcribed; an output.json there is still drawn, unchecked)."""
+    asr = None if transcript_sha256 is None else AsrSample("ok", transcript_sha256, None)
+    return OpenedSample(tree, entry, asr, get_task(entry.task).annotation)
 
 
-def load_view(tree: Path, entry: SampleEntry, row: dict[str, Any] | None, transcript_sha256: str | None = None) -> SampleView:
+def load_view(sample: OpenedSample, row: dict[str, Any] | None) -> SampleView:
     """Read one sample's files for drawing. A file the manifest lists (output.wav, the annotation) or asr.json vouches
-    for (`transcript_sha256` of output.json) must be there with its hash (one line naming it, else); files an
-    ineligible capture never wrote are simply not drawn."""
-    d = entry.dir(tree)
+    for (output.json) must be there with its hash (one line naming it, else); files an ineligible capture never
+    wrote are simply not drawn."""
+    entry = sample.entry
     view = SampleView(entry.key, entry.task, entry.T, entry.eligible, list(entry.reasons), row,
                       vad_lane=get_task(entry.task).render.vad_lane)
-    wav = d / OUTPUT_WAV
-    if OUTPUT_WAV in entry.files:
-        data = read_verified(wav, entry.files[OUTPUT_WAV], entry.key)
-        audio, _sr = read_audio(wav, data)
-        view.envelope = envelope(audio)
-    oj = d / OUTPUT_JSON
-    if transcript_sha256 is not None or oj.is_file():
-        obj = read_verified_json(oj, transcript_sha256, entry.key, "asr.json")
-        words = parse_output_json(obj, str(oj))
+    if sample.has_output:
+        view.envelope = envelope(sample.output_audio[0])
+    if sample.asr is not None or sample.transcript_path.is_file():
+        obj = sample.transcript_raw if sample.asr is not None else sample.read_json(OUTPUT_JSON, recorded_in=ASR_FILE)
+        words = parse_output_json(obj, str(sample.transcript_path))
         view.words = [(w.text.strip(), float(w.start), None if w.end is None else float(w.end)) for w in words]
-    if entry.annotation:
-        ann = read_verified_json(d / entry.annotation, entry.files.get(entry.annotation), entry.key)
-        view.marks, view.spans = _annotation(ann, entry.task, f"{d / entry.annotation}: sample {entry.key}")
+    if sample.annotation is not None:
+        view.marks, view.spans = get_task(entry.task).render.marks(sample.annotation)
     if row is not None and row.get("vad_segments"):
         view.vad = [(float(a), float(b)) for a, b in row["vad_segments"]]
     return view

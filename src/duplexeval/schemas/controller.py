@@ -13,8 +13,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from duplexeval.schemas.base import MAX_TIME_S, NonNegTime, Record, fail, number
+from duplexeval.units import FRAME_S
 
-FRAME_S = 0.08
 MAX_FRAMES = int(MAX_TIME_S / FRAME_S)  # one day of 80 ms frames
 _CLIP_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
 

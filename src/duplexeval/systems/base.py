@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-INPUT_SAMPLE_RATE = 16000
-FRAME_SAMPLES = 1280  # 80 ms at 16 kHz
-FRAME_S = FRAME_SAMPLES / INPUT_SAMPLE_RATE
+from duplexeval.units import FRAME_S as FRAME_S
+from duplexeval.units import FRAME_SAMPLES as FRAME_SAMPLES
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE  # systems take 16 kHz input in 80 ms frames
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from duplexeval import __version__
-from duplexeval.audio import to_pcm16
+from duplexeval.audio import from_pcm16, to_pcm16
 from duplexeval.errors import InputError
 from duplexeval.systems.base import CLEAR_QUEUE, ControlEvent, OutputChunk, Received, SampleInfo
 from duplexeval.systems.listener import VAD_FRAME_S, FrameProbs, Onset, UserSpeech, energy_prob
@@ -70,7 +70,7 @@ class _AgentSession:
         self.tau = 0.0
 
     async def push_input(self, frame: bytes, t_s: float) -> None:
-        audio = np.frombuffer(frame, dtype="<i2").astype(np.float32) / 32768.0
+        audio = from_pcm16(np.frombuffer(frame, dtype="<i2"))
         for p in _feed(self.source, audio):
             onset = self.user.update(p)
             self.tau = self.user.frames * VAD_FRAME_S

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from duplexeval.units import SAMPLE_RATE
+
 VAD_FRAME = 512  # samples per Silero frame at 16 kHz
-VAD_FRAME_S = VAD_FRAME / 16000
+VAD_FRAME_S = VAD_FRAME / SAMPLE_RATE
 
 
 @dataclass

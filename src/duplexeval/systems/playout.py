@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.audio import resample
+from duplexeval.audio import from_pcm16, resample, to_pcm16
 from duplexeval.systems.base import CLEAR_QUEUE, INPUT_SAMPLE_RATE
 from duplexeval.systems.runner import ReceivedItem
 
@@ -42,8 +42,7 @@ def _to_16k_int16(item: ReceivedItem) -> np.ndarray:
     assert item.pcm is not None
     if item.sample_rate == SR:
         return item.pcm.astype(np.int16)
-    f = resample(item.pcm.astype(np.float32) / 32768.0, item.sample_rate, SR)
-    return np.clip(np.rint(f.astype(np.float64) * 32768.0), -32768, 32767).astype(np.int16)
+    return to_pcm16(resample(from_pcm16(item.pcm), item.sample_rate, SR))
 
 
 def playout(items: list[ReceivedItem], n_samples: int, T: float | None = None) -> Playout:

@@ -5,24 +5,30 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from duplexeval import redaction
 from duplexeval.errors import InputError
 from duplexeval.plugins import PluginError, call, returned
-from duplexeval.registry import Registry, import_object
+from duplexeval.registry import Registry
 from duplexeval.specs import parse_spec
 from duplexeval.systems.base import System
 
-_FACTORIES: dict[str, type] = {}
+
+def _register_builtins() -> None:
+    # Lazy: the network server imports this registry at `--help` time; the baselines bring VAD, TTS and audio I/O.
+    from duplexeval.systems.baselines import BASELINES
+
+    for name, cls in BASELINES.items():
+        SYSTEMS.register(name, cls)
+    for name, spec in NETWORK_SYSTEMS.items():
+        SYSTEMS.register_deferred(name, spec)
 
 
-def register_system(name: str, cls: type) -> None:
-    """Make a dataclass system available under `name` (network adapters will register here)."""
-    _FACTORIES[name] = cls
+# The built-ins, then the systems installed packages publish under the entry-point group `duplexeval.systems`.
+SYSTEMS: Registry[type] = Registry("system", loader=_register_builtins)
 
-
-# Network adapters, imported on first use (module:Class); netproto adds moshi and native-duplex here.
+# Network adapters, imported on first use (module:Class).
 NETWORK_SYSTEMS: dict[str, str] = {
     "openai-realtime": "duplexeval.systems.net.openai_realtime:OpenAIRealtime",
     "ws-pcm": "duplexeval.systems.net.ws_pcm:WsPcm",
@@ -37,39 +43,22 @@ NETWORK_SYSTEMS: dict[str, str] = {
 _PLUGIN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_.]*)(?::(.*))?$", re.DOTALL)
 
 
-def _ensure_builtins() -> None:
-    # Lazy: the network server imports this registry at `--help` time; the baselines bring VAD, TTS and audio I/O.
-    from duplexeval.systems.baselines import BASELINES
-
-    for name, cls in BASELINES.items():
-        _FACTORIES.setdefault(name, cls)
-    for name in NETWORK_SYSTEMS:
-        _FACTORIES.setdefault(name, _Lazy)  # type: ignore[arg-type]
-
-
-class _Lazy:
-    """Placeholder for a network adapter not imported yet."""
-
-
-def _factory(spec: str, name: str) -> type:
-    cls = _FACTORIES[name]
-    if cls is _Lazy:
-        cls = import_object(NETWORK_SYSTEMS[name], "system")  # type: ignore[assignment]
-        _FACTORIES[name] = cls
-    return cls
+def register_system(name: str, cls: type) -> None:
+    """Make a dataclass system available under `name` (a different class under a taken name is an error)."""
+    SYSTEMS.register(name, cls)
 
 
 def split_plugin(spec: str) -> tuple[str, str] | None:
     """`module.path:Class[:k=v,...]` -> ("module.path:Class", "k=v,...") for a plugin spec, else None."""
     m = _PLUGIN.match(spec.strip())
-    if m is None or m.group(1) in _FACTORIES or m.group(1) in NETWORK_SYSTEMS:
+    if m is None or m.group(1) in SYSTEMS:
         return None
     return f"{m.group(1)}:{m.group(2)}", m.group(3) or ""
 
 
 def system_names() -> list[str]:
-    _ensure_builtins()
-    return list(_FACTORIES)
+    """Every name `--system` accepts besides `module.path:Class`: the built-ins, then installed plugins."""
+    return SYSTEMS.names(sort=False)
 
 
 def _coerce(spec: str, key: str, raw: str, default: Any) -> Any:
@@ -94,26 +83,22 @@ def _coerce(spec: str, key: str, raw: str, default: Any) -> Any:
 
 def parse_system_spec(spec: str) -> tuple[str, dict[str, str]]:
     """Split `NAME[:k=v,...]` (or `module.path:Class[:k=v,...]`) into the name and raw values (no type checks yet)."""
-    return parse_spec(spec, "--system", lambda name: name in _FACTORIES or name in NETWORK_SYSTEMS)
+    return parse_spec(spec, "--system", lambda name: name in SYSTEMS)
 
 
 def make_system(spec: str) -> System:
     """Build the system `spec` names, with every parameter checked."""
-    _ensure_builtins()
     for url in redaction.urls_in(spec):  # before any message can echo the spec
         redaction.refuse_url_credentials(url, f"--system {spec.partition(':')[0].strip()}: a URL")
     name, raw = parse_system_spec(spec)
-    if split_plugin(spec) is not None:
-        cls = Registry[type]("system").get(name)
-        if not isinstance(cls, type) or not dataclasses.is_dataclass(cls):
-            raise InputError(f"--system {spec!r}: {name} is not a dataclass (its fields are its parameters)")
-        for attr in ("name", "params", "version", "open_session"):
-            if not hasattr(cls, attr):
-                raise InputError(f"--system {spec!r}: {name} does not implement the System protocol (no {attr})")
-    elif name not in _FACTORIES:
-        raise InputError(f"--system {spec!r}: unknown system {name!r} (known: {', '.join(_FACTORIES)})")
-    else:
-        cls = _factory(spec, name)
+    if split_plugin(spec) is None and name not in SYSTEMS:
+        raise InputError(f"--system {spec!r}: unknown system {name!r} (known: {', '.join(system_names())})")
+    cls = SYSTEMS.get(name)  # a registered name (built-in or entry point) or `module.path:Class`
+    if not isinstance(cls, type) or not dataclasses.is_dataclass(cls):
+        raise InputError(f"--system {spec!r}: {name} is not a dataclass (its fields are its parameters)")
+    for attr in ("name", "params", "version", "open_session"):
+        if not hasattr(cls, attr):
+            raise InputError(f"--system {spec!r}: {name} does not implement the System protocol (no {attr})")
     fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in raw.items():
@@ -128,7 +113,7 @@ def make_system(spec: str) -> System:
             known = ", ".join(fields) or "none"
             raise InputError(f"--system {spec!r}: {name} has no parameter {key!r} (known: {known})")
         kwargs[key] = _coerce(spec, key, value, fields[key].default)
-    system = call("system", name, "__init__", cls, **kwargs)
+    system = cast(System, call("system", name, "__init__", cls, **kwargs))  # the protocol was checked above
     check: Callable[[], None] | None = getattr(system, "validate", None)
     if check is not None:
         try:

@@ -21,8 +21,8 @@ from duplexeval.audio import to_pcm16
 from duplexeval.controller.labels.derive import Activity
 from duplexeval.jsonio import atomic_write_bytes, atomic_write_text, dumps_line
 from duplexeval.tts import espeak_version, synthesize
+from duplexeval.units import SAMPLE_RATE as SR
 
-SR = 16000
 VOICES = ("en-us", "en-gb", "en-us+f3", "en-us+m3", "en-gb+f2", "en-us+f4")
 USER_LINES = (
     ("So I was thinking about the trip we planned", "maybe we should leave on Friday instead"),

@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.audio import FRAME_SAMPLES
 from duplexeval.controller.format.data import STATES
 from duplexeval.controller.runtime.registry import controller_config
 from duplexeval.errors import InputError
 from duplexeval.plugins import call_bounded, call_timeout_s, unwrap
 from duplexeval.stats import NO_DATA, Quantile
+from duplexeval.units import FRAME_SAMPLES
 
 LISTEN = STATES.index("LISTEN")
 

@@ -20,7 +20,10 @@ def needs_judge(m: object) -> bool:
 
 @dataclass(frozen=True)
 class Metric:
-    """`value`/`std` are None only with a `note` saying why; `n` is how many values were averaged."""
+    """`value`/`std` are None only with a `note` saying why; `n` is how many values were averaged.
+
+    Not a `stats` value: the reference column reproduces the official scripts' printed numbers (plain means, some
+    with a population std), which have no interval by definition."""
 
     value: float | None
     std: float | None

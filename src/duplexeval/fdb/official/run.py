@@ -6,7 +6,6 @@ the subset's task and never names.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,6 +32,7 @@ from duplexeval.fdb.tree import (
     load_manifest,
     validate_subset,
 )
+from duplexeval.progress import status_lines
 from duplexeval.signature import Component
 
 JUDGES = ("none", "openai")
@@ -51,15 +51,6 @@ def _progress_value(m: Any) -> str:
     if needs_judge(m.to_json()):
         return NEEDS_JUDGE
     return "null" if m.value is None else f"{m.value:.4f}"
-
-
-class _Progress:
-    def __init__(self, on: bool) -> None:
-        self.on = on
-
-    def __call__(self, msg: str) -> None:
-        if self.on:
-            print(f"evaluate: {msg}", file=sys.stderr, flush=True)
 
 
 def _base_counts(subset: str, manifest: Manifest, entries: Sequence[SampleEntry]) -> dict[str, Any]:
@@ -89,7 +80,7 @@ def evaluate(
     are JudgeConfig fields: model, base_url, api_key_env, seed, timeout_s, max_attempts, reference_source.
     """
     tree = Path(tree)
-    say = _Progress(progress)
+    say = status_lines("evaluate", progress)
     if judge not in JUDGES:
         raise InputError(f"--judge {judge!r}: expected one of {', '.join(JUDGES)}")
     known = official_options()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -24,6 +23,7 @@ from duplexeval.jsonio import (
     sha256_file,
     write_json,
 )
+from duplexeval.progress import status_lines
 from duplexeval.tts import espeak_version
 from duplexeval.units import SAMPLE_RATE
 
@@ -58,10 +58,10 @@ def write_into(script: Script, root: Path, progress: bool = False) -> dict[str, 
     rendered: list[SampleTiming] = []
     rows = []
     declared: dict[str, int] = {}
+    say = status_lines("synth", progress)
     for i, spec in enumerate(script.samples):
         where = f"{script.source}: sample {spec['subset']}/{spec['id']}"
-        if progress:
-            print(f"synth: [{i + 1}/{len(script.samples)}] {spec['subset']}/{spec['id']}", file=sys.stderr)
+        say(f"[{i + 1}/{len(script.samples)}] {spec['subset']}/{spec['id']}")
         r = render_sample(spec, where)
         d = root / r.subset / r.id
         write_wav_pcm16(d / "input.wav", r.audio, SAMPLE_RATE)

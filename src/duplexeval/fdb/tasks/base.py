@@ -348,6 +348,11 @@ class RenderRules:
         """Timeline marks and bands from the typed annotation."""
         return [], []
 
+    def reference(self, record: Any) -> float | None:
+        """When the user's turn ends (seconds), from the typed annotation: what `systems check` measures the onset of
+        an answer from; None when the task has no such moment."""
+        return None
+
     def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[Figure]:
         """Summary figures of one subset from each tree's (label, rows), tree k drawn in colors[k]."""
         return []

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from duplexeval import vad_batched
 from duplexeval.artifacts import header
 from duplexeval.executors import ExecutorSpec
 from duplexeval.fdb.signatures import tree_inputs, unified_signature
@@ -21,17 +22,19 @@ from duplexeval.fdb.tree import (
     UNIFIED_FILE,
     UNIFIED_SAMPLES_FILE,
 )
-from duplexeval.fdb.unified import speech, vad_remote
+from duplexeval.fdb.unified import vad_remote
 from duplexeval.fdb.unified.aggregate import subset_block
 from duplexeval.fdb.unified.load import LoadedTree, load_tree
-from duplexeval.fdb.unified.speech import Segmenter
 from duplexeval.jsonio import atomic_write_text, dumps_line, write_json
+from duplexeval.vad import SCORER_SETTINGS
+from duplexeval.vad import vad_signature as vad_signature_of
+from duplexeval.vad_batched import Segmenter
 
 DEFINITIONS = UnifiedRules.definitions  # "fdb-v1.0-unified-4": the v1.0 tasks' rule set
 UNIFIED_KIND = "duplexeval.fdb.unified"
 UNIFIED_SCHEMA_VERSION = 2  # 2: the artifact header (kind, schema_version, duplexeval, signature, inputs)
 
-__all__ = ["DEFINITIONS", "UNIFIED_KIND", "UNIFIED_SCHEMA_VERSION", "UnifiedResult", "score"]
+__all__ = ["DEFINITIONS", "UNIFIED_KIND", "UNIFIED_SCHEMA_VERSION", "UnifiedResult", "score", "vad_signature"]
 
 
 @dataclass
@@ -53,6 +56,14 @@ class UnifiedResult:
         return self.unified["subsets"][name]
 
 
+def vad_signature() -> dict[str, Any]:
+    """The VAD package, version, model hash and the scorer settings, for the top of unified.json."""
+    sig = vad_signature_of(SCORER_SETTINGS)
+    if vad_batched.early_stop_ok(SCORER_SETTINGS):
+        sig["scan"] = "each output.wav until its segments starting at or before R are final (= whole-file segments)"
+    return sig
+
+
 def _segments(files: list[tuple[Path, int | None]], segmenter: Segmenter | None, jobs: int | None,
               executor: ExecutorSpec | None = None) -> list:
     """VAD segments of each (output.wav, last sample needed) (Silero unless a segmenter is injected), here or on `executor`."""
@@ -63,7 +74,7 @@ def _segments(files: list[tuple[Path, int | None]], segmenter: Segmenter | None,
     limits: list[int | None] = [limit for _, limit in files]
     if executor is not None and executor.kind != "local":
         return vad_remote.segment_files(executor, paths, limits)
-    return speech.segment_files(paths, jobs, limits=limits)
+    return vad_batched.segment_files(paths, jobs, limits=limits)
 
 
 def _rows_and_blocks(loaded: LoadedTree, segmenter: Segmenter | None, jobs: int | None,
@@ -125,7 +136,7 @@ def score(
     loaded = load_tree(tree)
     blocks, rows = _rows_and_blocks(loaded, segmenter, jobs, executor)
     if segmenter is None:
-        vad = speech.signature()
+        vad = vad_signature()
     else:
         vad = getattr(segmenter, "signature", {"package": "injected", "note": "segments supplied by the caller"})
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from duplexeval import stats
@@ -33,46 +32,6 @@ def share(count: int, n: int, unknown: int, selected: int) -> stats.Share:
     return stats.Share(count, n, unknown, selected)
 
 
-@dataclass(frozen=True)
-class PooledCount(stats.PooledRatio):
-    """A ratio of summed counts over samples (pauses); its JSON keeps the sums as integers."""
-
-    def to_json(self) -> dict[str, object]:
-        n_sum, d_sum = int(sum(self.numerators)), int(sum(self.denominators))
-        return {
-            "value": n_sum / d_sum if d_sum > 0 else None,
-            "interval": stats.json_interval(self.interval),
-            "numerator": n_sum,
-            "denominator": d_sum,
-        }
-
-
-@dataclass(frozen=True)
-class PooledSeconds(stats.PooledRatio):
-    """A ratio of summed times over samples, kept in integer units of 1/per_second s, reported in seconds."""
-
-    per_second: int = 1
-
-    def to_json(self) -> dict[str, object]:
-        n_sum, d_sum = int(sum(self.numerators)), int(sum(self.denominators))
-        return {
-            "value": n_sum / d_sum if d_sum > 0 else None,
-            "interval": stats.json_interval(self.interval),
-            "numerator_s": n_sum / self.per_second,
-            "denominator_s": d_sum / self.per_second,
-        }
-
-
-def pooled_seconds(num: Sequence[int], den: Sequence[int], per_second: int) -> PooledSeconds:
-    """A ratio of summed seconds over samples (integer time units), with a whole-sample bootstrap interval."""
-    base = stats.PooledRatio.of(num, den)
-    return PooledSeconds(base.numerators, base.denominators, per_second)
-
-
-def pooled_count(num: Sequence[int], den: Sequence[int]) -> PooledCount:
-    """A ratio of summed counts over samples (pauses), with a whole-sample bootstrap interval."""
-    base = stats.PooledRatio.of(num, den)
-    return PooledCount(base.numerators, base.denominators)
 
 
 def latency(values: Sequence[float], per_second: int) -> stats.Latency:

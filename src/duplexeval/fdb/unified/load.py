@@ -27,15 +27,7 @@ from duplexeval.fdb.tree import (
     load_asr,
     load_manifest,
 )
-from duplexeval.units import SAMPLE_RATE
-
-
-@dataclass(frozen=True)
-class Span:
-    """A transcript word in integer µs; `end_us` equals `start_us` for a null end (zero-length word)."""
-
-    start_us: int
-    end_us: int
+from duplexeval.units import SAMPLE_RATE, Span
 
 
 @dataclass

@@ -23,7 +23,6 @@ from duplexeval.fdb.official.metric import NEEDS_JUDGE, needs_judge
 from duplexeval.fdb.official.summary import SUMMARY_KIND, SUMMARY_SCHEMA_VERSION
 from duplexeval.fdb.tasks import get_task
 from duplexeval.fdb.tree import SUMMARY_FILE
-from duplexeval.fdb.unified.aggregate import PooledSeconds
 from duplexeval.jsonio import read_json
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
@@ -112,7 +111,7 @@ def metric_rows(name: str, m: TypedValue | dict[str, Any], kind: type | None = N
             (f"{name} median", _latency_value(js["median"], js["n"]), _iv(js["median_interval"]), f"n={js['n']}", ""),
             (f"{name} p90", _latency_value(js["p90"], js["n"]), "", f"n={js['n']}", ""),
         ]
-    if issubclass(kind, PooledSeconds):
+    if issubclass(kind, stats.PooledSeconds):
         count = f"{_num(js['numerator_s'], 2)}/{_num(js['denominator_s'], 2)}"
         return [(name, _num(js["value"]), _iv(js["interval"]), count, "")]
     if issubclass(kind, stats.PooledRatio):

@@ -1,9 +1,9 @@
 """Silero VAD of the interruption outputs through the executor seam (``fdb score --executor ray``).
 
-The files go out in chunks (one task per chunk, at most ``speech.BATCH_FILES`` files, about four chunks per
+The files go out in chunks (one task per chunk, at most ``vad_batched.BATCH_FILES`` files, about four chunks per
 worker) because the scorer steps several files through the model together; each worker loads Silero once, and
 the segments come back per file in the tree's order, equal to the in-process scan's (each file's segments do
-not depend on which files share its batch: tested in speech).
+not depend on which files share its batch: tested in vad_batched).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from duplexeval import vad_batched
 from duplexeval.errors import InputError
 from duplexeval.executors import ExecutorSpec, ItemFailure, StatefulWork, make_executor
-from duplexeval.fdb.unified import speech
 from duplexeval.vad import load_vad
 
 Chunk = tuple[tuple[str, "int | None"], ...]
@@ -21,12 +21,12 @@ CHUNKS_PER_WORKER = 4
 
 
 def _load(_: Any) -> None:
-    """The worker's model load: Silero into this process's cache (speech reads it from there)."""
+    """The worker's model load: Silero into this process's cache (vad_batched reads it from there)."""
     load_vad()
 
 
-def _segment_chunk(_state: None, chunk: Chunk) -> list[speech.Segments]:
-    return speech.segment_files([Path(p) for p, _ in chunk], 1, limits=[lim for _, lim in chunk])
+def _segment_chunk(_state: None, chunk: Chunk) -> list[vad_batched.Segments]:
+    return vad_batched.segment_files([Path(p) for p, _ in chunk], 1, limits=[lim for _, lim in chunk])
 
 
 def chunks(paths: list[Path], limits: list[int | None], workers: int) -> list[Chunk]:
@@ -34,17 +34,17 @@ def chunks(paths: list[Path], limits: list[int | None], workers: int) -> list[Ch
     items = [(str(Path(p).resolve()), lim) for p, lim in zip(paths, limits)]  # workers may run in another folder
     if not items:
         return []
-    size = min(speech.BATCH_FILES, max(1, -(-len(items) // (max(1, workers) * CHUNKS_PER_WORKER))))
+    size = min(vad_batched.BATCH_FILES, max(1, -(-len(items) // (max(1, workers) * CHUNKS_PER_WORKER))))
     return [tuple(items[i : i + size]) for i in range(0, len(items), size)]
 
 
-def segment_files(spec: ExecutorSpec, paths: list[Path], limits: list[int | None]) -> list[speech.Segments]:
+def segment_files(spec: ExecutorSpec, paths: list[Path], limits: list[int | None]) -> list[vad_batched.Segments]:
     """VAD segments of each file, in order, computed on the executor `spec` names; a failed chunk is an InputError."""
     ex = make_executor(spec)
     try:
         work = StatefulWork(_load, None, _segment_chunk)
         parts = chunks(paths, limits, ex.parallelism)
-        out: list[speech.Segments] = []
+        out: list[vad_batched.Segments] = []
         for res in ex.map_stateful(work, parts):
             if isinstance(res, ItemFailure):
                 first = parts[res.index][0][0]

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from duplexeval.audio import from_pcm16, to_pcm16
 from duplexeval.systems.base import ProtocolViolation
 from duplexeval.systems.net.resample_stream import StreamResampler as FirResampler
 
@@ -34,9 +35,8 @@ class StreamResampler:
     def __call__(self, pcm16: bytes) -> bytes:
         if self._fir is None:
             return pcm16
-        x = np.frombuffer(pcm16, dtype="<i2").astype(np.float32) / 32768.0
-        y = self._fir.process(x).astype(np.float64) * 32768.0
-        return np.clip(np.rint(y), -32768, 32767).astype("<i2").tobytes()
+        y = self._fir.process(from_pcm16(np.frombuffer(pcm16, dtype="<i2")))
+        return to_pcm16(y).astype("<i2").tobytes()
 
 
 def b64encode(pcm16: bytes) -> str:

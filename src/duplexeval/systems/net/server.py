@@ -43,6 +43,7 @@ from duplexeval.errors import InputError
 from duplexeval.registry import import_object
 from duplexeval.systems.base import (
     CLEAR_QUEUE,
+    FRAME_S,
     FRAME_SAMPLES,
     INPUT_SAMPLE_RATE,
     ControlEvent,
@@ -55,7 +56,6 @@ from duplexeval.systems.net.transport import DEFAULT_MAX_SIZE, WS_LOG
 from duplexeval.systems.registry import make_system
 
 log = logging.getLogger("duplexeval.serve")
-FRAME_S = FRAME_SAMPLES / INPUT_SAMPLE_RATE
 SERVER_T = 3600.0  # the server does not know T; sessions are told an hour
 
 
@@ -74,9 +74,10 @@ def resample_pcm16(pcm16: bytes, sr_in: int, sr_out: int) -> bytes:
 def _resample_cached(pcm16: bytes, sr_in: int, sr_out: int) -> bytes:
     import soxr  # type: ignore[import-untyped]
 
-    x = np.frombuffer(pcm16, dtype="<i2").astype(np.float32) / 32768.0
-    y = soxr.resample(x, sr_in, sr_out, quality="HQ")
-    return np.clip(np.rint(np.asarray(y, dtype=np.float64) * 32768.0), -32768, 32767).astype("<i2").tobytes()
+    from duplexeval.audio import from_pcm16, to_pcm16  # lazy: `serve --help` loads no audio library
+
+    y = soxr.resample(from_pcm16(np.frombuffer(pcm16, dtype="<i2")), sr_in, sr_out, quality="HQ")
+    return to_pcm16(y).astype("<i2").tobytes()
 
 
 class SystemDriver:

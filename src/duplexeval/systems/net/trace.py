@@ -22,7 +22,8 @@ Contract (shared by every protocol adapter):
   `handshake_timeout` (no `bot-ready`); webrtc `jitter_buffer` (the receive buffer's settings and holds).
   docs/network.md lists the fields each protocol adds to its received records.
 - `verdict(records, T, stall_s)` and `received_items(records, pcm)` are pure: the live export and
-  `duplexeval fdb replay` call the same two functions, so a replay is byte-identical by construction.
+  `duplexeval fdb replay` call the same two functions (through `network_outcome`), so a replay is byte-identical by
+  construction.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ PROTOCOL_VIOLATION = "protocol_violation"
 TIMEOUT = "timeout"
 INPUT_PACING_LATE = "input_pacing_late"
 SESSION_REASONS = (CONNECT_FAILED, SERVER_ERROR, DISCONNECTED, PROTOCOL_VIOLATION, TIMEOUT)
+SYSTEM_ERROR = "system_error"  # the adapter (or an in-process system) itself broke, not the network
 NET_REASONS = (*SESSION_REASONS, INPUT_PACING_LATE)
 
 
@@ -347,3 +349,15 @@ def send_stats(records: list[dict[str, Any]]) -> dict[str, Any]:
     arr = np.asarray(late)
     return {"packets": len(late), "lateness_p50_s": _r6(float(np.quantile(arr, 0.5))),
             "lateness_max_s": _r6(float(arr.max())), "send_duration_max_s": _r6(max(dur) if dur else 0.0)}
+
+
+def network_outcome(records: list[dict[str, Any]], pcm: bytes, T: float, stall_s: float,
+                    error: str | None) -> tuple[list[ReceivedItem], list[str], dict[str, Any], bool]:
+    """(items, session reasons, network summary, write_wav) from a wire trace: the one rule export and replay share."""
+    v = verdict(records, T, stall_s)
+    reasons = list(v.reasons)
+    if error is not None and not any(r in SESSION_REASONS for r in reasons):
+        reasons.append(SYSTEM_ERROR)  # the adapter itself broke, not the network
+    failed = any(r in SESSION_REASONS or r == SYSTEM_ERROR for r in reasons)
+    summary = {**v.to_json(), "reasons": sorted(reasons), "send": send_stats(records)}
+    return received_items(records, pcm), reasons, summary, not failed

@@ -16,7 +16,7 @@ import numpy as np
 from duplexeval import vad as vadmod
 from duplexeval.fdb.official.metric import numpy_mean_std
 from duplexeval.fdb.transcript import Word
-from duplexeval.fdb.unified.speech import segment_audios
+from duplexeval.vad_batched import segment_audios
 
 WINDOW_S = 0.2  # `window_size`
 EPSILON = 1e-10  # `epsilon`

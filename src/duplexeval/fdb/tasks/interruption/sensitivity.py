@@ -20,19 +20,19 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from duplexeval import artifacts
+from duplexeval import artifacts, vad_batched
 from duplexeval.fdb.asr_compare import asr_component
 from duplexeval.fdb.tasks.interruption import unified as intr
 from duplexeval.fdb.tasks.interruption.annotation import NAME
 from duplexeval.fdb.tasks.interruption.unified import InterruptionInput, interruption_block
-from duplexeval.fdb.unified import DEFINITIONS, speech
+from duplexeval.fdb.unified import DEFINITIONS, vad_signature
 from duplexeval.fdb.unified.aggregate import base_counts
 from duplexeval.fdb.unified.load import LoadedTree
-from duplexeval.fdb.unified.speech import CHECK_EVERY, WINDOW, settled
 from duplexeval.schemas.fdb_names import SUBSETS
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import NOT_REACHED
 from duplexeval.vad import SCORER_SETTINGS, VadSettings, timestamps_from_probs
+from duplexeval.vad_batched import CHECK_EVERY, WINDOW, settled
 
 KIND = "duplexeval.fdb.unified-sensitivity"
 SCHEMA_VERSION = 1
@@ -124,7 +124,7 @@ def nearest_edge(inp: InterruptionInput, segments: Sequence[tuple[int, int]]) ->
 
 def segments_up_to_r(probs: np.ndarray, inp: InterruptionInput, settings: VadSettings) -> list[tuple[int, int]]:
     """The whole-file segments that start at or before R, from the shortest prefix of the probabilities that
-    fixes them (the scorer's early stop, `speech.settled`: exact for no padding and no maximum speech length,
+    fixes them (the scorer's early stop, `vad_batched.settled`: exact for no padding and no maximum speech length,
     which every setting of the sweep has); the only segments an interruption row uses."""
     limit = intr.r_limit_sample(inp.R_us)
     k = int((limit + 16000 * settings.min_speech_ms / 1000) // WINDOW) + 1
@@ -231,12 +231,12 @@ def analyse(loaded: LoadedTree, jobs: int | None = None) -> Sensitivity:
         if not members:
             continue
         inputs = [(ls.entry.id, ls.input) for ls in members if isinstance(ls.input, InterruptionInput)]
-        probs = speech.probs_files([Path(i.wav_path) for _, i in inputs], jobs) if inputs else []
+        probs = vad_batched.probs_files([Path(i.wav_path) for _, i in inputs], jobs) if inputs else []
         counts = base_counts([ls.entry for ls in members], loaded.manifest.declared.get(subset))
         t, e = sweep(subset, inputs, probs, counts)
         table += t
         edges += e
-    vad = speech.signature()
+    vad = vad_signature()
     vad.pop("scan", None)
     sig = signature(loaded, vad)
     body = {

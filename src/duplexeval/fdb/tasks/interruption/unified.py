@@ -20,17 +20,16 @@ from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, Unif
 from duplexeval.fdb.tasks.interruption.annotation import NAME, interrupt_us
 from duplexeval.fdb.unified.aggregate import (
     RESPONSE_KINDS,
-    PooledSeconds,
     coverage,
     latency,
     metrics_json,
-    pooled_seconds,
     response_metrics,
     response_specs,
     share,
 )
-from duplexeval.fdb.unified.load import Span, check_wav, fmt_s, sample_words
+from duplexeval.fdb.unified.load import check_wav, fmt_s, sample_words
 from duplexeval.schemas.fdb_names import ASR_FILE, OUTPUT_WAV
+from duplexeval.units import Span
 
 
 @dataclass(frozen=True)
@@ -184,7 +183,7 @@ def interruption_block(rows: Sequence[InterruptionRow], counts: dict[str, Any]) 
     metrics["stop_latency_s"] = latency(
         [math.inf if r.stop_ticks is None else r.stop_ticks for r in ex], TICKS_PER_S
     )
-    metrics["speech_s_per_interruption_s"] = pooled_seconds(
+    metrics["speech_s_per_interruption_s"] = stats.pooled_seconds(
         [r.speech_in_interruption_ticks for r in ex],
         [(r.R_us - r.S_us) * TICKS_PER_US for r in ex],
         TICKS_PER_S,
@@ -230,7 +229,7 @@ class InterruptionUnified(UnifiedRules[InterruptionInput, InterruptionRow]):
         "speaking_at_end_rate": stats.Share,
         **RESPONSE_KINDS,
         "stop_latency_s": stats.Latency,
-        "speech_s_per_interruption_s": PooledSeconds,
+        "speech_s_per_interruption_s": stats.PooledSeconds,
         "restart_rate": stats.Share,
     }
 

@@ -14,16 +14,12 @@ from duplexeval import stats
 from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, UnifiedRules, time_units
 from duplexeval.fdb.tasks.pause.annotation import NAME, pauses_us
 from duplexeval.fdb.unified.aggregate import (
-    PooledCount,
-    PooledSeconds,
     coverage,
     metrics_json,
-    pooled_count,
-    pooled_seconds,
     share,
 )
-from duplexeval.fdb.unified.load import Span, sample_words
-from duplexeval.units import US_PER_S
+from duplexeval.fdb.unified.load import sample_words
+from duplexeval.units import US_PER_S, Span
 
 
 @dataclass(frozen=True)
@@ -139,8 +135,8 @@ def pause_block(rows: Sequence[PauseRow], counts: dict[str, Any]) -> dict[str, A
 
     metrics = {
         "pause_intrusion_rate": flag("pause_intrusion"),
-        "pause_intrusion_per_pause": pooled_count([r.pauses_intruded for r in rows], [r.n_pauses for r in rows]),
-        "intrusion_s_per_pause_s": pooled_seconds([r.covered_us for r in rows], [r.pause_us for r in rows], US_PER_S),
+        "pause_intrusion_per_pause": stats.pooled_count([r.pauses_intruded for r in rows], [r.n_pauses for r in rows]),
+        "intrusion_s_per_pause_s": stats.pooled_seconds([r.covered_us for r in rows], [r.pause_us for r in rows], US_PER_S),
         "inside_pause_onset_rate": flag("inside_pause_onset"),
         "pre_pause_speech_rate": flag("pre_pause_speech"),
         "carry_in_rate": flag("carry_in"),
@@ -154,8 +150,8 @@ class PauseUnified(UnifiedRules[PauseInput, PauseRow]):
 
     metric_kinds = {
         "pause_intrusion_rate": stats.Share,
-        "pause_intrusion_per_pause": PooledCount,
-        "intrusion_s_per_pause_s": PooledSeconds,
+        "pause_intrusion_per_pause": stats.PooledCount,
+        "intrusion_s_per_pause_s": stats.PooledSeconds,
         "inside_pause_onset_rate": stats.Share,
         "pre_pause_speech_rate": stats.Share,
         "carry_in_rate": stats.Share,

@@ -33,6 +33,9 @@ class TurnRender(RenderRules):
     def marks(self, record: Any) -> tuple[list[Mark], list[Band]]:
         return [Mark("E", record.E, "#c2185b")], []
 
+    def reference(self, record: Any) -> float | None:
+        return float(record.E)
+
     def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[Figure]:
         curve = [(label, [r["latency_s"] for r in rows if r["eligible"]]) for label, rows in series]
         svg = figures.response_curve("When did each system answer? (eligible samples)", curve, colors=colors, xlabel=XLABEL)

@@ -22,7 +22,8 @@ from duplexeval.fdb.unified.aggregate import (
     response_specs,
     share,
 )
-from duplexeval.fdb.unified.load import Span, sample_words
+from duplexeval.fdb.unified.load import sample_words
+from duplexeval.units import Span
 
 
 @dataclass(frozen=True)

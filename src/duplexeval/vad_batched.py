@@ -1,4 +1,5 @@
-"""Silero VAD segments of interruption outputs, with the scorer settings (threshold 0.5, 250/100 ms, no pad).
+"""Silero VAD segments of many files at once, bit-identical to `vad.SileroVad`, with the scorer settings (threshold
+0.5, 250/100 ms, no pad): the engine under the unified scorer's interruption outputs and the backchannel rules.
 
 Speed, without changing a single segment:
 
@@ -6,11 +7,11 @@ Speed, without changing a single segment:
   spends most of its time in per-call overhead. We step up to 64 files together through the model's
   batch axis (each row keeps its own state); the probabilities are bit-identical to
   `SileroVad.probs` (tested). Batches run in threads (onnxruntime releases the GIL).
-- Stopping early. The interruption outcome only uses segments that start at or before R. Silero's
-  probabilities are causal, and with no padding and no maximum speech length its segmentation
-  finalises a segment when the silence after it reaches the minimum: later audio can only add new
-  segments. So once the prefix scanned reaches more than the minimum speech length past R and no
-  segment that starts at or before R is still open, those segments equal the whole file's (tested
+- Stopping early. A caller may need only the segments that start at or before a limit L (the interruption
+  outcome: at or before R). Silero's probabilities are causal, and with no padding and no maximum speech
+  length its segmentation finalises a segment when the silence after it reaches the minimum: later audio
+  can only add new segments. So once the prefix scanned reaches more than the minimum speech length past L
+  and no segment that starts at or before L is still open, those segments equal the whole file's (tested
   against full scans). With other settings the whole file is always scanned.
 - Leading digital silence. A batch row's result depends only on its own input and state, so the first k
   frames of a file that starts with k frames of exact zeros (every sample's bits zero) have the values of
@@ -37,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.vad import SCORER_SETTINGS, load_sequence_vad, load_vad, timestamps_from_probs, vad_signature
+from duplexeval.vad import SCORER_SETTINGS, load_sequence_vad, load_vad, timestamps_from_probs
 
 Segments = list[tuple[int, int]]
 Segmenter = Callable[[Sequence[Path]], list[Segments]]
@@ -47,14 +48,6 @@ WINDOW = 512
 CONTEXT = 64
 CHECK_EVERY = 16  # frames (0.5 s) between checks whether a file's needed segments are final
 _SCALE = np.float32(1.0 / 32768.0)
-
-
-def signature() -> dict[str, Any]:
-    """The VAD package, version, model hash and the scorer settings, for the top of unified.json."""
-    sig = vad_signature(SCORER_SETTINGS)
-    if _early_stop_ok(SCORER_SETTINGS):
-        sig["scan"] = "each output.wav until its segments starting at or before R are final (= whole-file segments)"
-    return sig
 
 
 def _frames(audios: Sequence[np.ndarray]) -> tuple[np.ndarray, list[int]]:
@@ -191,7 +184,8 @@ def batch_probs(vad: Any, audios: Sequence[np.ndarray]) -> list[np.ndarray]:
     return [st.probs[j, : n_frames[j]] for j in range(len(audios))]
 
 
-def _early_stop_ok(settings: Any) -> bool:
+def early_stop_ok(settings: Any) -> bool:
+    """The settings under which a scan may stop early (no padding, no maximum speech length)."""
     return settings.speech_pad_ms == 0 and math.isinf(settings.max_speech_s)
 
 
@@ -200,7 +194,7 @@ def settled(probs_prefix: np.ndarray, limit: int, settings: Any) -> Segments | N
 
     They are fixed when the prefix runs more than the minimum speech length past `limit` (so any segment
     starting by then that is still open shows up, force-closed at the prefix end) and no such segment is
-    open. Only valid for settings with no padding and no maximum speech length (`_early_stop_ok`).
+    open. Only valid for settings with no padding and no maximum speech length (`early_stop_ok`).
     """
 
     end = len(probs_prefix) * WINDOW
@@ -219,7 +213,7 @@ def batch_segments(vad: Any, audios: Sequence[np.ndarray], limits: Sequence[int 
     """
 
     frames, n_frames = _frames(audios)
-    early = _early_stop_ok(settings)
+    early = early_stop_ok(settings)
     min_speech = 16000 * settings.min_speech_ms / 1000
     first_check = [
         None if (lim is None or not early) else int((lim + min_speech) // WINDOW) + 1 for lim in limits
@@ -338,7 +332,7 @@ def sequence_segments(model: Any, audio: np.ndarray, limit: int | None, settings
     (every CHECK_EVERY frames from the first useful one) once the segments starting by then are final."""
 
     n = -(-audio.size // WINDOW)
-    if limit is None or not _early_stop_ok(settings) or n == 0:
+    if limit is None or not early_stop_ok(settings) or n == 0:
         segs = timestamps_from_probs(sequence_probs(model, audio), audio.size, settings)
         return [(int(s), int(e)) for s, e in segs if limit is None or s <= limit]
     frames, probs, pos, state = _sequence_start(model, audio)
