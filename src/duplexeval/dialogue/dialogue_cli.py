@@ -82,7 +82,7 @@ def dialogue_run(
 ) -> None:
     """Replay every case against a dialogue manager on the virtual clock."""
     from duplexeval.dialogue.load import load_cases
-    from duplexeval.dialogue.rows import ERROR
+    from duplexeval.dialogue.metrics import ERROR
     from duplexeval.dialogue.run import run_cases
 
     name, params = parse_spec(system, "--system")
