@@ -133,7 +133,7 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 ])
 def test_a_system_plugin_failing_outside_the_loop_is_one_line_and_exit_2(
         plugins: str, tiny: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str, line: str) -> None:
-    from duplexeval.fdb.export import export
+    from duplexeval.fdb.export_stage import export
 
     with pytest.raises(PluginError) as exc:
         export(spec, tiny, tmp_path / "t", progress=False)
@@ -166,7 +166,7 @@ def test_the_cli_line_names_the_plugin_and_debug_shows_the_traceback(
 ])
 def test_a_session_that_exits_or_hangs_fails_that_sample_with_its_reason(
         plugins: str, tiny: Dataset, tmp_path: Path, spec: str, error: str) -> None:
-    from duplexeval.fdb.export import export
+    from duplexeval.fdb.export_stage import export
     from duplexeval.fdb.tree import load_manifest
 
     export(spec, tiny, tmp_path / "t", progress=False, call_timeout_s=0.2)
@@ -177,7 +177,7 @@ def test_a_session_that_exits_or_hangs_fails_that_sample_with_its_reason(
 
 
 def test_call_timeout_is_checked(plugins: str, tiny: Dataset, tmp_path: Path) -> None:
-    from duplexeval.fdb.export import export
+    from duplexeval.fdb.export_stage import export
 
     with pytest.raises(InputError, match=r"^--call-timeout must be a number of seconds in \(0, 86400\], got nan$"):
         export("r3_systems:Agent", tiny, tmp_path / "t", progress=False, call_timeout_s=float("nan"))
@@ -426,7 +426,7 @@ def test_an_asr_backend_whose_signature_is_not_a_dict_is_one_line(tmp_path: Path
 
     tree = write_tree(tmp_path / "t", [FixtureSample("candor_turn_taking", "1", 2.0, turn_ann(1.0), None)], asr=False)
     with pytest.raises(PluginError, match=r"^ASR backend 'mine': signature returned list \['v1'\], expected a dict$"):
-        asr_stage.run(tree, backend=ListSignature(), progress=False)  # type: ignore[arg-type]
+        asr_stage.asr(tree, backend=ListSignature(), progress=False)  # type: ignore[arg-type]
 
 
 def test_call_timeout_reaches_a_network_system_s_sessions(tiny: Dataset, tmp_path: Path) -> None:
@@ -434,7 +434,7 @@ def test_call_timeout_reaches_a_network_system_s_sessions(tiny: Dataset, tmp_pat
     too: with 1 ms the handshake cannot finish, and the sample records the timeout."""
     from net_fixtures import SERVED
 
-    from duplexeval.fdb.export import export
+    from duplexeval.fdb.export_stage import export
     from duplexeval.fdb.tree import load_manifest
 
     spec = "loopback:protocol=ws-pcm,serve=" + SERVED.replace(",", ";") + ",in_process=true"
