@@ -101,7 +101,8 @@ async def respond(ws: Any, turn_audio: np.ndarray) -> None:
         for k in range(0, audio.size, step):
             await ws.send(event("response.output_audio.delta", response_id=rid, item_id=item, output_index=0,
                                 content_index=0, delta=pcm16_b64(audio[k:k + step])))
-        await ws.send(event("response.output_audio.done", response_id=rid, item_id=item, output_index=0, content_index=0))
+        await ws.send(
+            event("response.output_audio.done", response_id=rid, item_id=item, output_index=0, content_index=0))
     except asyncio.CancelledError:
         status = "cancelled"
     await ws.send(event("response.done", response={"id": rid, "status": status}))

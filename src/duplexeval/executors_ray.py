@@ -78,7 +78,8 @@ def _init_failure(address: str | None, exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     if address is None:
         return f"--executor ray: could not start a local Ray instance ({clip(text, 300)}); run with --executor local"
-    return f"--ray-address {address}: cannot join Ray ({clip(text, 300)}); check the address, or run with --executor local"
+    return (f"--ray-address {address}: cannot join Ray ({clip(text, 300)}); check the address, or run with "
+            "--executor local")
 
 
 def start_reaper() -> subprocess.Popen[bytes]:
@@ -237,8 +238,9 @@ class RayExecutor:
                         ok, val = ray.get(ref)
                         done[i] = ItemResult(i, val) if ok else ItemFailure(i, val)
                     except ray.exceptions.RayError as exc:
-                        done[i] = ItemFailure(i, f"the worker died running it, attempt {self.spec.max_retries + 1} of {self.spec.max_retries + 1} "
-                                              f"(--max-retries {self.spec.max_retries}): {_ray_line(exc)}",
+                        done[i] = ItemFailure(i, f"the worker died running it, attempt {self.spec.max_retries + 1} of "
+                                              f"{self.spec.max_retries + 1} (--max-retries {self.spec.max_retries}): "
+                                              f"{_ray_line(exc)}",
                                               worker_lost=True)
                 while nxt in done:
                     yield done.pop(nxt)
@@ -324,7 +326,8 @@ class RayExecutor:
                 deaths[i] += 1
                 if deaths[i] > self.spec.max_retries:
                     done[i] = ItemFailure(i, f"the worker died running it, attempt {deaths[i]} of {deaths[i]} "
-                                             f"(--max-retries {self.spec.max_retries}): {_ray_line(exc)}", worker_lost=True)
+                                             f"(--max-retries {self.spec.max_retries}): {_ray_line(exc)}",
+                                          worker_lost=True)
                     continue
             back.append(i)
         todo.extendleft(reversed(back))

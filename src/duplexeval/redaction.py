@@ -191,7 +191,8 @@ def _scrub_partial(data: Any, form: Any, mark: Any, same_length: bool) -> Any:
     while j != -1:
         end = j + PARTIAL_MIN
         n = PARTIAL_MIN
-        while n < len(form) and end - n - 1 >= 0 and data[end - n - 1 : end - n] == form[len(form) - n - 1 : len(form) - n]:
+        while n < len(form) and end - n - 1 >= 0 and data[end - n - 1 : end - n] == form[
+            len(form) - n - 1 : len(form) - n]:
             n += 1
         spans.append((end - n, end))
         j = data.find(tail, end)

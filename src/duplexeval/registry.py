@@ -134,7 +134,8 @@ class Registry(Generic[T]):
             try:
                 item = ep.load()
             except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken plugin package is a user-facing setup error
-                raise PluginError(self.kind, name, f"entry point {ep.value!r}:", f"import {what_happened(exc)}") from exc
+                raise PluginError(self.kind, name, f"entry point {ep.value!r}:",
+                                  f"import {what_happened(exc)}") from exc
             self._items[name] = item
         elif isinstance(item, _Deferred):
             item = import_object(item.spec, self.kind)  # type: ignore[assignment]

@@ -290,4 +290,5 @@ def synthesize(text: str, voice: str = "en-us", rate: int = 160, pitch: int = 50
     words = word_times(text, pcm, events)
     audio = resample(from_pcm16(pcm), _ESPEAK_RATE, SAMPLE_RATE)
     params = {"voice": voice, "rate": int(rate), "pitch": int(pitch), "volume": 100, "range": 50, "wordgap": 0}
-    return Speech(audio=audio, words=words, sample_rate=SAMPLE_RATE, voice=voice, rate=int(rate), pitch=int(pitch), params=params)
+    return Speech(audio=audio, words=words, sample_rate=SAMPLE_RATE, voice=voice, rate=int(rate), pitch=int(pitch),
+                  params=params)

@@ -57,7 +57,8 @@ def resolve_checkpoint(model: str | os.PathLike[str] | None) -> tuple[Path, str]
     try:
         path = hf_hub_download(repo_id=repo, filename=f"{repo.split('/')[-1]}.nemo")
     except Exception as exc:  # noqa: BLE001 - any hub failure means: offline or wrong id
-        raise RefusalError(f"cannot fetch {repo} from the Hugging Face hub ({type(exc).__name__}); pass --backend parakeet:model=FILE.nemo") from None
+        raise RefusalError(f"cannot fetch {repo} from the Hugging Face hub ({type(exc).__name__}); pass --backend "
+                           "parakeet:model=FILE.nemo") from None
     return Path(path), repo
 
 

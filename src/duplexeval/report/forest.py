@@ -267,8 +267,9 @@ def _scoreboard(systems: Sequence[str], colors: Sequence[str], baseline: int, ro
         n = sum(tally.values())
         if not n:
             continue
-        cells.append(f'<div><span class="dot" style="background:{colors[k % len(colors)]}"></span> <b>{esc(systems[k])}</b> '
-                     f'vs {esc(systems[baseline])}: <span class="w">better on {tally[WIN]}</span>, '
-                     f'<span class="l">worse on {tally[LOSS]}</span>, <span class="u">not clearly different on {tally[UNCLEAR]}</span> '
+        cells.append(f'<div><span class="dot" style="background:{colors[k % len(colors)]}"></span> '
+                     f'<b>{esc(systems[k])}</b> vs {esc(systems[baseline])}: <span class="w">better on '
+                     f'{tally[WIN]}</span>, <span class="l">worse on {tally[LOSS]}</span>, <span class="u">not clearly '
+                     f'different on {tally[UNCLEAR]}</span> '
                      f"of {n}</div>")
     return f'<div class="score">{"".join(cells)}</div>' if cells else ""

@@ -80,7 +80,8 @@ class AnnotationList(RootModel[Any]):
         if key == "timestamp":
             if err["type"] == "missing":
                 hint = " (found 'timestamps'; v1.0 files use 'timestamp')" if isinstance(item, dict) and "timestamps" in item else ""
-                return f"{label} needs 'timestamp': [start, end] with two finite numbers; item {i} has no 'timestamp'{hint}"
+                return (f"{label} needs 'timestamp': [start, end] with two finite numbers; item {i} has no "
+                        f"'timestamp'{hint}")
             ts = item.get("timestamp") if isinstance(item, dict) else None
             if isinstance(ts, list) and any(_out_of_range(v) for v in ts):
                 return f"{label} 'timestamp' {ts!r} is outside the accepted range (|t| <= {MAX_TIME_S:g} s)"
@@ -321,7 +322,8 @@ class ManifestFile(OpenRecord):
         if data.get("kind") != MANIFEST_KIND:
             raise fail(f"'kind' must be {MANIFEST_KIND!r}, got {data.get('kind')!r}")
         if data.get("schema_version") != MANIFEST_SCHEMA_VERSION:
-            raise fail(f"unsupported schema_version {data.get('schema_version')!r} (this version reads {MANIFEST_SCHEMA_VERSION})")
+            raise fail(f"unsupported schema_version {data.get('schema_version')!r} (this version reads "
+                       f"{MANIFEST_SCHEMA_VERSION})")
         return data
 
 
@@ -399,6 +401,6 @@ class AsrFile(OpenRecord):
 
 
 __all__ = [
-    "AnnotationList", "AsrFile", "AsrSampleRecord", "Chunk", "DatasetInfo", "ManifestFile", "ManifestSample", "OutputJson",
-    "SynthDatasetFile", "Timestamp", "id_problem", "subset_problem",
+    "AnnotationList", "AsrFile", "AsrSampleRecord", "Chunk", "DatasetInfo", "ManifestFile", "ManifestSample",
+    "OutputJson", "SynthDatasetFile", "Timestamp", "id_problem", "subset_problem",
 ]

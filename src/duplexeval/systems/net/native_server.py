@@ -285,7 +285,8 @@ class NativeConversation:
     async def _dispatch(self, raw: Any, event_id: str | None) -> Reply:
         if not isinstance(raw, dict) or raw.get("type") not in CLIENT_TYPES:
             got = raw.get("type") if isinstance(raw, dict) else None
-            raise Refusal("not_supported", f"Input tag {got!r} found using 'type' does not match any of the expected tags", "type")
+            raise Refusal("not_supported", f"Input tag {got!r} found using 'type' does not match any of the "
+                                           "expected tags", "type")
         try:
             ev: Any = CLIENT_TYPES[raw["type"]].model_validate(raw)
             _Envelope.model_validate(raw)
@@ -333,7 +334,8 @@ class NativeConversation:
         for side, fmt, rate in (("input", (audio.input or _AudioInput()).format, self.dep.input_rate),
                                 ("output", (audio.output or _AudioOutput()).format, self.dep.output_rate)):
             if fmt is not None and (fmt.type, fmt.rate) != ("audio/pcm", rate):
-                raise Refusal("invalid_request", "unsupported PCM format or sample rate", f"session.audio.{side}.format")
+                raise Refusal("invalid_request", "unsupported PCM format or sample rate",
+                              f"session.audio.{side}.format")
         if audio.input is not None and audio.input.turn_detection is not None:
             raise Refusal("not_applicable", "VAD is only available for turn-based sessions")
         requested = cand.output_modalities if cand.output_modalities is not None else list(self.dep.output_modalities)
@@ -384,15 +386,17 @@ class NativeConversation:
             raise Refusal("invalid_state", "audio seq must be contiguous")
         if not pcm:
             raise Refusal("invalid_request", "audio must contain whole PCM16 samples")
-        if meta.t_start_ms is not None and not math.isclose(meta.t_start_ms, self.dep.duration_ms(self.accepted_samples),
-                                                            rel_tol=0, abs_tol=MEDIA_TIME_TOLERANCE_MS):
+        if meta.t_start_ms is not None and not math.isclose(meta.t_start_ms,
+                                                            self.dep.duration_ms(self.accepted_samples), rel_tol=0,
+                                                            abs_tol=MEDIA_TIME_TOLERANCE_MS):
             raise Refusal("invalid_state", "input media time must be sample-contiguous")
         x = np.frombuffer(pcm, dtype="<i2").astype(np.int16)
         self.pending = np.concatenate([self.pending, x])
         self.accepted_samples += x.shape[0]
         self.next_seq += 1
         reply = Reply([self._event("sglang.input_audio.accepted", seq=meta.seq,
-                                   accepted_end_ms=self.dep.duration_ms(self.accepted_samples), client_event_id=event_id)])
+                                   accepted_end_ms=self.dep.duration_ms(self.accepted_samples),
+                                   client_event_id=event_id)])
         while self.pending.shape[0] >= self.dep.unit_samples:
             reply.messages += await self._unit(eos=False)
         return reply
@@ -409,7 +413,8 @@ class NativeConversation:
         reply.messages += await self._unit(eos=True)  # the end-of-stream unit: the tail, or empty
         reply.messages.append(self._event(
             "sglang.input_audio.drained", accepted_end_ms=self.dep.duration_ms(self.accepted_samples),
-            consumed_ms=self.dep.duration_ms(self.consumed_samples), discarded_ms=self.dep.duration_ms(self.discarded_samples),
+            consumed_ms=self.dep.duration_ms(self.consumed_samples),
+            discarded_ms=self.dep.duration_ms(self.discarded_samples),
             padding_ms=self.dep.duration_ms(self.padding_samples), client_event_id=event_id))
         reply.messages += self._finish_response("completed", "turn_detected")
         return reply
@@ -545,13 +550,17 @@ def deployment_of(options: dict[str, Any]) -> Deployment:
     opts = {**DEFAULT_CAPABILITIES, **{k: str(v) for k, v in options.items()}}
     for key in options:
         if key not in DEFAULT_CAPABILITIES:
-            raise InputError(f"--option {key}: unknown native-duplex server option (known: {', '.join(DEFAULT_CAPABILITIES)})")
+            raise InputError(f"--option {key}: unknown native-duplex server option (known: "
+                             f"{', '.join(DEFAULT_CAPABILITIES)})")
     try:
-        dep = Deployment(int(opts["input_rate"]), int(opts["output_rate"]), opts["tail_policy"], int(opts["native_unit_ms"]))
+        dep = Deployment(int(opts["input_rate"]), int(opts["output_rate"]), opts["tail_policy"],
+                         int(opts["native_unit_ms"]))
     except ValueError:
-        raise InputError(f"--option: input_rate, output_rate and native_unit_ms are whole numbers, got {options}") from None
+        raise InputError(
+            f"--option: input_rate, output_rate and native_unit_ms are whole numbers, got {options}") from None
     if not (8000 <= dep.input_rate <= 48000 and 8000 <= dep.output_rate <= 48000):
-        raise InputError(f"--option input_rate/output_rate: expected 8000..48000 Hz, got {dep.input_rate}, {dep.output_rate}")
+        raise InputError(f"--option input_rate/output_rate: expected 8000..48000 Hz, got {dep.input_rate}, "
+                         f"{dep.output_rate}")
     if dep.tail_policy not in nw.TAIL_POLICIES:
         raise InputError(f"--option tail_policy={dep.tail_policy!r}: expected one of {', '.join(nw.TAIL_POLICIES)}")
     if not (0 < dep.native_unit_ms <= 1000) or dep.input_rate * dep.native_unit_ms % 1000 \

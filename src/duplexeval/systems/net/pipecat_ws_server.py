@@ -83,7 +83,8 @@ class PipecatWsServerSession(ServerSession):
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
         self.deliver(at_s, message_frame(rtvi("bot-started-speaking")))
         step = INPUT_SAMPLE_RATE * self.out_chunk_ms // 1000 * 2
-        msgs: list[str | bytes] = [audio_frame(pcm16k[o : o + step], INPUT_SAMPLE_RATE) for o in range(0, len(pcm16k), step)]
+        msgs: list[str | bytes] = [audio_frame(pcm16k[o : o + step], INPUT_SAMPLE_RATE)
+                                   for o in range(0, len(pcm16k), step)]
         self.replies += 1
         self.current = f"reply-{self.replies}"
         if self.pace:  # as pipecat's output transports send: at about real time, a little ahead

@@ -168,7 +168,8 @@ def load_trace(folder: Path, prefix: str = "") -> LoadedTrace:
         raise InputError(f"{pcm_path}: missing (the trace's audio sidecar)")
     pcm = pcm_path.read_bytes()
     if not _finite(rows[0].get("T")) or not 0 < rows[0]["T"] <= MAX_TRACE_S:
-        raise InputError(f"{path}: line 1: T must be a number of seconds in (0, {MAX_TRACE_S:g}], got {rows[0].get('T')!r}")
+        raise InputError(f"{path}: line 1: T must be a number of seconds in (0, {MAX_TRACE_S:g}], got "
+                         f"{rows[0].get('T')!r}")
     for i, rec in enumerate(rows[1:], 2):
         if not isinstance(rec, dict) or rec.get("dir") not in ("send", "recv", "meta") or not _finite(rec.get("t")):
             raise InputError(f"{path}: line {i}: not a trace record (needs dir send|recv|meta and a finite time t)")
@@ -180,7 +181,8 @@ def load_trace(folder: Path, prefix: str = "") -> LoadedTrace:
         aud = rec.get("audio")
         if aud is None:
             continue
-        if not (isinstance(aud, list) and len(aud) == 3 and all(isinstance(v, int) and not isinstance(v, bool) for v in aud)):
+        if not (isinstance(aud, list) and len(aud) == 3
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in aud)):
             raise InputError(f"{path}: line {i}: audio reference {str(aud)[:80]} is not [offset, bytes, rate] integers")
         off, nbytes, rate = aud
         if off < 0 or nbytes < 0 or nbytes % 2 or off + nbytes > len(pcm):
@@ -304,7 +306,8 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
             elif ev == "closed" and rec.get("by") != "client" and t <= T:
                 reasons.add(DISCONNECTED)
             elif (ev in ("send_timeout", "no_reply") and t <= T) or ev in ("session_bound", "handshake_timeout"):
-                reasons.add(TIMEOUT)  # handshake_timeout: moshi, no handshake within handshake_timeout_s; no_reply: telephony reply_within_s
+                # handshake_timeout: moshi, no handshake within handshake_timeout_s; no_reply: telephony reply_within_s
+                reasons.add(TIMEOUT)
             elif ev == "accounting" and rec.get("checked"):  # native-duplex: append/unit/drain accounting
                 if rec.get("drained") is None:
                     reasons.add(TIMEOUT)  # no `drained` within drain_s

@@ -331,10 +331,11 @@ class WebRtcSession(NetSession):
         from duplexeval.systems.net.webrtc_media import JB_CAPACITY, JB_PREFETCH
 
         held = np.asarray(self._held) if self._held else None
-        stats: dict[str, Any] = {"capacity": JB_CAPACITY, "prefetch": JB_PREFETCH, "ptime_ms": 20, "frames": len(self._held)}
+        stats: dict[str, Any] = {"capacity": JB_CAPACITY, "prefetch": JB_PREFETCH, "ptime_ms": 20,
+                                 "frames": len(self._held)}
         if held is not None:
-            stats.update(held_median_s=round(float(np.median(held)), 6), held_p90_s=round(float(np.quantile(held, 0.9)), 6),
-                         held_max_s=round(float(held.max()), 6))
+            stats.update(held_median_s=round(float(np.median(held)), 6),
+                         held_p90_s=round(float(np.quantile(held, 0.9)), 6), held_max_s=round(float(held.max()), 6))
         self.wire.meta("jitter_buffer", **stats)
 
 
@@ -356,9 +357,9 @@ class WebRtc(NetSystem):
 
         from duplexeval.systems.net.webrtc_media import JB_CAPACITY, JB_PREFETCH
 
-        return (f"duplexeval {__version__}; aiortc {aiortc.__version__}; protocol webrtc (SmallWebRTC offer/answer, Opus {OPUS_RATE}); "
-                f"receive jitter buffer capacity {JB_CAPACITY} prefetch {JB_PREFETCH} (about {JB_PREFETCH * 20} ms); "
-                f"{audio_library_versions()}")
+        return (f"duplexeval {__version__}; aiortc {aiortc.__version__}; protocol webrtc (SmallWebRTC offer/answer, "
+                f"Opus {OPUS_RATE}); receive jitter buffer capacity {JB_CAPACITY} prefetch {JB_PREFETCH} (about "
+                f"{JB_PREFETCH * 20} ms); {audio_library_versions()}")
 
     def validate(self) -> None:
         for url in self.urls():

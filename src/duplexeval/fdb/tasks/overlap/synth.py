@@ -179,7 +179,8 @@ def _place(buf: np.ndarray, sp: tts.Speech, at_s: float, cut_s: float | None = N
     n = min(sp.audio.shape[0], stop - a)
     buf[a:a + n] += sp.audio[:n]
     end_s = (a + n) / SR
-    return [(w.text, round(at_s + w.start_s, 6), round(at_s + w.end_s, 6)) for w in sp.words if at_s + w.end_s <= end_s + 1e-9]
+    return [(w.text, round(at_s + w.start_s, 6), round(at_s + w.end_s, 6)) for w in sp.words
+            if at_s + w.end_s <= end_s + 1e-9]
 
 
 def transcript(words: Sequence[tuple[str, float, float]]) -> dict[str, Any]:
