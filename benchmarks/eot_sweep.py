@@ -68,7 +68,8 @@ def bench_sweep(n_spans: int) -> None:
     print(f"sweep: {len(loaded):,} prediction rows, {spans.n_spans:,} spans kept "
           f"({spans.filtered['hold_too_short']:,} short and {spans.filtered['hold_too_long']:,} long holds filtered) "
           f"in {spans.n_turns:,} turns; {int(sw.is_model.sum()):,} policies")
-    boot = "skipped: " + summary["intervals"]["skipped"] if "skipped" in summary["intervals"] else "turn bootstrap included"
+    boot = ("skipped: " + summary["intervals"]["skipped"] if "skipped" in summary["intervals"]
+            else "turn bootstrap included")
     print(f"  read parquet {t_read:.2f} s | spans + crossings {t_spans:.2f} s | sweep {t_sweep:.2f} s | "
           f"whole summary (spans, sweep, operating points, frontier, AUC/AP, spec 003; intervals {boot}) "
           f"{t_summary:.2f} s")

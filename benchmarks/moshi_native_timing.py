@@ -50,8 +50,9 @@ def main() -> None:
     # Moshi's reference: the in-process run on Opus input, its output through Opus too (what the client decodes).
     ref_opus = {k: first_loud_s(opus_round_trip(sf.read(str(root / "in-process-opus" / k[0] / k[1] / "output.wav"),
                                                         dtype="int16")[0])) for k in keys}
-    diffs: dict[str, list[float]] = {k: [] for k in ("native - in-process", "native residual", "moshi - reference(opus)",
-                                                      "moshi residual", "moshi - in-process")}
+    diffs: dict[str, list[float]] = {k: [] for k in ("native - in-process", "native residual",
+                                                      "moshi - reference(opus)", "moshi residual",
+                                                     "moshi - in-process")}
     for rep in range(args.repeat):
         for proto, conc in (("native-duplex", 4), ("moshi", 1)):
             tree = root / f"{proto}-{rep}"
@@ -59,7 +60,8 @@ def main() -> None:
             man = json.loads((tree / "manifest.json").read_text())
             for s in man["samples"]:
                 k = (s["subset"], s["id"])
-                got = first_loud_s(sf.read(str(tree / k[0] / k[1] / "output.wav"), dtype="int16")[0]) if s["eligible"] else None
+                got = (first_loud_s(sf.read(str(tree / k[0] / k[1] / "output.wav"), dtype="int16")[0]) if s["eligible"]
+                       else None)
                 if got is None or ref[k] is None or ref_opus[k] is None:
                     print(f"{proto:14s} rep {rep} {k[0]}/{k[1]}: eligible={s['eligible']} reasons={s['reasons']}")
                     continue

@@ -6,7 +6,8 @@ both, the difference, the session's worst send lateness and its reasons.
 
     .venv/bin/python benchmarks/network_vs_inprocess.py                       # openai-realtime (PCM16 at 24 kHz)
     .venv/bin/python benchmarks/network_vs_inprocess.py --protocol ws-pcm
-    .venv/bin/python benchmarks/network_vs_inprocess.py --offline-resample [--rate R]   # no network: only the two resamplers
+    # no network: only the two resamplers
+    .venv/bin/python benchmarks/network_vs_inprocess.py --offline-resample [--rate R]
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def _server_cpu_s() -> float:
 
 
 def _variant_firsts(system: object, sample: object, rate: int) -> list[float | None]:
-    """First playout (virtual clock) of the baseline on the input, its round trip, the delay alone, the round trip - delay.
+    """First playout (virtual clock) of the baseline on the input, its round trip, the delay alone, the round trip -
+    delay.
 
     `round trip`: the input streamed 16 kHz -> rate -> 16 kHz through the client's and the server's stream
     resamplers (80 ms chunks), i.e. what the served system hears; `delay only`: the input shifted by that round
@@ -74,7 +76,8 @@ def _variant_firsts(system: object, sample: object, rate: int) -> list[float | N
 
 
 def offline_resample(system_spec: str, rate: int) -> None:
-    """The baseline in-process on its input and on three variants (`_variant_firsts`), first playout minus the input's."""
+    """The baseline in-process on its input and on three variants (`_variant_firsts`), first playout minus the
+    input's."""
     from duplexeval.systems.net.pcm import StreamResampler
     from duplexeval.systems.registry import make_system
 

@@ -11,7 +11,7 @@ onset, median / p90 / max, and for webrtc also after the client's own jitter-buf
 held over every frame: the client's (downlink) and the loopback bot's (uplink, stamped the same way). Targets:
 telephony and pipecat-ws within 20 ms p90; webrtc within 40 ms p90 after its jitter-buffer delay.
 
-    .venv/bin/python benchmarks/pipecat_transport_timing.py                  # 4 sessions per transport, one after another
+    .venv/bin/python benchmarks/pipecat_transport_timing.py  # 4 sessions per transport, one after another
     .venv/bin/python benchmarks/pipecat_transport_timing.py --sessions 8 --concurrency 4
 """
 

@@ -12,7 +12,8 @@ every figure inline (`--audio link`: the players point at the WAV files), and fi
     .venv/bin/python benchmarks/report.py [--cache DIR] [--jobs N] [--audio link|none|inline] [--no-browser]
 
 Prints the wall and CPU time of the CLI (process start included), the page size and its parts, Chromium's first
-contentful paint and the time until the sample explorer is ready, and the load average, since the build machine is shared.
+contentful paint and the time until the sample explorer is ready, and the load average, since the build machine is
+shared.
 """
 
 from __future__ import annotations

@@ -215,8 +215,9 @@ def main() -> None:
           f"full outputs) CPU {c_vad:.2f} s (CPU RTF {c_vad / audio_s:.4f}), score without VAD {t_rest:.2f} s")
     from duplexeval.vad import load_sequence_vad
 
-    print(
-        f"VAD model: {'silero_vad_16k_sequence.onnx (silero-vad wheel)' if load_sequence_vad() else 'silero_vad.onnx per frame, batched'}")
+    model = ("silero_vad_16k_sequence.onnx (silero-vad wheel)" if load_sequence_vad()
+             else "silero_vad.onnx per frame, batched")
+    print(f"VAD model: {model}")
     if load_sequence_vad() is not None:  # the fallback without the silero-vad wheel, on the same files
         vad_batched.USE_SEQUENCE_MODEL = False
         t0, c0 = time.perf_counter(), time.process_time()

@@ -2,8 +2,9 @@
 
     python realtime_server.py --port 8765 &                      # prints: listening on ws://127.0.0.1:8765/v1/realtime
     duplexeval systems check openai-realtime:url=ws://127.0.0.1:8765/v1/realtime
+    # a network system runs in real time: open sessions at once
     duplexeval fdb export --system openai-realtime:url=ws://127.0.0.1:8765/v1/realtime \\
-        --dataset demo --out trees/my-server --concurrency 8   # a network system runs in real time: open sessions at once
+        --dataset demo --out trees/my-server --concurrency 8
     duplexeval fdb asr trees/my-server && duplexeval fdb score trees/my-server
 
 It speaks the GA dialect of the OpenAI Realtime API as duplexeval's `openai-realtime` client uses it (the

@@ -103,7 +103,9 @@ def make_clips() -> dict[str, tuple[np.ndarray, str]]:
     clips["short_words"] = (np.concatenate(parts), "single words and backchannels with 0.15-0.9 s pauses")
 
     # Speech in white noise (about 10 dB SNR) and in louder noise.
-    sp = np.concatenate([_silence(0.5), _speech("The weather today will be cloudy with a chance of rain in the evening.", "en-us", 160),
+    sp = np.concatenate([_silence(0.5),
+                         _speech("The weather today will be cloudy with a chance of rain in the evening.", "en-us",
+                                 160),
                          _silence(0.8), _speech("Please bring an umbrella.", "en", 150), _silence(0.5)])
     clips["speech_noise"] = (sp + _noise(rng, sp.size, -30.0), "two sentences plus white noise at -30 dBFS")
     sp2 = np.concatenate([_silence(0.3), _speech("Can you hear me over all this noise?", "en-us", 160), _silence(0.6)])

@@ -322,7 +322,8 @@ def _load(tree: Path, name: str) -> dict[str, Any] | None:
     obj = read_json(p)
     if not isinstance(obj, dict):
         return None
-    if obj.get("manifest_sha256") != sha256_file(tree / MANIFEST_FILE) or obj.get("asr_sha256") != sha256_file(tree / ASR_FILE):
+    if (obj.get("manifest_sha256") != sha256_file(tree / MANIFEST_FILE)
+        or obj.get("asr_sha256") != sha256_file(tree / ASR_FILE)):
         return None  # stale: made before the tree last changed
     return obj
 

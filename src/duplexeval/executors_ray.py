@@ -66,7 +66,8 @@ def check_reachable(address: str) -> None:
             pass
     except TimeoutError:
         raise InputError(f"--ray-address {address}: no answer within {RAY_CONNECT_TIMEOUT_S:g} s; is the Ray head "
-                         "running there (`ray start --head`)? Or drop --ray-address to start a local instance") from None
+                         "running there (`ray start --head`)? Or drop --ray-address to start a local "
+                         "instance") from None
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
         raise InputError(f"--ray-address {address}: cannot connect ({why}); is the Ray head running there "
@@ -251,13 +252,15 @@ class RayExecutor:
 
     # -- stateful actor pool ------------------------------------------------------------------------
     def map_stateful(self, work: StatefulWork[Any, T, R], items: Sequence[T]) -> Iterator[ItemResult[R] | ItemFailure]:
-        """An actor pool (one ``init`` per actor), items streamed in order, dead actors replaced and their item retried."""
+        """An actor pool (one ``init`` per actor), items streamed in order, dead actors replaced and their item
+        retried."""
         if not items:
             return
         ray = self.ray
         cpus, gpus, slots = self._resources(work.uses_gpu)
         actor_cls = ray.remote(num_cpus=cpus, num_gpus=gpus, max_restarts=0, max_task_retries=0)(_StatefulWorker)
-        init_ref, arg_ref, fn_ref = ray.put(in_driver_env(work.init)), ray.put(work.arg), ray.put(in_driver_env(work.fn))
+        init_ref, arg_ref, fn_ref = (ray.put(in_driver_env(work.init)), ray.put(work.arg),
+                                     ray.put(in_driver_env(work.fn)))
 
         def spawn() -> Any:
             return actor_cls.remote(init_ref, arg_ref)

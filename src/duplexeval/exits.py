@@ -188,13 +188,15 @@ def min_eligible_option() -> Any:
 
 
 def fail_under_option(annotated: bool = False) -> Any:
-    """`--fail-under METRIC=VALUE`, repeatable (docs/cli.md section 6); `annotated` for an `Annotated[...]` parameter."""
+    """`--fail-under METRIC=VALUE`, repeatable (docs/cli.md section 6); `annotated` for an `Annotated[...]`
+    parameter."""
     return typer.Option(*(() if annotated else (None,)), "--fail-under", metavar="METRIC=VALUE",
                         help="Exit 1 when METRIC is below VALUE or null (repeatable); an unknown METRIC "
                              "lists the names.")
 
 
 def fail_over_option(annotated: bool = False) -> Any:
-    """`--fail-over METRIC=VALUE`, repeatable: the gate for numbers where lower is better (latencies, rates of faults)."""
+    """`--fail-over METRIC=VALUE`, repeatable: the gate for numbers where lower is better (latencies, rates of
+    faults)."""
     return typer.Option(*(() if annotated else (None,)), "--fail-over", metavar="METRIC=VALUE",
                         help="Exit 1 when METRIC is over VALUE or null (repeatable), e.g. a latency.")

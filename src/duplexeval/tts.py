@@ -216,7 +216,8 @@ def espeak_version() -> str:
 
 
 def _tokens(text: str) -> list[tuple[str, int, int]]:
-    """Whitespace tokens as (word, start char, end char), trimmed of surrounding punctuation; pure punctuation dropped."""
+    """Whitespace tokens as (word, start char, end char), trimmed of surrounding punctuation; pure punctuation
+    dropped."""
     out = []
     for m in re.finditer(r"\S+", text):
         w = _WORD_CHARS.search(m.group())

@@ -1,6 +1,7 @@
 """Backend `parakeet`: NVIDIA parakeet-tdt-0.6b-v2 through NeMo, the official FDB v1.0 ASR (optional extra).
 
-`pip install duplexeval[parakeet]` brings NeMo and torch. `model=` (in `--backend parakeet:model=...`) is a local `.nemo` file, or a
+`pip install duplexeval[parakeet]` brings NeMo and torch. `model=` (in `--backend parakeet:model=...`) is a local
+`.nemo` file, or a
 hub id (default `nvidia/parakeet-tdt-0.6b-v2`) fetched once into the Hugging Face cache when the
 machine has network. Like the official `asr.py` it transcribes the whole (cut) audio in one call
 and takes the words from `hypothesis.timestamp["word"]`; the checkpoint's SHA-256 is recorded.

@@ -2,7 +2,8 @@
 
 Per VAD speech region: faster-whisper (beam 5, English, no conditioning, temperature 0, no prompt)
 gives the words (a sample's regions packed into one pass; a region that pass leaves empty gets its
-own); pocketsphinx forced alignment of those words inside the same region gives their times (Whisper's own word times run ~0.1 s late and sometimes jump by up to
+own); pocketsphinx forced alignment of those words inside the same region gives their times (Whisper's own word times
+run ~0.1 s late and sometimes jump by up to
 1 s). Regions keep silence out of Whisper, which invents "Thank you." on it. A word the aligner
 cannot place keeps Whisper's time, held between its aligned neighbours, and is counted in
 `last_stats["unaligned"]`.
@@ -197,7 +198,8 @@ class WhisperAlignBackend:
         # Every region holds speech (VAD), so the mapping that leaves fewer regions empty wins; a tie goes to
         # the alignment. Either signal alone fails somewhere: Whisper's times on runs of "yeah"s, the aligner
         # when it squeezes words it cannot hear ("mm mm") into the end of the region before.
-        choice = by_alignment if empty_regions(by_alignment, len(regions)) <= empty_regions(by_whisper, len(regions)) else by_whisper
+        choice = (by_alignment if empty_regions(by_alignment, len(regions)) <= empty_regions(by_whisper, len(regions))
+                  else by_whisper)
         out: list[list[tuple[str, float, float]]] = [[] for _ in regions]
         for (text, st, en), i in zip(ww, choice):
             rs = min(max(st - offsets[i], 0.0), durations[i])

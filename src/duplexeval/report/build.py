@@ -123,7 +123,8 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1, options: ReportOptio
         nav += [("summary", "summary"), ("samples", "cases")]
         title = "duplexeval report: duplex dialogue (spec 004)"
     if any(k in (EOT_SWEEP, EOT_COMPARE, EOT_REPORT) for _, k, _ in files):
-        bodies.append(_eot_family([(i, p, o) for i, (p, k, o) in enumerate(files) if k in (EOT_SWEEP, EOT_COMPARE, EOT_REPORT)],
+        bodies.append(_eot_family([(i, p, o) for i, (p, k, o) in enumerate(files)
+                                   if k in (EOT_SWEEP, EOT_COMPARE, EOT_REPORT)],
                                   files, labels, opts.baseline))
     if any(k in (CONTROLLER_REPORT, CONTROLLER_COMPARE) for _, k, _ in files):
         bodies.append(_controller_family(files, labels, opts, data))
@@ -348,7 +349,8 @@ def _fdb_page(given: Sequence[Path], opts: ReportOptions) -> str:
 
 
 def benchmark_name(trees: Sequence[ScoredTree]) -> str:
-    """`Full-Duplex-Bench v1.0` (or v1.5, or both): the releases of the trees' subsets' tasks (`DatasetRules.release`)."""
+    """`Full-Duplex-Bench v1.0` (or v1.5, or both): the releases of the trees' subsets' tasks
+    (`DatasetRules.release`)."""
     releases = sorted({task_of(e.subset).dataset.release for t in trees for e in t.manifest.samples})
     return "Full-Duplex-Bench " + " + ".join(r.removeprefix("fdb-") for r in releases or ["fdb-v1.0"])
 
@@ -358,7 +360,8 @@ def _render(path: Path, kind: str, make: Callable[[], str]) -> str:
     try:
         return make()
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        what = (f"missing field {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0] if str(exc)
+                else type(exc).__name__)
         raise InputError(f"{path}: malformed {kind} file: {what}") from None
 
 

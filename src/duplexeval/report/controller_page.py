@@ -136,7 +136,9 @@ def _diff(m: Any, unit: str) -> Estimate | None:
         return None
     ci = m.get("ci95")
     d = float(m["diff_b_minus_a"])
-    fmt = (lambda v: f"{v * 100:+.1f} pts") if unit == "share" else (lambda v: f"{v:+.0f} ms") if unit == "ms" else (lambda v: f"{v:+.3f}")
+    fmt = ((lambda v: f"{v * 100:+.1f} pts") if unit == "share"
+           else (lambda v: f"{v:+.0f} ms") if unit == "ms"
+           else (lambda v: f"{v:+.3f}"))
     txt = fmt(d) + (f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "")
     if m.get("resamples_skipped"):
         txt += f", {m['resamples_skipped']} resamples skipped"
@@ -206,7 +208,8 @@ def _why(row: dict[str, Any], mode: str) -> tuple[str, str, str]:
 
 def _curve_b64(x: np.ndarray) -> str:
     return base64.b64encode(
-        np.round(np.clip(np.nan_to_num(np.asarray(x, dtype=np.float64)), 0, 1) * 255).astype(np.uint8).tobytes()).decode("ascii")
+        np.round(np.clip(np.nan_to_num(np.asarray(x, dtype=np.float64)), 0, 1) * 255).astype(np.uint8).tobytes()
+    ).decode("ascii")
 
 
 def clip_items(ctls: Sequence[Controller], labels: Sequence[str], colors: Sequence[str], data: PageData,
@@ -294,7 +297,8 @@ def controller_body(ctls: Sequence[Controller], comps: Sequence[tuple[Path, dict
         names = [Path(str((cmp.get(s) or {}).get("path") or s)).name for s in ("a", "b")]
         parts.append(f'<section class="card"><h2>{esc(path.name)}: {esc(names[1])} against {esc(names[0])}</h2>'
                      + forest_html(names, colors, 0, compare_only_rows(cmp),
-                                   "A and B as the file gives them; right: B - A " "with the grouped paired bootstrap interval.") + "</section>")
+                                   "A and B as the file gives them; right: B - A with the grouped paired bootstrap "
+                                   "interval.") + "</section>")
     details = "".join(other_pages.controller_body(f"{lb} ({c.path.name})", c.report) for lb, c in zip(labels, ctls))
     details += "".join(other_pages.controller_compare_body(p.name, cmp) for p, cmp in comps)
     parts.append(f'<section class="card"><details><summary>All numbers</summary>{details}</details>'

@@ -49,7 +49,8 @@ def _ci_ms(v: Any) -> str:
 
 
 def policy_text(p: Mapping[str, Any]) -> str:
-    """threshold / action delay / timeout; a threshold of 1.00 never fires (p_eot > threshold), so the timeout decides."""
+    """threshold / action delay / timeout; a threshold of 1.00 never fires (p_eot > threshold), so the timeout
+    decides."""
     thr = float(p["threshold"])
     t = f"{thr:.2f}" + (" (never fires)" if thr >= 1.0 else "")
     return f"{t} / {p['action_delay']:.1f} s / {p['timeout']:.1f} s"
@@ -164,8 +165,8 @@ def _spec003_table(s: Mapping[str, Any]) -> str:
             if med < 0:  # signed: the first commit of most turns came before their end (a false cutoff)
                 med_txt += (f" (most first commits came before the true end: {fc.get('count')} of {fc.get('n')} "
                             "turns cut off)")
-        rows.append([_label(key), f"{_pct(fc.get('value'))} ({fc.get('count')}/{fc.get('n')})", _ci(fc.get("interval"), _pct),
-                     med_txt, hang, str(e.get("n_turns_without_eot_span"))])  # fmt: skip
+        rows.append([_label(key), f"{_pct(fc.get('value'))} ({fc.get('count')}/{fc.get('n')})",
+                     _ci(fc.get("interval"), _pct), med_txt, hang, str(e.get("n_turns_without_eot_span"))])  # fmt: skip
     rule = f'<p class="note">{esc(sp["rule"])}</p>' if "rule" in sp else ""
     rule += ('<p class="note">Spec 003\'s median latency is signed (statistics.median of commit - true end over the '
              "turns): a turn cut off in a pause commits before its end, so a policy picked for a tight latency budget, "
@@ -392,8 +393,8 @@ def operating_rows(points: Sequence[Mapping[str, Any] | None], intervals: Sequen
             e = (d or {}).get(key) if isinstance(d, Mapping) else None
             dvals.append(_diff_estimate((e or {}).get("mean_latency_diff" if lat else "cutoff_rate_diff"), not lat))
         if any(v is not None for v in vals) or any(v is not None for v in dvals):
-            rows.append(ForestRow("at a false-cutoff budget" if lat else "at a latency budget", label, "ms" if lat else "share",
-                                  LOWER, tuple(vals), tuple(dvals)))
+            rows.append(ForestRow("at a false-cutoff budget" if lat else "at a latency budget", label,
+                                  "ms" if lat else "share", LOWER, tuple(vals), tuple(dvals)))
     return rows
 
 
@@ -424,7 +425,8 @@ def compare_body(label: str, c: Mapping[str, Any], colors: Sequence[str] = COLOR
     fr = c.get("frontier") if isinstance(c.get("frontier"), Mapping) else None
     fig = ""
     if fr:
-        dets = [Detector(n, colors[k % len(colors)], tuple((float(r["cutoff_rate"]), float(r["mean_latency"])) for r in fr.get(side) or []),
+        dets = [Detector(n, colors[k % len(colors)],
+                         tuple((float(r["cutoff_rate"]), float(r["mean_latency"])) for r in fr.get(side) or []),
                          tuple((_label(key), float(p["cutoff_rate"]), float(p["mean_latency"]))
                                for key, p in pt.items() if isinstance(p, Mapping)))
                 for k, (n, side, pt) in enumerate(zip(names, ("a", "b"), pts))]  # fmt: skip
@@ -447,9 +449,10 @@ def eot_summary(labels: Sequence[str], colors: Sequence[str], sweeps: Sequence[t
         dets.append(Detector(labels[k], colors[k % len(colors)], model, marks_of(s)))
         if vad is None and curves and curves[-1].label != MODEL_FRONTIER:
             vad = curves[-1]
-    fig = "<figure>" + frontier_svg(dets, vad,
-                                    "Every detector's Pareto frontier, false cutoffs against mean latency") + "</figure>"
-    rows = operating_rows([s.get("operating_points", {}) | (s.get("cutoff_at_latency_budget") or {}) for s, _ in sweeps],
+    fig = ("<figure>" + frontier_svg(dets, vad, "Every detector's Pareto frontier, false cutoffs against mean latency")
+           + "</figure>")
+    rows = operating_rows([s.get("operating_points", {}) | (s.get("cutoff_at_latency_budget") or {})
+                           for s, _ in sweeps],
                           [s.get("intervals") or {} for s, _ in sweeps], diffs)
     has_diff = any(d is not None for d in diffs)
     forest = forest_html(labels, colors, baseline if has_diff else None, rows,

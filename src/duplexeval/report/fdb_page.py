@@ -65,7 +65,8 @@ def _diff(m: dict[str, Any] | None, unit: str) -> Estimate | None:
     iv = m.get("interval") or [None, None]
     lo, hi = iv[0], iv[1]
     scale, u = (100, " pts") if unit == "share" else (1, " s")
-    txt = f"{m['diff'] * scale:+.1f}{u} [" + ", ".join("n/r" if x is None else f"{x * scale:+.1f}" for x in (lo, hi)) + f"], {m['n_pairs']} pairs"
+    txt = (f"{m['diff'] * scale:+.1f}{u} [" + ", ".join("n/r" if x is None else f"{x * scale:+.1f}" for x in (lo, hi))
+           + f"], {m['n_pairs']} pairs")
     if m.get("mcnemar"):
         txt += f", McNemar p={m['mcnemar']['p_value']:.3g}"
     return Estimate(float(m["diff"]), lo, hi, txt, hi_open=lo is not None and hi is None)
@@ -158,7 +159,8 @@ def _counts_line(trees: Sequence[ScoredTree], lineup: Lineup, subset: str) -> st
 
 
 def _reference(trees: Sequence[ScoredTree], labels: Sequence[str], subset: str) -> str:
-    """The official numbers from summary.json (value ± std (n)), for each tree whose summary has the same input hashes."""
+    """The official numbers from summary.json (value ± std (n)), for each tree whose summary has the same input
+    hashes."""
     refs = [load_reference(t.root, t.manifest_sha256, t.asr_sha256) for t in trees]
     notes = "".join(f'<p class="note">{esc(lb)}: {esc(r.message)}</p>' for lb, r in zip(labels, refs)
                     if r.subsets is None)
@@ -191,7 +193,8 @@ def _reference(trees: Sequence[ScoredTree], labels: Sequence[str], subset: str) 
                      + (f" ({b.get('n_evaluated', '?')} evaluated" + (f"; judge: {judge})" if judge else ")") if b
                         else ""))
     heads.append("note")
-    return "<h4>Reference column: official rules (summary.json, same manifest.json and asr.json)</h4>" + table(heads, rows) + notes
+    return ("<h4>Reference column: official rules (summary.json, same manifest.json and asr.json)</h4>"
+            + table(heads, rows) + notes)
 
 
 def _figures(trees: Sequence[ScoredTree], lineup: Lineup, subset: str, task: str) -> str:

@@ -79,7 +79,8 @@ class AnnotationList(RootModel[Any]):
         key = loc[1]
         if key == "timestamp":
             if err["type"] == "missing":
-                hint = " (found 'timestamps'; v1.0 files use 'timestamp')" if isinstance(item, dict) and "timestamps" in item else ""
+                hint = (" (found 'timestamps'; v1.0 files use 'timestamp')"
+                        if isinstance(item, dict) and "timestamps" in item else "")
                 return (f"{label} needs 'timestamp': [start, end] with two finite numbers; item {i} has no "
                         f"'timestamp'{hint}")
             ts = item.get("timestamp") if isinstance(item, dict) else None
@@ -128,7 +129,8 @@ class OutputJson(OpenRecord):
     @classmethod
     def explain(cls, raw: Any, loc: tuple[Any, ...], err: dict[str, Any]) -> str | None:
         if loc == () or (loc == ("chunks",) and err["type"] == "missing"):
-            return "transcript must be a JSON object with 'text' and 'chunks'" if loc == () else "'chunks' must be a list"
+            return ("transcript must be a JSON object with 'text' and 'chunks'" if loc == ()
+                    else "'chunks' must be a list")
         if loc == ("chunks",):
             return "'chunks' must be a list"
         if len(loc) < 2 or loc[0] != "chunks" or not isinstance(loc[1], int):

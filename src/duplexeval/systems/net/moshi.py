@@ -19,7 +19,7 @@ page per 80 ms input packet on the absolute schedule. Output is decoded as one c
 the page boundaries and resampled to 16 kHz; each message's audio is queued FIFO at its receipt, except
 silence, which is recorded and not queued (frame_stream.SILENCE_PEAK). Metadata, messages of unknown
 kinds, text frames and empty messages are discarded and recorded (`discarded` in the trace record).
-"""
+"""  # noqa: E501 - a Markdown table row is one line
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ A failure upstream raises inside the handler after the upgrade, so the client se
 without a close frame (code 1006); an unknown path is HTTP 404. Every later input frame gives exactly one
 80 ms output frame (silence while the system is quiet), sent when that frame's input has arrived.
 Text, control, metadata, handshake and ping messages from the client are ignored.
-"""
+"""  # noqa: E501 - a Markdown table row is one line
 
 from __future__ import annotations
 

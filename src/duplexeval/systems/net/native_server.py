@@ -276,7 +276,8 @@ class NativeConversation:
                 raw = json.loads(data, parse_constant=_reject_constant)
             except (ValueError, TypeError):
                 raise Refusal("invalid_request", "invalid JSON") from None
-            if isinstance(raw, dict) and isinstance(raw.get("event_id"), str) and 0 < len(raw["event_id"]) <= nw.MAX_EVENT_ID_LENGTH:
+            if (isinstance(raw, dict) and isinstance(raw.get("event_id"), str)
+                and 0 < len(raw["event_id"]) <= nw.MAX_EVENT_ID_LENGTH):
                 event_id = raw["event_id"]
             return await self._dispatch(raw, event_id)
         except Refusal as exc:
@@ -350,7 +351,8 @@ class NativeConversation:
             raise Refusal("not_applicable", "image input is unavailable", "session.sglang.max_slice_nums")
         if (ext.tail_policy or self.dep.tail_policy) != self.dep.tail_policy:
             raise Refusal("invalid_request", "tail policy is unavailable")
-        unit = ext.timebase.native_unit_ms if ext.timebase is not None and ext.timebase.native_unit_ms is not None else None
+        unit = (ext.timebase.native_unit_ms if ext.timebase is not None and ext.timebase.native_unit_ms is not None
+                else None)
         if (unit or self.dep.native_unit_ms) != self.dep.native_unit_ms:
             raise Refusal("invalid_request", "native cadence is fixed")
         granted = self.dep.granted(modalities)
@@ -408,7 +410,8 @@ class NativeConversation:
         if self.dep.tail_policy == "reject" and self.pending.shape[0] % self.dep.unit_samples:
             raise Refusal("invalid_state", "partial native unit; append more audio before EOS")
         self.ended = True
-        reply = Reply([self._event("sglang.input_audio.ended", accepted_end_ms=self.dep.duration_ms(self.accepted_samples),
+        reply = Reply([self._event("sglang.input_audio.ended",
+                                   accepted_end_ms=self.dep.duration_ms(self.accepted_samples),
                                    tail_policy=self.dep.tail_policy, client_event_id=event_id)])
         reply.messages += await self._unit(eos=True)  # the end-of-stream unit: the tail, or empty
         reply.messages.append(self._event(
@@ -438,8 +441,9 @@ class NativeConversation:
             out = float_to_pcm16(self._out.process(from_pcm16(out16)))
             if self.response_id is None:
                 self.response_id = f"resp_{self.session_id}"
-                msgs.append(self._event("response.created", response={"id": self.response_id, "object": "realtime.response",
-                                                                      "status": "in_progress", "output": []}))
+                msgs.append(self._event("response.created",
+                                        response={"id": self.response_id, "object": "realtime.response",
+                                                  "status": "in_progress", "output": []}))
             media = {"t_start_ms": self.dep.duration_ms(start), "duration_ms": self.dep.duration_ms(real)}
             msgs.append(self._event("response.output_audio.delta", response_id=self.response_id, item_id=self._item(),
                                     output_index=0, content_index=0, delta=nw.encode_pcm16(out),

@@ -5,7 +5,8 @@ As pipecat's transports with `ProtobufFrameSerializer` behave: binary `pipecat.F
 answered with `bot-ready`; the system's audio goes out as `AudioRawFrame`s of `out_chunk_ms` (40 ms,
 pipecat's default chunk) at 16 kHz, paced at real time from the reply's start, `lead_ms` (40) ahead, as
 pipecat's output transports send (`--option pace=false`: the whole reply at once); its barge-in withdraws
-what was not sent yet and sends an `InterruptionFrame` plus RTVI `bot-stopped-speaking`; RTVI `user-started-speaking` / `user-stopped-speaking`
+what was not sent yet and sends an `InterruptionFrame` plus RTVI `bot-stopped-speaking`; RTVI `user-started-speaking` /
+`user-stopped-speaking`
 come from the system's own listener, `bot-started-speaking` with each reply. A text frame or bytes
 that do not parse are ignored, as pipecat's serializer does (it logs them). `--option single_client=true`
 imitates `WebsocketServerTransport`: a second connection while one is open is closed with 1013;

@@ -121,7 +121,8 @@ def _bool(flag: str, value: str) -> bool:
 def pipecat_command(
     transport: str = typer.Option("telephony", "--transport",
                                   help="telephony (a carrier's media stream: twilio, telnyx, plivo, exotel, told apart "
-                                       "by pipecat) | pipecat-ws (protobuf frames) | webrtc (SmallWebRTC offer/answer)."),
+                                       "by pipecat) | pipecat-ws (protobuf frames) | webrtc (SmallWebRTC "
+                                       "offer/answer)."),
     turn: str = typer.Option("vad", "--turn", help="vad (Silero VAD, the turn ends stop_secs after speech) | "
                                                    "smart-turn (pipecat's Smart Turn v3 decides)."),
     stop_secs: float = typer.Option(0.2, "--stop-secs", help="Silero VAD's stop_secs (pipecat's default 0.2)."),
@@ -140,7 +141,7 @@ def pipecat_command(
     port: int = typer.Option(0, "--port", min=0, max=65535, help="TCP port on 127.0.0.1 (0 = any free port, printed)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="pipecat's log at DEBUG on stderr (else WARNING)."),
 ) -> None:
-    """Serve the reference pipecat bot (pipecat's own transport, VAD, Smart Turn and turn handling; offline) on 127.0.0.1."""
+    """Serve the reference pipecat bot (pipecat's own transport, VAD, Smart Turn and turn handling; offline) on 127.0.0.1."""  # noqa: E501 - typer prints this line as the summary
     from duplexeval.systems.pipecat.stack import TRANSPORTS, BotConfig
 
     kwargs: dict[str, Any] = {"transport": transport, "turn": turn, "stop_secs": stop_secs,

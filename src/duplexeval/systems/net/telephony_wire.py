@@ -20,7 +20,7 @@ its `parse_telephony_websocket`, which recognises a call from the `start` messag
 Every carrier message after `connected` carries a sequence number counting from 1 (strings for Twilio
 and Telnyx, numbers for Plivo and Exotel); media chunks count from 1 and carry the milliseconds since
 the stream started.
-"""
+"""  # noqa: E501 - a Markdown table row is one line
 
 from __future__ import annotations
 
@@ -280,7 +280,8 @@ def parse_bot(data: str | bytes, dialect: str, stream_id: str, codec: str, rate:
         raw = b64_payload(media.get("payload"), ev)
         return BotEvent("media", ev, decode_audio(raw, codec, ev), rate)
     if ev == d.marker:
-        name = msg.get("name") if dialect == "plivo" else (msg.get("mark") or {}).get("name") if isinstance(msg.get("mark"), dict) else None
+        name = (msg.get("name") if dialect == "plivo" else (msg.get("mark") or {}).get("name")
+                if isinstance(msg.get("mark"), dict) else None)
         if not isinstance(name, str) or not name:
             raise ProtocolViolation(f"{ev}: no name")
         return BotEvent("marker", ev, name=name)

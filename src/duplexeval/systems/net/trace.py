@@ -13,7 +13,8 @@ Contract (shared by every protocol adapter):
   into output adds `audio` and/or `control` (`clear_queue`), and, for a stream played on its media clock
   (webrtc), `play_t` (when the client plays that audio: never before its receipt); an error event adds `error: true`; a
   message that broke the protocol adds `violation`; one the protocol says to skip (moshi: an unknown
-  kind, metadata, a text frame) adds `discarded` (why), counted per type in the verdict's `discarded`. Meta events: `connect_attempt`, `opened`,
+  kind, metadata, a text frame) adds `discarded` (why), counted per type in the verdict's `discarded`. Meta events:
+  `connect_attempt`, `opened`,
   `owe` / `paid` (a reply the client is owed, for `timeout`), `closed`, `send_timeout`,
   `session_bound`, `input_end`; `replica` (first: which replica of `url` the session ran on, the
   attempt, `queued_s` waiting for a slot) and `replica_retry` (an earlier attempt of the sample on a

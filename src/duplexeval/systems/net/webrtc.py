@@ -32,7 +32,8 @@ it are in, so about 80 ms at 20 ms per frame), with arrival stamps (`webrtc_medi
 every received frame's record keeps its RTP timestamp (`rtp_ts`, rebased to the first as aiortc does),
 how long the buffer held it (`jb_s`: from its packet's arrival to its release) and how long the decoder
 took to hand it over (`decode_s`), so its packet arrived at t - decode_s - jb_s; the `jitter_buffer`
-meta record at the end summarises the holds (median, p90, max). The bot's own receive jitter buffer (aiortc's in pipecat's SmallWebRTC) is not
+meta record at the end summarises the holds (median, p90, max). The bot's own receive jitter buffer (aiortc's in
+pipecat's SmallWebRTC) is not
 visible from here; `benchmarks/pipecat_transport_timing.py` measures both directions on loopback.
 
 Reasons: `connect_failed` (no answer: refused, 503 four times, another HTTP status, no connection or data
@@ -145,7 +146,8 @@ class WebRtcSession(NetSession):
                     outcome = f"http_{resp.status}" if len(raw) <= self.system.max_size else "answer over max_size"
                     retry = resp.status == 503
             except aiohttp.ClientConnectorError as exc:
-                outcome, retry = ("refused", True) if isinstance(exc.os_error, ConnectionRefusedError) else (type(exc).__name__, False)
+                outcome, retry = (("refused", True) if isinstance(exc.os_error, ConnectionRefusedError)
+                                  else (type(exc).__name__, False))
             except (asyncio.TimeoutError, TimeoutError):
                 outcome = "timeout"
             except aiohttp.ClientError as exc:

@@ -154,7 +154,8 @@ def _journal_answers(path: Path) -> dict[str, dict[str, Any]]:
             rec = json.loads(line)
         except ValueError:
             continue  # a line cut by a kill: that exchange is asked again
-        if isinstance(rec, dict) and rec.get("event") == "exchange" and rec.get("tags") and isinstance(rec.get("saved"), dict):
+        if (isinstance(rec, dict) and rec.get("event") == "exchange" and rec.get("tags")
+            and isinstance(rec.get("saved"), dict)):
             out.setdefault(str(rec.get("request_sha256")), {"saved": rec["saved"], "attempts": rec.get("attempt", 1)})
     return out
 

@@ -232,7 +232,8 @@ def evaluate_subset(subset: str, sdir: Path, silero: SileroChoice, judge: Behavi
     if judge is not None:
         tag_lists = [r.verdict.tags for r in results if r.verdict is not None and r.verdict.tags is not None]
         ratios = official_ratios(tag_lists)
-        rows = [significance.Row(r.id, r.verdict.tags if r.verdict else None, r.split.official_json() if r.split else {})
+        rows = [significance.Row(r.id, r.verdict.tags if r.verdict else None,
+                                 r.split.official_json() if r.split else {})
                 for r in results]
         tests, skipped, _ = significance.run_tests(rows)
     return SubsetResult(subset, results, agg, ratios, tests, skipped, notes)
@@ -242,7 +243,8 @@ def result_json(res: SubsetResult) -> dict[str, Any]:
     """The subset's results as plain JSON (per-sample objects in the official shapes)."""
     return json.loads(json.dumps({
         "subset": res.subset,
-        "samples": {r.id: {"general_split": r.split.official_json() if r.split else None, "latency_intervals": r.intervals,
+        "samples": {r.id: {"general_split": r.split.official_json() if r.split else None,
+                           "latency_intervals": r.intervals,
                            "content_tag": r.verdict.saved if r.verdict else None, "notes": r.notes}
                     for r in res.samples},
         "aggregate": None if res.aggregate is None else {
