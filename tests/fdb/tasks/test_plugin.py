@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from plugin_fixtures import declare_entry_point
+from tests.helpers import ROOT
+from tests.helpers.plugins import declare_entry_point
 
-TESTS = Path(__file__).resolve().parent
 SCRIPT = """name: questions
 samples:
   - {subset: toy_questions, id: 1, text: "What time does the train to the city leave tomorrow?"}
@@ -27,8 +27,8 @@ samples:
 @pytest.fixture(scope="module")
 def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("plugin")
-    env = declare_entry_point(folder, "toy-fdb-task", "duplexeval.fdb_tasks", "answer_question", "fdb_plugin_task:TASK")
-    env["PYTHONPATH"] = f"{env['PYTHONPATH']}:{TESTS}"
+    env = declare_entry_point(folder, "toy-fdb-task", "duplexeval.fdb_tasks", "answer_question", "tests.helpers.fdb_plugin_task:TASK")
+    env["PYTHONPATH"] = f"{env['PYTHONPATH']}:{ROOT}"
     return env
 
 

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.helpers import DATA as TEST_DATA
 
 from duplexeval.audio import read_audio
 from duplexeval.fdb.tasks.backchannel.rules import vad_segments_s
 from duplexeval.vad import OFFICIAL_SETTINGS, SCORER_SETTINGS, VadSettings, load_vad
 from duplexeval.vad_batched import segment_audios
 
-DATA = Path(__file__).parent / "data" / "vad"
+DATA = TEST_DATA / "vad"
 _WANT: dict = {}  # frame-by-frame reference segments, shared by both VAD paths' runs
 
 

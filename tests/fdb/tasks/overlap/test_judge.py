@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_official_judge import ScriptedServer
+from tests.fdb.official.test_judge import ScriptedServer
 
 from duplexeval.errors import InputError
 from duplexeval.fdb.tasks.overlap import behavior

@@ -18,9 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.helpers import BENCHMARKS, DATA
 
-FIXTURE = Path(__file__).parent / "data" / "fdb_v15" / "official.json"
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "v15_vs_official.py"
+FIXTURE = DATA / "fdb_v15" / "official.json"
+BENCH = BENCHMARKS / "v15_vs_official.py"
 
 
 def harness():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import soundfile as sf
-from net_fixtures import SERVED, user_turn
+from tests.helpers.net import SERVED, user_turn
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError
@@ -287,7 +287,7 @@ def test_the_behaviour_judge_through_fdb_evaluate(tree: Path, made: Path, monkey
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """`--judge openai` asks the v1.5 behaviour judge (its own model and prompt, the judge's endpoint); a rerun asks
     nothing again; the key is in no file; `fdb score` reports the tags beside our class."""
-    from test_official_judge import ScriptedServer
+    from tests.fdb.official.test_judge import ScriptedServer
 
     for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
         monkeypatch.delenv(var, raising=False)
