@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import ROOT, SRC
+
 _SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
 
 
@@ -35,12 +37,11 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 @pytest.fixture(scope="session")
 def ray_local():
-    """One real local Ray instance (2 CPUs) for the whole test session; workers see src/ and tests/ on their path."""
+    """One real local Ray instance (2 CPUs) for the whole test session; workers see src/ and the repository root
+    (for `tests.*` modules) on their path."""
     ray = pytest.importorskip("ray")
-    here = os.path.dirname(os.path.abspath(__file__))
-    src = os.path.join(os.path.dirname(here), "src")
     old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, here, old) if p)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), str(ROOT), old) if p)
     try:
         ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
     finally:

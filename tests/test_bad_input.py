@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from fdb_fixtures import FixtureSample, pause_ann, turn_ann, write_tree
 
 from duplexeval.cli import main
+from tests.helpers.fdb import FixtureSample, pause_ann, turn_ann, write_tree
 
 TT, P, UI, BC = "candor_turn_taking", "candor_pause_handling", "synthetic_user_interruption", "icc_backchannel"
 

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from test_secrets_e2e import one_sample_dataset
-from test_worker_lifecycle import _alive, _children
 
 from duplexeval import children
 from duplexeval.demo import NETWORK_DEMO
+from tests.test_secrets_e2e import one_sample_dataset
+from tests.test_worker_lifecycle import _alive, _children
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc to find the child processes")
 

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from net_fixtures import WsServerThread
-from test_redaction import decodes_to_key, encodings
 from websockets.asyncio.server import ServerConnection
 
 from duplexeval import redaction
 from duplexeval.cli import main
+from tests.helpers.net import WsServerThread
+from tests.test_redaction import decodes_to_key, encodings
 
 KEY = 'sk-E2e"q\\u/+&=%20_' + secrets.token_hex(12)  # header-safe ASCII with JSON- and URL-special characters
 KEY_ENV = "DUPLEXEVAL_ECHO_TEST_KEY"
@@ -157,9 +157,8 @@ def test_a_url_credential_is_refused_and_never_echoed(tmp_path: Path, capsys: py
 
 
 def test_a_chat_server_echoing_the_key_leaves_no_form_in_the_cache_or_log(tmp_path: Path, key_env: str) -> None:
-    from test_official_judge import ScriptedServer
-
     from duplexeval.dialogue.http import CachedChat
+    from tests.fdb.official.test_judge import ScriptedServer
 
     b = KEY.encode()
     reply = (f"ok {base64.b64encode(b).decode()} {base64.urlsafe_b64encode(b'x' + b).decode()} "
@@ -177,9 +176,8 @@ def test_a_chat_server_echoing_the_key_leaves_no_form_in_the_cache_or_log(tmp_pa
 
 
 def test_a_judge_echoing_the_key_in_base64_leaves_no_form_in_rating_or_log(tmp_path: Path, key_env: str) -> None:
-    from test_official_judge import GOOD, ScriptedServer, rate
-
     from duplexeval.fdb.official import judge as J
+    from tests.fdb.official.test_judge import GOOD, ScriptedServer, rate
 
     b = KEY.encode()
     echo = f"Analysis: your key was {base64.b64encode(b).decode()} ({base64.b64encode(b'Bearer ' + b).decode()})."

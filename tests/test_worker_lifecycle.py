@@ -12,12 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-import worker_helpers as wh
 
 from duplexeval.fdb import asr_stage
-
-TESTS = Path(__file__).resolve().parent
-SRC = TESTS.parent / "src"
+from tests.helpers import ROOT, SRC
+from tests.helpers import workers as wh
 
 
 def _children(pid: int) -> list[int]:
@@ -54,8 +52,8 @@ def test_sigkill_of_asr_driver_takes_its_workers_and_resume_gives_the_same_bytes
     export("turn-based", "demo", tree, progress=False)
     clean = tmp_path / "clean"
     shutil.copytree(tree, clean)
-    code = (f"import sys; sys.path.insert(0, {str(TESTS)!r})\n"
-            "import worker_helpers as wh\nfrom duplexeval.fdb import asr_stage\n"
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+            "from tests.helpers import workers as wh\nfrom duplexeval.fdb import asr_stage\n"
             f"asr_stage.run({str(tree)!r}, backend=wh.SleepyBackend(0.25), jobs=2, progress=False)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)

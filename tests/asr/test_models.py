@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fdb_fixtures import FixtureSample, interrupt_ann, place, write_tree
 
 from duplexeval.asr.numbers import readings
 from duplexeval.errors import RefusalError
@@ -19,6 +18,7 @@ from duplexeval.fdb import asr_stage
 from duplexeval.fdb.transcript import transcript_bytes
 from duplexeval.fdb.tree import load_asr
 from duplexeval.tts import synthesize
+from tests.helpers.fdb import FixtureSample, interrupt_ann, place, write_tree
 
 SR = 16000
 pytestmark = pytest.mark.slow

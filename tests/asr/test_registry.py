@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fdb_fixtures import FixtureSample, turn_ann, write_tree
-from plugin_fixtures import declare_entry_point, plugin_module
 
 from duplexeval.asr.registry import ASR_BACKENDS, backend_names, make_backend
 from duplexeval.cli import main
 from duplexeval.errors import InputError
 from duplexeval.units import SAMPLE_RATE
+from tests.helpers.fdb import FixtureSample, turn_ann, write_tree
+from tests.helpers.plugins import declare_entry_point, plugin_module
 
 # A user's own backend: one word "loud" over the samples above a level (times from the audio itself).
 PLUGIN = '''

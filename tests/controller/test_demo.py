@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from duplexeval.controller.labels.conversations import make_conversation
 from duplexeval.controller.labels.derive import derive
+from tests.helpers.cli import run_cli
 
 
 @pytest.mark.parametrize("index", [0, 1, 2, 4])
@@ -60,3 +62,24 @@ def test_demo_end_to_end_deterministic(tmp_path):
     with pytest.raises(SystemExit) as ex:  # refuses to overwrite
         main(["controller", "demo", "--out", str(outs[0]), "--conversations", "1"])
     assert ex.value.code == 2
+
+
+def test_controller_demo_out_option_and_deprecated_positional(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--conversations", "1", "--exchanges", "1"]
+    rc, out, err = run_cli(["controller", "demo", "--out", str(tmp_path / "a"), *args], capsys)
+    assert rc == 0, err
+    assert (tmp_path / "a" / "compare.json").is_file() and "deprecated" not in err
+    assert "* = the primary endpoint mode" in out and "B - A" in out
+    rc, out, err = run_cli(["controller", "demo", str(tmp_path / "b"), *args], capsys)
+    assert rc == 0 and "a positional OUT is deprecated; use --out DIR" in err
+    assert json.loads((tmp_path / "b" / "compare.json").read_text()) == json.loads((tmp_path / "a" / "compare.json").read_text())
+    rc, _out, err = run_cli(["controller", "demo", str(tmp_path / "c"), "--out", str(tmp_path / "d"), *args], capsys)
+    assert rc == 2 and "unexpected extra argument" in err
+
+def test_controller_demo_out_keeps_the_output_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    for argv in (["--out", str(f)], [str(f)]):
+        rc, _out, err = run_cli(["controller", "demo", *argv, "--conversations", "1"], capsys)
+        lines = [line for line in err.splitlines() if "is deprecated" not in line]  # the positional's note
+        assert rc == 2 and len(lines) == 1 and "a-file" in err, (argv, err)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import soundfile as sf
 from duplexeval.controller.format import data as cdata
 from duplexeval.controller.labels.sources import assignments, conversation_clips, read_manifest
 from duplexeval.errors import InputError
+from tests.helpers.cli import run_cli
 
 
 def _stereo(path, user, agent, sr=24000):
@@ -124,3 +126,16 @@ def test_cli_label_and_run(manifest, tmp_path, capsys):
         main(["controller", "run", "--controller", "baseline:silence", "--out", str(tmp_path / "run"), "--conversations", str(manifest)])
     assert ex.value.code == 2  # c2 has no audio: a controller cannot run on it
     assert "needs the user audio" in capsys.readouterr().err
+
+
+def test_controller_label_takes_out_option_as_well_as_the_argument(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from duplexeval.controller.labels.conversations import write_conversations
+
+    manifest = write_conversations(tmp_path / "conv", 1, seed=0, exchanges=1)
+    rc, out, err = run_cli(["controller", "label", "--out", str(tmp_path / "a"), "--conversations", str(manifest)], capsys)
+    assert rc == 0 and "wrote" in out, err
+    rc, out, err = run_cli(["controller", "label", str(tmp_path / "b"), "--conversations", str(manifest)], capsys)
+    assert rc == 0 and "a positional OUT is deprecated; use --out DIR" in err
+    assert (tmp_path / "a" / "clips.jsonl").read_bytes() == (tmp_path / "b" / "clips.jsonl").read_bytes()
+    rc, _out, err = run_cli(["controller", "label", "--conversations", str(manifest)], capsys)
+    assert rc == 2 and "--out" in err and err.count("\n") == 1

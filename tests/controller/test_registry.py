@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from plugin_fixtures import declare_entry_point, plugin_module
 
 from duplexeval.controller.runtime.baselines import SilenceTimeoutController, SileroController
 from duplexeval.controller.runtime.registry import CONTROLLERS, load_controller
 from duplexeval.controller.runtime.runner import run
 from duplexeval.errors import InputError
 from duplexeval.units import FRAME_SAMPLES
+from tests.helpers.plugins import declare_entry_point, plugin_module
 
 # A user's own controller: endpoint 1.0 on every frame quieter than `gate` (RMS), else 0.0.
 PLUGIN = '''

@@ -1,80 +1,9 @@
-"""Issue 10 "polish a user notices": one symbol for not reached / no data, tables that do not wrap when
-piped, the official rating that needs --judge, aligned controller comparison tables and the `*` explained."""
+"""The controller's printed tables: aligned comparison columns, what each cell is made of, the primary mode's `*`
+explained, and the shared no-data / not-reached symbols."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-
-import pytest
-from test_unified_score import SEGS, UI, _hand_tree
-
-from duplexeval.jsonio import sha256_file, write_json
-
-
-def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    from duplexeval.cli import main
-
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    out = capsys.readouterr()
-    return int(e.value.code or 0), out.out, out.err
-
-
-def _unjudged_summary(root: Path) -> None:
-    from duplexeval.fdb.official.metric import NOT_JUDGED
-
-    write_json(root / "summary.json", {
-        "kind": "duplexeval.fdb.summary", "schema_version": 1,
-        "manifest_sha256": sha256_file(root / "manifest.json"), "asr_sha256": sha256_file(root / "asr.json"),
-        "rules": {},
-        "subsets": {UI: {"task": "user_interruption", "n_evaluated": 3, "counts": {},
-                         "metrics": {"Average rating": {"value": None, "std": None, "n": 0, "note": NOT_JUDGED}},
-                         "judge": {"label": "not judged"}, "samples": []}},
-    })
-
-
-def test_fdb_score_report_symbols_width_and_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from duplexeval import vad_batched
-
-    monkeypatch.setattr(vad_batched, "segment_files", lambda paths, jobs=None, limits=None: SEGS(paths))
-    root = _hand_tree(tmp_path / "tree")
-    rc, _out, err = run_cli(["fdb", "score", str(root), "-q"], capsys)
-    assert rc == 0, err
-    _unjudged_summary(root)
-    rc, out, err = run_cli(["fdb", "score", str(root)], capsys)
-    assert rc == 0, err
-    assert "—" not in out  # one no-data symbol: stats.NO_DATA
-    assert "n/r" in out  # turn taking p90: the sample that never responds
-    # piped (not a TTY): the long counts line is not wrapped at 80 columns
-    counts = [line for line in out.splitlines() if "selected 4 of 216 declared" in line]
-    assert counts and "reasons: late_input 1" in counts[0] and len(counts[0]) > 80
-    rating = [line for line in out.splitlines() if line.lstrip().startswith("Average rating")]
-    assert rating and "needs --judge" in rating[0]
-    # plain text lines are not wrapped either (rich soft wrap when piped)
-    assert any(x.startswith("n/r = not reached") and x.rstrip().endswith("then yes.") for x in out.splitlines())
-    assert err.startswith("score: done in ") and "s of audio" in err and "x real time" in err
-
-
-def test_evaluate_summary_line_says_needs_judge() -> None:
-    from duplexeval.fdb.evaluate_cli import format_summary
-    from duplexeval.fdb.official.metric import NOT_JUDGED
-
-    summary = {"rules": {"name": "v1.0", "backchannel_rules": "2025-06"}, "subsets": {UI: {
-        "n_evaluated": 3, "counts": {"selected": 3, "declared": 200}, "judge": {"label": "not judged"},
-        "metrics": {"Average rating": {"value": None, "std": None, "n": 0, "note": NOT_JUDGED},
-                    "Average take turn": {"value": 1.0, "std": None, "n": 3, "note": None}}}}}
-    lines = format_summary(summary)
-    assert any("Average rating: needs --judge openai" in x for x in lines)
-    assert any("Average take turn: 1.0000" in x for x in lines)
-
-
-def test_table_console_is_wide_when_piped(tmp_path: Path) -> None:
-    from duplexeval.progress import PIPED_WIDTH, table_console
-
-    with open(tmp_path / "log.txt", "w") as f:
-        assert table_console(file=f).width == PIPED_WIDTH
 
 
 def _metrics() -> dict:
@@ -145,38 +74,3 @@ def test_controller_report_explains_star_and_uses_the_shared_symbols(tmp_path: P
     assert "ROC-AUC -  AP -" in text
     assert "median latency n/r" in text  # latencies exist but the median is not reached
     assert "n/r = not reached, - = no data" in text
-
-
-def test_controller_demo_out_option_and_deprecated_positional(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["--conversations", "1", "--exchanges", "1"]
-    rc, out, err = run_cli(["controller", "demo", "--out", str(tmp_path / "a"), *args], capsys)
-    assert rc == 0, err
-    assert (tmp_path / "a" / "compare.json").is_file() and "deprecated" not in err
-    assert "* = the primary endpoint mode" in out and "B - A" in out
-    rc, out, err = run_cli(["controller", "demo", str(tmp_path / "b"), *args], capsys)
-    assert rc == 0 and "a positional OUT is deprecated; use --out DIR" in err
-    assert json.loads((tmp_path / "b" / "compare.json").read_text()) == json.loads((tmp_path / "a" / "compare.json").read_text())
-    rc, _out, err = run_cli(["controller", "demo", str(tmp_path / "c"), "--out", str(tmp_path / "d"), *args], capsys)
-    assert rc == 2 and "unexpected extra argument" in err
-
-
-def test_controller_demo_out_keeps_the_output_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    f = tmp_path / "a-file"
-    f.write_text("x")
-    for argv in (["--out", str(f)], [str(f)]):
-        rc, _out, err = run_cli(["controller", "demo", *argv, "--conversations", "1"], capsys)
-        lines = [line for line in err.splitlines() if "is deprecated" not in line]  # the positional's note
-        assert rc == 2 and len(lines) == 1 and "a-file" in err, (argv, err)
-
-
-def test_controller_label_takes_out_option_as_well_as_the_argument(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from duplexeval.controller.labels.conversations import write_conversations
-
-    manifest = write_conversations(tmp_path / "conv", 1, seed=0, exchanges=1)
-    rc, out, err = run_cli(["controller", "label", "--out", str(tmp_path / "a"), "--conversations", str(manifest)], capsys)
-    assert rc == 0 and "wrote" in out, err
-    rc, out, err = run_cli(["controller", "label", str(tmp_path / "b"), "--conversations", str(manifest)], capsys)
-    assert rc == 0 and "a positional OUT is deprecated; use --out DIR" in err
-    assert (tmp_path / "a" / "clips.jsonl").read_bytes() == (tmp_path / "b" / "clips.jsonl").read_bytes()
-    rc, _out, err = run_cli(["controller", "label", "--conversations", str(manifest)], capsys)
-    assert rc == 2 and "--out" in err and err.count("\n") == 1

@@ -13,8 +13,9 @@ from duplexeval.dialogue.cases import MiUCase, UiMCase, strip_trailing_punctuati
 from duplexeval.dialogue.load import load_cases
 from duplexeval.dialogue.synth import caseset_text, generate
 from duplexeval.errors import InputError
+from tests.helpers import SRC as SRC_DIR
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(SRC_DIR)
 
 
 def miu(**over):

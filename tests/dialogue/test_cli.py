@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +16,9 @@ from duplexeval.dialogue.score import score_run
 from duplexeval.dialogue.simulator import Clock
 from duplexeval.dialogue.synth import caseset_text
 from duplexeval.executors import ExecutorSpec
+from tests.helpers import SRC as SRC_DIR
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(SRC_DIR)
 
 
 def cli(*args, cwd=None):

@@ -24,6 +24,7 @@ from duplexeval.dialogue.score import score_run
 from duplexeval.dialogue.simulator import Clock
 from duplexeval.dialogue.synth import caseset_text
 from duplexeval.errors import InputError, RefusalError
+from tests.helpers import SRC
 
 KEY = 'sk-te"st\\key/+&= 9%'  # quotes, backslash, slash, plus, ampersand, equals, space, percent
 KEY_ENV = "DUPLEXEVAL_TEST_DIALOGUE_KEY"
@@ -290,7 +291,7 @@ def test_cli_score_with_the_openai_judge(tmp_path, small_cases):
 
     run_dir = tmp_path / "run"
     run_cases(small_cases, "keyword", {}, Clock(), run_dir)
-    src = str(Path(__file__).resolve().parents[1] / "src")
+    src = str(SRC)
     with FakeServer(judge_reply) as srv:
         env = {"PYTHONPATH": src, "PATH": os.environ.get("PATH", "/usr/bin"), KEY_ENV: KEY, "COLUMNS": "200"}
         p = subprocess.run(

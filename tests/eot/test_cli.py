@@ -6,13 +6,13 @@ import json
 
 import numpy as np
 import pytest
-from eot_fixtures import random_rows, write_jsonl
 
 from duplexeval import stats
 from duplexeval.cli import main
 from duplexeval.eot.intervals import commit_pairs, turn_counts
 from duplexeval.eot.predictions import Predictions
 from duplexeval.eot.sweep import SweepConfig, build_spans, operating_point, run_sweep
+from tests.helpers.eot import random_rows, write_jsonl
 
 
 def run(argv, capsys):
@@ -171,7 +171,7 @@ def test_sweep_refuses_a_nan_score_in_parquet(tmp_path, capsys):
 
 
 def test_predict_cli_then_sweep(tmp_path, capsys):
-    from eot_fixtures import write_eotbench_spans
+    from tests.helpers.eot import write_eotbench_spans
 
     spans = write_eotbench_spans(tmp_path / "spans.jsonl")
     out = tmp_path / "p.parquet"

@@ -6,11 +6,11 @@ import json
 
 import numpy as np
 import pytest
-from fdb_fixtures import FixtureSample, interrupt_ann, turn_ann, write_tree
 
 from duplexeval.errors import RefusalError
 from duplexeval.fdb.asr_compare import align_words, compare_trees, compare_words
 from duplexeval.fdb.transcript import Word
+from tests.helpers.fdb import FixtureSample, interrupt_ann, turn_ann, write_tree
 
 TT, UI = "candor_turn_taking", "synthetic_user_interruption"
 

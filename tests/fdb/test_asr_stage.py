@@ -9,13 +9,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fdb_fixtures import FixtureSample, interrupt_ann, turn_ann, write_tree
 
 from duplexeval.asr.base import Word
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb import asr_stage
 from duplexeval.fdb.tree import load_asr
 from duplexeval.jsonio import sha256_file
+from tests.helpers.fdb import FixtureSample, interrupt_ann, turn_ann, write_tree
 
 SR = 16000
 

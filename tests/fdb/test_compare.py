@@ -7,15 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fdb_fixtures import (
-    FixedSegmenter,
-    FixtureSample,
-    interrupt_ann,
-    pause_ann,
-    segments_from_seconds,
-    turn_ann,
-    write_tree,
-)
 from scipy.stats import binomtest
 
 from duplexeval import cli
@@ -26,6 +17,15 @@ from duplexeval.fdb.unified import score
 from duplexeval.jsonio import dumps, read_json, write_json
 from duplexeval.paired import mcnemar_exact
 from duplexeval.stats import bootstrap_indices
+from tests.helpers.fdb import (
+    FixedSegmenter,
+    FixtureSample,
+    interrupt_ann,
+    pause_ann,
+    segments_from_seconds,
+    turn_ann,
+    write_tree,
+)
 
 P, SP, TT, UI = "candor_pause_handling", "synthetic_pause_handling", "candor_turn_taking", "synthetic_user_interruption"
 INELIGIBLE = {"eligible": False, "reasons": ["late_input"], "words": None, "wav": False}

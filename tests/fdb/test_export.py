@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from systems_fixtures import Dataset, add_sample, interruption, small_dataset, turn_taking
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError, RefusalError
@@ -19,6 +18,7 @@ from duplexeval.fdb.sample_trace import TRACE_FILE
 from duplexeval.fdb.tree import load_manifest
 from duplexeval.fdb.tree_writer import RUN_RECORD
 from duplexeval.systems.base import SampleInfo
+from tests.helpers.systems import Dataset, add_sample, interruption, small_dataset, turn_taking
 
 ENERGY = "turn-based:vad=energy"
 
@@ -130,7 +130,7 @@ def test_a_system_error_makes_the_sample_ineligible_not_the_run_fail(ds: Dataset
 def test_inputs_at_24k_give_outputs_of_exactly_T(tmp_path: Path) -> None:
     d = Dataset("rates", tmp_path / "ds")
     turn_taking(d, "7", "Is it going to rain today?", tail_s=2.0)
-    from systems_fixtures import add_sample
+    from tests.helpers.systems import add_sample
 
     audio = d.rows[0].read_input_16k()
     s = add_sample(d, "candor_turn_taking", "8", audio[:-7], None, sr=24000)
@@ -202,7 +202,7 @@ class EchoSystem:
 
 
 def test_the_system_hears_the_input_sample_for_sample(tmp_path: Path) -> None:
-    from systems_fixtures import add_sample
+    from tests.helpers.systems import add_sample
 
     d = Dataset("echo", tmp_path / "ds")
     x = (0.95 * np.sin(2 * np.pi * 220 * np.arange(40000) / 16000)).astype(np.float32)

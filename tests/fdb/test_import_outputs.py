@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 import soxr
-from systems_fixtures import Dataset, small_dataset
 
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.import_outputs import import_outputs
 from duplexeval.fdb.tree import load_manifest
+from tests.helpers.cli import run_cli
+from tests.helpers.systems import Dataset, small_dataset
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +141,36 @@ def test_cli_import(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[s
         main(["fdb", "import", "--dataset", "x", "--outputs", str(tmp_path / "nope"), "--out", str(tmp_path / "u")])
     assert err.value.code == 2
     assert capsys.readouterr().err.startswith("duplexeval: error: ")
+
+
+def test_import_explains_ineligible_samples(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import duplexeval.fdb.import_outputs as imp
+
+    monkeypatch.setattr(imp, "resolve_dataset", lambda d: ds)
+    outputs = make_outputs(ds, tmp_path / "outputs")
+    rc, out, err = run_cli(["fdb", "import", "--dataset", "x", "--outputs", str(outputs), "--out", str(tmp_path / "t")], capsys)
+    assert rc == 1  # synthetic_user_interruption has no eligible sample: the default --min-eligible rule
+    assert err.splitlines()[-1].startswith("import: exit 1: synthetic_user_interruption: 0/1 eligible, below --min-eligible")
+    assert "ineligible, missing_output: 1 (synthetic_user_interruption/1)" in out
+    assert f"next: put the model's output.wav at {outputs}/<subset>/<id>/output.wav" in out
+    assert "ineligible, length_mismatch: 1 (candor_turn_taking/2)" in out
+    assert "next: output.wav must last T seconds" in out
+    assert "import: done in " in err and "s of audio" in err
+
+def test_import_ignore_output_json(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import duplexeval.fdb.import_outputs as imp
+
+    monkeypatch.setattr(imp, "resolve_dataset", lambda d: ds)
+    outputs = make_outputs(ds, tmp_path / "outputs")
+    assert (outputs / "candor_turn_taking" / "1" / "output.json").is_file()
+    rc, _out, err = run_cli(["fdb", "import", "--dataset", "x", "--outputs", str(outputs), "--out", str(tmp_path / "t"),
+                             "-q", "--ignore-output-json", "--min-eligible", "0"], capsys)
+    assert rc == 0, err
+    assert not (tmp_path / "t" / "candor_turn_taking" / "1" / "output.json").exists()
+    manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    assert manifest["system"]["params"]["ignore_output_json"] is True
+    rc, _out, err = run_cli(["fdb", "import", "--dataset", "x", "--outputs", str(outputs), "--out", str(tmp_path / "u"), "-q",
+                             "--min-eligible", "0"], capsys)
+    assert rc == 0 and (tmp_path / "u" / "candor_turn_taking" / "1" / "output.json").is_file()

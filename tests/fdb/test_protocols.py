@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from systems_fixtures import Dataset as FixtureDataset
 
 from duplexeval.errors import InputError
 from duplexeval.fdb.dataset import Dataset
@@ -13,6 +12,7 @@ from duplexeval.fdb.export import export
 from duplexeval.fdb.import_outputs import import_outputs
 from duplexeval.fdb.protocols import DatasetLike, dataset_root
 from duplexeval.fdb.selection import resolve_dataset
+from tests.helpers.systems import Dataset as FixtureDataset
 
 
 class NoName:

@@ -9,13 +9,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from net_fixtures import SERVED, user_turn
-from systems_fixtures import Dataset, add_sample
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError
 from duplexeval.fdb.export import export
 from duplexeval.fdb.replay import replay
+from tests.helpers.net import SERVED, user_turn
+from tests.helpers.systems import Dataset, add_sample
 
 LOOP = "loopback:protocol=ws-pcm,serve=" + SERVED.replace(",", ";") + ",in_process=true"
 SAMPLE = Path("candor_turn_taking") / "1"

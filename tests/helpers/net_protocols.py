@@ -203,9 +203,8 @@ def _run_together(scenarios: list[Scenario], pcm: np.ndarray) -> dict[str, Outco
 
 def short_interruption(ds: Any, sid: str, context: str, interrupt: str) -> None:
     """Context, 2.5 s of silence (the baseline starts its reply), the interruption over the reply, 4 s tail."""
-    from systems_fixtures import _z, add_sample
-
     from duplexeval.tts import synthesize
+    from tests.helpers.systems import _z, add_sample
 
     c = synthesize(context)
     i = synthesize(interrupt)
@@ -227,9 +226,9 @@ def timing_datasets(root: Any) -> tuple[Any, Any]:
     import json
 
     import soundfile as sf
-    from systems_fixtures import Dataset, add_sample, pause, turn_taking
 
     from duplexeval.systems.net.moshi_wire import opus_round_trip
+    from tests.helpers.systems import Dataset, add_sample, pause, turn_taking
 
     ds = Dataset("net-timing", root / "ds")
     turn_taking(ds, "1", "Can you tell me what time it is in London right now?", tail_s=3.0)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from chromium import CHROMIUM, Browser
-from systems_fixtures import Dataset, interruption, pause, turn_taking
 
 from duplexeval.report.build import write_report
+from tests.helpers.chromium import CHROMIUM, Browser
+from tests.helpers.systems import Dataset, interruption, pause, turn_taking
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install -y chromium)")]
 

@@ -13,7 +13,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from fdb_fixtures import (
+
+from duplexeval import cli
+from duplexeval.errors import InputError
+from duplexeval.fdb.unified import score
+from duplexeval.report.build import ReportOptions, render_html, write_report
+from tests.helpers.fdb import (
     FixtureSample,
     interrupt_ann,
     pause_ann,
@@ -21,11 +26,6 @@ from fdb_fixtures import (
     turn_ann,
     write_tree,
 )
-
-from duplexeval import cli
-from duplexeval.errors import InputError
-from duplexeval.fdb.unified import score
-from duplexeval.report.build import ReportOptions, render_html, write_report
 
 P, SP, TT, UI, BC = ("candor_pause_handling", "synthetic_pause_handling", "candor_turn_taking",
                      "synthetic_user_interruption", "icc_backchannel")  # fmt: skip
@@ -243,12 +243,11 @@ def test_fdb_show_draws_a_png_and_refuses_bad_samples(trees: list[Path], tmp_pat
 
 
 def test_controller_and_eot_reports_share_the_page(tmp_path: Path) -> None:
-    from test_controller_core_io import _turn_clip
-
     from duplexeval.controller.format.data import write_data
     from duplexeval.eot.pairs import EOTPair
     from duplexeval.eot.report import build_report
     from duplexeval.jsonio import write_json
+    from tests.controller.test_core_io import _turn_clip
 
     write_data(tmp_path / "ctl", [_turn_clip(f"c{k}", f"g{k // 2}", 26 + k) for k in range(4)])
     with pytest.raises(SystemExit):
@@ -322,7 +321,8 @@ def _show(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str
 def test_fdb_show_refuses_an_id_without_a_slash_a_missing_output_and_another_dataset(
         one_sample_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import numpy as np
-    from systems_fixtures import Dataset, add_sample
+
+    from tests.helpers.systems import Dataset, add_sample
 
     out = tmp_path / "one.png"
     code, err = _show([str(one_sample_tree), TT, "--out", str(out)], capsys)

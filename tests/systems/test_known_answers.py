@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 
 import pytest
-from systems_fixtures import Dataset, interruption, pause, turn_taking
 
 from duplexeval.fdb.asr_stage import run as asr_run
 from duplexeval.fdb.export import export
@@ -22,6 +21,7 @@ from duplexeval.fdb.sample_trace import TRACE_FILE
 from duplexeval.fdb.unified import score
 from duplexeval.systems.baselines import DEFAULT_REPLY
 from duplexeval.tts import synthesize
+from tests.helpers.systems import Dataset, interruption, pause, turn_taking
 
 SILENCE_MS, THINK_MS, BARGE_IN_MS = 500, 200, 150
 TURN_BASED = f"turn-based:silence_ms={SILENCE_MS},think_ms={THINK_MS},barge_in_ms={BARGE_IN_MS}"

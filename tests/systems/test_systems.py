@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from plugin_fixtures import declare_entry_point
 
 from duplexeval.audio import to_pcm16
 from duplexeval.errors import InputError
@@ -21,9 +20,10 @@ from duplexeval.systems.playout import playout
 from duplexeval.systems.registry import make_system, parse_system_spec
 from duplexeval.systems.runner import ReceivedItem, run_session, run_session_async
 from duplexeval.tts import synthesize
+from tests.helpers import EXAMPLES
+from tests.helpers.plugins import declare_entry_point
 
 SR = 16000
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def chunk(value: int, n: int, at: float, sr: int = SR) -> ReceivedItem:

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fdb_fixtures import FixtureSample, interrupt_ann, pause_ann, place, rewrite_json, turn_ann, write_tree
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.official import evaluate
 from duplexeval.jsonio import sha256_file
+from tests.helpers.cli import run_cli
+from tests.helpers.fdb import FixtureSample, interrupt_ann, pause_ann, place, rewrite_json, turn_ann, write_tree
 
 PAUSE = "candor_pause_handling"
 TT = "candor_turn_taking"
@@ -215,7 +216,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 
 
 def test_judge_end_to_end_key_never_written(tmp_path, monkeypatch, capsys):
-    from test_official_judge import GOOD, KEY, ScriptedServer
+    from tests.fdb.official.test_judge import GOOD, KEY, ScriptedServer
 
     for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
         monkeypatch.delenv(var, raising=False)
@@ -298,3 +299,35 @@ def test_null_last_end_in_turn_taking_is_an_official_crash(tmp_path):
         assert s["metrics"][name]["value"] is None and "sample 2" in s["metrics"][name]["note"]
     assert s["samples"][0]["official_crash"] is None and s["samples"][0]["tor"] == 1
     assert "TypeError" in s["samples"][1]["official_crash"] and s["samples"][1]["tor"] is None
+
+
+LONG = [("yes", 1.5, 1.8), ("I", 1.9, 2.0), ("can", 2.1, 2.4), ("help", 2.5, 3.2), ("you", 3.3, 3.6)]
+
+def test_evaluate_progress_lines_round_floats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    tree = write_tree(tmp_path / "t", [
+        FixtureSample("candor_turn_taking", "1", 6.0, annotation=turn_ann(1.0), words=LONG),
+        FixtureSample("candor_turn_taking", "2", 6.0, annotation=turn_ann(1.0), words=LONG),
+        FixtureSample("candor_turn_taking", "3", 6.0, annotation=turn_ann(1.0), words=[]),
+    ])
+    rc, _out, err = run_cli(["fdb", "evaluate", str(tree)], capsys)
+    assert rc == 0, err
+    line = next(x for x in err.splitlines() if "evaluated 3" in x)
+    assert "Average take turn 0.6667" in line, line
+    assert not re.search(r"\d\.\d{5,}", line), line  # no 0.6666666666666666
+    assert "evaluate: done in " in err.splitlines()[-2]
+    assert err.splitlines()[-1].startswith("evaluate: exit 0: 3/3 evaluated in 1 subset")
+
+
+def test_evaluate_summary_line_says_needs_judge() -> None:
+    from duplexeval.fdb.evaluate_cli import format_summary
+    from duplexeval.fdb.official.metric import NOT_JUDGED
+
+    summary = {"rules": {"name": "v1.0", "backchannel_rules": "2025-06"}, "subsets": {UI: {
+        "n_evaluated": 3, "counts": {"selected": 3, "declared": 200}, "judge": {"label": "not judged"},
+        "metrics": {"Average rating": {"value": None, "std": None, "n": 0, "note": NOT_JUDGED},
+                    "Average take turn": {"value": 1.0, "std": None, "n": 3, "note": None}}}}}
+    lines = format_summary(summary)
+    assert any("Average rating: needs --judge openai" in x for x in lines)
+    assert any("Average take turn: 1.0000" in x for x in lines)

@@ -11,9 +11,9 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from test_official_judge import ScriptedServer, all_tree_bytes, rate
 
 from duplexeval.fdb.official import judge as J
+from tests.fdb.official.test_judge import ScriptedServer, all_tree_bytes, rate
 
 NASTY_KEY = 'sk-"quo\\te/é+&=%20 key'
 

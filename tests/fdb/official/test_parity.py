@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fdb_fixtures import FixtureSample, interrupt_ann, pause_ann, place, turn_ann, write_tree
 
 from duplexeval.fdb.official import evaluate
+from tests.helpers.fdb import FixtureSample, interrupt_ann, pause_ann, place, turn_ann, write_tree
 
 REF = os.environ.get("FDB_REFERENCE_SOURCE")
 pytestmark = pytest.mark.skipif(
@@ -99,7 +99,7 @@ def fake_rating(user_text: str) -> str:
 
 
 def test_pause_turn_taking_interruption_match_the_official_scripts(tmp_path, monkeypatch):
-    from test_official_judge import ScriptedServer
+    from tests.fdb.official.test_judge import ScriptedServer
 
     root = parity_tree(tmp_path / "ours")
     copy = tmp_path / "theirs"
@@ -209,7 +209,8 @@ def test_backchannel_matches_the_official_script(tmp_path, monkeypatch):
 def test_official_example_data(tmp_path, monkeypatch):
     """The three example samples of the checkout: ours and theirs agree, and match the notes (1.35 s, 4.08 s)."""
     import soundfile as sf
-    from test_official_judge import GOOD, ScriptedServer
+
+    from tests.fdb.official.test_judge import GOOD, ScriptedServer
 
     ex = eval_dir() / "example_data"
     spec = [

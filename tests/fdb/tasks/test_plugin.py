@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tests.helpers import ROOT
 from tests.helpers.plugins import declare_entry_point
 

@@ -7,7 +7,11 @@ import json
 import numpy as np
 import pytest
 import soundfile as sf
-from fdb_fixtures import (
+
+from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.unified import score
+from duplexeval.jsonio import read_json, write_json
+from tests.helpers.fdb import (
     FixedSegmenter,
     FixtureSample,
     interrupt_ann,
@@ -17,10 +21,6 @@ from fdb_fixtures import (
     turn_ann,
     write_tree,
 )
-
-from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.unified import score
-from duplexeval.jsonio import read_json, write_json
 
 P, TT, UI = "candor_pause_handling", "candor_turn_taking", "synthetic_user_interruption"
 

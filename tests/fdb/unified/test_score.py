@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
-from fdb_fixtures import (
+
+from duplexeval import cli
+from duplexeval.fdb.unified import DEFINITIONS, score
+from duplexeval.fdb.unified.report import load_reference
+from duplexeval.jsonio import read_json, sha256_file, write_json
+from tests.helpers.cli import run_cli
+from tests.helpers.fdb import (
     FixedSegmenter,
     FixtureSample,
     interrupt_ann,
@@ -16,11 +23,6 @@ from fdb_fixtures import (
     turn_ann,
     write_tree,
 )
-
-from duplexeval import cli
-from duplexeval.fdb.unified import DEFINITIONS, score
-from duplexeval.fdb.unified.report import load_reference
-from duplexeval.jsonio import read_json, sha256_file, write_json
 
 P, SP, TT, UI, BC = (
     "candor_pause_handling",
@@ -247,3 +249,38 @@ def test_unwritable_tree_is_one_line_error(tmp_path):
     with pytest.raises(InputError, match="unified.json: cannot write"):
         score(root, segmenter=SEGS)
     assert not any(n.endswith(".tmp") for n in os.listdir(root))
+
+
+def _unjudged_summary(root: Path) -> None:
+    from duplexeval.fdb.official.metric import NOT_JUDGED
+
+    write_json(root / "summary.json", {
+        "kind": "duplexeval.fdb.summary", "schema_version": 1,
+        "manifest_sha256": sha256_file(root / "manifest.json"), "asr_sha256": sha256_file(root / "asr.json"),
+        "rules": {},
+        "subsets": {UI: {"task": "user_interruption", "n_evaluated": 3, "counts": {},
+                         "metrics": {"Average rating": {"value": None, "std": None, "n": 0, "note": NOT_JUDGED}},
+                         "judge": {"label": "not judged"}, "samples": []}},
+    })
+
+def test_fdb_score_report_symbols_width_and_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from duplexeval import vad_batched
+
+    monkeypatch.setattr(vad_batched, "segment_files", lambda paths, jobs=None, limits=None: SEGS(paths))
+    root = _hand_tree(tmp_path / "tree")
+    rc, _out, err = run_cli(["fdb", "score", str(root), "-q"], capsys)
+    assert rc == 0, err
+    _unjudged_summary(root)
+    rc, out, err = run_cli(["fdb", "score", str(root)], capsys)
+    assert rc == 0, err
+    assert "—" not in out  # one no-data symbol: stats.NO_DATA
+    assert "n/r" in out  # turn taking p90: the sample that never responds
+    # piped (not a TTY): the long counts line is not wrapped at 80 columns
+    counts = [line for line in out.splitlines() if "selected 4 of 216 declared" in line]
+    assert counts and "reasons: late_input 1" in counts[0] and len(counts[0]) > 80
+    rating = [line for line in out.splitlines() if line.lstrip().startswith("Average rating")]
+    assert rating and "needs --judge" in rating[0]
+    # plain text lines are not wrapped either (rich soft wrap when piped)
+    assert any(x.startswith("n/r = not reached") and x.rstrip().endswith("then yes.") for x in out.splitlines())
+    assert err.startswith("score: done in ") and "s of audio" in err and "x real time" in err

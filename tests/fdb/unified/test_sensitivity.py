@@ -11,7 +11,6 @@ import json
 
 import numpy as np
 import pytest
-from fdb_fixtures import FixtureSample, interrupt_ann, place, write_tree
 
 from duplexeval.fdb.tasks.interruption.sensitivity import (
     EDGE_MS,
@@ -24,6 +23,7 @@ from duplexeval.fdb.unified import score
 from duplexeval.fdb.unified.load import load_tree
 from duplexeval.tts import synthesize
 from duplexeval.vad import SCORER_SETTINGS, load_vad
+from tests.helpers.fdb import FixtureSample, interrupt_ann, place, write_tree
 
 UI = "synthetic_user_interruption"
 GAP_S = 0.3  # silence between the sentences: Silero splits them under 100 ms minimum silence, not under 300

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fdb_fixtures import FixtureSample, interrupt_ann, place, write_tree
 
 from duplexeval import vad_batched
 from duplexeval.fdb.unified import score
 from duplexeval.tts import synthesize
 from duplexeval.vad import SCORER_SETTINGS, load_vad
+from tests.helpers.fdb import FixtureSample, interrupt_ann, place, write_tree
 
 UI = "synthetic_user_interruption"
 

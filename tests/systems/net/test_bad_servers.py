@@ -14,9 +14,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from net_fixtures import SERVED, user_turn
-from systems_fixtures import Dataset, add_sample
-
 from duplexeval.cli import main
 from duplexeval.systems.net import moshi_wire as mw
 from duplexeval.systems.net.faults import Faults
@@ -24,6 +21,8 @@ from duplexeval.systems.net.moshi_server import MoshiServerSession
 from duplexeval.systems.net.native_server import NativeServerSession
 from duplexeval.systems.net.server import LoopbackServer, ServeConfig, ServerThread
 from duplexeval.systems.registry import make_system
+from tests.helpers.net import SERVED, user_turn
+from tests.helpers.systems import Dataset, add_sample
 
 
 class UnknownKindMoshi(MoshiServerSession):

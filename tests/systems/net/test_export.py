@@ -11,8 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from net_fixtures import SERVED, user_turn
-from systems_fixtures import Dataset, add_sample
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError
@@ -20,6 +18,8 @@ from duplexeval.fdb.export import export
 from duplexeval.fdb.replay import replay
 from duplexeval.systems.net.server import ServerProcess, ServerThread, make_server
 from duplexeval.systems.registry import make_system
+from tests.helpers.net import SERVED, user_turn
+from tests.helpers.systems import Dataset, add_sample
 
 LOOP = "loopback:serve=" + SERVED.replace(",", ";") + ",in_process=true"
 
@@ -150,17 +150,17 @@ def test_a_url_with_a_credential_is_refused() -> None:
 
 
 def test_plugins_by_import_path(tmp_path: Path) -> None:
-    sys_ = make_system("net_fixtures:Echo:gain=2")
+    sys_ = make_system("tests.helpers.net:Echo:gain=2")
     assert sys_.params() == {"gain": 2} and sys_.name == "echo"
     ds = _ds(tmp_path / "ds", 1)
-    res = export("net_fixtures:Echo:gain=2", ds, tmp_path / "tree", progress=False)
+    res = export("tests.helpers.net:Echo:gain=2", ds, tmp_path / "tree", progress=False)
     assert res.counts["candor_turn_taking"]["eligible"] == 1
     with pytest.raises(InputError, match="has no parameter 'nope'"):
-        make_system("net_fixtures:Echo:nope=1")
+        make_system("tests.helpers.net:Echo:nope=1")
     with pytest.raises(InputError, match="cannot import module"):
         make_system("no_such_module_xyz:Echo")
     with pytest.raises(InputError, match="not a dataclass"):
-        make_system("net_fixtures:user_turn")
+        make_system("tests.helpers.net:user_turn")
 
 
 def main_ok(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from net_fixtures import REPLY_AT, Case, T, run_cases
 
 from duplexeval.systems.net.transport import CONNECT_RETRIES
+from tests.helpers.net import REPLY_AT, Case, T, run_cases
 
 BEFORE, MID, AFTER = 1.7, 2.4, 4.5
 OAI = "stall_s=2.0,linger_s=1.5,open_timeout_s=5"

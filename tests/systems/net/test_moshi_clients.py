@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from net_fixtures import REPLY_AT, SERVED, T, user_turn
 
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net import moshi_wire as mw
@@ -23,6 +22,7 @@ from duplexeval.systems.net.trace import received_items, verdict
 from duplexeval.systems.playout import playout
 from duplexeval.systems.registry import make_system
 from duplexeval.systems.runner import run_session_async
+from tests.helpers.net import REPLY_AT, SERVED, T, user_turn
 
 CASES = [  # (server flavor, client parameters)
     ("kyutai", "flavor=kyutai"),

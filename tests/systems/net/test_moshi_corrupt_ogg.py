@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from net_proto_helpers import Scenario, run_batch
 
 from duplexeval.systems.net import moshi_wire as mw
 from duplexeval.systems.net import server as server_module
 from duplexeval.systems.net.moshi_server import MoshiServerSession
+from tests.helpers.net_protocols import Scenario, run_batch
 
 CORRUPT_AT = 6  # the 6th audio message the server sends (well inside the 2 s input)
 

@@ -12,13 +12,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-import upstream_moshi as up
 import websockets
-from net_proto_helpers import SERVED
 
 from duplexeval.errors import InputError
 from duplexeval.systems.net import moshi_wire as mw
 from duplexeval.systems.net.server import ServerThread, make_server
+from tests.helpers import upstream_moshi as up
+from tests.helpers.net_protocols import SERVED
 
 KW: dict[str, Any] = {"compression": None, "ping_interval": None}
 

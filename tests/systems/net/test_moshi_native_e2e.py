@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 import soundfile as sf
-from net_proto_helpers import first_loud_s, frame_delay, timing_datasets
 
 from duplexeval.fdb.asr_stage import run as asr_run
 from duplexeval.fdb.export import export
 from duplexeval.fdb.replay import replay
 from duplexeval.fdb.unified import score
 from duplexeval.systems.net.moshi_wire import opus_round_trip
+from tests.helpers.net_protocols import first_loud_s, frame_delay, timing_datasets
 
 pytestmark = pytest.mark.slow
 

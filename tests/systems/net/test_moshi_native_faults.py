@@ -13,7 +13,11 @@ import time
 from typing import Any
 
 import pytest
-from net_proto_helpers import (
+
+from duplexeval.systems.net.moshi import MoshiSession, MoshiSystem
+from duplexeval.systems.net.native import NativeDuplexSystem, NativeSession
+from duplexeval.systems.registry import make_system
+from tests.helpers.net_protocols import (
     AUDIO_TYPES,
     T_S,
     Outcome,
@@ -21,10 +25,6 @@ from net_proto_helpers import (
     run_batch,
     skip_if_starved,
 )
-
-from duplexeval.systems.net.moshi import MoshiSession, MoshiSystem
-from duplexeval.systems.net.native import NativeDuplexSystem, NativeSession
-from duplexeval.systems.registry import make_system
 
 pytestmark = pytest.mark.slow  # real-time sessions: about a minute of wall time on the loaded 2-core machine
 

@@ -12,8 +12,6 @@ import json
 
 import numpy as np
 import pytest
-import upstream_sglang as up
-from net_proto_helpers import SERVED, first_loud_s, tone_input
 
 from duplexeval.errors import InputError
 from duplexeval.systems.base import SampleInfo
@@ -21,6 +19,8 @@ from duplexeval.systems.net import native_wire as nw
 from duplexeval.systems.net.frame_stream import FrameStream
 from duplexeval.systems.net.native_server import Deployment, NativeConversation, deployment_of
 from duplexeval.systems.registry import make_system
+from tests.helpers import upstream_sglang as up
+from tests.helpers.net_protocols import SERVED, first_loud_s, tone_input
 
 
 def _conversation(deployment: Deployment | None = None) -> NativeConversation:

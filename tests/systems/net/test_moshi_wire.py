@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import upstream_moshi as up
 
 from duplexeval.systems.net import moshi_wire as mw
 from duplexeval.systems.net.resample_stream import StreamResampler
+from tests.helpers import upstream_moshi as up
 
 
 def _tone(n: int, sr: int, hz: float = 440.0, amp: float = 0.4) -> np.ndarray:

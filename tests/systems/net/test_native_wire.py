@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-import upstream_sglang as up
 
 from duplexeval.systems.net import native_wire as nw
 from duplexeval.systems.net.native_ledger import NativeLedger
+from tests.helpers import upstream_sglang as up
 
 
 def _granted(**over):

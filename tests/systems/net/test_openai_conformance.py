@@ -16,10 +16,8 @@ import random
 from typing import Any
 
 import pytest
-from net_fixtures import SERVED, USER, T, user_turn
 from openai.types.beta.realtime.session_update_event import Session as BetaUpdateSession
 from openai.types.realtime import RealtimeSessionCreateRequest
-from openai_sdk_check import check_client_event, check_server_event
 
 from duplexeval.errors import InputError
 from duplexeval.systems.base import SampleInfo
@@ -30,6 +28,8 @@ from duplexeval.systems.net.server import ServerThread, make_server
 from duplexeval.systems.net.trace import verdict
 from duplexeval.systems.registry import make_system
 from duplexeval.systems.runner import run_session_async
+from tests.helpers.net import SERVED, USER, T, user_turn
+from tests.helpers.openai_sdk import check_client_event, check_server_event
 
 
 def test_server_session_fields_are_the_sdk_s() -> None:

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 from openai import AsyncOpenAI
-from openai_sdk_check import check_server_event
 
 from duplexeval.audio import resample
 from duplexeval.systems.net.server import ServerThread, make_server
 from duplexeval.tts import synthesize
+from tests.helpers.openai_sdk import check_server_event
 
 SERVED = "turn-based:vad=energy,think_ms=0,silence_ms=400,text=well that is a long story and I will tell it to you slowly"
 CHUNK_S = 0.1

@@ -11,14 +11,13 @@ import asyncio
 import itertools
 import time
 
-from net_fixtures import PATHS, SERVED, user_turn
-
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net import phases
 from duplexeval.systems.net.phases import PhasePlanner
 from duplexeval.systems.net.server import ServerThread, make_server
 from duplexeval.systems.registry import make_system
 from duplexeval.systems.runner import run_session_async
+from tests.helpers.net import PATHS, SERVED, user_turn
 
 P = 0.08
 

@@ -8,7 +8,6 @@ import asyncio
 
 import numpy as np
 import pytest
-from net_fixtures import Case, run_cases, user_turn
 
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net.faults import parse_faults
@@ -18,6 +17,7 @@ from duplexeval.systems.net.transport import CONNECT_RETRIES
 from duplexeval.systems.playout import playout
 from duplexeval.systems.registry import make_system
 from duplexeval.systems.runner import run_session_async
+from tests.helpers.net import Case, run_cases, user_turn
 
 T = 4.5
 BARGE = ((0.3, 1.3), (2.4, 3.3))

@@ -9,7 +9,6 @@ import random
 import numpy as np
 import pytest
 import websockets
-from net_fixtures import REPLY_AT, SERVED, Case, run_cases, user_turn
 
 from duplexeval.systems.base import (
     ControlEvent,
@@ -22,6 +21,7 @@ from duplexeval.systems.net.openai_realtime import granted_rates
 from duplexeval.systems.net.server import ServerThread, make_server
 from duplexeval.systems.playout import playout
 from duplexeval.systems.runner import ReceivedItem, run_session_async
+from tests.helpers.net import REPLY_AT, SERVED, Case, run_cases, user_turn
 
 # A user who talks over the reply: first turn 0.3-1.3 s, reply from ~2.0 s, barge-in at 3.0-4.2 s.
 TALK_OVER = ((0.3, 1.3), (3.0, 4.2))

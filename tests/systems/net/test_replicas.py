@@ -6,7 +6,6 @@ import asyncio
 import socket
 
 import pytest
-from net_fixtures import SERVED, user_turn
 
 from duplexeval.errors import InputError
 from duplexeval.systems.base import SampleInfo
@@ -15,6 +14,7 @@ from duplexeval.systems.net.replicas import NoReplica, ReplicaPool, forget_pools
 from duplexeval.systems.net.server import ServerThread, make_server
 from duplexeval.systems.net.trace import CONNECT_FAILED, DISCONNECTED, verdict
 from duplexeval.systems.registry import make_system
+from tests.helpers.net import SERVED, user_turn
 
 T = 1.2
 

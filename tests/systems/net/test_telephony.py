@@ -16,11 +16,11 @@ import math
 
 import numpy as np
 import pytest
-from net_fixtures import Case, run_cases
 
 from duplexeval.systems.net.telephony_wire import DIALECT, DIALECTS
 from duplexeval.systems.net.transport import CONNECT_RETRIES
 from duplexeval.systems.playout import playout
+from tests.helpers.net import Case, run_cases
 
 T = 4.5
 BARGE = ((0.3, 1.3), (2.4, 3.3))

@@ -8,7 +8,6 @@ import base64
 import json
 
 import numpy as np
-from net_fixtures import WsServerThread
 from websockets.asyncio.server import ServerConnection
 
 from duplexeval.systems.base import SampleInfo
@@ -16,6 +15,7 @@ from duplexeval.systems.net.telephony import MAX_PENDING_MARKS
 from duplexeval.systems.net.trace import verdict
 from duplexeval.systems.registry import make_system
 from duplexeval.systems.runner import run_session_async
+from tests.helpers.net import WsServerThread
 
 T = 1.2
 

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_fixtures import run_cli
-from net_fixtures import SERVED, user_turn
-from systems_fixtures import Dataset, add_sample
 
 from duplexeval.cli import main
 from duplexeval.systems.net.faults import parse_faults
 from duplexeval.systems.net.server import ServerThread, make_server
+from tests.helpers.cli import run_cli
+from tests.helpers.net import SERVED, user_turn
+from tests.helpers.systems import Dataset, add_sample
 
 T = 2.6
 # name: (dialect, loopback faults, loopback options, client parameters, reason, the first problem's words)

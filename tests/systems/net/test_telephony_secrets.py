@@ -13,12 +13,12 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from net_fixtures import WsServerThread
-from test_secrets_e2e import KEY, KEY_ENV, assert_no_key, key_env, one_sample_dataset  # noqa: F401 - key_env: a fixture
 from websockets.asyncio.server import ServerConnection
 
 from duplexeval import redaction
 from duplexeval.cli import main
+from tests.helpers.net import WsServerThread
+from tests.test_secrets_e2e import KEY, KEY_ENV, assert_no_key, key_env, one_sample_dataset  # noqa: F401 - key_env: a fixture
 
 
 def assert_no_hex(data: bytes, where: str) -> None:

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from net_fixtures import user_turn
 
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net.faults import parse_faults
@@ -20,6 +19,7 @@ from duplexeval.systems.net.transport import CONNECT_RETRIES
 from duplexeval.systems.playout import playout
 from duplexeval.systems.registry import make_system
 from duplexeval.systems.runner import run_session_async
+from tests.helpers.net import user_turn
 
 pytest.importorskip("aiortc")
 from duplexeval.systems.net.webrtc_server import WebRtcLoopback  # noqa: E402

@@ -4,7 +4,8 @@ before anything is built or bound."""
 from __future__ import annotations
 
 import pytest
-from cli_fixtures import run_cli
+
+from tests.helpers.cli import run_cli
 
 pytest.importorskip("pipecat")
 

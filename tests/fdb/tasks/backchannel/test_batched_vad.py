@@ -8,16 +8,15 @@ any rate as 16 kHz). The batched path steps all files together (`vad_batched.seg
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.helpers import DATA as TEST_DATA
 
 from duplexeval.audio import read_audio
 from duplexeval.fdb.tasks.backchannel.rules import vad_segments_s
 from duplexeval.vad import OFFICIAL_SETTINGS, SCORER_SETTINGS, VadSettings, load_vad
 from duplexeval.vad_batched import segment_audios
+from tests.helpers import DATA as TEST_DATA
 
 DATA = TEST_DATA / "vad"
 _WANT: dict = {}  # frame-by-frame reference segments, shared by both VAD paths' runs

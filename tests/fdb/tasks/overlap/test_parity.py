@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tests.helpers import BENCHMARKS, DATA
 
 FIXTURE = DATA / "fdb_v15" / "official.json"

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import soundfile as sf
-from tests.helpers.net import SERVED, user_turn
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError
@@ -21,6 +20,7 @@ from duplexeval.fdb.tasks.overlap import synth
 from duplexeval.fdb.tasks.overlap.scenarios import USER_BACKCHANNEL, USER_INTERRUPTION
 from duplexeval.jsonio import sha256_file
 from duplexeval.systems.base import SampleInfo
+from tests.helpers.net import SERVED, user_turn
 
 # An energy "ASR" (a user's own backend by module:Class): one word per loud stretch, so the stages run fast.
 LOUD = '''
