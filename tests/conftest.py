@@ -1,5 +1,9 @@
 """Test-session settings: keep every cache inside the session's temporary folder (never the user's home),
-and mark the slow tests (listed in slow_tests.txt, plus every Ray test) so `make test-fast` can skip them."""
+and mark the slow tests (listed in slow_tests.txt, plus every Ray test) so `make test-fast` can skip them.
+
+The folders under tests/ mirror src/duplexeval/ (tests/fdb/unified/ tests duplexeval.fdb.unified); the tests of
+top-level modules sit in tests/ itself, as those modules sit in duplexeval/ itself, rather than in a tests/core/
+that has no counterpart in the package. Shared helpers are the package tests.helpers (see README.md here)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A corpus of malformed inputs across the commands (issue 10): each must end with ONE line naming the file
+"""A corpus of malformed inputs across the commands: each must end with ONE line naming the file
 (and sample) and the problem, exit 2, no traceback, nothing written half-way, nothing dropped silently.
 
 Every case here failed before the fix it documents (a traceback, a wrong acceptance or a misleading line).

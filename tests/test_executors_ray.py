@@ -44,7 +44,7 @@ def test_killed_task_worker_is_retried_on_a_new_worker(ray_local, tmp_path: Path
     got = _run(ExecutorSpec("ray", max_retries=1), None, wh.die_once, [(marker, n) for n in range(5)])
     assert all(isinstance(g, ItemResult) for g in got), got
     assert [g.value[0] for g in got] == [0, 1, 2, 3, 4]
-    assert got[2].value[1] != int(Path(marker).read_text())  # item 2 finished on another process than the one killed
+    assert got[2].value[1] != int(Path(marker).read_text())  # the third call finished on another process than the one killed
 
 
 def test_killed_actor_is_replaced_and_its_item_retried(ray_local, tmp_path: Path) -> None:
@@ -221,7 +221,7 @@ def test_export_on_ray_writes_the_same_tree_and_resumes_from_its_journal(ray_loc
 def test_eot_predict_on_ray_writes_the_same_predictions(ray_local, tmp_path: Path) -> None:
     from duplexeval.cli import _make_app
     from duplexeval.eot.predict import run_predict
-    from tests.eot.test_predict import one_turn_set
+    from tests.helpers.eot import one_turn_set
 
     a, b = tmp_path / "local.parquet", tmp_path / "ray.parquet"
     run_predict(one_turn_set(), "silero", {}, a, progress=False)
@@ -340,7 +340,7 @@ def test_a_plugin_call_on_a_ray_worker_is_bounded_by_the_driver_s_setting(ray_lo
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Set after the instance started (as for a cluster started elsewhere): the setting travels with the work."""
     from duplexeval.eot.predict import run_predict
-    from tests.eot.test_predict import one_turn_set
+    from tests.helpers.eot import one_turn_set
 
     monkeypatch.setenv("DUPLEXEVAL_CALL_TIMEOUT", "0.2")
     monkeypatch.setenv("DUPLEXEVAL_DEBUG", "")

@@ -16,27 +16,7 @@ import pytest
 from duplexeval.fdb import asr_stage
 from tests.helpers import ROOT, SRC
 from tests.helpers import workers as wh
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(d.name))
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"  # a zombie has exited; only its entry waits to be reaped
+from tests.helpers.processes import alive, child_pids
 
 
 def _records(tree: Path) -> list[Path]:
@@ -62,14 +42,14 @@ def test_sigkill_of_asr_driver_takes_its_workers_and_resume_gives_the_same_bytes
         while not _records(tree):
             assert proc.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
             time.sleep(0.05)
-        workers = _children(proc.pid)
+        workers = child_pids(proc.pid)
         assert len(workers) >= 2  # the two pool workers (and multiprocessing's resource tracker)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         deadline = time.monotonic() + 5
-        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        while any(alive(w) for w in workers) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not any(_alive(w) for w in workers), "workers outlived their killed driver"
+        assert not any(alive(w) for w in workers), "workers outlived their killed driver"
     finally:
         if proc.poll() is None:
             proc.kill()

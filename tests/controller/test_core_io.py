@@ -22,6 +22,7 @@ from duplexeval.controller.metrics.events import clip_events
 from duplexeval.controller.metrics.frame_metrics import frame_metrics
 from duplexeval.errors import InputError
 from duplexeval.stats import bootstrap_indices, percentile_interval, quantile_rule
+from tests.helpers.controller import turn_clip
 
 
 def small_clip(cid="c1", n=50, group="g"):
@@ -153,14 +154,6 @@ def test_policy_defaults_roundtrip_and_errors(tmp_path):
 # ------------------------------------------------------------------ grouped paired bootstrap
 
 
-def _turn_clip(cid, group, fire_at, n=60, turn_end=2.0):
-    s = np.zeros(n)
-    if fire_at is not None:
-        s[fire_at - 1 :] = 0.95  # fires at frame fire_at (after warmup)
-    meta = ClipMeta(cid, n, group=group, turn_probes=[TurnProbe(turn_end)], pause_probes=[PauseProbe(0.8, 1.2)])
-    return Clip(meta, ClipFrames(n, endpoint=s, level_db=np.full(n, -20.0)))
-
-
 def test_paired_bootstrap_matches_a_brute_force_group_resample():
     from duplexeval.controller.metrics.compare import paired_bootstrap
 
@@ -169,8 +162,8 @@ def test_paired_bootstrap_matches_a_brute_force_group_resample():
     fires_a = [int(x) for x in rng.integers(25, 45, size=12)]
     fires_b = [f - int(d) for f, d in zip(fires_a, rng.integers(0, 4, size=12))]
     groups = [f"g{k // 3}" for k in range(12)]
-    ea = [clip_events(_turn_clip(f"c{k}", groups[k], fires_a[k]), pol) for k in range(12)]
-    eb = [clip_events(_turn_clip(f"c{k}", groups[k], fires_b[k]), pol) for k in range(12)]
+    ea = [clip_events(turn_clip(f"c{k}", groups[k], fires_a[k]), pol) for k in range(12)]
+    eb = [clip_events(turn_clip(f"c{k}", groups[k], fires_b[k]), pol) for k in range(12)]
     res = paired_bootstrap(ea, eb, pol, pol)
     m = res["metrics"]["endpoint.latency_median_ms"]
     lat_a = {g: [] for g in sorted(set(groups))}
@@ -198,8 +191,8 @@ def test_paired_bootstrap_ratio_metric_brute_force():
     fires_a = [30, None, 30, None, 30, 30]
     fires_b = [30, 30, None, 30, 30, 30]
     groups = ["x", "x", "y", "z", "z", "w"]
-    ea = [clip_events(_turn_clip(f"c{k}", groups[k], fires_a[k]), pol) for k in range(6)]
-    eb = [clip_events(_turn_clip(f"c{k}", groups[k], fires_b[k]), pol) for k in range(6)]
+    ea = [clip_events(turn_clip(f"c{k}", groups[k], fires_a[k]), pol) for k in range(6)]
+    eb = [clip_events(turn_clip(f"c{k}", groups[k], fires_b[k]), pol) for k in range(6)]
     m = paired_bootstrap(ea, eb, pol, pol)["metrics"]["endpoint.no_endpoint_rate"]
     assert m["a"] == pytest.approx(2 / 6) and m["b"] == pytest.approx(1 / 6)
     gs = sorted(set(groups))
@@ -244,9 +237,9 @@ def test_calibration_picks_lowest_latency_under_the_pause_ceiling():
 def test_cli_evaluate_calibrate_compare(tmp_path, capsys):
     from duplexeval.cli import main
 
-    clips = [_turn_clip(f"c{k}", f"g{k // 2}", 26 + k) for k in range(6)]
+    clips = [turn_clip(f"c{k}", f"g{k // 2}", 26 + k) for k in range(6)]
     write_data(tmp_path / "a", clips)
-    write_data(tmp_path / "b", [_turn_clip(f"c{k}", f"g{k // 2}", 28 + k) for k in range(6)])
+    write_data(tmp_path / "b", [turn_clip(f"c{k}", f"g{k // 2}", 28 + k) for k in range(6)])
     out = tmp_path / "r.json"
     with pytest.raises(SystemExit) as e:
         main(["controller", "evaluate", str(tmp_path / "a"), "--json", str(out), "--mode", "head_only"])
@@ -290,7 +283,7 @@ def test_cli_evaluate_calibrate_compare(tmp_path, capsys):
 def test_evaluate_report_is_deterministic_and_rows_add_up(tmp_path):
     from duplexeval.cli import main
 
-    clips = [_turn_clip(f"c{k}", f"g{k // 2}", 20 + 3 * k) for k in range(6)]
+    clips = [turn_clip(f"c{k}", f"g{k // 2}", 20 + 3 * k) for k in range(6)]
     write_data(tmp_path / "a", clips)
     outs = []
     for k in range(2):
@@ -359,8 +352,8 @@ def test_compare_refuses_different_frame_labels():
     from duplexeval.controller.metrics.compare import paired_bootstrap
 
     pol = EvaluationPolicy()
-    a = _turn_clip("c", "g", 30)
-    b = _turn_clip("c", "g", 30)
+    a = turn_clip("c", "g", 30)
+    b = turn_clip("c", "g", 30)
     b.frames.label_endpoint = np.zeros(60, bool)
     with pytest.raises(InputError, match="clip c: A and B have different frame labels"):
         paired_bootstrap([clip_events(a, pol)], [clip_events(b, pol)], pol, pol)

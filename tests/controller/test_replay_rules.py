@@ -1,4 +1,4 @@
-"""Controller replay rules settled in issue 10 (docs/controller.md section 2), each worked out by hand.
+"""Controller replay rules at the edges docs/controller.md section 2 settles, each worked out by hand.
 
 - a turn probe is eligible for "miss within 1.2 s" when window end - turn end >= 1.2 s (the window end as
   written, not the end of its last whole frame);
@@ -26,7 +26,7 @@ LOUD = -20.0
 
 
 def test_probe_with_deadline_inside_an_unaligned_window_is_eligible():
-    # the issue's repro: 40 frames, probe [1.0, 0.0, 2.2], endpoint all 0, level -20 dB. The window's last
+    # the smallest case: 40 frames, probe [1.0, 0.0, 2.2], endpoint all 0, level -20 dB. The window's last
     # whole frame ends at 2.16 s, but every stamp up to the deadline (2.2 s) is a whole frame of the window.
     meta = ClipMeta("c", 40, turn_probes=[TurnProbe(1.0, 0.0, 2.2)])
     clip = Clip(meta, ClipFrames(40, endpoint=np.zeros(40), level_db=np.full(40, LOUD)))

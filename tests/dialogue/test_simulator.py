@@ -1,7 +1,8 @@
-"""The virtual clock and the baselines' known answers (spec 004, issue 14)."""
+"""The virtual clock and the baselines' known answers (spec 004)."""
 
 from __future__ import annotations
 
+import re
 from itertools import pairwise
 
 import pytest
@@ -216,7 +217,7 @@ class EchoPlugin:
 
 
 def test_module_class_plugin():
-    m = make_manager("test_dialogue_sim:EchoPlugin")
+    m = make_manager(f"{__name__}:EchoPlugin")
     rep = simulate(miu_case(), m, Clock())
     assert rep.takes == [1_500_000]
 
@@ -284,8 +285,8 @@ class Broken:
 
 
 def test_plugin_that_fails_to_build_is_one_line():
-    with pytest.raises(InputError, match=r"^dialogue system 'test_dialogue_sim:Broken': __init__ raised ValueError: no model file$"):
-        make_manager("test_dialogue_sim:Broken", {"level": "2"})
+    with pytest.raises(InputError, match=rf"^dialogue system '{re.escape(__name__)}:Broken': __init__ raised ValueError: no model file$"):
+        make_manager(f"{__name__}:Broken", {"level": "2"})
 
 
 # -- four rules at the edges ---------------------------------------------------------------------------

@@ -152,7 +152,7 @@ def test_cli_score_json_and_errors(tmp_path, capsys):
     assert math.isfinite(rep["latency_ms"]["quantiles"]["q50"])
 
 
-# ----------------------------------------------------------------------------- issue 10: the report layer
+# ------------------------------------------------------------------------------------ the report layer
 
 
 def test_missed_commit_is_a_hang_at_every_band_and_not_reached(tmp_path):

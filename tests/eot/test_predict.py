@@ -28,11 +28,7 @@ from duplexeval.eot.spans import (
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.executors import ExecutorSpec
 from duplexeval.units import SAMPLE_RATE, TimedWord
-
-
-def tone(seconds: float, sr: int = SAMPLE_RATE, amp: float = 0.3) -> np.ndarray:
-    t = np.arange(int(seconds * sr)) / sr
-    return (amp * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+from tests.helpers.eot import one_turn_set, tone
 
 
 def test_time_grid_and_silence_dur():
@@ -117,13 +113,6 @@ def test_eotbench_row_refusals(tmp_path, mutate, msg):
     j.write_text(json.dumps(r) + "\n")
     with pytest.raises(InputError, match=msg):
         read_eotbench(j)
-
-
-def one_turn_set() -> SpanSet:
-    audio = np.concatenate([tone(1.0), np.zeros(int(0.6 * SAMPLE_RATE), np.float32), tone(0.8), np.zeros(2 * SAMPLE_RATE, np.float32)])
-    t = make_turn("t1", audio, [(1.0, 1.6, "hold"), (2.4, 4.4, "eot")])
-    t2 = make_turn("t2", audio, [(1.0, 1.6, "hold"), (2.4, 4.4, "eot")])
-    return SpanSet("tiny", "test", [t, t2])
 
 
 def test_silence_detector_is_a_delay_timer():

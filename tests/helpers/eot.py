@@ -1,4 +1,5 @@
-"""Shared inputs of the eot tests: random prediction rows on eot-bench's grid, and a small eot-bench span file."""
+"""Shared inputs of the eot tests: random prediction rows on eot-bench's grid, a small eot-bench span file, and a
+tone-and-silence span set of two turns."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import math
 from pathlib import Path
 
 import numpy as np
+
+from duplexeval.eot.spans import SpanSet, make_turn
+from duplexeval.units import SAMPLE_RATE
 
 DURATIONS = (0.1, 0.2, 0.25, 0.4, 0.5, 0.7, 1.0, 1.5, 2.2, 3.5, 5.0, 6.0)
 
@@ -52,3 +56,14 @@ def write_eotbench_spans(path: Path, n: int = 3) -> Path:
                      "silence_spans": [{"start": 0.6, "end": round(0.6 + pause, 6)},
                                        {"start": round(1.2 + pause, 6), "end": round(3.2 + pause, 6)}]})  # fmt: skip
     return write_jsonl(path, rows)
+
+
+def tone(seconds: float, sr: int = SAMPLE_RATE, amp: float = 0.3) -> np.ndarray:
+    t = np.arange(int(seconds * sr)) / sr
+    return (amp * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+
+def one_turn_set() -> SpanSet:
+    audio = np.concatenate([tone(1.0), np.zeros(int(0.6 * SAMPLE_RATE), np.float32), tone(0.8), np.zeros(2 * SAMPLE_RATE, np.float32)])
+    t = make_turn("t1", audio, [(1.0, 1.6, "hold"), (2.4, 4.4, "eot")])
+    t2 = make_turn("t2", audio, [(1.0, 1.6, "hold"), (2.4, 4.4, "eot")])
+    return SpanSet("tiny", "test", [t, t2])

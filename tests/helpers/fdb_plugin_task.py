@@ -1,6 +1,6 @@
 """An FDB task written outside the package, as a user would: does the system answer once the user's question ends?
 
-`test_fdb_task_plugin.py` publishes `TASK` under the entry-point group `duplexeval.fdb_tasks` (a `.dist-info` on
+`tests/fdb/tasks/test_plugin.py` publishes `TASK` under the entry-point group `duplexeval.fdb_tasks` (a `.dist-info` on
 the path of a child process) and runs every stage on it, with no change anywhere in duplexeval.
 """
 

@@ -127,7 +127,7 @@ def run_cases(cases: list[Case]) -> list[Case]:
 
 @dataclass(frozen=True)
 class Echo:
-    """A user's own in-process system, loaded by import path (`net_fixtures:Echo:gain=2`): echoes its input."""
+    """A user's own in-process system, loaded by import path (`tests.helpers.net:Echo:gain=2`): echoes its input."""
 
     name: Any = "echo"
     gain: int = 1

@@ -8,6 +8,7 @@ depend on the synth module; annotation times come from espeak's exact word event
 from __future__ import annotations
 
 import json
+import wave
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,3 +124,18 @@ def small_dataset(root: Path) -> Dataset:
     backchannel(ds, "1", "So yesterday I went to the market and I saw my old friend there.")
     (root / "icc_gt_distribution.json").write_text(json.dumps({"1": [0.5, 0.5]}))
     return ds
+
+
+def one_sample_dataset(root: Path, T: float = 1.2) -> Path:
+    """A dataset folder of one turn-taking sample: T seconds of silence."""
+    d = root / "candor_turn_taking" / "1"
+    d.mkdir(parents=True)
+    with wave.open(str(d / "input.wav"), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(np.zeros(int(T * 16000), dtype="<i2").tobytes())
+    (d / "turn_taking.json").write_text(json.dumps([{"text": "[TURN-TAKING]", "timestamp": [0.5, 1.0]}]))
+    (root / "dataset.json").write_text(json.dumps({"name": "echo", "declared": {"candor_turn_taking": 1},
+                                                   "samples": [{"subset": "candor_turn_taking", "id": "1", "T": T}]}))
+    return root

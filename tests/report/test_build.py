@@ -247,12 +247,12 @@ def test_controller_and_eot_reports_share_the_page(tmp_path: Path) -> None:
     from duplexeval.eot.pairs import EOTPair
     from duplexeval.eot.report import build_report
     from duplexeval.jsonio import write_json
-    from tests.controller.test_core_io import _turn_clip
+    from tests.helpers.controller import turn_clip
 
-    write_data(tmp_path / "ctl", [_turn_clip(f"c{k}", f"g{k // 2}", 26 + k) for k in range(4)])
+    write_data(tmp_path / "ctl", [turn_clip(f"c{k}", f"g{k // 2}", 26 + k) for k in range(4)])
     with pytest.raises(SystemExit):
         cli.main(["controller", "evaluate", str(tmp_path / "ctl"), "--json", str(tmp_path / "ctl.json")])
-    write_data(tmp_path / "ctl-b", [_turn_clip(f"c{k}", f"g{k // 2}", 28 + k) for k in range(4)])
+    write_data(tmp_path / "ctl-b", [turn_clip(f"c{k}", f"g{k // 2}", 28 + k) for k in range(4)])
     with pytest.raises(SystemExit):
         cli.main(["controller", "compare", str(tmp_path / "ctl"), str(tmp_path / "ctl-b"), "--json", str(tmp_path / "cmp.json")])
     write_json(tmp_path / "eot.json", build_report([EOTPair(1.0, 1.3), EOTPair(2.0, 1.9), EOTPair(3.0, 4.2)]))

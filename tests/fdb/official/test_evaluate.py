@@ -216,7 +216,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 
 
 def test_judge_end_to_end_key_never_written(tmp_path, monkeypatch, capsys):
-    from tests.fdb.official.test_judge import GOOD, KEY, ScriptedServer
+    from tests.helpers.judge import GOOD, KEY, ScriptedServer
 
     for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
         monkeypatch.delenv(var, raising=False)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from duplexeval.fdb.official import judge as J
-from tests.fdb.official.test_judge import ScriptedServer, all_tree_bytes, rate
+from tests.helpers.judge import ScriptedServer, all_tree_bytes, rate
 
 NASTY_KEY = 'sk-"quo\\te/é+&=%20 key'
 

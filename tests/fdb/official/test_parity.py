@@ -99,7 +99,7 @@ def fake_rating(user_text: str) -> str:
 
 
 def test_pause_turn_taking_interruption_match_the_official_scripts(tmp_path, monkeypatch):
-    from tests.fdb.official.test_judge import ScriptedServer
+    from tests.helpers.judge import ScriptedServer
 
     root = parity_tree(tmp_path / "ours")
     copy = tmp_path / "theirs"
@@ -210,7 +210,7 @@ def test_official_example_data(tmp_path, monkeypatch):
     """The three example samples of the checkout: ours and theirs agree, and match the notes (1.35 s, 4.08 s)."""
     import soundfile as sf
 
-    from tests.fdb.official.test_judge import GOOD, ScriptedServer
+    from tests.helpers.judge import GOOD, ScriptedServer
 
     ex = eval_dir() / "example_data"
     spec = [

@@ -1,4 +1,4 @@
-"""A task written outside duplexeval (`fdb_plugin_task.py`), published under the entry-point group
+"""A task written outside duplexeval (`tests/helpers/fdb_plugin_task.py`), published under the entry-point group
 `duplexeval.fdb_tasks` by a `.dist-info` on the path, goes through every stage: synth, export, asr, evaluate,
 score, compare, report. Each stage runs as the command line, in a child process that sees the plugin as
 installed; nothing in duplexeval names the task."""

@@ -26,7 +26,7 @@ from tests.helpers.net_protocols import first_loud_s, frame_delay, timing_datase
 
 pytestmark = pytest.mark.slow
 
-# The bound, for the placement of the first audible sample once the measured delay of the frame
+# The bound on the placement of the first audible sample once the measured delay of the frame
 # that carries it (its receipt after its 80 ms slot: transport and server work, i.e. machine speed,
 # recorded in the trace) is taken out. What remains is the resamplers (2.4 ms) and any misplacement
 # by the capture. The raw differences are in docs/network.md, section 8.

@@ -2,7 +2,7 @@
 
 The native conversation is driven directly (its `step` runs the energy-VAD turn-based baseline
 through the framework's SystemDriver-equivalent: one 80 ms unit in, one out). The Moshi flavors are
-in test_net_moshi_flavors.py.
+in tests/systems/net/test_moshi_flavors.py.
 """
 
 from __future__ import annotations

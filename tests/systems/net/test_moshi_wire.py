@@ -1,6 +1,6 @@
 """Moshi / PersonaPlex wire codec: kind bytes, handshake rules, Ogg/Opus round trip, query parameters.
 
-The upstream definitions are in upstream_moshi.py (each names the file it was read from)."""
+The upstream definitions are in tests/helpers/upstream_moshi.py (each names the file it was read from)."""
 
 from __future__ import annotations
 

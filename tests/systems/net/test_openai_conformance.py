@@ -1,4 +1,4 @@
-"""openai-realtime against the installed `openai` SDK's own types, both dialects (openai_sdk_check.py).
+"""openai-realtime against the installed `openai` SDK's own types, both dialects (tests/helpers/openai_sdk.py).
 
 - The server's `session.update` field lists are the SDK's session types' fields.
 - Every client event over a seeded sample of the client's parameter space validates strictly.

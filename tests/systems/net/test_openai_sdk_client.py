@@ -2,7 +2,7 @@
 
 It connects, configures the session, streams espeak speech at 24 kHz in real time, barges in over the
 reply (and truncates what it heard), and parses every event with the SDK; each event also validates
-strictly (openai_sdk_check.py). The session must complete: a reply, a cancelled reply at the barge-in,
+strictly (tests/helpers/openai_sdk.py). The session must complete: a reply, a cancelled reply at the barge-in,
 the truncate answered, and the reply to the barge-in turn completed.
 """
 

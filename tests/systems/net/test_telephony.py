@@ -1,7 +1,7 @@
 """The telephony client against the loopback bot: every dialect's call, the carrier's playout rules (real time
 from arrival, `clear` cuts at the ms played, markers answered when their audio has played), and every fault and
-bad input with its reason (the same bad bots through `fdb export`: test_net_telephony_export.py; a carrier
-token passed as a parameter: test_net_telephony_secrets.py).
+bad input with its reason (the same bad bots through `fdb export`: tests/systems/net/test_telephony_export.py; a carrier
+token passed as a parameter: tests/systems/net/test_telephony_secrets.py).
 
 All sessions run at once on one event loop (each against its own loopback server thread), so the module
 takes about one session's wall time. The user speaks 0.3-1.3 s; the reply starts ~2.0 s; in the barge-in

@@ -18,7 +18,8 @@ from websockets.asyncio.server import ServerConnection
 from duplexeval import redaction
 from duplexeval.cli import main
 from tests.helpers.net import WsServerThread
-from tests.test_secrets_e2e import KEY, KEY_ENV, assert_no_key, key_env, one_sample_dataset  # noqa: F401 - key_env: a fixture
+from tests.helpers.secrets import KEY, KEY_ENV, assert_no_key, key_env  # noqa: F401 - key_env: a fixture
+from tests.helpers.systems import one_sample_dataset
 
 
 def assert_no_hex(data: bytes, where: str) -> None:

@@ -1,7 +1,7 @@
 """`duplexeval serve pipecat --turn smart-turn --stop-secs 0.5 --allow-interruptions false` over telephony: the
 options reach pipecat's turn stack. The bot announces them; it answers only after VAD's 0.5 s stop and the
 think time; and with interruptions off pipecat sends no `clear` at all (with them on it sends one at every
-user-turn start, tests/test_pipecat_bot_e2e.py) and keeps talking while the user speaks over its reply."""
+user-turn start, tests/systems/pipecat/test_bot_e2e.py) and keeps talking while the user speaks over its reply."""
 
 from __future__ import annotations
 

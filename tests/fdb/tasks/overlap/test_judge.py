@@ -9,7 +9,7 @@ import pytest
 from duplexeval.errors import InputError
 from duplexeval.fdb.tasks.overlap import behavior
 from duplexeval.fdb.tasks.overlap.judge import JOURNAL, BehaviorJudge, JudgeSettings, label
-from tests.fdb.official.test_judge import ScriptedServer
+from tests.helpers.judge import ScriptedServer
 
 KEY = "sk-v15-secret-key"
 TRANSCRIPTS = {k: {"text": "hi", "chunks": [{"text": "hi", "timestamp": [0.1, 0.4]}]} for k, _ in behavior.TRANSCRIPTS}

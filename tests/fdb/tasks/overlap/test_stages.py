@@ -287,7 +287,7 @@ def test_the_behaviour_judge_through_fdb_evaluate(tree: Path, made: Path, monkey
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """`--judge openai` asks the v1.5 behaviour judge (its own model and prompt, the judge's endpoint); a rerun asks
     nothing again; the key is in no file; `fdb score` reports the tags beside our class."""
-    from tests.fdb.official.test_judge import ScriptedServer
+    from tests.helpers.judge import ScriptedServer
 
     for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
         monkeypatch.delenv(var, raising=False)
