@@ -44,7 +44,7 @@ def synthetic_predictions(n_spans: int, seed: int = 0):
 
 def bench_sweep(n_spans: int) -> None:
     from duplexeval.eot.predictions import read_predictions, write_predictions
-    from duplexeval.eot.sweep import SweepConfig, build_spans, run_sweep
+    from duplexeval.eot.sweep_engine import SweepConfig, build_spans, run_sweep
     from duplexeval.eot.sweep_report import build_summary, compute
 
     preds = synthetic_predictions(n_spans)
@@ -80,7 +80,7 @@ def bench_selection(n_turns: int) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.helpers
     from duplexeval.eot import intervals
     from duplexeval.eot.predictions import Predictions
-    from duplexeval.eot.sweep import CUTOFF_BUDGETS, LATENCY_BUDGETS, SweepConfig
+    from duplexeval.eot.sweep_engine import CUTOFF_BUDGETS, LATENCY_BUDGETS, SweepConfig
     from duplexeval.eot.sweep_report import compute
     from tests.helpers.eot import random_rows
 
@@ -93,7 +93,7 @@ def bench_selection(n_turns: int) -> None:
 def bench_detectors() -> None:
     from duplexeval.eot.demo import demo_spans
     from duplexeval.eot.detectors import smart_turn_available
-    from duplexeval.eot.predict import PredictSettings, TurnTask, predict_turn_task
+    from duplexeval.eot.predict_stage import PredictSettings, TurnTask, predict_turn_task
 
     spans = demo_spans()
     turns = spans.turns[:4]

@@ -29,7 +29,7 @@ import soundfile as sf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.helpers
 
-from duplexeval.fdb.export import export
+from duplexeval.fdb.export_stage import export
 from duplexeval.systems.net.moshi_wire import opus_round_trip
 from tests.helpers.net_protocols import first_loud_s, frame_delay, timing_datasets
 

@@ -43,7 +43,8 @@ def test_every_writer_follows_the_umask_and_private_files_are_0600(tmp_path: Pat
 
 
 def test_a_network_tree_follows_the_umask_and_its_traces_are_private(tmp_path: Path) -> None:
-    from duplexeval.fdb.export import export
+
+    from duplexeval.fdb.export_stage import export
     from duplexeval.fdb.synth.write import build_dir
     from tests.helpers.net import SERVED
     from tests.helpers.systems import one_sample_dataset

@@ -12,8 +12,8 @@ import pytest
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError
-from duplexeval.fdb.export import export
-from duplexeval.fdb.replay import replay
+from duplexeval.fdb.export_stage import export
+from duplexeval.fdb.replay_stage import replay
 from tests.helpers.net import SERVED, user_turn
 from tests.helpers.systems import Dataset, add_sample
 

@@ -14,8 +14,8 @@ import pytest
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError
-from duplexeval.fdb.export import export
-from duplexeval.fdb.replay import replay
+from duplexeval.fdb.export_stage import export
+from duplexeval.fdb.replay_stage import replay
 from duplexeval.systems.net.server import ServerProcess, ServerThread, make_server
 from duplexeval.systems.registry import make_system
 from tests.helpers.net import SERVED, user_turn

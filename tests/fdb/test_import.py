@@ -12,7 +12,7 @@ import soundfile as sf
 import soxr
 
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.import_outputs import import_outputs
+from duplexeval.fdb.import_stage import import_outputs
 from duplexeval.fdb.tree import load_manifest
 from tests.helpers.cli import run_cli
 from tests.helpers.systems import Dataset, small_dataset
@@ -127,7 +127,7 @@ def test_no_output_at_all_is_a_wrong_folder_not_a_tree_of_missing_samples(ds: Da
 
 
 def test_cli_import(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    import duplexeval.fdb.import_outputs as imp
+    import duplexeval.fdb.import_stage as imp
     from duplexeval.cli import main
 
     monkeypatch.setattr(imp, "resolve_dataset", lambda d: ds)
@@ -145,7 +145,7 @@ def test_cli_import(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_import_explains_ineligible_samples(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    import duplexeval.fdb.import_outputs as imp
+    import duplexeval.fdb.import_stage as imp
 
     monkeypatch.setattr(imp, "resolve_dataset", lambda d: ds)
     outputs = make_outputs(ds, tmp_path / "outputs")
@@ -160,7 +160,7 @@ def test_import_explains_ineligible_samples(ds: Dataset, tmp_path: Path, capsys:
 
 def test_import_ignore_output_json(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    import duplexeval.fdb.import_outputs as imp
+    import duplexeval.fdb.import_stage as imp
 
     monkeypatch.setattr(imp, "resolve_dataset", lambda d: ds)
     outputs = make_outputs(ds, tmp_path / "outputs")
