@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests/helpers/chromium.py drives the browser
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the root: tests.helpers.chromium
 
 
 def _cli(*args: str) -> list[str]:

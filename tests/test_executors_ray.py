@@ -44,7 +44,7 @@ def test_killed_task_worker_is_retried_on_a_new_worker(ray_local, tmp_path: Path
     got = _run(ExecutorSpec("ray", max_retries=1), None, wh.die_once, [(marker, n) for n in range(5)])
     assert all(isinstance(g, ItemResult) for g in got), got
     assert [g.value[0] for g in got] == [0, 1, 2, 3, 4]
-    assert got[2].value[1] != int(Path(marker).read_text())  # the third call finished on another process than the one killed
+    assert got[2].value[1] != int(Path(marker).read_text())  # got[2] ran again on a new process
 
 
 def test_killed_actor_is_replaced_and_its_item_retried(ray_local, tmp_path: Path) -> None:

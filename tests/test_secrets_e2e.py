@@ -73,7 +73,8 @@ def echoes(key: str, b: bytes) -> list[str]:
     ]
 
 
-def test_an_echoing_server_leaves_no_key_anywhere(tmp_path: Path, key_env: str, capsys: pytest.CaptureFixture[str],  # noqa: F811
+def test_an_echoing_server_leaves_no_key_anywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  key_env: str,  # noqa: F811 - the fixture
                                                   caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     ds = one_sample_dataset(tmp_path / "ds")
@@ -121,7 +122,8 @@ def test_a_url_credential_is_refused_and_never_echoed(tmp_path: Path, capsys: py
     assert not (tmp_path / "t").exists()
 
 
-def test_a_chat_server_echoing_the_key_leaves_no_form_in_the_cache_or_log(tmp_path: Path, key_env: str) -> None:  # noqa: F811
+def test_a_chat_server_echoing_the_key_leaves_no_form_in_the_cache_or_log(
+        tmp_path: Path, key_env: str) -> None:  # noqa: F811 - the fixture
     from duplexeval.dialogue.http import CachedChat
     from tests.helpers.judge import ScriptedServer
 
@@ -140,7 +142,8 @@ def test_a_chat_server_echoing_the_key_leaves_no_form_in_the_cache_or_log(tmp_pa
         assert p.stat().st_mode & 0o777 == 0o600  # a remote service's answers: private
 
 
-def test_a_judge_echoing_the_key_in_base64_leaves_no_form_in_rating_or_log(tmp_path: Path, key_env: str) -> None:  # noqa: F811
+def test_a_judge_echoing_the_key_in_base64_leaves_no_form_in_rating_or_log(
+        tmp_path: Path, key_env: str) -> None:  # noqa: F811 - the fixture
     from duplexeval.fdb.official import judge as J
     from tests.helpers.judge import GOOD, ScriptedServer, rate
 

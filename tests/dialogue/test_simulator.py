@@ -285,7 +285,8 @@ class Broken:
 
 
 def test_plugin_that_fails_to_build_is_one_line():
-    with pytest.raises(InputError, match=rf"^dialogue system '{re.escape(__name__)}:Broken': __init__ raised ValueError: no model file$"):
+    with pytest.raises(InputError,
+                       match=rf"^dialogue system '{re.escape(__name__)}:Broken': __init__ raised ValueError: no model file$"):
         make_manager(f"{__name__}:Broken", {"level": "2"})
 
 

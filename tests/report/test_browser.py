@@ -1,4 +1,5 @@
-"""The report in a real browser: Debian's headless Chromium, driven over the DevTools protocol (tests/helpers/chromium.py).
+"""The report in a real browser: Debian's headless Chromium, driven over the DevTools protocol
+(tests/helpers/chromium.py).
 
 It loads the page `duplexeval demo` writes (a small dataset, two systems, every stage real), checks the forest plot,
 plays one audio element until it has advanced, filters and searches the sample list, opens a card and checks its

@@ -28,7 +28,8 @@ samples:
 @pytest.fixture(scope="module")
 def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("plugin")
-    env = declare_entry_point(folder, "toy-fdb-task", "duplexeval.fdb_tasks", "answer_question", "tests.helpers.fdb_plugin_task:TASK")
+    env = declare_entry_point(folder, "toy-fdb-task", "duplexeval.fdb_tasks", "answer_question",
+                              "tests.helpers.fdb_plugin_task:TASK")
     env["PYTHONPATH"] = f"{env['PYTHONPATH']}:{ROOT}"
     return env
 

@@ -1,4 +1,5 @@
-"""`serve moshi --flavor kyutai|rust|personaplex` against the upstream servers' definitions (tests/helpers/upstream_moshi.py).
+"""`serve moshi --flavor kyutai|rust|personaplex` against the upstream servers' definitions
+(tests/helpers/upstream_moshi.py).
 
 A raw websockets client checks what each flavor puts on the wire: the handshake bytes and what comes
 before them, the skipped first frame, pages per message, queueing or not, and how the query and bad

@@ -1,4 +1,5 @@
-"""Native full-duplex JSON protocol against sglang-omni's definitions (tests/helpers/upstream_sglang.py), and the ledger."""
+"""Native full-duplex JSON protocol against sglang-omni's definitions (tests/helpers/upstream_sglang.py), and the
+ledger."""
 
 from __future__ import annotations
 
