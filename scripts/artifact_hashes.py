@@ -1,0 +1,303 @@
+"""Byte-identity harness: every artifact a source revision writes, listed with its SHA-256.
+
+A refactor must leave every artifact byte-identical. This runs one revision's code (a `git archive` of it, so
+uncommitted edits do not leak in; the current interpreter with PYTHONPATH=<archive>/src) through the demo
+trees, the full benchmark tree and the eot / controller / dialogue demos, always in the same output folder
+(paths can end up in artifacts) with a private DUPLEXEVAL_CACHE, then lists every file it produced with its
+SHA-256, sorted, and prints the SHA-256 of that list:
+
+    nice -n 5 .venv/bin/python scripts/artifact_hashes.py run main --list /tmp/main.txt
+    nice -n 5 .venv/bin/python scripts/artifact_hashes.py run my-branch --list /tmp/mine.txt
+    .venv/bin/python scripts/artifact_hashes.py compare /tmp/main.txt /tmp/mine.txt   # the files that differ
+
+What runs, in order (OUT is BASE/out): `fdb synth demo --out`; `duplexeval demo` (v1.0 and v1.5); the network
+tree on a frozen capture (`fdb replay`, `fdb replay --check`, asr, evaluate, score); `duplexeval report` of
+every demo tree and of the v1.0 trees together; `fdb compare` of the v1.0 demo trees (exit 1 is its contract
+here: the silent tree has no exercised interruption) and of the v1.5 trees, each with its report;
+`fdb score --sensitivity` of the v1.0 demo trees; the full benchmark tree (`benchmarks/score_full_tree.py`'s
+build: score --sensitivity, evaluate with a fixed icc file, report); `eot demo`, `controller demo`,
+`dialogue demo`. Command logs (stdout/stderr, with timings) go to BASE/logs and are not listed.
+
+The live network capture is timing-dependent, so the demo's network system is exported once (`freeze`) into
+BASE/frozen-net.tar; every `run` puts that capture where the demo's network export finds it (the export
+resumes: nothing is sent) and replays a copy of it. A missing capture is made by the first `run`.
+Runs take a lock (BASE/lock): one at a time, as they share the folder. About 5 min at load 2, 15 at load 8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+BASE = Path(os.environ.get("ARTIFACT_HASHES_BASE", "/tmp/duplexeval-artifact-hashes"))
+NETWORK_DEMO = "loopback:protocol=openai-realtime,serve=turn-based"  # duplexeval.demo.NETWORK_DEMO
+NET_TREE = "turn-based@openai-realtime"  # its folder in the demo (duplexeval.demo.tree_name)
+V10_TREES = ("silent", "turn-based", "talk-over", "backchannel", NET_TREE)
+V15_TREES = ("silent", "turn-based", "talk-over", "backchannel")
+LISTED = ("out", "cache")  # the folders under BASE whose files are listed
+
+
+class Harness:
+    def __init__(self, src: Path, label: str) -> None:
+        self.src, self.label = src, label
+        self.out, self.cache, self.logs = BASE / "out", BASE / "cache", BASE / "logs"
+        self.env = dict(os.environ, PYTHONPATH=f"{src / 'src'}{os.pathsep}{src / 'benchmarks'}",
+                        DUPLEXEVAL_CACHE=str(self.cache), COLUMNS="200", PYTHONHASHSEED="0")
+        self.env.pop("DUPLEXEVAL_DEBUG", None)
+        self.step = 0
+
+    def run(self, args: list[str], ok: tuple[int, ...] = (0,), what: str | None = None) -> int:
+        """One command of this revision (`python -m duplexeval ARGS` unless ARGS starts with '-c'); its log in BASE/logs."""
+        self.step += 1
+        argv = [sys.executable, *(args if args[0] == "-c" else ["-m", "duplexeval", *args])]
+        name = what or " ".join(args)
+        log = self.logs / f"{self.step:02d}.log"
+        t0 = time.monotonic()
+        with log.open("w") as fh:
+            fh.write(f"$ {' '.join(argv)}\n")
+            fh.flush()
+            rc = subprocess.run(argv, cwd=BASE, env=self.env, stdout=fh, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL).returncode
+        print(f"  [{self.step:02d}] {name[:110]}: exit {rc} ({time.monotonic() - t0:.0f} s)", flush=True)
+        if rc not in ok:
+            print(log.read_text()[-3000:], file=sys.stderr)
+            raise SystemExit(f"artifact_hashes: step {self.step} ({name}) exited {rc}, expected {ok}; log {log}")
+        return rc
+
+    def fresh(self) -> None:
+        for d in (self.out, self.cache, self.logs):
+            shutil.rmtree(d, ignore_errors=True)
+            d.mkdir(parents=True)
+
+    def check_import(self) -> None:
+        """The children import this revision's duplexeval, not the venv's install."""
+        got = subprocess.run([sys.executable, "-c", "import duplexeval; print(duplexeval.__file__)"], env=self.env,
+                             cwd=BASE, capture_output=True, text=True, check=True).stdout.strip()
+        if not Path(got).resolve().is_relative_to((self.src / "src").resolve()):
+            raise SystemExit(f"artifact_hashes: duplexeval imports from {got}, not {self.src / 'src'}")
+
+    def demo_set(self) -> Path:
+        """The demo set in the private cache (made by `fdb synth --demo`), as the demo finds it."""
+        self.run(["fdb", "synth", "--demo", "-q"])
+        found = sorted(p for p in self.cache.glob("demo-*") if p.is_dir())
+        if len(found) != 1:
+            raise SystemExit(f"artifact_hashes: expected one demo set in {self.cache}, found {found}")
+        return found[0]
+
+    def freeze(self, frozen: Path) -> None:
+        """Export the demo set with the demo's network system once (what `duplexeval demo` runs in its child)."""
+        ds = self.demo_set()
+        n = len(json.loads((ds / "dataset.json").read_text())["samples"]) if (ds / "dataset.json").is_file() else 0
+        tree = self.out / "freeze" / NET_TREE
+        n = n or sum(1 for _ in ds.glob("*/*/input.wav"))
+        self.run(["fdb", "export", "--system", NETWORK_DEMO, "--dataset", str(ds), "--out", str(tree),
+                  "--concurrency", str(n), "--quiet", "--min-eligible", "0"])
+        manifest = json.loads((tree / "manifest.json").read_text())
+        bad = [f"{s['subset']}/{s['id']}" for s in manifest["samples"] if not s["eligible"]]
+        print(f"  frozen capture: {len(manifest['samples'])} samples, ineligible: {bad or 'none'}")
+        frozen.parent.mkdir(parents=True, exist_ok=True)
+        tmp = frozen.with_suffix(".tmp")
+        with tarfile.open(tmp, "w") as tar:
+            tar.add(tree, arcname=NET_TREE, filter=_plain)
+        tmp.replace(frozen)
+        shutil.rmtree(self.out / "freeze")
+        print(f"  wrote {frozen} (sha256 {sha256_file(frozen)})")
+
+    def unpack(self, frozen: Path, dest: Path) -> None:
+        dest.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(frozen) as tar:
+            tar.extractall(dest, filter="data")
+
+    def all_steps(self, frozen: Path) -> None:
+        out = "out"  # relative to BASE (the children's folder), so command lines stay short
+        self.run(["fdb", "synth", "demo", "--out", f"{out}/synth-demo", "-q"])
+        # the demo: its network export finds the frozen capture in its folder and resumes it (nothing sent)
+        self.unpack(frozen, self.out / "demo")
+        self.run(["demo", "--out", f"{out}/demo", "-q"])
+        if not _net_reused(self.logs / f"{self.step:02d}.log"):
+            raise SystemExit("artifact_hashes: the demo did not reuse the frozen network capture (see its log)")
+        # the network tree again from the same capture: replay, check, then every scoring stage
+        self.unpack(frozen, self.out / "net-replay")
+        net = f"{out}/net-replay/{NET_TREE}"
+        self.run(["fdb", "replay", net])
+        self.run(["fdb", "replay", net, "--check"])
+        self.run(["fdb", "asr", net, "-q"])
+        self.run(["fdb", "evaluate", net, "-q"])
+        self.run(["fdb", "score", net, "-q"])
+        # reports: each demo tree alone, the v1.0 trees together
+        rep = f"{out}/reports"
+        (self.out / "reports").mkdir()
+        for name in V10_TREES:
+            self.run(["report", f"{out}/demo/{name}", "--out", f"{rep}/v10-{name}.html"])
+        for name in V15_TREES:
+            self.run(["report", f"{out}/demo/v1.5/{name}", "--out", f"{rep}/v15-{name}.html"])
+        self.run(["report", net, "--out", f"{rep}/net-replay.html"])
+        self.run(["report", *(f"{out}/demo/{n}" for n in V10_TREES), "--baseline", "turn-based",
+                  "--out", f"{rep}/v10-all.html"])
+        # compare (exit 1: the silent tree has no exercised interruption, so a pairing rule fails)
+        (self.out / "compare").mkdir()
+        self.run(["fdb", "compare", *(f"{out}/demo/{n}" for n in V10_TREES), "--out", f"{out}/compare/v10.json"],
+                 ok=(0, 1))
+        self.run(["report", f"{out}/compare/v10.json", "--out", f"{rep}/compare-v10.html"])
+        self.run(["fdb", "compare", *(f"{out}/demo/v1.5/{n}" for n in V15_TREES),
+                  "--out", f"{out}/compare/v15.json"], ok=(0, 1))
+        self.run(["report", f"{out}/compare/v15.json", "--out", f"{rep}/compare-v15.html"])
+        for name in V10_TREES:
+            self.run(["fdb", "score", f"{out}/demo/{name}", "--sensitivity", "-q"])
+        # the full benchmark tree (727 samples), as benchmarks/score_full_tree.py builds it
+        bench = f"{out}/bench-full"
+        self.run(["-c", f"from pathlib import Path; import score_full_tree as b; b.build(Path({bench!r}))"],
+                 what="benchmarks/score_full_tree.py build")
+        icc = self.out / "icc_gt_distribution.json"
+        icc.write_text(json.dumps(fixed_icc(bench_ids(self.out / "bench-full")), indent=1) + "\n")
+        self.run(["fdb", "score", bench, "--sensitivity", "-q"])
+        self.run(["fdb", "evaluate", bench, "--icc-gt", f"{out}/icc_gt_distribution.json", "-q"])
+        self.run(["report", bench, "--out", f"{rep}/bench-full.html"])
+        # the other families' demos
+        self.run(["eot", "demo", "--out", f"{out}/eot-demo"])
+        self.run(["controller", "demo", "--out", f"{out}/controller-demo"])
+        self.run(["dialogue", "demo", "--out", f"{out}/dialogue-demo"])
+
+
+def _plain(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.mtime = 0
+    return info
+
+
+def _net_reused(log: Path) -> bool:
+    """The demo's stage line for the network tree says every sample was reused (`0 run, N reused`)."""
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith(f"{NET_TREE}:") and "export 0 run," in line:
+            return True
+    return False
+
+
+def bench_ids(tree: Path) -> list[str]:
+    manifest = json.loads((tree / "manifest.json").read_text())
+    return sorted((s["id"] for s in manifest["samples"] if s["subset"] == "icc_backchannel"), key=int)
+
+
+def fixed_icc(ids: list[str]) -> dict[str, list[float]]:
+    """A fixed stand-in for the official icc_gt_distribution.json (CC BY-NC, not shipped): 30 bins per sample."""
+    return {i: [round(((int(i) * 7 + k * 13) % 17 + 1) / 17, 4) for k in range(30)] for i in ids}
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def listing() -> bytes:
+    """`SHA256  PATH` for every file under BASE/out and BASE/cache, sorted by path (UTF-8, one per line)."""
+    rows = []
+    for top in LISTED:
+        for p in (BASE / top).rglob("*"):
+            if p.is_file() and not p.is_symlink():
+                rows.append((p.relative_to(BASE).as_posix(), sha256_file(p)))
+    rows.sort()
+    return "".join(f"{h}  {p}\n" for p, h in rows).encode()
+
+
+def archive(repo: Path, rev: str, dest: Path) -> str:
+    """`git archive REV | tar -x` into dest; returns the full commit id."""
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", f"{rev}^{{commit}}"], check=True,
+                            capture_output=True, text=True).stdout.strip()
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    git = subprocess.Popen(["git", "-C", str(repo), "archive", commit], stdout=subprocess.PIPE)
+    subprocess.run(["tar", "-x", "-C", str(dest)], stdin=git.stdout, check=True)
+    if git.wait() != 0:
+        raise SystemExit(f"artifact_hashes: git archive {rev} failed")
+    return commit
+
+
+def read_list(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        h, _, p = line.partition("  ")
+        out[p] = h
+    return out
+
+
+def compare(a: Path, b: Path) -> int:
+    la, lb = read_list(a), read_list(b)
+    diff = sorted(p for p in set(la) | set(lb) if la.get(p) != lb.get(p))
+    for p in diff:
+        state = "only in A" if p not in lb else "only in B" if p not in la else "differs"
+        print(f"{state}: {p}")
+    print(f"A {a}: {len(la)} files, list sha256 {hashlib.sha256(a.read_bytes()).hexdigest()}")
+    print(f"B {b}: {len(lb)} files, list sha256 {hashlib.sha256(b.read_bytes()).hexdigest()}")
+    print(f"{len(diff)} files differ" if diff else "identical: every file has the same SHA-256")
+    return 1 if diff else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run REV's code through every step; write the hash list")
+    r.add_argument("rev", help="a commit, branch or tag of --repo")
+    r.add_argument("--repo", type=Path, default=Path.cwd(), help="the git checkout REV is in (default: here)")
+    r.add_argument("--list", type=Path, help="also copy the hash list here")
+    r.add_argument("--frozen", type=Path, default=BASE / "frozen-net.tar", help="the frozen network capture")
+    f = sub.add_parser("freeze", help="make the frozen network capture with REV's code (replaces --frozen)")
+    f.add_argument("rev")
+    f.add_argument("--repo", type=Path, default=Path.cwd())
+    f.add_argument("--frozen", type=Path, default=BASE / "frozen-net.tar")
+    c = sub.add_parser("compare", help="print the files whose hashes differ between two lists; exit 1 if any")
+    c.add_argument("a", type=Path)
+    c.add_argument("b", type=Path)
+    args = ap.parse_args(argv)
+    if args.cmd == "compare":
+        return compare(args.a, args.b)
+    BASE.mkdir(parents=True, exist_ok=True)
+    with (BASE / "lock").open("w") as lock:
+        if os.environ.get("ARTIFACT_HASHES_NOWAIT"):
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        else:
+            print(f"artifact_hashes: waiting for {BASE / 'lock'} (one run at a time)", flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        t0 = time.monotonic()
+        src = BASE / "src"
+        commit = archive(args.repo, args.rev, src)
+        h = Harness(src, args.rev)
+        h.check_import()
+        h.fresh()
+        print(f"artifact_hashes: {args.cmd} {args.rev} = {commit} (load {os.getloadavg()[0]:.1f})", flush=True)
+        if args.cmd == "freeze" or not args.frozen.is_file():
+            h.freeze(args.frozen)
+            if args.cmd == "freeze":
+                return 0
+            h.fresh()
+        h.all_steps(args.frozen)
+        data = listing()
+        lists = BASE / "lists"
+        lists.mkdir(exist_ok=True)
+        dest = lists / f"{commit[:12]}.txt"
+        dest.write_bytes(data)
+        if args.list is not None:
+            args.list.parent.mkdir(parents=True, exist_ok=True)
+            args.list.write_bytes(data)
+        n = data.count(b"\n")
+        print(f"artifact_hashes: {args.rev} = {commit}: {n} files in {time.monotonic() - t0:.0f} s "
+              f"(load {os.getloadavg()[0]:.1f}); frozen capture sha256 {sha256_file(args.frozen)}")
+        print(f"list {dest}" + (f" and {args.list}" if args.list else ""))
+        print(f"list sha256 {hashlib.sha256(data).hexdigest()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
