@@ -43,6 +43,7 @@ from duplexeval.fdb.verified import parse_json
 from duplexeval.jsonio import read_json, write_json
 from duplexeval.schemas import validate
 from duplexeval.signature import Component
+from duplexeval.units import SAMPLE_RATE
 from duplexeval.vad import OFFICIAL_SETTINGS, SileroVad, VadSettings, timestamps_from_probs
 
 OUTPUT_WAV = "output.wav"
@@ -66,7 +67,7 @@ def read_file(d: Path, name: str) -> bytes:
 def read_16k(path: Path, raw: bytes | None = None) -> np.ndarray:
     """A wav as mono float32 at 16 kHz (the script reads with torchaudio, resampling with torchaudio when needed)."""
     audio, sr = read_audio(path, raw)
-    return resample(audio, sr) if sr != before_after.SR else audio
+    return resample(audio, sr) if sr != SAMPLE_RATE else audio
 
 
 def read_words(path: Path, raw: bytes | None = None) -> list[Word]:
