@@ -378,6 +378,10 @@ class OverlapOfficial(OfficialRules):
                             "timing_merge_gaps_s": {"user": timing.USER_MERGE_GAP_S, "model": timing.MODEL_MERGE_GAP_S},
                             "aggregate": "mean within [P5, P95] when n >= 3", **info}}
 
+    def rules_note(self, rules: Mapping[str, Any]) -> str | None:
+        overlap = rules.get("overlap")
+        return f"reproduces {overlap['reproduces']}" if isinstance(overlap, Mapping) and "reproduces" in overlap else None
+
     def signature_components(self, options: Mapping[str, Any], info: dict[str, Any] | None) -> tuple[Component, ...]:
         if info is None:
             return ()
