@@ -25,7 +25,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from duplexeval.fdb.dataset import load_dataset
-    from duplexeval.fdb.export import export
+    from duplexeval.fdb.export_stage import export
     from duplexeval.systems.baselines import _speech_pcm
     from duplexeval.systems.registry import make_system
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from net_proto_helpers import first_loud_s, frame_delay, timing_datasets
 
-from duplexeval.fdb.export import export
+from duplexeval.fdb.export_stage import export
 from duplexeval.systems.net.moshi_wire import opus_round_trip
 
 

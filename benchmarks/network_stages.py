@@ -32,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from duplexeval.fdb.dataset import load_dataset
-from duplexeval.fdb.export import export
+from duplexeval.fdb.export_stage import export
 from duplexeval.systems.net import openai_realtime_server as oair
 from duplexeval.systems.net import server as srv
 

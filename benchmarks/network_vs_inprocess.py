@@ -23,7 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from duplexeval.fdb.dataset import load_dataset
-from duplexeval.fdb.export import export
+from duplexeval.fdb.export_stage import export
 
 
 def _rows(tree: Path) -> dict[str, dict]:

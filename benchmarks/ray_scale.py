@@ -83,7 +83,7 @@ def child(stage: str, kind: str, workers: int, tree: Path, backend: str) -> dict
         from duplexeval.fdb import asr_stage
 
         be: Any = NullBackend() if stage == "asr-null" else backend
-        res = asr_stage.run(tree, backend=be, jobs=workers, force=True, progress=False, executor=spec)
+        res = asr_stage.asr(tree, backend=be, jobs=workers, force=True, progress=False, executor=spec)
         out["n"] = res.n_eligible
         out["failed"] = res.n_error
         out["sha256"] = hashlib.sha256((tree / "asr.json").read_bytes()).hexdigest()

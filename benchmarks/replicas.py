@@ -26,9 +26,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from duplexeval.fdb.asr_stage import run as asr_run
+from duplexeval.fdb.asr_stage import asr as asr_run
 from duplexeval.fdb.dataset import load_dataset
-from duplexeval.fdb.export import export
+from duplexeval.fdb.export_stage import export
 from duplexeval.fdb.unified import score
 from duplexeval.systems.net.server import ServerProcess
 

@@ -326,13 +326,13 @@ def prepare_ours(tree: Path) -> tuple[Path, float]:
     """The benchmark tree as an FDB tree: `fdb import` (both outputs beside the inputs, the four transcripts) and
     `fdb asr --backend import` (the scripted transcripts adopted as they are); the FDB tree and the wall time."""
     from duplexeval.fdb import asr_stage
-    from duplexeval.fdb.import_outputs import import_outputs
+    from duplexeval.fdb.import_stage import import_outputs
 
     out = stage_tree(tree)
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
     import_outputs(tree, tree, out, name="scripted", progress=False)
-    res = asr_stage.run(out, backend="import", declare="scripted-transcripts", progress=False)
+    res = asr_stage.asr(out, backend="import", declare="scripted-transcripts", progress=False)
     if res.failed:
         raise SystemExit(f"asr import failed: {res.errors[:3]}")
     return out, time.perf_counter() - t0

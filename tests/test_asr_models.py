@@ -88,7 +88,7 @@ def test_stage_cuts_at_R_and_shifts_back(tmp_path: Path) -> None:
     s = FixtureSample("synthetic_user_interruption", "3", round(T, 4), annotation=interrupt_ann(a1 + 0.5, R),
                       words=None, audio=audio)
     tree = write_tree(tmp_path / "t", [s], asr=False)
-    res = asr_stage.run(tree, jobs=1, progress=False)
+    res = asr_stage.asr(tree, jobs=1, progress=False)
     assert res.n_ok == 1, res.errors
     out = json.loads((tree / "synthetic_user_interruption" / "3" / "output.json").read_text())
     texts = [_spoken(c["text"]) for c in out["chunks"]]

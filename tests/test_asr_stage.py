@@ -57,7 +57,7 @@ def _tree(tmp_path: Path, n: int = 4, lengths: list[float] | None = None) -> Pat
 
 def test_good_words_written_in_official_shape(tmp_path: Path) -> None:
     tree = _tree(tmp_path, 2)
-    res = asr_stage.run(tree, backend=ScriptedBackend(default=[Word(" Hello,", 0.1, 0.25), Word("there", 0.3, 0.6)]),
+    res = asr_stage.asr(tree, backend=ScriptedBackend(default=[Word(" Hello,", 0.1, 0.25), Word("there", 0.3, 0.6)]),
                         jobs=1, progress=False)
     assert (res.n_ok, res.n_error, res.failed) == (2, 0, False)
     out = json.loads((tree / "candor_turn_taking" / "0" / "output.json").read_text())
@@ -79,7 +79,7 @@ def test_good_words_written_in_official_shape(tmp_path: Path) -> None:
 
 def test_asr_json_of_another_kind_is_refused(tmp_path: Path) -> None:
     tree = _tree(tmp_path, 1)
-    asr_stage.run(tree, backend=ScriptedBackend(default=[Word("hi", 0.1, 0.2)]), jobs=1, progress=False)
+    asr_stage.asr(tree, backend=ScriptedBackend(default=[Word("hi", 0.1, 0.2)]), jobs=1, progress=False)
     raw = json.loads((tree / "asr.json").read_text())
     (tree / "asr.json").write_text(json.dumps({**raw, "kind": "duplexeval.fdb.unified"}))
     with pytest.raises(InputError, match="asr.json: is a 'duplexeval.fdb.unified' file, expected kind 'duplexeval.fdb.asr'"):
@@ -96,7 +96,7 @@ def test_bad_times_fail_only_their_samples_with_reasons(tmp_path: Path) -> None:
         int(2.5 * SR): [Word("b", float("nan"), 0.4)],        # NaN start
         int(3.0 * SR): [Word("c", 2.9, 3.2)],                 # ends after T
     }
-    res = asr_stage.run(tree, backend=ScriptedBackend(by_len=bad), jobs=1, progress=False)
+    res = asr_stage.asr(tree, backend=ScriptedBackend(by_len=bad), jobs=1, progress=False)
     assert (res.n_ok, res.n_error) == (1, 3) and res.failed
     rec, _ = load_asr(tree)
     errs = {k: s.error for k, s in rec.samples.items() if s.status == "error"}
@@ -117,7 +117,7 @@ def test_backend_exception_fails_sample_and_run_goes_on(tmp_path: Path) -> None:
             return super().transcribe(audio16k, offset_s)
 
     tree = _tree(tmp_path, 2)
-    res = asr_stage.run(tree, backend=Crashy(), jobs=1, progress=False)
+    res = asr_stage.asr(tree, backend=Crashy(), jobs=1, progress=False)
     assert res.n_error == 1 and "RuntimeError: decoder exploded" in res.errors[0][1]
 
 
@@ -126,7 +126,7 @@ def test_cut_at_R_and_shift_back(tmp_path: Path) -> None:
     s = FixtureSample("synthetic_user_interruption", "7", T, annotation=interrupt_ann(S, R), words=None, audio=_tone(T))
     tree = write_tree(tmp_path / "t", [s], asr=False)
     be = ScriptedBackend(default=[Word("ok", 0.5, 0.75)])
-    asr_stage.run(tree, backend=be, jobs=1, progress=False)
+    asr_stage.asr(tree, backend=be, jobs=1, progress=False)
     n_after_cut = int(T * SR) - int(R * SR)
     assert be.calls == [(n_after_cut, R)]
     out = json.loads((tree / "synthetic_user_interruption" / "7" / "output.json").read_text())
@@ -140,15 +140,15 @@ def test_changed_annotation_or_audio_fails_sample(tmp_path: Path) -> None:
     s = FixtureSample("synthetic_user_interruption", "1", T, annotation=interrupt_ann(1.0, 2.0), words=None, audio=_tone(T))
     tree = write_tree(tmp_path / "t", [s], asr=False)
     (tree / "synthetic_user_interruption" / "1" / "interrupt.json").write_text(json.dumps(interrupt_ann(1.0, 9.0)))
-    res = asr_stage.run(tree, backend=ScriptedBackend(), jobs=1, progress=False)
+    res = asr_stage.asr(tree, backend=ScriptedBackend(), jobs=1, progress=False)
     assert res.n_error == 1 and "differs from manifest.json" in res.errors[0][1]
 
 
 def test_an_existing_asr_json_is_up_to_date_or_refused_unless_force(tmp_path: Path) -> None:
     tree = _tree(tmp_path, 1)
-    asr_stage.run(tree, backend=ScriptedBackend(), jobs=1, progress=False)
+    asr_stage.asr(tree, backend=ScriptedBackend(), jobs=1, progress=False)
     first = (tree / "asr.json").read_bytes()
-    again = asr_stage.run(tree, backend=ScriptedBackend(), jobs=1, progress=False)  # the same run: nothing to redo
+    again = asr_stage.asr(tree, backend=ScriptedBackend(), jobs=1, progress=False)  # the same run: nothing to redo
     assert again.n_resumed == again.n_ok == 1 and (tree / "asr.json").read_bytes() == first
 
     class Other(ScriptedBackend):
@@ -156,8 +156,8 @@ def test_an_existing_asr_json_is_up_to_date_or_refused_unless_force(tmp_path: Pa
             return {**super().signature(), "options": {"v": 2}}
 
     with pytest.raises(RefusalError, match="exists and was made with other settings.*--force"):
-        asr_stage.run(tree, backend=Other(), jobs=1, progress=False)
-    res = asr_stage.run(tree, backend=ScriptedBackend(default=[]), jobs=1, progress=False, force=True)
+        asr_stage.asr(tree, backend=Other(), jobs=1, progress=False)
+    res = asr_stage.asr(tree, backend=ScriptedBackend(default=[]), jobs=1, progress=False, force=True)
     assert res.n_ok == 1
     assert json.loads((tree / "candor_turn_taking" / "0" / "output.json").read_text()) == {"text": "", "chunks": []}
 
@@ -166,13 +166,13 @@ def test_refuses_foreign_output_json(tmp_path: Path) -> None:
     s = FixtureSample("candor_turn_taking", "0", 2.0, annotation=turn_ann(0.5), words=[("hi", 0.1, 0.2)])
     tree = write_tree(tmp_path / "t", [s], asr=False)
     with pytest.raises(RefusalError, match="--backend import"):
-        asr_stage.run(tree, backend=ScriptedBackend(), jobs=1, progress=False)
+        asr_stage.asr(tree, backend=ScriptedBackend(), jobs=1, progress=False)
 
 
 def test_resume_after_interrupted_run(tmp_path: Path) -> None:
     tree = _tree(tmp_path, 5)
     with pytest.raises(KeyboardInterrupt):
-        asr_stage.run(tree, backend=ScriptedBackend(stop_after=2), jobs=1, progress=False)
+        asr_stage.asr(tree, backend=ScriptedBackend(stop_after=2), jobs=1, progress=False)
     assert not (tree / "asr.json").exists()
     done = sorted(p.name for p in (tree / asr_stage.JOURNAL_DIR).glob("candor*"))
     assert len(done) == 2
@@ -181,19 +181,19 @@ def test_resume_after_interrupted_run(tmp_path: Path) -> None:
         name = "other"
 
     with pytest.raises(RefusalError, match="different backend"):
-        asr_stage.run(tree, backend=Other(), jobs=1, progress=False)
+        asr_stage.asr(tree, backend=Other(), jobs=1, progress=False)
     be = ScriptedBackend()
-    res = asr_stage.run(tree, backend=be, jobs=1, progress=False)
+    res = asr_stage.asr(tree, backend=be, jobs=1, progress=False)
     assert (res.n_resumed, res.n_ok, len(be.calls)) == (2, 5, 3)
 
 
 def test_resume_redoes_sample_whose_output_changed(tmp_path: Path) -> None:
     tree = _tree(tmp_path, 3)
     with pytest.raises(KeyboardInterrupt):
-        asr_stage.run(tree, backend=ScriptedBackend(stop_after=2), jobs=1, progress=False)
+        asr_stage.asr(tree, backend=ScriptedBackend(stop_after=2), jobs=1, progress=False)
     (tree / "candor_turn_taking" / "0" / "output.json").write_text("{}")
     be = ScriptedBackend()
-    res = asr_stage.run(tree, backend=be, jobs=1, progress=False)
+    res = asr_stage.asr(tree, backend=be, jobs=1, progress=False)
     assert (res.n_resumed, len(be.calls)) == (1, 2)
 
 
@@ -204,7 +204,7 @@ def test_ineligible_samples_are_left_alone(tmp_path: Path) -> None:
                       eligible=False, reasons=["capture failed"]),
     ]
     tree = write_tree(tmp_path / "t", samples, asr=False)
-    res = asr_stage.run(tree, backend=ScriptedBackend(), jobs=1, progress=False)
+    res = asr_stage.asr(tree, backend=ScriptedBackend(), jobs=1, progress=False)
     rec, _ = load_asr(tree)
     assert list(rec.samples) == ["candor_turn_taking/0"] and res.n_eligible == 1
 
@@ -212,8 +212,8 @@ def test_ineligible_samples_are_left_alone(tmp_path: Path) -> None:
 def test_jobs_process_pool_matches_single_process(tmp_path: Path) -> None:
     t1 = _tree(tmp_path / "a", 3)
     t2 = _tree(tmp_path / "b", 3)
-    asr_stage.run(t1, backend=ScriptedBackend(), jobs=1, progress=False)
-    asr_stage.run(t2, backend=ScriptedBackend(), jobs=2, progress=False)
+    asr_stage.asr(t1, backend=ScriptedBackend(), jobs=1, progress=False)
+    asr_stage.asr(t2, backend=ScriptedBackend(), jobs=2, progress=False)
     assert (t1 / "asr.json").read_bytes() == (t2 / "asr.json").read_bytes()
 
 
@@ -232,8 +232,8 @@ def test_import_official_and_crisperwhisper_files(tmp_path: Path) -> None:
     tree = write_tree(tmp_path / "t", samples, asr=False)
     before = {p: p.read_bytes() for p in tree.rglob("output.json")}
     with pytest.raises(InputError, match="--declare"):
-        asr_stage.run(tree, backend="import", jobs=1, progress=False)
-    res = asr_stage.run(tree, backend="import", declare="parakeet-tdt-0.6b-v2", jobs=1, progress=False)
+        asr_stage.asr(tree, backend="import", jobs=1, progress=False)
+    res = asr_stage.asr(tree, backend="import", declare="parakeet-tdt-0.6b-v2", jobs=1, progress=False)
     assert (res.n_ok, res.n_error) == (2, 1)
     assert {p: p.read_bytes() for p in tree.rglob("output.json")} == before  # adopted, not rewritten
     rec, _ = load_asr(tree)
@@ -255,7 +255,7 @@ def test_import_missing_and_malformed_files(tmp_path: Path) -> None:
     ]
     tree = write_tree(tmp_path / "t", samples, asr=False)
     (tree / "candor_turn_taking" / "2" / "output.json").write_text('{"text": "x", "chunks": [{"text": "x", "timestamp": ["a", 1]}]}')
-    res = asr_stage.run(tree, backend="import", declare="whisperx", jobs=1, progress=False)
+    res = asr_stage.asr(tree, backend="import", declare="whisperx", jobs=1, progress=False)
     reasons = dict(res.errors)
     assert "no output.json to import" in reasons["candor_turn_taking/1"]
     assert "not a finite number" in reasons["candor_turn_taking/2"]
@@ -302,7 +302,7 @@ def test_parakeet_backend_with_stand_in_model(tmp_path: Path) -> None:
         FixtureSample("synthetic_user_interruption", "1", T, annotation=interrupt_ann(0.5, R), words=None, audio=_tone(T)),
     ]
     tree = write_tree(tmp_path / "t", samples, asr=False)
-    res = asr_stage.run(tree, backend=be, jobs=1, progress=False)
+    res = asr_stage.asr(tree, backend=be, jobs=1, progress=False)
     assert loaded == [(ckpt, "cpu")]
     assert res.n_ok == 1 and "ends before it starts" in res.errors[0][1]
     rec, _ = load_asr(tree)

@@ -518,7 +518,7 @@ def test_broken_source_wav_is_ineligible_with_a_reason(tmp_path: Path, capsys: p
 
 def test_unreadable_source_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """A source the user may not read (permission denied; simulated, since tests may run as root)."""
-    from duplexeval.fdb import import_outputs as imp
+    from duplexeval.fdb import import_stage as imp
 
     ds = synth_set(tmp_path / "ds")
     outs = outputs_for(ds, tmp_path / "outs")

@@ -81,7 +81,7 @@ def test_demo_end_to_end_on_a_tiny_set(tmp_path: Path, capsys: pytest.CaptureFix
     assert [r.stages["asr"] for r in again.runs] == ["reused"] * 2
     # a tree of another run under the same name stops the demo (docs/cli.md section 4); --force redoes it
     from duplexeval.demo import DemoRefusal
-    from duplexeval.fdb.export import export
+    from duplexeval.fdb.export_stage import export
 
     export("turn-based:vad=energy", ds, tmp_path / "out" / "silent", force=True, progress=False)
     with pytest.raises(DemoRefusal, match="--force"):

@@ -108,7 +108,7 @@ def test_without_ray_one_line_says_how_to_install(monkeypatch: pytest.MonkeyPatc
 
 # -- the stages on a demo tree ----------------------------------------------------------------------
 def _demo_tree(root: Path, per_subset: int = 2) -> Path:
-    from duplexeval.fdb.export import export
+    from duplexeval.fdb.export_stage import export
 
     export("turn-based", "demo", root, subsets=["candor_turn_taking", "synthetic_user_interruption"],
            limit=per_subset, progress=False)
@@ -130,8 +130,8 @@ def test_asr_and_score_on_ray_write_the_same_bytes_as_local(ray_local, tmp_path:
     local = _demo_tree(tmp_path / "local", 1)
     remote = tmp_path / "ray"
     shutil.copytree(local, remote)
-    asr_stage.run(local, backend="whisper-align", jobs=1, progress=False)
-    res = asr_stage.run(remote, backend="whisper-align", progress=False, executor=ExecutorSpec("ray"))
+    asr_stage.asr(local, backend="whisper-align", jobs=1, progress=False)
+    res = asr_stage.asr(remote, backend="whisper-align", progress=False, executor=ExecutorSpec("ray"))
     assert res.n_ok == res.n_eligible == 2 and not res.failed
     names = ("asr.json", "output.json")
     assert _files(remote, names) == _files(local, names) and len(_files(local, names)) == 3
@@ -150,8 +150,8 @@ def test_asr_worker_killed_mid_sample_is_retried_with_the_same_bytes(ray_local, 
     remote = tmp_path / "ray"
     shutil.copytree(local, remote)
     (tmp_path / "never").write_text("")  # the local run's marker already exists: nothing dies there
-    asr_stage.run(local, backend=wh.KillOnceBackend(str(tmp_path / "never")), jobs=1, progress=False)
-    res = asr_stage.run(remote, backend=wh.KillOnceBackend(str(tmp_path / "died")), progress=False,
+    asr_stage.asr(local, backend=wh.KillOnceBackend(str(tmp_path / "never")), jobs=1, progress=False)
+    res = asr_stage.asr(remote, backend=wh.KillOnceBackend(str(tmp_path / "died")), progress=False,
                         executor=ExecutorSpec("ray", max_retries=1))
     assert (tmp_path / "died").exists() and not res.failed  # a worker died, and its sample was redone elsewhere
     names = ("asr.json", "output.json")
@@ -163,7 +163,7 @@ def test_asr_sample_past_the_retries_is_recorded_with_its_reason(ray_local, tmp_
     from duplexeval.fdb.tree import load_asr
 
     tree = _demo_tree(tmp_path / "t")
-    res = asr_stage.run(tree, backend=wh.KillOnceBackend(str(tmp_path / "died")), progress=False,
+    res = asr_stage.asr(tree, backend=wh.KillOnceBackend(str(tmp_path / "died")), progress=False,
                         executor=ExecutorSpec("ray", max_retries=0))
     assert res.failed and res.n_error == 1 and res.n_ok == 3
     rec, _ = load_asr(tree)
@@ -203,7 +203,7 @@ def test_controller_run_on_ray_writes_the_same_data_folder(ray_local, tmp_path: 
 
 
 def test_export_on_ray_writes_the_same_tree_and_resumes_from_its_journal(ray_local, tmp_path: Path) -> None:
-    from duplexeval.fdb.export import export
+    from duplexeval.fdb.export_stage import export
 
     subsets = ["candor_turn_taking", "synthetic_pause_handling"]
     local = export("turn-based", "demo", tmp_path / "local", subsets=subsets, limit=2, progress=False)
@@ -222,11 +222,11 @@ def test_eot_predict_on_ray_writes_the_same_predictions(ray_local, tmp_path: Pat
     from test_eot_predict import one_turn_set
 
     from duplexeval.cli import _make_app
-    from duplexeval.eot.predict import run_predict
+    from duplexeval.eot.predict_stage import predict
 
     a, b = tmp_path / "local.parquet", tmp_path / "ray.parquet"
-    run_predict(one_turn_set(), "silero", {}, a, progress=False)
-    run_predict(one_turn_set(), "silero", {}, b, executor=ExecutorSpec("ray"), progress=False)
+    predict(one_turn_set(), "silero", {}, a, progress=False)
+    predict(one_turn_set(), "silero", {}, b, executor=ExecutorSpec("ray"), progress=False)
     assert a.read_bytes() == b.read_bytes() and a.with_suffix(".jsonl").read_bytes() == b.with_suffix(".jsonl").read_bytes()
     helptext = CliRunner().invoke(_make_app(), ["eot", "predict", "--help"]).output
     assert all(flag in helptext for flag in ("--executor", "--ray-address", "--ray-num-cpus", "--ray-num-gpus", "--max-retries"))
@@ -343,7 +343,7 @@ def test_a_plugin_call_on_a_ray_worker_is_bounded_by_the_driver_s_setting(ray_lo
     """Set after the instance started (as for a cluster started elsewhere): the setting travels with the work."""
     from test_eot_predict import one_turn_set
 
-    from duplexeval.eot.predict import run_predict
+    from duplexeval.eot.predict_stage import predict
 
     monkeypatch.setenv("DUPLEXEVAL_CALL_TIMEOUT", "0.2")
     monkeypatch.setenv("DUPLEXEVAL_DEBUG", "")
@@ -353,5 +353,5 @@ def test_a_plugin_call_on_a_ray_worker_is_bounded_by_the_driver_s_setting(ray_lo
     assert [r.value for r in _run(spec, stateful, None, [0, 1])] == [("", "0.2")] * 2
     with pytest.raises(InputError, match=r"^tiny: turn 't1': EOT detector 'worker_helpers:HangingDetector': "
                                          r"predict_batch did not return within 0.2 s \(DUPLEXEVAL_CALL_TIMEOUT\)"):
-        run_predict(one_turn_set(), "worker_helpers:HangingDetector", {}, tmp_path / "p.parquet", executor=spec,
+        predict(one_turn_set(), "worker_helpers:HangingDetector", {}, tmp_path / "p.parquet", executor=spec,
                     progress=False)

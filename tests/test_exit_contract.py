@@ -75,7 +75,7 @@ def _closed_port() -> int:
 
 def test_an_export_against_a_dead_agent_exits_1(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    import duplexeval.fdb.export as exp
+    import duplexeval.fdb.export_stage as exp
 
     monkeypatch.setattr(exp, "resolve_dataset", lambda d: ds)
     port = _closed_port()

@@ -14,7 +14,7 @@ from systems_fixtures import Dataset, add_sample, interruption, small_dataset, t
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.export import export
+from duplexeval.fdb.export_stage import export
 from duplexeval.fdb.sample_trace import TRACE_FILE
 from duplexeval.fdb.tree import load_manifest
 from duplexeval.fdb.tree_writer import RUN_RECORD
@@ -142,7 +142,7 @@ def test_inputs_at_24k_give_outputs_of_exactly_T(tmp_path: Path) -> None:
 
 
 def test_cli_export_and_alias_and_errors(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    import duplexeval.fdb.export as ex
+    import duplexeval.fdb.export_stage as ex
 
     monkeypatch.setattr(ex, "resolve_dataset", lambda d: ds)  # the CLI takes a path; serve the fixture set
     with pytest.raises(SystemExit) as ok:

@@ -20,7 +20,7 @@ from scipy.stats import binomtest
 
 from duplexeval import cli
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.compare import compare_trees
+from duplexeval.fdb.compare_stage import compare
 from duplexeval.fdb.results import load_scored
 from duplexeval.fdb.unified import score
 from duplexeval.jsonio import dumps, read_json, write_json
@@ -73,7 +73,7 @@ def trees(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_turn_taking_pairs_by_hand(trees: tuple[Path, Path]) -> None:
-    c = compare_trees(list(trees)).to_json()
+    c = compare(list(trees)).to_json()
     block = c["comparisons"][0]["subsets"][TT]
     assert block["pairing"] == {"selected_a": 4, "selected_b": 4, "selected_both": 4, "eligible_a": 4, "eligible_b": 3,
                                 "eligible_both": 3, "paired": 3}
@@ -103,7 +103,7 @@ def test_turn_taking_pairs_by_hand(trees: tuple[Path, Path]) -> None:
 
 
 def test_interruption_exercised_counts_and_pairs(trees: tuple[Path, Path]) -> None:
-    block = compare_trees(list(trees)).to_json()["comparisons"][0]["subsets"][UI]
+    block = compare(list(trees)).to_json()["comparisons"][0]["subsets"][UI]
     p = block["pairing"]
     assert (p["eligible_both"], p["paired"]) == (4, 1)
     assert p["exercised"] == {"both": 1, "only_a": 1, "only_b": 1, "neither": 1}
@@ -118,7 +118,7 @@ def test_interruption_exercised_counts_and_pairs(trees: tuple[Path, Path]) -> No
 
 
 def test_ties_and_no_common_eligible_sample(trees: tuple[Path, Path]) -> None:
-    subsets = compare_trees(list(trees)).to_json()["comparisons"][0]["subsets"]
+    subsets = compare(list(trees)).to_json()["comparisons"][0]["subsets"]
     tie = subsets[P]["metrics"]["pause_intrusion_rate"]
     assert (tie["a"], tie["b"], tie["diff"], tie["interval"]) == (0.5, 0.5, 0.0, [0.0, 0.0])
     assert tie["mcnemar"] == {"a_only": 0, "b_only": 0, "p_value": 1.0}
@@ -148,21 +148,21 @@ def test_refusals_name_the_input_that_differs(tmp_path: Path, trees: tuple[Path,
     other = _tree(tmp_path / "other", "b", dataset="another-set")
     score(other, segmenter=SEG_B)
     with pytest.raises(RefusalError, match="different datasets \\(dataset name 'hand' vs 'another-set'\\)"):
-        compare_trees([a, other])
+        compare([a, other])
     asr = _tree(tmp_path / "asr", "b")
     js = read_json(asr / "asr.json")
     write_json(asr / "asr.json", {**js, "backend": {"name": "pocketsphinx"}})
     score(asr, segmenter=SEG_B)
     with pytest.raises(RefusalError, match="different ASR backends \\(asr:hand vs asr:pocketsphinx\\).*--allow-different-asr"):
-        compare_trees([a, asr])
-    assert compare_trees([a, asr], allow_different_asr=True).notes == ["different ASR backends allowed: asr:hand vs asr:pocketsphinx"]
+        compare([a, asr])
+    assert compare([a, asr], allow_different_asr=True).notes == ["different ASR backends allowed: asr:hand vs asr:pocketsphinx"]
     with pytest.raises(InputError, match="at least two trees"):
-        compare_trees([a])
+        compare([a])
 
 
 def test_loader_refuses_stale_or_foreign_files(tmp_path: Path, trees: tuple[Path, Path]) -> None:
     a, b = trees
-    c = compare_trees([a, b]).to_json()
+    c = compare([a, b]).to_json()
     write_json(b / "unified.json", c)  # a compare.json where a unified.json belongs
     with pytest.raises(InputError, match="is a 'duplexeval.fdb.compare' file, expected kind 'duplexeval.fdb.unified'"):
         load_scored(b)
@@ -193,7 +193,7 @@ def test_cli_writes_compare_json_with_header_deterministically(tmp_path: Path, t
     with pytest.raises(SystemExit):
         cli.main(["fdb", "compare", str(a), str(b), str(c3), "--out", str(out)])
     assert out.read_bytes() == first
-    assert dumps(compare_trees([a, b, c3]).to_json()).encode() == first
+    assert dumps(compare([a, b, c3]).to_json()).encode() == first
 
 
 def test_paired_ratio_difference_by_hand() -> None:

@@ -9,8 +9,8 @@ from systems_fixtures import Dataset as FixtureDataset
 
 from duplexeval.errors import InputError
 from duplexeval.fdb.dataset import Dataset
-from duplexeval.fdb.export import export
-from duplexeval.fdb.import_outputs import import_outputs
+from duplexeval.fdb.export_stage import export
+from duplexeval.fdb.import_stage import import_outputs
 from duplexeval.fdb.protocols import DatasetLike, dataset_root
 from duplexeval.fdb.selection import resolve_dataset
 

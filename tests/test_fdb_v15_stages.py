@@ -15,8 +15,8 @@ from net_fixtures import SERVED, user_turn
 from duplexeval.cli import main
 from duplexeval.errors import InputError
 from duplexeval.fdb.dataset import load_dataset
-from duplexeval.fdb.export import export
-from duplexeval.fdb.replay import replay
+from duplexeval.fdb.export_stage import export
+from duplexeval.fdb.replay_stage import replay
 from duplexeval.fdb.tasks.overlap import synth
 from duplexeval.fdb.tasks.overlap.scenarios import USER_BACKCHANNEL, USER_INTERRUPTION
 from duplexeval.jsonio import sha256_file

@@ -46,7 +46,7 @@ def test_a_network_tree_follows_the_umask_and_its_traces_are_private(tmp_path: P
     from net_fixtures import SERVED
     from test_secrets_e2e import one_sample_dataset
 
-    from duplexeval.fdb.export import export
+    from duplexeval.fdb.export_stage import export
     from duplexeval.fdb.synth.write import build_dir
 
     umask = 0o027  # not the usual 022: the mode comes from the umask, not from a fixed 0644

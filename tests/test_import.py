@@ -13,7 +13,7 @@ import soxr
 from systems_fixtures import Dataset, small_dataset
 
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.import_outputs import import_outputs
+from duplexeval.fdb.import_stage import import_outputs
 from duplexeval.fdb.tree import load_manifest
 
 
@@ -126,7 +126,7 @@ def test_no_output_at_all_is_a_wrong_folder_not_a_tree_of_missing_samples(ds: Da
 
 
 def test_cli_import(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    import duplexeval.fdb.import_outputs as imp
+    import duplexeval.fdb.import_stage as imp
     from duplexeval.cli import main
 
     monkeypatch.setattr(imp, "resolve_dataset", lambda d: ds)

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from duplexeval.fdb.asr_stage import run as asr_run
+from duplexeval.fdb.asr_stage import asr as asr_run
 from duplexeval.fdb.dataset import load_dataset
-from duplexeval.fdb.export import export
+from duplexeval.fdb.export_stage import export
 from duplexeval.fdb.unified import score
 from duplexeval.systems.base import FRAME_SAMPLES
 from duplexeval.systems.net.pcm import StreamResampler

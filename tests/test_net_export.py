@@ -16,8 +16,8 @@ from systems_fixtures import Dataset, add_sample
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError
-from duplexeval.fdb.export import export
-from duplexeval.fdb.replay import replay
+from duplexeval.fdb.export_stage import export
+from duplexeval.fdb.replay_stage import replay
 from duplexeval.systems.net.server import ServerProcess, ServerThread, make_server
 from duplexeval.systems.registry import make_system
 

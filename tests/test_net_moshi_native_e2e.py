@@ -18,9 +18,9 @@ import pytest
 import soundfile as sf
 from net_proto_helpers import first_loud_s, frame_delay, timing_datasets
 
-from duplexeval.fdb.asr_stage import run as asr_run
-from duplexeval.fdb.export import export
-from duplexeval.fdb.replay import replay
+from duplexeval.fdb.asr_stage import asr as asr_run
+from duplexeval.fdb.export_stage import export
+from duplexeval.fdb.replay_stage import replay
 from duplexeval.fdb.unified import score
 from duplexeval.systems.net.moshi_wire import opus_round_trip
 

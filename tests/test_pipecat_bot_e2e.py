@@ -21,8 +21,8 @@ import pytest
 
 pytest.importorskip("pipecat")
 
-from duplexeval.fdb.export import export  # noqa: E402
-from duplexeval.fdb.replay import replay  # noqa: E402
+from duplexeval.fdb.export_stage import export  # noqa: E402
+from duplexeval.fdb.replay_stage import replay  # noqa: E402
 from duplexeval.fdb.selection import resolve_dataset  # noqa: E402
 from duplexeval.systems.net.trace import load_trace, received_items  # noqa: E402
 from duplexeval.systems.pipecat.process import BotProcess  # noqa: E402

@@ -60,9 +60,9 @@ def test_one_progress_helper() -> None:
     """export, asr and eot predict share duplexeval.progress.progress_bar (no private copies)."""
     import inspect
 
-    import duplexeval.eot.predict as pred
+    import duplexeval.eot.predict_stage as pred
     import duplexeval.fdb.asr_stage as asr
-    import duplexeval.fdb.export as exp
+    import duplexeval.fdb.export_stage as exp
     from duplexeval.progress import progress_bar
 
     assert exp.progress_bar is progress_bar and asr.progress_bar is progress_bar
@@ -124,7 +124,7 @@ def test_declare_per_subset_refusals(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def test_import_explains_ineligible_samples(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    import duplexeval.fdb.import_outputs as imp
+    import duplexeval.fdb.import_stage as imp
 
     monkeypatch.setattr(imp, "resolve_dataset", lambda d: ds)
     outputs = make_outputs(ds, tmp_path / "outputs")
@@ -140,7 +140,7 @@ def test_import_explains_ineligible_samples(ds: Dataset, tmp_path: Path, capsys:
 
 def test_import_ignore_output_json(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    import duplexeval.fdb.import_outputs as imp
+    import duplexeval.fdb.import_stage as imp
 
     monkeypatch.setattr(imp, "resolve_dataset", lambda d: ds)
     outputs = make_outputs(ds, tmp_path / "outputs")

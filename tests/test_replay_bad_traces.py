@@ -14,8 +14,8 @@ from systems_fixtures import Dataset, add_sample
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError
-from duplexeval.fdb.export import export
-from duplexeval.fdb.replay import replay
+from duplexeval.fdb.export_stage import export
+from duplexeval.fdb.replay_stage import replay
 
 LOOP = "loopback:protocol=ws-pcm,serve=" + SERVED.replace(",", ";") + ",in_process=true"
 SAMPLE = Path("candor_turn_taking") / "1"

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from systems_fixtures import Dataset, interruption, pause, turn_taking
 
-from duplexeval.fdb.asr_stage import run as asr_run
-from duplexeval.fdb.export import export
+from duplexeval.fdb.asr_stage import asr as asr_run
+from duplexeval.fdb.export_stage import export
 from duplexeval.fdb.sample_trace import TRACE_FILE
 from duplexeval.fdb.unified import score
 from duplexeval.systems.baselines import DEFAULT_REPLY

@@ -48,7 +48,7 @@ def _records(tree: Path) -> list[Path]:
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc to find the worker processes")
 @pytest.mark.slow
 def test_sigkill_of_asr_driver_takes_its_workers_and_resume_gives_the_same_bytes(tmp_path: Path) -> None:
-    from duplexeval.fdb.export import export
+    from duplexeval.fdb.export_stage import export
 
     tree = tmp_path / "killed"
     export("turn-based", "demo", tree, progress=False)
@@ -56,7 +56,7 @@ def test_sigkill_of_asr_driver_takes_its_workers_and_resume_gives_the_same_bytes
     shutil.copytree(tree, clean)
     code = (f"import sys; sys.path.insert(0, {str(TESTS)!r})\n"
             "import worker_helpers as wh\nfrom duplexeval.fdb import asr_stage\n"
-            f"asr_stage.run({str(tree)!r}, backend=wh.SleepyBackend(0.25), jobs=2, progress=False)\n")
+            f"asr_stage.asr({str(tree)!r}, backend=wh.SleepyBackend(0.25), jobs=2, progress=False)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
     try:
@@ -80,9 +80,9 @@ def test_sigkill_of_asr_driver_takes_its_workers_and_resume_gives_the_same_bytes
     unvouched = [d for d in sorted(tree.glob("*/*")) if d.is_dir() and (d / "output.wav").exists()
                  and not (tree / asr_stage.JOURNAL_DIR / f"{d.parent.name}__{d.name}.json").exists()]
     (unvouched[0] / "output.json").write_text('{"chunks": "not from this run"}')
-    res = asr_stage.run(tree, backend=wh.SleepyBackend(0.25), jobs=2, progress=False)
+    res = asr_stage.asr(tree, backend=wh.SleepyBackend(0.25), jobs=2, progress=False)
     assert 0 < res.n_resumed < res.n_eligible and not res.failed
-    asr_stage.run(clean, backend=wh.SleepyBackend(0.25), jobs=2, progress=False)
+    asr_stage.asr(clean, backend=wh.SleepyBackend(0.25), jobs=2, progress=False)
     for p in sorted(clean.rglob("*.json")):
         assert (tree / p.relative_to(clean)).read_bytes() == p.read_bytes(), p
 

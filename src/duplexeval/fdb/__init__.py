@@ -5,8 +5,8 @@ first three are functions of the stage modules of the same name; the last three 
 here and import their heavy modules on first call, so ``import duplexeval.fdb`` stays cheap:
 
 - ``synth.synthesize_dataset(script, out)`` -> the dataset folder (espeak-ng stimuli from a script)
-- ``export.export(system, dataset, out)`` -> ExportResult (drive a system: a System or ``NAME[:k=v]``)
-- ``import_outputs.import_outputs(dataset, outputs, out)`` -> ExportResult (outputs made elsewhere)
+- ``export_stage.export(system, dataset, out)`` -> ExportResult (drive a system: a System or ``NAME[:k=v]``)
+- ``import_stage.import_outputs(dataset, outputs, out)`` -> ExportResult (outputs made elsewhere)
 - ``asr(tree)`` -> StageResult (word timestamps: output.json files and asr.json)
 - ``evaluate(tree)`` -> the summary.json dict (official v1.0 rules, reference column)
 - ``score(tree)`` -> UnifiedResult (unified.json + unified-samples.jsonl)
@@ -24,9 +24,9 @@ __all__ = ["asr", "evaluate", "score"]
 
 def asr(tree: str | Path, **kwargs: Any) -> Any:
     """Transcribe every eligible sample of `tree` (default backend whisper-align; see docs/asr.md)."""
-    from duplexeval.fdb.asr_stage import run
+    from duplexeval.fdb.asr_stage import asr as _asr
 
-    return run(tree, **kwargs)
+    return _asr(tree, **kwargs)
 
 
 def evaluate(tree: str | Path, **kwargs: Any) -> Any:

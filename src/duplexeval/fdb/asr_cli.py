@@ -39,14 +39,14 @@ def asr_command(
 
     Exits 1 with a summary if any sample failed (its reason is in asr.json); the others are kept.
     """
-    from duplexeval.fdb.asr_stage import run
+    from duplexeval.fdb.asr_stage import asr
     from duplexeval.fdb.tree import tree_audio_s
     from duplexeval.progress import StageClock
 
     clock = StageClock("asr")
     name, params = parse_spec(backend, "--backend")
     known_params("--backend", backend, params, BACKEND_PARAMS)
-    result = run(tree, backend=name, model=params.get("model"), jobs=jobs or None, force=force, progress=not quiet,
+    result = asr(tree, backend=name, model=params.get("model"), jobs=jobs or None, force=force, progress=not quiet,
                  declare=declare, device=params.get("device", "cpu"), executor=executor_spec)
     typer.echo(result.summary())
     if not quiet:  # no real-time factor when nothing was transcribed (the run was finished already)

@@ -72,7 +72,7 @@ class StageResult:
                 f"({self.n_resumed} resumed) with {self.backend.get('name')}")
 
 
-def run(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, model: str | os.PathLike[str] | None = None,
+def asr(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, model: str | os.PathLike[str] | None = None,
         jobs: int | None = None, force: bool = False, progress: bool = True, declare: str | list[str] | None = None,
         device: str = "cpu", executor: ExecutorSpec | None = None) -> StageResult:
     """Transcribe every eligible sample of the tree, write output.json files and asr.json.

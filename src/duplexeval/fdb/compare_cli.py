@@ -76,10 +76,10 @@ def compare_command(
     Gates judge each difference B - A (its point estimate) as SUBSET.METRIC, e.g. a regression gate
     --fail-under candor_turn_taking.response_rate_1s=-0.05 (B may lose at most 5 points) or
     --fail-over candor_turn_taking.response_latency_s=0.2 (B's median latency at most 200 ms slower)."""
-    from duplexeval.fdb.compare import compare_trees
+    from duplexeval.fdb.compare_stage import compare
 
     gates = parse_gates(fail_under, fail_over)
-    result = compare_trees(trees, allow_different_asr=allow_different_asr).to_json()
+    result = compare(trees, allow_different_asr=allow_different_asr).to_json()
     status = compare_status(result, gates, min_eligible)
     if not no_write:
         _check_out(out, result, force)

@@ -107,7 +107,7 @@ def export_command(
     """Drive a system over a dataset: output.wav (FIFO playout, exactly T), annotations, trace.json, manifest.json.
 
     With --executor ray the sessions run on Ray workers, one sample per task (the tree must be on a shared path)."""
-    from duplexeval.fdb.export import export
+    from duplexeval.fdb.export_stage import export
     from duplexeval.progress import StageClock
 
     clock = StageClock("export")
@@ -135,7 +135,7 @@ def import_command(
     min_eligible: float | None = min_eligible_option(),
 ) -> None:
     """Adopt output.wav files made elsewhere: resample to 16 kHz, fix lengths within 80 ms, hash, write manifest.json."""
-    from duplexeval.fdb.import_outputs import import_outputs, parse_channel
+    from duplexeval.fdb.import_stage import import_outputs, parse_channel
     from duplexeval.progress import StageClock
 
     clock = StageClock("import")

@@ -15,7 +15,7 @@ def replay_command(
     check: bool = typer.Option(False, "--check", help="Write nothing; fail (exit 2) if a rebuilt file differs from the tree."),
 ) -> None:
     """Rebuild every network sample's output.wav, trace.json and the manifest from trace.jsonl + trace.pcm alone."""
-    from duplexeval.fdb.replay import replay
+    from duplexeval.fdb.replay_stage import replay
 
     res = replay(tree, check=check)
     same = res.replayed - len(res.changed)

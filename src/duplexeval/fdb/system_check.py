@@ -18,7 +18,7 @@ import numpy as np
 
 from duplexeval.audio import read_audio_16k
 from duplexeval.errors import InputError
-from duplexeval.fdb.export import export
+from duplexeval.fdb.export_stage import export
 from duplexeval.fdb.protocols import DatasetLike, SampleLike
 from duplexeval.fdb.selection import resolve_dataset
 from duplexeval.fdb.tasks import task_of

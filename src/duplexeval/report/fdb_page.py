@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from duplexeval.errors import DuplexEvalError
-from duplexeval.fdb.compare import compare_trees
+from duplexeval.fdb.compare_stage import compare
 from duplexeval.fdb.compare_text import metric_cells, pairing_line
 from duplexeval.fdb.results import ScoredTree
 from duplexeval.fdb.tasks import get_task, task_of
@@ -254,7 +254,7 @@ def fdb_body(trees: Sequence[ScoredTree], lineup: Lineup, items: Sequence[Item],
     if len(trees) > 1:
         order = [baseline, *(k for k in range(len(trees)) if k != baseline)]
         try:
-            raw = compare_trees([trees[k] for k in order]).to_json()
+            raw = compare([trees[k] for k in order]).to_json()
         except DuplexEvalError as exc:
             why_not = str(exc)
         else:  # back to the page's tree indices

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from duplexeval.errors import DuplexEvalError
 from duplexeval.fdb import asr_stage
-from duplexeval.fdb.export import export
+from duplexeval.fdb.export_stage import export
 from duplexeval.fdb.official import evaluate
 from duplexeval.fdb.tasks.overlap import synth
 from duplexeval.fdb.tasks.overlap.scenarios import SCENARIOS, SUBSET_ORDER
@@ -83,7 +83,7 @@ def run(out: str | Path, systems: Sequence[str] = DEMO_SYSTEMS, say: Callable[[s
             export(spec, data, tree, progress=False)
             r.stages["export"] = "done"
             say(f"demo v1.5: [{spec}] asr (four transcripts per sample)")
-            res = asr_stage.run(tree, backend=asr_backend, progress=False)
+            res = asr_stage.asr(tree, backend=asr_backend, progress=False)
             if res.failed:
                 raise DuplexEvalError(f"asr failed on {res.n_error} sample(s): {res.errors[0][1]}")
             r.stages["asr"] = "done"

@@ -197,7 +197,7 @@ class CompareResult:
         }
 
 
-def compare_trees(trees: Sequence[str | Path | ScoredTree], allow_different_asr: bool = False) -> CompareResult:
+def compare(trees: Sequence[str | Path | ScoredTree], allow_different_asr: bool = False) -> CompareResult:
     """Compare every tree to the first (B - A with A the first tree)."""
     if len(trees) < 2:
         raise InputError("compare: give at least two trees")
