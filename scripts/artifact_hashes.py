@@ -45,6 +45,8 @@ NETWORK_DEMO = "loopback:protocol=openai-realtime,serve=turn-based"  # duplexeva
 NET_TREE = "turn-based-openai-realtime"  # its folder in the demo (duplexeval.demo.tree_name)
 V10_TREES = ("silent", "turn-based", "talk-over", "backchannel", NET_TREE)
 V15_TREES = ("silent", "turn-based", "talk-over", "backchannel")
+V10_TASKS = ("pause_handling", "smooth_turn_taking", "user_interruption", "backchannel")
+PHASES = ("demo", "reports", "compare", "bench", "families")
 LISTED = ("out", "cache")  # the folders under BASE whose files are listed
 
 
@@ -128,52 +130,66 @@ class Harness:
         with tarfile.open(frozen) as tar:
             tar.extractall(dest, filter="data")
 
-    def all_steps(self, frozen: Path) -> None:
-        out = "out"  # relative to BASE (the children's folder), so command lines stay short
-        self.run(["fdb", "synth", "demo", "--out", f"{out}/synth-demo", "-q"])
+    def all_steps(self, frozen: Path, start: str = PHASES[0]) -> None:
+        """Every phase in order (from `start`: only to finish a run of the same revision that stopped there)."""
+        for phase in PHASES[PHASES.index(start):]:
+            getattr(self, f"phase_{phase}")(frozen)
+
+    def phase_demo(self, frozen: Path) -> None:
+        self.run(["fdb", "synth", "demo", "--out", "out/synth-demo", "-q"])
         # the demo with its in-process systems (the v1.0 part, then v1.5's); its network system is captured live,
         # so its tree is made from the frozen capture instead: replay, check, then every scoring stage
-        self.run(["demo", "--out", f"{out}/demo", "-q", *(a for n in V10_TREES[:-1] for a in ("--systems", n))])
+        self.run(["demo", "--out", "out/demo", "-q", *(a for n in V10_TREES[:-1] for a in ("--systems", n))])
         self.unpack(frozen, self.out / "demo")
-        net = f"{out}/demo/{NET_TREE}"
+        net = f"out/demo/{NET_TREE}"
         self.run(["fdb", "replay", net])
         self.run(["fdb", "replay", net, "--check"])
         self.run(["fdb", "asr", net, "-q"])
         self.run(["fdb", "evaluate", net, "-q"])
         self.run(["fdb", "score", net, "-q"])
-        # reports: each demo tree alone, the v1.0 trees together
-        rep = f"{out}/reports"
-        (self.out / "reports").mkdir()
+
+    def phase_reports(self, frozen: Path) -> None:
+        """Each demo tree alone, the v1.0 trees together (as the demo's own report labels them)."""
+        (self.out / "reports").mkdir(exist_ok=True)
         for name in V10_TREES:
-            self.run(["report", f"{out}/demo/{name}", "--out", f"{rep}/v10-{name}.html"])
+            self.run(["report", f"out/demo/{name}", "--out", f"out/reports/v10-{name}.html"])
         for name in V15_TREES:
-            self.run(["report", f"{out}/demo/v1.5/{name}", "--out", f"{rep}/v15-{name}.html"])
-        self.run(["report", *(f"{out}/demo/{n}" for n in V10_TREES), "--baseline", "turn-based",  # as the demo's own
+            self.run(["report", f"out/demo/v1.5/{name}", "--out", f"out/reports/v15-{name}.html"])
+        self.run(["report", *(f"out/demo/{n}" for n in V10_TREES), "--baseline", "turn-based",
                   *(a for n in V10_TREES for a in ("--label", "turn-based@openai-realtime" if n == NET_TREE else n)),
-                  "--out", f"{rep}/v10-all.html"])
-        # compare (exit 1: the silent tree has no exercised interruption, so a pairing rule fails)
-        (self.out / "compare").mkdir()
-        self.run(["fdb", "compare", *(f"{out}/demo/{n}" for n in V10_TREES), "--out", f"{out}/compare/v10.json"],
+                  "--out", "out/reports/v10-all.html"])
+
+    def phase_compare(self, frozen: Path) -> None:
+        """Exit 1 is the contract here: the silent tree has no exercised interruption, so a pairing rule fails."""
+        (self.out / "compare").mkdir(exist_ok=True)
+        self.run(["fdb", "compare", *(f"out/demo/{n}" for n in V10_TREES), "--out", "out/compare/v10.json"],
                  ok=(0, 1))
-        self.run(["report", f"{out}/compare/v10.json", "--out", f"{rep}/compare-v10.html"])
-        self.run(["fdb", "compare", *(f"{out}/demo/v1.5/{n}" for n in V15_TREES),
-                  "--out", f"{out}/compare/v15.json"], ok=(0, 1))
-        self.run(["report", f"{out}/compare/v15.json", "--out", f"{rep}/compare-v15.html"])
+        self.run(["report", "out/compare/v10.json", "--out", "out/reports/compare-v10.html"])
+        self.run(["fdb", "compare", *(f"out/demo/v1.5/{n}" for n in V15_TREES),
+                  "--out", "out/compare/v15.json"], ok=(0, 1))
+        self.run(["report", "out/compare/v15.json", "--out", "out/reports/compare-v15.html"])
         for name in V10_TREES:
-            self.run(["fdb", "score", f"{out}/demo/{name}", "--sensitivity", "-q"])
-        # the full benchmark tree (727 samples), as benchmarks/score_full_tree.py builds it
-        bench = f"{out}/bench-full"
-        self.run(["-c", f"from pathlib import Path; import score_full_tree as b; b.build(Path({bench!r}))"],
-                 what="benchmarks/score_full_tree.py build")
+            self.run(["fdb", "score", f"out/demo/{name}", "--sensitivity", "-q"])
+
+    def phase_bench(self, frozen: Path) -> None:
+        """The full-size tree (727 samples) as benchmarks/score_full_tree.py builds it, its v1.0 subsets only (the
+        script at 4de0490 also made v1.5 subsets out of v1.0 recipes, which `fdb score` refuses)."""
+        bench = "out/bench-full"
+        shutil.rmtree(self.out / "bench-full", ignore_errors=True)
+        self.run(["-c", "from pathlib import Path; import score_full_tree as b; "
+                        f"b.SUBSETS = {{k: v for k, v in b.SUBSETS.items() if v.task in {sorted(V10_TASKS)!r}}}; "
+                        f"b.build(Path({bench!r}))"], what="benchmarks/score_full_tree.py build")
         icc = self.out / "icc_gt_distribution.json"
         icc.write_text(json.dumps(fixed_icc(bench_ids(self.out / "bench-full")), indent=1) + "\n")
         self.run(["fdb", "score", bench, "--sensitivity", "-q"])
-        self.run(["fdb", "evaluate", bench, "--icc-gt", f"{out}/icc_gt_distribution.json", "-q"])
-        self.run(["report", bench, "--out", f"{rep}/bench-full.html"])
-        # the other families' demos
-        self.run(["eot", "demo", "--out", f"{out}/eot-demo"])
-        self.run(["controller", "demo", "--out", f"{out}/controller-demo"])
-        self.run(["dialogue", "demo", "--out", f"{out}/dialogue-demo"])
+        self.run(["fdb", "evaluate", bench, "--icc-gt", "out/icc_gt_distribution.json", "-q"])
+        (self.out / "reports").mkdir(exist_ok=True)
+        self.run(["report", bench, "--out", "out/reports/bench-full.html"])
+
+    def phase_families(self, frozen: Path) -> None:
+        self.run(["eot", "demo", "--out", "out/eot-demo"])
+        self.run(["controller", "demo", "--out", "out/controller-demo"])
+        self.run(["dialogue", "demo", "--out", "out/dialogue-demo"])
 
 
 def _plain(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -254,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--list", type=Path, help="also copy the hash list here")
     r.add_argument("--frozen", type=Path, default=BASE / "frozen-net.tar", help="the frozen network capture")
     r.add_argument("--tries", type=int, default=5, help="when the capture is missing: see freeze")
+    r.add_argument("--resume-at", choices=PHASES, help="finish a run of the same REV that stopped in this phase "
+                   "(keeps BASE/out; the list is only valid if nothing else ran in between)")
     f = sub.add_parser("freeze", help="make the frozen network capture with REV's code (replaces --frozen)")
     f.add_argument("rev")
     f.add_argument("--repo", type=Path, default=Path.cwd())
@@ -276,15 +294,24 @@ def main(argv: list[str] | None = None) -> int:
         src = BASE / "src"
         commit = archive(args.repo, args.rev, src)
         h = Harness(src, args.rev)
+        resume = getattr(args, "resume_at", None)
+        if resume:
+            stamp = (BASE / "commit").read_text().strip() if (BASE / "commit").is_file() else ""
+            if stamp != commit:
+                raise SystemExit(f"artifact_hashes: BASE/out is from {stamp or 'nothing'}, not {commit}: run it whole")
+            h.step = len(list(h.logs.glob("*.log")))
         h.check_import()
-        h.fresh()
+        if not resume:
+            h.fresh()
+            (BASE / "commit").write_text(commit + "\n")
         print(f"artifact_hashes: {args.cmd} {args.rev} = {commit} (load {os.getloadavg()[0]:.1f})", flush=True)
         if args.cmd == "freeze" or not args.frozen.is_file():
             h.freeze(args.frozen, args.tries)
             if args.cmd == "freeze":
                 return 0
             h.fresh()
-        h.all_steps(args.frozen)
+            (BASE / "commit").write_text(commit + "\n")
+        h.all_steps(args.frozen, resume or PHASES[0])
         data = listing()
         lists = BASE / "lists"
         lists.mkdir(exist_ok=True)
