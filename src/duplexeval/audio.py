@@ -29,7 +29,7 @@ def read_audio_channels(path: str | os.PathLike[str], raw: bytes | None = None) 
         data, sr = sf.read(io.BytesIO(raw) if raw is not None else str(path), dtype="float32", always_2d=True)
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
-    except (RuntimeError, sf.LibsndfileError, OSError) as exc:  # type: ignore[attr-defined]
+    except (RuntimeError, sf.LibsndfileError, OSError) as exc:
         raise InputError(f"{path}: cannot read audio: {' '.join(str(exc).split())}") from None
     if data.shape[1] == 0:
         raise InputError(f"{path}: audio has no channels")
@@ -100,7 +100,8 @@ def audio_library_versions() -> str:
 
 def resampled_length(n: int, sr_in: int, sr_out: int = SAMPLE_RATE) -> int:
     """The number of samples `resample` returns for `n` input samples, without resampling: soxr's one-shot
-    length, floor(n * sr_out / sr_in + 1/2) in exact integers (tests/test_live_playout_length.py checks it)."""
+    length, floor(n * sr_out / sr_in + 1/2) in exact integers
+    (tests/systems/net/test_live_playout_length.py checks it)."""
     if sr_in == sr_out:
         return n
     return (2 * n * sr_out + sr_in) // (2 * sr_in)

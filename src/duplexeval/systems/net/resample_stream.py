@@ -7,7 +7,7 @@ uneven blocks (up to ~36 ms behind at HQ), so this is a causal polyphase FIR (sc
 zero-stuffed stream with carried state, without the zeros): a constant delay of `delay_samples` output
 samples, nothing else. When few upsampled samples are kept (22.05 kHz -> 16 kHz keeps 1 in 441) only those
 are computed, one dot product of a phase with the input window each; the two ways give the same float32
-samples (tests/test_net_moshi_wire.py, benchmarks/resampler_cost.py for the CPU of each).
+samples (tests/systems/net/test_moshi_wire.py, benchmarks/resampler_cost.py for the CPU of each).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from math import gcd
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-from scipy.signal import firwin  # type: ignore[import-untyped]
+from scipy.signal import firwin
 
 TAPS_PER_PHASE = 24  # filter length = taps_per_phase * up (odd-adjusted); ~1 ms of delay at 16/24 kHz
 KEPT_ONLY_ABOVE = 8  # keep 1 upsampled sample in more than this many: compute the kept ones only
