@@ -203,7 +203,8 @@ def test_registry_parses_typed_params_and_keeps_commas_in_text() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("nope", "unknown system 'nope' (known: silent, turn-based, talk-over, backchannel, openai-realtime, ws-pcm, loopback, moshi, native-duplex, telephony, pipecat-ws, webrtc, pipecat)"),
+        ("nope", "unknown system 'nope' (known: silent, turn-based, talk-over, backchannel, openai-realtime, ws-pcm, "
+                 "loopback, moshi, native-duplex, telephony, pipecat-ws, webrtc, pipecat)"),
         ("turn-based:foo=1", "turn-based has no parameter 'foo'"),
         ("turn-based:silence_ms=fast", "silence_ms='fast' is not a valid int"),
         ("turn-based:silence_ms", "expected key=value"),
@@ -317,7 +318,8 @@ def test_user_speech_hysteresis_on_hand_made_probabilities() -> None:
     onsets = [(i, o) for i, p in enumerate(probs) if (o := u.update(p)) is not None]
     # a 2-frame run is not speech; the 3-frame run from frame 4 is (confirmed at the end of frame 6);
     # 0.4 keeps it going (>= 0.35); after 4 frames (128 ms) below 0.35 it is released; frame 13 starts a new one
-    assert [(i, round(o.start_s, 3), round(o.detected_at_s, 3)) for i, o in onsets] == [(6, 0.128, 0.224), (15, 0.416, 0.512)]
+    assert [(i, round(o.start_s, 3), round(o.detected_at_s, 3)) for i, o in onsets] == [
+        (6, 0.128, 0.224), (15, 0.416, 0.512)]
     assert u.speaking and u.last_voice_end == pytest.approx(0.512)
     assert u.silence_s(0.6) == pytest.approx(0.088)
 
