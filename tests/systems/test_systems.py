@@ -366,6 +366,18 @@ def test_registering_a_system_keeps_the_builtins(monkeypatch: pytest.MonkeyPatch
         register_system("custom-test", dataclass(frozen=True)(type("Other", (), {})))
 
 
+def test_systems_list_names_each_built_in_s_kind(capsys: pytest.CaptureFixture[str]) -> None:
+    """`pipecat` runs pipecat-ai's pipeline in this process: in-process, though imported on first use."""
+    from duplexeval.cli import main
+
+    with pytest.raises(SystemExit) as ex:
+        main(["systems", "list"])
+    assert ex.value.code in (0, None)
+    lines = capsys.readouterr().out.splitlines()
+    assert "pipecat  (in-process)" in lines and "turn-based  (in-process)" in lines
+    assert "openai-realtime  (network adapter)" in lines and "pipecat-ws  (network adapter)" in lines
+
+
 def test_a_system_published_by_an_installed_package_is_usable_by_name(tmp_path: Path) -> None:
     """A distribution whose entry points declare `[duplexeval.systems] echo = in_process_system:EchoAgent`: the
     command line lists it and builds it by name with typed parameters; a broken entry point is one line."""

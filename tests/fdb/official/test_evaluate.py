@@ -346,3 +346,20 @@ def test_evaluate_summary_line_says_needs_judge() -> None:
     lines = format_summary(summary)
     assert any("Average rating: needs --judge openai" in x for x in lines)
     assert any("Average take turn: 1.0000" in x for x in lines)
+
+
+def test_evaluate_first_line_names_the_rules_of_the_evaluated_tasks_only() -> None:
+    """The backchannel loop only when a backchannel subset was evaluated; v1.5's rules say what they reproduce."""
+    from duplexeval.fdb.evaluate_cli import format_summary
+    from duplexeval.fdb.tasks.overlap.official import REPRODUCES
+
+    def first(tasks: dict[str, str], name: str = "fdb-v1.0-official", **rules: object) -> str:
+        subsets = {s: {"task": t, "n_evaluated": 0, "counts": {"selected": 0, "declared": 1}, "metrics": {}}
+                   for s, t in tasks.items()}
+        return format_summary({"rules": {"name": name, "backchannel_rules": "2025-06", **rules}, "subsets": subsets})[0]
+
+    v10 = {UI: "user_interruption", "icc_backchannel": "backchannel"}
+    assert first(v10) == "official rules: fdb-v1.0-official (backchannel loop 2025-06)"
+    assert first({UI: "user_interruption"}) == "official rules: fdb-v1.0-official"
+    v15 = first({"user_interruption": "overlap"}, "fdb-v1.5-official", overlap={"reproduces": REPRODUCES})
+    assert v15 == f"official rules: fdb-v1.5-official (reproduces {REPRODUCES})" and "backchannel" not in v15

@@ -283,6 +283,13 @@ def test_network_export_writes_each_session_s_wire_trace_and_resumes(tmp_path: P
     assert export(LOOP, data, ok, progress=False).counts[USER_INTERRUPTION]["eligible"] == 1
     manifest = (ok / "manifest.json").read_bytes()
     assert replay(ok, check=True).replayed == 1 and (ok / "manifest.json").read_bytes() == manifest
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as ex:  # one sample is "1 sample", on stdout and in the last line
+        main(["fdb", "replay", str(ok), "--check"])
+    out = capsys.readouterr()
+    assert ex.value.code in (0, None), out.err
+    assert out.out.startswith("replay: checked 1 sample from their traces: 1 identical")
+    assert "1 sample rebuilt from their traces" in out.err + out.out
 
 
 def test_help_names_the_v15_options(capsys: pytest.CaptureFixture[str]) -> None:
