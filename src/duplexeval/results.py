@@ -66,13 +66,22 @@ def metric(js: Any) -> Metric:
     if not isinstance(js, Mapping):
         return None
     if "value" in js and _number(js.get("count")) and _number(js.get("n")):
-        try:
-            share = Share(int(js["count"]), int(js["n"]))
-        except ValueError:
-            share = None
-        if share is not None:
+        count, n = int(js["count"]), int(js["n"])
+        candidates: list[tuple[int | None, int | None]] = [(None, None)]
+        bounds = js.get("selected_bounds")
+        if isinstance(bounds, list) and len(bounds) == 2 and all(_number(b) for b in bounds):
+            # the units that could not be judged are the selected ones that were not (count, n) -> selected - n
+            lo, hi = float(bounds[0]), float(bounds[1])
+            sizes = {round(count / lo)} if lo > 0 else set()
+            sizes |= {round((n - count) / (1 - hi))} if hi < 1 else set()
+            candidates = [(s - n, s) for s in sorted(sizes) if s >= n]
+        for unknown, selected in candidates:
+            try:
+                share = Share(count, n, unknown, selected)
+            except ValueError:
+                continue
             own = share.to_json()
-            if all(js.get(k) == v for k, v in own.items()) and js.get("interval_method", "wilson") == "wilson":
+            if own == {k: js.get(k) for k in own} and js.get("interval_method", "wilson") == "wilson":
                 return share
     if "value" in js:
         return _estimate(js["value"], js, "interval", ("value", "interval"))
