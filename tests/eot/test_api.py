@@ -109,14 +109,15 @@ def test_sweep_compare_and_their_readers(tmp_path):
     a = write_jsonl(tmp_path / "a.jsonl", rows(0, 20))
     b = write_jsonl(tmp_path / "b.jsonl", rows(1, 20))
     grid = [i / 20 for i in range(21)]
-    s = eot.sweep(a, out=tmp_path / "s", thresholds=grid, plots=False)
+    s = eot.sweep(a, out=tmp_path / "s", thresholds=grid, plots=False, selection_aware=False)
     assert s.paths == (tmp_path / "s" / "summary.json", tmp_path / "s" / "sweep.parquet")
     assert all(p.exists() for p in s.paths) and s.signature is not None
     point = next(p for p in s.points.values() if p is not None)
     assert isinstance(point.cutoff_rate, Estimate) and point.cutoff_rate.interval is not None
     assert eot.read_sweep(tmp_path / "s") == eot.read_sweep(tmp_path / "s" / "summary.json")
     assert eot.read_sweep(tmp_path / "s").points == s.points
-    mem = eot.sweep_predictions(Predictions.from_rows(rows(0, 20)), config=eot.sweep_config(thresholds=grid))
+    mem = eot.sweep_predictions(Predictions.from_rows(rows(0, 20)), config=eot.sweep_config(thresholds=grid),
+                                selection_aware=False)
     assert mem.points == s.points and mem.paths == ()
     c = eot.compare(a, b, json_out=tmp_path / "compare.json")
     diff = c.metrics["5pct.cutoff_rate_diff"]
