@@ -133,7 +133,7 @@ def judge_settings(spec: str) -> tuple[str, dict[str, Any]]:
 
 
 def _eligible(rows: Sequence[Mapping[str, Any]]) -> dict[str, Share]:
-    from duplexeval.dialogue.rows import ERROR
+    from duplexeval.dialogue.metrics import ERROR
     from duplexeval.stats import Share
 
     counts: dict[str, tuple[int, int]] = {}

@@ -205,8 +205,11 @@ def sweep_config(
 def _estimate(value: Any, interval: Any) -> Estimate:
     from duplexeval.stats import Estimate
 
-    lo_hi = tuple(float("inf") if v is None else float(v) for v in interval) if isinstance(interval, list) else None
-    return Estimate(None if value is None else float(value), lo_hi if lo_hi and len(lo_hi) == 2 else None)  # type: ignore[arg-type]
+    bounds: tuple[float, float] | None = None
+    if isinstance(interval, list) and len(interval) == 2:
+        lo, hi = (float("inf") if v is None else float(v) for v in interval)
+        bounds = (lo, hi)
+    return Estimate(None if value is None else float(value), bounds)
 
 
 def _selection_aware(js: Any) -> SelectionAware | None:

@@ -28,7 +28,7 @@ from duplexeval.fdb.unified.load import LoadedTree, load_tree
 from duplexeval.jsonio import atomic_write_text, dumps_line, write_json
 from duplexeval.vad import SCORER_SETTINGS
 from duplexeval.vad import vad_signature as vad_signature_of
-from duplexeval.vad_batched import Segmenter
+from duplexeval.vad_batched import Segmenter, Segments
 
 DEFINITIONS = UnifiedRules.definitions  # "fdb-v1.0-unified-4": the v1.0 tasks' rule set
 UNIFIED_KIND = "duplexeval.fdb.unified"
@@ -65,7 +65,7 @@ def vad_signature() -> dict[str, Any]:
 
 
 def _segments(files: list[tuple[Path, int | None]], segmenter: Segmenter | None, jobs: int | None,
-              executor: ExecutorSpec | None = None) -> list:
+              executor: ExecutorSpec | None = None) -> list[Segments]:
     """VAD segments of each (output.wav, last sample needed) (Silero unless a segmenter is injected), here or on `executor`."""
     paths = [path for path, _ in files]
     if segmenter is not None:
@@ -78,7 +78,7 @@ def _segments(files: list[tuple[Path, int | None]], segmenter: Segmenter | None,
 
 
 def _rows_and_blocks(loaded: LoadedTree, segmenter: Segmenter | None, jobs: int | None,
-                     executor: ExecutorSpec | None = None) -> tuple[dict, list]:
+                     executor: ExecutorSpec | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Per-sample rows (unified-samples.jsonl) and per-subset blocks (unified.json), in canonical order."""
     tasks = {ls.entry.task: get_task(ls.entry.task) for ls in loaded.samples}
     wanted = [(ls, tasks[ls.entry.task].unified.vad(ls.input))  # type: ignore[union-attr]
