@@ -100,3 +100,11 @@ def test_the_documented_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     exec(compile(block.group(1), "docs/controller.md", "exec"), {})
     assert capsys.readouterr().out.splitlines()[-1] == "0.9 160.0"  # what the comment says it prints
+
+
+def test_the_readers_check_the_kinds_and_versions_the_stages_write():
+    from duplexeval.controller import api
+    from duplexeval.controller.metrics import compare, report
+
+    assert (api.REPORT_KIND, api.REPORT_SCHEMA) == (report.REPORT_KIND, report.REPORT_SCHEMA_VERSION)
+    assert (api.COMPARE_KIND, api.COMPARE_SCHEMA) == (compare.COMPARE_KIND, compare.COMPARE_SCHEMA_VERSION)

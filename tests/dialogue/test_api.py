@@ -104,3 +104,11 @@ def test_the_documented_examples_run(tmp_path, monkeypatch, capsys):
     for k, block in enumerate(examples):
         exec(compile(block, f"docs/dialogue.md example {k + 1}", "exec"), {})
     assert capsys.readouterr().out.splitlines()[0] == "0.45 0.5"  # what the page says it printed
+
+
+def test_the_readers_check_the_kinds_and_versions_the_stages_write():
+    from duplexeval.dialogue import api, compare_stage, run_stage, score_stage
+
+    assert (api.CASES_KIND, api.DECISIONS_KIND, api.SCHEMA) == (run_stage.CASES_KIND, run_stage.DECISIONS_KIND, run_stage.SCHEMA)
+    assert (api.REPORT_KIND, api.JUDGEMENTS_KIND) == (score_stage.REPORT_KIND, score_stage.JUDGEMENTS_KIND)
+    assert api.COMPARE_KIND == compare_stage.COMPARE_KIND

@@ -138,3 +138,11 @@ def test_the_documented_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exec(compile(block.group(1), "docs/eot.md", "exec"), {})
     assert (tmp_path / "silence.parquet").exists() and (tmp_path / "compare.json").exists()
+
+
+def test_the_readers_check_the_kinds_and_versions_the_stages_write():
+    from duplexeval.eot import api, compare_stage, report, sweep_report
+
+    assert (api.REPORT_KIND, api.REPORT_SCHEMA) == (report.REPORT_KIND, report.SCHEMA_VERSION)
+    assert (api.SWEEP_KIND, api.SWEEP_SCHEMA) == (sweep_report.SWEEP_KIND, sweep_report.SCHEMA_VERSION)
+    assert (api.COMPARE_KIND, api.COMPARE_SCHEMA) == (compare_stage.COMPARE_KIND, compare_stage.SCHEMA_VERSION)
