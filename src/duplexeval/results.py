@@ -1,4 +1,4 @@
-"""What the families' Python APIs return: a JSON artifact read back as a typed record, and its numbers as `stats` values.
+"""What the families' Python APIs return: a JSON artifact read back as a typed record, its numbers as `stats` values.
 
 Every artifact writes its numbers in the one JSON shape of their `stats` kind; `metric` reads one back (a share
 that round-trips ``Share(count, n).to_json()`` is a `Share`, every other number with an interval it computed
@@ -158,7 +158,7 @@ def artifact(doc: Mapping[str, Any], path: str | Path, metrics_from: Any = None)
         str(doc["kind"]),
         int(doc.get("schema_version") or 0),
         signature_of(doc, path),
-        MappingProxyType({str(k): str(v) for k, v in inputs.items()}) if isinstance(inputs, Mapping) else MappingProxyType({}),
+        MappingProxyType({str(k): str(v) for k, v in inputs.items()} if isinstance(inputs, Mapping) else {}),
         MappingProxyType(metrics_of(doc if metrics_from is None else metrics_from)),
         frozen(doc),
     )

@@ -52,7 +52,8 @@ def test_package_exports_the_verbs_and_imports_no_stage():
 def test_verbs_write_what_the_commands_write(tmp_path):
     write_data(tmp_path / "a", [clip(k, 26 + k) for k in range(6)])
     write_data(tmp_path / "b", [clip(k, 28 + k) for k in range(6)])
-    rep = controller.evaluate(tmp_path / "a", mode="head_only", json_out=tmp_path / "api.json", rows_out=tmp_path / "api.jsonl")
+    rep = controller.evaluate(tmp_path / "a", mode="head_only", json_out=tmp_path / "api.json",
+                              rows_out=tmp_path / "api.jsonl")
     cli(["controller", "evaluate", str(tmp_path / "a"), "--mode", "head_only", "--json", str(tmp_path / "cli.json"),
          "--rows", str(tmp_path / "cli.jsonl")])  # fmt: skip
     assert (tmp_path / "api.json").read_bytes() == (tmp_path / "cli.json").read_bytes()
@@ -65,8 +66,8 @@ def test_verbs_write_what_the_commands_write(tmp_path):
     mem = controller.score_samples([clip(k, 26 + k) for k in range(6)], mode="head_only")
     assert mem.metrics == rep.metrics and mem.paths == ()
 
-    cal = controller.calibrate(tmp_path / "a", out=tmp_path / "p-api.json", pause_cutin_ceiling=0.5, grid=[0.5, 0.9, 0.96],
-                               json_out=tmp_path / "cal-api.json")  # fmt: skip
+    cal = controller.calibrate(tmp_path / "a", out=tmp_path / "p-api.json", pause_cutin_ceiling=0.5,
+                               grid=[0.5, 0.9, 0.96], json_out=tmp_path / "cal-api.json")
     cli(["controller", "calibrate", str(tmp_path / "a"), "--out", str(tmp_path / "p-cli.json"), "--pause-cutin-ceiling",
          "0.5", "--grid", "0.5,0.9,0.96", "--json", str(tmp_path / "cal-cli.json")])  # fmt: skip
     for name in ("p", "cal"):
@@ -75,7 +76,8 @@ def test_verbs_write_what_the_commands_write(tmp_path):
     assert cal.policy == controller.read_policy(tmp_path / "p-api.json") and cal.policy.endpoint_threshold == 0.9
     assert isinstance(cal.policy, EvaluationPolicy) and "endpoint" in cal.chosen
 
-    diff = controller.compare(tmp_path / "a", tmp_path / "b", policy=tmp_path / "p-api.json", json_out=tmp_path / "c-api.json")
+    diff = controller.compare(tmp_path / "a", tmp_path / "b", policy=tmp_path / "p-api.json",
+                              json_out=tmp_path / "c-api.json")
     cli(["controller", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--policy", str(tmp_path / "p-api.json"),
          "--json", str(tmp_path / "c-cli.json")])  # fmt: skip
     assert (tmp_path / "c-api.json").read_bytes() == (tmp_path / "c-cli.json").read_bytes()

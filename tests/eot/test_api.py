@@ -1,4 +1,4 @@
-"""duplexeval.eot's typed API: the verbs return typed results, the readers read them back, docs/eot.md's example runs."""
+"""duplexeval.eot's typed API: the verbs return typed results, the readers read them back, the docs' example runs."""
 
 from __future__ import annotations
 
@@ -57,9 +57,10 @@ def spans_file(path: Path) -> Path:
         tone = (0.3 * np.sin(2 * np.pi * (200 + 20 * k) * np.arange(int(0.6 * sr)) / sr)).astype(np.float32)
         pause = 0.3 + 0.4 * k
         audio = np.concatenate([tone, np.zeros(int(pause * sr), np.float32), tone, np.zeros(int(2.0 * sr), np.float32)])
-        items.append({"id": f"turn{k}", "language": "en", "audio": {"array": np.round(audio, 5).tolist(), "sampling_rate": sr},
-                      "silence_spans": [{"start": 0.6, "end": round(0.6 + pause, 6)},
-                                        {"start": round(1.2 + pause, 6), "end": round(3.2 + pause, 6)}]})  # fmt: skip
+        spans = [{"start": 0.6, "end": round(0.6 + pause, 6)},
+                 {"start": round(1.2 + pause, 6), "end": round(3.2 + pause, 6)}]
+        items.append({"id": f"turn{k}", "language": "en", "silence_spans": spans,
+                      "audio": {"array": np.round(audio, 5).tolist(), "sampling_rate": sr}})
     return write_jsonl(path, items)
 
 

@@ -178,7 +178,8 @@ def _check_out(out: Path, force: bool, info: Mapping[str, Any]) -> None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         old = None
     if not isinstance(old, dict) or old.get("kind") != DATA_KIND:
-        raise RefusalError(f"{out}: exists, is not empty and is not a controller data folder; pass --force to replace it")
+        raise RefusalError(f"{out}: exists, is not empty and is not a controller data folder; "
+                           "pass --force to replace it")
     was = {k: v for k, v in old.items() if k not in ("kind", "schema_version", "frame_s")}
     if was != json.loads(json.dumps(info)):
         key = next((k for k in sorted({*was, *info}) if was.get(k) != info.get(k)), "?")
@@ -211,13 +212,15 @@ def _clips(conversations: str | Path | None, fdb: str | Path | None, controller:
                  for clip, c, lab in labelled_clips(read_manifest(Path(conversations)), rules))  # fmt: skip
         return run_clips(pairs, *remote)
     if remote is not None:
-        fpairs = ((bc.clip, RunJob(bc.audio16k, None, bc.clip.meta.n_frames, None, name)) for bc in bridge_dataset(str(fdb)))
+        fpairs = ((bc.clip, RunJob(bc.audio16k, None, bc.clip.meta.n_frames, None, name))
+                  for bc in bridge_dataset(str(fdb)))
         return run_clips(fpairs, *remote)
 
     def gen() -> Iterator[Clip]:
         for bc in bridge_dataset(str(fdb)):
             if controller is not None:
-                run_controller(controller, bc.audio16k, None, bc.clip.meta.n_frames, None, name=name).apply(bc.clip.frames)
+                scores = run_controller(controller, bc.audio16k, None, bc.clip.meta.n_frames, None, name=name)
+                scores.apply(bc.clip.frames)
             yield bc.clip
 
     return gen()
@@ -233,9 +236,11 @@ def read_data(path: str | Path) -> ControllerData:
 def _data_folder(out: Path) -> DataFolder:
     d = read_data(out)
     paths = (out / "dataset.json", out / "clips.jsonl", out / "frames")
-    return DataFolder(paths, len(d.clips), sum(len(c.turn_probes) for c in d.clips),
-                      sum(len(c.pause_probes) for c in d.clips), sum(len(c.yield_onsets) for c in d.clips),
-                      sum(len(c.backchannel_onsets) for c in d.clips), d.reference_s() / 3600, frozen(d.info))  # fmt: skip
+    return DataFolder(
+        paths, len(d.clips), sum(len(c.turn_probes) for c in d.clips), sum(len(c.pause_probes) for c in d.clips),
+        sum(len(c.yield_onsets) for c in d.clips), sum(len(c.backchannel_onsets) for c in d.clips),
+        d.reference_s() / 3600, frozen(d.info),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -302,7 +307,8 @@ def run(
     ctl = load_controller(name, opts)
     lr = label_rules(rules)
     cfg = controller_config(ctl)
-    info = {**_source_info(conversations, fdb), "controller": name, "controller_config": cfg, "label_rules": lr.to_json()}
+    info = {**_source_info(conversations, fdb), "controller": name, "controller_config": cfg,
+            "label_rules": lr.to_json()}
     _check_out(Path(out), force, info)
     remote = (name, opts, executor) if executor is not None and executor.kind != "local" else None
     write_data(out, _clips(conversations, fdb, ctl, lr, remote), info=info)
@@ -352,10 +358,12 @@ def _check_policy_out(out: Path, new: dict[str, Any], force: bool) -> None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         old = None
     if not isinstance(old, dict) or "evaluation_policy" not in old:
-        raise RefusalError(f"{out}: exists and is not a policy duplexeval wrote; pass --force to replace it (or --out elsewhere)")
+        raise RefusalError(f"{out}: exists and is not a policy duplexeval wrote; "
+                           "pass --force to replace it (or --out elsewhere)")
     if old != json.loads(json.dumps(new)):
         what = "other data or targets" if old.get("calibration") != new.get("calibration") else "another policy"
-        raise RefusalError(f"{out}: exists and holds a policy calibrated from {what}; pass --force to replace it (or --out elsewhere)")
+        raise RefusalError(f"{out}: exists and holds a policy calibrated from {what}; "
+                           "pass --force to replace it (or --out elsewhere)")
 
 
 def calibrate(
@@ -393,14 +401,17 @@ def calibrate(
             t.yield_false_per_hour if t.yield_false_per_hour is not None else rt.yield_false_per_hour,
             t.backchannel_ack_per_hour if t.backchannel_ack_per_hour is not None else rt.backchannel_ack_per_hour,
         )
-        ref_info = {"path": str(reference), "clips_sha256": sha256_file(ref.root / "clips.jsonl"), "policy": rpol.to_json()}
+        ref_info = {"path": str(reference), "clips_sha256": sha256_file(ref.root / "clips.jsonl"),
+                    "policy": rpol.to_json()}
     if t.pause_cutin_ceiling is None and t.yield_false_per_hour is None and t.backchannel_ack_per_hour is None:
-        raise InputError("calibrate: give --reference or at least one target (--pause-cutin-ceiling, --yield-false-per-hour, --backchannel-ack-per-hour)")
+        raise InputError("calibrate: give --reference or at least one target (--pause-cutin-ceiling, "
+                         "--yield-false-per-hour, --backchannel-ack-per-hour)")
     d = read_data(dev)
     thresholds = threshold_grid(DEFAULT_GRID) if grid is None else [float(g) for g in grid]
     pol, info = pick(d.iter_clips(), base, t, thresholds)
-    prov = {"calibration": {"dev": str(dev), "dev_clips_sha256": sha256_file(d.root / "clips.jsonl"), "reference": ref_info,
-                            "targets": info["targets"], "chosen": info["chosen"], "mode": info["mode"]}}  # fmt: skip
+    prov = {"calibration": {"dev": str(dev), "dev_clips_sha256": sha256_file(d.root / "clips.jsonl"),
+                            "reference": ref_info, "targets": info["targets"], "chosen": info["chosen"],
+                            "mode": info["mode"]}}  # fmt: skip
     _check_policy_out(Path(out), {"evaluation_policy": pol.to_json(), **prov}, force)
     save_policy(out, pol, prov)
     doc = {**prov, "evaluation_policy": pol.to_json(), "table": info["table"]}

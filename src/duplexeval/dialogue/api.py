@@ -211,8 +211,8 @@ def _check_judge(path: Path, label: str) -> None:
 
 
 def score(run: str | Path, *, judge: str | Judge = "expected", force: bool = False) -> DialogueScore:
-    """`dialogue score RUN`: judge a run (`expected`, offline, from the cases' labels; `openai:model=M,base_url=URL,...`;
-    or a `Judge`), compute spec 004's metrics and write judgements.jsonl and dialogue.json."""
+    """`dialogue score RUN`: judge a run (`expected`, offline, from the cases' labels; `openai:model=M,base_url=URL,
+    ...`; or a `Judge`), compute spec 004's metrics and write judgements.jsonl and dialogue.json."""
     from duplexeval.dialogue import score_stage
     from duplexeval.dialogue.judges import make_judge
 
@@ -249,7 +249,8 @@ def compare(run_a: str | Path, run_b: str | Path, *, json_out: str | Path | None
 
 def _compare(doc: Mapping[str, Any], paths: tuple[Path, ...] = ()) -> CompareResult:
     mets = metrics_of({fam: {"difference": (doc.get(fam) or {}).get("difference")} for fam in ("MiU", "UiM")})
-    return CompareResult(MappingProxyType(dict(doc.get("signatures") or {})), MappingProxyType(mets), frozen(doc), paths)
+    sigs = MappingProxyType(dict(doc.get("signatures") or {}))
+    return CompareResult(sigs, MappingProxyType(mets), frozen(doc), paths)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -280,7 +281,8 @@ def read_run(path: str | Path) -> RunRecord:
         raise InputError(f"{p}: the header has no signature")
     failures = int(head.get("failures") or 0)
     paths = (p, p.parent / DECISIONS_FILE)
-    return RunRecord(paths, sig, frozen(head), tuple(frozen(r) for r in rows), failures, MappingProxyType(_eligible(rows)))
+    eligible = MappingProxyType(_eligible(rows))
+    return RunRecord(paths, sig, frozen(head), tuple(frozen(r) for r in rows), failures, eligible)
 
 
 def read_judgements(path: str | Path) -> Judgements:

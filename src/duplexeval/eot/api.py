@@ -191,7 +191,7 @@ def sweep_config(
     min_hold: float = 0.2,
     max_hold: float = 5.0,
 ) -> SweepConfig:
-    """The sweep's grids, hold filter and score mode (None keeps eot-bench's grid), checked as `eot sweep` checks them."""
+    """The sweep's grids, hold filter and score mode (None keeps eot-bench's grid), checked as `eot sweep` does."""
     from duplexeval.eot import sweep_engine as sw
 
     return sw.SweepConfig(
@@ -369,10 +369,11 @@ def sweep(
     from duplexeval.eot import sweep_stage
 
     cfg = sweep_config(score_mode=score_mode, score_point=score_point, thresholds=thresholds,
-                       action_delays=action_delays, timeouts=timeouts, min_hold=min_hold, max_hold=max_hold)  # fmt: skip
-    doc = sweep_stage.sweep(Path(predictions), None if out is None else Path(out), cfg, force=force, bootstrap=bootstrap,
-                            selection_aware=selection_aware, selection_max_turns=selection_max_turns,
-                            bootstrap_max_turns=bootstrap_max_turns, plots=plots, echo=None)  # fmt: skip
+                       action_delays=action_delays, timeouts=timeouts, min_hold=min_hold, max_hold=max_hold)
+    doc = sweep_stage.sweep(Path(predictions), None if out is None else Path(out), cfg, force=force,
+                            bootstrap=bootstrap, selection_aware=selection_aware,
+                            selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns,
+                            plots=plots, echo=None)
     written: tuple[Path, ...] = ()
     if out is not None:
         written = tuple(Path(out) / f for f in SWEEP_FILES if plots or not f.endswith(".png"))
@@ -418,7 +419,8 @@ def check(spec: str) -> CheckResult:
 
     name, params = parse_spec(spec, "SPEC")
     spans = check_stage.check(name, json_values(params))
-    return CheckResult(spec, tuple(spans), tuple(check_stage.warnings(spans)), tuple(check_stage.format_check(spec, spans)))
+    found = tuple(check_stage.warnings(spans))
+    return CheckResult(spec, tuple(spans), found, tuple(check_stage.format_check(spec, spans)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
