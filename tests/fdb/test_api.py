@@ -12,7 +12,8 @@ import duplexeval.fdb as fdb
 def test_api_lists_the_stages_in_pipeline_order() -> None:
     assert fdb.__all__ == ["asr", "evaluate", "score"]
     doc = fdb.__doc__ or ""
-    names = ("synth.synthesize_dataset", "export_stage.export", "import_stage.import_outputs", "asr", "evaluate", "score")
+    names = ("synth.synthesize_dataset", "export_stage.export", "import_stage.import_outputs", "asr", "evaluate",
+             "score")
     order = [doc.index(f"``{name}(") for name in names]
     assert order == sorted(order)
     for name in names[:3]:
@@ -22,7 +23,9 @@ def test_api_lists_the_stages_in_pipeline_order() -> None:
 
 def test_api_runs_export_asr_evaluate_score(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
-    res = importlib.import_module("duplexeval.fdb.export_stage").export("silent", "demo", tree, subsets=["candor_turn_taking"], limit=1, progress=False)
+    res = importlib.import_module("duplexeval.fdb.export_stage").export("silent", "demo", tree,
+                                                                        subsets=["candor_turn_taking"], limit=1,
+                                                                        progress=False)
     assert res.tree == tree and (tree / "manifest.json").exists()
     stage = fdb.asr(tree, jobs=1, progress=False)
     assert not stage.failed

@@ -45,10 +45,11 @@ def check_command(
 def list_command() -> None:
     """The systems a SPEC may name: built-in baselines and network adapters, and installed plugins."""
     from duplexeval.systems.baselines import BASELINES
-    from duplexeval.systems.registry import NETWORK_SYSTEMS, SYSTEMS, system_names
+    from duplexeval.systems.registry import DEFERRED_IN_PROCESS, NETWORK_SYSTEMS, SYSTEMS, system_names
 
     for name in system_names():
-        kind = ("network adapter" if name in NETWORK_SYSTEMS else "in-process" if name in BASELINES
+        kind = ("network adapter" if name in NETWORK_SYSTEMS
+                else "in-process" if name in BASELINES or name in DEFERRED_IN_PROCESS
                 else f"installed plugin, entry point {SYSTEMS.entry_point_group}")
         typer.echo(f"{name}  ({kind})")
     typer.echo("module.path:Class  (your own System dataclass; examples/in_process_system.py)")

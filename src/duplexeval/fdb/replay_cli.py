@@ -20,13 +20,18 @@ def replay_command(
     res = replay(tree, check=check)
     same = res.replayed - len(res.changed)
     verb = "checked" if check else "replayed"
-    typer.echo(f"replay: {verb} {res.replayed} samples from their traces: {same} identical, {len(res.changed)} changed"
+    typer.echo(f"replay: {verb} {_samples(res.replayed)} from their traces: {same} identical, {len(res.changed)} changed"
                f"{'' if not res.skipped else f', {res.skipped} without a trace left as they are'}; "
                f"manifest.json {'changed' if res.manifest_changed else 'identical'} -> {res.tree}")
     for key, files in res.changed.items():
         typer.echo(f"  {key}: {', '.join(files)}")
-    finish("replay", Status(0, f"{res.replayed} samples rebuilt from their traces"
+    finish("replay", Status(0, f"{_samples(res.replayed)} rebuilt from their traces"
                                + (" and every file matched (--check)" if check else "")))
+
+
+def _samples(n: int) -> str:
+    """`1 sample`, `2 samples`."""
+    return f"{n} sample" if n == 1 else f"{n} samples"
 
 
 def register(apps: Any) -> None:
