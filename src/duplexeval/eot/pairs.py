@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 DEFAULT_LATENCY_BANDS_MS: tuple[int, ...] = (300, 600, 1200)
 DEFAULT_TOLERANCE_MS = 50
@@ -61,12 +61,21 @@ def median_latency_s(pairs: Sequence[EOTPair]) -> float:
     return float(statistics.median(latency_s(p) for p in pairs))
 
 
+class PairsScore(TypedDict):
+    """``score``'s breakdown: pair count, median latency, false-cutoff rate and the hang rate at each budget."""
+
+    n: int
+    median_latency_ms: float
+    false_cutoff_rate: float
+    hang_rate_at_ms: dict[int, float]
+
+
 def score(
     pairs: Iterable[EOTPair],
     *,
     latency_bands_ms: Sequence[int] = DEFAULT_LATENCY_BANDS_MS,
     tolerance_ms: int = DEFAULT_TOLERANCE_MS,
-) -> dict[str, Any]:
+) -> PairsScore:
     """LiveKit-style breakdown: ``{"n", "median_latency_ms", "false_cutoff_rate", "hang_rate_at_ms": {band: rate}}``."""
     pairs = list(pairs)
     return {

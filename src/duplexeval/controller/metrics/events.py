@@ -10,7 +10,7 @@ import bisect
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -262,12 +262,29 @@ def share(count: int, n: int) -> dict[str, object]:
     return Share(count, n).to_json()
 
 
-def per_hour(count: int, den_us: int) -> dict[str, Any]:
+class PerHour(TypedDict):
+    """A count over a reference duration, as the report writes it."""
+
+    count: int
+    hours: float
+    per_hour: float | None
+
+
+class LatencySummary(TypedDict):
+    """A latency section of the report, in ms (nulls for an empty set)."""
+
+    n: int
+    mean_ms: float | None
+    median_ms: float | None
+    p90_ms: float | None
+
+
+def per_hour(count: int, den_us: int) -> PerHour:
     """count per hour of ``den_us``; null when the denominator is 0."""
     return {"count": count, "hours": den_us / HOUR_US, "per_hour": (count * HOUR_US / den_us) if den_us > 0 else None}
 
 
-def latency_summary(values_us: Sequence[int]) -> dict[str, Any]:
+def latency_summary(values_us: Sequence[int]) -> LatencySummary:
     """n, mean, median (Q50) and p90 (Q90) by the shared quantile rule, in ms; nulls for an empty set."""
     ms = [v / 1000.0 for v in values_us]
     return {
