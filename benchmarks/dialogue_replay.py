@@ -9,7 +9,7 @@ cases is not timed; `time.process_time`, because the build machine is shared and
 swing two-fold with the other work):
 - `simulate`: the virtual-clock replay alone;
 - `+ rows`: replay plus the per-case row and the decision-log lines (what `run` computes per case);
-- `run_cases`: the whole stage in this process, writing cases.jsonl and decisions.jsonl.
+- `run_stage.run`: the whole stage in this process, writing cases.jsonl and decisions.jsonl.
 The overhead per event is the replay time of a manager that never acts, divided by the events it got.
 """
 
@@ -22,13 +22,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from duplexeval.dialogue import run_stage
 from duplexeval.dialogue.baselines import BASELINES, make_manager
 from duplexeval.dialogue.load import load_cases
 from duplexeval.dialogue.protocol import CaseView, Event
 from duplexeval.dialogue.rows import decision_lines, miu_row, uim_row
-from duplexeval.dialogue.run import run_cases
 from duplexeval.dialogue.simulator import Clock, simulate
-from duplexeval.dialogue.synth import caseset_text
+from duplexeval.dialogue.synth_stage import caseset_text
 
 
 class Silent:
@@ -87,7 +87,7 @@ def main() -> None:
     out["silent"] = {"events": events_per_pass, "cpu_s": silent_s, "wall_s": silent_w, "us_per_event": per_event_us}
 
     print("cases/s by CPU time (by wall time)")
-    print(f"{'system':<12} {'simulate':>22} {'+ rows':>22} {'run_cases':>22}")
+    print(f"{'system':<12} {'simulate':>22} {'+ rows':>22} {'run_stage.run':>22}")
     for name in BASELINES:
         m = make_manager(name)
         sim_s = best(lambda: [simulate(c, m, clock) for c in cases], args.repeats)  # noqa: B023
@@ -99,8 +99,8 @@ def main() -> None:
                 decision_lines(rep)
 
         rows_s = best(with_rows, args.repeats)
-        run_s = best(lambda: run_cases(cs, name, {}, clock, tmp / name), args.repeats)  # noqa: B023
-        out["systems"][name] = {"simulate": sim_s, "rows": rows_s, "run_cases": run_s}  # type: ignore[index]
+        run_s = best(lambda: run_stage.run(cs, name, {}, clock, tmp / name), args.repeats)  # noqa: B023
+        out["systems"][name] = {"simulate": sim_s, "rows": rows_s, "run_stage.run": run_s}  # type: ignore[index]
         cells = "".join(f"{n / c:>12,.0f} ({n / w:>7,.0f})" for c, w in (sim_s, rows_s, run_s))
         print(f"{name:<12} {cells}")
     if args.json:

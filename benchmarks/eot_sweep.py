@@ -44,7 +44,7 @@ def synthetic_predictions(n_spans: int, seed: int = 0):
 
 def bench_sweep(n_spans: int) -> None:
     from duplexeval.eot.predictions import read_predictions, write_predictions
-    from duplexeval.eot.sweep import SweepConfig, build_spans, run_sweep
+    from duplexeval.eot.sweep_engine import SweepConfig, build_spans, run_sweep
     from duplexeval.eot.sweep_report import build_summary, compute
 
     preds = synthetic_predictions(n_spans)
@@ -82,7 +82,7 @@ def bench_selection(n_turns: int) -> None:
 
     from duplexeval.eot import intervals
     from duplexeval.eot.predictions import Predictions
-    from duplexeval.eot.sweep import CUTOFF_BUDGETS, LATENCY_BUDGETS, SweepConfig
+    from duplexeval.eot.sweep_engine import CUTOFF_BUDGETS, LATENCY_BUDGETS, SweepConfig
     from duplexeval.eot.sweep_report import compute
 
     res = compute(Predictions.from_rows(random_rows(0, n_turns)), SweepConfig())
@@ -94,7 +94,7 @@ def bench_selection(n_turns: int) -> None:
 def bench_detectors() -> None:
     from duplexeval.eot.demo import demo_spans
     from duplexeval.eot.detectors import smart_turn_available
-    from duplexeval.eot.predict import PredictSettings, TurnTask, predict_turn_task
+    from duplexeval.eot.predict_stage import PredictSettings, TurnTask, predict_turn_task
 
     spans = demo_spans()
     turns = spans.turns[:4]

@@ -218,7 +218,7 @@ def test_paired_bootstrap_ratio_metric_brute_force():
 
 
 def test_calibration_picks_lowest_latency_under_the_pause_ceiling():
-    from duplexeval.controller.calibrate.thresholds import Targets, calibrate
+    from duplexeval.controller.calibration.thresholds import Targets, calibrate
 
     n = 80
     # one turn probe (turn end 2.0 s) and one pause probe (3.2-4.0 s) in one clip

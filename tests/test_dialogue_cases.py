@@ -11,7 +11,7 @@ import pytest
 
 from duplexeval.dialogue.cases import MiUCase, UiMCase, strip_trailing_punctuation
 from duplexeval.dialogue.load import load_cases
-from duplexeval.dialogue.synth import caseset_text, generate
+from duplexeval.dialogue.synth_stage import caseset_text, generate
 from duplexeval.errors import InputError
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from duplexeval.dialogue import run_stage, score_stage
 from duplexeval.dialogue.demo import run_demo
 from duplexeval.dialogue.judges import ExpectedJudge
 from duplexeval.dialogue.load import load_cases
-from duplexeval.dialogue.run import run_cases
-from duplexeval.dialogue.score import score_run
 from duplexeval.dialogue.simulator import Clock
-from duplexeval.dialogue.synth import caseset_text
+from duplexeval.dialogue.synth_stage import caseset_text
 from duplexeval.executors import ExecutorSpec
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -136,12 +135,12 @@ def test_two_workers_give_the_same_bytes(tmp_path):
     path = tmp_path / "c.jsonl"
     path.write_text(caseset_text(5, 30, 5), encoding="utf-8")
     cs = load_cases(path)
-    run_cases(cs, "keyword", {}, Clock(), tmp_path / "a")
-    run_cases(cs, "keyword", {}, Clock(), tmp_path / "b", ExecutorSpec(jobs=2))
+    run_stage.run(cs, "keyword", {}, Clock(), tmp_path / "a")
+    run_stage.run(cs, "keyword", {}, Clock(), tmp_path / "b", ExecutorSpec(jobs=2))
     for name in ("cases.jsonl", "decisions.jsonl"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
-    ra = score_run(tmp_path / "a", ExpectedJudge())
-    rb = score_run(tmp_path / "b", ExpectedJudge())
+    ra = score_stage.score(tmp_path / "a", ExpectedJudge())
+    rb = score_stage.score(tmp_path / "b", ExpectedJudge())
     assert ra == rb
 
 
@@ -180,7 +179,7 @@ def test_cli_synth_run_score(tmp_path, incli):
 def test_cli_errors_are_one_line_exit_2(tmp_path, args, problem, incli):
     (tmp_path / "c.jsonl").write_text(caseset_text(0, 2, 1), encoding="utf-8")
     (tmp_path / "empty").mkdir()
-    run_cases(load_cases(tmp_path / "c.jsonl"), "eager", {}, Clock(), tmp_path / "r0")
+    run_stage.run(load_cases(tmp_path / "c.jsonl"), "eager", {}, Clock(), tmp_path / "r0")
     p = incli(*args, cwd=tmp_path)
     assert p.returncode == 2, (p.stdout, p.stderr)
     lines = p.stderr.strip().splitlines()
@@ -190,7 +189,7 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, args, problem, incli):
 def test_score_refuses_a_truncated_run(tmp_path):
     """A new process: the real exit status."""
     (tmp_path / "c.jsonl").write_text(caseset_text(0, 3, 1), encoding="utf-8")
-    run_cases(load_cases(tmp_path / "c.jsonl"), "eager", {}, Clock(), tmp_path / "r")
+    run_stage.run(load_cases(tmp_path / "c.jsonl"), "eager", {}, Clock(), tmp_path / "r")
     f = tmp_path / "r" / "cases.jsonl"
     f.write_text("\n".join(f.read_text().splitlines()[:-1]) + "\n")
     p = cli("score", str(tmp_path / "r"))
@@ -201,8 +200,8 @@ def test_run_refuses_to_replace_another_run_unless_forced(tmp_path, incli):
     cli = incli
     (tmp_path / "c.jsonl").write_text(caseset_text(0, 3, 1), encoding="utf-8")
     cs = load_cases(tmp_path / "c.jsonl")
-    run_cases(cs, "eager", {}, Clock(), tmp_path / "r")
-    run_cases(cs, "eager", {}, Clock(), tmp_path / "r")  # the same run again: fine
+    run_stage.run(cs, "eager", {}, Clock(), tmp_path / "r")
+    run_stage.run(cs, "eager", {}, Clock(), tmp_path / "r")  # the same run again: fine
     p = cli("run", "--cases", str(tmp_path / "c.jsonl"), "--system", "keyword", "--out", str(tmp_path / "r"))
     assert p.returncode == 2 and "holds another run (dialogue-spec004-2|" in p.stderr and "--force" in p.stderr
     assert json.loads((tmp_path / "r" / "cases.jsonl").read_text().splitlines()[0])["system"] == "eager"
@@ -210,11 +209,11 @@ def test_run_refuses_to_replace_another_run_unless_forced(tmp_path, incli):
     assert p.returncode == 0, p.stderr
     assert json.loads((tmp_path / "r" / "cases.jsonl").read_text().splitlines()[0])["system"] == "keyword"
     # score files of the replaced run are removed, never left to describe the new one
-    score_run(tmp_path / "r", ExpectedJudge())
+    score_stage.score(tmp_path / "r", ExpectedJudge())
     assert (tmp_path / "r" / "dialogue.json").exists()
-    run_cases(cs, "eager", {}, Clock(), tmp_path / "r", force=True)
+    run_stage.run(cs, "eager", {}, Clock(), tmp_path / "r", force=True)
     assert not (tmp_path / "r" / "dialogue.json").exists() and not (tmp_path / "r" / "judgements.jsonl").exists()
-    run_cases(cs, "eager", {}, Clock(), tmp_path / "r")  # the same run again keeps nothing stale either way
+    run_stage.run(cs, "eager", {}, Clock(), tmp_path / "r")  # the same run again keeps nothing stale either way
 
 
 
@@ -232,7 +231,7 @@ def test_every_dialogue_command_and_option_has_help():
 
 
 def test_paired_comparison_matches_the_metrics(demo, incli, tmp_path):
-    from duplexeval.dialogue.compare import compare_runs
+    from duplexeval.dialogue.compare_stage import compare_runs
 
     out, reps, text = demo
     cmp = compare_runs(out / "half-duplex", out / "eager")
@@ -260,8 +259,8 @@ def test_paired_comparison_matches_the_metrics(demo, incli, tmp_path):
 def test_compare_refuses_different_case_sets(demo, tmp_path, incli):
     out, _, _ = demo
     (tmp_path / "c.jsonl").write_text(caseset_text(9, 3, 1), encoding="utf-8")
-    run_cases(load_cases(tmp_path / "c.jsonl"), "eager", {}, Clock(), tmp_path / "other")
-    score_run(tmp_path / "other", ExpectedJudge())
+    run_stage.run(load_cases(tmp_path / "c.jsonl"), "eager", {}, Clock(), tmp_path / "other")
+    score_stage.score(tmp_path / "other", ExpectedJudge())
     p = incli("compare", str(out / "eager"), str(tmp_path / "other"))
     assert p.returncode == 2 and "were made with different case sets" in p.stderr
 

@@ -16,13 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from duplexeval.dialogue import run_stage, score_stage
 from duplexeval.dialogue.http import key_forms
 from duplexeval.dialogue.judges import make_judge
 from duplexeval.dialogue.load import load_cases
-from duplexeval.dialogue.run import run_cases
-from duplexeval.dialogue.score import score_run
 from duplexeval.dialogue.simulator import Clock
-from duplexeval.dialogue.synth import caseset_text
+from duplexeval.dialogue.synth_stage import caseset_text
 from duplexeval.errors import InputError, RefusalError
 
 KEY = 'sk-te"st\\key/+&= 9%'  # quotes, backslash, slash, plus, ampersand, equals, space, percent
@@ -120,16 +119,16 @@ def assert_no_key(root: Path) -> int:
 
 def test_openai_judge_scores_logs_caches_and_never_writes_the_key(tmp_path, key_env, small_cases):
     run_dir, cache = tmp_path / "run", tmp_path / "cache"
-    run_cases(small_cases, "eager", {}, Clock(), run_dir)
+    run_stage.run(small_cases, "eager", {}, Clock(), run_dir)
     with FakeServer(judge_reply) as srv:
         judge = make_judge("openai", run_dir, model="judge-model-x", base_url=srv.url, api_key_env=KEY_ENV, cache_dir=cache)
-        rep = score_run(run_dir, judge)
+        rep = score_stage.score(run_dir, judge)
         first = len(srv.requests)
         assert first > 0 and all(a == f"Bearer {KEY}" for a in srv.auth)
         assert srv.requests[0]["model"] == "judge-model-x" and srv.requests[0]["response_format"]["type"] == "json_schema"
         # a rerun costs nothing: every reply comes from the cache
         judge2 = make_judge("openai", run_dir, model="judge-model-x", base_url=srv.url, api_key_env=KEY_ENV, cache_dir=cache)
-        rep2 = score_run(run_dir, judge2)
+        rep2 = score_stage.score(run_dir, judge2)
         assert len(srv.requests) == first
     assert rep2["MiU"] == rep["MiU"] and rep2["UiM"] == rep["UiM"]
     assert rep["judge"]["label"] == "openai:judge-model-x" and rep["judge"]["model"] == "judge-model-x"
@@ -145,10 +144,10 @@ def test_openai_judge_scores_logs_caches_and_never_writes_the_key(tmp_path, key_
 
 def test_unparsable_replies_are_judge_errors_after_bounded_attempts(tmp_path, key_env, small_cases):
     run_dir = tmp_path / "run"
-    run_cases(small_cases, "half-duplex", {}, Clock(), run_dir)
+    run_stage.run(small_cases, "half-duplex", {}, Clock(), run_dir)
     with FakeServer(lambda body, auth: (200, "I think it was fine.", 0)) as srv:
         judge = make_judge("openai", run_dir, model="m", base_url=srv.url, api_key_env=KEY_ENV, cache_dir=tmp_path / "c", max_attempts=2)
-        rep = score_run(run_dir, judge)
+        rep = score_stage.score(run_dir, judge)
         assert len(srv.requests) == 2 * 8  # 8 UiM cases judged, 2 attempts each; half-duplex has no mid MiU case
     assert rep["judge"]["judge_errors"] == 8
     assert rep["UiM"]["PRR_noise"]["n"] == 0 and rep["UiM"]["PRR_noise"]["selected_bounds"] == [0.0, 1.0]
@@ -160,7 +159,7 @@ def test_unparsable_replies_are_judge_errors_after_bounded_attempts(tmp_path, ke
 
 def test_http_errors_retry_then_succeed_and_timeouts_are_bounded(tmp_path, key_env, small_cases):
     run_dir = tmp_path / "run"
-    run_cases(small_cases, "half-duplex", {}, Clock(), run_dir)
+    run_stage.run(small_cases, "half-duplex", {}, Clock(), run_dir)
     calls = {"n": 0}
 
     def flaky(body, auth):
@@ -170,17 +169,17 @@ def test_http_errors_retry_then_succeed_and_timeouts_are_bounded(tmp_path, key_e
         return 200, json.dumps({"analysis": "ok", "score": 1}), 0
 
     with FakeServer(flaky) as srv:
-        rep = score_run(run_dir, make_judge("openai", run_dir, model="m", base_url=srv.url, api_key_env=KEY_ENV,
+        rep = score_stage.score(run_dir, make_judge("openai", run_dir, model="m", base_url=srv.url, api_key_env=KEY_ENV,
                                             cache_dir=tmp_path / "c", backoff_s=0.0))
     assert rep["judge"]["judge_errors"] == 0 and rep["UiM"]["PRRavg"]["value"] == 1.0
     assert "HTTP 500" in (run_dir / "judge-log.jsonl").read_text()
 
     slow_dir = tmp_path / "slow"
     one = load_cases_subset(small_cases, tmp_path, 1)
-    run_cases(one, "half-duplex", {}, Clock(), slow_dir)
+    run_stage.run(one, "half-duplex", {}, Clock(), slow_dir)
     with FakeServer(lambda body, auth: (200, "{}", 1.5)) as srv:
         t0 = time.monotonic()
-        rep = score_run(slow_dir, make_judge("openai", slow_dir, model="m", base_url=srv.url, api_key_env=KEY_ENV,
+        rep = score_stage.score(slow_dir, make_judge("openai", slow_dir, model="m", base_url=srv.url, api_key_env=KEY_ENV,
                                              cache_dir=tmp_path / "c2", timeout_s=0.3, max_attempts=2, backoff_s=0.2))
         assert 0.8 < time.monotonic() - t0 < 5  # two timeouts of 0.3 s and one backoff of 0.2 s
     assert rep["judge"]["judge_errors"] == 1
@@ -255,10 +254,10 @@ def test_chat_manager_drives_the_simulator_and_caches(tmp_path, key_env):
     cases = chat_cases(tmp_path)
     with FakeServer(manager_reply) as srv:
         params = {"model": "dm-1", "base_url": srv.url, "api_key_env": KEY_ENV, "cache_dir": str(tmp_path / "cache")}
-        res = run_cases(cases, "openai-chat", params, Clock(), tmp_path / "run")
+        res = run_stage.run(cases, "openai-chat", params, Clock(), tmp_path / "run")
         n = len(srv.requests)
         assert n > 0 and srv.requests[0]["messages"][0]["content"].startswith("You are the dialogue manager")
-        res2 = run_cases(cases, "openai-chat", params, Clock(), tmp_path / "run2")
+        res2 = run_stage.run(cases, "openai-chat", params, Clock(), tmp_path / "run2")
         assert len(srv.requests) == n  # rerun from the cache
     rows = {r["id"]: r for r in res.rows}
     assert rows["west"]["outcome"] == "mid" and rows["west"]["heard_chunks"] == 2 and "east" in rows["west"]["reply"]
@@ -268,7 +267,7 @@ def test_chat_manager_drives_the_simulator_and_caches(tmp_path, key_env):
     assert res.rows == res2.rows
     assert (tmp_path / "run" / "decisions.jsonl").read_bytes() == (tmp_path / "run2" / "decisions.jsonl").read_bytes()
     assert "system:openai-chat@" in res.signature.compact() and "model" in res.signature.components[1].settings
-    rep = score_run(tmp_path / "run", make_judge("expected", tmp_path / "run"))
+    rep = score_stage.score(tmp_path / "run", make_judge("expected", tmp_path / "run"))
     assert rep["MiU"]["ir_mid"]["count"] == 1 and rep["MiU"]["PIR_mid"]["value"] == 1.0 and rep["MiU"]["PRR_mid"]["value"] == 1.0
     assert assert_no_key(tmp_path) >= 8
 
@@ -277,7 +276,7 @@ def test_chat_manager_protocol_errors_are_counted(tmp_path, key_env):
     cases = chat_cases(tmp_path)
     with FakeServer(lambda body, auth: (200, "Sure thing!", 0)) as srv:
         params = {"model": "dm-1", "base_url": srv.url, "api_key_env": KEY_ENV, "cache_dir": str(tmp_path / "c"), "max_attempts": "2"}
-        res = run_cases(cases, "openai-chat", params, Clock(), tmp_path / "run")
+        res = run_stage.run(cases, "openai-chat", params, Clock(), tmp_path / "run")
     rows = {r["id"]: r for r in res.rows}
     assert rows["west"]["outcome"] == "miss" and rows["west"]["system_errors"] == 3  # two boundaries + end of speech
     assert rows["gibberish"]["outcome"] == "continued" and rows["gibberish"]["system_errors"] >= 1
@@ -289,7 +288,7 @@ def test_cli_score_with_the_openai_judge(tmp_path, small_cases):
     import sys
 
     run_dir = tmp_path / "run"
-    run_cases(small_cases, "keyword", {}, Clock(), run_dir)
+    run_stage.run(small_cases, "keyword", {}, Clock(), run_dir)
     src = str(Path(__file__).resolve().parents[1] / "src")
     with FakeServer(judge_reply) as srv:
         env = {"PYTHONPATH": src, "PATH": os.environ.get("PATH", "/usr/bin"), KEY_ENV: KEY, "COLUMNS": "200"}

@@ -21,7 +21,7 @@ from duplexeval.dialogue.judges import ExpectedJudge
 from duplexeval.dialogue.protocol import S_LISTEN, S_SPEAK, CaseView, Event, Wait
 from duplexeval.dialogue.rows import decision_lines, miu_row, uim_row
 from duplexeval.dialogue.simulator import Clock, simulate
-from duplexeval.dialogue.synth import generate
+from duplexeval.dialogue.synth_stage import generate
 from duplexeval.errors import InputError
 
 
@@ -361,26 +361,24 @@ def _cases_file(tmp_path, cases):
 
 
 def test_failed_cases_count_as_errors_of_their_kind(tmp_path, monkeypatch):
-    from duplexeval.dialogue.run import run_cases
-    from duplexeval.dialogue.score import score_run
+    from duplexeval.dialogue import run_stage, score_stage
 
     monkeypatch.setitem(__import__("sys").modules, "r3_failing_manager", __import__("types").SimpleNamespace(M=_Failing))
     cases = _cases_file(tmp_path, generate(0, 4, 0))
-    run_cases(cases, "r3_failing_manager:M", {}, Clock(), tmp_path / "run")
-    rep = score_run(tmp_path / "run", ExpectedJudge())
+    run_stage.run(cases, "r3_failing_manager:M", {}, Clock(), tmp_path / "run")
+    rep = score_stage.score(tmp_path / "run", ExpectedJudge())
     by_kind = rep["MiU"]["outcomes_by_kind"]
     assert sum(d["error"] for d in by_kind.values()) == rep["MiU"]["counts"]["errors"] == 4
     assert set(by_kind) == {c.expected.kind for c in cases.cases}
 
 
 def test_judged_means_labelled_everywhere(tmp_path):
-    from duplexeval.dialogue.run import run_cases
-    from duplexeval.dialogue.score import score_run
+    from duplexeval.dialogue import run_stage, score_stage
 
     cases = _cases_file(tmp_path, generate(3, 6, 2))
-    run_cases(cases, "eager", {}, Clock(), tmp_path / "run")
+    run_stage.run(cases, "eager", {}, Clock(), tmp_path / "run")
     judge = _HalfErrors()
-    rep = score_run(tmp_path / "run", judge)
+    rep = score_stage.score(tmp_path / "run", judge)
     labelled = rep["MiU"]["counts"]["mid_judged_timing"] + sum(c["judged"] for c in rep["UiM"]["counts"].values())
     assert rep["judge"]["judge_errors"] == (judge.calls + 1) // 2 > 0
     assert rep["judge"]["judged"] == labelled == judge.calls - rep["judge"]["judge_errors"]

@@ -12,7 +12,7 @@ from duplexeval import stats
 from duplexeval.cli import main
 from duplexeval.eot.intervals import commit_pairs, turn_counts
 from duplexeval.eot.predictions import Predictions
-from duplexeval.eot.sweep import SweepConfig, build_spans, operating_point, run_sweep
+from duplexeval.eot.sweep_engine import SweepConfig, build_spans, operating_point, run_sweep
 
 
 def run(argv, capsys):

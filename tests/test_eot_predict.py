@@ -10,11 +10,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from duplexeval.eot.predict import (
+from duplexeval.eot.predict_stage import (
     PredictSettings,
     TurnTask,
+    predict,
     predict_turn_task,
-    run_predict,
 )
 from duplexeval.eot.predictions import read_predictions
 from duplexeval.eot.sources import load_span_set, read_eotbench
@@ -186,7 +186,7 @@ def plugin(tmp_path, monkeypatch):
 def test_plugin_sees_only_audio_up_to_t_and_resume_gives_the_same_bytes(tmp_path, plugin):
     ss = one_turn_set()
     ref = tmp_path / "ref.parquet"
-    run_predict(ss, plugin, {}, ref, progress=False)
+    predict(ss, plugin, {}, ref, progress=False)
     p = read_predictions(ref)
     assert np.allclose(p.p_eot, np.floor(p.timestamp * SAMPLE_RATE + 1e-6) / SAMPLE_RATE / 10, atol=1e-6)
     assert list(p.label[:7]) == ["hold"] * 7
@@ -195,17 +195,17 @@ def test_plugin_sees_only_audio_up_to_t_and_resume_gives_the_same_bytes(tmp_path
     out = tmp_path / "run.parquet"
     opts = {"fail_on": 2.6, "marker": str(marker)}
     with pytest.raises(InputError, match="turn 't1'.*boom.*rerun to resume"):
-        run_predict(ss, plugin, opts, out, progress=False)
+        predict(ss, plugin, opts, out, progress=False)
     assert not out.exists() and (tmp_path / "run.parquet.journal.jsonl").is_file()
     marker.write_text("")
-    r = run_predict(ss, plugin, opts, out, progress=False)
+    r = predict(ss, plugin, opts, out, progress=False)
     assert r.resumed_turns == 0  # t1 is the first turn, it failed; nothing finished before it
     assert out.with_suffix(".jsonl").read_bytes() == ref.with_suffix(".jsonl").read_bytes()
-    again = run_predict(ss, plugin, opts, out, progress=False)  # the same run, finished: nothing to redo
+    again = predict(ss, plugin, opts, out, progress=False)  # the same run, finished: nothing to redo
     assert again.up_to_date and again.resumed_turns == again.n_turns and len(again.predictions) == len(r.predictions)
     with pytest.raises(RefusalError, match=r"exists and was made with other settings \(det: .*pass --force to replace it"):
-        run_predict(ss, plugin, {**opts, "fail_on": 9.9}, out, progress=False)
-    assert run_predict(ss, plugin, {**opts, "fail_on": 9.9}, out, progress=False, force=True).up_to_date is False
+        predict(ss, plugin, {**opts, "fail_on": 9.9}, out, progress=False)
+    assert predict(ss, plugin, {**opts, "fail_on": 9.9}, out, progress=False, force=True).up_to_date is False
 
 
 def test_resume_skips_finished_turns_and_refuses_another_runs_journal(tmp_path, plugin):
@@ -216,18 +216,18 @@ def test_resume_skips_finished_turns_and_refuses_another_runs_journal(tmp_path, 
     audio2 = np.concatenate([ss.turns[1].audio, np.zeros(SAMPLE_RATE, np.float32)])
     ss2 = SpanSet("tiny", "test", [ss.turns[0], make_turn("t2", audio2, [(1.0, 1.6, "hold"), (2.4, 5.4, "eot")])])
     with pytest.raises(InputError, match="turn 't2'"):
-        run_predict(ss2, plugin, {"fail_on": 5.4, "marker": str(marker)}, out, progress=False)
+        predict(ss2, plugin, {"fail_on": 5.4, "marker": str(marker)}, out, progress=False)
     marker.write_text("")
-    r = run_predict(ss2, plugin, {"fail_on": 5.4, "marker": str(marker)}, out, progress=False)
+    r = predict(ss2, plugin, {"fail_on": 5.4, "marker": str(marker)}, out, progress=False)
     assert r.resumed_turns == 1
     clean = tmp_path / "clean.parquet"
-    run_predict(ss2, plugin, {"fail_on": 5.4, "marker": str(marker)}, clean, progress=False)
+    predict(ss2, plugin, {"fail_on": 5.4, "marker": str(marker)}, clean, progress=False)
     assert out.with_suffix(".jsonl").read_bytes() == clean.with_suffix(".jsonl").read_bytes()
     # a journal from other settings is refused
     j = tmp_path / "x.parquet.journal.jsonl"
     j.write_text('{"kind": "duplexeval.eot.predict-journal", "run": "other"}\n')
     with pytest.raises(RefusalError, match="not this predict run's journal"):
-        run_predict(ss2, plugin, {}, tmp_path / "x.parquet", progress=False)
+        predict(ss2, plugin, {}, tmp_path / "x.parquet", progress=False)
 
 
 def test_the_journal_holds_no_known_secret_and_resume_still_gives_the_same_bytes(tmp_path, plugin):
@@ -244,16 +244,16 @@ def test_the_journal_holds_no_known_secret_and_resume_still_gives_the_same_bytes
     out, marker = tmp_path / "run.parquet", tmp_path / "ok"
     opts = {"fail_on": 5.4, "marker": str(marker)}
     with pytest.raises(InputError, match="turn 't2'"):
-        run_predict(ss2, plugin, opts, out, progress=False)
+        predict(ss2, plugin, opts, out, progress=False)
     journal = (tmp_path / "run.parquet.journal.jsonl").read_bytes()
     assert journal.count(b"\n") == 2  # its head and the finished first turn
     for form in (key, json.dumps(key)[1:-1], base64.b64encode(key.encode()).decode()):
         assert form.encode() not in journal
     marker.write_text("")
-    r = run_predict(ss2, plugin, opts, out, progress=False)
+    r = predict(ss2, plugin, opts, out, progress=False)
     assert r.resumed_turns == 0  # the scrubbed id matches no turn: that turn is redone, never mixed up
     clean = tmp_path / "clean.parquet"
-    run_predict(ss2, plugin, opts, clean, progress=False)
+    predict(ss2, plugin, opts, clean, progress=False)
     assert out.with_suffix(".jsonl").read_bytes() == clean.with_suffix(".jsonl").read_bytes()
     assert key.encode() not in out.with_suffix(".jsonl").read_bytes()
 
@@ -263,16 +263,16 @@ def test_a_garbage_journal_is_refused_in_one_line(tmp_path, garbage):
     j = tmp_path / "x.parquet.journal.jsonl"
     j.write_bytes(garbage)
     with pytest.raises(RefusalError, match=r"x.parquet.journal.jsonl: not this predict run's journal .*pass --force$"):
-        run_predict(one_turn_set(), "silence", {}, tmp_path / "x.parquet", progress=False)
-    run_predict(one_turn_set(), "silence", {}, tmp_path / "x.parquet", progress=False, force=True)
+        predict(one_turn_set(), "silence", {}, tmp_path / "x.parquet", progress=False)
+    predict(one_turn_set(), "silence", {}, tmp_path / "x.parquet", progress=False, force=True)
     assert (tmp_path / "x.parquet").is_file() and not j.exists()
 
 
 def test_jobs_2_gives_the_same_bytes(tmp_path):
     ss = one_turn_set()
     a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
-    run_predict(ss, "silero", {}, a, progress=False)
-    run_predict(ss, "silero", {}, b, executor=ExecutorSpec(jobs=2), progress=False)
+    predict(ss, "silero", {}, a, progress=False)
+    predict(ss, "silero", {}, b, executor=ExecutorSpec(jobs=2), progress=False)
     assert a.read_bytes() == b.read_bytes()
     meta = read_predictions(a).meta
     assert meta["kind"] == "duplexeval.eot.predictions" and meta["signature"]["compact"].startswith("eot-predict-1|")
@@ -281,15 +281,15 @@ def test_jobs_2_gives_the_same_bytes(tmp_path):
 def test_unknown_detector_and_bad_options():
     ss = one_turn_set()
     with pytest.raises(InputError, match="unknown EOT detector 'nope'; available: silence, silero, smart-turn"):
-        run_predict(ss, "nope", {}, "/tmp/never.parquet", progress=False)
+        predict(ss, "nope", {}, "/tmp/never.parquet", progress=False)
     with pytest.raises(InputError, match=r"^EOT detector 'silence': __init__ raised TypeError: .*unexpected keyword argument 'bogus'"):
-        run_predict(ss, "silence", {"bogus": 1}, "/tmp/never.parquet", progress=False)
+        predict(ss, "silence", {"bogus": 1}, "/tmp/never.parquet", progress=False)
 
 
 def test_only_at_keeps_every_row_but_scores_one(tmp_path):
     ss = one_turn_set()
     out = tmp_path / "p.parquet"
-    run_predict(ss, "silence", {}, out, settings=PredictSettings(only_at=(0.2,)), progress=False)
+    predict(ss, "silence", {}, out, settings=PredictSettings(only_at=(0.2,)), progress=False)
     p = read_predictions(out)
     scored = ~np.isnan(p.p_eot)
     assert np.allclose(p.silence_dur[scored], 0.2) and scored.sum() == 4
@@ -380,7 +380,7 @@ def test_predictions_parquet_has_eotbench_columns_and_both_readers_agree(tmp_pat
     import pyarrow.parquet as pq
 
     out = tmp_path / "p.parquet"
-    run_predict(one_turn_set(), "silence", {}, out, settings=PredictSettings(only_at=(0.2,)), progress=False)
+    predict(one_turn_set(), "silence", {}, out, settings=PredictSettings(only_at=(0.2,)), progress=False)
     t = pq.read_table(out)
     assert t.column_names == ["id", "language", "span_index", "timestamp", "silence_dur", "p_eot", "label"]
     assert [str(f.type) for f in t.schema] == ["string", "string", "int64", "double", "double", "double", "string"]

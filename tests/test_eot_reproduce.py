@@ -24,7 +24,7 @@ CASES = sorted(Path(ROOT).glob("**/predictions.parquet")) if ROOT else []
 @pytest.mark.parametrize("pred", CASES, ids=[str(p.parent.relative_to(ROOT)) for p in CASES] if ROOT else [])
 def test_summary_equals_eotbench(pred):
     from duplexeval.eot.predictions import read_predictions
-    from duplexeval.eot.sweep import SweepConfig
+    from duplexeval.eot.sweep_engine import SweepConfig
     from duplexeval.eot.sweep_report import build_summary, compute
 
     ref_path = pred.parent / "metrics" / "summary.json"

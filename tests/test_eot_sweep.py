@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from duplexeval.eot.predictions import Predictions
-from duplexeval.eot.sweep import (
+from duplexeval.eot.sweep_engine import (
     EPS,
     SweepConfig,
     build_spans,
@@ -243,7 +243,7 @@ def _only_at(rows: list[dict], at: float) -> list[dict]:
 
 
 def test_only_at_predictions_in_max_mode_are_warned_and_b_keeps_its_own_mode():
-    from duplexeval.eot.compare import compare
+    from duplexeval.eot.compare_stage import compare
     from duplexeval.eot.predictions import mode_warning, scored_only_at
 
     rows = []

@@ -222,11 +222,11 @@ def test_eot_predict_on_ray_writes_the_same_predictions(ray_local, tmp_path: Pat
     from test_eot_predict import one_turn_set
 
     from duplexeval.cli import _make_app
-    from duplexeval.eot.predict import run_predict
+    from duplexeval.eot.predict_stage import predict
 
     a, b = tmp_path / "local.parquet", tmp_path / "ray.parquet"
-    run_predict(one_turn_set(), "silero", {}, a, progress=False)
-    run_predict(one_turn_set(), "silero", {}, b, executor=ExecutorSpec("ray"), progress=False)
+    predict(one_turn_set(), "silero", {}, a, progress=False)
+    predict(one_turn_set(), "silero", {}, b, executor=ExecutorSpec("ray"), progress=False)
     assert a.read_bytes() == b.read_bytes() and a.with_suffix(".jsonl").read_bytes() == b.with_suffix(".jsonl").read_bytes()
     helptext = CliRunner().invoke(_make_app(), ["eot", "predict", "--help"]).output
     assert all(flag in helptext for flag in ("--executor", "--ray-address", "--ray-num-cpus", "--ray-num-gpus", "--max-retries"))
@@ -343,7 +343,7 @@ def test_a_plugin_call_on_a_ray_worker_is_bounded_by_the_driver_s_setting(ray_lo
     """Set after the instance started (as for a cluster started elsewhere): the setting travels with the work."""
     from test_eot_predict import one_turn_set
 
-    from duplexeval.eot.predict import run_predict
+    from duplexeval.eot.predict_stage import predict
 
     monkeypatch.setenv("DUPLEXEVAL_CALL_TIMEOUT", "0.2")
     monkeypatch.setenv("DUPLEXEVAL_DEBUG", "")
@@ -353,5 +353,5 @@ def test_a_plugin_call_on_a_ray_worker_is_bounded_by_the_driver_s_setting(ray_lo
     assert [r.value for r in _run(spec, stateful, None, [0, 1])] == [("", "0.2")] * 2
     with pytest.raises(InputError, match=r"^tiny: turn 't1': EOT detector 'worker_helpers:HangingDetector': "
                                          r"predict_batch did not return within 0.2 s \(DUPLEXEVAL_CALL_TIMEOUT\)"):
-        run_predict(one_turn_set(), "worker_helpers:HangingDetector", {}, tmp_path / "p.parquet", executor=spec,
+        predict(one_turn_set(), "worker_helpers:HangingDetector", {}, tmp_path / "p.parquet", executor=spec,
                     progress=False)

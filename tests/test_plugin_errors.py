@@ -252,11 +252,11 @@ def _spans() -> object:
                  "probability in [0, 1] or None) (finished turns are kept; rerun to resume)"),
 ])
 def test_a_detector_plugin_failing_is_one_line(detectors: str, tmp_path: Path, cls: str, line: str) -> None:
-    from duplexeval.eot.predict import run_predict
+    from duplexeval.eot.predict_stage import predict
 
     out = tmp_path / "p.parquet"
     with pytest.raises(InputError) as exc:
-        run_predict(_spans(), f"{detectors}:{cls}", {}, out, progress=False)  # type: ignore[arg-type]
+        predict(_spans(), f"{detectors}:{cls}", {}, out, progress=False)  # type: ignore[arg-type]
     assert str(exc.value) == line
     assert not out.exists()
 
@@ -336,7 +336,7 @@ def managers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 def _cases(tmp_path: Path) -> object:
     from duplexeval.dialogue.load import load_cases
-    from duplexeval.dialogue.synth import caseset_text
+    from duplexeval.dialogue.synth_stage import caseset_text
 
     p = tmp_path / "cases.jsonl"
     p.write_text(caseset_text(0, 2, 1), encoding="utf-8")
@@ -344,17 +344,17 @@ def _cases(tmp_path: Path) -> object:
 
 
 def test_a_dialogue_plugin_failing_is_one_line_or_that_case_s_recorded_error(managers: str, tmp_path: Path) -> None:
-    from duplexeval.dialogue.run import run_cases
+    from duplexeval.dialogue import run_stage
     from duplexeval.dialogue.simulator import Clock
 
     cases = _cases(tmp_path)
     with pytest.raises(PluginError, match=r"^dialogue system 'r3_managers:SettingsNotJson': settings returned a value "
                                           r"that is not plain JSON \(the value\['model'\] has type set\)$"):
-        run_cases(cases, "r3_managers:SettingsNotJson", {}, Clock(), tmp_path / "a")  # type: ignore[arg-type]
+        run_stage.run(cases, "r3_managers:SettingsNotJson", {}, Clock(), tmp_path / "a")  # type: ignore[arg-type]
     with pytest.raises(PluginError, match=r"^dialogue system 'r3_managers:SettingsRaise': settings raised RuntimeError: "
                                           r"no settings$"):
-        run_cases(cases, "r3_managers:SettingsRaise", {}, Clock(), tmp_path / "b")  # type: ignore[arg-type]
-    res = run_cases(cases, "r3_managers:ExitsInEvent", {}, Clock(), tmp_path / "c")  # type: ignore[arg-type]
+        run_stage.run(cases, "r3_managers:SettingsRaise", {}, Clock(), tmp_path / "b")  # type: ignore[arg-type]
+    res = run_stage.run(cases, "r3_managers:ExitsInEvent", {}, Clock(), tmp_path / "c")  # type: ignore[arg-type]
     assert res.failures == len(res.rows) == 6
     errors = {r["error"] for r in res.rows}
     assert errors == {"dialogue system 'r3_managers:ExitsInEvent': on_event called sys.exit(3)"}
@@ -362,7 +362,7 @@ def test_a_dialogue_plugin_failing_is_one_line_or_that_case_s_recorded_error(man
 
 def test_the_chat_system_s_settings_are_checked_once_before_any_case(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from duplexeval.dialogue.run import run_cases
+    from duplexeval.dialogue import run_stage
     from duplexeval.dialogue.simulator import Clock
 
     monkeypatch.setenv("R3_KEY", "k")
@@ -377,7 +377,7 @@ def test_the_chat_system_s_settings_are_checked_once_before_any_case(tmp_path: P
         ({"max_tokens": "-5"}, "--system openai-chat: max_tokens=-5 must be 1..4096"),
     ]:
         with pytest.raises(InputError) as exc:
-            run_cases(cases, "openai-chat", {**base, **change}, Clock(), tmp_path / "run")  # type: ignore[arg-type]
+            run_stage.run(cases, "openai-chat", {**base, **change}, Clock(), tmp_path / "run")  # type: ignore[arg-type]
         assert str(exc.value) == line
         assert not (tmp_path / "run").exists()
 
@@ -487,13 +487,13 @@ def test_a_synchronous_method_that_never_returns_is_bounded_per_call(hanging: st
     import time
 
     from duplexeval.controller.runtime.runner import load_controller, run
-    from duplexeval.dialogue.run import run_cases
+    from duplexeval.dialogue import run_stage
     from duplexeval.dialogue.simulator import Clock
-    from duplexeval.eot.predict import run_predict
+    from duplexeval.eot.predict_stage import predict
 
     t0 = time.monotonic()
     with pytest.raises(InputError) as exc:
-        run_predict(_spans(), "r3_hanging:Detector", {}, tmp_path / "p.parquet", progress=False)  # type: ignore[arg-type]
+        predict(_spans(), "r3_hanging:Detector", {}, tmp_path / "p.parquet", progress=False)  # type: ignore[arg-type]
     assert str(exc.value) == ("tiny: turn 't1': EOT detector 'r3_hanging:Detector': predict_batch did not return within "
                               "0.1 s (DUPLEXEVAL_CALL_TIMEOUT) (finished turns are kept; rerun to resume)")
     with pytest.raises(PluginError, match=r"^controller 'r3_hanging:Controller': step did not return within 0.1 s "
@@ -501,7 +501,7 @@ def test_a_synchronous_method_that_never_returns_is_bounded_per_call(hanging: st
         run(load_controller("r3_hanging:Controller"), np.zeros(3 * 1280, np.float32), None, 3, None)
     cases = _cases(tmp_path)
     for cls in ("Manager", "Swallows"):  # each case is that case's recorded error; the run goes on
-        res = run_cases(cases, f"r3_hanging:{cls}", {}, Clock(), tmp_path / cls)  # type: ignore[arg-type]
+        res = run_stage.run(cases, f"r3_hanging:{cls}", {}, Clock(), tmp_path / cls)  # type: ignore[arg-type]
         assert res.failures == len(res.rows) == 6
         assert {r["error"] for r in res.rows} == {
             f"dialogue system 'r3_hanging:{cls}': on_event did not return within 0.1 s (DUPLEXEVAL_CALL_TIMEOUT)"}

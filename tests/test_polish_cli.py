@@ -60,7 +60,7 @@ def test_one_progress_helper() -> None:
     """export, asr and eot predict share duplexeval.progress.progress_bar (no private copies)."""
     import inspect
 
-    import duplexeval.eot.predict as pred
+    import duplexeval.eot.predict_stage as pred
     import duplexeval.fdb.asr_stage as asr
     import duplexeval.fdb.export_stage as exp
     from duplexeval.progress import progress_bar

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from duplexeval.cli_options import emit_json, json_option, json_to_stdout
-from duplexeval.controller.calibrate.thresholds import Targets, calibrate, targets_from_report
+from duplexeval.controller.calibration.thresholds import Targets, calibrate, targets_from_report
 from duplexeval.controller.format.data import load_data
 from duplexeval.controller.format.policy import EvaluationPolicy, load_policy, save_policy
 from duplexeval.controller.metrics.events import evaluate_events, evidence_row

@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from duplexeval.dialogue import run_stage, score_stage
 from duplexeval.dialogue.baselines import BASELINES
-from duplexeval.dialogue.compare import compare_runs, format_comparison
+from duplexeval.dialogue.compare_stage import compare_runs, format_comparison
 from duplexeval.dialogue.judges import ExpectedJudge
 from duplexeval.dialogue.load import load_cases
-from duplexeval.dialogue.run import run_cases
-from duplexeval.dialogue.score import print_report, score_run
+from duplexeval.dialogue.score_stage import print_report
 from duplexeval.dialogue.simulator import Clock
-from duplexeval.dialogue.synth import (
+from duplexeval.dialogue.synth_stage import (
     DEFAULT_MIU,
     DEFAULT_UIM_PER_REASON,
     caseset_header,
@@ -35,8 +35,8 @@ def run_demo(out: Path, seed: int = 0, console: Any | None = None, force: bool =
     cases = load_cases(path)
     reports = []
     for name in BASELINES:
-        run_cases(cases, name, {}, Clock(), out / name, force=force)
-        reports.append(score_run(out / name, ExpectedJudge()))
+        run_stage.run(cases, name, {}, Clock(), out / name, force=force)
+        reports.append(score_stage.score(out / name, ExpectedJudge()))
     print_report(reports, list(BASELINES), f"duplex dialogue demo (spec 004): {len(cases.cases)} built-in cases (ours, not the paper's), judge expected", console)
     base = BASELINES[0]
     lines = ["paired on the same cases (bootstrap 95% interval of B - A; McNemar exact test):"]

@@ -54,7 +54,7 @@ def dialogue_synth(
 ) -> None:
     """Write the built-in synthetic case set (ours, made from templates; not the paper's data); at most 100,000
     cases."""
-    from duplexeval.dialogue.synth import caseset_header, caseset_text, check_caseset_out, check_counts
+    from duplexeval.dialogue.synth_stage import caseset_header, caseset_text, check_caseset_out, check_counts
 
     check_counts(n_miu, n_uim)
     check_caseset_out(out, caseset_header(seed, n_miu, n_uim), force)
@@ -81,14 +81,14 @@ def dialogue_run(
              "(default: at least one in each; 0: never).")] = None,
 ) -> None:
     """Replay every case against a dialogue manager on the virtual clock."""
+    from duplexeval.dialogue import run_stage
     from duplexeval.dialogue.load import load_cases
     from duplexeval.dialogue.rows import ERROR
-    from duplexeval.dialogue.run import run_cases
 
     name, params = parse_spec(system, "--system")
     cs = load_cases(cases)
     clock = _clock(asr_chunk_ms, first_token_ms, per_token_ms, endpoint_ms, horizon_ms)
-    res = run_cases(cs, name, params, clock, out, ExecutorSpec(jobs=one_per_cpu(jobs)), force=force)
+    res = run_stage.run(cs, name, params, clock, out, ExecutorSpec(jobs=one_per_cpu(jobs)), force=force)
     typer.echo(f"{system}: {len(res.rows)} cases ({res.failures} failed) -> {out}/cases.jsonl, {out}/decisions.jsonl")
     typer.echo(f"signature: {res.signature.compact()}")
     counts: dict[str, tuple[int, int]] = {}
@@ -114,14 +114,15 @@ def dialogue_score(
     Gates name MiU.* and UiM.* numbers of dialogue.json, e.g. --fail-under MiU.precision=0.8 or
     --fail-over MiU.FTED_s=1.0 (its median; .p90 for the 90th percentile)."""
     parse_gates(fail_under, fail_over)
+    from duplexeval.dialogue import score_stage
     from duplexeval.dialogue.judges import make_judge
-    from duplexeval.dialogue.score import REPORT_FILE, print_report, score_run
+    from duplexeval.dialogue.score_stage import REPORT_FILE, print_report
 
     name, settings = judge_settings(judge)
     j = make_judge(name, run, **settings)
     if not force:
         _check_judge(run / REPORT_FILE, j.label)
-    rep = score_run(run, j)
+    rep = score_stage.score(run, j)
     print_report([rep], [str(rep.get("system"))], f"duplex dialogue (spec 004): {rep.get('system')}, judge {j.label}")
     gated("dialogue score", fail_under, fail_over, {"MiU": rep.get("MiU"), "UiM": rep.get("UiM")}, " in dialogue.json")
 
@@ -164,7 +165,7 @@ def dialogue_compare(
 
     Gates judge the differences B - A, e.g. --fail-under MiU.difference=-0.05."""
     parse_gates(fail_under, fail_over)
-    from duplexeval.dialogue.compare import comparison_artifact, format_comparison
+    from duplexeval.dialogue.compare_stage import comparison_artifact, format_comparison
 
     art = comparison_artifact(run_a, run_b)
     if not json_to_stdout(json_out):

@@ -8,14 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from duplexeval.eot.compare import compare, format_compare
+from duplexeval.eot.compare_stage import compare, format_compare
 from duplexeval.eot.detectors import smart_turn_available
-from duplexeval.eot.predict import PredictSettings, run_predict
+from duplexeval.eot.predict_stage import PredictSettings, predict
 from duplexeval.eot.predictions import read_predictions
 from duplexeval.eot.sources import span_set_from_script
 from duplexeval.eot.spans import SpanSet, span_set_summary
-from duplexeval.eot.sweep import SweepConfig
-from duplexeval.eot.sweep_run import run_sweep_command
+from duplexeval.eot.sweep_engine import SweepConfig
+from duplexeval.eot.sweep_stage import sweep
 from duplexeval.executors import ExecutorSpec
 from duplexeval.fdb.synth import parse_script
 from duplexeval.jsonio import sha256_file, write_json
@@ -77,10 +77,10 @@ def run_demo(out: Path, force: bool = False, echo: Callable[[str], Any] = print,
     summaries: dict[str, Any] = {}
     for name, opts, st, cfg in runs:
         pred_path = out / f"{name}.parquet"
-        r = run_predict(spans, name, opts, pred_path, settings=st, executor=ExecutorSpec(jobs=jobs), force=force, progress=False)
+        r = predict(spans, name, opts, pred_path, settings=st, executor=ExecutorSpec(jobs=jobs), force=force, progress=False)
         when = "up to date (made by an earlier demo run)" if r.up_to_date else f"in {r.elapsed_s:.1f} s"
         echo(f"{name}: {r.n_scored} predictions ({r.n_predictions} grid rows) {when}")
-        summaries[name] = run_sweep_command(pred_path, out / name, cfg, force=force, echo=echo, title=f"{name} on the eot demo turns")
+        summaries[name] = sweep(pred_path, out / name, cfg, force=force, echo=echo, title=f"{name} on the eot demo turns")
     a, b = read_predictions(out / "silence.parquet"), read_predictions(out / "silero.parquet")
     cmp = compare(a, b, SweepConfig(), sha256_file(out / "silence.parquet"), sha256_file(out / "silero.parquet"), ("silence", "silero"))
     check_replace(out / "compare.json", cmp, force)

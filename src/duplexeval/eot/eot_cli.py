@@ -50,7 +50,7 @@ def _parse_grid(text: str | None, flag: str, default: tuple[float, ...]) -> tupl
 
 def _sweep_config(score_mode: str, score_point: float | None, thresholds: str | None, action_delays: str | None,
                   timeouts: str | None, min_hold: float, max_hold: float) -> Any:  # fmt: skip
-    from duplexeval.eot import sweep as sw
+    from duplexeval.eot import sweep_engine as sw
 
     return sw.SweepConfig(
         thresholds=_parse_grid(thresholds, "--thresholds", sw.DEFAULT_THRESHOLDS),
@@ -127,7 +127,7 @@ def eot_predict(
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Causal predictions at every grid time of every silence span, in eot-bench's columns; resumes an interrupted run."""
-    from duplexeval.eot.predict import PredictSettings, run_predict
+    from duplexeval.eot.predict_stage import PredictSettings, predict
     from duplexeval.eot.sources import load_span_set
     from duplexeval.eot.spans import span_set_summary
 
@@ -138,7 +138,7 @@ def eot_predict(
     info = span_set_summary(ss)
     skipped = ", ".join(f"{k} {v}" for k, v in info["skipped"].items()) or "none"
     typer.echo(f"spans: {info['n_turns']} turns, {info['n_hold_spans']} hold + {info['n_eot_spans']} eot spans (skipped: {skipped})")
-    r = run_predict(ss, name, json_values(params), out, settings=settings, executor=spec, force=force,
+    r = predict(ss, name, json_values(params), out, settings=settings, executor=spec, force=force,
                     progress=False if quiet else progress)
     if r.up_to_date:
         typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} rows, {r.n_scored} scored: up to date (made from the "
@@ -177,10 +177,10 @@ def eot_sweep(
     force: bool = typer.Option(False, "--force", help="Replace a summary in --out made from other predictions or settings."),
 ) -> None:
     """eot-bench's threshold x action-delay x timeout sweep with operating points, VAD baseline and turn intervals."""
-    from duplexeval.eot.sweep_run import run_sweep_command
+    from duplexeval.eot.sweep_stage import sweep
 
     cfg = _sweep_config(score_mode, score_point, thresholds, action_delays, timeouts, min_hold, max_hold)
-    run_sweep_command(predictions, out, cfg, force=force, bootstrap=bootstrap, selection_aware=selection_aware,
+    sweep(predictions, out, cfg, force=force, bootstrap=bootstrap, selection_aware=selection_aware,
                       selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns, plots=plots)  # fmt: skip
     finish("eot sweep", Status(0, "swept (no rule beyond bad input: gate the operating points with `eot compare`)"))
 
@@ -203,7 +203,7 @@ def eot_compare(
     Gates name BUDGET.cutoff_rate_diff or BUDGET.mean_latency_diff (B - A), or BUDGET.a.cutoff_rate and the like,
     e.g. --fail-over cutoff_5pct.mean_latency_diff=0.05."""
     parse_gates(fail_under, fail_over)
-    from duplexeval.eot.compare import compare, format_compare
+    from duplexeval.eot.compare_stage import compare, format_compare
     from duplexeval.eot.predictions import read_predictions
 
     cfg = _sweep_config(score_mode, score_point, None, None, None, min_hold, max_hold)
@@ -241,10 +241,10 @@ def eot_check(
 
     Exit 1 with a warning when the scores never change; a note says whether, at equal silence, the end of turn
     scores above the pauses (a silence timer's do not)."""
-    from duplexeval.eot.check import check_detector, format_check, warnings
+    from duplexeval.eot.check_stage import check, format_check, warnings
 
     name, params = parse_spec(spec, "SPEC")
-    spans = check_detector(name, json_values(params))
+    spans = check(name, json_values(params))
     for line in format_check(spec, spans):
         typer.echo(line)
     found = warnings(spans)

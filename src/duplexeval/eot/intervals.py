@@ -15,7 +15,7 @@ import numpy as np
 
 from duplexeval import stats
 from duplexeval.eot.pairs import EOTPair
-from duplexeval.eot.sweep import (
+from duplexeval.eot.sweep_engine import (
     EPS,
     Selected,
     SpanTable,

@@ -23,7 +23,7 @@ from duplexeval.eot import intervals as iv
 from duplexeval.eot.pairs import DEFAULT_LATENCY_BANDS_MS, DEFAULT_TOLERANCE_MS
 from duplexeval.eot.predictions import Predictions
 from duplexeval.eot.report import build_report
-from duplexeval.eot.sweep import (
+from duplexeval.eot.sweep_engine import (
     CUTOFF_BUDGETS,
     LATENCY_BUDGETS,
     Selected,

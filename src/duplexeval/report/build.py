@@ -18,8 +18,8 @@ from duplexeval.artifacts import check_kind
 from duplexeval.controller.metrics.compare import COMPARE_KIND as CONTROLLER_COMPARE
 from duplexeval.controller.metrics.compare import COMPARE_SCHEMA_VERSION as CONTROLLER_COMPARE_SCHEMA
 from duplexeval.controller.metrics.report import REPORT_SCHEMA_VERSION as CONTROLLER_SCHEMA
-from duplexeval.dialogue.run import SCHEMA as DIALOGUE_SCHEMA
-from duplexeval.eot.compare import SCHEMA_VERSION as EOT_COMPARE_SCHEMA
+from duplexeval.dialogue.run_stage import SCHEMA as DIALOGUE_SCHEMA
+from duplexeval.eot.compare_stage import SCHEMA_VERSION as EOT_COMPARE_SCHEMA
 from duplexeval.eot.sweep_report import SCHEMA_VERSION as SWEEP_SCHEMA
 from duplexeval.errors import InputError
 from duplexeval.fdb.compare_stage import COMPARE_SCHEMA_VERSION

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.artifacts import check_kind
-from duplexeval.dialogue.compare import compare_runs
-from duplexeval.dialogue.run import CASES_FILE, CASES_KIND, SCHEMA
-from duplexeval.dialogue.score import JUDGEMENTS_FILE, JUDGEMENTS_KIND
+from duplexeval.dialogue.compare_stage import compare_runs
+from duplexeval.dialogue.run_stage import CASES_FILE, CASES_KIND, SCHEMA
+from duplexeval.dialogue.score_stage import JUDGEMENTS_FILE, JUDGEMENTS_KIND
 from duplexeval.errors import DuplexEvalError, InputError
 from duplexeval.jsonio import json_lines, read_text
 from duplexeval.report.explorer import Item, Verdict, explorer_html

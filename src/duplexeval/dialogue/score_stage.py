@@ -11,7 +11,7 @@ from rich.table import Table
 from duplexeval.artifacts import check_kind, header
 from duplexeval.dialogue.judges import Judge, Verdict
 from duplexeval.dialogue.metrics import NOTE, MiUItem, UiMItem, miu_metrics, uim_metrics
-from duplexeval.dialogue.run import CASES_FILE, CASES_KIND, SCHEMA
+from duplexeval.dialogue.run_stage import CASES_FILE, CASES_KIND, SCHEMA
 from duplexeval.errors import InputError
 from duplexeval.jsonio import (
     atomic_write_text,
@@ -78,7 +78,7 @@ def items_from(rows: list[dict[str, Any]], verdicts: list[Verdict | None]) -> tu
     return miu, uim
 
 
-def score_run(run_dir: Path, judge: Judge) -> dict[str, Any]:
+def score(run_dir: Path, judge: Judge) -> dict[str, Any]:
     """Judge, compute and write; returns the report."""
     run_dir = Path(run_dir)
     head, rows, rows_sha = read_run(run_dir)

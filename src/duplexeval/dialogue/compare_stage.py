@@ -13,8 +13,8 @@ from typing import Any
 
 from duplexeval.artifacts import check_kind, header
 from duplexeval.dialogue.metrics import END, MID, MISS
-from duplexeval.dialogue.run import SCHEMA
-from duplexeval.dialogue.score import JUDGEMENTS_FILE, JUDGEMENTS_KIND
+from duplexeval.dialogue.run_stage import SCHEMA
+from duplexeval.dialogue.score_stage import JUDGEMENTS_FILE, JUDGEMENTS_KIND
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.jsonio import json_lines, read_json, read_text, sha256_file
 from duplexeval.paired import mcnemar_exact, paired_mean_difference

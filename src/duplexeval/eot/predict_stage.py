@@ -243,7 +243,7 @@ def _finished_run(out: Path, sig: Signature, spans: SpanSet) -> PredictRun | Non
                       [out, out.with_suffix(".jsonl")], up_to_date=True)
 
 
-def run_predict(
+def predict(
     spans: SpanSet,
     detector: str,
     options: Mapping[str, Any],

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from duplexeval.eot.demo import demo_script
-from duplexeval.eot.predict import PredictSettings, TurnTask, predict_turn_task
+from duplexeval.eot.predict_stage import PredictSettings, TurnTask, predict_turn_task
 from duplexeval.eot.sources import span_set_from_script
 from duplexeval.eot.spans import SpanSet
 from duplexeval.fdb.synth import parse_script
@@ -51,7 +51,7 @@ def check_spans() -> SpanSet:
     return span_set_from_script(parse_script(script, "<eot check turns>"), "<eot check turns>")
 
 
-def check_detector(detector: str, options: dict[str, Any], spans: SpanSet | None = None) -> list[SpanScores]:
+def check(detector: str, options: dict[str, Any], spans: SpanSet | None = None) -> list[SpanScores]:
     """The detector's scores on every span of the check turns."""
     ss = spans or check_spans()
     out = []

@@ -19,7 +19,7 @@ from duplexeval import paired
 from duplexeval.artifacts import header
 from duplexeval.eot import intervals as iv
 from duplexeval.eot.predictions import Predictions, mode_warning
-from duplexeval.eot.sweep import (
+from duplexeval.eot.sweep_engine import (
     CUTOFF_BUDGETS,
     LATENCY_BUDGETS,
     SweepConfig,

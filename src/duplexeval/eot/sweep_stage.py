@@ -13,7 +13,7 @@ import typer
 
 from duplexeval.eot.plots import plot_operating_points, plot_pareto
 from duplexeval.eot.predictions import mode_warning, read_predictions
-from duplexeval.eot.sweep import SweepConfig
+from duplexeval.eot.sweep_engine import SweepConfig
 from duplexeval.eot.sweep_report import (
     SWEEP_KIND,
     build_summary,
@@ -37,7 +37,7 @@ def _check_out_dir(out: Path, force: bool) -> None:
                            "pass --force to replace it (or write elsewhere with --out)")
 
 
-def run_sweep_command(
+def sweep(
     predictions: Path, out: Path | None, cfg: SweepConfig, *, force: bool = False, bootstrap: bool = True,
     selection_aware: bool = True, selection_max_turns: int = 2000, bootstrap_max_turns: int = 20000, plots: bool = True,
     echo: Callable[[str], Any] = typer.echo,
