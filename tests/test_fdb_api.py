@@ -85,10 +85,10 @@ def test_defaults_are_the_commands() -> None:
 
 
 def test_importing_the_package_loads_no_stage() -> None:
-    """`import duplexeval.fdb` stays cheap: no numpy, pydantic, stats or stage module until a verb runs."""
+    """`import duplexeval.fdb` stays cheap: not even `fdb.api` until a name is used, no stage until a verb runs."""
     code = ("import sys, duplexeval.fdb; print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('numpy', 'pydantic', 'soundfile', 'typer') or m.startswith(('duplexeval.stats', 'duplexeval.fdb.tree', "
-            "'duplexeval.fdb.unified', 'duplexeval.fdb.export_stage', 'duplexeval.fdb.official.run')))))")
+            "'duplexeval.fdb.unified', 'duplexeval.fdb.export_stage', 'duplexeval.fdb.official', 'duplexeval.fdb.api')))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == ""
 

@@ -14,46 +14,49 @@ The public Python API is this package (the functions live in `fdb.api`); in pipe
 
 ``score_samples(samples)`` scores `Sample` records held in memory by the unified rules; ``read_manifest``,
 ``read_asr``, ``read_words``, ``read_trace``, ``read_summary``, ``read_unified`` and ``read_comparison`` load what
-the stages wrote. The stage modules (``export_stage``, ``asr_stage``, ...) are imported on first call, so
-``import duplexeval.fdb`` stays cheap.
+the stages wrote. The names are loaded from `fdb.api` on first use and each verb imports its stage when it runs, so
+``import duplexeval.fdb`` (which every ``duplexeval fdb`` command does) stays as cheap as before the API.
 """
 
 from __future__ import annotations
 
-from duplexeval.fdb.api import (
-    AsrResult,
-    CompareResult,
-    Comparison,
-    ComparisonFile,
-    EvaluateResult,
-    ExportResult,
-    JudgeConfig,
-    OfficialSubset,
-    PairedSubset,
-    ReplayResult,
-    Sample,
-    ScoreResult,
-    SynthesizeResult,
-    UnifiedFile,
-    UnifiedSample,
-    UnifiedSubset,
-    asr,
-    compare,
-    evaluate,
-    export,
-    import_outputs,
-    read_asr,
-    read_comparison,
-    read_manifest,
-    read_summary,
-    read_trace,
-    read_unified,
-    read_words,
-    replay,
-    score,
-    score_samples,
-    synthesize,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names below, for type checkers; at run time `__getattr__` loads them on first use
+    from duplexeval.fdb.api import (
+        AsrResult,
+        CompareResult,
+        Comparison,
+        ComparisonFile,
+        EvaluateResult,
+        ExportResult,
+        JudgeConfig,
+        OfficialSubset,
+        PairedSubset,
+        ReplayResult,
+        Sample,
+        ScoreResult,
+        SynthesizeResult,
+        UnifiedFile,
+        UnifiedSample,
+        UnifiedSubset,
+        asr,
+        compare,
+        evaluate,
+        export,
+        import_outputs,
+        read_asr,
+        read_comparison,
+        read_manifest,
+        read_summary,
+        read_trace,
+        read_unified,
+        read_words,
+        replay,
+        score,
+        score_samples,
+        synthesize,
+    )
 
 __all__ = [
     "synthesize", "export", "import_outputs", "asr", "evaluate", "score", "compare", "replay", "score_samples",
@@ -62,3 +65,18 @@ __all__ = [
     "ScoreResult", "UnifiedSubset", "UnifiedSample", "UnifiedFile", "CompareResult", "Comparison", "PairedSubset",
     "ComparisonFile", "ReplayResult",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name of `fdb.api`, loaded on first use (and kept, so later lookups are plain attribute reads)."""
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from duplexeval.fdb import api
+
+    value = getattr(api, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
