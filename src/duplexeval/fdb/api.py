@@ -43,7 +43,6 @@ DEFAULT_BACKCHANNEL_RULES = "2025-06"
 DEFAULT_SILERO = "v5"
 DEFAULT_BEHAVIOR_MODEL = "gpt-4o-2024-08-06"
 DEFAULT_COMPARE_OUT = "compare.json"
-SENSITIVITY_FILE = "unified-sensitivity.json"
 BACKCHANNEL_RULES = ("2025-06", "2026-02")  # the official backchannel loop as of the v1.0 table, or of HEAD
 
 
@@ -442,21 +441,11 @@ def score(
     res = _score(root, write=write, jobs=jobs, executor=executor)
     out = _score_result(res, root / UNIFIED_FILE if write else None, root / UNIFIED_SAMPLES_FILE if write else None)
     if sensitivity:
-        sens = _sensitivity(root, write, jobs)
+        from duplexeval.fdb.unified.sensitivity import SENSITIVITY_FILE, analyse_tree
+
+        sens = analyse_tree(root, write, jobs)
         out = replace(out, sensitivity=sens, sensitivity_file=root / SENSITIVITY_FILE if write else None)
     return out
-
-
-def _sensitivity(tree: Path, write: bool, jobs: int | None) -> Any:
-    """The unified scorer's VAD sensitivity sweep of `tree`; written to TREE/unified-sensitivity.json when `write`."""
-    from duplexeval.fdb.unified.load import load_tree
-    from duplexeval.fdb.unified.sensitivity import analyse
-    from duplexeval.jsonio import write_json
-
-    sens = analyse(load_tree(tree), jobs or None)
-    if write:
-        write_json(tree / SENSITIVITY_FILE, sens.to_json())  # an OS error is already one InputError line
-    return sens
 
 
 def compare(
