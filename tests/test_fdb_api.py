@@ -215,3 +215,12 @@ def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     exec(compile(code, "README.md", "exec"), {"__name__": "readme"})  # noqa: S102 - the repository's own example
     printed = capsys.readouterr().out
     assert "fdb-v1.0-unified" in printed and (tmp_path / "runs").is_dir()
+
+
+def test_import_outputs_and_replay(trees: tuple[Path, Path], tmp_path: Path) -> None:
+    """A tree's outputs imported as if made elsewhere; replay needs a network export and says so in one line."""
+    silent, _ = trees
+    res = fdb.import_outputs("demo", silent, tmp_path / "imported", subsets=[TT], limit=1, progress=False)
+    assert res.eligible == {TT: stats.Share(1, 1)} and res.manifest.is_file() and res.ran == 1
+    with pytest.raises(InputError, match="no sample has a wire trace"):
+        fdb.replay(silent)
