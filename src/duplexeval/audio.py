@@ -29,7 +29,7 @@ def read_audio_channels(path: str | os.PathLike[str], raw: bytes | None = None) 
         data, sr = sf.read(io.BytesIO(raw) if raw is not None else str(path), dtype="float32", always_2d=True)
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
-    except (RuntimeError, sf.LibsndfileError, OSError) as exc:  # type: ignore[attr-defined]
+    except (RuntimeError, sf.LibsndfileError, OSError) as exc:
         raise InputError(f"{path}: cannot read audio: {' '.join(str(exc).split())}") from None
     if data.shape[1] == 0:
         raise InputError(f"{path}: audio has no channels")

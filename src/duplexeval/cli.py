@@ -209,7 +209,7 @@ def _fold_long_words_in_help() -> None:
 
     if getattr(rich_utils, "_duplexeval_folds", False):
         return
-    columns = rich_utils.Columns
+    columns = rich_utils.Columns  # type: ignore[attr-defined]  # typer's, imported from rich, not re-exported
 
     class FoldingTable(Table):
         def add_row(self, *renderables: Any, **kwargs: Any) -> None:
@@ -223,8 +223,9 @@ def _fold_long_words_in_help() -> None:
                 item.overflow = "fold"
         return columns(items, *args, **kwargs)
 
-    rich_utils.Table = FoldingTable  # type: ignore[misc]
-    rich_utils.Columns = folding_columns  # type: ignore[assignment,misc]
+    # typer.rich_utils' own names for rich's Table and Columns (imported there, not re-exported), patched here
+    rich_utils.Table = FoldingTable  # type: ignore[attr-defined]
+    rich_utils.Columns = folding_columns  # type: ignore[attr-defined,assignment]
     rich_utils._duplexeval_folds = True  # type: ignore[attr-defined]
 
 

@@ -23,9 +23,10 @@ from rich.table import Table
 from duplexeval import children, stats
 from duplexeval.errors import DuplexEvalError, InputError, RefusalError
 from duplexeval.fdb.asr_stage import asr as asr_run
-from duplexeval.fdb.export_stage import export, resolve_dataset
+from duplexeval.fdb.export_stage import export
 from duplexeval.fdb.official.metric import NEEDS_JUDGE, needs_judge
 from duplexeval.fdb.official.run import evaluate
+from duplexeval.fdb.selection import resolve_dataset
 from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.tree import ASR_FILE, MANIFEST_FILE, SUBSETS, subset_order
 from duplexeval.fdb.unified import score

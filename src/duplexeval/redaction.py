@@ -382,8 +382,8 @@ def guard_streams() -> Iterator[None]:
     handler gets it: a file, a test's capture), is scrubbed. The CLI runs inside this."""
     old_out, old_err = sys.stdout, sys.stderr
     old_factory = logging.getLogRecordFactory()
-    sys.stdout = _ScrubbingStream(old_out)  # type: ignore[assignment]
-    sys.stderr = _ScrubbingStream(old_err)  # type: ignore[assignment]
+    sys.stdout = _ScrubbingStream(old_out)
+    sys.stderr = _ScrubbingStream(old_err)
     if not getattr(old_factory, "duplexeval_scrubbing", False):
         logging.setLogRecordFactory(_scrubbing_factory(old_factory))
     try:
@@ -404,6 +404,6 @@ def install_stream_guard() -> None:
     if not getattr(factory, "duplexeval_scrubbing", False):
         logging.setLogRecordFactory(_scrubbing_factory(factory))
     if not isinstance(sys.stdout, _ScrubbingStream):
-        sys.stdout = _ScrubbingStream(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = _ScrubbingStream(sys.stdout)
     if not isinstance(sys.stderr, _ScrubbingStream):
-        sys.stderr = _ScrubbingStream(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = _ScrubbingStream(sys.stderr)

@@ -13,7 +13,7 @@ from duplexeval.cli_options import emit_json, json_option, json_to_stdout
 from duplexeval.controller.calibration.thresholds import Targets, calibrate, targets_from_report
 from duplexeval.controller.format.data import load_data
 from duplexeval.controller.format.policy import EvaluationPolicy, load_policy, save_policy
-from duplexeval.controller.metrics.events import evaluate_events, evidence_row
+from duplexeval.controller.metrics.events import ClipEvidence, evaluate_events, evidence_row
 from duplexeval.controller.metrics.report import evaluate, format_report
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.exits import Status, fail_over_option, fail_under_option, finish, gated, parse_gates
@@ -43,7 +43,7 @@ def controller_evaluate(
     Gates name frame.* and event.* numbers of the report, e.g. --fail-under frame.state.macro_f1=0.6."""
     parse_gates(fail_under, fail_over)
     pol = _policy(policy, mode)
-    evs: list = []
+    evs: list[ClipEvidence] = []
     rep = evaluate(load_data(data), pol, evidence=evs)
     if not json_to_stdout(json_out):
         typer.echo(format_report(rep))

@@ -229,10 +229,10 @@ def make_manager(name: str, params: dict[str, str] | None = None) -> Any:
                 raise InputError(f"--system {name}: no parameter {key!r} (known: {', '.join(fields) or 'none'})")
             f = fields[key]
             default = f.default if f.default is not dataclasses.MISSING else (
-                f.default_factory() if f.default_factory is not dataclasses.MISSING else ""  # type: ignore[misc]
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else ""
             )
             kwargs[key] = _coerce(name, key, raw, default)
-        params = kwargs  # type: ignore[assignment]
+        params = kwargs
     manager = SYSTEMS.build(name, **params)
     if not (callable(getattr(manager, "reset", None)) and callable(getattr(manager, "on_event", None))):
         raise InputError(f"system {name!r}: needs reset(view) and on_event(event) methods (duplexeval.dialogue.protocol)")

@@ -83,7 +83,7 @@ def dialogue_run(
     """Replay every case against a dialogue manager on the virtual clock."""
     from duplexeval.dialogue import run_stage
     from duplexeval.dialogue.load import load_cases
-    from duplexeval.dialogue.rows import ERROR
+    from duplexeval.dialogue.metrics import ERROR
 
     name, params = parse_spec(system, "--system")
     cs = load_cases(cases)

@@ -6,7 +6,7 @@ judge reads, the transcript and the case's expected labels, so scoring needs not
 
 from __future__ import annotations
 
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring
 from typing import Any
 
 from duplexeval.dialogue.cases import MiUCase, UiMCase

@@ -8,7 +8,7 @@ difference B - A of the cutoff rate and of the mean latency gets a paired bootst
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -64,7 +64,7 @@ def common_spans(a: Predictions, b: Predictions) -> tuple[Predictions, Predictio
     return _restrict(a, ma), _restrict(b, mb), counts
 
 
-def _ratio(num: np.ndarray, den: np.ndarray, scale: float = 1.0):
+def _ratio(num: np.ndarray, den: np.ndarray, scale: float = 1.0) -> Callable[[np.ndarray], float | None]:
     def stat(rows: np.ndarray) -> float | None:
         d = den[rows].sum()
         return None if d == 0 else float(num[rows].sum() / d / scale)

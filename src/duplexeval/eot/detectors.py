@@ -182,7 +182,7 @@ def _load_features(path: Path) -> Callable[..., np.ndarray]:
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.compute_whisper_log_mel_features  # type: ignore[no-any-return]
+    return mod.compute_whisper_log_mel_features
 
 
 class SmartTurnDetector:

@@ -63,7 +63,7 @@ def _time(row: dict[str, Any], keys: tuple[str, ...], where: str, allow_missing:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
         extra = " (leave it empty or null for a detector that never fired)" if allow_missing else ""
         raise InputError(f"{where}: {key} must be a finite number, got {row[key]!r}{extra}")
-    return v  # type: ignore[no-any-return]  # range-checked by schemas.eot.EOTPairRow
+    return v  # range-checked by schemas.eot.EOTPairRow
 
 
 def _label(row: dict[str, Any], key: str | None, where: str, what: str) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 DEFAULT_LATENCY_BANDS_MS: tuple[int, ...] = (300, 600, 1200)
 DEFAULT_TOLERANCE_MS = 50
@@ -65,7 +66,7 @@ def score(
     *,
     latency_bands_ms: Sequence[int] = DEFAULT_LATENCY_BANDS_MS,
     tolerance_ms: int = DEFAULT_TOLERANCE_MS,
-) -> dict:
+) -> dict[str, Any]:
     """LiveKit-style breakdown: ``{"n", "median_latency_ms", "false_cutoff_rate", "hang_rate_at_ms": {band: rate}}``."""
     pairs = list(pairs)
     return {

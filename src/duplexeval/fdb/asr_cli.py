@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -10,6 +11,9 @@ from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
 from duplexeval.exits import failures, finish
 from duplexeval.specs import known_params, parse_spec
+
+if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
+    from duplexeval.cli import CliApps
 
 BACKEND_PARAMS = ("model", "device")  # what `--backend NAME:k=v` passes to the backend's factory
 
@@ -59,7 +63,7 @@ def asr_command(
     finish("asr", failures(result.n_error, result.n_eligible, "eligible samples' transcriptions"))
 
 
-def register(apps) -> None:  # noqa: ANN001 - CliApps, imported lazily to avoid a cycle
+def register(apps: CliApps) -> None:
     """Add `fdb asr` and its hidden alias `fdb reference-asr`."""
     apps.fdb.command("asr")(asr_command)
     apps.fdb.command("reference-asr", hidden=True)(asr_command)

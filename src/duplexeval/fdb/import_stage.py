@@ -21,7 +21,6 @@ import numpy as np
 
 from duplexeval import __version__
 from duplexeval.audio import (
-    SAMPLE_RATE,
     audio_info,
     fit_length,
     n_samples_for,
@@ -54,6 +53,7 @@ from duplexeval.fdb.tree_writer import (
     source_path,
 )
 from duplexeval.jsonio import atomic_write_bytes, make_output_dir, sha256_bytes, sha256_file
+from duplexeval.units import SAMPLE_RATE
 
 LENGTH_TOLERANCE_SAMPLES = 1280  # one 80 ms frame at 16 kHz
 

@@ -62,7 +62,7 @@ def show_command(
     view = load_view(open_sample(scored.root, entry, asr.output_json if asr else None), scored.rows.get(subset, {}).get(sid))
     audio = None
     if dataset is not None:
-        from duplexeval.fdb.export_stage import resolve_dataset
+        from duplexeval.fdb.selection import resolve_dataset
         from duplexeval.fdb.tree_writer import dataset_mismatch
 
         ds = resolve_dataset(dataset)

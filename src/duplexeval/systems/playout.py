@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 
 from duplexeval.audio import from_pcm16, resample, to_pcm16
-from duplexeval.systems.base import CLEAR_QUEUE, INPUT_SAMPLE_RATE
+from duplexeval.systems.base import CLEAR_QUEUE
 from duplexeval.systems.runner import ReceivedItem
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 SR = INPUT_SAMPLE_RATE
 

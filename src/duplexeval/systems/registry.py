@@ -105,7 +105,7 @@ def make_system(spec: str) -> System:
         if "." in key:  # `field.name=value` collects into the dict field `field` (telephony's `param.NAME`)
             prefix, _, sub = key.partition(".")
             f = fields.get(prefix)
-            if f is None or f.default_factory is not dict:  # type: ignore[comparison-overlap]
+            if f is None or f.default_factory is not dict:
                 raise InputError(f"--system {spec!r}: {name} has no parameter group {prefix!r} (for {key}=...)")
             kwargs.setdefault(prefix, {})[sub] = value
             continue

@@ -17,7 +17,6 @@ import numpy as np
 from duplexeval.systems.base import (
     EVENT_KINDS,
     FRAME_SAMPLES,
-    INPUT_SAMPLE_RATE,
     ControlEvent,
     OutputChunk,
     ProtocolViolation,
@@ -25,6 +24,7 @@ from duplexeval.systems.base import (
     System,
 )
 from duplexeval.systems.clock import Clock, VirtualClock, WallClock
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 # A wall-clock send later than this past its slot makes the sample ineligible (`input_pacing_late`).
 MAX_SEND_LATENESS_S = 0.080

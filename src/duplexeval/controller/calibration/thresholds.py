@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class Targets:
     yield_false_per_hour: float | None = None
     backchannel_ack_per_hour: float | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, float | None]:
         """JSON object."""
         return {
             "pause_cutin_ceiling": self.pause_cutin_ceiling,
@@ -37,7 +38,7 @@ class Targets:
         }
 
 
-def targets_from_report(events: dict, mode: str) -> Targets:
+def targets_from_report(events: dict[str, Any], mode: str) -> Targets:
     """Targets equal to a reference system's development event metrics (its pause cut-in share, false yields and
     acknowledgments per hour)."""
     ep = events.get("endpoint", {}).get(mode, {})
@@ -47,7 +48,7 @@ def targets_from_report(events: dict, mode: str) -> Targets:
     return Targets(pause, y, b)
 
 
-def endpoint_latency_key(ev_section: dict, evs: Sequence[ClipEvidence], mode: str) -> float:
+def endpoint_latency_key(ev_section: dict[str, Any], evs: Sequence[ClipEvidence], mode: str) -> float:
     """Replay latency for selection: quantile-rule median over *all* turn probes, a missing endpoint counting as
     +inf, so a threshold cannot win by rarely firing. +inf when the median is not reached."""
     lat = [(math.inf if x is None else x / 1000.0) for e in evs for x in e.endpoint[mode].turn_latency_us]
@@ -66,7 +67,7 @@ def sweep(clips: Iterable[Clip], base: EvaluationPolicy, grid: Sequence[float]) 
     return list(zip(grid, per))
 
 
-def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets, grid: Sequence[float] = DEFAULT_GRID) -> tuple[EvaluationPolicy, dict]:
+def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets, grid: Sequence[float] = DEFAULT_GRID) -> tuple[EvaluationPolicy, dict[str, Any]]:
     """Pick thresholds by the rules above; returns the frozen policy and a table of every grid point."""
     grid = sorted({float(t) for t in grid})
     if not grid:
@@ -76,7 +77,7 @@ def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets, g
     for t, evs in sweep(clips, base, grid):
         pol = base.with_(endpoint_threshold=t, yield_threshold=t, backchannel_threshold=t)
         agg = aggregate(evs, pol)
-        row: dict = {"threshold": t}
+        row: dict[str, Any] = {"threshold": t}
         if "endpoint" in agg:
             e = agg["endpoint"][mode]
             row["endpoint_median_latency_all_ms"] = _f(endpoint_latency_key(agg, evs, mode))
@@ -90,14 +91,14 @@ def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets, g
             row["backchannel_recall"] = agg["backchannel"]["recall"]["value"]
             row["backchannel_ack_per_hour"] = agg["backchannel"]["acknowledgment_rate"]["per_hour"]
         table.append(row)
-    chosen: dict = {}
-    changes: dict = {}
+    chosen: dict[str, Any] = {}
+    changes: dict[str, Any] = {}
     if targets.pause_cutin_ceiling is not None:
         ok = [r for r in table if r.get("pause_cutin") is not None and r["pause_cutin"] <= targets.pause_cutin_ceiling + 1e-12]
         if not ok:
             raise RefusalError(f"calibrate: no grid threshold keeps the pause cut-in share <= {targets.pause_cutin_ceiling} (or the data has no pause probes)")
 
-        def latency_then_higher_threshold(r: dict) -> tuple[float, float]:
+        def latency_then_higher_threshold(r: dict[str, Any]) -> tuple[float, float]:
             lat = r["endpoint_median_latency_all_ms"]
             return (math.inf if lat is None else lat, -r["threshold"])
 
@@ -120,7 +121,7 @@ def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets, g
     return policy, {"targets": targets.to_json(), "grid": grid, "chosen": chosen, "table": table, "mode": mode}
 
 
-def lowest_threshold_within(table: Sequence[dict], key: str, target: float) -> float | None:
+def lowest_threshold_within(table: Sequence[dict[str, Any]], key: str, target: float) -> float | None:
     """The lowest grid threshold whose rate `key` is at most `target` (rows without the rate skipped)."""
     ok = [r["threshold"] for r in table if r.get(key) is not None and r[key] <= target + 1e-9]
     return min(ok) if ok else None

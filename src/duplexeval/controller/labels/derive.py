@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
 from duplexeval.controller.format.data import (
-    FRAME_US,
     STATES,
     Clip,
     ClipFrames,
@@ -24,10 +24,10 @@ from duplexeval.controller.format.data import (
     TurnProbe,
     UserPause,
     frames_in_window,
-    to_us,
 )
 from duplexeval.errors import InputError
 from duplexeval.schemas.base import MAX_TIME_S, number_problem
+from duplexeval.units import FRAME_US, to_us
 
 USER, AGENT = "user", "agent"
 LISTEN, HOLD, SPEAK, BACKCHANNEL = (STATES.index(s) for s in ("LISTEN", "HOLD", "SPEAK", "BACKCHANNEL"))
@@ -398,7 +398,7 @@ def to_clip(
     source: str | None = None,
     level_db: np.ndarray | None = None,
     events_end_s: float | None = None,
-    extra: dict | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> Clip:
     """The labels as a data.Clip (truth, masks, labels, events; no controller scores yet)."""
     yo, bo = (labels.yield_onsets, labels.backchannel_onsets)

@@ -18,19 +18,18 @@ from typing import Any
 import numpy as np
 
 from duplexeval.controller.format.data import (
-    FRAME_US,
     NO_LABEL,
     Clip,
     ClipFrames,
     ClipMeta,
     PauseProbe,
     TurnProbe,
-    to_us,
 )
 from duplexeval.controller.runtime.runner import frame_level_db
 from duplexeval.errors import InputError
 from duplexeval.fdb.dataset import DatasetSample, annotation_record, load_dataset
 from duplexeval.jsonio import sha256_file
+from duplexeval.units import FRAME_US, to_us
 
 BRIDGED_SUBSETS = ("candor_turn_taking", "candor_pause_handling")
 

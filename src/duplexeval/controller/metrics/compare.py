@@ -172,7 +172,7 @@ def _nn(x: float) -> float | None:
 
 def paired_bootstrap(
     evs_a: Sequence[ClipEvidence], evs_b: Sequence[ClipEvidence], policy_a: EvaluationPolicy, policy_b: EvaluationPolicy
-) -> dict:
+) -> dict[str, Any]:
     """Point values of A and B, their difference B - A, and its grouped paired-bootstrap 95% interval."""
     if [e.clip_id for e in evs_a] != [e.clip_id for e in evs_b] or [e.group for e in evs_a] != [e.group for e in evs_b]:
         raise ValueError("compare: A and B must cover the same clips and groups in the same order")
@@ -243,7 +243,7 @@ def comparison_artifact(a: str | Path, b: str | Path, da: ControllerData, db: Co
     }
 
 
-def format_comparison(metrics: dict) -> str:
+def format_comparison(metrics: dict[str, Any]) -> str:
     """The B - A table (metric, A, B, B - A, 95% interval), each side with what its value is made of (count/n,
     events in hours, n latencies); `-` = no data on that side. Shares and AUCs to 3 decimals, rates per hour to 2,
     milliseconds to 1, as every family's tables."""
@@ -256,7 +256,7 @@ def format_comparison(metrics: dict) -> str:
             return NO_DATA
         return f"{v + 0.0:+.{d}f}" if signed else f"{v:.{d}f}"
 
-    def made(m: dict | None) -> str:
+    def made(m: dict[str, Any] | None) -> str:
         if not m:
             return ""
         if "count" in m:

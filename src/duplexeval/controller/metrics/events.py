@@ -10,10 +10,11 @@ import bisect
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from duplexeval.controller.format.data import Clip, ClipFrames, frame_end_us, frames_in_window, to_us
+from duplexeval.controller.format.data import Clip, ClipFrames, frame_end_us, frames_in_window
 from duplexeval.controller.format.policy import MODES, EvaluationPolicy
 from duplexeval.controller.metrics.replay import (
     HEAD,
@@ -26,6 +27,7 @@ from duplexeval.controller.metrics.replay import (
 )
 from duplexeval.errors import InputError
 from duplexeval.stats import Quantile, Share
+from duplexeval.units import to_us
 
 YIELD_WINDOW_US = (0, 640_000)  # [onset, onset + 640 ms)
 BACKCHANNEL_WINDOW_US = (-640_000, 320_000)  # [onset - 640 ms, onset + 320 ms)
@@ -220,10 +222,10 @@ def clip_events(
     return ev
 
 
-def evidence_row(ev: ClipEvidence) -> dict:
+def evidence_row(ev: ClipEvidence) -> dict[str, Any]:
     """One per-clip evidence row (for ``--rows``): what each probe and onset contributed, in ms."""
     ms = lambda x: None if x is None else x / 1000.0  # noqa: E731
-    row: dict = {"clip": ev.clip_id, "group": ev.group, "source": ev.source, "reference_s": ev.floor_us / 1e6}
+    row: dict[str, Any] = {"clip": ev.clip_id, "group": ev.group, "source": ev.source, "reference_s": ev.floor_us / 1e6}
     if ev.has_endpoint:
         for mode in MODES:
             e = ev.endpoint[mode]
@@ -254,12 +256,12 @@ def share(count: int, n: int) -> dict[str, object]:
     return Share(count, n).to_json()
 
 
-def per_hour(count: int, den_us: int) -> dict:
+def per_hour(count: int, den_us: int) -> dict[str, Any]:
     """count per hour of ``den_us``; null when the denominator is 0."""
     return {"count": count, "hours": den_us / HOUR_US, "per_hour": (count * HOUR_US / den_us) if den_us > 0 else None}
 
 
-def latency_summary(values_us: Sequence[int]) -> dict:
+def latency_summary(values_us: Sequence[int]) -> dict[str, Any]:
     """n, mean, median (Q50) and p90 (Q90) by the shared quantile rule, in ms; nulls for an empty set."""
     ms = [v / 1000.0 for v in values_us]
     return {
@@ -270,7 +272,7 @@ def latency_summary(values_us: Sequence[int]) -> dict:
     }
 
 
-def endpoint_summary(evs: Sequence[ClipEvidence], mode: str, policy: EvaluationPolicy) -> dict:
+def endpoint_summary(evs: Sequence[ClipEvidence], mode: str, policy: EvaluationPolicy) -> dict[str, Any]:
     """Turn-probe and pause-probe endpoint metrics under one mode."""
     early, src, lat, obs, pf, pre = [], [], [], [], [], []
     for ev in evs:
@@ -308,7 +310,7 @@ def endpoint_summary(evs: Sequence[ClipEvidence], mode: str, policy: EvaluationP
 
 
 def _onset_section(window_us: tuple[int, int], matched: str,
-                   clips: Iterable[tuple[int, Sequence[int], int]]) -> tuple[dict, int, int]:
+                   clips: Iterable[tuple[int, Sequence[int], int]]) -> tuple[dict[str, Any], int, int]:
     """An onset head's section (yield, backchannel) from per-clip (onsets, matched latencies, firings): the matching
     window, the share of onsets matched by a firing (named ``matched``), the latencies and the firings; also
     (matched onsets, firings) for the head's rate."""
@@ -327,9 +329,9 @@ def _onset_section(window_us: tuple[int, int], matched: str,
     return sec, len(lat), n_fire
 
 
-def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> dict:
+def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> dict[str, Any]:
     """The event-metric section of the report (every metric with its counts and denominators)."""
-    out: dict = {"clips": len(evs), "groups": len({e.group for e in evs})}
+    out: dict[str, Any] = {"clips": len(evs), "groups": len({e.group for e in evs})}
     if any(e.has_endpoint for e in evs):
         out["endpoint"] = {"primary_mode": policy.endpoint_mode}
         for mode in MODES:
@@ -357,7 +359,7 @@ def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> dict:
     return out
 
 
-def evaluate_events(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[ClipEvidence], dict]:
+def evaluate_events(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[ClipEvidence], dict[str, Any]]:
     """Replay every clip (an iterable of Clip) and aggregate; returns the per-clip evidence too."""
     seen: set[str] = set()
     evs = [clip_events(c, policy, seen) for c in clips]

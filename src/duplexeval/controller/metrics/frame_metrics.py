@@ -4,6 +4,7 @@ BACKCHANNEL), and ROC-AUC / average precision per head over its valid mask, with
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -56,11 +57,11 @@ class FrameAccumulator:
             self.head_labels[h].append(np.asarray(lab, dtype=bool)[valid])
         return cm_rows
 
-    def result(self) -> dict:
+    def result(self) -> dict[str, Any]:
         """The frame-metric report section."""
         from sklearn.metrics import average_precision_score, roc_auc_score
 
-        out: dict = {}
+        out: dict[str, Any] = {}
         if self.has_states:
             cm = self.confusion
             scored = int(cm.sum())
@@ -89,7 +90,7 @@ class FrameAccumulator:
             s = np.concatenate(self.head_scores[h])
             y = np.concatenate(self.head_labels[h])
             pos = int(y.sum())
-            row: dict = {
+            row: dict[str, Any] = {
                 "frames": self.head_frames[h],
                 "masked": self.head_masked[h],
                 "scored": int(y.size),
@@ -123,7 +124,7 @@ def macro_f1_from_confusion(cm: np.ndarray) -> np.ndarray:
     return np.where(total > 0, f1.mean(axis=-1), np.nan)
 
 
-def frame_metrics(frames: Iterable[ClipFrames]) -> dict:
+def frame_metrics(frames: Iterable[ClipFrames]) -> dict[str, Any]:
     """Frame metrics over clips."""
     acc = FrameAccumulator()
     for fr in frames:

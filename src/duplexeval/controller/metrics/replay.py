@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from duplexeval.controller.format.data import FRAME_US, frame_end_us, to_us
+from duplexeval.controller.format.data import frame_end_us
 from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.units import FRAME_US, to_us
 
 HEAD, FALLBACK = "head", "fallback"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from duplexeval.artifacts import header
 from duplexeval.controller.format.data import Clip, ControllerData
@@ -34,7 +35,7 @@ def signature(
     return sig.with_bootstrap() if bootstrap else sig
 
 
-def run_clips(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[ClipEvidence], dict]:
+def run_clips(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[ClipEvidence], dict[str, Any]]:
     """Replay and frame-score every clip in one pass (one clip's arrays in memory at a time)."""
     acc = FrameAccumulator()
     seen: set[str] = set()
@@ -48,8 +49,8 @@ def run_clips(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[Cli
 
 
 def evaluate(
-    data: ControllerData, policy: EvaluationPolicy, *, data_label: str | None = None, evidence: list | None = None
-) -> dict:
+    data: ControllerData, policy: EvaluationPolicy, *, data_label: str | None = None, evidence: list[ClipEvidence] | None = None
+) -> dict[str, Any]:
     """The full JSON report for a loaded data folder under a policy (per-clip evidence appended to ``evidence``)."""
     evs, frames = run_clips(data.iter_clips(), policy)
     if evidence is not None:
@@ -71,7 +72,7 @@ def evaluate(
     }
 
 
-def _pct(sh: dict | None) -> str:
+def _pct(sh: dict[str, Any] | None) -> str:
     if not sh or sh.get("value") is None:
         return NO_DATA if not sh else f"{NO_DATA} (0/{sh.get('n', 0)})"
     return f"{sh['value'] * 100:.1f}% ({sh['count']}/{sh['n']})"
@@ -92,7 +93,7 @@ def _num(v: float | None) -> str:
     return NO_DATA if v is None else f"{v:.3f}"
 
 
-def format_report(rep: dict) -> str:
+def format_report(rep: dict[str, Any]) -> str:
     """A compact text summary of a report."""
     lines = [f"controller report: {rep['data']['clips']} clips, {rep['data']['groups']} groups"]
     fm = rep["frame_metrics"]

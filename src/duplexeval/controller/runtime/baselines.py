@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.controller.format.data import FRAME_S, STATES
+from duplexeval.controller.format.data import STATES
 from duplexeval.errors import InputError
+from duplexeval.units import FRAME_S
 from duplexeval.vad import StreamingVad, VadSettings, load_vad, model_path, vad_signature
 
 _ONE_HOT = {s: np.eye(len(STATES), dtype=np.float64)[i] for i, s in enumerate(STATES)}

@@ -29,7 +29,7 @@ from duplexeval.fdb.unified.load import LoadedSample, load_tree
 from duplexeval.jsonio import atomic_write_text, dumps_line, write_json
 from duplexeval.vad import SCORER_SETTINGS
 from duplexeval.vad import vad_signature as vad_signature_of
-from duplexeval.vad_batched import Segmenter
+from duplexeval.vad_batched import Segmenter, Segments
 
 DEFINITIONS = UnifiedRules.definitions  # "fdb-v1.0-unified-4": the v1.0 tasks' rule set
 UNIFIED_KIND = "duplexeval.fdb.unified"
@@ -78,7 +78,7 @@ def vad_signature() -> dict[str, Any]:
 
 
 def _segments(files: list[tuple[Path, int | None]], segmenter: Segmenter | None, jobs: int | None,
-              executor: ExecutorSpec | None = None) -> list:
+              executor: ExecutorSpec | None = None) -> list[Segments]:
     """VAD segments of each (output.wav, last sample needed) (Silero unless a segmenter is injected), here or on `executor`."""
     paths = [path for path, _ in files]
     if segmenter is not None:

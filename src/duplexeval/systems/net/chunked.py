@@ -7,9 +7,10 @@ with its own `seq` and `slot_s`, so send lateness and `input_pacing_late` are ju
 
 from __future__ import annotations
 
-from duplexeval.systems.base import INPUT_SAMPLE_RATE, SampleInfo
+from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net.pcm import StreamResampler
 from duplexeval.systems.net.session import NetSession, NetSystem
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 CHUNK_MS = (10, 20, 40, 80)  # divisors of the 80 ms frame
 

@@ -19,11 +19,11 @@ from duplexeval.audio import from_pcm16, resample, to_pcm16
 from duplexeval.systems.base import (
     CLEAR_QUEUE,
     FRAME_SAMPLES,
-    INPUT_SAMPLE_RATE,
     ControlEvent,
     OutputChunk,
     Received,
 )
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 # A full-duplex stream sends silence frames while the model is quiet. A client that queued them all
 # would fall behind for good after one late frame (each frame is exactly 80 ms, so a FIFO never catches

@@ -29,11 +29,12 @@ from urllib.parse import parse_qsl, urlsplit
 import numpy as np
 
 from duplexeval.errors import InputError
-from duplexeval.systems.base import FRAME_S, INPUT_SAMPLE_RATE
+from duplexeval.systems.base import FRAME_S
 from duplexeval.systems.net import moshi_wire as mw
 from duplexeval.systems.net.frame_stream import FullDuplexOutput
 from duplexeval.systems.net.resample_stream import StreamResampler
 from duplexeval.systems.net.server import ServeConfig, ServerSession, log
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 SERVER_FLAVORS = mw.FLAVORS
 OPTIONS = {"flavor": "kyutai", "prompt_ms": "0"}

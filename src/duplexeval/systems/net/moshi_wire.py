@@ -24,8 +24,9 @@ import numpy as np
 import sphn  # type: ignore[import-untyped]
 
 from duplexeval.audio import from_pcm16, to_pcm16
-from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation
+from duplexeval.systems.base import ProtocolViolation
 from duplexeval.systems.net.resample_stream import StreamResampler
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 MOSHI_SAMPLE_RATE = 24000
 MOSHI_FRAME_SAMPLES = 1920  # 80 ms at 24 kHz

@@ -21,13 +21,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from duplexeval.audio import from_pcm16
-from duplexeval.systems.base import INPUT_SAMPLE_RATE, SampleInfo
+from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net import native_wire as nw
 from duplexeval.systems.net.frame_stream import is_silent
 from duplexeval.systems.net.moshi_wire import float_to_pcm16
 from duplexeval.systems.net.native_ledger import NativeLedger
 from duplexeval.systems.net.resample_stream import StreamResampler
 from duplexeval.systems.net.session import HandshakeAborted, NetSession, NetSystem
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 MAX_TEXT_CHARS = 200
 # What each pinnable value is called in the request and in the deployment's error (`param`).

@@ -41,13 +41,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from duplexeval.audio import from_pcm16
 from duplexeval.errors import InputError
-from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation
+from duplexeval.systems.base import ProtocolViolation
 from duplexeval.systems.net import native_wire as nw
 from duplexeval.systems.net.frame_stream import FullDuplexOutput
 from duplexeval.systems.net.moshi_wire import float_to_pcm16
 from duplexeval.systems.net.pcm import b64decode_pcm
 from duplexeval.systems.net.resample_stream import StreamResampler
 from duplexeval.systems.net.server import ServerSession
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 # One native unit of 16 kHz PCM16 in -> the model's output for it (16 kHz int16, the unit's length).
 Step = Callable[[bytes], Awaitable[np.ndarray]]

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from duplexeval import redaction
-from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation, SampleInfo
+from duplexeval.systems.base import ProtocolViolation, SampleInfo
 from duplexeval.systems.net.live import LivePlayout, played_ms
 from duplexeval.systems.net.pcm import StreamResampler, b64decode_pcm, b64encode, json_message
 from duplexeval.systems.net.session import HandshakeAborted, NetSession, NetSystem, with_query
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 DIALECTS = ("ga", "beta")
 TURN_DETECTION = ("server_vad", "semantic_vad", "none")

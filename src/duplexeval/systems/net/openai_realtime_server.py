@@ -32,9 +32,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation
+from duplexeval.systems.base import ProtocolViolation
 from duplexeval.systems.net.pcm import StreamResampler, b64decode_pcm, b64encode
 from duplexeval.systems.net.server import ServerSession, check_option_values, resample_pcm16
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 DIALECTS = ("ga", "beta")
 RATE = 24000  # PCM16 at 24 kHz: the only PCM rate of both dialects

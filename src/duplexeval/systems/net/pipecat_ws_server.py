@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
-from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation
+from duplexeval.systems.base import ProtocolViolation
 from duplexeval.systems.net.pcm import StreamResampler
 from duplexeval.systems.net.pipecat_ws_wire import (
     audio_frame,
@@ -30,6 +30,7 @@ from duplexeval.systems.net.pipecat_ws_wire import (
     rtvi_type,
 )
 from duplexeval.systems.net.server import ServerSession, check_option_values
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 SERVER_OPTIONS = {"out_chunk_ms": "40", "single_client": "false", "bot_ready": "true", "pace": "true", "lead_ms": "40"}
 

@@ -16,7 +16,7 @@ from math import gcd
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-from scipy.signal import firwin  # type: ignore[import-untyped]
+from scipy.signal import firwin
 
 TAPS_PER_PHASE = 24  # filter length = taps_per_phase * up (odd-adjusted); ~1 ms of delay at 16/24 kHz
 KEPT_ONLY_ABOVE = 8  # keep 1 upsampled sample in more than this many: compute the kept ones only

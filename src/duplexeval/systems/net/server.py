@@ -45,7 +45,6 @@ from duplexeval.systems.base import (
     CLEAR_QUEUE,
     FRAME_S,
     FRAME_SAMPLES,
-    INPUT_SAMPLE_RATE,
     ControlEvent,
     OutputChunk,
     SampleInfo,
@@ -54,6 +53,7 @@ from duplexeval.systems.base import (
 from duplexeval.systems.net.faults import Faults
 from duplexeval.systems.net.transport import DEFAULT_MAX_SIZE, WS_LOG
 from duplexeval.systems.registry import make_system
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 log = logging.getLogger("duplexeval.serve")
 SERVER_T = 3600.0  # the server does not know T; sessions are told an hour
@@ -72,7 +72,7 @@ def resample_pcm16(pcm16: bytes, sr_in: int, sr_out: int) -> bytes:
 
 @functools.lru_cache(maxsize=64)
 def _resample_cached(pcm16: bytes, sr_in: int, sr_out: int) -> bytes:
-    import soxr  # type: ignore[import-untyped]
+    import soxr
 
     from duplexeval.audio import from_pcm16, to_pcm16  # lazy: `serve --help` loads no audio library
 

@@ -131,7 +131,7 @@ class NetSystem:
         return asdict(self)
 
     def version(self) -> str:
-        return f"duplexeval {__version__}; websockets {websockets.__version__}; protocol {self.protocol}"
+        return f"duplexeval {__version__}; websockets {websockets.version.version}; protocol {self.protocol}"
 
     def headers(self) -> dict[str, str]:
         """HTTP headers of the upgrade request (never recorded anywhere)."""

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from duplexeval.audio import audio_library_versions
-from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation, SampleInfo
+from duplexeval.systems.base import ProtocolViolation, SampleInfo
 from duplexeval.systems.net.chunked import CHUNK_MS, ChunkedSession
 from duplexeval.systems.net.live import LivePlayout
 from duplexeval.systems.net.session import NetSession, NetSystem, with_query
@@ -48,6 +48,7 @@ from duplexeval.systems.net.telephony_wire import (
     default_codec,
     parse_bot,
 )
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 MAX_PENDING_MARKS = 1000
 _CREDENTIAL = re.compile(r"token|secret|password|passwd|auth|key", re.IGNORECASE)

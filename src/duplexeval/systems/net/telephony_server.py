@@ -26,7 +26,7 @@ import json
 import time
 from typing import Any, ClassVar
 
-from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation
+from duplexeval.systems.base import ProtocolViolation
 from duplexeval.systems.net.pcm import StreamResampler
 from duplexeval.systems.net.server import ServerSession, check_option_values, resample_pcm16
 from duplexeval.systems.net.telephony_wire import (
@@ -41,6 +41,7 @@ from duplexeval.systems.net.telephony_wire import (
     parse_carrier,
     read_start,
 )
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 SERVER_OPTIONS = {"dialect": "auto", "out_chunk_ms": "20", "marks": "true", "corrupt": "none", "pace": "true",
                   "lead_ms": "40"}

@@ -55,11 +55,12 @@ import numpy as np
 
 from duplexeval import __version__
 from duplexeval.audio import audio_library_versions
-from duplexeval.systems.base import INPUT_SAMPLE_RATE, ProtocolViolation, SampleInfo
+from duplexeval.systems.base import ProtocolViolation, SampleInfo
 from duplexeval.systems.net.pcm import StreamResampler
 from duplexeval.systems.net.pipecat_ws import ready_handshake, rtvi_message
 from duplexeval.systems.net.session import NetSession, NetSystem, SessionOpenFailed, wire_len
 from duplexeval.systems.net.transport import CONNECT_RETRIES, RETRY_DELAY_S, redact
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 OPUS_RATE = 48000
 FRAME_BYTES_16K = 320 * 2

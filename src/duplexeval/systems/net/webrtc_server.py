@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.systems.base import INPUT_SAMPLE_RATE
 from duplexeval.systems.net.pcm import StreamResampler
 from duplexeval.systems.net.server import ServeConfig, SystemDriver, resample_pcm16
 from duplexeval.systems.net.webrtc_media import PTIME_S
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 log = logging.getLogger("duplexeval.serve")
 OPUS_RATE = 48000
@@ -205,17 +205,17 @@ class WebRtcServerSession:
 
         pc = self.pc
 
-        @pc.on("datachannel")
+        @pc.on("datachannel")  # type: ignore[untyped-decorator]  # aiortc's (pyee) event registration is untyped
         def _dc(channel: Any) -> None:
             self.dc = channel
             channel.on("message", self._on_message)
 
-        @pc.on("track")
+        @pc.on("track")  # type: ignore[untyped-decorator]  # aiortc's (pyee) event registration is untyped
         def _track(track: Any) -> None:
             if track.kind == "audio":
                 self._tasks.append(asyncio.get_running_loop().create_task(self._receive(track)))
 
-        @pc.on("connectionstatechange")
+        @pc.on("connectionstatechange")  # type: ignore[untyped-decorator]  # aiortc's (pyee) event registration is untyped
         async def _state() -> None:
             if pc.connectionState in ("failed", "closed"):
                 await self.close()

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
-from duplexeval.systems.base import INPUT_SAMPLE_RATE, SampleInfo
+from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net.pcm import StreamResampler, json_message
 from duplexeval.systems.net.server import ServerSession, resample_pcm16
 from duplexeval.systems.net.session import NetSession, NetSystem, with_query
+from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 RATES = (8000, 16000, 22050, 24000, 44100, 48000)
 

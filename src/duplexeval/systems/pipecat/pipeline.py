@@ -201,7 +201,7 @@ async def run_bot(cfg: BotConfig, transport: Any, warm_size: int = 0) -> None:
     """Run one conversation until the client goes away."""
     worker = build_worker(cfg, transport, warm_size)
 
-    @transport.event_handler("on_client_disconnected")
+    @transport.event_handler("on_client_disconnected")  # type: ignore[untyped-decorator]  # pipecat transport, Any
     async def _gone(*_: Any) -> None:
         await worker.cancel()
 

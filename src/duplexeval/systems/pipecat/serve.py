@@ -59,7 +59,7 @@ def websocket_app(cfg: BotConfig, warm_size: int) -> FastAPI:
     app = FastAPI()
 
     @app.websocket("/ws")
-    async def conversation(websocket: WebSocket):  # noqa: ANN202 - FastAPI reads this signature
+    async def conversation(websocket: WebSocket) -> None:
         await websocket.accept()
         if cfg.transport == "telephony":
             from pipecat.runner.utils import parse_telephony_websocket

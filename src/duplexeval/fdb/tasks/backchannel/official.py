@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
+from duplexeval import units
 from duplexeval import vad as vadmod
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.tasks.backchannel import rules as bc
@@ -145,7 +146,7 @@ class BackchannelOfficial(OfficialRules):
         info = {
             "vad": vadmod.vad_signature(vadmod.OFFICIAL_SETTINGS),
             "vad_rounding": "round(seconds, 1) as get_speech_timestamps(return_seconds=True)",
-            "vad_sampling_rate_assumed": vadmod.SAMPLE_RATE,
+            "vad_sampling_rate_assumed": units.SAMPLE_RATE,
             "icc_gt": gt_info,
         }
         ctx.say(f"{subset}: VAD on {len(digit)} output(s), batched")

@@ -136,7 +136,7 @@ def segments_up_to_r(probs: np.ndarray, inp: InterruptionInput, settings: VadSet
     return [(int(s), int(e)) for s, e in timestamps_from_probs(probs, inp.n_samples, settings) if s <= limit]
 
 
-def _setting_row(subset: str, settings: Any, headline: bool, rows: list[intr.InterruptionRow], counts: dict) -> SettingRow:
+def _setting_row(subset: str, settings: Any, headline: bool, rows: list[intr.InterruptionRow], counts: dict[str, Any]) -> SettingRow:
     block = interruption_block(rows, counts)
     c, m = block["counts"], block["metrics"]
     rr, stop, rs = m["response_rate_2s"], m["stop_latency_s"], m["restart_rate"]
