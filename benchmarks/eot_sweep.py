@@ -77,13 +77,12 @@ def bench_sweep(n_spans: int) -> None:
 
 
 def bench_selection(n_turns: int) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from eot_fixtures import random_rows
-
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.helpers
     from duplexeval.eot import intervals
     from duplexeval.eot.predictions import Predictions
     from duplexeval.eot.sweep_engine import CUTOFF_BUDGETS, LATENCY_BUDGETS, SweepConfig
     from duplexeval.eot.sweep_report import compute
+    from tests.helpers.eot import random_rows
 
     res = compute(Predictions.from_rows(random_rows(0, n_turns)), SweepConfig())
     t0 = time.perf_counter()

@@ -27,12 +27,11 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from net_proto_helpers import first_loud_s, frame_delay, timing_datasets
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.helpers
 
 from duplexeval.fdb.export_stage import export
 from duplexeval.systems.net.moshi_wire import opus_round_trip
+from tests.helpers.net_protocols import first_loud_s, frame_delay, timing_datasets
 
 
 def main() -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/chromium.py drives the browser
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the root: tests.helpers.chromium
 
 
 def _cli(*args: str) -> list[str]:
@@ -111,7 +111,7 @@ def parts(page: str) -> dict[str, int]:
 
 def first_paint(page: Path, runs: int = 3) -> list[tuple[float, float, float]]:
     """(first contentful paint, load event, explorer ready) in ms per run, each in a fresh Chromium."""
-    from chromium import Browser
+    from tests.helpers.chromium import Browser
 
     out = []
     for _ in range(runs):

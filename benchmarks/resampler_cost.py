@@ -16,11 +16,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from test_net_moshi_wire import _full_polyphase  # the definition, as the equivalence test holds it
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.*
 
 from duplexeval.systems.net.resample_stream import StreamResampler
+from tests.systems.net.test_moshi_wire import _full_polyphase  # the definition, as the equivalence test holds it
 
 PAIRS = [(16000, 24000), (24000, 16000), (16000, 22050), (22050, 16000), (16000, 48000), (48000, 16000), (8000, 16000)]
 

@@ -1,5 +1,9 @@
 """Test-session settings: keep every cache inside the session's temporary folder (never the user's home),
-and mark the slow tests (listed in slow_tests.txt, plus every Ray test) so `make test-fast` can skip them."""
+and mark the slow tests (listed in slow_tests.txt, plus every Ray test) so `make test-fast` can skip them.
+
+The folders under tests/ mirror src/duplexeval/ (tests/fdb/unified/ tests duplexeval.fdb.unified); the tests of
+top-level modules sit in tests/ itself, as those modules sit in duplexeval/ itself, rather than in a tests/core/
+that has no counterpart in the package. Shared helpers are the package tests.helpers (see README.md here)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import ROOT, SRC
 
 _SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
 
@@ -35,12 +41,11 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 @pytest.fixture(scope="session")
 def ray_local():
-    """One real local Ray instance (2 CPUs) for the whole test session; workers see src/ and tests/ on their path."""
+    """One real local Ray instance (2 CPUs) for the whole test session; workers see src/ and the repository root
+    (for `tests.*` modules) on their path."""
     ray = pytest.importorskip("ray")
-    here = os.path.dirname(os.path.abspath(__file__))
-    src = os.path.join(os.path.dirname(here), "src")
     old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, here, old) if p)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), str(ROOT), old) if p)
     try:
         ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
     finally:

@@ -1,4 +1,4 @@
-"""A corpus of malformed inputs across the commands (issue 10): each must end with ONE line naming the file
+"""A corpus of malformed inputs across the commands: each must end with ONE line naming the file
 (and sample) and the problem, exit 2, no traceback, nothing written half-way, nothing dropped silently.
 
 Every case here failed before the fix it documents (a traceback, a wrong acceptance or a misleading line).
@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from fdb_fixtures import FixtureSample, pause_ann, turn_ann, write_tree
 
 from duplexeval.cli import main
+from tests.helpers.fdb import FixtureSample, pause_ann, turn_ann, write_tree
 
 TT, P, UI, BC = "candor_turn_taking", "candor_pause_handling", "synthetic_user_interruption", "icc_backchannel"
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_fixtures import run_cli
 
 from duplexeval.errors import InputError
 from duplexeval.fdb.system_check import CheckResult, outside_speech
 from duplexeval.registry import import_object
+from tests.helpers.cli import run_cli
 
 TONE = '''
 from dataclasses import dataclass

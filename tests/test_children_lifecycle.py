@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from test_secrets_e2e import one_sample_dataset
-from test_worker_lifecycle import _alive, _children
 
 from duplexeval import children
 from duplexeval.demo import NETWORK_DEMO
+from tests.helpers.processes import alive, child_pids
+from tests.helpers.systems import one_sample_dataset
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc to find the child processes")
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc 
 def _descendants(pid: int) -> list[int]:
     found, todo = [], [pid]
     while todo:
-        for k in _children(todo.pop()):
+        for k in child_pids(todo.pop()):
             found.append(k)
             todo.append(k)
     return found
@@ -58,13 +58,13 @@ def _kill_and_expect_descendants_gone(argv: list[str], want: list[str], timeout_
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         deadline = time.monotonic() + 5
-        while any(_alive(p) for p in seen) and time.monotonic() < deadline:
+        while any(alive(p) for p in seen) and time.monotonic() < deadline:
             time.sleep(0.05)
-        left = [(p, _cmdline(p)) for p in seen if _alive(p)]
+        left = [(p, _cmdline(p)) for p in seen if alive(p)]
         assert not left, f"outlived their killed parent: {left}"
     finally:
         for p in [proc.pid, *seen]:
-            if _alive(p):
+            if alive(p):
                 os.kill(p, signal.SIGKILL)
 
 

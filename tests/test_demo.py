@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from systems_fixtures import Dataset, pause, turn_taking
 
 from duplexeval.demo import comparison_rows, format_metric, run_demo, tree_name
 from duplexeval.errors import InputError
 from duplexeval.jsonio import sha256_file, write_json
+from tests.helpers.systems import Dataset, pause, turn_taking
 
 
 def test_cells_show_value_interval_and_count() -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+from tests.helpers import EXAMPLES
+
 DUPLEXEVAL = str(Path(sys.executable).parent / "duplexeval")  # the console script, as a user runs it
 
 

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import worker_helpers as wh
 from typer.testing import CliRunner
 
 from duplexeval.errors import InputError
@@ -19,6 +18,7 @@ from duplexeval.executors import (
     StatefulWork,
     make_executor,
 )
+from tests.helpers import workers as wh
 
 pytestmark = pytest.mark.ray
 
@@ -44,7 +44,7 @@ def test_killed_task_worker_is_retried_on_a_new_worker(ray_local, tmp_path: Path
     got = _run(ExecutorSpec("ray", max_retries=1), None, wh.die_once, [(marker, n) for n in range(5)])
     assert all(isinstance(g, ItemResult) for g in got), got
     assert [g.value[0] for g in got] == [0, 1, 2, 3, 4]
-    assert got[2].value[1] != int(Path(marker).read_text())  # item 2 finished on another process than the one killed
+    assert got[2].value[1] != int(Path(marker).read_text())  # got[2] ran again on a new process
 
 
 def test_killed_actor_is_replaced_and_its_item_retried(ray_local, tmp_path: Path) -> None:
@@ -219,10 +219,9 @@ def test_export_on_ray_writes_the_same_tree_and_resumes_from_its_journal(ray_loc
 
 
 def test_eot_predict_on_ray_writes_the_same_predictions(ray_local, tmp_path: Path) -> None:
-    from test_eot_predict import one_turn_set
-
     from duplexeval.cli import _make_app
     from duplexeval.eot.predict_stage import predict
+    from tests.helpers.eot import one_turn_set
 
     a, b = tmp_path / "local.parquet", tmp_path / "ray.parquet"
     predict(one_turn_set(), "silero", {}, a, progress=False)
@@ -286,7 +285,7 @@ def _cli_fails(args: list[str], cwd: Path, env: dict[str, str] | None = None) ->
 
 
 def test_ray_that_cannot_start_or_be_joined_is_one_line(tmp_path: Path) -> None:
-    from eot_fixtures import write_eotbench_spans
+    from tests.helpers.eot import write_eotbench_spans
 
     spans = write_eotbench_spans(tmp_path / "spans.jsonl")
     base = ["eot", "predict", "--spans", str(spans), "--detector", "silence", "--out", str(tmp_path / "p.parquet"),
@@ -307,9 +306,8 @@ def test_a_killed_driver_leaves_no_ray_process_behind(tmp_path: Path) -> None:
     import subprocess
     import time
 
-    from eot_fixtures import write_eotbench_spans
-
     from duplexeval.ray_reaper import _alive, _ray_below
+    from tests.helpers.eot import write_eotbench_spans
 
     spans = write_eotbench_spans(tmp_path / "spans.jsonl", 40)
     driver = subprocess.Popen([sys.executable, "-m", "duplexeval", "eot", "predict", "--spans", str(spans),
@@ -341,9 +339,9 @@ def test_a_killed_driver_leaves_no_ray_process_behind(tmp_path: Path) -> None:
 def test_a_plugin_call_on_a_ray_worker_is_bounded_by_the_driver_s_setting(ray_local, tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Set after the instance started (as for a cluster started elsewhere): the setting travels with the work."""
-    from test_eot_predict import one_turn_set
 
     from duplexeval.eot.predict_stage import predict
+    from tests.helpers.eot import one_turn_set
 
     monkeypatch.setenv("DUPLEXEVAL_CALL_TIMEOUT", "0.2")
     monkeypatch.setenv("DUPLEXEVAL_DEBUG", "")
@@ -351,7 +349,7 @@ def test_a_plugin_call_on_a_ray_worker_is_bounded_by_the_driver_s_setting(ray_lo
     assert [r.value for r in _run(spec, None, wh.plugin_env, [0, 1])] == [("", "0.2")] * 2
     stateful = StatefulWork(wh.offset, 0, wh.stateful_plugin_env)
     assert [r.value for r in _run(spec, stateful, None, [0, 1])] == [("", "0.2")] * 2
-    with pytest.raises(InputError, match=r"^tiny: turn 't1': EOT detector 'worker_helpers:HangingDetector': "
+    with pytest.raises(InputError, match=r"^tiny: turn 't1': EOT detector 'tests.helpers.workers:HangingDetector': "
                                          r"predict_batch did not return within 0.2 s \(DUPLEXEVAL_CALL_TIMEOUT\)"):
-        predict(one_turn_set(), "worker_helpers:HangingDetector", {}, tmp_path / "p.parquet", executor=spec,
+        predict(one_turn_set(), "tests.helpers.workers:HangingDetector", {}, tmp_path / "p.parquet", executor=spec,
                     progress=False)

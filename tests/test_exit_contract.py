@@ -8,12 +8,12 @@ import socket
 from pathlib import Path
 
 import pytest
-from cli_fixtures import run_cli as run
-from fdb_fixtures import FixtureSample, turn_ann, write_tree
-from systems_fixtures import Dataset, small_dataset
 
 from duplexeval.errors import InputError
 from duplexeval.exits import Gate, Status, check_gates, combine, eligibility, metric_values, parse_gates
+from tests.helpers.cli import run_cli as run
+from tests.helpers.fdb import FixtureSample, turn_ann, write_tree
+from tests.helpers.systems import Dataset, small_dataset
 
 TT = "candor_turn_taking"
 

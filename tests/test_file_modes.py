@@ -43,11 +43,11 @@ def test_every_writer_follows_the_umask_and_private_files_are_0600(tmp_path: Pat
 
 
 def test_a_network_tree_follows_the_umask_and_its_traces_are_private(tmp_path: Path) -> None:
-    from net_fixtures import SERVED
-    from test_secrets_e2e import one_sample_dataset
 
     from duplexeval.fdb.export_stage import export
     from duplexeval.fdb.synth.write import build_dir
+    from tests.helpers.net import SERVED
+    from tests.helpers.systems import one_sample_dataset
 
     umask = 0o027  # not the usual 022: the mode comes from the umask, not from a fixed 0644
     old = os.umask(umask)

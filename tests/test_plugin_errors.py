@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from plugin_fixtures import plugin_module
-from systems_fixtures import Dataset, add_sample
 
 from duplexeval.cli import main
 from duplexeval.errors import InputError
 from duplexeval.plugins import DEBUG_ENV, PluginError
+from tests.helpers.plugins import plugin_module
+from tests.helpers.systems import Dataset, add_sample
 
 SYSTEMS = '''
 import asyncio, sys
@@ -411,9 +411,8 @@ def test_every_error_line_the_cli_prints_is_capped(argv: list[str], tmp_path: Pa
 
 
 def test_an_asr_backend_whose_signature_is_not_a_dict_is_one_line(tmp_path: Path) -> None:
-    from fdb_fixtures import FixtureSample, turn_ann, write_tree
-
     from duplexeval.fdb import asr_stage
+    from tests.helpers.fdb import FixtureSample, turn_ann, write_tree
 
     class ListSignature:
         name = "mine"
@@ -432,10 +431,10 @@ def test_an_asr_backend_whose_signature_is_not_a_dict_is_one_line(tmp_path: Path
 def test_call_timeout_reaches_a_network_system_s_sessions(tiny: Dataset, tmp_path: Path) -> None:
     """A network system runs its samples through its own `run_sample` (replicas); --call-timeout bounds those calls
     too: with 1 ms the handshake cannot finish, and the sample records the timeout."""
-    from net_fixtures import SERVED
 
     from duplexeval.fdb.export_stage import export
     from duplexeval.fdb.tree import load_manifest
+    from tests.helpers.net import SERVED
 
     spec = "loopback:protocol=ws-pcm,serve=" + SERVED.replace(",", ";") + ",in_process=true"
     export(spec, tiny, tmp_path / "t", progress=False, call_timeout_s=0.001, subsets=["candor_turn_taking"], limit=1)
@@ -525,7 +524,7 @@ def test_the_call_timeout_variable_is_checked_and_0_means_no_bound(hanging: str,
 
 def test_a_hanging_detector_through_the_cli_is_one_line_and_exit_2(hanging: str, tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    from eot_fixtures import write_eotbench_spans
+    from tests.helpers.eot import write_eotbench_spans
 
     spans = write_eotbench_spans(tmp_path / "spans.jsonl")
     code, err = run_cli(["eot", "predict", "--spans", str(spans), "--detector", "r3_hanging:Detector",

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import logging
 import os
 import re
 import secrets
-import urllib.parse
 
 import pytest
 from hypothesis import given, settings
@@ -18,51 +16,9 @@ from hypothesis import strategies as st
 
 from duplexeval import redaction
 from duplexeval.errors import InputError
+from tests.helpers.secrets import decodes_to_key, encodings
 
 KEY = 'sk-T3st"q\\u/é+&=%20 ' + secrets.token_hex(12)  # every character class an encoding treats specially
-B64 = re.compile(rb"[A-Za-z0-9+/_-]{4,}")
-
-
-def encodings(key: str) -> dict[str, str]:
-    """The forms of the key a file or a line may hold, each built here from its definition."""
-    b = key.encode("utf-8")
-    once = json.dumps(key)[1:-1]
-    return {
-        "raw": key,
-        "json": once,
-        "json-utf8": json.dumps(key, ensure_ascii=False)[1:-1],
-        "json-twice": json.dumps(once)[1:-1],
-        "percent": urllib.parse.quote(key, safe=""),
-        "percent-lower": re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), urllib.parse.quote(key, safe="")),
-        "percent-plus": urllib.parse.quote_plus(key),
-        "base64": base64.b64encode(b).decode(),
-        "base64-nopad": base64.b64encode(b).decode().rstrip("="),
-        "base64url": base64.urlsafe_b64encode(b).decode(),
-        "base64url-nopad": base64.urlsafe_b64encode(b).decode().rstrip("="),
-        "base64-percent": urllib.parse.quote(base64.b64encode(b).decode(), safe=""),
-        "hex": b.hex(),
-        "hex-upper": b.hex().upper(),
-    }
-
-
-def decodes_to_key(data: bytes, key: bytes) -> bool:
-    """An independent detector: does any run of base64 characters, read at any alignment, decode to bytes
-    holding the key?"""
-    for m in B64.finditer(data):
-        run = m.group(0)
-        for alphabet in (None, b"-_"):
-            for start in range(4):
-                chunk = run[start:]
-                chunk = chunk[: len(chunk) - len(chunk) % 4]
-                try:
-                    raw = base64.b64decode(chunk, altchars=alphabet, validate=False) if alphabet else base64.b64decode(chunk)
-                except ValueError:
-                    continue
-                if key in raw:
-                    return True
-    return False
-
-
 @pytest.fixture()
 def known() -> str:
     redaction.register(KEY)
@@ -175,4 +131,3 @@ URL_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s,;'\"]+")  # the defini
 @settings(max_examples=600, deadline=None)
 def test_urls_in_finds_what_the_url_pattern_finds(text: str) -> None:
     assert redaction.urls_in(text) == URL_PATTERN.findall(text)
-

@@ -15,20 +15,17 @@ import json
 import logging
 import secrets
 import urllib.parse
-import wave
 from pathlib import Path
 
 import numpy as np
 import pytest
-from net_fixtures import WsServerThread
-from test_redaction import decodes_to_key, encodings
 from websockets.asyncio.server import ServerConnection
 
 from duplexeval import redaction
 from duplexeval.cli import main
-
-KEY = 'sk-E2e"q\\u/+&=%20_' + secrets.token_hex(12)  # header-safe ASCII with JSON- and URL-special characters
-KEY_ENV = "DUPLEXEVAL_ECHO_TEST_KEY"
+from tests.helpers.net import WsServerThread
+from tests.helpers.secrets import KEY, KEY_ENV, assert_no_key, key_env  # noqa: F401 - key_env: a fixture
+from tests.helpers.systems import one_sample_dataset
 
 
 class EchoServer(WsServerThread):
@@ -76,39 +73,8 @@ def echoes(key: str, b: bytes) -> list[str]:
     ]
 
 
-def one_sample_dataset(root: Path, T: float = 1.2) -> Path:
-    """A dataset folder of one turn-taking sample: T seconds of silence."""
-    d = root / "candor_turn_taking" / "1"
-    d.mkdir(parents=True)
-    with wave.open(str(d / "input.wav"), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(16000)
-        w.writeframes(np.zeros(int(T * 16000), dtype="<i2").tobytes())
-    (d / "turn_taking.json").write_text(json.dumps([{"text": "[TURN-TAKING]", "timestamp": [0.5, 1.0]}]))
-    (root / "dataset.json").write_text(json.dumps({"name": "echo", "declared": {"candor_turn_taking": 1},
-                                                   "samples": [{"subset": "candor_turn_taking", "id": "1", "T": T}]}))
-    return root
-
-
-@pytest.fixture()
-def key_env(monkeypatch: pytest.MonkeyPatch) -> str:
-    """The key in its environment variable, and no proxy between the client and the loopback server."""
-    for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv(KEY_ENV, KEY)
-    return KEY
-
-
-def assert_no_key(data: bytes, where: str, key: str = KEY) -> None:
-    for name, form in encodings(key).items():
-        assert form.encode() not in data, (where, name)
-    for cut in (redaction.PARTIAL_MIN, len(key) // 2):
-        assert key[:cut].encode() not in data, (where, "prefix", cut)
-    assert not decodes_to_key(data, key.encode()), (where, "base64 inside a blob")
-
-
-def test_an_echoing_server_leaves_no_key_anywhere(tmp_path: Path, key_env: str, capsys: pytest.CaptureFixture[str],
+def test_an_echoing_server_leaves_no_key_anywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  key_env: str,  # noqa: F811 - the fixture
                                                   caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     ds = one_sample_dataset(tmp_path / "ds")
@@ -156,10 +122,10 @@ def test_a_url_credential_is_refused_and_never_echoed(tmp_path: Path, capsys: py
     assert not (tmp_path / "t").exists()
 
 
-def test_a_chat_server_echoing_the_key_leaves_no_form_in_the_cache_or_log(tmp_path: Path, key_env: str) -> None:
-    from test_official_judge import ScriptedServer
-
+def test_a_chat_server_echoing_the_key_leaves_no_form_in_the_cache_or_log(
+        tmp_path: Path, key_env: str) -> None:  # noqa: F811 - the fixture
     from duplexeval.dialogue.http import CachedChat
+    from tests.helpers.judge import ScriptedServer
 
     b = KEY.encode()
     reply = (f"ok {base64.b64encode(b).decode()} {base64.urlsafe_b64encode(b'x' + b).decode()} "
@@ -176,10 +142,10 @@ def test_a_chat_server_echoing_the_key_leaves_no_form_in_the_cache_or_log(tmp_pa
         assert p.stat().st_mode & 0o777 == 0o600  # a remote service's answers: private
 
 
-def test_a_judge_echoing_the_key_in_base64_leaves_no_form_in_rating_or_log(tmp_path: Path, key_env: str) -> None:
-    from test_official_judge import GOOD, ScriptedServer, rate
-
+def test_a_judge_echoing_the_key_in_base64_leaves_no_form_in_rating_or_log(
+        tmp_path: Path, key_env: str) -> None:  # noqa: F811 - the fixture
     from duplexeval.fdb.official import judge as J
+    from tests.helpers.judge import GOOD, ScriptedServer, rate
 
     b = KEY.encode()
     echo = f"Analysis: your key was {base64.b64encode(b).decode()} ({base64.b64encode(b'Bearer ' + b).decode()})."

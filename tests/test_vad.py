@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 from functools import cache, lru_cache
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,8 +30,9 @@ from duplexeval.vad import (
     timestamps_from_probs,
     vad_signature,
 )
+from tests.helpers import DATA as TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "vad"
+DATA = TEST_DATA / "vad"
 # Silero keyword -> VadSettings field
 _KW = {
     "threshold": "threshold",

@@ -18,8 +18,9 @@ import pytest
 from duplexeval import vad as vadmod
 from duplexeval.audio import read_audio
 from duplexeval.vad import CONTEXT_SAMPLES, WINDOW_SAMPLES, SileroSequenceVad, load_vad
+from tests.helpers import DATA as TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "vad"
+DATA = TEST_DATA / "vad"
 
 
 def _sequence_model() -> Path | None:

@@ -12,33 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-import worker_helpers as wh
 
 from duplexeval.fdb import asr_stage
-
-TESTS = Path(__file__).resolve().parent
-SRC = TESTS.parent / "src"
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(d.name))
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"  # a zombie has exited; only its entry waits to be reaped
+from tests.helpers import ROOT, SRC
+from tests.helpers import workers as wh
+from tests.helpers.processes import alive, child_pids
 
 
 def _records(tree: Path) -> list[Path]:
@@ -54,8 +32,8 @@ def test_sigkill_of_asr_driver_takes_its_workers_and_resume_gives_the_same_bytes
     export("turn-based", "demo", tree, progress=False)
     clean = tmp_path / "clean"
     shutil.copytree(tree, clean)
-    code = (f"import sys; sys.path.insert(0, {str(TESTS)!r})\n"
-            "import worker_helpers as wh\nfrom duplexeval.fdb import asr_stage\n"
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+            "from tests.helpers import workers as wh\nfrom duplexeval.fdb import asr_stage\n"
             f"asr_stage.asr({str(tree)!r}, backend=wh.SleepyBackend(0.25), jobs=2, progress=False)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
@@ -64,14 +42,14 @@ def test_sigkill_of_asr_driver_takes_its_workers_and_resume_gives_the_same_bytes
         while not _records(tree):
             assert proc.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
             time.sleep(0.05)
-        workers = _children(proc.pid)
+        workers = child_pids(proc.pid)
         assert len(workers) >= 2  # the two pool workers (and multiprocessing's resource tracker)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         deadline = time.monotonic() + 5
-        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        while any(alive(w) for w in workers) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not any(_alive(w) for w in workers), "workers outlived their killed driver"
+        assert not any(alive(w) for w in workers), "workers outlived their killed driver"
     finally:
         if proc.poll() is None:
             proc.kill()

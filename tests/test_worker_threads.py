@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 
 import pytest
-import worker_helpers as wh
 
 from duplexeval.executors import WORKER_THREADS, ExecutorSpec, LocalExecutor, StatefulWork, make_executor
+from tests.helpers import workers as wh
 
 PINNED = {"OMP_NUM_THREADS": str(WORKER_THREADS)}
 

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_fixtures import run_cli as run
-from fdb_fixtures import FixtureSample, turn_ann, write_tree
 
 from duplexeval.errors import RefusalError
 from duplexeval.reruns import check_replace, difference, read_header
+from tests.helpers.cli import run_cli as run
+from tests.helpers.fdb import FixtureSample, turn_ann, write_tree
 
 TT = "candor_turn_taking"
 

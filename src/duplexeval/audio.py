@@ -100,7 +100,8 @@ def audio_library_versions() -> str:
 
 def resampled_length(n: int, sr_in: int, sr_out: int = SAMPLE_RATE) -> int:
     """The number of samples `resample` returns for `n` input samples, without resampling: soxr's one-shot
-    length, floor(n * sr_out / sr_in + 1/2) in exact integers (tests/test_live_playout_length.py checks it)."""
+    length, floor(n * sr_out / sr_in + 1/2) in exact integers
+    (tests/systems/net/test_live_playout_length.py checks it)."""
     if sr_in == sr_out:
         return n
     return (2 * n * sr_out + sr_in) // (2 * sr_in)

@@ -22,7 +22,7 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 CONFIDENCE = 0.95
 # The 95% endpoints as exact fractions: (1 - 0.95) / 2 in floating point is 0.025000000000000022,
-# whose quantile rank over 2000 resamples is 51, not 50 (issue 10).
+# whose quantile rank over 2000 resamples would be 51, not 50.
 LOWER_95 = Fraction(1, 40)
 UPPER_95 = Fraction(39, 40)
 
@@ -183,7 +183,7 @@ def selected_bounds(count: int, unknown: int, selected: int) -> tuple[float, flo
 
 
 # ---------------------------------------------------------------------------------------------
-# Typed values: one shape per kind of number, one ``to_json`` each (issue 11, item 4).
+# Typed values: one shape per kind of number, one ``to_json`` each, so every family writes a number alike.
 # ---------------------------------------------------------------------------------------------
 
 

@@ -2,7 +2,7 @@
 
 `audioop` left the standard library in Python 3.13, and the carriers' codecs are two small tables, so
 they are built here once with the reference algorithm (Sun's g711.c, which `audioop` implements): the
-encoders map every int16 sample, the decoders every byte. `tests/test_net_telephony_wire.py` checks all
+encoders map every int16 sample, the decoders every byte. `tests/systems/net/test_telephony_wire.py` checks all
 65,536 samples and 256 codes against `audioop` where it exists.
 """
 

@@ -5,7 +5,7 @@ Each WebSocket message is one binary `pipecat.Frame` (pipecat's `ProtobufFrameSe
 `TranscriptionFrame` (3), `MessageFrame` (4: `data`, a JSON text; pipecat's RTVI messages travel here) and
 `InterruptionFrame` (5: the bot was interrupted, the client drops what it has queued). The message types
 are built here from the same field numbers and types as pipecat 1.14's `frames.proto`, in a descriptor
-pool of our own (no pipecat import; `tests/test_net_pipecat_ws.py` compares the two descriptors field by
+pool of our own (no pipecat import; `tests/systems/net/test_pipecat_ws.py` compares the two descriptors field by
 field and runs pipecat's serializer on ours both ways).
 
 RTVI (`label: "rtvi-ai"`): the client says `client-ready` (protocol version and `about`), the bot answers

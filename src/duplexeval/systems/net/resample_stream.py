@@ -7,7 +7,7 @@ uneven blocks (up to ~36 ms behind at HQ), so this is a causal polyphase FIR (sc
 zero-stuffed stream with carried state, without the zeros): a constant delay of `delay_samples` output
 samples, nothing else. When few upsampled samples are kept (22.05 kHz -> 16 kHz keeps 1 in 441) only those
 are computed, one dot product of a phase with the input window each; the two ways give the same float32
-samples (tests/test_net_moshi_wire.py, benchmarks/resampler_cost.py for the CPU of each).
+samples (tests/systems/net/test_moshi_wire.py, benchmarks/resampler_cost.py for the CPU of each).
 """
 
 from __future__ import annotations
