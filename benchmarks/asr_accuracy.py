@@ -172,7 +172,8 @@ def takes_turn(words: list[Word]) -> bool:
     return (end - words[0].start) >= 1.0 or len(words) > 3
 
 
-def evaluate(backend_name: str, items: list[Item], threads: int, verbose: bool = False, model: str | None = None) -> dict:
+def evaluate(backend_name: str, items: list[Item], threads: int, verbose: bool = False,
+             model: str | None = None) -> dict:
     be = make_backend(backend_name, model=model, threads=threads)
     t0 = time.perf_counter()
     be.load()
@@ -195,7 +196,8 @@ def evaluate(backend_name: str, items: list[Item], threads: int, verbose: bool =
         cpu_s += time.process_time() - c
         if verbose:
             print(f"[{it.layout}] truth: {' '.join(w.text for w in it.truth)}\n    hyp: {' '.join(w.text for w in hyp)}"
-                  f"\n    first: {it.truth[0].start if it.truth else None} vs {hyp[0].start if hyp else None}", file=sys.stderr)
+                  f"\n    first: {it.truth[0].start if it.truth else None} vs {hyp[0].start if hyp else None}",
+                  file=sys.stderr)
         audio_s += audio.shape[0] / SR
         if takes_turn(hyp) != takes_turn(it.truth):
             tor_diff += 1
@@ -265,16 +267,20 @@ def main(argv: list[str] | None = None) -> int:
     items = build_items(args.quick)
     print(f"{len(items)} clips, {sum(i.audio.shape[0] for i in items) / SR:.1f} s of audio", file=sys.stderr)
     results = [evaluate(b, items, args.threads, args.verbose, args.model) for b in args.backends.split(",")]
-    print("| backend | first-word onset error ms: median / p90 / max (signed median) | all-word onset error ms: median / p90 (signed median) | WER (first reading / any reading) | RTF (wall) | CPU s per audio s | take-turn rule differs | words on silence/noise |")
+    print("| backend | first-word onset error ms: median / p90 / max (signed median) | all-word onset error ms: median "
+          "/ p90 (signed median) | WER (first reading / any reading) | RTF (wall) | CPU s per audio s | take-turn rule "
+          "differs | words on silence/noise |")
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
         f, a = r["first_word_ms"], r["all_words_ms"]
         print(f"| {r['backend']} | {f['median']} / {f['p90']} / {f['max']} ({f['signed_median']:+}) | "
-              f"{a['median']} / {a['p90']} ({a['signed_median']:+}) | {100 * r['wer']:.1f}% / {100 * r['wer_any_reading']:.1f}% | {r['rtf']:.3f} | {r['cpu_s_per_audio_s']:.3f} | "
+              f"{a['median']} / {a['p90']} ({a['signed_median']:+}) | {100 * r['wer']:.1f}% / "
+              f"{100 * r['wer_any_reading']:.1f}% | {r['rtf']:.3f} | {r['cpu_s_per_audio_s']:.3f} | "
               f"{r['takeover_rule_differs']}/{r['items']} | {r['words_on_silence_or_noise']}/2 |")
     for r in results:
         print(f"{r['backend']}: first-word |error| median by layout (ms) {r['first_word_ms_by_layout']}; "
-              f"missed first words {r['first_word_missed']}; load {r['load_s']} s; WER by {r['wer_by']}", file=sys.stderr)
+              f"missed first words {r['first_word_missed']}; load {r['load_s']} s; WER by {r['wer_by']}",
+              file=sys.stderr)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=2)

@@ -63,10 +63,13 @@ def items(official: Path | None) -> list[Item]:
     for name, clip in sorted(ref["clips"].items()):
         if not ref["clips"][name]["segments"]["scorer"]:
             continue  # noise, silence, tiny: nothing to transcribe
-        out.append(Item(f"tests/data/vad/{clip['file']}", _read16k(ROOT / "tests/data/vad" / clip["file"]), 0.0, None, None))
+        out.append(
+            Item(f"tests/data/vad/{clip['file']}", _read16k(ROOT / "tests/data/vad" / clip["file"]), 0.0, None, None))
     if official is None:
         return out
-    base = next((official / d / "evaluation/example_data" for d in ("", "v1_v1.5") if (official / d / "evaluation/example_data").is_dir()), None)
+    base = next(
+        (official / d / "evaluation/example_data" for d in ("", "v1_v1.5")
+         if (official / d / "evaluation/example_data").is_dir()), None)
     if base is None:
         sys.exit(f"{official}: no evaluation/example_data folder")
     for ex in EXAMPLES:
@@ -136,20 +139,23 @@ def main(argv: list[str] | None = None) -> int:
             "reference": it.reference, "reference_first_s": it.reference_first_s,
             "asr_minus_vad_ms": d(first, v), "asr_minus_energy_ms": d(first, e),
             "asr_minus_reference_ms": d(first, it.reference_first_s),
-            "reference_minus_vad_ms": d(it.reference_first_s, v), "reference_minus_energy_ms": d(it.reference_first_s, e),
-            "words": " ".join(w.text for w in words)[:80],
+            "reference_minus_vad_ms": d(it.reference_first_s, v),
+            "reference_minus_energy_ms": d(it.reference_first_s, e), "words": " ".join(w.text for w in words)[:80],
         })
-    keys = ("asr_minus_vad_ms", "asr_minus_energy_ms", "asr_minus_reference_ms", "reference_minus_vad_ms", "reference_minus_energy_ms")
+    keys = ("asr_minus_vad_ms", "asr_minus_energy_ms", "asr_minus_reference_ms", "reference_minus_vad_ms",
+            "reference_minus_energy_ms")
     print(f"backend {args.backend}; differences in ms (negative = earlier)")
     f = lambda x: "—" if x is None else f"{x:.3f}"
     print("| sample | ASR first s | VAD onset s | energy onset s | reference first s | " + " | ".join(keys) + " |")
     for r in rows:
         print(f"| {r['sample']} | {f(r['asr_first_s'])} | {f(r['vad_onset_s'])} | {f(r['energy_onset_s'])} | "
-              f"{f(r['reference_first_s'])} | " + " | ".join("—" if r[k] is None else f"{r[k]:+.1f}" for k in keys) + " |")
+              f"{f(r['reference_first_s'])} | " + " | ".join("—" if r[k] is None else f"{r[k]:+.1f}" for k in keys)
+              + " |")
     for k in keys:
         vals = sorted(r[k] for r in rows if r[k] is not None)
         if vals:
-            print(f"{k}: n {len(vals)}, median (ceil(N/2)-th) {vals[-(-len(vals) // 2) - 1]:+.1f}, min {vals[0]:+.1f}, max {vals[-1]:+.1f}")
+            print(f"{k}: n {len(vals)}, median (ceil(N/2)-th) {vals[-(-len(vals) // 2) - 1]:+.1f}, min {vals[0]:+.1f}, "
+                  f"max {vals[-1]:+.1f}")
     if args.json:
         args.json.write_text(json.dumps({"backend": args.backend, "rows": rows}, indent=1))
     return 0

@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> dict:
         t_add += t3 - t2
         frames += clip.meta.n_frames
         if (i + 1) % max(1, args.conversations // 10) == 0:
-            print(f"  {i + 1}/{args.conversations} conversations, replay {frames / t_replay:,.0f} frames/s", file=sys.stderr)
+            print(f"  {i + 1}/{args.conversations} conversations, replay {frames / t_replay:,.0f} frames/s",
+                  file=sys.stderr)
     t0 = time.perf_counter()
     agg = aggregate(evs, policy)
     t_agg = time.perf_counter() - t0
@@ -133,9 +134,12 @@ def main(argv: list[str] | None = None) -> dict:
     }
     print(f"{args.conversations} conversations x {args.minutes:g} min = {frames:,} frames ({rec['audio_hours']:.1f} h)")
     print(f"  replay (events, both endpoint modes): {t_replay:8.2f} s  {rec['replay_frames_per_s']:>14,.0f} frames/s")
-    print(f"  frame metrics (add + sklearn):        {t_add + t_result:8.2f} s  {rec['frame_metrics_frames_per_s']:>14,.0f} frames/s")
-    print(f"  whole evaluate (+ aggregate):         {t_replay + t_agg + t_add + t_result:8.2f} s  {rec['evaluate_frames_per_s']:>14,.0f} frames/s")
-    print(f"  (generation, not timed: {t_gen:.1f} s; {rec['turn_probes']} turn probes, {rec['pause_probes']} pause probes)")
+    print(f"  frame metrics (add + sklearn):        {t_add + t_result:8.2f} s  "
+          f"{rec['frame_metrics_frames_per_s']:>14,.0f} frames/s")
+    print(f"  whole evaluate (+ aggregate):         {t_replay + t_agg + t_add + t_result:8.2f} s  "
+          f"{rec['evaluate_frames_per_s']:>14,.0f} frames/s")
+    print(f"  (generation, not timed: {t_gen:.1f} s; {rec['turn_probes']} turn probes, {rec['pause_probes']} "
+          "pause probes)")
     if args.json:
         from duplexeval.jsonio import write_json
 

@@ -74,7 +74,8 @@ def main() -> None:
     n = len(cases)
     clock = Clock()
     out: dict[str, object] = {"cases": n, "load_s": load_s, "systems": {}}
-    print(f"{n} cases ({cs.n_miu} MiU, {cs.n_uim} UiM); loading and validating: {load_s:.2f} s CPU = {n / load_s:,.0f} cases/s")
+    print(f"{n} cases ({cs.n_miu} MiU, {cs.n_uim} UiM); loading and validating: {load_s:.2f} s CPU = "
+          f"{n / load_s:,.0f} cases/s")
 
     Silent.events = 0
     for c in cases:

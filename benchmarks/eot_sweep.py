@@ -65,15 +65,18 @@ def bench_sweep(n_spans: int) -> None:
     res = compute(loaded, cfg)
     summary = build_summary(res, loaded, "benchmark", bootstrap=True, selection_aware=False)
     t_summary = time.perf_counter() - t0
-    print(f"sweep: {len(loaded):,} prediction rows, {spans.n_spans:,} spans kept ({spans.filtered['hold_too_short']:,} short "
-          f"and {spans.filtered['hold_too_long']:,} long holds filtered) in {spans.n_turns:,} turns; {int(sw.is_model.sum()):,} policies")
-    boot = "skipped: " + summary["intervals"]["skipped"] if "skipped" in summary["intervals"] else "turn bootstrap included"
+    print(f"sweep: {len(loaded):,} prediction rows, {spans.n_spans:,} spans kept "
+          f"({spans.filtered['hold_too_short']:,} short and {spans.filtered['hold_too_long']:,} long holds filtered) "
+          f"in {spans.n_turns:,} turns; {int(sw.is_model.sum()):,} policies")
+    boot = ("skipped: " + summary["intervals"]["skipped"] if "skipped" in summary["intervals"]
+            else "turn bootstrap included")
     print(f"  read parquet {t_read:.2f} s | spans + crossings {t_spans:.2f} s | sweep {t_sweep:.2f} s | "
-          f"whole summary (spans, sweep, operating points, frontier, AUC/AP, spec 003; intervals {boot}) {t_summary:.2f} s")
+          f"whole summary (spans, sweep, operating points, frontier, AUC/AP, spec 003; intervals {boot}) "
+          f"{t_summary:.2f} s")
     op = summary["operating_points"]["5pct"]
     if op is not None:
-        print(f"  5% operating point: threshold {op['threshold']}, delay {op['action_delay']}, timeout {op['timeout']}, "
-              f"latency {op['mean_latency'] * 1000:.0f} ms")
+        print(f"  5% operating point: threshold {op['threshold']}, delay {op['action_delay']}, timeout "
+              f"{op['timeout']}, latency {op['mean_latency'] * 1000:.0f} ms")
 
 
 def bench_selection(n_turns: int) -> None:
@@ -87,7 +90,8 @@ def bench_selection(n_turns: int) -> None:
     res = compute(Predictions.from_rows(random_rows(0, n_turns)), SweepConfig())
     t0 = time.perf_counter()
     intervals.selection_aware(res.spans, res.cfg, res.sweep, CUTOFF_BUDGETS, LATENCY_BUDGETS, res.points)
-    print(f"selection-aware interval (2000 resamples x 5,454 policies x 5 budgets) on {n_turns} turns: {time.perf_counter() - t0:.2f} s")
+    print(f"selection-aware interval (2000 resamples x 5,454 policies x 5 budgets) on {n_turns} turns: "
+          f"{time.perf_counter() - t0:.2f} s")
 
 
 def bench_detectors() -> None:
@@ -113,7 +117,8 @@ def bench_detectors() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--spans", type=int, default=100_000)
-    ap.add_argument("--bootstrap-spans", type=int, default=10_000, help="a second run small enough for the turn bootstrap")
+    ap.add_argument("--bootstrap-spans", type=int, default=10_000,
+                    help="a second run small enough for the turn bootstrap")
     ap.add_argument("--selection-turns", type=int, default=400)
     ap.add_argument("--skip-detectors", action="store_true")
     a = ap.parse_args()

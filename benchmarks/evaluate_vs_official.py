@@ -117,10 +117,12 @@ class _Judge(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self._send({"id": "x", "object": "chat.completion", "model": "gpt-4-turbo",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}]})
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}]})
 
 
-def _timed(cmd: list[str], cwd: Path | None = None, env: dict | None = None, log: Path | None = None) -> tuple[float, float]:
+def _timed(cmd: list[str], cwd: Path | None = None, env: dict | None = None,
+           log: Path | None = None) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     with open(log or os.devnull, "ab") as out:
@@ -179,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--keep", type=Path, help="keep the working copies and logs here")
     ap.add_argument("--no-skip", action="store_true",
-                    help="run ours with the VAD's leading-silence skip off (no effect on this tree's backchannel outputs, which have a noise floor)")
+                    help="run ours with the VAD's leading-silence skip off (no effect on this tree's backchannel "
+                         "outputs, which have a noise floor)")
     ap.add_argument("--backchannel-rules", default="auto",
                     help="ours: 2025-06 or 2026-02; auto: the checkout's (HEAD's v1_v1.5/evaluation is 2026-02)")
     ap.add_argument("--official-python", default=sys.executable,
@@ -206,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     shims.mkdir(exist_ok=True)
 
     def has(module: str) -> bool:
-        return subprocess.run([args.official_python, "-c", f"import {module}"], check=False, capture_output=True).returncode == 0
+        return subprocess.run([args.official_python, "-c", f"import {module}"], check=False,
+                              capture_output=True).returncode == 0
 
     real_silero = has("silero_vad") and has("torch")
     if not has("torchaudio"):
@@ -214,8 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     if not real_silero:
         (shims / "silero_vad.py").write_text(SHIM_SILERO)
     print(f"official scripts: {args.official_python}; VAD: "
-          + ("silero_vad load_silero_vad() (torch JIT)" if real_silero else "stand-in (duplexeval per-frame onnxruntime)"))
-    env = dict(os.environ, BENCH_FAKE_KEY="sk-bench-not-a-key", PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+          + ("silero_vad load_silero_vad() (torch JIT)" if real_silero
+             else "stand-in (duplexeval per-frame onnxruntime)"))
+    env = dict(os.environ, BENCH_FAKE_KEY="sk-bench-not-a-key",
+               PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
     results = []
     for rep in range(args.repeat):
         ours_tree, off_root = work / f"ours{rep}", work / f"official{rep}"
@@ -229,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         ours = [sys.executable, "-m", "duplexeval"]
         if args.no_skip:  # the VAD cost on outputs without leading digital silence
             ours = [sys.executable, "-c", ("import sys; import duplexeval.vad_batched as s; "
-                                           "s.SKIP_LEADING_SILENCE = False; from duplexeval.cli import main; main(sys.argv[1:])")]
+                                           "s.SKIP_LEADING_SILENCE = False; from duplexeval.cli import main; "
+                                           "main(sys.argv[1:])")]
         cmd = [*ours, "fdb", "evaluate", str(ours_tree), "--judge", "openai",
                "--base-url", url, "--api-key-env", "BENCH_FAKE_KEY", "--reference-source", str(args.official),
                "--icc-gt", str(evaldir / "icc_gt_distribution.json"), "--backchannel-rules", rules, "-q"]
@@ -249,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run {rep + 1} (load {load:.1f} before, {os.getloadavg()[0]:.1f} after): ours {ours_wall:.2f} s wall "
               f"({ours_cpu:.2f} s CPU); official {off_wall:.2f} s wall ({off_cpu:.2f} s CPU) {per_task}; "
               f"official / ours = {off_wall / ours_wall:.1f}x wall, {off_cpu / ours_cpu:.1f}x CPU")
-        print(f"  official numbers equal ours: {'yes' if not bad else 'NO'} ({n_cmp} compared, backchannel rules {rules})"
+        print(f"  official numbers equal ours: {'yes' if not bad else 'NO'} ({n_cmp} compared, backchannel "
+              f"rules {rules})"
               + "".join(f"\n    {b}" for b in bad))
     server.shutdown()
     best = min(results, key=lambda r: r[0])

@@ -20,7 +20,8 @@ from pathlib import Path
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--systems", nargs="+", default=["silent", "turn-based", "talk-over", "backchannel"])
-    ap.add_argument("--repeat", type=int, default=1, help="export the set this many times per system (fresh tree each time)")
+    ap.add_argument("--repeat", type=int, default=1, help="export the set this many times per system (fresh "
+                                                          "tree each time)")
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = ap.parse_args()
 

@@ -44,12 +44,14 @@ def main() -> None:
     export("turn-based", ds, root / "in-process", progress=False)
     export("turn-based", heard, root / "in-process-opus", progress=False)
     keys = [(s.subset, s.id) for s in ds.rows]
-    ref = {k: first_loud_s(sf.read(str(root / "in-process" / k[0] / k[1] / "output.wav"), dtype="int16")[0]) for k in keys}
+    ref = {
+        k: first_loud_s(sf.read(str(root / "in-process" / k[0] / k[1] / "output.wav"), dtype="int16")[0]) for k in keys}
     # Moshi's reference: the in-process run on Opus input, its output through Opus too (what the client decodes).
     ref_opus = {k: first_loud_s(opus_round_trip(sf.read(str(root / "in-process-opus" / k[0] / k[1] / "output.wav"),
                                                         dtype="int16")[0])) for k in keys}
-    diffs: dict[str, list[float]] = {k: [] for k in ("native - in-process", "native residual", "moshi - reference(opus)",
-                                                      "moshi residual", "moshi - in-process")}
+    diffs: dict[str, list[float]] = {k: [] for k in ("native - in-process", "native residual",
+                                                      "moshi - reference(opus)", "moshi residual",
+                                                     "moshi - in-process")}
     for rep in range(args.repeat):
         for proto, conc in (("native-duplex", 4), ("moshi", 1)):
             tree = root / f"{proto}-{rep}"
@@ -57,7 +59,8 @@ def main() -> None:
             man = json.loads((tree / "manifest.json").read_text())
             for s in man["samples"]:
                 k = (s["subset"], s["id"])
-                got = first_loud_s(sf.read(str(tree / k[0] / k[1] / "output.wav"), dtype="int16")[0]) if s["eligible"] else None
+                got = (first_loud_s(sf.read(str(tree / k[0] / k[1] / "output.wav"), dtype="int16")[0]) if s["eligible"]
+                       else None)
                 if got is None or ref[k] is None or ref_opus[k] is None:
                     print(f"{proto:14s} rep {rep} {k[0]}/{k[1]}: eligible={s['eligible']} reasons={s['reasons']}")
                     continue
@@ -65,7 +68,8 @@ def main() -> None:
                 base = ref[k] if proto == "native-duplex" else ref_opus[k]
                 print(f"{proto:14s} rep {rep} {k[0]}/{k[1]}: first audible {got:.4f} s, reference {base:.4f} s, "
                       f"difference {1000 * (got - base):+.1f} ms = frame delay {1000 * delay:+.1f} ms "
-                      f"+ residual {1000 * (got - delay - base):+.1f} ms; vs plain in-process {1000 * (got - ref[k]):+.1f} ms")
+                      f"+ residual {1000 * (got - delay - base):+.1f} ms; vs plain in-process "
+                      f"{1000 * (got - ref[k]):+.1f} ms")
                 if proto == "native-duplex":
                     diffs["native - in-process"].append(got - ref[k])
                     diffs["native residual"].append(got - delay - ref[k])

@@ -79,7 +79,9 @@ async def run(n: int, protocol: str, url: str, T: float, client: str) -> dict:
         v = verdict(tr.wire.records, T, 10.0)
         sends = [r for r in tr.wire.records if r["dir"] == "send" and "slot_s" in r]
         late = [r["t"] - r["slot_s"] for r in sends]
-        return {"late": late, "seq": [r["seq"] for r in sends], "dur": [r["t_done"] - r["t"] for r in sends if "t_done" in r], "reasons": v.reasons, "recv": sum(1 for r in tr.wire.records if r["dir"] == "recv")}
+        return {"late": late, "seq": [r["seq"] for r in sends],
+                "dur": [r["t_done"] - r["t"] for r in sends if "t_done" in r], "reasons": v.reasons,
+                "recv": sum(1 for r in tr.wire.records if r["dir"] == "recv")}
 
     results = await asyncio.gather(*(one(i) for i in range(n)))
     wall = time.monotonic() - t0
@@ -99,8 +101,8 @@ async def run(n: int, protocol: str, url: str, T: float, client: str) -> dict:
             reasons[x] = reasons.get(x, 0) + 1
     return {
         "sessions": n, "protocol": protocol, "T_s": T, "packets": int(late.size),
-        "send_deviation_ms": {"p50": round(float(np.quantile(late, 0.5)), 2), "p99": round(float(np.quantile(late, 0.99)), 2),
-                              "max": round(float(late.max()), 2)},
+        "send_deviation_ms": {"p50": round(float(np.quantile(late, 0.5)), 2),
+                              "p99": round(float(np.quantile(late, 0.99)), 2), "max": round(float(late.max()), 2)},
         "stamp_delay_ms": {"p50": round(float(np.quantile(pr, 0.5)), 2), "p99": round(float(np.quantile(pr, 0.99)), 2),
                            "max": round(float(pr.max()), 2)},
         "send_duration_ms": {"p99": round(float(np.quantile(dur, 0.99)), 2), "max": round(float(dur.max()), 2)},
@@ -140,13 +142,15 @@ def _server_priority(pid: int, nice: int, pin: bool) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sessions", type=int, action="append", help="Concurrent sessions (repeatable; default 32 64 128).")
+    ap.add_argument("--sessions", type=int, action="append",
+                    help="Concurrent sessions (repeatable; default 32 64 128).")
     ap.add_argument("--protocol", default="openai-realtime", choices=sorted(PATHS))
     ap.add_argument("--seconds", type=float, default=10.0, help="Input length per session (T).")
     ap.add_argument("--no-spread", action="store_true",
                     help="Start every session's slot 0 at the end of its handshake (no phase spreading; for A/B).")
     ap.add_argument("--server-nice", type=int, default=10,
-                    help="Niceness of the loopback server child (default 10: the server is remote in real use; 0 = as is).")
+                    help="Niceness of the loopback server child (default 10: the server is remote in real "
+                         "use; 0 = as is).")
     ap.add_argument("--pin", action="store_true", help="Pin the client to the first core and the server to the others.")
     ap.add_argument("--json", type=Path, help="Also write the results here.")
     args = ap.parse_args()

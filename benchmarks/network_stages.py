@@ -108,11 +108,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         export(args.system.replace(";", ","), ds, Path(tmp) / "ref", progress=False)
         export(spec, ds, Path(tmp) / "net", progress=False, concurrency=1)
-        ref = {f"{s['subset']}/{s['id']}": s for s in json.loads((Path(tmp) / "ref" / "manifest.json").read_text())["samples"]}
+        ref = {
+            f"{s['subset']}/{s['id']}": s for s in json.loads(
+                (Path(tmp) / "ref" / "manifest.json").read_text())["samples"]}
         net = json.loads((Path(tmp) / "net" / "manifest.json").read_text())["samples"]
     print(f"load after: {os.getloadavg()}")
-    print(f"rate {args.rate}: {'sample':32} {'lag frames':>10} {'feed ms':>8} {'due':>7} {'call ms':>8} {'work ms':>8} {'late ms':>8} {'recv ms':>8} "
-          f"{'in-proc':>8} {'network':>9} {'diff ms':>8}")
+    print(f"rate {args.rate}: {'sample':32} {'lag frames':>10} {'feed ms':>8} {'due':>7} {'call ms':>8} {'work ms':>8} "
+          f"{'late ms':>8} {'recv ms':>8} {'in-proc':>8} {'network':>9} {'diff ms':>8}")
     diffs, lags, feeds = [], [], []
     for row, st in zip(net, STAGES):
         key = f"{row['subset']}/{row['id']}"
@@ -134,10 +136,12 @@ def main() -> None:
         def f(v: float | None, fmt: str = "+.1f") -> str:
             return "" if v is None else format(v, fmt)
 
-        print(f"{'':11}{key:32} {lag:>10} {feed:8.1f} {f(due, '.3f'):>7} {f(call):>8} {f(work):>8} {f(late):>8} {f(recv):>8} {a!s:>8} {b!s:>9} {f(d):>8}")
+        print(f"{'':11}{key:32} {lag:>10} {feed:8.1f} {f(due, '.3f'):>7} {f(call):>8} {f(work):>8} {f(late):>8} "
+              f"{f(recv):>8} {a!s:>8} {b!s:>9} {f(d):>8}")
     diffs.sort()
-    print(f"rate {args.rate}: max frame lag {max(lags)} packets, feed hold-back median {statistics.median(feeds):.1f} ms; "
-          f"|diff| median {diffs[len(diffs) // 2]:.1f} ms, max {diffs[-1]:.1f} ms over {len(diffs)} samples")
+    print(f"rate {args.rate}: max frame lag {max(lags)} packets, feed hold-back median "
+          f"{statistics.median(feeds):.1f} ms; |diff| median {diffs[len(diffs) // 2]:.1f} ms, max {diffs[-1]:.1f} ms "
+          f"over {len(diffs)} samples")
 
 
 if __name__ == "__main__":

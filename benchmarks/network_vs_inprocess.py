@@ -6,7 +6,8 @@ both, the difference, the session's worst send lateness and its reasons.
 
     .venv/bin/python benchmarks/network_vs_inprocess.py                       # openai-realtime (PCM16 at 24 kHz)
     .venv/bin/python benchmarks/network_vs_inprocess.py --protocol ws-pcm
-    .venv/bin/python benchmarks/network_vs_inprocess.py --offline-resample [--rate R]   # no network: only the two resamplers
+    # no network: only the two resamplers
+    .venv/bin/python benchmarks/network_vs_inprocess.py --offline-resample [--rate R]
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def _server_cpu_s() -> float:
 
 
 def _variant_firsts(system: object, sample: object, rate: int) -> list[float | None]:
-    """First playout (virtual clock) of the baseline on the input, its round trip, the delay alone, the round trip - delay.
+    """First playout (virtual clock) of the baseline on the input, its round trip, the delay alone, the round trip -
+    delay.
 
     `round trip`: the input streamed 16 kHz -> rate -> 16 kHz through the client's and the server's stream
     resamplers (80 ms chunks), i.e. what the served system hears; `delay only`: the input shifted by that round
@@ -74,7 +76,8 @@ def _variant_firsts(system: object, sample: object, rate: int) -> list[float | N
 
 
 def offline_resample(system_spec: str, rate: int) -> None:
-    """The baseline in-process on its input and on three variants (`_variant_firsts`), first playout minus the input's."""
+    """The baseline in-process on its input and on three variants (`_variant_firsts`), first playout minus the
+    input's."""
     from duplexeval.systems.net.pcm import StreamResampler
     from duplexeval.systems.registry import make_system
 
@@ -90,7 +93,8 @@ def offline_resample(system_spec: str, rate: int) -> None:
             if d is not None:
                 col.append(d)
         shown = ["" if d is None else f"{d:+.0f}" for d in diffs]
-        print(f"{s.subset + '/' + s.id:34} {'' if firsts[0] is None else f'{firsts[0]:.3f}':>8} {shown[0]:>10} {shown[1]:>10} {shown[2]:>10}")
+        print(f"{s.subset + '/' + s.id:34} {'' if firsts[0] is None else f'{firsts[0]:.3f}':>8} {shown[0]:>10} "
+              f"{shown[1]:>10} {shown[2]:>10}")
     for name, col in zip(("round trip", f"delay only ({lag} samples)", "round trip - delay"), cols):
         moved = sorted(round(d) for d in col if abs(d) > 0.5)
         print(f"16 -> {rate} -> 16 kHz, {name}: {len(moved)} of {len(col)} first playouts moved {moved} ms")
@@ -101,8 +105,11 @@ def main() -> None:
     ap.add_argument("--system", default="turn-based", help="The baseline (';' separates its parameters).")
     ap.add_argument("--protocol", default="openai-realtime", choices=["openai-realtime", "ws-pcm"])
     ap.add_argument("--rate", type=int, default=24000,
-                    help="--offline-resample only: the wire rate of the round trip (openai-realtime is 24 kHz, PCM16 only).")
-    ap.add_argument("--offline-resample", action="store_true", help="No network: the baseline on its input, its 16 -> rate -> 16 kHz stream round trip, the round trip's delay alone, and the round trip without its delay.")
+                    help="--offline-resample only: the wire rate of the round trip (openai-realtime is 24 kHz, "
+                         "PCM16 only).")
+    ap.add_argument("--offline-resample", action="store_true",
+                    help="No network: the baseline on its input, its 16 -> rate -> 16 kHz stream round trip, the round "
+                         "trip's delay alone, and the round trip without its delay.")
     args = ap.parse_args()
     if args.offline_resample:
         offline_resample(args.system, args.rate)
@@ -126,7 +133,8 @@ def main() -> None:
     devs, rt_devs = [], []
     print(f"{spec}: {len(net)} sessions at once, {wall:.1f} s wall, load average {os.getloadavg()[0]:.1f}; "
           f"CPU: client {client_cpu:.2f} s (with the export's own work), server process {server_cpu:.2f} s")
-    print(f"{'sample':34} {'in-process':>10} {'network':>10} {'diff ms':>8} {'late ms':>8} {'rt ref':>8} {'vs rt':>7}  reasons")
+    print(f"{'sample':34} {'in-process':>10} {'network':>10} {'diff ms':>8} {'late ms':>8} {'rt ref':>8} "
+          f"{'vs rt':>7}  reasons")
     for key, row in net.items():
         a, b = ref[key]["export"]["first_playout_s"], row["export"]["first_playout_s"]
         d = None if a is None or b is None else (b - a) * 1000
@@ -138,7 +146,8 @@ def main() -> None:
         if dr is not None:
             rt_devs.append(abs(dr))
         print(f"{key:34} {a!s:>10} {b!s:>10} {'' if d is None else f'{d:+.1f}':>8} {late:8.1f} "
-              f"{'' if h is None else f'{h:.3f}':>8} {'' if dr is None else f'{dr:+.1f}':>7}  {','.join(row['reasons'])}")
+              f"{'' if h is None else f'{h:.3f}':>8} {'' if dr is None else f'{dr:+.1f}':>7}  "
+              f"{','.join(row['reasons'])}")
     devs.sort()
     if devs:
         print(f"|diff| median {devs[len(devs) // 2]:.1f} ms, max {devs[-1]:.1f} ms over {len(devs)} samples")

@@ -11,7 +11,7 @@ onset, median / p90 / max, and for webrtc also after the client's own jitter-buf
 held over every frame: the client's (downlink) and the loopback bot's (uplink, stamped the same way). Targets:
 telephony and pipecat-ws within 20 ms p90; webrtc within 40 ms p90 after its jitter-buffer delay.
 
-    .venv/bin/python benchmarks/pipecat_transport_timing.py                  # 4 sessions per transport, one after another
+    .venv/bin/python benchmarks/pipecat_transport_timing.py  # 4 sessions per transport, one after another
     .venv/bin/python benchmarks/pipecat_transport_timing.py --sessions 8 --concurrency 4
 """
 
@@ -114,11 +114,12 @@ def measure(transport: str, n: int, concurrency: int) -> None:
         print(f"{transport}: no onsets")
         return
     ms = [d * 1000 for d in delays]
-    line = (f"{transport:11s} n={len(ms):2d} receipt - send: median {np.median(ms):6.1f} ms, p90 {_q(ms, 0.9):6.1f} ms, "
-            f"max {max(ms):6.1f} ms")
+    line = (f"{transport:11s} n={len(ms):2d} receipt - send: median {np.median(ms):6.1f} ms, p90 "
+            f"{_q(ms, 0.9):6.1f} ms, max {max(ms):6.1f} ms")
     if resid:
         r = [x * 1000 for x in resid]
-        line += f"; after its jitter-buffer hold: median {np.median(r):5.1f} ms, p90 {_q(r, 0.9):5.1f} ms, max {max(r):5.1f} ms"
+        line += (f"; after its jitter-buffer hold: median {np.median(r):5.1f} ms, p90 {_q(r, 0.9):5.1f} ms, max "
+                 f"{max(r):5.1f} ms")
     print(line + f" (worst send lateness {late * 1000:.1f} ms)", flush=True)
     if transport == "webrtc":  # both receive jitter buffers: the client's (every frame's jb_s) and the bot's (uplink)
         held = [float(r["jb_s"]) * 1000 for tr in traces for r in tr.wire.records if r["dir"] == "recv" and "jb_s" in r]

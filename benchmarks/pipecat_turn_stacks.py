@@ -168,7 +168,8 @@ def part_transports(out: Path, dataset: str, concurrency: int, limit: int | None
         if diffs:
             absd = [abs(d) for d in diffs]
             line = (f"  {transport}: n={n_both} onset - in-process: median {np.median(diffs) * 1000:+.1f} ms, "
-                    f"p90 |diff| {_q(absd, 0.9) * 1000:.1f} ms, min {min(diffs) * 1000:+.1f}, max {max(diffs) * 1000:+.1f}")
+                    f"p90 |diff| {_q(absd, 0.9) * 1000:.1f} ms, min {min(diffs) * 1000:+.1f}, max "
+                    f"{max(diffs) * 1000:+.1f}")
             if resid:
                 line += (f"; after the jitter-buffer hold: median {np.median(resid) * 1000:+.1f} ms, "
                          f"p90 |diff| {_q([abs(r) for r in resid], 0.9) * 1000:.1f} ms")
@@ -202,7 +203,8 @@ def part_stacks(out: Path, dataset: str, concurrency: int, limit: int | None) ->
         cmp_path = out / f"compare-{transport}.json"
         _run([*PY, "fdb", "compare", str(ref), *map(str, others), "--out", str(cmp_path), "--force"],
              f"compare {transport}")
-        proc = subprocess.run([*PY, "fdb", "compare", str(ref), *map(str, others), "--no-write"], capture_output=True, text=True)
+        proc = subprocess.run([*PY, "fdb", "compare", str(ref), *map(str, others), "--no-write"], capture_output=True,
+                              text=True)
         print(proc.stdout)
     scored = [str(t) for n, t in trees.items() if docs.get(n) is not None]
     if scored:

@@ -122,7 +122,8 @@ def run_configs(stage: str, configs: tuple[tuple[str, int], ...], tree: Path, ba
 
 
 def run_child(stage: str, kind: str, workers: int, tree: Path, backend: str) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(SRC), str(HERE), os.environ.get("PYTHONPATH")) if p)}
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(p for p in (str(SRC), str(HERE), os.environ.get("PYTHONPATH")) if p)}
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", stage, kind, str(workers), str(tree), backend]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -184,8 +185,9 @@ def table(title: str, rows: list[dict[str, Any]], n: int) -> None:
     base = rows[0]["wall_s"]
     for r in rows:
         extra = f"  (+ ray.init {r['ray_init_s']:.1f} s)" if r["executor"] == "ray" else ""
-        print(f"  {r['executor']:<5} {r['workers']} worker(s): {r['wall_s']:8.2f} s  {r['wall_s'] / n * 1e3:8.2f} ms/sample"
-              f"  speedup {base / r['wall_s']:.2f}x vs local 1{extra}  load {r['load']}")
+        print(f"  {r['executor']:<5} {r['workers']} worker(s): {r['wall_s']:8.2f} s  "
+              f"{r['wall_s'] / n * 1e3:8.2f} ms/sample  speedup {base / r['wall_s']:.2f}x vs local 1{extra}  "
+              f"load {r['load']}")
     if any("sha256" in r for r in rows):
         print(f"  outputs identical across all {len(rows) * rows[0]['runs']} runs: "
               f"{'yes' if rows[0]['identical'] else 'NO'}  (fastest of {rows[0]['runs']} run(s) shown)")
@@ -229,7 +231,8 @@ def main() -> None:
         wt = work_tree(tree, args.work / "model", args.asr_samples)
         n_m, audio_m = audio_seconds(wt)
         results["asr-model"] = run_configs("asr-model", CONFIGS, wt, args.asr_backend, 1)
-        table(f"fdb asr --backend {args.asr_backend} ({n_m} samples, {audio_m:.0f} s of audio)", results["asr-model"], n_m)
+        table(f"fdb asr --backend {args.asr_backend} ({n_m} samples, {audio_m:.0f} s of audio)", results["asr-model"],
+              n_m)
         for r in results["asr-model"]:
             print(f"  {r['executor']} {r['workers']}: real-time factor {r['wall_s'] / audio_m:.4f}")
     if "noop" not in skip:
@@ -252,7 +255,8 @@ def record_cost(work: Path, n: int = 500) -> float:
 
     d = work / "records"
     d.mkdir(parents=True, exist_ok=True)
-    rec = {"status": "ok", "output.json": "0" * 64, "error": None, "audio_sha256": "1" * 64, "cut_s": 12.5, "n_words": 40}
+    rec = {"status": "ok", "output.json": "0" * 64, "error": None, "audio_sha256": "1" * 64, "cut_s": 12.5,
+           "n_words": 40}
     t0 = time.perf_counter()
     for i in range(n):
         write_json(d / f"r{i}.json", rec)
@@ -277,8 +281,9 @@ def project(args: argparse.Namespace, stage_s: float, mean_audio_s: float, overh
           f"journal record alone {record_s * 1e3:.2f} ms, per-task overhead {ov * 1e3:.2f} ms")
     print(f"  assumed:  {args.gpu_rtfx:.0f}x real time per GPU at batch 1 -> {model_s * 1e3:.0f} ms/output; "
           f"{args.model_load_s:.0f} s model load per worker")
-    print(f"  pool {pool_s / 60:.1f} min, driver {driver_s / 60:.1f} min (both upper bounds) -> about {wall / 60:.1f} min wall "
-          f"({args.outputs / wall:.1f} outputs/s); the overhead is {ov / per_worker * 100:.1f}% of each output's time")
+    print(f"  pool {pool_s / 60:.1f} min, driver {driver_s / 60:.1f} min (both upper bounds) -> about "
+          f"{wall / 60:.1f} min wall ({args.outputs / wall:.1f} outputs/s); the overhead is "
+          f"{ov / per_worker * 100:.1f}% of each output's time")
 
 
 if __name__ == "__main__":

@@ -105,7 +105,8 @@ def main() -> None:
             same = [k for k in sorted(a) if k in b and _outcome(a[k]) == _outcome(b[k])]
             differ = [k for k in sorted(a) if k in b and _outcome(a[k]) != _outcome(b[k])]
             reps = _replicas_of(trees["many"])
-            spread = {r: sum(1 for v in reps.values() if v == r) for r in sorted({v for v in reps.values() if v is not None})}
+            spread = {
+                r: sum(1 for v in reps.values() if v == r) for r in sorted({v for v in reps.values() if v is not None})}
             print(f"ratio many/one: {walls['many'] / walls['one']:.3f} ({walls['many']:.1f} s / {walls['one']:.1f} s)")
             print(f"samples per replica: {spread}")
             print(f"unified outcomes: {len(same)} of {len(a)} scored samples the same, differ: {differ}")

@@ -12,7 +12,8 @@ every figure inline (`--audio link`: the players point at the WAV files), and fi
     .venv/bin/python benchmarks/report.py [--cache DIR] [--jobs N] [--audio link|none|inline] [--no-browser]
 
 Prints the wall and CPU time of the CLI (process start included), the page size and its parts, Chromium's first
-contentful paint and the time until the sample explorer is ready, and the load average, since the build machine is shared.
+contentful paint and the time until the sample explorer is ready, and the load average, since the build machine is
+shared.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def _borrowed(a: Path, entries: list, k: int, shift: int) -> tuple[Any, list]:
     src = same[(same.index(e) + shift) % len(same)]
     audio, _ = read_audio(src.dir(a) / "output.wav")
     words = parse_output_json(json.loads((src.dir(a) / "output.json").read_text()), src.dir(a) / "output.json")
-    return fit_length(audio, n_samples_for(e.T)), [w for w in words if w.start < e.T and (w.end is None or w.end <= e.T)]
+    return fit_length(audio, n_samples_for(e.T)), [w for w in words if w.start < e.T
+                                                   and (w.end is None or w.end <= e.T)]
 
 
 def second_tree(a: Path, b: Path) -> None:
@@ -106,7 +108,8 @@ def parts(page: str) -> dict[str, int]:
     audio = sum(len(m) for m in re.findall(r'<script type="text/plain"[^>]*>[^<]*</script>', page))
     svg = sum(len(m) for m in re.findall(r"<svg.*?</svg>", page, flags=re.DOTALL))
     code = sum(len(m) for m in re.findall(r"<script>.*?</script>|<style>.*?</style>", page, flags=re.DOTALL))
-    return {"data blob": blob, "inline audio": audio, "SVG": svg, "script+style": code, "HTML rest": len(page) - blob - audio - svg - code}
+    return {"data blob": blob, "inline audio": audio, "SVG": svg, "script+style": code,
+            "HTML rest": len(page) - blob - audio - svg - code}
 
 
 def first_paint(page: Path, runs: int = 3) -> list[tuple[float, float, float]]:
@@ -131,7 +134,8 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=Path(".cache/bench-full-tree"))
     ap.add_argument("--jobs", type=int, default=0, help="processes reading the samples (0: one per CPU)")
     ap.add_argument("--audio", default="link", choices=("link", "none", "inline"))
-    ap.add_argument("--out", type=Path, default=None, help="where to write the page (default: CACHE/../report-full.html)")
+    ap.add_argument("--out", type=Path, default=None, help="where to write the page (default: "
+                                                           "CACHE/../report-full.html)")
     ap.add_argument("--no-browser", action="store_true", help="skip the Chromium measurements")
     args = ap.parse_args()
     a = args.cache
@@ -162,18 +166,22 @@ def main() -> None:
     size = out.stat().st_size
     page = out.read_text(encoding="utf-8")
     cards = page.count('<article class="smp')
-    print(f"`duplexeval report A B --dataset DS --audio {args.audio}` ({n_samples} samples x 2 systems): wall {wall:.2f} s, "
-          f"CPU {cpu:.2f} s (user+sys, all processes), {jobs} processes; load average {load0:.1f} before")
-    print(f"page: {out}, {size / 1e6:.2f} MB, {cards} sample cards, {len(re.findall(r'<svg', page))} inline SVG figures")
+    print(f"`duplexeval report A B --dataset DS --audio {args.audio}` ({n_samples} samples x 2 systems): wall "
+          f"{wall:.2f} s, CPU {cpu:.2f} s (user+sys, all processes), {jobs} processes; load average {load0:.1f} before")
+    print(
+        f"page: {out}, {size / 1e6:.2f} MB, {cards} sample cards, {len(re.findall(r'<svg', page))} inline SVG figures")
     print("parts: " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in parts(page).items()))
     print(f"target: at most 5 MB {'met' if size <= 5e6 else 'NOT met'}")
     if not args.no_browser:
         runs = first_paint(out)
         best = min(r[0] for r in runs)
         print("chromium (fresh browser per run): " + "; ".join(
-            f"first contentful paint {f:.0f} ms, load event {ld:.0f} ms, explorer ready {rd:.0f} ms" for f, ld, rd in runs))
-        print(f"target: first paint under 2 s {'met' if max(r[0] for r in runs) < 2000 else 'NOT met'} (best {best:.0f} ms)")
-    print(f"load average now: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (timings are inflated when it exceeds the CPUs)")
+            f"first contentful paint {f:.0f} ms, load event {ld:.0f} ms, explorer ready {rd:.0f} ms"
+            for f, ld, rd in runs))
+        print(f"target: first paint under 2 s {'met' if max(r[0] for r in runs) < 2000 else 'NOT met'} (best "
+              f"{best:.0f} ms)")
+    print(f"load average now: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (timings are inflated when it "
+          "exceeds the CPUs)")
 
 
 if __name__ == "__main__":

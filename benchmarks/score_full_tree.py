@@ -139,7 +139,8 @@ def build(root: Path, seed: int = 0) -> None:
             entries.append(SampleEntry(subset, sid, T, eligible, [] if eligible else ["pacing"], files))
             tb = transcript_bytes(words)
             atomic_write_bytes(d / "output.json", tb)
-            asr[f"{subset}/{sid}"] = AsrSample("ok", sha256_bytes(tb), None, {"audio_sha256": files["output.wav"], "cut_s": cut})
+            asr[f"{subset}/{sid}"] = AsrSample("ok", sha256_bytes(tb), None,
+                                               {"audio_sha256": files["output.wav"], "cut_s": cut})
     manifest = Manifest("bench-full", {s: i.declared for s, i in SUBSETS.items()}, entries,
                         {"system": {"name": "bench"}, "bench_build": BUILD})
     msha = write_manifest(root, manifest)
@@ -210,22 +211,27 @@ def main() -> None:
     print(f"samples: {n} ({len(paths)} interruption outputs, {audio_s:.0f} s of audio through VAD)")
     print(f"`duplexeval fdb score`: wall {wall:.2f} s -> {n / wall:.0f} samples/s; CPU time {cpu:.2f} s "
           f"(user+sys, all threads)")
-    print(f"in process: load+checks {t_load:.2f} s, VAD wall {t_vad:.2f} s (RTF {t_vad / audio_s:.4f} of the full outputs) "
-          f"CPU {c_vad:.2f} s (CPU RTF {c_vad / audio_s:.4f}), score without VAD {t_rest:.2f} s")
+    print(f"in process: load+checks {t_load:.2f} s, VAD wall {t_vad:.2f} s (RTF {t_vad / audio_s:.4f} of the "
+          f"full outputs) CPU {c_vad:.2f} s (CPU RTF {c_vad / audio_s:.4f}), score without VAD {t_rest:.2f} s")
     from duplexeval.vad import load_sequence_vad
 
-    print(f"VAD model: {'silero_vad_16k_sequence.onnx (silero-vad wheel)' if load_sequence_vad() else 'silero_vad.onnx per frame, batched'}")
+    model = ("silero_vad_16k_sequence.onnx (silero-vad wheel)" if load_sequence_vad()
+             else "silero_vad.onnx per frame, batched")
+    print(f"VAD model: {model}")
     if load_sequence_vad() is not None:  # the fallback without the silero-vad wheel, on the same files
         vad_batched.USE_SEQUENCE_MODEL = False
         t0, c0 = time.perf_counter(), time.process_time()
-        segs_pf = vad_batched.segment_files(paths, jobs=args.jobs or None, limits=[r_limit_sample(i.R_us) for i in inter])
+        segs_pf = vad_batched.segment_files(paths, jobs=args.jobs or None,
+                                            limits=[r_limit_sample(i.R_us) for i in inter])
         t_pf, c_pf = time.perf_counter() - t0, time.process_time() - c0
         vad_batched.USE_SEQUENCE_MODEL = True
-        print(f"VAD with the per-frame model instead (batched): wall {t_pf:.2f} s, CPU {c_pf:.2f} s; segments equal: {segs_pf == segs}")
+        print(f"VAD with the per-frame model instead (batched): wall {t_pf:.2f} s, CPU {c_pf:.2f} s; segments equal: "
+              f"{segs_pf == segs}")
     # the same scan with the leading-silence skip off: what the skip saves on this tree
     vad_batched.SKIP_LEADING_SILENCE = False
     t0, c0 = time.perf_counter(), time.process_time()
-    segs_noskip = vad_batched.segment_files(paths, jobs=args.jobs or None, limits=[r_limit_sample(i.R_us) for i in inter])
+    segs_noskip = vad_batched.segment_files(paths, jobs=args.jobs or None,
+                                            limits=[r_limit_sample(i.R_us) for i in inter])
     t_ns, c_ns = time.perf_counter() - t0, time.process_time() - c0
     vad_batched.SKIP_LEADING_SILENCE = True
     frames_before_r = lead_before_r = 0
@@ -236,8 +242,9 @@ def main() -> None:
         before_r = r_limit_sample(i.R_us) // 512 + 1
         frames_before_r += before_r
         lead_before_r += min(lead, before_r)
-    print(f"leading digital silence: {lead_before_r} of the {frames_before_r} frames up to R ({lead_before_r / frames_before_r:.0%}); "
-          f"VAD without the silence skip: wall {t_ns:.2f} s, CPU {c_ns:.2f} s; segments equal: {segs_noskip == segs}")
+    print(f"leading digital silence: {lead_before_r} of the {frames_before_r} frames up to R "
+          f"({lead_before_r / frames_before_r:.0%}); VAD without the silence skip: wall {t_ns:.2f} s, CPU {c_ns:.2f} "
+          f"s; segments equal: {segs_noskip == segs}")
     if args.verify:
         limits = [r_limit_sample(i.R_us) for i in inter]
         t0, c0 = time.perf_counter(), time.process_time()
@@ -246,7 +253,8 @@ def main() -> None:
         bad = sum(1 for e, f, lim in zip(segs, full, limits) if e != [(s, x) for s, x in f if s <= lim])
         print(f"whole-file VAD: wall {time.perf_counter() - t0:.2f} s, CPU {c_full:.2f} s; "
               f"{bad} of {len(paths)} files differ from the early-stopped segments")
-    print(f"load average now: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (timings are inflated when it exceeds the CPUs)")
+    print(f"load average now: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (timings are inflated when it "
+          "exceeds the CPUs)")
 
 
 if __name__ == "__main__":

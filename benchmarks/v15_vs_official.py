@@ -100,7 +100,8 @@ class _Judge(BaseHTTPRequestHandler):
         req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
         text = fake_answer(req["messages"][1]["content"], int(req.get("seed", 0)))
         self._send({"id": "x", "object": "chat.completion", "model": req.get("model"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
 
 
 class FakeJudge:
@@ -350,7 +351,8 @@ def as_result(sub: dict[str, Any]) -> dict[str, Any]:
     return {"samples": samples, "aggregate": aggregate, "ratios": sub.get("ratios_log"), "tests": sub["tests"]}
 
 
-def run_ours(tree: Path, judge_url: str, silero_name: str, subsets: tuple[str, ...] = SUBSET_ORDER) -> tuple[dict[str, Any], float]:
+def run_ours(tree: Path, judge_url: str, silero_name: str,
+             subsets: tuple[str, ...] = SUBSET_ORDER) -> tuple[dict[str, Any], float]:
     """`fdb evaluate` (the stage: official rules through the task package, the behaviour judge) on the FDB tree made
     from `tree`; the results of every subset and the stage's wall time (the tree is prepared first, untimed here)."""
     from duplexeval.fdb.official import evaluate
@@ -414,7 +416,8 @@ def compare(ours: dict[str, Any], theirs: dict[str, Any]) -> tuple[int, list[str
         for side in ("pre", "post"):
             for k, v in (t["aggregate"] or {}).get(side, {}).items():
                 check(f"{subset} aggregate {side}.{k}", (o["aggregate"] or {}).get(side, {}).get(k), v, 1e-12)
-            check(f"{subset} aggregate {side} keys", sorted((o["aggregate"] or {}).get(side, {})), sorted((t["aggregate"] or {}).get(side, {})))
+            check(f"{subset} aggregate {side} keys", sorted((o["aggregate"] or {}).get(side, {})),
+                  sorted((t["aggregate"] or {}).get(side, {})))
         theirs_tests = {(r["metric"], r["pair"]): r for r in (t["tests"] or [])}
         ours_tests = {(r["metric"], r["pair"]): r for r in o["tests"]}
         check(f"{subset} tests run", sorted(ours_tests), sorted(theirs_tests))
@@ -438,7 +441,8 @@ def main() -> None:
     ap.add_argument("--silero", default="v5", help="our Silero model (v5 or v6.2)")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "duplexeval-v15-bench")
     ap.add_argument("--fixture", type=Path, help="write their results and the tree's hashes here")
-    ap.add_argument("--subset", action="append", choices=SUBSET_ORDER, help="only these subsets, on both sides (repeatable)")
+    ap.add_argument("--subset", action="append", choices=SUBSET_ORDER,
+                    help="only these subsets, on both sides (repeatable)")
     ap.add_argument("--ours-only", action="store_true", help="time ours (evaluate + score) and stop")
     args = ap.parse_args()
     counts = synth.full_size() if args.full else synth.small(args.per_subset)
@@ -482,8 +486,8 @@ def main() -> None:
     for d in diffs[:30]:
         print("  " + d)
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"ours: evaluate (official rules, Silero {args.silero}) {t_ours:.2f} s + score (unified rules) {t_score:.2f} s "
-          f"wall; official scripts: {t_theirs:.2f} s wall; ratio {t_theirs / t_ours:.1f}x (evaluate), "
+    print(f"ours: evaluate (official rules, Silero {args.silero}) {t_ours:.2f} s + score (unified rules) "
+          f"{t_score:.2f} s wall; official scripts: {t_theirs:.2f} s wall; ratio {t_theirs / t_ours:.1f}x (evaluate), "
           f"{t_theirs / (t_ours + t_score):.1f}x (evaluate + score)")
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"official log: {base / 'official.log'}")

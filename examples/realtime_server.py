@@ -2,8 +2,9 @@
 
     python realtime_server.py --port 8765 &                      # prints: listening on ws://127.0.0.1:8765/v1/realtime
     duplexeval systems check openai-realtime:url=ws://127.0.0.1:8765/v1/realtime
+    # a network system runs in real time: open sessions at once
     duplexeval fdb export --system openai-realtime:url=ws://127.0.0.1:8765/v1/realtime \\
-        --dataset demo --out trees/my-server --concurrency 8   # a network system runs in real time: open sessions at once
+        --dataset demo --out trees/my-server --concurrency 8
     duplexeval fdb asr trees/my-server && duplexeval fdb score trees/my-server
 
 It speaks the GA dialect of the OpenAI Realtime API as duplexeval's `openai-realtime` client uses it (the
@@ -101,7 +102,8 @@ async def respond(ws: Any, turn_audio: np.ndarray) -> None:
         for k in range(0, audio.size, step):
             await ws.send(event("response.output_audio.delta", response_id=rid, item_id=item, output_index=0,
                                 content_index=0, delta=pcm16_b64(audio[k:k + step])))
-        await ws.send(event("response.output_audio.done", response_id=rid, item_id=item, output_index=0, content_index=0))
+        await ws.send(
+            event("response.output_audio.done", response_id=rid, item_id=item, output_index=0, content_index=0))
     except asyncio.CancelledError:
         status = "cancelled"
     await ws.send(event("response.done", response={"id": rid, "status": status}))

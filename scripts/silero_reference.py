@@ -46,7 +46,8 @@ SETTINGS: dict[str, dict] = {
     "long_min_silence": {"min_silence_duration_ms": 600, "min_speech_duration_ms": 500, "speech_pad_ms": 30},
     "max_speech_3s": {"max_speech_duration_s": 3.0, "speech_pad_ms": 30},
     "max_speech_1s_nopad": {"max_speech_duration_s": 1.0, "speech_pad_ms": 0, "min_silence_duration_ms": 300},
-    "max_speech_4s_min_silence_500": {"max_speech_duration_s": 4.0, "min_silence_duration_ms": 500, "speech_pad_ms": 30},
+    "max_speech_4s_min_silence_500": {"max_speech_duration_s": 4.0, "min_silence_duration_ms": 500,
+                                      "speech_pad_ms": 30},
     "max_speech_3s_legacy": {
         "max_speech_duration_s": 3.0, "min_silence_duration_ms": 400, "speech_pad_ms": 30,
         "use_max_poss_sil_at_max_speech": False,
@@ -91,16 +92,20 @@ def make_clips() -> dict[str, tuple[np.ndarray, str]]:
     parts = [_silence(0.4)]
     for (text, voice, rate, pitch), gap in zip(lines, pauses):
         parts += [_speech(text, voice, rate, pitch), _silence(gap)]
-    clips["speech_pauses"] = (np.concatenate(parts), "six espeak sentences, 4 voices, rates 130-200, pauses 60 ms-1.3 s")
+    clips["speech_pauses"] = (np.concatenate(parts),
+                              "six espeak sentences, 4 voices, rates 130-200, pauses 60 ms-1.3 s")
 
     # Short words and backchannels between pauses: min-speech filtering.
     parts = [_silence(0.3)]
-    for word, gap in [("yes", 0.5), ("mm-hmm", 0.7), ("no", 0.25), ("right", 0.9), ("okay", 0.15), ("uh", 0.6), ("I see what you mean", 0.5)]:
+    for word, gap in [("yes", 0.5), ("mm-hmm", 0.7), ("no", 0.25), ("right", 0.9), ("okay", 0.15), ("uh", 0.6),
+                      ("I see what you mean", 0.5)]:
         parts += [_speech(word, "en-us", 170), _silence(gap)]
     clips["short_words"] = (np.concatenate(parts), "single words and backchannels with 0.15-0.9 s pauses")
 
     # Speech in white noise (about 10 dB SNR) and in louder noise.
-    sp = np.concatenate([_silence(0.5), _speech("The weather today will be cloudy with a chance of rain in the evening.", "en-us", 160),
+    sp = np.concatenate([_silence(0.5),
+                         _speech("The weather today will be cloudy with a chance of rain in the evening.", "en-us",
+                                 160),
                          _silence(0.8), _speech("Please bring an umbrella.", "en", 150), _silence(0.5)])
     clips["speech_noise"] = (sp + _noise(rng, sp.size, -30.0), "two sentences plus white noise at -30 dBFS")
     sp2 = np.concatenate([_silence(0.3), _speech("Can you hear me over all this noise?", "en-us", 160), _silence(0.6)])
@@ -224,7 +229,8 @@ def cmd_reference() -> None:
             entry["segments"][sname] = [[d["start"], d["end"]] for d in ts]
         ref["clips"][name] = entry
         print(f"{name}: {len(entry['segments']['scorer'])} scorer segments, "
-              f"max |jit-onnx| = {max((abs(a - b) for a, b in zip(entry['probs_jit'], entry['probs_onnx'])), default=0):.2e}")
+              "max |jit-onnx| = "
+              f"{max((abs(a - b) for a, b in zip(entry['probs_jit'], entry['probs_onnx'])), default=0):.2e}")
     text = json.dumps(ref, indent=1) + "\n"
     tmp = OUT / ".reference.json.tmp"
     tmp.write_text(text)

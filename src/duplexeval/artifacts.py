@@ -36,7 +36,8 @@ def check_kind(obj: Any, kind: str, path: str | Path, max_schema: int | None = N
         raise InputError(f"{path}: not a duplexeval artifact (expected a JSON object of kind {kind!r})")
     got = obj.get("kind")
     if got != kind:
-        raise InputError(f"{path}: is a {got!r} file, expected kind {kind!r}" if got else f"{path}: has no 'kind'; expected a {kind!r} file")
+        raise InputError(f"{path}: is a {got!r} file, expected kind {kind!r}" if got
+                         else f"{path}: has no 'kind'; expected a {kind!r} file")
     ver = obj.get("schema_version")
     if max_schema is not None and (not isinstance(ver, int) or isinstance(ver, bool) or ver > max_schema):
         raise InputError(f"{path}: {kind} schema_version {ver!r} is newer than this duplexeval reads (<= {max_schema})")

@@ -73,7 +73,8 @@ def api_key_from_env(env_name: str, what: str, rename_hint: str = "name another 
 class ChatClient:
     """POST {base_url}/chat/completions with a bounded read and a timeout; never raises for HTTP trouble."""
 
-    def __init__(self, base_url: str, api_key: str, timeout_s: float = DEFAULT_TIMEOUT_S, max_bytes: int = MAX_RESPONSE_BYTES):
+    def __init__(self, base_url: str, api_key: str, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 max_bytes: int = MAX_RESPONSE_BYTES):
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise InputError(f"base_url {sanitize_url(base_url)!r}: must be an http:// or https:// URL with a host")
@@ -136,7 +137,9 @@ class ChatClient:
             obj = json.loads(raw.decode("utf-8"))
             content = obj["choices"][0]["message"]["content"]
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, IndexError, TypeError):
-            return Exchange(status, None, "reply is not a chat completion: " + self.redact(raw[:MAX_LOGGED_ERROR_BODY].decode("utf-8", "replace")))
+            return Exchange(status, None,
+                            "reply is not a chat completion: "
+                            + self.redact(raw[:MAX_LOGGED_ERROR_BODY].decode("utf-8", "replace")))
         if not isinstance(content, str):
             return Exchange(status, None, "reply has no text content")
         return Exchange(status, self.redact(content), None)

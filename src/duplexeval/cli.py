@@ -255,7 +255,8 @@ def _usage_line(exc: Any) -> str:
 
 
 def _take_debug(args: list[str]) -> list[str]:
-    """`args` without `--debug` (accepted anywhere before a `--`), which turns tracebacks on for this run and its workers."""
+    """`args` without `--debug` (accepted anywhere before a `--`), which turns tracebacks on for this run and its
+    workers."""
     end = args.index("--") if "--" in args else len(args)
     if "--debug" not in args[:end]:
         return args

@@ -39,7 +39,8 @@ FOLDER_OUTPUTS: dict[Command, dict[str, tuple[str, ...] | None]] = {
 
 # Inputs the command also writes into, with the names it writes there (an output may lie inside, elsewhere).
 _TREE_ASR = ("asr.json", ".asr-progress", "*/*/output.json")
-_TREE_EVALUATE = ("summary.json", "judge-log.jsonl", "behavior-judge-log.jsonl", "*/*/rating.json", "*/*/content_tag.json")
+_TREE_EVALUATE = ("summary.json", "judge-log.jsonl", "behavior-judge-log.jsonl", "*/*/rating.json",
+                  "*/*/content_tag.json")
 OWNED_INPUTS: dict[Command, dict[str, tuple[str, ...]]] = {
     ("fdb", "asr"): {"tree": _TREE_ASR},
     ("fdb", "reference-asr"): {"tree": _TREE_ASR},

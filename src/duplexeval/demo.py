@@ -174,7 +174,8 @@ def run_demo(
     def do_export(system: System, label: str, tree: Path, show: bool) -> Any:
         try:
             return export(system, ds, tree, progress=show, force=force)
-        except RefusalError as exc:  # a tree of another run (an older demo set, other parameters): never replaced silently
+        # a tree of another run (an older demo set, other parameters): never replaced silently
+        except RefusalError as exc:
             raise DemoRefusal(str(exc)) from None
 
     # Network exports wait on the wall clock: start them now as `duplexeval fdb export` child processes, so their
@@ -321,7 +322,8 @@ def _load(tree: Path, name: str) -> dict[str, Any] | None:
     obj = read_json(p)
     if not isinstance(obj, dict):
         return None
-    if obj.get("manifest_sha256") != sha256_file(tree / MANIFEST_FILE) or obj.get("asr_sha256") != sha256_file(tree / ASR_FILE):
+    if (obj.get("manifest_sha256") != sha256_file(tree / MANIFEST_FILE)
+        or obj.get("asr_sha256") != sha256_file(tree / ASR_FILE)):
         return None  # stale: made before the tree last changed
     return obj
 
@@ -338,7 +340,8 @@ def comparison_rows(trees: Sequence[Path]) -> list[tuple[str, str, list[str]]]:
     for subset, metric, label in unified_rows():
         if not any(u and subset in u.get("subsets", {}) for u in unified):
             continue
-        cells = [format_metric(((u or {}).get("subsets", {}).get(subset, {}).get("metrics", {}) or {}).get(metric)) for u in unified]
+        cells = [format_metric(((u or {}).get("subsets", {}).get(subset, {}).get("metrics", {}) or {}).get(metric))
+                 for u in unified]
         rows.append((_short(subset), label, cells))
     official_keys: list[tuple[str, str]] = []
     for s in summary:
@@ -350,14 +353,16 @@ def comparison_rows(trees: Sequence[Path]) -> list[tuple[str, str, list[str]]]:
     order = subset_order()
     official_keys.sort(key=lambda k: order.index(k[0]) if k[0] in order else 99)
     for subset, name in official_keys:
-        cells = [format_metric((((s or {}).get("subsets") or {}).get(subset, {}).get("metrics") or {}).get(name)) for s in summary]
+        cells = [format_metric((((s or {}).get("subsets") or {}).get(subset, {}).get("metrics") or {}).get(name))
+                 for s in summary]
         rows.append((_short(subset), f"official: {name}", cells))
     return rows
 
 
 def comparison_table(result: DemoResult) -> Any:
     """A rich Table: rows = metrics, columns = systems; cells `value [lo, hi] (n)`."""
-    table = Table(title="duplexeval demo: systems side by side (95% intervals; counts in parentheses)", show_lines=False)
+    table = Table(title="duplexeval demo: systems side by side (95% intervals; counts in parentheses)",
+                  show_lines=False)
     table.add_column("subset", style="bold")
     table.add_column("metric")
     for run in result.runs:

@@ -12,15 +12,18 @@ if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
 
 
 def demo_command(
-    out: Path = typer.Option(Path("duplexeval-demo"), "--out", "-o", help="Folder for the trees (default ./duplexeval-demo)."),
+    out: Path = typer.Option(Path("duplexeval-demo"), "--out", "-o",
+                             help="Folder for the trees (default ./duplexeval-demo)."),
     systems: list[str] | None = typer.Option(
         None, "--systems", "--system",
-        help="Systems to compare, NAME[:key=value,...], repeatable (default: silent, turn-based, talk-over, backchannel).",
+        help="Systems to compare, NAME[:key=value,...], repeatable (default: silent, turn-based, talk-over, "
+             "backchannel).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or stage lines; only the table."),
     force: bool = typer.Option(False, "--force", help="Export again the trees in --out made by another run (an older "
                                                       "demo set, other parameters); without it the demo stops there."),
-    no_v15: bool = typer.Option(False, "--no-v15", help="Skip the FDB v1.5 overlap part (four scenarios, in-process systems)."),
+    no_v15: bool = typer.Option(False, "--no-v15", help="Skip the FDB v1.5 overlap part (four scenarios, "
+                                                        "in-process systems)."),
 ) -> None:
     """Make the demo set, export it with each baseline, run ASR, official and unified scoring; print one table.
     Then the same for the FDB v1.5 overlap scenarios (in-process systems), in a second table."""

@@ -26,7 +26,8 @@ _OPTIONS: tuple[inspect.Parameter, ...] = (
         None, "--ray-address", help="With --executor ray: the cluster to join ('auto': the one `ray start` started "
                                     "for this machine, or HEAD_IP:6379); default: start a local Ray instance.")),
     inspect.Parameter("ray_num_cpus", inspect.Parameter.KEYWORD_ONLY, annotation=float, default=typer.Option(
-        1.0, "--ray-num-cpus", min=0.0, help="With --executor ray: CPUs each worker reserves (it computes with 1 thread).")),
+        1.0, "--ray-num-cpus", min=0.0, help="With --executor ray: CPUs each worker reserves (it computes "
+                                             "with 1 thread).")),
     inspect.Parameter("ray_num_gpus", inspect.Parameter.KEYWORD_ONLY, annotation=float, default=typer.Option(
         0.0, "--ray-num-gpus", min=0.0, help="With --executor ray: GPUs per worker for model stages "
                                              "(requested only when the cluster has a GPU).")),

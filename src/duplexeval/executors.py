@@ -91,7 +91,8 @@ class Executor(Protocol):
 
     def map_ordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[ItemResult[R] | ItemFailure]: ...
 
-    def map_stateful(self, work: StatefulWork[Any, T, R], items: Sequence[T]) -> Iterator[ItemResult[R] | ItemFailure]: ...
+    def map_stateful(self, work: StatefulWork[Any, T, R],
+                     items: Sequence[T]) -> Iterator[ItemResult[R] | ItemFailure]: ...
 
     @property
     def parallelism(self) -> int:

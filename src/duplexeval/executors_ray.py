@@ -66,7 +66,8 @@ def check_reachable(address: str) -> None:
             pass
     except TimeoutError:
         raise InputError(f"--ray-address {address}: no answer within {RAY_CONNECT_TIMEOUT_S:g} s; is the Ray head "
-                         "running there (`ray start --head`)? Or drop --ray-address to start a local instance") from None
+                         "running there (`ray start --head`)? Or drop --ray-address to start a local "
+                         "instance") from None
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
         raise InputError(f"--ray-address {address}: cannot connect ({why}); is the Ray head running there "
@@ -78,7 +79,8 @@ def _init_failure(address: str | None, exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     if address is None:
         return f"--executor ray: could not start a local Ray instance ({clip(text, 300)}); run with --executor local"
-    return f"--ray-address {address}: cannot join Ray ({clip(text, 300)}); check the address, or run with --executor local"
+    return (f"--ray-address {address}: cannot join Ray ({clip(text, 300)}); check the address, or run with "
+            "--executor local")
 
 
 def start_reaper() -> subprocess.Popen[bytes]:
@@ -237,8 +239,9 @@ class RayExecutor:
                         ok, val = ray.get(ref)
                         done[i] = ItemResult(i, val) if ok else ItemFailure(i, val)
                     except ray.exceptions.RayError as exc:
-                        done[i] = ItemFailure(i, f"the worker died running it, attempt {self.spec.max_retries + 1} of {self.spec.max_retries + 1} "
-                                              f"(--max-retries {self.spec.max_retries}): {_ray_line(exc)}",
+                        done[i] = ItemFailure(i, f"the worker died running it, attempt {self.spec.max_retries + 1} of "
+                                              f"{self.spec.max_retries + 1} (--max-retries {self.spec.max_retries}): "
+                                              f"{_ray_line(exc)}",
                                               worker_lost=True)
                 while nxt in done:
                     yield done.pop(nxt)
@@ -249,13 +252,15 @@ class RayExecutor:
 
     # -- stateful actor pool ------------------------------------------------------------------------
     def map_stateful(self, work: StatefulWork[Any, T, R], items: Sequence[T]) -> Iterator[ItemResult[R] | ItemFailure]:
-        """An actor pool (one ``init`` per actor), items streamed in order, dead actors replaced and their item retried."""
+        """An actor pool (one ``init`` per actor), items streamed in order, dead actors replaced and their item
+        retried."""
         if not items:
             return
         ray = self.ray
         cpus, gpus, slots = self._resources(work.uses_gpu)
         actor_cls = ray.remote(num_cpus=cpus, num_gpus=gpus, max_restarts=0, max_task_retries=0)(_StatefulWorker)
-        init_ref, arg_ref, fn_ref = ray.put(in_driver_env(work.init)), ray.put(work.arg), ray.put(in_driver_env(work.fn))
+        init_ref, arg_ref, fn_ref = (ray.put(in_driver_env(work.init)), ray.put(work.arg),
+                                     ray.put(in_driver_env(work.fn)))
 
         def spawn() -> Any:
             return actor_cls.remote(init_ref, arg_ref)
@@ -324,7 +329,8 @@ class RayExecutor:
                 deaths[i] += 1
                 if deaths[i] > self.spec.max_retries:
                     done[i] = ItemFailure(i, f"the worker died running it, attempt {deaths[i]} of {deaths[i]} "
-                                             f"(--max-retries {self.spec.max_retries}): {_ray_line(exc)}", worker_lost=True)
+                                             f"(--max-retries {self.spec.max_retries}): {_ray_line(exc)}",
+                                          worker_lost=True)
                     continue
             back.append(i)
         todo.extendleft(reversed(back))

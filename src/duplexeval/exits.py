@@ -48,7 +48,8 @@ def eligibility(counts: Mapping[str, tuple[int, int]], min_eligible: float | Non
         listed = ", ".join(f"{k}: {e}/{n} {unit}" for k, e, n in low)
         return Status(1, f"{listed}, below {rule}")
     total_e, total_n = sum(e for e, _ in used.values()), sum(n for _, n in used.values())
-    return Status(0, f"{total_e}/{total_n} {unit} in {len(used)} subset{'s' * (len(used) != 1)}, every one at or above {rule}")
+    return Status(0, f"{total_e}/{total_n} {unit} in {len(used)} subset{'s' * (len(used) != 1)}, every one at or "
+                     f"above {rule}")
 
 
 def failures(n_failed: int, n_total: int, what: str) -> Status:
@@ -87,7 +88,8 @@ def parse_gates(under: Iterable[str] | None, over: Iterable[str] | None) -> list
             except ValueError:
                 limit = math.nan
             if m is None or not math.isfinite(limit):
-                raise InputError(f"{flag} {item!r}: expected METRIC=NUMBER, e.g. candor_turn_taking.response_rate_1s=0.8")
+                raise InputError(f"{flag} {item!r}: expected METRIC=NUMBER, e.g. "
+                                 "candor_turn_taking.response_rate_1s=0.8")
             out.append(Gate(flag, m.group(1), limit))
     return out
 
@@ -138,7 +140,8 @@ def check_gates(gates: list[Gate], values: Mapping[str, float | None], where: st
     for g in gates:
         if g.metric not in values:
             names = sorted(values)
-            shown = ", ".join(names[:SHOWN_NAMES]) + (f" and {len(names) - SHOWN_NAMES} more" if len(names) > SHOWN_NAMES else "")
+            shown = ", ".join(names[:SHOWN_NAMES]) + (f" and {len(names) - SHOWN_NAMES} more"
+                                                      if len(names) > SHOWN_NAMES else "")
             raise InputError(f"{g.flag} {g.metric}: no such metric{where}; available: {shown or 'none'}")
         v = values[g.metric]
         if v is None:
@@ -185,12 +188,15 @@ def min_eligible_option() -> Any:
 
 
 def fail_under_option(annotated: bool = False) -> Any:
-    """`--fail-under METRIC=VALUE`, repeatable (docs/cli.md section 6); `annotated` for an `Annotated[...]` parameter."""
+    """`--fail-under METRIC=VALUE`, repeatable (docs/cli.md section 6); `annotated` for an `Annotated[...]`
+    parameter."""
     return typer.Option(*(() if annotated else (None,)), "--fail-under", metavar="METRIC=VALUE",
-                        help="Exit 1 when METRIC is below VALUE or null (repeatable); an unknown METRIC lists the names.")
+                        help="Exit 1 when METRIC is below VALUE or null (repeatable); an unknown METRIC "
+                             "lists the names.")
 
 
 def fail_over_option(annotated: bool = False) -> Any:
-    """`--fail-over METRIC=VALUE`, repeatable: the gate for numbers where lower is better (latencies, rates of faults)."""
+    """`--fail-over METRIC=VALUE`, repeatable: the gate for numbers where lower is better (latencies, rates of
+    faults)."""
     return typer.Option(*(() if annotated else (None,)), "--fail-over", metavar="METRIC=VALUE",
                         help="Exit 1 when METRIC is over VALUE or null (repeatable), e.g. a latency.")

@@ -3,7 +3,8 @@
 `check_outputs` compares each output path with each input path of a command. Paths are compared as
 the files they name: after `..` and symlinks are resolved, and by device and inode, so a hard link to
 an input is that input. An output is refused when it is an input, when it lies inside an input folder
-the command does not write into (or is a hard link of a file there) (`Input.owned` lists the names a command writes into a folder it owns),
+the command does not write into (or is a hard link of a file there) (`Input.owned` lists the names a command writes into
+a folder it owns),
 and, for an output folder, when an input lies inside it (at one of the names the command writes there,
 or anywhere when the command writes the whole folder).
 

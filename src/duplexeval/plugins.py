@@ -157,7 +157,8 @@ def returned(kind: str, spec: str, method: str, value: Any, expect: type | tuple
     else:
         ok = isinstance(value, expect)
     if not ok:
-        raise PluginError(kind, spec, method, f"returned {type(value).__name__} {clip(repr(value), 80)}, expected {what}")
+        raise PluginError(kind, spec, method, f"returned {type(value).__name__} {clip(repr(value), 80)}, "
+                                              f"expected {what}")
     return value
 
 

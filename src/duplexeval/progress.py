@@ -99,7 +99,8 @@ def wav_seconds(paths: Iterable[str | Path]) -> float:
     return float(sum(sf.info(str(p)).duration for p in paths))
 
 
-def text_table(headers: list[str], rows: list[list[str]], right: set[int] | None = None, width: int = PIPED_WIDTH) -> str:
+def text_table(headers: list[str], rows: list[list[str]], right: set[int] | None = None,
+               width: int = PIPED_WIDTH) -> str:
     """A plain-text table with aligned columns (rich, no colour, no frame), for reports returned as strings.
 
     `right` holds the column indexes to right-align (numbers); the rest are left-aligned.

@@ -16,7 +16,8 @@ Forms removed, for each secret `s` (its UTF-8 bytes `b`):
   key bits with the blob's stays: at most 4 + 2 bits of the key);
 - a form cut short (a message capped at N characters): any run of at least `PARTIAL_MIN` characters
   that starts a form or ends one.
-Not covered: base64 split over lines (MIME wrapping), hex inside a longer hex blob at an odd offset, other encodings of the key (and
+Not covered: base64 split over lines (MIME wrapping), hex inside a longer hex blob at an odd offset, other encodings of
+the key (and
 transformations a server might apply). Values shorter than `MIN_SECRET_LEN` are not secrets here (the
 docs suggest a placeholder such as `x` for a server that needs no key; redacting it would break files).
 Text is redacted with `[redacted]`; binary files (audio, parquet) get the same number of `*` bytes, so
@@ -191,7 +192,8 @@ def _scrub_partial(data: Any, form: Any, mark: Any, same_length: bool) -> Any:
     while j != -1:
         end = j + PARTIAL_MIN
         n = PARTIAL_MIN
-        while n < len(form) and end - n - 1 >= 0 and data[end - n - 1 : end - n] == form[len(form) - n - 1 : len(form) - n]:
+        while n < len(form) and end - n - 1 >= 0 and data[end - n - 1 : end - n] == form[
+            len(form) - n - 1 : len(form) - n]:
             n += 1
         spans.append((end - n, end))
         j = data.find(tail, end)

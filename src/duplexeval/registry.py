@@ -134,7 +134,8 @@ class Registry(Generic[T]):
             try:
                 item = ep.load()
             except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken plugin package is a user-facing setup error
-                raise PluginError(self.kind, name, f"entry point {ep.value!r}:", f"import {what_happened(exc)}") from exc
+                raise PluginError(self.kind, name, f"entry point {ep.value!r}:",
+                                  f"import {what_happened(exc)}") from exc
             self._items[name] = item
         elif isinstance(item, _Deferred):
             item = import_object(item.spec, self.kind)  # type: ignore[assignment]
@@ -142,13 +143,15 @@ class Registry(Generic[T]):
         return item
 
     def build(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        """The plugin `name` built with ``(*args, **kwargs)``: whatever its own code does wrong is one PluginError line."""
+        """The plugin `name` built with ``(*args, **kwargs)``: whatever its own code does wrong is one PluginError
+        line."""
         factory: Any = self.get(name)
         return call(self.kind, name, factory_method(factory), factory, *args, **kwargs)
 
 
 def factory_method(factory: object) -> str:
-    """How an error names the call that builds a plugin: ``__init__`` for a class, the function's name for a factory function."""
+    """How an error names the call that builds a plugin: ``__init__`` for a class, the function's name for a factory
+    function."""
     if isinstance(factory, type):
         return "__init__"
     return str(getattr(factory, "__name__", type(factory).__name__))

@@ -37,7 +37,8 @@ def read_header(path: str | Path) -> dict[str, Any] | None:
 def _components(sig: Mapping[str, Any]) -> dict[str, str]:
     out = {}
     for c in sig.get("components") or ():
-        text = c.get("name", "") + (f":{c['value']}" if c.get("value") else "") + (f"@{short_hash(c['hash'])}" if c.get("hash") else "")
+        text = c.get("name", "") + (f":{c['value']}" if c.get("value") else "") + (
+            f"@{short_hash(c['hash'])}" if c.get("hash") else "")
         settings = c.get("settings") or {}
         if settings:
             text += ":" + ",".join(f"{k}{v}" for k, v in settings.items())

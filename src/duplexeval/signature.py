@@ -84,7 +84,8 @@ class Signature:
     @classmethod
     def from_json(cls, js: Mapping[str, Any]) -> Signature:
         comps = tuple(
-            Component(c["name"], c.get("value", ""), c.get("hash"), dict(c.get("settings") or {}), dict(c.get("detail") or {}))
+            Component(c["name"], c.get("value", ""), c.get("hash"), dict(c.get("settings") or {}),
+                      dict(c.get("detail") or {}))
             for c in js.get("components", [])
         )
         return cls(js["definitions"], comps, dict(js.get("inputs") or {}), js.get("duplexeval", __version__))

@@ -16,7 +16,8 @@ from typing import Any
 
 from duplexeval.errors import InputError
 
-_KEY = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)?"  # `group.name` fills a dict-valued parameter (telephony's param.NAME)
+# `group.name` fills a dict-valued parameter (telephony's param.NAME)
+_KEY = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)?"
 _PARAMS_START = re.compile(rf":(?=\s*{_KEY}\s*=)")
 _SPLIT = re.compile(rf",(?=\s*{_KEY}\s*=)")
 _KEY_ONLY = re.compile(rf"^{_KEY}$")
@@ -82,7 +83,8 @@ def known_params(flag: str, spec: str, params: Mapping[str, str], known: Iterabl
             raise InputError(f"{flag} {spec!r}: no parameter {key!r} (known: {', '.join(allowed) or 'none'})")
 
 
-def typed_params(flag: str, spec: str, params: Mapping[str, str], kinds: Mapping[str, Callable[[str], Any]]) -> dict[str, Any]:
+def typed_params(flag: str, spec: str, params: Mapping[str, str],
+                 kinds: Mapping[str, Callable[[str], Any]]) -> dict[str, Any]:
     """Each raw value read by its key's type (`int`, `float`, `str`, `Path`...): one line naming the key otherwise."""
     out: dict[str, Any] = {}
     for key, value in params.items():
@@ -90,5 +92,6 @@ def typed_params(flag: str, spec: str, params: Mapping[str, str], kinds: Mapping
         try:
             out[key] = kind(value)
         except ValueError:
-            raise InputError(f"{flag} {spec!r}: {key}={value!r} is not a valid {getattr(kind, '__name__', 'value')}") from None
+            raise InputError(
+                f"{flag} {spec!r}: {key}={value!r} is not a valid {getattr(kind, '__name__', 'value')}") from None
     return out

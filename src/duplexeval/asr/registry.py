@@ -62,7 +62,8 @@ def _accepts(factory: BackendFactory) -> set[str] | None:
         return None
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         return None
-    return {p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
+    return {p.name for p in params
+            if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
 
 
 def make_backend(name: str, model: str | os.PathLike[str] | None = None, device: str = "cpu",
@@ -79,7 +80,8 @@ def make_backend(name: str, model: str | os.PathLike[str] | None = None, device:
         return factory(**kwargs)
     backend = ASR_BACKENDS.build(name, **kwargs)
     if not isinstance(backend, Backend):
-        raise InputError(f"ASR backend {name!r}: needs a name, signature() and transcribe(audio16k, offset_s) (duplexeval.asr.base.Backend)")
+        raise InputError(f"ASR backend {name!r}: needs a name, signature() and transcribe(audio16k, offset_s) "
+                         "(duplexeval.asr.base.Backend)")
     return backend
 
 

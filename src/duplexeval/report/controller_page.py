@@ -89,7 +89,8 @@ def _share(m: Any) -> Estimate | None:
     if m.get("value") is None:
         return Estimate(None, text=f"no data (0/{m.get('n', 0)})")
     lo, hi = (m.get("interval") or [None, None])[:2]
-    return Estimate(float(m["value"]), lo, hi, f"{m['value'] * 100:.1f}% [{(lo or 0) * 100:.1f}, {(hi or 0) * 100:.1f}] ({m.get('count')}/{m.get('n')})")
+    return Estimate(float(m["value"]), lo, hi, f"{m['value'] * 100:.1f}% [{(lo or 0) * 100:.1f}, "
+                                               f"{(hi or 0) * 100:.1f}] ({m.get('count')}/{m.get('n')})")
 
 
 def _point(x: Any, fmt: str) -> Estimate | None:
@@ -135,7 +136,9 @@ def _diff(m: Any, unit: str) -> Estimate | None:
         return None
     ci = m.get("ci95")
     d = float(m["diff_b_minus_a"])
-    fmt = (lambda v: f"{v * 100:+.1f} pts") if unit == "share" else (lambda v: f"{v:+.0f} ms") if unit == "ms" else (lambda v: f"{v:+.3f}")
+    fmt = ((lambda v: f"{v * 100:+.1f} pts") if unit == "share"
+           else (lambda v: f"{v:+.0f} ms") if unit == "ms"
+           else (lambda v: f"{v:+.3f}"))
     txt = fmt(d) + (f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "")
     if m.get("resamples_skipped"):
         txt += f", {m['resamples_skipped']} resamples skipped"
@@ -148,7 +151,8 @@ def _compare_for(comps: Sequence[dict[str, Any]], a: Controller, b: Controller) 
         return Path(str((c.report.get("data") or {}).get("path") or "")).name
 
     for cmp in comps:
-        pa, pb = Path(str((cmp.get("a") or {}).get("path") or "")).name, Path(str((cmp.get("b") or {}).get("path") or "")).name
+        pa, pb = Path(str((cmp.get("a") or {}).get("path") or "")).name, Path(
+            str((cmp.get("b") or {}).get("path") or "")).name
         if (pa, pb) == (folder(a), folder(b)):
             return cmp
     return None
@@ -180,7 +184,8 @@ def compare_only_rows(cmp: dict[str, Any]) -> list[ForestRow]:
             continue
         fmt = "{:.1%}" if unit == "share" else "{:.0f} ms" if unit == "ms" else "{:.3f}"
         vals = (_point(m.get("a"), fmt), _point(m.get("b"), fmt))
-        rows.append(ForestRow(group, label, "score01" if unit == "score" else unit, better, vals, (None, _diff(m, unit))))
+        rows.append(
+            ForestRow(group, label, "score01" if unit == "score" else unit, better, vals, (None, _diff(m, unit))))
     return rows
 
 
@@ -202,10 +207,13 @@ def _why(row: dict[str, Any], mode: str) -> tuple[str, str, str]:
 
 
 def _curve_b64(x: np.ndarray) -> str:
-    return base64.b64encode(np.round(np.clip(np.nan_to_num(np.asarray(x, dtype=np.float64)), 0, 1) * 255).astype(np.uint8).tobytes()).decode("ascii")
+    return base64.b64encode(
+        np.round(np.clip(np.nan_to_num(np.asarray(x, dtype=np.float64)), 0, 1) * 255).astype(np.uint8).tobytes()
+    ).decode("ascii")
 
 
-def clip_items(ctls: Sequence[Controller], labels: Sequence[str], colors: Sequence[str], data: PageData, audio: str) -> list[Item]:
+def clip_items(ctls: Sequence[Controller], labels: Sequence[str], colors: Sequence[str], data: PageData,
+               audio: str) -> list[Item]:
     """One card per clip of the first controller whose data folder was found."""
     ref = next((c for c in ctls if c.data is not None), None)
     if ref is None or ref.data is None:
@@ -218,7 +226,8 @@ def clip_items(ctls: Sequence[Controller], labels: Sequence[str], colors: Sequen
         tracks: list[Track] = []
         conv = conversations.get(meta.source or meta.id)
         if conv is not None:
-            for who, a, words, color in (("user", conv.user_audio, conv.user.words, INPUT_COLOR), ("agent", conv.agent_audio, conv.agent.words, AGENT_COLOR)):
+            for who, a, words, color in (("user", conv.user_audio, conv.user.words, INPUT_COLOR),
+                                         ("agent", conv.agent_audio, conv.agent.words, AGENT_COLOR)):
                 if a is None:
                     continue
                 ref_id = None
@@ -241,7 +250,8 @@ def clip_items(ctls: Sequence[Controller], labels: Sequence[str], colors: Sequen
             frames = c.data.load_frames(cm)
             thr = float((c.report.get("evaluation_policy") or {}).get("endpoint_threshold") or 0.5)
             commits = tuple(t.turn_end_s + float(tr["latency_ms"]) / 1000
-                            for t, tr in zip(meta.turn_probes, (row.get(c.mode) or {}).get("turns") or []) if tr.get("latency_ms") is not None)
+                            for t, tr in zip(meta.turn_probes, (row.get(c.mode) or {}).get("turns") or [])
+                            if tr.get("latency_ms") is not None)
             curve = None if frames.endpoint is None else _curve_b64(frames.endpoint)
             tracks.append(Track(k, labels[k], colors[k % len(colors)], None, curve=curve, level=thr, ticks=commits,
                                 note="endpoint probability" if curve else "no endpoint head"))
@@ -275,9 +285,9 @@ def controller_body(ctls: Sequence[Controller], comps: Sequence[tuple[Path, dict
     parts = []
     if ctls:
         rows = forest_rows(ctls, [c for _, c in comps], baseline)
-        caption = ("Left: each controller's share with its 95% Wilson interval (frame-head scores and latencies are points). "
-                   "Right: B minus the baseline from a `controller compare` file of the same two data folders: the "
-                   "conversation-grouped paired bootstrap; 'better' or 'worse' when it excludes 0.")
+        caption = ("Left: each controller's share with its 95% Wilson interval (frame-head scores and latencies "
+                   "are points). Right: B minus the baseline from a `controller compare` file of the same two data "
+                   "folders: the conversation-grouped paired bootstrap; 'better' or 'worse' when it excludes 0.")
         parts.append('<section class="card" id="summary"><h2>Which controller is better, and how sure are we?</h2>'
                      + forest_html(labels, colors, baseline if len(ctls) > 1 else None, rows, caption, legend=False)
                      + "".join(f'<p class="note">{esc(c.note)}</p>' for c in ctls if c.note) + "</section>")
@@ -286,8 +296,9 @@ def controller_body(ctls: Sequence[Controller], comps: Sequence[tuple[Path, dict
             continue  # drawn in the forest above
         names = [Path(str((cmp.get(s) or {}).get("path") or s)).name for s in ("a", "b")]
         parts.append(f'<section class="card"><h2>{esc(path.name)}: {esc(names[1])} against {esc(names[0])}</h2>'
-                     + forest_html(names, colors, 0, compare_only_rows(cmp), "A and B as the file gives them; right: B - A "
-                                   "with the grouped paired bootstrap interval.") + "</section>")
+                     + forest_html(names, colors, 0, compare_only_rows(cmp),
+                                   "A and B as the file gives them; right: B - A with the grouped paired bootstrap "
+                                   "interval.") + "</section>")
     details = "".join(other_pages.controller_body(f"{lb} ({c.path.name})", c.report) for lb, c in zip(labels, ctls))
     details += "".join(other_pages.controller_compare_body(p.name, cmp) for p, cmp in comps)
     parts.append(f'<section class="card"><details><summary>All numbers</summary>{details}</details>'
@@ -297,8 +308,8 @@ def controller_body(ctls: Sequence[Controller], comps: Sequence[tuple[Path, dict
     data.add(items)
     parts.append('<h2 id="samples">Clips</h2>')
     if items:
-        data.legend = data.legend or [("user channel", INPUT_COLOR), ("agent channel", AGENT_COLOR), ("commit (endpoint)", "#2f9e44"),
-                                      ("words", "#3b6fd4"), ("user pause", "#ffe08a")]
+        data.legend = data.legend or [("user channel", INPUT_COLOR), ("agent channel", AGENT_COLOR),
+                                      ("commit (endpoint)", "#2f9e44"), ("words", "#3b6fd4"), ("user pause", "#ffe08a")]
         parts.append(explorer_html(items, labels, colors, "conversation"))
     else:
         parts.append('<p class="note">No data folder found beside the reports, so no per-clip cards.</p>')

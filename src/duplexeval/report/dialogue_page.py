@@ -92,12 +92,15 @@ def _value(m: Any, key: str) -> Estimate | None:
         if m.get("median") is None:
             return Estimate(None, text=f"no data (n={n})" if not n else f"not reached (n={n})")
         lo, hi = (m.get("median_interval") or [None, None])[:2]
-        return Estimate(float(m["median"]), lo, hi, f"{m['median']:.2f} s [{lo}, {hi}] (n={n})", hi_open=lo is not None and hi is None)
+        return Estimate(float(m["median"]), lo, hi, f"{m['median']:.2f} s [{lo}, {hi}] (n={n})",
+                        hi_open=lo is not None and hi is None)
     if m.get("value") is None:
         return Estimate(None, text=f"no data (0/{m.get('n', 0)})")
     lo, hi = (m.get("interval") or [None, None])[:2]
     count = f" ({m['count']}/{m['n']})" if "count" in m else f" (n={m['n']})" if "n" in m else ""
-    return Estimate(float(m["value"]), lo, hi, f"{m['value'] * 100:.1f}%" + (f" [{lo * 100:.1f}, {hi * 100:.1f}]" if lo is not None else "") + count)
+    return Estimate(float(m["value"]), lo, hi,
+                    f"{m['value'] * 100:.1f}%" + (f" [{lo * 100:.1f}, {hi * 100:.1f}]" if lo is not None else "")
+                    + count)
 
 
 def _paired(runs: Sequence[Run], baseline: int) -> tuple[list[dict[str, Any] | None], str]:
@@ -120,7 +123,8 @@ def _diff(d: dict[str, Any] | None) -> Estimate | None:
     if not d or d.get("diff") is None:
         return None
     lo, hi = (d.get("interval") or [None, None])[:2]
-    return Estimate(float(d["diff"]), lo, hi, f"{d['diff'] * 100:+.1f} pts [{lo * 100:+.1f}, {hi * 100:+.1f}], {d['n_pairs']} cases")
+    return Estimate(float(d["diff"]), lo, hi, f"{d['diff'] * 100:+.1f} pts [{lo * 100:+.1f}, {hi * 100:+.1f}], "
+                                              f"{d['n_pairs']} cases")
 
 
 def forest_rows(runs: Sequence[Run], paired: Sequence[dict[str, Any] | None]) -> list[ForestRow]:
@@ -154,7 +158,8 @@ def _verdict(run: Run, cid: str, k: int) -> Verdict | None:
             why, cls = "never took the turn", "bad"
         else:
             timing, content = v.get("timing"), v.get("content")
-            judged = "not judged" if timing is None else f"timing {'proper' if timing else 'improper'}, reply {'proper' if content else 'improper'}"
+            judged = "not judged" if timing is None else (f"timing {'proper' if timing else 'improper'}, reply "
+                                                          f"{'proper' if content else 'improper'}")
             why = f"cut in after chunk {c.get('heard_chunks')} of {c.get('n_chunks')} ({c.get('take_s')} s); {judged}"
             cls = "neutral" if timing is None else "ok" if timing else "bad"
     else:
@@ -218,27 +223,31 @@ def compare_file_body(label: str, cmp: dict[str, Any], colors: Sequence[str]) ->
         rows.append(ForestRow(FAMILY_NAMES[fam], str(c.get("what") or fam), "share", HIGHER, vals, (None, _diff(d))))
     sig = "".join(signature_line(f"{n}: {s}") for n, s in zip(names, (cmp.get("signatures") or {}).values()))
     return (f'<section class="card"><h2>{esc(label)}: {esc(names[1])} against {esc(names[0])}</h2>'
-            + forest_html(names, colors, 0, rows, "Shares over the cases judged in both runs; right: B - A with the paired "
-                          "bootstrap interval (McNemar's exact test in the file).") + sig + "</section>")
+            + forest_html(names, colors, 0, rows, "Shares over the cases judged in both runs; right: B - A "
+                          "with the paired bootstrap interval (McNemar's exact test in the file).")
+            + sig + "</section>")
 
 
-def dialogue_body(runs: Sequence[Run], labels: Sequence[str], colors: Sequence[str], baseline: int) -> tuple[str, list[Item]]:
+def dialogue_body(runs: Sequence[Run], labels: Sequence[str], colors: Sequence[str],
+                  baseline: int) -> tuple[str, list[Item]]:
     """The page body and its explorer cards."""
     paired, why = _paired(runs, baseline)
     rows = forest_rows(runs, paired)
-    caption = ("Left: each system's share with its 95% interval (Wilson; precision and PRR average: bootstrap). Right: the "
-               "paired difference from the baseline over the same cases (dialogue compare: MiU proper, UiM appropriate "
-               "reply), 'better' or 'worse' when its interval excludes 0.")
+    caption = ("Left: each system's share with its 95% interval (Wilson; precision and PRR average: "
+               "bootstrap). Right: the paired difference from the baseline over the same cases (dialogue compare: MiU "
+               "proper, UiM appropriate reply), 'better' or 'worse' when its interval excludes 0.")
     if why:
         caption += f" Not paired: {why}"
     parts = ['<section class="card" id="summary"><h2>Which dialogue system is better, and how sure are we?</h2>'
              + forest_html(labels, colors, baseline if len(runs) > 1 else None, rows, caption, legend=False)
-             + (f'<p class="note">{esc(runs[0].report.get("note"))}</p>' if runs[0].report.get("note") else "") + "</section>"]
+             + (f'<p class="note">{esc(runs[0].report.get("note"))}</p>' if runs[0].report.get("note") else "")
+             + "</section>"]
     numbers = []
     for fam in ("MiU", "UiM"):
         names: list[str] = []
         for r in runs:
-            names += [n for n, m in (r.report.get(fam) or {}).items() if isinstance(m, dict) and n not in names and n != "counts" and ("value" in m or "median" in m)]
+            names += [n for n, m in (r.report.get(fam) or {}).items() if isinstance(m, dict) and n not in names
+                      and n != "counts" and ("value" in m or "median" in m)]
         body = []
         for n in names:
             cells = [n]
@@ -247,8 +256,10 @@ def dialogue_body(runs: Sequence[Run], labels: Sequence[str], colors: Sequence[s
                 cells.append("—" if e is None else e.text)
             body.append(cells)
         numbers.append(f"<h4>{esc(FAMILY_NAMES[fam])}</h4>" + table(["metric", *labels], body))
-    sigs = "".join(signature_line(f"{lb}: {r.report['signature']['compact']}") for lb, r in zip(labels, runs) if isinstance(r.report.get("signature"), dict))
-    parts.append(f'<section class="card"><details><summary>All numbers</summary>{"".join(numbers)}</details>{sigs}</section>')
+    sigs = "".join(signature_line(f"{lb}: {r.report['signature']['compact']}") for lb, r in zip(labels, runs)
+                   if isinstance(r.report.get("signature"), dict))
+    parts.append('<section class="card"><details><summary>All '
+                 f'numbers</summary>{"".join(numbers)}</details>{sigs}</section>')
     items = case_items(runs, labels)
     parts.append('<h2 id="samples">Cases</h2>')
     if items:

@@ -44,11 +44,13 @@ def _ci(v: Any, fmt: Any) -> str:
 
 def _ci_ms(v: Any) -> str:
     """A latency interval in ms with the unit once: `[200, 450] ms`."""
-    return "—" if not isinstance(v, list) or len(v) != 2 else f"[{_ms(v[0]).removesuffix(' ms')}, {_ms(v[1]).removesuffix(' ms')}] ms"
+    return "—" if not isinstance(v, list) or len(v) != 2 else (f"[{_ms(v[0]).removesuffix(' ms')}, "
+                                                               f"{_ms(v[1]).removesuffix(' ms')}] ms")
 
 
 def policy_text(p: Mapping[str, Any]) -> str:
-    """threshold / action delay / timeout; a threshold of 1.00 never fires (p_eot > threshold), so the timeout decides."""
+    """threshold / action delay / timeout; a threshold of 1.00 never fires (p_eot > threshold), so the timeout
+    decides."""
     thr = float(p["threshold"])
     t = f"{thr:.2f}" + (" (never fires)" if thr >= 1.0 else "")
     return f"{t} / {p['action_delay']:.1f} s / {p['timeout']:.1f} s"
@@ -76,25 +78,29 @@ def _points_table(s: Mapping[str, Any]) -> str:
     rows = []
     for key, p in _budget_rows(s):
         v = vads.get(key)
-        vtxt = NO_DATA if v is None else f"{_pct(v.get('cutoff_rate'))} @ {_ms(v.get('mean_latency'))} ({v['delay']:g} s)"
+        vtxt = NO_DATA if v is None else (f"{_pct(v.get('cutoff_rate'))} @ {_ms(v.get('mean_latency'))} "
+                                          f"({v['delay']:g} s)")
         if p is None:
-            rows.append([_label(key), "no policy met the budget", NO_DATA, "—", NO_DATA, "—", "—", NO_DATA, NO_DATA, vtxt])
+            rows.append(
+                [_label(key), "no policy met the budget", NO_DATA, "—", NO_DATA, "—", "—", NO_DATA, NO_DATA, vtxt])
             continue
         e = ivs.get(key) or {}
         fx = e.get("fixed_policy") or {}
         sa = e.get("selection_aware") or {}
         rows.append([
             _label(key), policy_text(p),
-            f"{_pct(p.get('cutoff_rate'))} {_ci(fx.get('cutoff_rate'), _pct)}", _ci(e.get("span_wilson_cutoff_rate"), _pct),
-            f"{_ms(p.get('mean_latency'))} {_ci_ms(fx.get('mean_latency'))}",
+            f"{_pct(p.get('cutoff_rate'))} {_ci(fx.get('cutoff_rate'), _pct)}",
+            _ci(e.get("span_wilson_cutoff_rate"), _pct), f"{_ms(p.get('mean_latency'))} "
+                                                         f"{_ci_ms(fx.get('mean_latency'))}",
             _ci(sa.get("cutoff_rate"), _pct), _ci_ms(sa.get("mean_latency")),
             _pct(p.get("timeout_rate")), _pct(p.get("detect_rate")), vtxt,
         ])  # fmt: skip
     head = ["budget", "threshold / delay / timeout", "false cutoffs [95% CI]", "95% Wilson (spans)",
             "mean latency [95% CI]", "re-picked: cutoffs", "re-picked: latency", "timeout", "detect",
             "VAD baseline: cutoffs @ latency (delay)"]  # fmt: skip
-    notes = [f"{NOT_REACHED} = not reached, {NO_DATA} = no policy / no data; CI = 95% bootstrap over whole turns with the "
-             "policy held fixed; re-picked = selection-aware interval (the policy chosen again in each resample)"]
+    notes = [f"{NOT_REACHED} = not reached, {NO_DATA} = no policy / no data; CI = 95% bootstrap over whole "
+             "turns with the policy held fixed; re-picked = selection-aware interval (the policy chosen again in "
+             "each resample)"]
     if any(isinstance(p, Mapping) and float(p["threshold"]) >= 1.0 for _, p in _budget_rows(s)):
         notes.append("threshold 1.00 never fires (the detector fires when p_eot > threshold, and p_eot is at most 1), "
                      "so at that operating point only the timeout commits: it is a silence timer")
@@ -105,8 +111,9 @@ def _points_table(s: Mapping[str, Any]) -> str:
     for key, e in ivs.items():
         sa = e.get("selection_aware") if isinstance(e, dict) else None
         if isinstance(sa, dict) and "share_of_resamples_picking_the_same_policy" in sa:
-            notes.append(f"{_label(key)}: {sa.get('n_resamples_with_a_feasible_policy')} resamples had a feasible policy; "
-                         f"{float(sa['share_of_resamples_picking_the_same_policy']) * 100:.1f}% picked the same policy")
+            notes.append(f"{_label(key)}: {sa.get('n_resamples_with_a_feasible_policy')} resamples had a "
+                         f"feasible policy; {float(sa['share_of_resamples_picking_the_same_policy']) * 100:.1f}% "
+                         "picked the same policy")
         elif isinstance(sa, dict) and "label" in sa and "cutoff_rate" not in sa:
             notes.append(f"{_label(key)}: selection-aware interval {sa['label']}")
     return table(head, rows) + "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
@@ -121,13 +128,16 @@ def _counts_table(s: Mapping[str, Any]) -> str:
 
     rows = [
         ["spans (hold + eot)", f"{s.get('n_spans')} ({s.get('n_hold_spans')} + {s.get('n_eot_spans')})"],
-        ["scored spans (hold + eot)", f"{s.get('n_scored_spans')} ({s.get('n_scored_hold_spans')} + {s.get('n_scored_eot_spans')})"],
-        ["missing scores (hold + eot)", f"{s.get('n_missing_scores')} ({s.get('n_missing_hold_scores')} + {s.get('n_missing_eot_scores')})"],
+        ["scored spans (hold + eot)", f"{s.get('n_scored_spans')} ({s.get('n_scored_hold_spans')} + "
+                                      f"{s.get('n_scored_eot_spans')})"],
+        ["missing scores (hold + eot)", f"{s.get('n_missing_scores')} ({s.get('n_missing_hold_scores')} + "
+                                        f"{s.get('n_missing_eot_scores')})"],
         ["turns", str(s.get("n_turns"))],
         ["policies swept", str(s.get("n_policies"))],
         ["mean_frontier_latency_0_10", _ms(mfl)],
         ["hold filter (s)", f"[{s.get('min_hold_span_duration')}, {s.get('max_hold_span_duration')}]"],
-        ["score mode", str(s.get("score_mode")) + ("" if s.get("score_point_s") is None else f" @ {s['score_point_s']} s")],
+        ["score mode",
+         str(s.get("score_mode")) + ("" if s.get("score_point_s") is None else f" @ {s['score_point_s']} s")],
         ["AUC / AP (diagnostics only)", f"{num(s.get('auc'))} / {num(s.get('ap'))}"],
     ]  # fmt: skip
     rows += [[f"filtered.{k}", str(v)] for k, v in f.items() if k != "rule"]
@@ -145,16 +155,18 @@ def _spec003_table(s: Mapping[str, Any]) -> str:
             rows.append([_label(key), NO_DATA, "—", NO_DATA, NO_DATA, NO_DATA])
             continue
         sc, fc = e.get("score") or {}, e.get("false_cutoff") or {}
-        hang = ", ".join(f"> {b} ms {_pct(h.get('value'))} {_ci(h.get('interval'), _pct)}" for b, h in (e.get("hang_at_ms") or {}).items())
+        hang = ", ".join(f"> {b} ms {_pct(h.get('value'))} {_ci(h.get('interval'), _pct)}"
+                         for b, h in (e.get("hang_at_ms") or {}).items())
         med = sc.get("median_latency_ms")
         if med is None or not sc.get("median_latency_reached", True):
             med_txt = NOT_REACHED
         else:
             med_txt = f"{med:.0f} ms"
             if med < 0:  # signed: the first commit of most turns came before their end (a false cutoff)
-                med_txt += f" (most first commits came before the true end: {fc.get('count')} of {fc.get('n')} turns cut off)"
-        rows.append([_label(key), f"{_pct(fc.get('value'))} ({fc.get('count')}/{fc.get('n')})", _ci(fc.get("interval"), _pct),
-                     med_txt, hang, str(e.get("n_turns_without_eot_span"))])  # fmt: skip
+                med_txt += (f" (most first commits came before the true end: {fc.get('count')} of {fc.get('n')} "
+                            "turns cut off)")
+        rows.append([_label(key), f"{_pct(fc.get('value'))} ({fc.get('count')}/{fc.get('n')})",
+                     _ci(fc.get("interval"), _pct), med_txt, hang, str(e.get("n_turns_without_eot_span"))])  # fmt: skip
     rule = f'<p class="note">{esc(sp["rule"])}</p>' if "rule" in sp else ""
     rule += ('<p class="note">Spec 003\'s median latency is signed (statistics.median of commit - true end over the '
              "turns): a turn cut off in a pause commits before its end, so a policy picked for a tight latency budget, "
@@ -181,7 +193,8 @@ def frontier_curves(s: Mapping[str, Any], parquet: Path | None) -> tuple[list[Cu
         try:
             d = pq.read_table(parquet, columns=["policy_type", "cutoff_rate", "mean_latency", "is_pareto"]).to_pydict()
         except (OSError, ValueError, KeyError, pa.ArrowException) as exc:  # a broken file or one without these columns
-            raise InputError(f"{parquet}: cannot read the sweep table: {str(exc).splitlines()[0] if str(exc) else exc}") from None
+            raise InputError(
+                f"{parquet}: cannot read the sweep table: {str(exc).splitlines()[0] if str(exc) else exc}") from None
         table_rows = list(zip(d["policy_type"], d["cutoff_rate"], d["mean_latency"], d["is_pareto"]))
         if not rows:
             rows = sorted((float(c), float(m)) for t, c, m, p in table_rows if t == "model" and p)
@@ -233,18 +246,21 @@ def frontier_svg(detectors: Sequence[Detector], vad: Curve | None, title: str) -
             xs = [p[1] for p in d.frontier]
             ys = [p[0] * 100 for p in d.frontier]
             name = MODEL_FRONTIER if single else f"{d.label}: Pareto frontier"
-            ax.step(xs, ys, where="post", color=d.color, lw=1.6, marker="o", ms=2.6, label=f"{name} ({len(xs)} policies)")
+            ax.step(xs, ys, where="post", color=d.color, lw=1.6, marker="o", ms=2.6,
+                    label=f"{name} ({len(xs)} policies)")
         if not single and d.marks:  # several detectors: their picked points unlabelled (the forest below names them)
             ax.plot([m[2] for m in d.marks], [m[1] * 100 for m in d.marks], "D", ls="none", color=d.color, mec="#111",
                     mew=0.6, ms=5.5, zorder=5, label=f"{d.label}: picked operating points")
             continue
         for names, cut, lat in grouped_marks(d.marks):
             number += 1
-            ax.plot([lat], [cut * 100], "D", color=d.color, mec="#111", mew=0.6, ms=6, zorder=5, label=f"{number}: picked at {names}")
-            ax.annotate(str(number), (lat, cut * 100), xytext=(5, 4), textcoords="offset points", fontsize=7, fontweight="bold")
+            ax.plot([lat], [cut * 100], "D", color=d.color, mec="#111", mew=0.6, ms=6, zorder=5,
+                    label=f"{number}: picked at {names}")
+            ax.annotate(str(number), (lat, cut * 100), xytext=(5, 4), textcoords="offset points", fontsize=7,
+                        fontweight="bold")
     if vad is not None and vad.points:
-        ax.plot([p[1] for p in vad.points], [p[0] * 100 for p in vad.points], color="#7a869a", lw=1.0, ls="--", marker="s",
-                ms=2.5, label=vad.label)
+        ax.plot([p[1] for p in vad.points], [p[0] * 100 for p in vad.points], color="#7a869a", lw=1.0, ls="--",
+                marker="s", ms=2.5, label=vad.label)
     for pct in (2, 5, 10):
         ax.axhline(pct, color="#ccc", lw=0.6, ls=":", zorder=0)
     for sec in (0.3, 0.6):
@@ -273,17 +289,20 @@ def auc_note(s: Mapping[str, Any]) -> str | None:
 
 
 def marks_of(s: Mapping[str, Any]) -> tuple[tuple[str, float, float], ...]:
-    return tuple((_label(k), float(p["cutoff_rate"]), float(p["mean_latency"])) for k, p in _budget_rows(s) if isinstance(p, dict))
+    return tuple((_label(k), float(p["cutoff_rate"]), float(p["mean_latency"])) for k, p in _budget_rows(s)
+                 if isinstance(p, dict))
 
 
 def sweep_body(label: str, s: Mapping[str, Any], path: Path, color: str = COLORS[0], source_name: str = "") -> str:
     """An `eot sweep` summary.json: operating points, VAD baseline, counts, spec 003, frontier figure, signature."""
     curves, source = frontier_curves(s, path.parent / "sweep.parquet")
     has_model = bool(curves) and curves[0].label == MODEL_FRONTIER
-    fig = "" if has_model else '<p class="note">no model Pareto frontier: the summary carries none and no sweep.parquet is beside it</p>'
+    fig = "" if has_model else ('<p class="note">no model Pareto frontier: the summary carries none and no '
+                                'sweep.parquet is beside it</p>')
     if curves:
         vad_from = "sweep.parquet" if (path.parent / "sweep.parquet").is_file() else "the summary's vad_baseline points"
-        caption = (f"frontier from {source}; " if has_model else "") + f"VAD curve from {vad_from}; dotted lines: the budgets"
+        caption = (f"frontier from {source}; " if has_model else "") + (f"VAD curve from {vad_from}; dotted "
+                                                                        "lines: the budgets")
         det = Detector(label, color, curves[0].points if has_model else (), marks_of(s))
         vad = curves[-1] if curves[-1].label != MODEL_FRONTIER else None
         fig += ("<figure>" + frontier_svg([det], vad, f"{label}: false cutoffs against mean latency")
@@ -340,7 +359,8 @@ def _diff_estimate(d: Mapping[str, Any] | None, share: bool) -> Estimate | None:
     txt = f"{d['diff'] * scale:+.1f}{unit}"
     if isinstance(iv, list) and len(iv) == 2 and None not in iv:
         lo, hi = float(iv[0]), float(iv[1])
-        return Estimate(d["diff"] * k, lo * k, hi * k, f"{txt} [{lo * scale:+.1f}, {hi * scale:+.1f}], {d.get('n_pairs')} turns")
+        return Estimate(d["diff"] * k, lo * k, hi * k, f"{txt} [{lo * scale:+.1f}, {hi * scale:+.1f}], "
+                                                       f"{d.get('n_pairs')} turns")
     return Estimate(d["diff"] * k, text=f"{txt}, {d.get('n_pairs')} turns")
 
 
@@ -373,8 +393,8 @@ def operating_rows(points: Sequence[Mapping[str, Any] | None], intervals: Sequen
             e = (d or {}).get(key) if isinstance(d, Mapping) else None
             dvals.append(_diff_estimate((e or {}).get("mean_latency_diff" if lat else "cutoff_rate_diff"), not lat))
         if any(v is not None for v in vals) or any(v is not None for v in dvals):
-            rows.append(ForestRow("at a false-cutoff budget" if lat else "at a latency budget", label, "ms" if lat else "share",
-                                  LOWER, tuple(vals), tuple(dvals)))
+            rows.append(ForestRow("at a false-cutoff budget" if lat else "at a latency budget", label,
+                                  "ms" if lat else "share", LOWER, tuple(vals), tuple(dvals)))
     return rows
 
 
@@ -383,7 +403,8 @@ def compare_body(label: str, c: Mapping[str, Any], colors: Sequence[str] = COLOR
     table, each side's operating point, the pairing and the signature."""
     rows = []
     for key, e in (c.get("budgets") or {}).items():
-        cd, ld = _diff_cells(e.get("cutoff_rate_diff"), 100, " pts"), _diff_cells(e.get("mean_latency_diff"), 1000, " ms")
+        cd, ld = _diff_cells(e.get("cutoff_rate_diff"), 100, " pts"), _diff_cells(
+            e.get("mean_latency_diff"), 1000, " ms")
         rows.append([_label(key), _side(e.get("a")), _side(e.get("b")), cd[0], cd[1], ld[0], ld[1], cd[2] or ld[2],
                      e.get("reason") or ""])  # fmt: skip
     pr = c.get("pairing") or {}
@@ -393,19 +414,21 @@ def compare_body(label: str, c: Mapping[str, Any], colors: Sequence[str] = COLOR
     modes = c.get("score_mode")
     if isinstance(modes, Mapping):
         note += f"; score mode A {modes.get('a')}, B {modes.get('b')}"
-    head = ["budget", "A operating point", "B operating point", "false cutoffs B - A", "95% CI", "mean latency B - A", "95% CI",
-            "pairs (turns)", "reason"]  # fmt: skip
+    head = ["budget", "A operating point", "B operating point", "false cutoffs B - A", "95% CI", "mean latency B - A",
+            "95% CI", "pairs (turns)", "reason"]  # fmt: skip
     names = [str(c.get("a")), str(c.get("b"))]
     budgets = c.get("budgets") or {}
     pts = [{k: (e or {}).get(side) for k, e in budgets.items()} for side in ("a", "b")]
     forest = forest_html(names, colors, 0, operating_rows(pts, [{}, {}], [None, budgets]),
-                         "Each side's own operating point per budget; right: B - A with the paired bootstrap over whole "
-                         "turns (policies held fixed).")
+                         "Each side's own operating point per budget; right: B - A with the paired "
+                         "bootstrap over whole turns (policies held fixed).")
     fr = c.get("frontier") if isinstance(c.get("frontier"), Mapping) else None
     fig = ""
     if fr:
-        dets = [Detector(n, colors[k % len(colors)], tuple((float(r["cutoff_rate"]), float(r["mean_latency"])) for r in fr.get(side) or []),
-                         tuple((_label(key), float(p["cutoff_rate"]), float(p["mean_latency"])) for key, p in pt.items() if isinstance(p, Mapping)))
+        dets = [Detector(n, colors[k % len(colors)],
+                         tuple((float(r["cutoff_rate"]), float(r["mean_latency"])) for r in fr.get(side) or []),
+                         tuple((_label(key), float(p["cutoff_rate"]), float(p["mean_latency"]))
+                               for key, p in pt.items() if isinstance(p, Mapping)))
                 for k, (n, side, pt) in enumerate(zip(names, ("a", "b"), pts))]  # fmt: skip
         fig = ("<figure>" + frontier_svg(dets, None, f"{names[0]} and {names[1]}: Pareto frontiers on the common spans")
                + "</figure>")
@@ -426,13 +449,17 @@ def eot_summary(labels: Sequence[str], colors: Sequence[str], sweeps: Sequence[t
         dets.append(Detector(labels[k], colors[k % len(colors)], model, marks_of(s)))
         if vad is None and curves and curves[-1].label != MODEL_FRONTIER:
             vad = curves[-1]
-    fig = "<figure>" + frontier_svg(dets, vad, "Every detector's Pareto frontier, false cutoffs against mean latency") + "</figure>"
-    rows = operating_rows([s.get("operating_points", {}) | (s.get("cutoff_at_latency_budget") or {}) for s, _ in sweeps],
+    fig = ("<figure>" + frontier_svg(dets, vad, "Every detector's Pareto frontier, false cutoffs against mean latency")
+           + "</figure>")
+    rows = operating_rows([s.get("operating_points", {}) | (s.get("cutoff_at_latency_budget") or {})
+                           for s, _ in sweeps],
                           [s.get("intervals") or {} for s, _ in sweeps], diffs)
     has_diff = any(d is not None for d in diffs)
     forest = forest_html(labels, colors, baseline if has_diff else None, rows,
-                         "Each detector's own operating point per budget with the 95% bootstrap interval over whole turns "
-                         "(policy held fixed)" + ("; right: the paired difference from the compare file." if has_diff else "."))
-    notes = "".join(f'<p class="lead">{esc(lb)}: {esc(n)}</p>' for lb, (s, _) in zip(labels, sweeps) if (n := auc_note(s)))
+                         "Each detector's own operating point per budget with the 95% bootstrap interval over "
+                         "whole turns (policy held fixed)"
+                         + ("; right: the paired difference from the compare file." if has_diff else "."))
+    notes = "".join(f'<p class="lead">{esc(lb)}: {esc(n)}</p>' for lb, (s, _) in zip(labels, sweeps)
+                    if (n := auc_note(s)))
     return ('<section class="card" id="summary"><h2>Which detector is better, and how sure are we?</h2>'
             + fig + forest + notes + "</section>")

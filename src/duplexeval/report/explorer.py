@@ -77,7 +77,8 @@ class Item:
             "spans": [list(s) for s in self.spans], "said": [list(s) for s in self.said],
             "chats": [[who, [list(t) for t in turns]] for who, turns in self.chats],
             "fields": {"head": self.field_head, "rows": [[n, v] for n, v in self.field_rows]},
-            "text": " ".join([self.title, self.group, *(f"{v.outcome} {v.why}" for v in self.verdicts), self.text]).lower(),
+            "text": " ".join(
+                [self.title, self.group, *(f"{v.outcome} {v.why}" for v in self.verdicts), self.text]).lower(),
         }  # fmt: skip
 
 
@@ -93,21 +94,24 @@ def _card(item: Item, systems: Sequence[str], colors: Sequence[str]) -> str:
         c = colors[v.sys % len(colors)] if v.sys >= 0 else "#7a869a"
         who = esc(systems[v.sys]) if v.sys >= 0 and len(systems) > 1 else ""
         heads.append(
-            f'<span class="v" id="{esc(v.anchor)}" data-sys="{v.sys}" data-outcome="{esc(v.outcome)}" data-verdict="{esc(v.cls)}" '
-            f'title="{esc(v.why)}">'
+            f'<span class="v" id="{esc(v.anchor)}" data-sys="{v.sys}" data-outcome="{esc(v.outcome)}" '
+            f'data-verdict="{esc(v.cls)}" title="{esc(v.why)}">'
             f'<i class="dot" style="background:{c}" title="{esc(systems[v.sys] if v.sys >= 0 else "")}"></i>'
             + (f'<span class="who">{who}</span>' if who else "")
-            + f'<span class="pill v-{esc(v.cls)}">{esc(humanize(v.outcome))}</span><span class="why">{esc(v.why)}</span></span>'
+            + f'<span class="pill v-{esc(v.cls)}">{esc(humanize(v.outcome))}</span><span '
+              f'class="why">{esc(v.why)}</span></span>'
         )
     t = f'<span class="T">{item.T:.1f} s</span>' if item.T is not None else ""
     compact = " compact" if len(systems) > 2 else ""
-    return (f'<article class="smp{compact}" id="{esc(item.id)}" data-group="{esc(item.group)}"><h4><span class="kt"><span class="key">{esc(item.title)}</span>{t}</span>'
+    return (f'<article class="smp{compact}" id="{esc(item.id)}" data-group="{esc(item.group)}"><h4><span '
+            f'class="kt"><span class="key">{esc(item.title)}</span>{t}</span>'
             + "".join(heads) + '</h4><div class="body"></div></article>')
 
 
 def _options(name: str, everything: str, values: Iterable[tuple[str, str]]) -> str:
     opts = "".join(f'<option value="{esc(v)}">{esc(t)}</option>' for v, t in values)
-    return f'<select data-filter="{name}" aria-label="{esc(everything)}"><option value="">{esc(everything)}</option>{opts}</select>'
+    return (f'<select data-filter="{name}" aria-label="{esc(everything)}"><option '
+            f'value="">{esc(everything)}</option>{opts}</select>')
 
 
 def explorer_html(items: Sequence[Item], systems: Sequence[str], colors: Sequence[str], group_name: str,
@@ -122,7 +126,8 @@ def explorer_html(items: Sequence[Item], systems: Sequence[str], colors: Sequenc
     if len(systems) > 1:
         tools.append(_options("system", "every system", [(str(k), s) for k, s in enumerate(systems)]))
     tools.append('<input type="search" placeholder="search: id, words, outcome, why" aria-label="search">')
-    tools.append('<button type="button" data-act="open">open all shown</button><button type="button" data-act="close">close all</button>')
+    tools.append('<button type="button" data-act="open">open all shown</button><button type="button" '
+                 'data-act="close">close all</button>')
     tools.append('<span class="count"></span>')
     columns = ""
     if len(systems) > 2:  # closed cards show one column per system: name the columns once, above them
@@ -132,7 +137,8 @@ def explorer_html(items: Sequence[Item], systems: Sequence[str], colors: Sequenc
     return ('<div class="explorer card"><div class="tools">' + "".join(tools) + "</div>"
             + (f'<p class="note">{esc(note)}</p>' if note else "") + columns
             + '<p class="note loading">Reading the per-sample data…</p>'
-            + '<noscript><p class="note">The timelines, audio and filters need JavaScript; every outcome is listed below.</p></noscript>'
+            + '<noscript><p class="note">The timelines, audio and filters need JavaScript; every outcome is listed '
+              'below.</p></noscript>'
             + "".join(_card(i, systems, colors) for i in items) + "</div>")
 
 
@@ -152,8 +158,10 @@ class PageData:
         """The blob (gzip, fixed mtime, base64) and the audio elements; nothing when there are no cards."""
         if not self.items:
             return ""
-        raw = json.dumps({"items": self.items, "legend": self.legend}, separators=(",", ":"), sort_keys=True).encode("utf-8")
+        raw = json.dumps({"items": self.items, "legend": self.legend}, separators=(",", ":"),
+                         sort_keys=True).encode("utf-8")
         blob = base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
-        audio = "".join(f'<script type="text/plain" id="{esc(k)}" data-type="{esc(t)}">{base64.b64encode(b).decode("ascii")}</script>'
+        audio = "".join(f'<script type="text/plain" id="{esc(k)}" '
+                        f'data-type="{esc(t)}">{base64.b64encode(b).decode("ascii")}</script>'
                         for k, (t, b) in sorted(self.audio.items()))
         return f'<script type="application/octet-stream" id="dx-data">{blob}</script>{audio}'

@@ -47,7 +47,8 @@ def _value(m: dict[str, Any] | None) -> Estimate | None:
             return Estimate(None, text=f"not reached (n={n})" if n else "no data (n=0)")
         lo, hi = (m.get("median_interval") or [None, None])[:2]
         iv = f" [{_num(lo, 2)}, {'n/r' if hi is None else _num(hi, 2)}]" if lo is not None else ""
-        return Estimate(float(m["median"]), lo, hi, f"{m['median']:.2f} s{iv} (n={n})", hi_open=lo is not None and hi is None)
+        return Estimate(float(m["median"]), lo, hi, f"{m['median']:.2f} s{iv} (n={n})",
+                        hi_open=lo is not None and hi is None)
     if m.get("value") is None:
         return Estimate(None, text=f"no data (0/{m.get('n', 0)})")
     lo, hi = (m.get("interval") or [None, None])[:2]
@@ -64,7 +65,8 @@ def _diff(m: dict[str, Any] | None, unit: str) -> Estimate | None:
     iv = m.get("interval") or [None, None]
     lo, hi = iv[0], iv[1]
     scale, u = (100, " pts") if unit == "share" else (1, " s")
-    txt = f"{m['diff'] * scale:+.1f}{u} [" + ", ".join("n/r" if x is None else f"{x * scale:+.1f}" for x in (lo, hi)) + f"], {m['n_pairs']} pairs"
+    txt = (f"{m['diff'] * scale:+.1f}{u} [" + ", ".join("n/r" if x is None else f"{x * scale:+.1f}" for x in (lo, hi))
+           + f"], {m['n_pairs']} pairs")
     if m.get("mcnemar"):
         txt += f", McNemar p={m['mcnemar']['p_value']:.3g}"
     return Estimate(float(m["diff"]), lo, hi, txt, hi_open=lo is not None and hi is None)
@@ -157,9 +159,11 @@ def _counts_line(trees: Sequence[ScoredTree], lineup: Lineup, subset: str) -> st
 
 
 def _reference(trees: Sequence[ScoredTree], labels: Sequence[str], subset: str) -> str:
-    """The official numbers from summary.json (value ± std (n)), for each tree whose summary has the same input hashes."""
+    """The official numbers from summary.json (value ± std (n)), for each tree whose summary has the same input
+    hashes."""
     refs = [load_reference(t.root, t.manifest_sha256, t.asr_sha256) for t in trees]
-    notes = "".join(f'<p class="note">{esc(lb)}: {esc(r.message)}</p>' for lb, r in zip(labels, refs) if r.subsets is None)
+    notes = "".join(f'<p class="note">{esc(lb)}: {esc(r.message)}</p>' for lb, r in zip(labels, refs)
+                    if r.subsets is None)
     blocks = [(r.subsets or {}).get(subset) for r in refs]
     blocks = [b if isinstance(b, dict) else None for b in blocks]
     names: list[str] = []
@@ -185,15 +189,19 @@ def _reference(trees: Sequence[ScoredTree], labels: Sequence[str], subset: str) 
     heads = ["official metric"]
     for lb, b in zip(labels, blocks):
         judge = ((b or {}).get("judge") or {}).get("label")
-        heads.append(f"{lb}" + (f" ({b.get('n_evaluated', '?')} evaluated" + (f"; judge: {judge})" if judge else ")") if b else ""))
+        heads.append(f"{lb}"
+                     + (f" ({b.get('n_evaluated', '?')} evaluated" + (f"; judge: {judge})" if judge else ")") if b
+                        else ""))
     heads.append("note")
-    return "<h4>Reference column: official rules (summary.json, same manifest.json and asr.json)</h4>" + table(heads, rows) + notes
+    return ("<h4>Reference column: official rules (summary.json, same manifest.json and asr.json)</h4>"
+            + table(heads, rows) + notes)
 
 
 def _figures(trees: Sequence[ScoredTree], lineup: Lineup, subset: str, task: str) -> str:
     """The task's summary figures of one subset (`RenderRules.figures`), from each tree's rows, with their captions."""
     series = [(lb, list(t.rows.get(subset, {}).values())) for lb, t in zip(lineup.labels, trees)]
-    return "".join(f"<figure>{f.svg}" + (f"<figcaption>{esc(f.caption)}</figcaption>" if f.caption else "") + "</figure>"
+    return "".join(f"<figure>{f.svg}" + (f"<figcaption>{esc(f.caption)}</figcaption>" if f.caption else "")
+                   + "</figure>"
                    for f in get_task(task).render.figures(series, lineup.colors))
 
 
@@ -207,7 +215,8 @@ def comparison_html(comp: dict[str, Any], labels: Sequence[str] | None = None) -
         out.append(f"<h4>A = {esc(names[c['a']])}, B = {esc(names[c['b']])}</h4>")
         for subset, block in c["subsets"].items():
             out.append(f"<p><b>{esc(subset)}</b> <span class=\"note\">{esc(pairing_line(block))}</span></p>")
-            rows = [[n + (" median" if m["kind"] == "median" else ""), *metric_cells(m)] for n, m in block["metrics"].items()]
+            rows = [[n + (" median" if m["kind"] == "median" else ""), *metric_cells(m)]
+                    for n, m in block["metrics"].items()]
             out.append(table(["metric", "A", "B", "B - A", "95% interval", "pairs", "McNemar A-only/B-only"], rows))
     out.append(signature_line(comp["signature"]["compact"]))
     return "".join(out)
@@ -232,7 +241,8 @@ def compare_file_body(label: str, comp: dict[str, Any]) -> str:
         if any(d is not None for d in diffs):
             rows.append(ForestRow(group_name(subset), mlabel, unit, better, tuple(vals), tuple(diffs)))
     head = (f'<section class="card"><h2>{esc(label)}: which system is better than {esc(names[base])}?</h2>'
-            + forest_html(names, COLORS, base, rows, "Paired differences from the file (its own values are in the tables below).")
+            + forest_html(names, COLORS, base, rows, "Paired differences from the file (its own values are in the "
+                                                     "tables below).")
             + "</section>")
     return head + '<section class="card">' + comparison_html(comp) + "</section>"
 
@@ -244,7 +254,8 @@ def _signatures(trees: Sequence[ScoredTree], labels: Sequence[str]) -> str:
     return "".join(signature_line(f"{lb}: {c}") for lb, c in zip(labels, lines))
 
 
-def fdb_body(trees: Sequence[ScoredTree], lineup: Lineup, items: Sequence[Item], explorer_note: str = "") -> tuple[str, list[tuple[str, str]]]:
+def fdb_body(trees: Sequence[ScoredTree], lineup: Lineup, items: Sequence[Item],
+             explorer_note: str = "") -> tuple[str, list[tuple[str, str]]]:
     """The whole FDB report body and its section menu; `items` are the explorer's cards (samples.fdb_items)."""
     labels = lineup.labels
     baseline = lineup.baseline if lineup.baseline is not None else 0
@@ -265,10 +276,10 @@ def fdb_body(trees: Sequence[ScoredTree], lineup: Lineup, items: Sequence[Item],
     nav = [("summary", "summary"), *((f"subset-{s}", group_name(s)) for s in subsets), ("samples", "samples"),
            ("provenance", "provenance")]
     rows = forest_rows(trees, comp, baseline)
-    caption = ("Left: each system's value with its 95% interval (Wilson for shares, bootstrap for medians; a dashed bar "
-               "runs on where the upper end is not reached). Right: the system minus the baseline on the samples both "
-               "can be scored on, with the paired bootstrap interval; 'better' or 'worse' when that interval excludes "
-               "0. Hover a dot for the exact numbers.")
+    caption = ("Left: each system's value with its 95% interval (Wilson for shares, bootstrap for medians; "
+               "a dashed bar runs on where the upper end is not reached). Right: the system minus the baseline on the "
+               "samples both can be scored on, with the paired bootstrap interval; 'better' or 'worse' when that "
+               "interval excludes 0. Hover a dot for the exact numbers.")
     if len(trees) > 1 and comp is None:
         caption += f" No paired differences: {why_not}"
     parts = ['<section class="card" id="summary"><h2>Which system is better, and how sure are we?</h2>'
@@ -285,16 +296,19 @@ def fdb_body(trees: Sequence[ScoredTree], lineup: Lineup, items: Sequence[Item],
         parts.append(_counts_line(trees, lineup, subset))
         scored = get_task(task).scored
         if not scored:
-            parts.append(f'<p class="note">Counted only: no unified metric; {esc(get_task(task).render.counted_note)}.</p>')
+            parts.append('<p class="note">Counted only: no unified metric; '
+                         f'{esc(get_task(task).render.counted_note)}.</p>')
         parts.append(_figures(trees, lineup, subset, task))
         numbers = _counts_table(trees, labels, subset)
         if scored:
             numbers += _metrics_table(trees, labels, subset)
         numbers += _reference(trees, labels, subset)
-        parts.append(f"<details><summary>All numbers of {esc(subset)}</summary>{numbers}{_signatures(trees, labels)}</details>")
+        parts.append("<details><summary>All numbers of "
+                     f"{esc(subset)}</summary>{numbers}{_signatures(trees, labels)}</details>")
         parts.append("</section>")
     if comp is not None:
-        parts.append(f'<section class="card"><details><summary>Paired comparison tables</summary>{comparison_html(comp, labels)}'
+        parts.append('<section class="card"><details><summary>Paired comparison '
+                     f'tables</summary>{comparison_html(comp, labels)}'
                      "</details></section>")
     parts.append('<h2 id="samples">Samples</h2>')
     parts.append(explorer_html(items, labels, lineup.colors, "subset", explorer_note))

@@ -11,9 +11,9 @@ import numpy as np
 from duplexeval.report import svg
 from duplexeval.report.svg import COLORS
 
-CURVE_CAPTION = ("F(t): the share of samples that responded within t. The bar at the right edge is the share that never "
-                 "responded in the window; dots mark the 1, 2 and 5 s rates, a diamond the median (none when F never "
-                 "reaches 1/2).")
+CURVE_CAPTION = ("F(t): the share of samples that responded within t. The bar at the right edge is the "
+                 "share that never responded in the window; dots mark the 1, 2 and 5 s rates, a diamond the median "
+                 "(none when F never reaches 1/2).")
 
 
 def response_curve(title: str, series: Sequence[tuple[str, Sequence[float | None]]], horizon: float | None = None,
@@ -43,7 +43,8 @@ def response_curve(title: str, series: Sequence[tuple[str, Sequence[float | None
             ax.plot([lat[rank - 1]], [rank / n], "D", color=c, ms=5)
         never = 1 - lat.size / n
         x0 = xmax * (1.015 + 0.025 * k)
-        ax.bar([x0], [never], bottom=[lat.size / n], width=xmax * 0.02, color=c, alpha=0.45, align="edge", clip_on=False)
+        ax.bar([x0], [never], bottom=[lat.size / n], width=xmax * 0.02, color=c, alpha=0.45, align="edge",
+               clip_on=False)
     for t in (1, 2, 5):
         ax.axvline(t, color="#ccc", lw=0.6, zorder=0)
     ax.axhline(0.5, color="#ccc", lw=0.6, ls="--", zorder=0)
@@ -113,6 +114,7 @@ def stop_latencies(series: Sequence[tuple[str, Sequence[float | None]]], colors:
     ax.set_yticks(range(len(series)), [label for label, _ in series])
     ax.invert_yaxis()
     ax.set_xlim(0, xmax * 1.02)
-    ax.set_title("How long did each system keep talking after the user cut in?", fontsize=9, loc="left", fontweight="bold")
+    ax.set_title("How long did each system keep talking after the user cut in?", fontsize=9, loc="left",
+                 fontweight="bold")
     ax.set_xlabel("stop latency (s) of exercised samples; | = median; grey at the right = no observed stop")
     return svg.to_svg(fig)

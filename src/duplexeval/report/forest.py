@@ -163,7 +163,8 @@ def _strip(points: Sequence[tuple[int, Estimate | None]], scale: _Scale, colors:
             x2 = 100 - _PAD if p.hi_open or p.hi is None else scale(p.hi)
             dash = ' stroke-dasharray="3 2"' if p.hi_open else ""
             parts.append(f'<line x1="{x1}%" x2="{x2}%" y1="{y}" y2="{y}" stroke="{wc}" stroke-width="2"{dash}/>')
-        cls = f' class="{v}" stroke-width="2.2"' if row is not None and v != UNCLEAR else ' stroke="#fff" stroke-width="1"'
+        cls = (f' class="{v}" stroke-width="2.2"' if row is not None and v != UNCLEAR
+               else ' stroke="#fff" stroke-width="1"')
         cx = scale(p.value)
         parts.append(f'<circle cx="{cx}%" cy="{y}" r="4.2" fill="{c}"{cls}><title>{esc(title)}</title></circle>')
         if row is not None and v != UNCLEAR:  # say it in words too: colour alone is not enough
@@ -240,8 +241,8 @@ def forest_html(systems: Sequence[str], colors: Sequence[str], baseline: int | N
                 grid.append(f'<div class="fg">{esc(group)}</div>')
             better = {LOWER: "lower is better", HIGHER: "higher is better"}.get(r.better, "")
             grid.append(f'<div class="fl">{esc(r.label)}' + (f"<small>{better}</small>" if better else "") + "</div>")
-            grid.append("<div>" + _strip(list(enumerate(r.values)), vs, colors, systems, len(systems), vgrid, False, None,
-                                         skip_none=bool(empty)) + "</div>")
+            grid.append("<div>" + _strip(list(enumerate(r.values)), vs, colors, systems, len(systems), vgrid, False,
+                                         None, skip_none=bool(empty)) + "</div>")
             if has_diff:
                 pts = [(k, r.diffs[k] if k < len(r.diffs) else None) for k in others]
                 grid.append("<div>" + _strip(pts, ds, colors, systems, len(systems), dgrid, True, r) + "</div>")
@@ -267,8 +268,9 @@ def _scoreboard(systems: Sequence[str], colors: Sequence[str], baseline: int, ro
         n = sum(tally.values())
         if not n:
             continue
-        cells.append(f'<div><span class="dot" style="background:{colors[k % len(colors)]}"></span> <b>{esc(systems[k])}</b> '
-                     f'vs {esc(systems[baseline])}: <span class="w">better on {tally[WIN]}</span>, '
-                     f'<span class="l">worse on {tally[LOSS]}</span>, <span class="u">not clearly different on {tally[UNCLEAR]}</span> '
+        cells.append(f'<div><span class="dot" style="background:{colors[k % len(colors)]}"></span> '
+                     f'<b>{esc(systems[k])}</b> vs {esc(systems[baseline])}: <span class="w">better on '
+                     f'{tally[WIN]}</span>, <span class="l">worse on {tally[LOSS]}</span>, <span class="u">not clearly '
+                     f'different on {tally[UNCLEAR]}</span> '
                      f"of {n}</div>")
     return f'<div class="score">{"".join(cells)}</div>' if cells else ""

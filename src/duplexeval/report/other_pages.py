@@ -53,8 +53,9 @@ def controller_compare_body(label: str, rep: dict[str, Any]) -> str:
         rows.append([name, _text(m.get("a")), _text(m.get("b")), _text(m.get("diff_b_minus_a")),
                      "—" if ci is None else f"[{ci[0]:+.4g}, {ci[1]:+.4g}]", _text(m.get("resamples_skipped"))])
     return (f"<h2>{esc(label)}</h2>" + _sig(rep)
-            + f"<p class=\"note\">A = {esc((rep.get('a') or {}).get('path'))}, B = {esc((rep.get('b') or {}).get('path'))}; "
-            f"{esc(em.get('clips'))} clips in {esc(em.get('groups'))} groups; {esc(em.get('method'))}</p>"
+            + f"<p class=\"note\">A = {esc((rep.get('a') or {}).get('path'))}, B = "
+            f"{esc((rep.get('b') or {}).get('path'))}; {esc(em.get('clips'))} clips in {esc(em.get('groups'))} groups; "
+            f"{esc(em.get('method'))}</p>"
             + table(["metric", "A", "B", "B - A", "95% interval", "resamples skipped"], rows))
 
 

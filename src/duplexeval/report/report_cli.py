@@ -16,12 +16,22 @@ if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
 
 
 def report_command(
-    paths: list[Path] = typer.Argument(..., help="Scored FDB trees (folders), or report JSON files: controller evaluate/compare, eot score, eot sweep summary.json, eot compare, fdb compare."),
+    paths: list[Path] = typer.Argument(..., help="Scored FDB trees (folders), or report JSON files: controller "
+                                                 "evaluate/compare, eot score, eot sweep summary.json, eot compare, "
+                                                 "fdb compare."),
     out: Path = typer.Option(Path("report.html"), "--out", help="Where to write the HTML page."),
-    label: list[str] | None = typer.Option(None, "--label", help="A system's name on the page, one per input in order (repeat it); default: the system spec."),
-    baseline: str | None = typer.Option(None, "--baseline", help="The system the others are compared with: a label, folder or system name (default: the first input)."),
-    audio: str = typer.Option("auto", "--audio", help="auto (inline up to 30 min of audio, else link), inline (Ogg Vorbis inside the page), link (players point at the trees' and dataset's WAV files, relative to the page) or none."),
-    dataset: str | None = typer.Option(None, "--dataset", help="The dataset the trees were exported from (folder, or 'demo'), for the user's input waveform and audio; demo trees find it by themselves."),
+    label: list[str] | None = typer.Option(None, "--label",
+                                           help="A system's name on the page, one per input in order (repeat it); "
+                                                "default: the system spec."),
+    baseline: str | None = typer.Option(None, "--baseline",
+                                        help="The system the others are compared with: a label, folder or system name "
+                                             "(default: the first input)."),
+    audio: str = typer.Option("auto", "--audio", help="auto (inline up to 30 min of audio, else link), inline (Ogg "
+                                                      "Vorbis inside the page), link (players point at the trees' and "
+                                                      "dataset's WAV files, relative to the page) or none."),
+    dataset: str | None = typer.Option(None, "--dataset", help="The dataset the trees were exported from (folder, or "
+                                                               "'demo'), for the user's input waveform and audio; demo "
+                                                               "trees find it by themselves."),
     jobs: int = jobs_option(0, "Processes reading and encoding the samples"),
 ) -> None:
     """One self-contained HTML page (inline CSS, SVG and script; no network) made from the files only."""
@@ -36,7 +46,8 @@ def show_command(
     sample: str = typer.Argument(..., help="The sample as SUBSET/ID, e.g. candor_turn_taking/3."),
     out: Path | None = typer.Option(None, "--out", help="PNG to write (default: SUBSET-ID.png here)."),
     dataset: str | None = typer.Option(
-        None, "--dataset", help="The dataset the tree was exported from (folder, or 'demo'), to draw the input waveform too."
+        None, "--dataset", help="The dataset the tree was exported from (folder, or 'demo'), to draw the input "
+                                "waveform too."
     ),
 ) -> None:
     """Draw one sample's timeline (output envelope, VAD, ASR words, annotation marks, outcome) as a PNG."""
@@ -59,7 +70,8 @@ def show_command(
     if entry is None:
         raise InputError(f"{tree}: sample {sample} is not in manifest.json")
     asr = scored.asr.samples.get(entry.key)
-    view = load_view(open_sample(scored.root, entry, asr.output_json if asr else None), scored.rows.get(subset, {}).get(sid))
+    view = load_view(open_sample(scored.root, entry, asr.output_json if asr else None),
+                     scored.rows.get(subset, {}).get(sid))
     audio = None
     if dataset is not None:
         from duplexeval.fdb.selection import resolve_dataset
@@ -71,7 +83,8 @@ def show_command(
             raise InputError(f"--dataset {dataset}: has no sample {sample}")
         problem = dataset_mismatch(match[0], entry.dir(scored.root), entry.T)
         if problem is not None:
-            raise InputError(f"--dataset {dataset}: sample {sample}: {problem}; the tree was not made from this dataset")
+            raise InputError(
+                f"--dataset {dataset}: sample {sample}: {problem}; the tree was not made from this dataset")
         audio = match[0].read_input_16k()
     path = show_png(view, out, audio)
     typer.echo(f"{path}: {sample}: {view.outcome}")

@@ -108,7 +108,8 @@ def _same_input(entries: Sequence[SampleEntry]) -> bool:
     return all(e.T == first.T and (not ann or e.files.get(ann) == first.files.get(ann)) for e in entries)
 
 
-def fdb_items(trees: Sequence[ScoredTree], lineup: Lineup, ev: FdbEvidence, audio_ref: dict[tuple[Any, ...], str]) -> list[Item]:
+def fdb_items(trees: Sequence[ScoredTree], lineup: Lineup, ev: FdbEvidence,
+              audio_ref: dict[tuple[Any, ...], str]) -> list[Item]:
     """One card per sample key (per tree when the trees' inputs differ there), worst first within each subset.
 
     `audio_ref` maps ("in", subset, id) and ("out", k, subset, id) to the player's source ("#element-id" or a URL).

@@ -1,7 +1,8 @@
 """One sample's timeline: output waveform envelope, VAD segments, ASR words, annotation marks and outcome.
 
 `load_view` reads the sample's files through its `OpenedSample` (output.wav, output.json, the annotation, each
-hash-checked) and takes its unified row; the HTML report's explorer draws that in the browser, `draw` puts it on matplotlib axes for
+hash-checked) and takes its unified row; the HTML report's explorer draws that in the browser, `draw` puts it on
+matplotlib axes for
 `fdb show`'s PNG (with the dataset's input waveform above when the dataset is given).
 """
 

@@ -62,7 +62,8 @@ class ClipLine(Record):
             raise fail(f"unknown field(s) {', '.join(unknown)} (put free-form data under 'extra')")
         return data
 
-    sample_of: ClassVar[Any] = staticmethod(lambda raw, loc: f"clip {raw['id']}" if isinstance(raw, dict) and loc else None)
+    sample_of: ClassVar[Any] = staticmethod(
+        lambda raw, loc: f"clip {raw['id']}" if isinstance(raw, dict) and loc else None)
 
     @classmethod
     def explain(cls, raw: Any, loc: tuple[Any, ...], err: dict[str, Any]) -> str | None:

@@ -79,8 +79,10 @@ class AnnotationList(RootModel[Any]):
         key = loc[1]
         if key == "timestamp":
             if err["type"] == "missing":
-                hint = " (found 'timestamps'; v1.0 files use 'timestamp')" if isinstance(item, dict) and "timestamps" in item else ""
-                return f"{label} needs 'timestamp': [start, end] with two finite numbers; item {i} has no 'timestamp'{hint}"
+                hint = (" (found 'timestamps'; v1.0 files use 'timestamp')"
+                        if isinstance(item, dict) and "timestamps" in item else "")
+                return (f"{label} needs 'timestamp': [start, end] with two finite numbers; item {i} has no "
+                        f"'timestamp'{hint}")
             ts = item.get("timestamp") if isinstance(item, dict) else None
             if isinstance(ts, list) and any(_out_of_range(v) for v in ts):
                 return f"{label} 'timestamp' {ts!r} is outside the accepted range (|t| <= {MAX_TIME_S:g} s)"
@@ -127,7 +129,8 @@ class OutputJson(OpenRecord):
     @classmethod
     def explain(cls, raw: Any, loc: tuple[Any, ...], err: dict[str, Any]) -> str | None:
         if loc == () or (loc == ("chunks",) and err["type"] == "missing"):
-            return "transcript must be a JSON object with 'text' and 'chunks'" if loc == () else "'chunks' must be a list"
+            return ("transcript must be a JSON object with 'text' and 'chunks'" if loc == ()
+                    else "'chunks' must be a list")
         if loc == ("chunks",):
             return "'chunks' must be a list"
         if len(loc) < 2 or loc[0] != "chunks" or not isinstance(loc[1], int):
@@ -321,7 +324,8 @@ class ManifestFile(OpenRecord):
         if data.get("kind") != MANIFEST_KIND:
             raise fail(f"'kind' must be {MANIFEST_KIND!r}, got {data.get('kind')!r}")
         if data.get("schema_version") != MANIFEST_SCHEMA_VERSION:
-            raise fail(f"unsupported schema_version {data.get('schema_version')!r} (this version reads {MANIFEST_SCHEMA_VERSION})")
+            raise fail(f"unsupported schema_version {data.get('schema_version')!r} (this version reads "
+                       f"{MANIFEST_SCHEMA_VERSION})")
         return data
 
 
@@ -399,6 +403,6 @@ class AsrFile(OpenRecord):
 
 
 __all__ = [
-    "AnnotationList", "AsrFile", "AsrSampleRecord", "Chunk", "DatasetInfo", "ManifestFile", "ManifestSample", "OutputJson",
-    "SynthDatasetFile", "Timestamp", "id_problem", "subset_problem",
+    "AnnotationList", "AsrFile", "AsrSampleRecord", "Chunk", "DatasetInfo", "ManifestFile", "ManifestSample",
+    "OutputJson", "SynthDatasetFile", "Timestamp", "id_problem", "subset_problem",
 ]

@@ -102,18 +102,24 @@ class SubsetTable(Mapping[str, SubsetInfo]):
 
 # The built-in rows: Full-Duplex-Bench v1.0's five subsets and their published sizes, then v1.5's four.
 SUBSETS = SubsetTable((
-    SubsetInfo("candor_pause_handling", "pause_handling", "pause.json", 216, "pause (candor)", "pause handling, candor"),
+    SubsetInfo("candor_pause_handling", "pause_handling", "pause.json", 216, "pause (candor)",
+               "pause handling, candor"),
     SubsetInfo("synthetic_pause_handling", "pause_handling", "pause.json", 137, "pause (synthetic)",
                "pause handling, synthetic"),
-    SubsetInfo("candor_turn_taking", "smooth_turn_taking", "turn_taking.json", 119, "turn-taking", "turn-taking, candor"),
+    SubsetInfo("candor_turn_taking", "smooth_turn_taking", "turn_taking.json", 119, "turn-taking",
+               "turn-taking, candor"),
     SubsetInfo("synthetic_user_interruption", "user_interruption", "interrupt.json", 200, "interruption",
                "user interruption, synthetic"),
     SubsetInfo("icc_backchannel", "backchannel", None, 55, "backchannel", "backchannel, icc"),
     # Full-Duplex-Bench v1.5's four overlap scenarios (one task, `overlap`) and their published sizes.
-    SubsetInfo("user_interruption", "overlap", "metadata.json", 200, "v1.5 interruption", "v1.5 overlap: user interruption"),
-    SubsetInfo("user_backchannel", "overlap", "metadata.json", 99, "v1.5 backchannel", "v1.5 overlap: user backchannel"),
-    SubsetInfo("talking_to_other", "overlap", "metadata.json", 100, "v1.5 aside", "v1.5 overlap: talking to another person"),
-    SubsetInfo("background_speech", "overlap", "metadata.json", 100, "v1.5 background", "v1.5 overlap: background speech"),
+    SubsetInfo("user_interruption", "overlap", "metadata.json", 200, "v1.5 interruption",
+               "v1.5 overlap: user interruption"),
+    SubsetInfo("user_backchannel", "overlap", "metadata.json", 99, "v1.5 backchannel",
+               "v1.5 overlap: user backchannel"),
+    SubsetInfo("talking_to_other", "overlap", "metadata.json", 100, "v1.5 aside",
+               "v1.5 overlap: talking to another person"),
+    SubsetInfo("background_speech", "overlap", "metadata.json", 100, "v1.5 background",
+               "v1.5 overlap: background speech"),
 ))
 
 

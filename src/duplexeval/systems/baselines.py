@@ -121,7 +121,8 @@ class _AgentSession:
 
     def schedule_reply(self, tau: float) -> None:
         self.answered_mark = self.user.last_voice_end or tau
-        self.pending = (tau + self.cfg.think_ms / 1000.0, _speech_pcm(self.cfg.text, self.cfg.voice, self.cfg.rate), "reply")
+        self.pending = (tau + self.cfg.think_ms / 1000.0, _speech_pcm(self.cfg.text, self.cfg.voice, self.cfg.rate),
+                        "reply")
 
     def step(self, tau: float, onset: Onset | None) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -220,7 +221,8 @@ class _Baseline:
 def _silero_version() -> str:
     try:
         sig = vad_signature(SCORER_SETTINGS)
-        return f"{sig.get('package', 'silero')} {sig.get('version', '?')} model {str(sig.get('model_sha256', '?'))[:16]}"
+        return (f"{sig.get('package', 'silero')} {sig.get('version', '?')} model "
+                f"{str(sig.get('model_sha256', '?'))[:16]}")
     except Exception:  # noqa: BLE001 - version string only
         return "silero-vad (signature unavailable)"
 

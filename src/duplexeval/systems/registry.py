@@ -40,7 +40,8 @@ NETWORK_SYSTEMS: dict[str, str] = {
     "webrtc": "duplexeval.systems.net.webrtc:WebRtc",
     "pipecat": "duplexeval.systems.pipecat.inprocess:PipecatInProcess",
 }
-_PLUGIN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_.]*)(?::(.*))?$", re.DOTALL)
+_PLUGIN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_.]*)(?::(.*))?$",
+                     re.DOTALL)
 
 
 def register_system(name: str, cls: type) -> None:

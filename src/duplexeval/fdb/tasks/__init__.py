@@ -76,9 +76,11 @@ TASKS: Registry[Task] = Registry("FDB task", _register_builtins)
 def _load_plugin(name: str) -> Task:
     task = TASKS.get(name)  # loads an entry point on first get
     if not isinstance(task, Task):
-        raise InputError(f"FDB task {name!r}: its entry point gives a {type(task).__name__}, not a duplexeval.fdb.tasks.Task")
+        raise InputError(f"FDB task {name!r}: its entry point gives a {type(task).__name__}, not a "
+                         "duplexeval.fdb.tasks.Task")
     if task.name != name:
-        raise InputError(f"FDB task {name!r}: its entry point gives the task {task.name!r}; publish it under its own name")
+        raise InputError(f"FDB task {name!r}: its entry point gives the task {task.name!r}; publish it under "
+                         "its own name")
     return _add(task)
 
 
@@ -122,7 +124,8 @@ def register_task(task: Task) -> Task:
 
 __all__ = [
     "ASR", "BUILTIN_MODULES", "DATASET", "EVALUATE", "EXPORT", "HIGHER", "LOWER", "NEITHER", "TASKS", "AsrRules",
-    "Band", "DatasetFile", "DatasetRules", "Figure", "Headline", "Mark", "MetricSpec", "OfficialContext", "OfficialOutcome", "OfficialRules", "OpenedSample",
-    "PairedSpec", "Ready", "RenderRules", "SampleFile", "SampleLayout", "Session", "SubsetInfo", "SynthRecipe", "Task",
-    "UnifiedRules", "all_tasks", "get_task", "one_output_layout", "register_task", "task_of",
+    "Band", "DatasetFile", "DatasetRules", "Figure", "Headline", "Mark", "MetricSpec", "OfficialContext",
+    "OfficialOutcome", "OfficialRules", "OpenedSample", "PairedSpec", "Ready", "RenderRules", "SampleFile",
+    "SampleLayout", "Session", "SubsetInfo", "SynthRecipe", "Task", "UnifiedRules", "all_tasks", "get_task",
+    "one_output_layout", "register_task", "task_of",
 ]

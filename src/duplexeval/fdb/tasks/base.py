@@ -418,7 +418,8 @@ class Task:
                 raise ValueError(f"FDB task {self.name!r}: subset {s.name!r} belongs to task {s.task!r}")
         names = {s.annotation for s in self.subsets}
         if len(names) > 1:
-            raise ValueError(f"FDB task {self.name!r}: its subsets name different annotation files {sorted(map(str, names))}")
+            raise ValueError(f"FDB task {self.name!r}: its subsets name different annotation files "
+                             f"{sorted(map(str, names))}")
         ann = next(iter(names), None)
         model_file = getattr(self.annotation, "file", None)
         if (self.annotation is None) != (ann is None) or (ann is not None and model_file != ann):
@@ -440,6 +441,6 @@ __all__ = [
     "ASR", "DATASET", "EVALUATE", "EXPORT", "HIGHER", "LOWER", "NEITHER", "STAGES", "AsrRules", "Band", "DatasetFile",
     "DatasetRules", "Figure", "Headline", "Mark",
     "MetricSpec", "OfficialContext", "OfficialOutcome", "OfficialRules", "OpenedSample", "PairedSpec", "Ready",
-    "RenderRules", "SampleFile", "SampleLayout", "Session", "SubsetInfo", "SynthRecipe", "Task", "UnifiedRules", "one_output_layout",
-    "time_units",
+    "RenderRules", "SampleFile", "SampleLayout", "Session", "SubsetInfo", "SynthRecipe", "Task", "UnifiedRules",
+    "one_output_layout", "time_units",
 ]

@@ -64,4 +64,5 @@ def parse_faults(specs: Iterable[str]) -> Faults:
             counted[kind] = v
         else:
             raise InputError(f"--fault {spec!r}: expected KIND@SECONDS or OPTION=VALUE")
-    return Faults(tuple(at), int(counted.get("busy", 0)), counted.get("jitter_ms", 0.0), counted.get("slow_start_ms", 0.0))
+    return Faults(tuple(at), int(counted.get("busy", 0)), counted.get("jitter_ms", 0.0),
+                  counted.get("slow_start_ms", 0.0))

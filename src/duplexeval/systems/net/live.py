@@ -30,7 +30,8 @@ class LivePlayout:
         self.placed: list[_Placed] = []
 
     def add(self, key: str, pcm16: bytes, rate: int, received_at_s: float) -> None:
-        n = resampled_length(len(pcm16) // 2, rate, SR)  # the chunk's 16 kHz length, as the offline playout resamples it
+        # the chunk's 16 kHz length, as the offline playout resamples it
+        n = resampled_length(len(pcm16) // 2, rate, SR)
         at = round(received_at_s * SR)
         start = max(at, self.queue_end)
         self.placed.append(_Placed(key, start, start + n))

@@ -19,7 +19,7 @@ page per 80 ms input packet on the absolute schedule. Output is decoded as one c
 the page boundaries and resampled to 16 kHz; each message's audio is queued FIFO at its receipt, except
 silence, which is recorded and not queued (frame_stream.SILENCE_PEAK). Metadata, messages of unknown
 kinds, text frames and empty messages are discarded and recorded (`discarded` in the trace record).
-"""
+"""  # noqa: E501 - a Markdown table row is one line
 
 from __future__ import annotations
 
@@ -144,6 +144,7 @@ class MoshiSystem(NetSystem):
         if self.seed < -1:
             raise ValueError(f"seed must be -1 (not sent) or a non-negative integer, got {self.seed}")
         if self.flavor == "personaplex" and not self.voice_prompt:
-            raise ValueError("flavor=personaplex needs voice_prompt (a file in the server's voice prompt folder, e.g. NATF2.pt)")
+            raise ValueError("flavor=personaplex needs voice_prompt (a file in the server's voice prompt folder, "
+                             "e.g. NATF2.pt)")
         if not (0 < self.handshake_timeout_s <= 3600):
             raise ValueError(f"handshake_timeout_s must be in (0, 3600] seconds, got {self.handshake_timeout_s}")

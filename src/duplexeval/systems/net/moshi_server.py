@@ -18,7 +18,7 @@ A failure upstream raises inside the handler after the upgrade, so the client se
 without a close frame (code 1006); an unknown path is HTTP 404. Every later input frame gives exactly one
 80 ms output frame (silence while the system is quiet), sent when that frame's input has arrived.
 Text, control, metadata, handshake and ping messages from the client are ignored.
-"""
+"""  # noqa: E501 - a Markdown table row is one line
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 SERVER_FLAVORS = mw.FLAVORS
 OPTIONS = {"flavor": "kyutai", "prompt_ms": "0"}
 # PersonaPlex's packaged voices (its README: NATF0-3, NATM0-3, VARF0-4, VARM0-4), as `.pt` embeddings.
-VOICES = frozenset(f"{kind}{i}.pt" for kind, n in (("NATF", 4), ("NATM", 4), ("VARF", 5), ("VARM", 5)) for i in range(n))
+VOICES = frozenset(f"{kind}{i}.pt" for kind, n in (("NATF", 4), ("NATM", 4), ("VARF", 5), ("VARM", 5))
+                   for i in range(n))
 # The Rust backend's query model: these keys are parsed as numbers (unknown keys are ignored).
 RUST_NUMBERS = {"text_temperature": float, "text_topk": int, "audio_temperature": float, "audio_topk": int,
                 "max_steps": int, "audio_seed": int, "text_seed": int, "pad_mult": float,

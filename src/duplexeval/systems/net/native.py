@@ -103,7 +103,8 @@ class NativeSession(NetSession):
         keys = keys or [k for k in asked if k in got and got[k] != asked[k]] or list(asked)
         parts = [f"{k}={asked[k]} asked, the deployment serves {got[k]}" if k in got else f"{k}={asked[k]} asked"
                  for k in keys]
-        return f"format refused ({said}): {'; '.join(parts)}; leave {' and '.join(keys)} unset to adopt the deployment's"
+        return (f"format refused ({said}): {'; '.join(parts)}; leave {' and '.join(keys)} unset to adopt the "
+                "deployment's")
 
     # ------------------------------------------------------------------ input
     def encode_input(self, frame: bytes) -> tuple[str, str | bytes]:
@@ -237,6 +238,8 @@ class NativeDuplexSystem(NetSystem):
             if v and not (8000 <= v <= 48000):
                 raise ValueError(f"{key} must be 0 (the deployment's) or in [8000, 48000], got {v}")
         if self.tail_policy not in ("auto", *nw.TAIL_POLICIES):
-            raise ValueError(f"tail_policy must be auto or one of {', '.join(nw.TAIL_POLICIES)}, got {self.tail_policy!r}")
+            raise ValueError(f"tail_policy must be auto or one of {', '.join(nw.TAIL_POLICIES)}, got "
+                             f"{self.tail_policy!r}")
         if not (0 <= self.native_unit_ms <= 10000):
-            raise ValueError(f"native_unit_ms must be 0 (the deployment's) or whole ms up to 10000, got {self.native_unit_ms}")
+            raise ValueError("native_unit_ms must be 0 (the deployment's) or whole ms up to 10000, got "
+                             f"{self.native_unit_ms}")

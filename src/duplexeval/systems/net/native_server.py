@@ -276,7 +276,8 @@ class NativeConversation:
                 raw = json.loads(data, parse_constant=_reject_constant)
             except (ValueError, TypeError):
                 raise Refusal("invalid_request", "invalid JSON") from None
-            if isinstance(raw, dict) and isinstance(raw.get("event_id"), str) and 0 < len(raw["event_id"]) <= nw.MAX_EVENT_ID_LENGTH:
+            if (isinstance(raw, dict) and isinstance(raw.get("event_id"), str)
+                and 0 < len(raw["event_id"]) <= nw.MAX_EVENT_ID_LENGTH):
                 event_id = raw["event_id"]
             return await self._dispatch(raw, event_id)
         except Refusal as exc:
@@ -285,7 +286,8 @@ class NativeConversation:
     async def _dispatch(self, raw: Any, event_id: str | None) -> Reply:
         if not isinstance(raw, dict) or raw.get("type") not in CLIENT_TYPES:
             got = raw.get("type") if isinstance(raw, dict) else None
-            raise Refusal("not_supported", f"Input tag {got!r} found using 'type' does not match any of the expected tags", "type")
+            raise Refusal("not_supported", f"Input tag {got!r} found using 'type' does not match any of the "
+                                           "expected tags", "type")
         try:
             ev: Any = CLIENT_TYPES[raw["type"]].model_validate(raw)
             _Envelope.model_validate(raw)
@@ -333,7 +335,8 @@ class NativeConversation:
         for side, fmt, rate in (("input", (audio.input or _AudioInput()).format, self.dep.input_rate),
                                 ("output", (audio.output or _AudioOutput()).format, self.dep.output_rate)):
             if fmt is not None and (fmt.type, fmt.rate) != ("audio/pcm", rate):
-                raise Refusal("invalid_request", "unsupported PCM format or sample rate", f"session.audio.{side}.format")
+                raise Refusal("invalid_request", "unsupported PCM format or sample rate",
+                              f"session.audio.{side}.format")
         if audio.input is not None and audio.input.turn_detection is not None:
             raise Refusal("not_applicable", "VAD is only available for turn-based sessions")
         requested = cand.output_modalities if cand.output_modalities is not None else list(self.dep.output_modalities)
@@ -348,7 +351,8 @@ class NativeConversation:
             raise Refusal("not_applicable", "image input is unavailable", "session.sglang.max_slice_nums")
         if (ext.tail_policy or self.dep.tail_policy) != self.dep.tail_policy:
             raise Refusal("invalid_request", "tail policy is unavailable")
-        unit = ext.timebase.native_unit_ms if ext.timebase is not None and ext.timebase.native_unit_ms is not None else None
+        unit = (ext.timebase.native_unit_ms if ext.timebase is not None and ext.timebase.native_unit_ms is not None
+                else None)
         if (unit or self.dep.native_unit_ms) != self.dep.native_unit_ms:
             raise Refusal("invalid_request", "native cadence is fixed")
         granted = self.dep.granted(modalities)
@@ -384,15 +388,17 @@ class NativeConversation:
             raise Refusal("invalid_state", "audio seq must be contiguous")
         if not pcm:
             raise Refusal("invalid_request", "audio must contain whole PCM16 samples")
-        if meta.t_start_ms is not None and not math.isclose(meta.t_start_ms, self.dep.duration_ms(self.accepted_samples),
-                                                            rel_tol=0, abs_tol=MEDIA_TIME_TOLERANCE_MS):
+        if meta.t_start_ms is not None and not math.isclose(meta.t_start_ms,
+                                                            self.dep.duration_ms(self.accepted_samples), rel_tol=0,
+                                                            abs_tol=MEDIA_TIME_TOLERANCE_MS):
             raise Refusal("invalid_state", "input media time must be sample-contiguous")
         x = np.frombuffer(pcm, dtype="<i2").astype(np.int16)
         self.pending = np.concatenate([self.pending, x])
         self.accepted_samples += x.shape[0]
         self.next_seq += 1
         reply = Reply([self._event("sglang.input_audio.accepted", seq=meta.seq,
-                                   accepted_end_ms=self.dep.duration_ms(self.accepted_samples), client_event_id=event_id)])
+                                   accepted_end_ms=self.dep.duration_ms(self.accepted_samples),
+                                   client_event_id=event_id)])
         while self.pending.shape[0] >= self.dep.unit_samples:
             reply.messages += await self._unit(eos=False)
         return reply
@@ -404,12 +410,14 @@ class NativeConversation:
         if self.dep.tail_policy == "reject" and self.pending.shape[0] % self.dep.unit_samples:
             raise Refusal("invalid_state", "partial native unit; append more audio before EOS")
         self.ended = True
-        reply = Reply([self._event("sglang.input_audio.ended", accepted_end_ms=self.dep.duration_ms(self.accepted_samples),
+        reply = Reply([self._event("sglang.input_audio.ended",
+                                   accepted_end_ms=self.dep.duration_ms(self.accepted_samples),
                                    tail_policy=self.dep.tail_policy, client_event_id=event_id)])
         reply.messages += await self._unit(eos=True)  # the end-of-stream unit: the tail, or empty
         reply.messages.append(self._event(
             "sglang.input_audio.drained", accepted_end_ms=self.dep.duration_ms(self.accepted_samples),
-            consumed_ms=self.dep.duration_ms(self.consumed_samples), discarded_ms=self.dep.duration_ms(self.discarded_samples),
+            consumed_ms=self.dep.duration_ms(self.consumed_samples),
+            discarded_ms=self.dep.duration_ms(self.discarded_samples),
             padding_ms=self.dep.duration_ms(self.padding_samples), client_event_id=event_id))
         reply.messages += self._finish_response("completed", "turn_detected")
         return reply
@@ -433,8 +441,9 @@ class NativeConversation:
             out = float_to_pcm16(self._out.process(from_pcm16(out16)))
             if self.response_id is None:
                 self.response_id = f"resp_{self.session_id}"
-                msgs.append(self._event("response.created", response={"id": self.response_id, "object": "realtime.response",
-                                                                      "status": "in_progress", "output": []}))
+                msgs.append(self._event("response.created",
+                                        response={"id": self.response_id, "object": "realtime.response",
+                                                  "status": "in_progress", "output": []}))
             media = {"t_start_ms": self.dep.duration_ms(start), "duration_ms": self.dep.duration_ms(real)}
             msgs.append(self._event("response.output_audio.delta", response_id=self.response_id, item_id=self._item(),
                                     output_index=0, content_index=0, delta=nw.encode_pcm16(out),
@@ -545,13 +554,17 @@ def deployment_of(options: dict[str, Any]) -> Deployment:
     opts = {**DEFAULT_CAPABILITIES, **{k: str(v) for k, v in options.items()}}
     for key in options:
         if key not in DEFAULT_CAPABILITIES:
-            raise InputError(f"--option {key}: unknown native-duplex server option (known: {', '.join(DEFAULT_CAPABILITIES)})")
+            raise InputError(f"--option {key}: unknown native-duplex server option (known: "
+                             f"{', '.join(DEFAULT_CAPABILITIES)})")
     try:
-        dep = Deployment(int(opts["input_rate"]), int(opts["output_rate"]), opts["tail_policy"], int(opts["native_unit_ms"]))
+        dep = Deployment(int(opts["input_rate"]), int(opts["output_rate"]), opts["tail_policy"],
+                         int(opts["native_unit_ms"]))
     except ValueError:
-        raise InputError(f"--option: input_rate, output_rate and native_unit_ms are whole numbers, got {options}") from None
+        raise InputError(
+            f"--option: input_rate, output_rate and native_unit_ms are whole numbers, got {options}") from None
     if not (8000 <= dep.input_rate <= 48000 and 8000 <= dep.output_rate <= 48000):
-        raise InputError(f"--option input_rate/output_rate: expected 8000..48000 Hz, got {dep.input_rate}, {dep.output_rate}")
+        raise InputError(f"--option input_rate/output_rate: expected 8000..48000 Hz, got {dep.input_rate}, "
+                         f"{dep.output_rate}")
     if dep.tail_policy not in nw.TAIL_POLICIES:
         raise InputError(f"--option tail_policy={dep.tail_policy!r}: expected one of {', '.join(nw.TAIL_POLICIES)}")
     if not (0 < dep.native_unit_ms <= 1000) or dep.input_rate * dep.native_unit_ms % 1000 \

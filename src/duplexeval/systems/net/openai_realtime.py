@@ -279,6 +279,7 @@ class OpenAIRealtime(NetSystem):
             if not (0 <= getattr(self, key) <= 10000):
                 raise ValueError(f"{key} must be between 0 and 10000, got {getattr(self, key)}")
         if self.rate != DEFAULT_RATE:
-            wire = "audio/pcm at 24000 Hz only (its types allow no other rate)" if self.dialect == "ga" else "pcm16, which is 24 kHz"
+            wire = ("audio/pcm at 24000 Hz only (its types allow no other rate)" if self.dialect == "ga"
+                    else "pcm16, which is 24 kHz")
             raise ValueError(f"rate={self.rate}: dialect={self.dialect} carries {wire}; the 16 kHz input is resampled "
                              f"to it locally: leave rate unset")

@@ -52,9 +52,10 @@ NAMES = {
 # SessionUpdateEvent's session (tests check these against the installed SDK).
 GA_FIELDS = frozenset({"type", "audio", "include", "instructions", "max_output_tokens", "model", "output_modalities",
                        "parallel_tool_calls", "prompt", "reasoning", "tool_choice", "tools", "tracing", "truncation"})
-BETA_FIELDS = frozenset({"client_secret", "input_audio_format", "input_audio_noise_reduction", "input_audio_transcription",
-                         "instructions", "max_response_output_tokens", "modalities", "model", "output_audio_format",
-                         "speed", "temperature", "tool_choice", "tools", "tracing", "turn_detection", "voice"})
+BETA_FIELDS = frozenset({"client_secret", "input_audio_format", "input_audio_noise_reduction",
+                         "input_audio_transcription", "instructions", "max_response_output_tokens", "modalities",
+                         "model", "output_audio_format", "speed", "temperature", "tool_choice", "tools", "tracing",
+                         "turn_detection", "voice"})
 SERVER_OPTIONS = {"dialect": "auto", "speed": "2.0", "delta_ms": "100"}  # the defaults
 DEFAULT_TD: dict[str, Any] = {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300,
                               "silence_duration_ms": 500, "idle_timeout_ms": None, "create_response": True,
@@ -308,7 +309,8 @@ class RealtimeServerSession(ServerSession):
             if not isinstance(fmt, dict) or fmt.get("type", "audio/pcm") != "audio/pcm":
                 return f"this server speaks audio/pcm only (audio.{side}.format)", f"session.audio.{side}.format"
             if fmt.get("rate", RATE) != RATE:
-                return (f"Invalid 'session.audio.{side}.format.rate': {fmt.get('rate')!r}. Supported values are: 24000.",
+                return (f"Invalid 'session.audio.{side}.format.rate': {fmt.get('rate')!r}. Supported values are: "
+                        "24000.",
                         f"session.audio.{side}.format.rate")
         return None
 
@@ -459,8 +461,8 @@ class RealtimeServerSession(ServerSession):
     def _speech_started(self, at_s: float, start_s: float) -> None:
         self.user_item = self._id("item")
         self.user_open = True
-        self.deliver(at_s, self._event("input_audio_buffer.speech_started", audio_start_ms=int(max(0.0, start_s) * 1000),
-                                       item_id=self.user_item))
+        self.deliver(at_s, self._event("input_audio_buffer.speech_started",
+                                       audio_start_ms=int(max(0.0, start_s) * 1000), item_id=self.user_item))
 
     def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
         """The served system yields to the user: speech_started, and a cancel when interrupt_response is on."""

@@ -70,7 +70,8 @@ class PipecatWsSession(ChunkedSession):
 
 
 def rtvi_message(session: NetSession, rec: dict[str, Any], obj: Any) -> None:
-    """Record an RTVI message (pipecat-ws and webrtc): its type; bot-ready pays the handshake; a fatal error is a server error."""
+    """Record an RTVI message (pipecat-ws and webrtc): its type; bot-ready pays the handshake; a fatal error is a server
+    error."""
     kind = rtvi_type(obj)
     if kind is None:
         rec["json"] = True

@@ -5,7 +5,8 @@ As pipecat's transports with `ProtobufFrameSerializer` behave: binary `pipecat.F
 answered with `bot-ready`; the system's audio goes out as `AudioRawFrame`s of `out_chunk_ms` (40 ms,
 pipecat's default chunk) at 16 kHz, paced at real time from the reply's start, `lead_ms` (40) ahead, as
 pipecat's output transports send (`--option pace=false`: the whole reply at once); its barge-in withdraws
-what was not sent yet and sends an `InterruptionFrame` plus RTVI `bot-stopped-speaking`; RTVI `user-started-speaking` / `user-stopped-speaking`
+what was not sent yet and sends an `InterruptionFrame` plus RTVI `bot-stopped-speaking`; RTVI `user-started-speaking` /
+`user-stopped-speaking`
 come from the system's own listener, `bot-started-speaking` with each reply. A text frame or bytes
 that do not parse are ignored, as pipecat's serializer does (it logs them). `--option single_client=true`
 imitates `WebsocketServerTransport`: a second connection while one is open is closed with 1013;
@@ -83,7 +84,8 @@ class PipecatWsServerSession(ServerSession):
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
         self.deliver(at_s, message_frame(rtvi("bot-started-speaking")))
         step = INPUT_SAMPLE_RATE * self.out_chunk_ms // 1000 * 2
-        msgs: list[str | bytes] = [audio_frame(pcm16k[o : o + step], INPUT_SAMPLE_RATE) for o in range(0, len(pcm16k), step)]
+        msgs: list[str | bytes] = [audio_frame(pcm16k[o : o + step], INPUT_SAMPLE_RATE)
+                                   for o in range(0, len(pcm16k), step)]
         self.replies += 1
         self.current = f"reply-{self.replies}"
         if self.pace:  # as pipecat's output transports send: at about real time, a little ahead

@@ -32,8 +32,10 @@ TIMING_EVENTS = ("user-started-speaking", "user-stopped-speaking", "bot-started-
 KINDS = ("text", "audio", "transcription", "message", "interruption")
 TEXT_CHARS = 200
 
-_U64, _U32, _STR, _BYTES = (descriptor_pb2.FieldDescriptorProto.TYPE_UINT64, descriptor_pb2.FieldDescriptorProto.TYPE_UINT32,
-                            descriptor_pb2.FieldDescriptorProto.TYPE_STRING, descriptor_pb2.FieldDescriptorProto.TYPE_BYTES)
+_U64, _U32, _STR, _BYTES = (descriptor_pb2.FieldDescriptorProto.TYPE_UINT64,
+                            descriptor_pb2.FieldDescriptorProto.TYPE_UINT32,
+                            descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+                            descriptor_pb2.FieldDescriptorProto.TYPE_BYTES)
 # frames.proto of pipecat-ai 1.14.0: message -> [(field, number, type)]
 FIELDS: dict[str, list[tuple[str, int, int]]] = {
     "TextFrame": [("id", 1, _U64), ("name", 2, _STR), ("text", 3, _STR)],
@@ -53,7 +55,8 @@ def _file() -> descriptor_pb2.FileDescriptorProto:
     for name, fields in FIELDS.items():
         m = f.message_type.add(name=name)
         for fname, num, ftype in fields:
-            fd = m.field.add(name=fname, number=num, type=ftype, label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+            fd = m.field.add(name=fname, number=num, type=ftype,
+                             label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
             if fname == "pts":  # `optional uint64 pts = 6;` (proto3 optional: a synthetic oneof)
                 fd.proto3_optional = True
                 fd.oneof_index = 0

@@ -97,7 +97,8 @@ class ReplicaPool:
             raise ValueError("a replica pool needs at least one url")
         self.cap = cap
         self._lock = threading.Lock()
-        self._waiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Condition] = weakref.WeakKeyDictionary()
+        self._waiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Condition] = (
+            weakref.WeakKeyDictionary())
 
     def _pick(self, exclude: set[int]) -> Replica | None:
         """The replica to use now, or None to wait (call with the lock held); NoReplica if all are excluded."""

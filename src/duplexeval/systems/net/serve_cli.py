@@ -26,12 +26,17 @@ def parse_options(values: list[str]) -> dict[str, str]:
     return out
 
 
-SYSTEM_OPT = typer.Option("turn-based", "--system", help="The in-process system to serve: NAME[:k=v,...] or module.path:Class[:k=v,...].")
+SYSTEM_OPT = typer.Option("turn-based", "--system", help="The in-process system to serve: NAME[:k=v,...] or "
+                                                         "module.path:Class[:k=v,...].")
 PORT_OPT = typer.Option(0, "--port", min=0, max=65535, help="TCP port on 127.0.0.1 (0 = any free port, printed).")
-FAULT_OPT = typer.Option(None, "--fault", help="disconnect@S | error@S | stall@S | oversize@S | malformed@S | busy=N | jitter_ms=J | slow_start_ms=M (repeatable; S = seconds after the first input audio).")
-OPTION_OPT = typer.Option(None, "--option", help="A protocol option key=value (repeatable), e.g. dialect=beta, speed=2 (see docs/network.md).")
+FAULT_OPT = typer.Option(None, "--fault", help="disconnect@S | error@S | stall@S | oversize@S | malformed@S | busy=N | "
+                                               "jitter_ms=J | slow_start_ms=M (repeatable; S = seconds after the first "
+                                               "input audio).")
+OPTION_OPT = typer.Option(None, "--option", help="A protocol option key=value (repeatable), e.g. dialect=beta, speed=2 "
+                                                 "(see docs/network.md).")
 VERBOSE_OPT = typer.Option(False, "--verbose", "-v", help="Log connections and faults on stderr.")
-FLAVOR_OPT = typer.Option("kyutai", "--flavor", help="Which server to behave like: kyutai (Kyutai's Python server), rust (the moshi-backend), personaplex (NVIDIA PersonaPlex).")
+FLAVOR_OPT = typer.Option("kyutai", "--flavor", help="Which server to behave like: kyutai (Kyutai's Python server), "
+                                                     "rust (the moshi-backend), personaplex (NVIDIA PersonaPlex).")
 
 
 def _command(protocol: str) -> Callable[..., None]:
@@ -114,19 +119,29 @@ def _bool(flag: str, value: str) -> bool:
 
 
 def pipecat_command(
-    transport: str = typer.Option("telephony", "--transport", help="telephony (a carrier's media stream: twilio, telnyx, plivo, exotel, told apart by pipecat) | pipecat-ws (protobuf frames) | webrtc (SmallWebRTC offer/answer)."),
-    turn: str = typer.Option("vad", "--turn", help="vad (Silero VAD, the turn ends stop_secs after speech) | smart-turn (pipecat's Smart Turn v3 decides)."),
+    transport: str = typer.Option("telephony", "--transport",
+                                  help="telephony (a carrier's media stream: twilio, telnyx, plivo, exotel, told apart "
+                                       "by pipecat) | pipecat-ws (protobuf frames) | webrtc (SmallWebRTC "
+                                       "offer/answer)."),
+    turn: str = typer.Option("vad", "--turn", help="vad (Silero VAD, the turn ends stop_secs after speech) | "
+                                                   "smart-turn (pipecat's Smart Turn v3 decides)."),
     stop_secs: float = typer.Option(0.2, "--stop-secs", help="Silero VAD's stop_secs (pipecat's default 0.2)."),
-    allow_interruptions: str = typer.Option("true", "--allow-interruptions", help="true | false: whether the user's speech interrupts the bot (pipecat's VADUserTurnStartStrategy)."),
-    speech_timeout: float = typer.Option(0.0, "--speech-timeout", help="vad: the extra wait of pipecat's SpeechTimeoutUserTurnStopStrategy after VAD's stop (its default is 0.6)."),
+    allow_interruptions: str = typer.Option("true", "--allow-interruptions",
+                                            help="true | false: whether the user's speech interrupts the bot "
+                                                 "(pipecat's VADUserTurnStartStrategy)."),
+    speech_timeout: float = typer.Option(0.0, "--speech-timeout",
+                                         help="vad: the extra wait of pipecat's SpeechTimeoutUserTurnStopStrategy "
+                                              "after VAD's stop (its default is 0.6)."),
     think_ms: int = typer.Option(300, "--think-ms", help="The scripted responder's think time after a user turn ends."),
     reply: str | None = typer.Option(None, "--reply", help="The reply text (default: the turn-based baseline's)."),
-    sample_rate: int = typer.Option(0, "--sample-rate", help="The pipeline's audio rate (0 = 8000 for telephony, 16000 otherwise)."),
-    warm: int = typer.Option(16, "--warm", min=0, max=256, help="Speech and turn analyzers kept built ahead of the calls (their model load is most of a call's start)."),
+    sample_rate: int = typer.Option(0, "--sample-rate", help="The pipeline's audio rate (0 = 8000 for telephony, "
+                                                             "16000 otherwise)."),
+    warm: int = typer.Option(16, "--warm", min=0, max=256, help="Speech and turn analyzers kept built ahead of the "
+                                                                "calls (their model load is most of a call's start)."),
     port: int = typer.Option(0, "--port", min=0, max=65535, help="TCP port on 127.0.0.1 (0 = any free port, printed)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="pipecat's log at DEBUG on stderr (else WARNING)."),
 ) -> None:
-    """Serve the reference pipecat bot (pipecat's own transport, VAD, Smart Turn and turn handling; offline) on 127.0.0.1."""
+    """Serve the reference pipecat bot (pipecat's own transport, VAD, Smart Turn and turn handling; offline) on 127.0.0.1."""  # noqa: E501 - typer prints this line as the summary
     from duplexeval.systems.pipecat.stack import TRANSPORTS, BotConfig
 
     kwargs: dict[str, Any] = {"transport": transport, "turn": turn, "stop_secs": stop_secs,

@@ -93,7 +93,8 @@ class SystemDriver:
         self.closed = False
 
     async def open(self) -> None:
-        self.session = await self.system.open_session(SampleInfo(None, None, SERVER_T, int(SERVER_T * INPUT_SAMPLE_RATE)))
+        self.session = await self.system.open_session(
+            SampleInfo(None, None, SERVER_T, int(SERVER_T * INPUT_SAMPLE_RATE)))
 
     @property
     def heard_s(self) -> float:
@@ -391,7 +392,8 @@ class ServerSession:
 class LoopbackServer:
     """A websockets server on 127.0.0.1 running `session_cls` per connection over `config.system`."""
 
-    def __init__(self, session_cls: type[ServerSession], config: ServeConfig, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, session_cls: type[ServerSession], config: ServeConfig, host: str = "127.0.0.1",
+                 port: int = 0) -> None:
         self.session_cls = session_cls
         self.config = config
         self.host = host
@@ -503,8 +505,8 @@ class ServerThread:
 class ServerProcess:
     """Run `duplexeval serve PROTOCOL ...` as a child process (its own interpreter: no GIL shared with the client)."""
 
-    def __init__(self, protocol: str, system: str, faults: list[str] | None = None, options: dict[str, str] | None = None,
-                 start_timeout_s: float = 60.0) -> None:
+    def __init__(self, protocol: str, system: str, faults: list[str] | None = None,
+                 options: dict[str, str] | None = None, start_timeout_s: float = 60.0) -> None:
         import sys
 
         self.args = [sys.executable, "-m", "duplexeval", "serve", protocol, "--system", system, "--port", "0"]

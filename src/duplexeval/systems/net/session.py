@@ -180,7 +180,8 @@ class NetSystem:
             if port is not None and not 1 <= port <= 65535:
                 raise ValueError(f"url {url!r}: the port must be a whole number in 1..65535")
         if not (0 <= self.max_sessions_per_url <= 1024):
-            raise ValueError(f"max_sessions_per_url must be between 0 (the protocol's default) and 1024, got {self.max_sessions_per_url}")
+            raise ValueError("max_sessions_per_url must be between 0 (the protocol's default) and 1024, got "
+                             f"{self.max_sessions_per_url}")
         if not (0 <= self.replica_retries <= 16):
             raise ValueError(f"replica_retries must be between 0 and 16, got {self.replica_retries}")
         if not (1024 <= self.max_size <= 256 * 1024 * 1024):
@@ -213,7 +214,8 @@ class NetSystem:
             raise
         return session
 
-    async def run_sample(self, pcm16: Any, info: SampleInfo, call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> SessionTrace:
+    async def run_sample(self, pcm16: Any, info: SampleInfo,
+                         call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> SessionTrace:
         """Run one sample (`fdb export`): on one replica, again on another when that replica failed; each call into
         the session bounded by `call_timeout_s` (`--call-timeout`)."""
         pool = self.pool()
@@ -372,7 +374,8 @@ class NetSession:
         `close()`); records `opened`. A WebSocket here; an adapter on another transport (WebRTC) overrides it."""
         url = self.system.connect_url(self.info)
         try:
-            self.ws = await connect(url, self.system.headers(), self.wire, self.system.transport(), self.system.secrets())
+            self.ws = await connect(url, self.system.headers(), self.wire, self.system.transport(),
+                                    self.system.secrets())
         except ConnectFailed as exc:
             raise SessionOpenFailed(f"connect_failed: {exc}", self.wire) from None
         self.wire.meta("opened")

@@ -216,7 +216,8 @@ class Telephony(NetSystem):
         codec, rate = self.wire_format()
         check_codec(self.dialect, codec, rate)
         if self.chunk_ms not in CHUNK_MS:
-            raise ValueError(f"chunk_ms must be one of {', '.join(map(str, CHUNK_MS))} (a divisor of the 80 ms frame), got {self.chunk_ms}")
+            raise ValueError(f"chunk_ms must be one of {', '.join(map(str, CHUNK_MS))} (a divisor of the 80 ms frame), "
+                             f"got {self.chunk_ms}")
         if not (0 <= self.reply_within_s <= 3600):
             raise ValueError(f"reply_within_s must be between 0 (off) and 3600 seconds, got {self.reply_within_s}")
         if len(self.param) > 32:

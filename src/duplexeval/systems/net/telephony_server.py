@@ -103,7 +103,8 @@ class TelephonyServerSession(ServerSession):
             if ev == "media":
                 assert to16k is not None
                 try:
-                    pcm = decode_audio(b64_payload((msg.get("media") or {}).get("payload"), "media"), self.call.codec, "media")
+                    pcm = decode_audio(b64_payload((msg.get("media") or {}).get("payload"), "media"), self.call.codec,
+                                       "media")
                 except ProtocolViolation as exc:
                     await self.ws.close(1008, str(exc)[:120])
                     return

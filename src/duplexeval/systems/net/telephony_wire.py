@@ -20,7 +20,7 @@ its `parse_telephony_websocket`, which recognises a call from the `start` messag
 Every carrier message after `connected` carries a sequence number counting from 1 (strings for Twilio
 and Telnyx, numbers for Plivo and Exotel); media chunks count from 1 and carry the milliseconds since
 the stream started.
-"""
+"""  # noqa: E501 - a Markdown table row is one line
 
 from __future__ import annotations
 
@@ -67,7 +67,8 @@ DIALECT = {
     "telnyx": Dialect("telnyx", {"event": "connected", "version": "1.0.0"}, "stream_id", "sequence_number", True,
                       "media", "mark", "mark", "clear", None, True, True, (("mulaw", 8000), ("alaw", 8000)), True),
     "plivo": Dialect("plivo", None, "streamId", "sequenceNumber", False, "playAudio", "checkpoint", "playedStream",
-                     "clearAudio", "clearedAudio", False, False, (("mulaw", 8000), ("l16", 8000), ("l16", 16000)), True),
+                     "clearAudio", "clearedAudio", False, False, (("mulaw", 8000), ("l16", 8000), ("l16", 16000)),
+                     True),
     "exotel": Dialect("exotel", {"event": "connected"}, "stream_sid", "sequence_number", False, "media", "mark",
                       "mark", "clear", None, True, True, (("l16", 8000), ("l16", 16000), ("l16", 24000)), False),
 }
@@ -183,7 +184,8 @@ class CarrierMessages:
         if d == "twilio":
             start: dict[str, Any] = {
                 "accountSid": ids.account, "streamSid": ids.stream, "callSid": ids.call, "tracks": ["inbound"],
-                "customParameters": p, "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": self.rate, "channels": 1}}
+                "customParameters": p,
+                "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": self.rate, "channels": 1}}
             return {"event": "start", "sequenceNumber": self._next(), "start": start, "streamSid": ids.stream}
         if d == "telnyx":
             start = {"user_id": ids.account, "call_control_id": ids.call, "call_session_id": ids.stream.lower(),
@@ -197,7 +199,8 @@ class CarrierMessages:
                     "extra_headers": ";".join(f"{k}={v}" for k, v in p.items())}
         start = {"stream_sid": ids.stream, "call_sid": ids.call, "account_sid": ids.account,
                  "from": p.get("from", "09000000000"), "to": p.get("to", "09000000001"), "custom_parameters": p,
-                 "media_format": {"encoding": "base64", "sample_rate": str(self.rate), "bit_rate": f"{self.rate * 16 // 1000}kbps"}}
+                 "media_format": {"encoding": "base64", "sample_rate": str(self.rate),
+                                  "bit_rate": f"{self.rate * 16 // 1000}kbps"}}
         return {"event": "start", "sequence_number": self._next(), "stream_sid": ids.stream, "start": start}
 
     def media(self, pcm16: bytes) -> str:
@@ -237,7 +240,8 @@ class CarrierMessages:
             body = {"user_id": self.ids.account, "call_control_id": self.ids.call}
         else:
             body = {"call_sid": self.ids.call, "account_sid": self.ids.account, "reason": "callended"}
-        return json.dumps({"event": "stop", self.d.seq_key: self._next(), self.d.stream_key: self.ids.stream, "stop": body})
+        return json.dumps(
+            {"event": "stop", self.d.seq_key: self._next(), self.d.stream_key: self.ids.stream, "stop": body})
 
 
 # ---------------------------------------------------------------- bot -> carrier
@@ -271,11 +275,13 @@ def parse_bot(data: str | bytes, dialect: str, stream_id: str, codec: str, rate:
             ctype, srate = media.get("contentType"), media.get("sampleRate")
             want = PLIVO_CONTENT.get(codec)
             if ctype != want or srate != rate:
-                raise ProtocolViolation(f"playAudio: wrong codec {ctype!r} at {srate!r} Hz, the stream is {want} at {rate} Hz")
+                raise ProtocolViolation(f"playAudio: wrong codec {ctype!r} at {srate!r} Hz, the stream is {want} "
+                                        f"at {rate} Hz")
         raw = b64_payload(media.get("payload"), ev)
         return BotEvent("media", ev, decode_audio(raw, codec, ev), rate)
     if ev == d.marker:
-        name = msg.get("name") if dialect == "plivo" else (msg.get("mark") or {}).get("name") if isinstance(msg.get("mark"), dict) else None
+        name = (msg.get("name") if dialect == "plivo" else (msg.get("mark") or {}).get("name")
+                if isinstance(msg.get("mark"), dict) else None)
         if not isinstance(name, str) or not name:
             raise ProtocolViolation(f"{ev}: no name")
         return BotEvent("marker", ev, name=name)

@@ -13,7 +13,8 @@ Contract (shared by every protocol adapter):
   into output adds `audio` and/or `control` (`clear_queue`), and, for a stream played on its media clock
   (webrtc), `play_t` (when the client plays that audio: never before its receipt); an error event adds `error: true`; a
   message that broke the protocol adds `violation`; one the protocol says to skip (moshi: an unknown
-  kind, metadata, a text frame) adds `discarded` (why), counted per type in the verdict's `discarded`. Meta events: `connect_attempt`, `opened`,
+  kind, metadata, a text frame) adds `discarded` (why), counted per type in the verdict's `discarded`. Meta events:
+  `connect_attempt`, `opened`,
   `owe` / `paid` (a reply the client is owed, for `timeout`), `closed`, `send_timeout`,
   `session_bound`, `input_end`; `replica` (first: which replica of `url` the session ran on, the
   attempt, `queued_s` waiting for a slot) and `replica_retry` (an earlier attempt of the sample on a
@@ -168,7 +169,8 @@ def load_trace(folder: Path, prefix: str = "") -> LoadedTrace:
         raise InputError(f"{pcm_path}: missing (the trace's audio sidecar)")
     pcm = pcm_path.read_bytes()
     if not _finite(rows[0].get("T")) or not 0 < rows[0]["T"] <= MAX_TRACE_S:
-        raise InputError(f"{path}: line 1: T must be a number of seconds in (0, {MAX_TRACE_S:g}], got {rows[0].get('T')!r}")
+        raise InputError(f"{path}: line 1: T must be a number of seconds in (0, {MAX_TRACE_S:g}], got "
+                         f"{rows[0].get('T')!r}")
     for i, rec in enumerate(rows[1:], 2):
         if not isinstance(rec, dict) or rec.get("dir") not in ("send", "recv", "meta") or not _finite(rec.get("t")):
             raise InputError(f"{path}: line {i}: not a trace record (needs dir send|recv|meta and a finite time t)")
@@ -180,7 +182,8 @@ def load_trace(folder: Path, prefix: str = "") -> LoadedTrace:
         aud = rec.get("audio")
         if aud is None:
             continue
-        if not (isinstance(aud, list) and len(aud) == 3 and all(isinstance(v, int) and not isinstance(v, bool) for v in aud)):
+        if not (isinstance(aud, list) and len(aud) == 3
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in aud)):
             raise InputError(f"{path}: line {i}: audio reference {str(aud)[:80]} is not [offset, bytes, rate] integers")
         off, nbytes, rate = aud
         if off < 0 or nbytes < 0 or nbytes % 2 or off + nbytes > len(pcm):
@@ -304,7 +307,8 @@ def verdict(records: list[dict[str, Any]], T: float, stall_s: float) -> Verdict:
             elif ev == "closed" and rec.get("by") != "client" and t <= T:
                 reasons.add(DISCONNECTED)
             elif (ev in ("send_timeout", "no_reply") and t <= T) or ev in ("session_bound", "handshake_timeout"):
-                reasons.add(TIMEOUT)  # handshake_timeout: moshi, no handshake within handshake_timeout_s; no_reply: telephony reply_within_s
+                # handshake_timeout: moshi, no handshake within handshake_timeout_s; no_reply: telephony reply_within_s
+                reasons.add(TIMEOUT)
             elif ev == "accounting" and rec.get("checked"):  # native-duplex: append/unit/drain accounting
                 if rec.get("drained") is None:
                     reasons.add(TIMEOUT)  # no `drained` within drain_s

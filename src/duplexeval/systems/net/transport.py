@@ -102,7 +102,8 @@ async def connect(
             last = redact(f"{outcome}: {' '.join(str(exc).split())}", secrets)[:300]
             trace.meta("connect_attempt", t, attempt=attempt, result=outcome)
             if retry and attempt <= CONNECT_RETRIES:
-                log.warning("connect %s attempt %d: %s; retrying in %.2f s", _safe_url(url), attempt, outcome, RETRY_DELAY_S)
+                log.warning("connect %s attempt %d: %s; retrying in %.2f s", _safe_url(url), attempt, outcome,
+                            RETRY_DELAY_S)
                 await asyncio.sleep(RETRY_DELAY_S)
                 continue
             raise ConnectFailed(last) from None
@@ -122,7 +123,8 @@ OnMessage = Callable[[float, "str | bytes"], Awaitable[None] | None]
 class Receiver:
     """One task reading `ws`; each message is stamped on arrival and passed to `on_message(t, data)`."""
 
-    def __init__(self, ws: ClientConnection, trace: WireTrace, on_message: OnMessage, max_size: int = DEFAULT_MAX_SIZE) -> None:
+    def __init__(self, ws: ClientConnection, trace: WireTrace, on_message: OnMessage,
+                 max_size: int = DEFAULT_MAX_SIZE) -> None:
         self.ws = ws
         self.max_size = max_size
         self.trace = trace

@@ -32,7 +32,8 @@ it are in, so about 80 ms at 20 ms per frame), with arrival stamps (`webrtc_medi
 every received frame's record keeps its RTP timestamp (`rtp_ts`, rebased to the first as aiortc does),
 how long the buffer held it (`jb_s`: from its packet's arrival to its release) and how long the decoder
 took to hand it over (`decode_s`), so its packet arrived at t - decode_s - jb_s; the `jitter_buffer`
-meta record at the end summarises the holds (median, p90, max). The bot's own receive jitter buffer (aiortc's in pipecat's SmallWebRTC) is not
+meta record at the end summarises the holds (median, p90, max). The bot's own receive jitter buffer (aiortc's in
+pipecat's SmallWebRTC) is not
 visible from here; `benchmarks/pipecat_transport_timing.py` measures both directions on loopback.
 
 Reasons: `connect_failed` (no answer: refused, 503 four times, another HTTP status, no connection or data
@@ -145,7 +146,8 @@ class WebRtcSession(NetSession):
                     outcome = f"http_{resp.status}" if len(raw) <= self.system.max_size else "answer over max_size"
                     retry = resp.status == 503
             except aiohttp.ClientConnectorError as exc:
-                outcome, retry = ("refused", True) if isinstance(exc.os_error, ConnectionRefusedError) else (type(exc).__name__, False)
+                outcome, retry = (("refused", True) if isinstance(exc.os_error, ConnectionRefusedError)
+                                  else (type(exc).__name__, False))
             except (asyncio.TimeoutError, TimeoutError):
                 outcome = "timeout"
             except aiohttp.ClientError as exc:
@@ -331,10 +333,11 @@ class WebRtcSession(NetSession):
         from duplexeval.systems.net.webrtc_media import JB_CAPACITY, JB_PREFETCH
 
         held = np.asarray(self._held) if self._held else None
-        stats: dict[str, Any] = {"capacity": JB_CAPACITY, "prefetch": JB_PREFETCH, "ptime_ms": 20, "frames": len(self._held)}
+        stats: dict[str, Any] = {"capacity": JB_CAPACITY, "prefetch": JB_PREFETCH, "ptime_ms": 20,
+                                 "frames": len(self._held)}
         if held is not None:
-            stats.update(held_median_s=round(float(np.median(held)), 6), held_p90_s=round(float(np.quantile(held, 0.9)), 6),
-                         held_max_s=round(float(held.max()), 6))
+            stats.update(held_median_s=round(float(np.median(held)), 6),
+                         held_p90_s=round(float(np.quantile(held, 0.9)), 6), held_max_s=round(float(held.max()), 6))
         self.wire.meta("jitter_buffer", **stats)
 
 
@@ -356,9 +359,9 @@ class WebRtc(NetSystem):
 
         from duplexeval.systems.net.webrtc_media import JB_CAPACITY, JB_PREFETCH
 
-        return (f"duplexeval {__version__}; aiortc {aiortc.__version__}; protocol webrtc (SmallWebRTC offer/answer, Opus {OPUS_RATE}); "
-                f"receive jitter buffer capacity {JB_CAPACITY} prefetch {JB_PREFETCH} (about {JB_PREFETCH * 20} ms); "
-                f"{audio_library_versions()}")
+        return (f"duplexeval {__version__}; aiortc {aiortc.__version__}; protocol webrtc (SmallWebRTC offer/answer, "
+                f"Opus {OPUS_RATE}); receive jitter buffer capacity {JB_CAPACITY} prefetch {JB_PREFETCH} (about "
+                f"{JB_PREFETCH * 20} ms); {audio_library_versions()}")
 
     def validate(self) -> None:
         for url in self.urls():

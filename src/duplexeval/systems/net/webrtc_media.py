@@ -1,4 +1,5 @@
-"""The aiortc pieces both WebRTC ends share: paced audio tracks, a jitter buffer that says what it held, frames <-> PCM16.
+"""The aiortc pieces both WebRTC ends share: paced audio tracks, a jitter buffer that says what it held, frames <->
+PCM16.
 
 - `PacedTrack`: an outgoing audio track of 20 ms frames on an absolute schedule, fed from a queue of
   PCM16 (silence when it is empty, as a live microphone or pipecat's `RawAudioTrack` sends); `on_frame`

@@ -13,7 +13,8 @@ hold times are kept too (`server.uplink_held`, for benchmarks/pipecat_transport_
 
 Faults (`--fault`, S after the first input frame): `disconnect@S` closes the peer connection, `error@S`
 sends an RTVI `error` with `fatal`, `malformed@S` a data channel message that is not JSON, `oversize@S`
-one of max_size + 1 KiB or 64 KiB, the most an SCTP message carries, whichever is smaller, `stall@S` stops the audio stream and the processing (the connection stays up);
+one of max_size + 1 KiB or 64 KiB, the most an SCTP message carries, whichever is smaller, `stall@S` stops the audio
+stream and the processing (the connection stays up);
 `busy=N` answers the first N offers with HTTP 503, `jitter_ms=J` delays each outgoing frame by U(0, J) ms,
 `slow_start_ms=M` waits before answering the offer.
 """

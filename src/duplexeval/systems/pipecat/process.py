@@ -12,7 +12,8 @@ CLIENT_SYSTEM = {"telephony": "telephony", "pipecat-ws": "pipecat-ws", "webrtc":
 
 
 class BotProcess(ServerProcess):
-    """`duplexeval serve pipecat` with `cfg`, on a free port (use as a context manager; `client()` is the client spec)."""
+    """`duplexeval serve pipecat` with `cfg`, on a free port (use as a context manager; `client()` is the client
+    spec)."""
 
     def __init__(self, cfg: BotConfig, warm: int = 16, start_timeout_s: float = 120.0) -> None:
         import sys

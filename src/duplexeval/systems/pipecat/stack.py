@@ -19,7 +19,8 @@ from typing import Any
 from duplexeval.systems.baselines import DEFAULT_REPLY
 
 TRANSPORTS = ("telephony", "pipecat-ws", "webrtc")
-IN_PROCESS = "in-process"  # the `pipecat` system: the same pipeline in duplexeval's process (systems/pipecat/inprocess.py)
+# the `pipecat` system: the same pipeline in duplexeval's process (systems/pipecat/inprocess.py)
+IN_PROCESS = "in-process"
 TURNS = ("vad", "smart-turn")
 DIALECTS = ("twilio", "telnyx", "plivo", "exotel")
 VAD_STOP_SECS_DEFAULT = 0.2  # pipecat's VADParams default (pipecat.audio.vad.vad_analyzer.VAD_STOP_SECS)
@@ -50,7 +51,8 @@ class BotConfig:
             raise ValueError(f"--transport must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}")
         if self.turn not in TURNS:
             raise ValueError(f"--turn must be one of {', '.join(TURNS)}, got {self.turn!r}")
-        for key, option, lo, hi in (("stop_secs", "--stop-secs", 0.0, 10.0), ("speech_timeout_s", "--speech-timeout", 0.0, 10.0)):
+        for key, option, lo, hi in (("stop_secs", "--stop-secs", 0.0, 10.0),
+                                    ("speech_timeout_s", "--speech-timeout", 0.0, 10.0)):
             v = getattr(self, key)
             if not (math.isfinite(v) and lo <= v <= hi):
                 raise ValueError(f"{option} must be between {lo:g} and {hi:g} seconds, got {v}")

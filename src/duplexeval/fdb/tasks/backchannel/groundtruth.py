@@ -67,7 +67,8 @@ class BackchannelChecks(DatasetRules):
 
     def check_id(self, subset: str, sample_id: str, where: str) -> None:
         if not sample_id.isdigit():
-            raise InputError(f"{where}: backchannel sample ids must be digit strings (the official evaluator skips others)")
+            raise InputError(f"{where}: backchannel sample ids must be digit strings (the official evaluator "
+                             "skips others)")
 
     def dataset_files(self, root: Path, samples: Sequence[Any]) -> dict[str, Path]:
         """icc_gt_distribution.json at the root, or in the subset's folder, checked against the samples."""
@@ -80,7 +81,8 @@ class BackchannelChecks(DatasetRules):
         for subset in sorted(subsets):
             missing = [s.id for s in samples if s.subset == subset and s.id not in gt]
             if missing:
-                raise InputError(f"{gt_path}: no ground truth for sample {subset}/{missing[0]} ({len(missing)} missing)")
+                raise InputError(
+                    f"{gt_path}: no ground truth for sample {subset}/{missing[0]} ({len(missing)} missing)")
         return {ICC_GT_FILE: gt_path}
 
 

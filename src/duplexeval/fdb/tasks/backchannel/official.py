@@ -66,7 +66,8 @@ def read_output_raw(path: Path, key: str, raw: bytes | None = None) -> tuple[Any
     except (RuntimeError, OSError) as exc:  # soundfile errors are RuntimeErrors
         raise InputError(f"{path}: sample {key}: cannot read audio: {exc}") from None
     if data.shape[1] != 1:
-        raise InputError(f"{path}: sample {key}: output.wav has {data.shape[1]} channels; the official VAD call needs mono")
+        raise InputError(f"{path}: sample {key}: output.wav has {data.shape[1]} channels; the official VAD "
+                         "call needs mono")
     if data.shape[0] == 0:
         raise InputError(f"{path}: sample {key}: output.wav has no samples (zero frames); re-export or re-import it")
     return np.ascontiguousarray(data[:, 0]), int(rate)
@@ -136,12 +137,14 @@ class BackchannelOfficial(OfficialRules):
         digit = [(s.entry, s.words) for s in ready if s.entry.id.isdigit()]
         for e in (s.entry for s in ready):
             if not e.id.isdigit():
-                ctx.rows.append({"id": e.id, "evaluated": False, "reason": "id is not all digits: the official script skips it"})
+                ctx.rows.append({"id": e.id, "evaluated": False, "reason": "id is not all digits: the official "
+                                                                           "script skips it"})
         extra = {"skipped_non_digit_id": len(ready) - len(digit)}
         if not digit:
             return OfficialOutcome([], bc.backchannel_metrics([]), counts=extra)
         prepared: Prepared = ctx.prepared
-        assert prepared is not None and prepared.gt is not None  # loaded in `prepare` whenever there is an eligible sample
+        # loaded in `prepare` whenever there is an eligible sample
+        assert prepared is not None and prepared.gt is not None
         gt, gt_info = prepared.gt
         info = {
             "vad": vadmod.vad_signature(vadmod.OFFICIAL_SETTINGS),
@@ -161,7 +164,8 @@ class BackchannelOfficial(OfficialRules):
             try:
                 done.append(bc.backchannel_sample(e.id, segments, words, len(audio), rate, gt.get(e.id), rules))
             except KeyError:
-                raise InputError(f"{gt_info['file']}: has no distribution for sample {e.key} (keys are folder ids)") from None
+                raise InputError(
+                    f"{gt_info['file']}: has no distribution for sample {e.key} (keys are folder ids)") from None
         return OfficialOutcome(done, bc.backchannel_metrics(done), counts=extra, rules_info=info)
 
     def rules_block(self, options: Mapping[str, Any], info: dict[str, Any] | None) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """`fdb synth` of a backchannel sample: speech parts with pauses (no annotation), and the ground-truth rule: a
-timing distribution over 0.2 s bins from the pauses of the speech, written as icc_gt_distribution.json (docs/synth.md)."""
+timing distribution over 0.2 s bins from the pauses of the speech, written as icc_gt_distribution.json
+(docs/synth.md)."""
 
 from __future__ import annotations
 

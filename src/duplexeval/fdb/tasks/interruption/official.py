@@ -118,5 +118,6 @@ class InterruptionOfficial(OfficialRules):
         block["failed"] = len(takeovers) - block["rated"]
         block["retried_samples"] = sum(1 for r in ratings if r.attempts > 1)
         st = judge.stats
-        say(f"{subset}: judge requests {st['requests']}, retries {st['retries']}, reused {st['reused']}, failed {st['failed']}")
+        say(f"{subset}: judge requests {st['requests']}, retries {st['retries']}, reused {st['reused']}, failed "
+            f"{st['failed']}")
         return OfficialOutcome(done, interruption_metrics(done, judged=True), judge=block)

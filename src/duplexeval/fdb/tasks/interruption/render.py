@@ -23,7 +23,8 @@ class InterruptionRender(RenderRules):
 
     def severity(self, row: dict[str, Any]) -> tuple[int, float]:
         stop = row.get("stop_s")
-        return (OUTCOME_RANK[row["outcome"]], -(float(stop) if stop is not None else 1e9) - float(row.get("latency_s") or 0))
+        return (OUTCOME_RANK[row["outcome"]],
+                -(float(stop) if stop is not None else 1e9) - float(row.get("latency_s") or 0))
 
     def why(self, row: dict[str, Any]) -> str:
         stop = "no observed stop" if row.get("stop_s") is None else f"stop after {row['stop_s']:.2f} s"
@@ -40,7 +41,8 @@ class InterruptionRender(RenderRules):
     def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[Figure]:
         ex = [(label, [r for r in rows if r["eligible"] and r["outcome"] != "not_exercised"]) for label, rows in series]
         curve = figures.response_curve("When did each system answer after the interruption? (exercised samples)",
-                                       [(lb, [r["latency_s"] for r in rs]) for lb, rs in ex], colors=colors, xlabel=XLABEL)
+                                       [(lb, [r["latency_s"] for r in rs]) for lb, rs in ex], colors=colors,
+                                       xlabel=XLABEL)
         out = [Figure(curve, figures.CURVE_CAPTION)]
         bars = []
         for label, rows in series:

@@ -136,7 +136,8 @@ def segments_up_to_r(probs: np.ndarray, inp: InterruptionInput, settings: VadSet
     return [(int(s), int(e)) for s, e in timestamps_from_probs(probs, inp.n_samples, settings) if s <= limit]
 
 
-def _setting_row(subset: str, settings: Any, headline: bool, rows: list[intr.InterruptionRow], counts: dict[str, Any]) -> SettingRow:
+def _setting_row(subset: str, settings: Any, headline: bool, rows: list[intr.InterruptionRow],
+                 counts: dict[str, Any]) -> SettingRow:
     block = interruption_block(rows, counts)
     c, m = block["counts"], block["metrics"]
     rr, stop, rs = m["response_rate_2s"], m["stop_latency_s"], m["restart_rate"]
@@ -254,12 +255,15 @@ def analyse(loaded: LoadedTree, jobs: int | None = None) -> Sensitivity:
 
 def signature(loaded: LoadedTree, vad: dict[str, Any]) -> Signature:
     """Definitions, the ASR that made the transcripts, the VAD model and the swept grid, and the input hashes."""
-    grid = {"t": f"{THRESHOLDS[0]}-{THRESHOLDS[-1]}", "s": f"{MIN_SILENCES_MS[0]}-{MIN_SILENCES_MS[-1]}", "p": 0, "edge": EDGE_MS}
+    grid = {"t": f"{THRESHOLDS[0]}-{THRESHOLDS[-1]}", "s": f"{MIN_SILENCES_MS[0]}-{MIN_SILENCES_MS[-1]}", "p": 0,
+            "edge": EDGE_MS}
     comps = (
         asr_component(loaded.asr.backend, "asr"),
-        Component("vad", "silero-" + str(vad.get("equivalent_to", "silero-vad ?")).split()[1], str(vad.get("model_sha256") or ""), grid),
+        Component("vad", "silero-" + str(vad.get("equivalent_to", "silero-vad ?")).split()[1],
+                  str(vad.get("model_sha256") or ""), grid),
     )
-    return Signature(f"{DEFINITIONS}-sensitivity-1", comps, {"manifest.json": loaded.manifest_sha256, "asr.json": loaded.asr_sha256})
+    return Signature(f"{DEFINITIONS}-sensitivity-1", comps,
+                     {"manifest.json": loaded.manifest_sha256, "asr.json": loaded.asr_sha256})
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -282,7 +286,8 @@ def render(sens: Sensitivity, console: Console | None = None) -> None:
                     "median stop_latency_s", "restart_rate"):
             t.add_column(col, no_wrap=True, justify="right")
         for r in rows:
-            stop = "—" if r.exercised == 0 else (NOT_REACHED if r.stop_latency_median_s is None else _fmt(r.stop_latency_median_s))
+            stop = "—" if r.exercised == 0 else (NOT_REACHED if r.stop_latency_median_s is None
+                                                 else _fmt(r.stop_latency_median_s))
             t.add_row(
                 f"{r.threshold:.1f}{'*' if r.headline else ''}",
                 str(r.min_silence_ms),
@@ -298,9 +303,11 @@ def render(sens: Sensitivity, console: Console | None = None) -> None:
         console.print(f"S within {EDGE_MS} ms of a headline segment edge: {len(near)} of {total} eligible sample(s)")
         for e in near:
             spread = ", ".join(f"{o} {n}" for o, n in e.outcomes.items())
-            console.print(f"  {e.sample_id}: S {e.S_s:.3f} s, edge at {e.nearest_edge_s:.3f} s ({e.distance_ms:.1f} ms); "
-                          f"headline {e.headline_outcome}; over {len(settings_grid())} settings: {spread}")
+            console.print(f"  {e.sample_id}: S {e.S_s:.3f} s, edge at {e.nearest_edge_s:.3f} s "
+                          f"({e.distance_ms:.1f} ms); headline {e.headline_outcome}; over {len(settings_grid())} "
+                          f"settings: {spread}")
     console.print(
-        f"Shares: not_exercised over eligible, the rest over exercised. {NOT_REACHED} = the median sample never stopped."
+        f"Shares: not_exercised over eligible, the rest over exercised. {NOT_REACHED} = the median sample "
+        "never stopped."
     )
     console.print(sens.body["signature"]["compact"], markup=False, highlight=False)

@@ -215,7 +215,8 @@ def parse_interruption(s: OpenedSample) -> InterruptionInput:
     audio_sha = s.asr.extra.get("audio_sha256")
     if isinstance(audio_sha, str) and audio_sha != entry.files[OUTPUT_WAV]:
         raise RefusalError(
-            f"{s.root / ASR_FILE}: sample {entry.key}: transcribed a different output.wav than manifest.json records; rerun asr"
+            f"{s.root / ASR_FILE}: sample {entry.key}: transcribed a different output.wav than manifest.json "
+            "records; rerun asr"
         )
     n = check_wav(data, wav_path, entry)
     return InterruptionInput(s.T_us, words, S_us, R_us, n, wav_path)

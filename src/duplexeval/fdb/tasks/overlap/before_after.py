@@ -200,7 +200,8 @@ def measure(p: Plan, distractor_end: float, segments: Segmenter, clean: tuple[np
     clean_res = None
     if clean is not None:
         clean_res = segment_metrics(clean[0], clean[1], segments, "clean_output.json", utmos)
-    return SampleSplit(pre, post, clean_res, p.split_t, float(distractor_end), p.split_t, float(max(0.0, p.duration_s - p.split_t)))
+    return SampleSplit(pre, post, clean_res, p.split_t, float(distractor_end), p.split_t,
+                       float(max(0.0, p.duration_s - p.split_t)))
 
 
 def sample_split(output: np.ndarray, words: Sequence[Word], distractor_end: float, segments: Segmenter,

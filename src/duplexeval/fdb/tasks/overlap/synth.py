@@ -138,7 +138,8 @@ def write_set(out: str | os.PathLike[str], counts: dict[str, int], seed: int = 0
             write_wav_pcm16(d / CLEAN_INPUT_FILE, st.clean_input)
             write_json(d / METADATA_FILE, st.metadata)
             listing.append({"subset": subset, "id": st.id})
-    write_json(root / DATASET_FILE, {"kind": DATASET_KIND, "name": name, "seed": seed, "espeak_ng": tts.espeak_version(),
+    write_json(root / DATASET_FILE, {"kind": DATASET_KIND, "name": name, "seed": seed,
+                                     "espeak_ng": tts.espeak_version(),
                                      "declared": {s: int(counts.get(s, 0)) for s in SUBSET_ORDER if counts.get(s)},
                                      "samples": listing})
     return root
@@ -158,7 +159,8 @@ def small(n: int = 2, subsets: Sequence[str] = SUBSET_ORDER) -> dict[str, int]:
 # Scripted outputs: a known-answer "system" whose replies and transcripts are exact, for tests and benchmarks.
 
 REPLIES = (
-    "Sure. There are a few options you might like, and each of them is easy to reach by bus or on foot from the center.",
+    "Sure. There are a few options you might like, and each of them is easy to reach by bus or on foot from the "
+    "center.",
     "Of course. The first step is simple, and after that you can adjust it to your taste as you go along.",
     "Good question. Most people find it easiest to start slowly and build up over a few weeks of practice.",
 )
@@ -179,7 +181,8 @@ def _place(buf: np.ndarray, sp: tts.Speech, at_s: float, cut_s: float | None = N
     n = min(sp.audio.shape[0], stop - a)
     buf[a:a + n] += sp.audio[:n]
     end_s = (a + n) / SR
-    return [(w.text, round(at_s + w.start_s, 6), round(at_s + w.end_s, 6)) for w in sp.words if at_s + w.end_s <= end_s + 1e-9]
+    return [(w.text, round(at_s + w.start_s, 6), round(at_s + w.end_s, 6)) for w in sp.words
+            if at_s + w.end_s <= end_s + 1e-9]
 
 
 def transcript(words: Sequence[tuple[str, float, float]]) -> dict[str, Any]:

@@ -77,7 +77,8 @@ def response_intervals(user: Sequence[Interval], model: Sequence[Interval]) -> l
     return [iv for _, iv in sorted(tmp.items(), key=lambda kv: kv[1][1])]
 
 
-def intervals(user_segments: Sequence[tuple[int, int]], model_segments: Sequence[tuple[int, int]]) -> dict[str, list[list[float]]]:
+def intervals(user_segments: Sequence[tuple[int, int]],
+              model_segments: Sequence[tuple[int, int]]) -> dict[str, list[list[float]]]:
     """The official `latency_intervals.json` object from the two tracks' Silero segments (in samples)."""
     user = seconds(user_segments, USER_MERGE_GAP_S)
     model = seconds(model_segments, MODEL_MERGE_GAP_S)

@@ -199,8 +199,8 @@ def aggregate(rows: Sequence[OverlapRow], selected: int, not_scored: Mapping[str
         for lab in LABELS:
             m[f"judge_{lab}_rate"] = stats.Share(sum(r.judge_label == lab for r in judged), len(judged),
                                                  failed + unknown, selected)
-        m["agreement_rate"] = stats.Share(sum(AS_JUDGE_LABEL[r.behaviour] == r.judge_label for r in judged), len(judged),
-                                          selected - len(judged), selected)
+        m["agreement_rate"] = stats.Share(sum(AS_JUDGE_LABEL[r.behaviour] == r.judge_label for r in judged),
+                                          len(judged), selected - len(judged), selected)
         out["confusion"] = {c: dict(Counter(r.judge_label for r in judged if r.behaviour == c)) for c in CLASSES}
         out["counts"]["judge_failed"] = failed
     out["metrics"] = metrics_json(m)

@@ -47,7 +47,8 @@ class PauseChecks(DatasetRules):
             if b > T + TIME_TOLERANCE_S:
                 raise InputError(f"{where}: pause {i} ends at {b} s, after the input's end T = {T:.6f} s")
             if a < prev_end:
-                raise InputError(f"{where}: pauses are not sorted and disjoint (pause {i} starts at {a} before the previous end {prev_end})")
+                raise InputError(f"{where}: pauses are not sorted and disjoint (pause {i} starts at {a} before the "
+                                 f"previous end {prev_end})")
             prev_end = b
 
 

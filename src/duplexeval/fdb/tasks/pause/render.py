@@ -19,7 +19,8 @@ class PauseRender(RenderRules):
 
     def why(self, row: dict[str, Any]) -> str:
         if row["pause_intrusion"]:
-            return f"intrusion: {row['intrusion_words']} onset(s), {row['intrusion_s']:.2f} s of {row['pause_s']:.2f} s pause covered"
+            return (f"intrusion: {row['intrusion_words']} onset(s), {row['intrusion_s']:.2f} s of {row['pause_s']:.2f} "
+                    "s pause covered")
         return "no word after the first pause"
 
     def outcome(self, row: dict[str, Any]) -> str:

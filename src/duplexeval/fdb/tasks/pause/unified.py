@@ -136,7 +136,8 @@ def pause_block(rows: Sequence[PauseRow], counts: dict[str, Any]) -> dict[str, A
     metrics = {
         "pause_intrusion_rate": flag("pause_intrusion"),
         "pause_intrusion_per_pause": stats.pooled_count([r.pauses_intruded for r in rows], [r.n_pauses for r in rows]),
-        "intrusion_s_per_pause_s": stats.pooled_seconds([r.covered_us for r in rows], [r.pause_us for r in rows], US_PER_S),
+        "intrusion_s_per_pause_s": stats.pooled_seconds([r.covered_us for r in rows], [r.pause_us for r in rows],
+                                                        US_PER_S),
         "inside_pause_onset_rate": flag("inside_pause_onset"),
         "pre_pause_speech_rate": flag("pre_pause_speech"),
         "carry_in_rate": flag("carry_in"),
@@ -172,7 +173,8 @@ class PauseUnified(UnifiedRules[PauseInput, PauseRow]):
 PAIRED = PairedSpec((
     MetricSpec("pause_intrusion_rate", "share", lambda r: r["pause_intrusion"]),
     MetricSpec("pause_intrusion_per_pause", "ratio", lambda r: (r["pauses_intruded"], r["n_pauses"])),
-    MetricSpec("intrusion_s_per_pause_s", "ratio", lambda r: (time_units(r["intrusion_s"], US_PER_S), time_units(r["pause_s"], US_PER_S))),
+    MetricSpec("intrusion_s_per_pause_s", "ratio",
+               lambda r: (time_units(r["intrusion_s"], US_PER_S), time_units(r["pause_s"], US_PER_S))),
     MetricSpec("inside_pause_onset_rate", "share", lambda r: r["inside_pause_onset"]),
     MetricSpec("pre_pause_speech_rate", "share", lambda r: r["pre_pause_speech"]),
     MetricSpec("carry_in_rate", "share", lambda r: r["carry_in"]),

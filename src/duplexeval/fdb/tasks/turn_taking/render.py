@@ -38,5 +38,6 @@ class TurnRender(RenderRules):
 
     def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[Figure]:
         curve = [(label, [r["latency_s"] for r in rows if r["eligible"]]) for label, rows in series]
-        svg = figures.response_curve("When did each system answer? (eligible samples)", curve, colors=colors, xlabel=XLABEL)
+        svg = figures.response_curve("When did each system answer? (eligible samples)", curve, colors=colors,
+                                     xlabel=XLABEL)
         return [Figure(svg, figures.CURVE_CAPTION)]
