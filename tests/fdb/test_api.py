@@ -73,7 +73,8 @@ def test_defaults_are_the_commands() -> None:
         (cli["concurrency"], cli["call_timeout"], cli["limit"], cli["force"])
     assert ex["call_timeout_s"] == DEFAULT_CALL_TIMEOUT_S
     im, cli = _defaults(fdb.import_outputs), _defaults(import_command)
-    assert (im["name"], im["channel"], im["ignore_output_json"]) == (cli["name"], cli["channel"], cli["ignore_output_json"])
+    keys = ("name", "channel", "ignore_output_json")
+    assert [im[k] for k in keys] == [cli[k] for k in keys]
     assert _defaults(fdb.asr)["backend"] == _defaults(asr_command)["backend"]
     ev, cli = _defaults(fdb.evaluate), _defaults(evaluate_command)
     for key in ("backchannel_rules", "silero", "behavior_model", "force", "icc_gt"):
@@ -88,7 +89,8 @@ def test_importing_the_package_loads_no_stage() -> None:
     """`import duplexeval.fdb` stays cheap: not even `fdb.api` until a name is used, no stage until a verb runs."""
     code = ("import sys, duplexeval.fdb; print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('numpy', 'pydantic', 'soundfile', 'typer') or m.startswith(('duplexeval.stats', 'duplexeval.fdb.tree', "
-            "'duplexeval.fdb.unified', 'duplexeval.fdb.export_stage', 'duplexeval.fdb.official', 'duplexeval.fdb.api')))))")
+            "'duplexeval.fdb.unified', 'duplexeval.fdb.export_stage', 'duplexeval.fdb.official', "
+            "'duplexeval.fdb.api')))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == ""
 
@@ -135,7 +137,10 @@ def test_score_returns_stats_values_and_the_files_agree(trees: tuple[Path, Path]
     read = fdb.read_unified(silent)
     assert read.signature == res.signature and read.kinds[TT]["response_rate_2s"] is stats.Share
     assert read.subsets[TT]["metrics"]["response_rate_2s"] == rate.to_json()
-    assert [(s.subset, s.sample_id, s.fields) for s in read.samples] == [(s.subset, s.sample_id, s.fields) for s in res.samples]
+    def rows(samples: tuple[fdb.UnifiedSample, ...]) -> list[tuple[str, str, object]]:
+        return [(s.subset, s.sample_id, s.fields) for s in samples]
+
+    assert rows(read.samples) == rows(res.samples)
     assert all(s.row is not None for s in res.samples)
 
 
@@ -203,7 +208,8 @@ def test_score_samples_of_your_own_turns() -> None:
         fdb.score_samples([fdb.Sample(TT, "x", 6.0)])
 
 
-def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
     """README's "The same from Python" block, run as it is (in a scratch folder): it uses only the package API."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     at = readme.index("The same from Python")

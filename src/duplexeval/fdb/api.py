@@ -309,7 +309,8 @@ def export(
     executor: ExecutorSpec | None = None,
     progress: bool = True,
 ) -> ExportResult:
-    """Drive `system` (a System or "NAME[:k=v,...]") over `dataset` (a folder, "demo" or a DatasetLike); write tree `out`."""
+    """Drive `system` (a System or "NAME[:k=v,...]") over `dataset` (a folder, "demo" or a DatasetLike); write the
+    tree `out`."""
     from duplexeval.fdb.export_stage import export as _export
 
     return _export_result(_export(system, dataset, out, subsets=subsets, limit=limit, force=force, progress=progress,

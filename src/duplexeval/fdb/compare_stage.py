@@ -75,7 +75,8 @@ def compare_metric(spec: MetricSpec, rows_a: Sequence[Row], rows_b: Sequence[Row
         mcnemar = paired.mcnemar_exact([bool(x) for x in va], [bool(x) for x in vb]) if va else None
         return PairedMetric(spec.kind, d, sum(map(bool, va)), sum(map(bool, vb)), mcnemar)
     if spec.kind == "ratio":
-        d = paired.paired_ratio_difference([x[0] for x in va], [x[1] for x in va], [x[0] for x in vb], [x[1] for x in vb])
+        d = paired.paired_ratio_difference([x[0] for x in va], [x[1] for x in va],
+                                           [x[0] for x in vb], [x[1] for x in vb])
         return PairedMetric(spec.kind, d)
     d = _scaled(paired.paired_quantile_difference(va, vb, 0.5), spec.per_second)
     # a median on +inf is not reached
@@ -254,5 +255,6 @@ def check_out(out: Path, result: dict[str, Any], force: bool) -> None:
         was, now = ([t.get("path") for t in r.get("trees") or ()] for r in (old, result))
         if was != now:
             raise RefusalError(f"{out}: exists and compares other trees (there: {', '.join(map(str, was))}; "
-                               f"now: {', '.join(map(str, now))}); pass --force to replace it (or write elsewhere with --out)")
+                               f"now: {', '.join(map(str, now))}); "
+                               "pass --force to replace it (or write elsewhere with --out)")
     check_replace(out, result, force)

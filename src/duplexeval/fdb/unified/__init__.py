@@ -35,8 +35,8 @@ DEFINITIONS = UnifiedRules.definitions  # "fdb-v1.0-unified-4": the v1.0 tasks' 
 UNIFIED_KIND = "duplexeval.fdb.unified"
 UNIFIED_SCHEMA_VERSION = 2  # 2: the artifact header (kind, schema_version, duplexeval, signature, inputs)
 
-__all__ = ["DEFINITIONS", "UNIFIED_KIND", "UNIFIED_SCHEMA_VERSION", "Scored", "UnifiedResult", "rows_and_blocks", "score",
-           "typed_metrics", "unified_json", "vad_signature"]
+__all__ = ["DEFINITIONS", "UNIFIED_KIND", "UNIFIED_SCHEMA_VERSION", "Scored", "UnifiedResult", "rows_and_blocks",
+           "score", "typed_metrics", "unified_json", "vad_signature"]
 
 
 @dataclass
