@@ -24,11 +24,15 @@ from pathlib import Path
 import numpy as np
 
 from duplexeval.audio import n_samples_for, write_wav_pcm16
+from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.transcript import Word, transcript_bytes
-from duplexeval.fdb.tree import SUBSETS, AsrRecord, AsrSample, Manifest, SampleEntry, write_asr, write_manifest
+from duplexeval.fdb.tree import SUBSETS as ALL_SUBSETS
+from duplexeval.fdb.tree import AsrRecord, AsrSample, Manifest, SampleEntry, write_asr, write_manifest
 from duplexeval.jsonio import atomic_write_bytes, dumps, sha256_bytes
 
 SR = 16000
+# FDB v1.0's subsets only: the v1.5 subsets in the table have their own layout (two sessions, metadata.json)
+SUBSETS = {s: i for s, i in ALL_SUBSETS.items() if task_of(s).dataset.release == "fdb-v1.0"}
 SENTENCES = [
     "Sure, I can help with that.",
     "The weather tomorrow looks sunny with a light breeze in the afternoon.",
@@ -153,7 +157,9 @@ def ensure_built(root: Path, rebuild: bool = False) -> None:
     import shutil
 
     try:
-        current = json.loads((root / "manifest.json").read_text()).get("bench_build") == BUILD
+        manifest = json.loads((root / "manifest.json").read_text())
+        current = (manifest.get("bench_build") == BUILD
+                   and set((manifest.get("dataset") or {}).get("declared") or {}) == set(SUBSETS))
     except (OSError, ValueError):
         current = False
     if rebuild or not current or not (root / "asr.json").is_file():

@@ -43,7 +43,8 @@ def one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str], *needles
 # ------------------------------------------------------------------ builders
 
 
-def _wav(path: Path, seconds: float, sr: int = 16000, channels: int = 1, fill: float = 0.1, subtype: str = "PCM_16") -> None:
+def _wav(path: Path, seconds: float, sr: int = 16000, channels: int = 1, fill: float = 0.1,
+         subtype: str = "PCM_16") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     t = np.arange(round(seconds * sr)) / sr
     x = (fill * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
@@ -117,7 +118,8 @@ def conversations(root: Path, lines: list[dict]) -> Path:
     return p
 
 
-CONV = {"id": "c1", "duration_s": 6.0, "user": {"segments": [[0.0, 1.0], [1.5, 2.5]]}, "agent": {"segments": [[3.0, 4.0]]}}
+CONV = {"id": "c1", "duration_s": 6.0, "user": {"segments": [[0.0, 1.0], [1.5, 2.5]]},
+        "agent": {"segments": [[3.0, 4.0]]}}
 
 
 # ------------------------------------------------------------------ the corpus
@@ -128,13 +130,15 @@ Case = Callable[[Path], tuple[list[object], tuple[str, ...]]]
 def _renamed_subset(tmp: Path):
     ds = synth_set(tmp / "ds")
     (ds / TT).rename(ds / "Candor_turn_taking")
-    return ["fdb", "export", "--system", "silent", "--dataset", ds, "--out", tmp / "t", "-q"], ("Candor_turn_taking", "case")
+    return (["fdb", "export", "--system", "silent", "--dataset", ds, "--out", tmp / "t", "-q"],
+            ("Candor_turn_taking", "case"))
 
 
 def _deleted_sample(tmp: Path):
     ds = synth_set(tmp / "ds")
     shutil.rmtree(ds / TT / "2")
-    return ["fdb", "export", "--system", "silent", "--dataset", ds, "--out", tmp / "t", "-q"], (f"sample {TT}/2", "missing")
+    return (["fdb", "export", "--system", "silent", "--dataset", ds, "--out", tmp / "t", "-q"],
+            (f"sample {TT}/2", "missing"))
 
 
 def _id_newline_manifest(tmp: Path):
@@ -146,7 +150,8 @@ def _id_newline_manifest(tmp: Path):
 def _id_newline_dataset(tmp: Path):
     ds = synth_set(tmp / "ds")
     (ds / P / "1").rename(ds / P / "1\n")
-    return ["fdb", "export", "--system", "silent", "--dataset", ds, "--out", tmp / "t", "-q"], ("'1\\n' is not allowed",)
+    return (["fdb", "export", "--system", "silent", "--dataset", ds, "--out", tmp / "t", "-q"],
+            ("'1\\n' is not allowed",))
 
 
 def _id_newline_synth(tmp: Path):
@@ -218,7 +223,8 @@ def _json_is_dir(cmd: str) -> Case:
             return ["controller", "evaluate", data, "--json", d], (str(d), "existing folder")
         if cmd == "evaluate-rows":
             return ["controller", "evaluate", data, "--rows", d], (str(d), "existing folder")
-        return ["controller", "calibrate", data, "--out", d, "--pause-cutin-ceiling", "0.5"], (str(d), "existing folder")
+        return (["controller", "calibrate", data, "--out", d, "--pause-cutin-ceiling", "0.5"],
+                (str(d), "existing folder"))
     return case
 
 
@@ -297,15 +303,15 @@ def _zero_frame_backchannel(tmp: Path):
 def _grid(text: str, needle: str) -> Case:
     def case(tmp: Path):
         d = controller_data(tmp / "d")
-        return ["controller", "calibrate", d, "--out", tmp / "p.json", "--pause-cutin-ceiling", "0.5", "--grid", text], (
-            "--grid", needle)
+        return (["controller", "calibrate", d, "--out", tmp / "p.json", "--pause-cutin-ceiling", "0.5", "--grid", text],
+                ("--grid", needle))
     return case
 
 
 def _rule(text: str) -> Case:
     def case(tmp: Path):
-        return ["controller", "label", "--out", tmp / "o", "--conversations", conversations(tmp / "c", [CONV]), "--rule", text], (
-            f"--rule {text.split('=')[0]}", "finite")
+        return (["controller", "label", "--out", tmp / "o", "--conversations", conversations(tmp / "c", [CONV]),
+                 "--rule", text], (f"--rule {text.split('=')[0]}", "finite"))
     return case
 
 
@@ -316,17 +322,20 @@ def _huge_conversation(tmp: Path):
 
 def _dup_conversations(tmp: Path):
     m = conversations(tmp / "c", [CONV, CONV])
-    return ["controller", "label", "--out", tmp / "o", "--conversations", m], ("m.jsonl", "line 2", "duplicate conversation id 'c1'")
+    return (["controller", "label", "--out", tmp / "o", "--conversations", m],
+            ("m.jsonl", "line 2", "duplicate conversation id 'c1'"))
 
 
 def _conv_problem(tmp: Path):
     m = conversations(tmp / "c", [CONV, {**CONV, "id": "c2", "duration_s": 2.0}])  # user speech runs to 2.5 s
-    return ["controller", "label", "--out", tmp / "o", "--conversations", m], ("m.jsonl", "line 2", "conversation c2", "after the conversation end")
+    return (["controller", "label", "--out", tmp / "o", "--conversations", m],
+            ("m.jsonl", "line 2", "conversation c2", "after the conversation end"))
 
 
 def _conv_missing_audio(tmp: Path):
     m = conversations(tmp / "c", [{**CONV, "user_audio": "nope.wav"}])
-    return ["controller", "label", "--out", tmp / "o", "--conversations", m], ("m.jsonl: line 1: conversation c1", "nope.wav", "not found")
+    return (["controller", "label", "--out", tmp / "o", "--conversations", m],
+            ("m.jsonl: line 1: conversation c1", "nope.wav", "not found"))
 
 
 def _judge_timeout(tmp: Path):
@@ -362,7 +371,8 @@ def _zero_clips(tmp: Path):
 
 def _out_inside_dataset(tmp: Path):
     ds = synth_set(tmp / "ds")
-    return ["fdb", "export", "--system", "silent", "--dataset", ds, "--out", ds / "tree", "-q"], ("--out", "lies inside the input --dataset")
+    return (["fdb", "export", "--system", "silent", "--dataset", ds, "--out", ds / "tree", "-q"],
+            ("--out", "lies inside the input --dataset"))
 
 
 def _parakeet_without_nemo(tmp: Path):
@@ -425,7 +435,8 @@ CASES: dict[str, Case] = {
     "controller-zero-clips": _zero_clips,
     "out-inside-dataset": _out_inside_dataset,
     "parakeet-without-nemo": _parakeet_without_nemo,
-    "usage-limit-0": _usage(["fdb", "export", "--system", "silent", "--dataset", "demo", "--out", "x", "--limit", "0"], "--limit"),
+    "usage-limit-0": _usage(["fdb", "export", "--system", "silent", "--dataset", "demo", "--out", "x", "--limit", "0"],
+                            "--limit"),
     "usage-jobs-negative": _usage(["fdb", "score", "x", "--jobs", "-1"], "--jobs"),
     "usage-unknown-option": _usage(["eot", "score", "x.csv", "--nope"], "--nope"),
 }
@@ -468,21 +479,27 @@ def test_wrong_shape_journal_is_redone(tmp_path: Path, capsys: pytest.CaptureFix
         assert (out / "manifest.json").read_bytes() == first
 
 
-@pytest.mark.parametrize("channel, pick", [("0", lambda x: x[:, 0]), ("1", lambda x: x[:, 1]), ("mean", lambda x: x.mean(axis=1))])
-def test_import_channel_choice_is_applied_and_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str], channel, pick) -> None:
+@pytest.mark.parametrize("channel, pick",
+                         [("0", lambda x: x[:, 0]), ("1", lambda x: x[:, 1]), ("mean", lambda x: x.mean(axis=1))])
+def test_import_channel_choice_is_applied_and_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str], channel,
+                                                       pick) -> None:
     ds = synth_set(tmp_path / "ds")
     outs = tmp_path / "outs"
     rng = np.random.default_rng(0)
     for wav in ds.rglob("input.wav"):
         rel = wav.parent.relative_to(ds)
         (outs / rel).mkdir(parents=True)
-        sf.write(str(outs / rel / "output.wav"), (0.2 * rng.standard_normal((48000, 2))).astype(np.float32), 16000, subtype="PCM_16")
-    code, _o, err = run(["fdb", "import", "--dataset", ds, "--outputs", outs, "--out", tmp_path / "t", "--channel", channel, "-q"], capsys)
+        sf.write(str(outs / rel / "output.wav"), (0.2 * rng.standard_normal((48000, 2))).astype(np.float32), 16000,
+                 subtype="PCM_16")
+    code, _o, err = (
+        run(["fdb", "import", "--dataset", ds, "--outputs", outs, "--out", tmp_path / "t", "--channel", channel, "-q"],
+            capsys))
     assert code == 0, err
     m = json.loads((tmp_path / "t" / "manifest.json").read_text())
     assert m["system"]["params"]["channel"] == (channel if channel == "mean" else int(channel))
     for s in m["samples"]:
-        assert s["eligible"] and s["import"]["channels"] == 2 and s["import"]["channel"] == m["system"]["params"]["channel"]
+        assert (s["eligible"] and s["import"]["channels"] == 2
+                and s["import"]["channel"] == m["system"]["params"]["channel"])
     src, _ = sf.read(str(outs / TT / "1" / "output.wav"), dtype="float32", always_2d=True)
     got, _ = sf.read(str(tmp_path / "t" / TT / "1" / "output.wav"), dtype="float32")
     assert np.abs(got - pick(src)).max() <= 1 / 32768 + 1e-7
@@ -516,7 +533,8 @@ def test_broken_source_wav_is_ineligible_with_a_reason(tmp_path: Path, capsys: p
     assert "cannot read output.wav" in bad[0]["import"]["error"]
 
 
-def test_unreadable_source_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unreadable_source_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A source the user may not read (permission denied; simulated, since tests may run as root)."""
     from duplexeval.fdb import import_stage as imp
 
@@ -558,7 +576,8 @@ def test_usage_errors_are_one_line_on_every_group(capsys: pytest.CaptureFixture[
         assert line.endswith("--help')")
 
 
-def test_unwritable_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unwritable_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A folder without write permission (simulated through os.access, since root may write anywhere)."""
     from duplexeval import jsonio
 
@@ -570,6 +589,6 @@ def test_unwritable_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[
         monkeypatch.setattr(jsonio.os, "access", lambda p, mode: False if Path(p) == ro else real(p, mode))
     (tmp_path / "p.csv").write_text("true_turn_end_s,detector_commit_s\n1,1.2\n")
     one_line_error(["eot", "score", tmp_path / "p.csv", "--json", ro / "r.json"], capsys, str(ro), "not writable")
-    one_line_error(["controller", "label", "--out", ro / "out", "--conversations", conversations(tmp_path / "c", [CONV])],
-                   capsys, "not writable")
+    one_line_error(["controller", "label", "--out", ro / "out", "--conversations",
+                    conversations(tmp_path / "c", [CONV])], capsys, "not writable")
     assert not list(ro.iterdir())

@@ -20,8 +20,10 @@ def test_old_home_re_exports_the_same_objects() -> None:
 def test_api_key_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CHAT_HTTP_TEST_KEY", raising=False)
     assert chat_http.api_key_from_env("", "x") == ""
-    with pytest.raises(RefusalError, match=r"^--judge openai needs an API key in the environment variable CHAT_HTTP_TEST_KEY .*api_key_env=VAR\)$"):
-        chat_http.api_key_from_env("CHAT_HTTP_TEST_KEY", "--judge openai", "name another with --judge openai:api_key_env=VAR")
+    with pytest.raises(RefusalError, match=r"^--judge openai needs an API key in the environment variable "
+                                           r"CHAT_HTTP_TEST_KEY .*api_key_env=VAR\)$"):
+        chat_http.api_key_from_env("CHAT_HTTP_TEST_KEY", "--judge openai",
+                                   "name another with --judge openai:api_key_env=VAR")
     monkeypatch.setenv("CHAT_HTTP_TEST_KEY", "k1")
     assert chat_http.api_key_from_env("CHAT_HTTP_TEST_KEY", "x") == "k1"
 

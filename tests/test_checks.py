@@ -67,25 +67,30 @@ def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_module_in_the_current_folder_is_found(here: Path) -> None:
     assert import_object("mine:Tone", "system").__name__ == "Tone"  # type: ignore[attr-defined]
-    with pytest.raises(InputError, match=r"cannot import module 'nothere' .*looked on the import path and in the current "
-                                         r"folder .*: run from the folder that holds nothere.py"):
+    with pytest.raises(InputError, match=r"cannot import module 'nothere' .*looked on the import path and in "
+                                         r"the current folder .*: run from the folder that holds nothere.py"):
         import_object("nothere:X", "system")
 
 
 def test_words_outside_speech_are_counted() -> None:
-    assert outside_speech([("a", 1.0, 1.2), ("b", 3.0, 3.1), ("c", 1.95, None)], [(0.9, 2.0)]) == 1  # b; c is half in (0.1 s long)
-    r = CheckResult("s", "x/1", 10.0, 3.0, True, [], onset_s=3.6, sound_s=2.0, words=[("mm", 3.6, 3.7)], outside_words=1)
+    # b; c is half in (0.1 s long)
+    assert outside_speech([("a", 1.0, 1.2), ("b", 3.0, 3.1), ("c", 1.95, None)], [(0.9, 2.0)]) == 1
+    r = CheckResult("s", "x/1", 10.0, 3.0, True, [], onset_s=3.6, sound_s=2.0, words=[("mm", 3.6, 3.7)],
+                    outside_words=1)
     assert [w.split(":")[0] for w in r.warnings()] == ["the output has sound but the VAD finds no speech in it",
-                                                       "the ASR heard 1 of 1 words in audio the VAD calls non-speech (a tone, noise or music?)"]
+                                                       "the ASR heard 1 of 1 words in audio the VAD calls non-speech "
+                                                       "(a tone, noise or music?)"]
 
 
-def test_systems_check_warns_about_a_tone_and_the_words_an_ungated_asr_hears(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_systems_check_warns_about_a_tone_and_the_words_an_ungated_asr_hears(
+    here: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(["systems", "check", "mine:Tone", "--backend", "mine:Ungated"], capsys)
     assert code == 1, err
     assert "sound: onset 3.60 s (+0.56 s after the user's turn end), 2.00 s above -60 dBFS" in out
     assert "speech (Silero VAD): 0 segment(s)" in out and "ASR (ungated): 25 word(s)" in out
     assert "warning: the ASR heard 25 of 25 words in audio the VAD calls non-speech" in out
-    assert err.splitlines()[-1].startswith("systems check: exit 1: the output has sound but the VAD finds no speech in it; the ASR heard")
+    assert err.splitlines()[-1].startswith("systems check: exit 1: the output has sound but the VAD finds no speech in "
+                                           "it; the ASR heard")
 
 
 def test_eot_check_reports_and_warns(here: Path, capsys: pytest.CaptureFixture[str]) -> None:

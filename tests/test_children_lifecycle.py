@@ -70,8 +70,9 @@ def _kill_and_expect_descendants_gone(argv: list[str], want: list[str], timeout_
 
 def test_sigkill_of_an_export_takes_its_serve_child(tmp_path: Path) -> None:
     ds = one_sample_dataset(tmp_path / "ds", T=30.0)
-    _kill_and_expect_descendants_gone(["fdb", "export", "--system", "loopback:protocol=openai-realtime,serve=turn-based",
-                                       "--dataset", str(ds), "--out", str(tmp_path / "tree"), "-q"], ["serve"])
+    _kill_and_expect_descendants_gone(["fdb", "export", "--system",
+                                       "loopback:protocol=openai-realtime,serve=turn-based", "--dataset", str(ds),
+                                       "--out", str(tmp_path / "tree"), "-q"], ["serve"])
 
 
 def test_sigkill_of_the_demo_takes_its_network_export_and_its_server(tmp_path: Path) -> None:

@@ -37,16 +37,19 @@ def test_a_bare_json_flag_prints_on_stdout(tree: Any, tmp_path: Path) -> None:
     a.mkdir()
     b.mkdir()
     args, notes = rewrite(["fdb", "compare", "--json", str(a), str(b)], tree)  # a tree follows: the old flag
-    assert args == ["fdb", "compare", "--json", "-", str(a), str(b)] and notes == ["--json without a value is deprecated; use --json -"]
+    assert args == ["fdb", "compare", "--json", "-", str(a), str(b)] and notes == [
+        "--json without a value is deprecated; use --json -"]
     args, _ = rewrite(["fdb", "asr-compare", str(a), str(b), "--out", "x.json"], tree)
     assert args == ["fdb", "asr-compare", "--json", "x.json", str(a), str(b)]
 
 
 def test_separate_parameter_options_join_the_spec(tree: Any) -> None:
-    args, notes = rewrite(["dialogue", "run", "--system", "half-duplex", "--param", "delay_ms=800", "--param", "x=1"], tree)
+    args, notes = rewrite(["dialogue", "run", "--system", "half-duplex", "--param", "delay_ms=800", "--param", "x=1"],
+                          tree)
     assert args == ["dialogue", "run", "--system", "half-duplex:delay_ms=800,x=1"]
     assert notes == ["--param is deprecated; use --system NAME:key=value,..."]
-    args, _ = rewrite(["eot", "predict", "spans.jsonl", "-d", "silero:window_ms=300", "--option", "x=2", "--out", "p"], tree)
+    args, _ = rewrite(["eot", "predict", "spans.jsonl", "-d", "silero:window_ms=300", "--option", "x=2", "--out", "p"],
+                      tree)
     # the detector was given with -d, its short form: the old --option still finds it
     assert args == ["eot", "predict", "--spans", "spans.jsonl", "--detector", "silero:window_ms=300,x=2", "--out", "p"]
 
@@ -59,7 +62,9 @@ def test_asr_model_and_device_join_the_backend(tree: Any) -> None:
 
 
 def test_judge_settings_join_the_judge_or_are_dropped_where_they_did_nothing(tree: Any) -> None:
-    args, _ = rewrite(["fdb", "evaluate", "T", "--judge", "openai", "--base-url", "http://h:8000/v1", "--judge-model", "m"], tree)
+    args, _ = (
+        rewrite(["fdb", "evaluate", "T", "--judge", "openai", "--base-url", "http://h:8000/v1", "--judge-model", "m"],
+                tree))
     assert args == ["fdb", "evaluate", "--judge", "openai:model=m,base_url=http://h:8000/v1", "T"]
     args, notes = rewrite(["fdb", "evaluate", "T", "--judge-model", "m"], tree)
     assert args == ["fdb", "evaluate", "T"] and notes == [
@@ -67,8 +72,11 @@ def test_judge_settings_join_the_judge_or_are_dropped_where_they_did_nothing(tre
 
 
 def test_positional_controller_and_out_become_options(tree: Any) -> None:
-    args, notes = rewrite(["controller", "run", "silence", "data", "--conversations", "m.jsonl", "--option", "timeout_s=0.8"], tree)
-    assert args == ["controller", "run", "--controller", "silence:timeout_s=0.8", "--out", "data", "--conversations", "m.jsonl"]
+    args, notes = (
+        rewrite(["controller", "run", "silence", "data", "--conversations", "m.jsonl", "--option", "timeout_s=0.8"],
+                tree))
+    assert args == ["controller", "run", "--controller", "silence:timeout_s=0.8", "--out", "data", "--conversations",
+                    "m.jsonl"]
     assert len(notes) == 3
     assert rewrite(["controller", "demo", "d"], tree)[0] == ["controller", "demo", "--out", "d"]
     args, _ = rewrite(["controller", "bench", "silero", "--option", "threshold=0.6"], tree)
@@ -96,5 +104,6 @@ def test_main_prints_the_note_and_runs_the_new_spelling(capsys: pytest.CaptureFi
         cli.main(["fdb", "replay", "--tree", str(tmp_path / "missing")])
     err = capsys.readouterr().err
     assert e.value.code == 2
-    assert err.splitlines()[0] == "duplexeval: note: --tree is deprecated; use the positional TREE, e.g. `duplexeval fdb score TREE`"
+    assert err.splitlines()[0] == ("duplexeval: note: --tree is deprecated; use the positional TREE, e.g. `duplexeval "
+                                   "fdb score TREE`")
     assert "missing" in err.splitlines()[1]

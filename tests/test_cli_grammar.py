@@ -132,7 +132,8 @@ def test_every_command_meets_the_grammar_or_is_listed_as_pending(tree: Any) -> N
 
 def test_the_walk_sees_every_group(tree: Any) -> None:
     names = {name for name, _cmd in walk(tree)}
-    assert {"fdb export", "fdb score", "eot predict", "controller run", "dialogue run", "serve ws-pcm", "report"} <= names
+    assert {"fdb export", "fdb score", "eot predict", "controller run", "dialogue run", "serve ws-pcm",
+            "report"} <= names
     assert {n.split(" ")[0] for n in names} >= set(cli.GROUPS)
 
 
@@ -167,7 +168,8 @@ def test_the_rules_catch_what_they_describe() -> None:
     assert deviations("fdb other", cmd.commands["other"]) == {"positional names"}  # type: ignore[attr-defined]
 
 
-def test_help_at_80_columns_cuts_nothing(tree: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_help_at_80_columns_cuts_nothing(tree: Any, capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Every command's --help at 80 columns: no word cut off with an ellipsis (examples stay whole)."""
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.setenv("TERM", "dumb")

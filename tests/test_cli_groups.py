@@ -57,7 +57,9 @@ def test_one_cli_layout_every_module_that_adds_commands_is_a_star_cli_module() -
     root = Path(duplexeval.__file__).parent
     for module_name in cli.COMMAND_GROUPS:
         assert module_name.rsplit(".", 1)[-1].endswith("_cli"), module_name
-    adders = {str(p.relative_to(root)) for p in root.rglob("*.py") if "def register(apps" in p.read_text(encoding="utf-8")}
+    adders = {str(p.relative_to(root)) for p in root.rglob("*.py")
+              if "def register(apps" in p.read_text(encoding="utf-8")}
     listed = {m.removeprefix("duplexeval.").replace(".", "/") + ".py" for m in cli.COMMAND_GROUPS}
     assert adders == listed
-    assert not [p for p in root.rglob("cli") if p.is_dir()] and not [p for p in root.rglob("cli.py") if p.parent != root]
+    assert not [p for p in root.rglob("cli") if p.is_dir()] and not [p for p in root.rglob("cli.py")
+                                                                     if p.parent != root]

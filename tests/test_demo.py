@@ -21,7 +21,8 @@ def test_cells_show_value_interval_and_count() -> None:
     assert format_metric(lat) == "0.71 s [0.58, 0.76] (4)"
     assert format_metric({"n": 4, "median": None, "median_interval": None, "p90": None}) == "n/r (4)"
     # a median interval whose upper end is not reached (a never-responded sample) says so
-    assert format_metric({"n": 4, "median": 0.7, "median_interval": [0.5, None], "p90": None}) == "0.70 s [0.50, n/r] (4)"
+    assert (format_metric({"n": 4, "median": 0.7, "median_interval": [0.5, None], "p90": None})
+            == "0.70 s [0.50, n/r] (4)")
     # the official rating without a judge says what it needs instead of a bare dash
     from duplexeval.fdb.official.metric import NOT_JUDGED
 
@@ -32,7 +33,8 @@ def test_cells_show_value_interval_and_count() -> None:
 
 def test_tree_names_and_bad_system_lists(tmp_path: Path) -> None:
     assert tree_name("turn-based") == "turn-based"
-    assert tree_name("turn-based:silence_ms=700").startswith("turn-based-") and len(tree_name("turn-based:silence_ms=700")) == 19
+    assert tree_name("turn-based:silence_ms=700").startswith("turn-based-") and len(
+        tree_name("turn-based:silence_ms=700")) == 19
     with pytest.raises(InputError, match="listed twice"):
         run_demo(tmp_path, ["silent", "silent"], say=lambda s: None)
     with pytest.raises(InputError, match="unknown system 'nope'"):
@@ -68,7 +70,8 @@ def test_demo_end_to_end_on_a_tiny_set(tmp_path: Path, capsys: pytest.CaptureFix
     lines: list[str] = []
     res = run_demo(tmp_path / "out", ["silent", "turn-based:vad=energy,text=Paris is the capital."],
                    progress=False, say=lines.append, dataset=ds)
-    assert [r.stages for r in res.runs] == [{"export": "2 run, 0 reused", "asr": "done", "evaluate": "done", "score": "done"}] * 2
+    assert [r.stages for r in res.runs] == [
+        {"export": "2 run, 0 reused", "asr": "done", "evaluate": "done", "score": "done"}] * 2
     rows = {(s, m): cells for s, m, cells in comparison_rows([r.tree for r in res.runs])}
     assert rows[("turn-taking", "no_response_rate")][0].startswith("1.00 ")
     assert rows[("turn-taking", "response_rate_2s")][1].startswith("1.00 ")

@@ -36,7 +36,8 @@ def test_the_readme_names_every_example() -> None:
 def test_in_process_system(tmp_path: Path) -> None:
     p = cli("systems", "check", "in_process_system:EchoAgent")
     assert "speech (Silero VAD): 1 segment(s)" in p.stdout and "I heard you say something" in p.stdout
-    assert p.stderr.splitlines()[-1] == "systems check: exit 0: the system answered with speech the ASR transcribed (no warning)"
+    assert p.stderr.splitlines()[-1] == ("systems check: exit 0: the system answered with speech the ASR transcribed "
+                                         "(no warning)")
 
 
 @pytest.fixture()
@@ -64,7 +65,8 @@ async def _one_session(url: str) -> list[dict[str, object]]:
         audio = np.concatenate([0.3 * np.sin(2 * np.pi * 200 * t), np.zeros(36000)])
         pcm = (audio * 32767).astype("<i2").tobytes()
         for k in range(0, len(pcm), 3840):
-            await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(pcm[k:k + 3840]).decode()}))
+            await ws.send(
+                json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(pcm[k:k + 3840]).decode()}))
         while not got or got[-1].get("type") != "response.done":
             got.append(json.loads(await asyncio.wait_for(ws.recv(), timeout=30)))
     return got
@@ -94,7 +96,8 @@ def test_eot_detector(tmp_path: Path) -> None:
     p = cli("eot", "check", "eot_detector:QuietAndDone")
     assert "note: end of turn minus pause, mean score at equal silence" in p.stdout
     preds = tmp_path / "mine.parquet"
-    cli("eot", "predict", "--detector", "eot_detector:QuietAndDone:hold=0.2", "--spans", "turns.yaml", "--out", str(preds))
+    cli("eot", "predict", "--detector", "eot_detector:QuietAndDone:hold=0.2", "--spans", "turns.yaml", "--out",
+        str(preds))
     p = cli("eot", "sweep", str(preds), "--no-bootstrap", "--no-plots")
     assert "det:eot_detector:QuietAndDone:1:horizon_s1.0,hold0.2" in p.stdout
 
@@ -103,7 +106,8 @@ def test_dialogue_system(tmp_path: Path) -> None:
     cases = tmp_path / "cases.jsonl"
     cli("dialogue", "synth", "--out", str(cases), "--n-miu", "8", "--n-uim", "2")
     run = tmp_path / "mine"
-    p = cli("dialogue", "run", "--cases", str(cases), "--system", "dialogue_system:PatientListener:patience_ms=400", "--out", str(run))
+    p = cli("dialogue", "run", "--cases", str(cases), "--system", "dialogue_system:PatientListener:patience_ms=400",
+            "--out", str(run))
     assert "16 cases (0 failed)" in p.stdout and ":patience_ms400|" in p.stdout
     p = cli("dialogue", "score", str(run), "--fail-under", "MiU.recall=1")
     assert "dialogue score: exit 0: 1 gate held" in p.stderr

@@ -68,7 +68,8 @@ def test_results_held_for_order_are_bounded_without_stalling(ray_local, monkeypa
     from duplexeval import executors_ray
 
     monkeypatch.setattr(executors_ray, "MAX_AHEAD", 1)  # at most one item past the oldest unfinished one
-    got = _run(ExecutorSpec("ray"), StatefulWork(wh.offset, 1, wh.stateful_die_always), None, [("", n) for n in (0, 2, 3, 4)])
+    got = _run(ExecutorSpec("ray"), StatefulWork(wh.offset, 1, wh.stateful_die_always), None,
+               [("", n) for n in (0, 2, 3, 4)])
     assert [g.value for g in got] == [1, 3, 4, 5]
     got = _run(ExecutorSpec("ray"), None, wh.square_or_fail, [1, 2, 4, 5])
     assert [g.value for g in got] == [1, 4, 16, 25]
@@ -168,7 +169,8 @@ def test_asr_sample_past_the_retries_is_recorded_with_its_reason(ray_local, tmp_
     assert res.failed and res.n_error == 1 and res.n_ok == 3
     rec, _ = load_asr(tree)
     (key, bad), = [(k, s) for k, s in rec.samples.items() if s.status == "error"]
-    assert bad.output_json is None and "worker died running it, attempt 1 of 1" in (bad.error or "") and key in (bad.error or "")
+    assert (bad.output_json is None and "worker died running it, attempt 1 of 1" in (bad.error or "")
+            and key in (bad.error or ""))
     assert not (tree / key / "output.json").exists()
 
 
@@ -226,9 +228,11 @@ def test_eot_predict_on_ray_writes_the_same_predictions(ray_local, tmp_path: Pat
     a, b = tmp_path / "local.parquet", tmp_path / "ray.parquet"
     predict(one_turn_set(), "silero", {}, a, progress=False)
     predict(one_turn_set(), "silero", {}, b, executor=ExecutorSpec("ray"), progress=False)
-    assert a.read_bytes() == b.read_bytes() and a.with_suffix(".jsonl").read_bytes() == b.with_suffix(".jsonl").read_bytes()
+    assert (a.read_bytes() == b.read_bytes()
+            and a.with_suffix(".jsonl").read_bytes() == b.with_suffix(".jsonl").read_bytes())
     helptext = CliRunner().invoke(_make_app(), ["eot", "predict", "--help"]).output
-    assert all(flag in helptext for flag in ("--executor", "--ray-address", "--ray-num-cpus", "--ray-num-gpus", "--max-retries"))
+    assert all(flag in helptext
+               for flag in ("--executor", "--ray-address", "--ray-num-cpus", "--ray-num-gpus", "--max-retries"))
 
 
 def _cli(*args: str, cwd: Path) -> None:
@@ -264,8 +268,8 @@ def test_an_unreachable_ray_address_is_one_line_within_seconds() -> None:
     from duplexeval.executors_ray import check_reachable
 
     t0 = time.monotonic()
-    with pytest.raises(InputError, match=r"^--ray-address 127\.0\.0\.1:1: cannot connect \(Connection refused\); is the "
-                                         r"Ray head running there"):
+    with pytest.raises(InputError, match=r"^--ray-address 127\.0\.0\.1:1: cannot connect \(Connection "
+                                         r"refused\); is the Ray head running there"):
         check_reachable("127.0.0.1:1")
     assert time.monotonic() - t0 < 5
     with pytest.raises(InputError, match=r"^--ray-address 'nohost': expected auto or HOST:PORT"):
@@ -319,7 +323,8 @@ def test_a_killed_driver_leaves_no_ray_process_behind(tmp_path: Path) -> None:
         while time.monotonic() < deadline and driver.poll() is None:  # until the agents and a worker run
             ray_procs = _ray_below(driver.pid)
             names = [(Path("/proc") / str(p) / "cmdline").read_bytes() for p in ray_procs if _alive(p, ray_procs[p])]
-            if sum(n.startswith((b"ray::DashboardAgent", b"ray::RuntimeEnvAgent", b"ray::_run_task")) for n in names) >= 3:
+            if sum(n.startswith((b"ray::DashboardAgent", b"ray::RuntimeEnvAgent", b"ray::_run_task"))
+                   for n in names) >= 3:
                 break
             time.sleep(0.5)
         assert driver.poll() is None, "the run ended before its Ray workers were seen"

@@ -100,11 +100,12 @@ def test_the_walk_finds_the_writing_commands() -> None:
     where = {c.where for c in WRITING}
     for expected in (("fdb", "compare"), ("duplexeval", "report"), ("eot", "compare"), ("eot", "predict"),
                      ("eot", "sweep"), ("fdb", "export"), ("fdb", "import"), ("fdb", "show"), ("fdb", "asr-compare"),
-                     ("controller", "evaluate"), ("controller", "calibrate"), ("dialogue", "run"), ("dialogue", "compare"),
-                     ("duplexeval", "demo"), ("fdb", "synth")):
+                     ("controller", "evaluate"), ("controller", "calibrate"), ("dialogue", "run"),
+                     ("dialogue", "compare"), ("duplexeval", "demo"), ("fdb", "synth")):
         assert expected in where, expected
     assert len(PAIRS) >= 40
-    assert {(c.where, i.name) for c, _o, i in PAIRS} >= {(("duplexeval", "report"), "dataset"), (("fdb", "synth"), "script")}
+    assert {(c.where, i.name) for c, _o, i in PAIRS} >= {(("duplexeval", "report"), "dataset"),
+                                                         (("fdb", "synth"), "script")}
 
 
 def test_every_parameter_that_names_an_output_is_a_path() -> None:
@@ -129,7 +130,8 @@ def test_an_output_that_is_an_input_is_refused(c: Cmd, out: Any, inp: Any, tmp_p
     if out.name in folders:  # an output folder: the input folder itself, through a symlink, through `..`
         (tmp_path / "link" / "dir").symlink_to(src.parent)
         for same in (src.parent, tmp_path / "link" / "dir", tmp_path / "link" / ".." / "data"):
-            _refused(c, {inp.name: str(src.parent), out.name: str(same)}, tmp_path, capsys, olabel, ilabel, "is the input")
+            _refused(c, {inp.name: str(src.parent), out.name: str(same)}, tmp_path, capsys, olabel, ilabel,
+                     "is the input")
     else:
         for same in (src, tmp_path / "link" / "hard.json", tmp_path / "link" / "soft.json",
                      tmp_path / "link" / ".." / "data" / "input.json"):
@@ -208,5 +210,6 @@ def test_fdb_show_s_default_png_is_refused_inside_the_tree_it_reads(tmp_path: Pa
         cli.main(["fdb", "show", ".", "candor_turn_taking/1"])
     err = capsys.readouterr().err
     assert ex.value.code == 2 and err == ("duplexeval: error: --out (default) candor_turn_taking-1.png: lies inside "
-                                          "the input TREE ., which this command only reads; write the output outside it\n")
+                                          "the input TREE ., which this command only reads; write the output "
+                                          "outside it\n")
     assert list(tree.iterdir()) == []

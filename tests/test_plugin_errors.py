@@ -117,7 +117,8 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 
 
 @pytest.mark.parametrize(("spec", "line"), [
-    ("r3_broken_import:Agent", "system 'r3_broken_import:Agent': import raised RuntimeError: missing weights at import"),
+    ("r3_broken_import:Agent",
+     "system 'r3_broken_import:Agent': import raised RuntimeError: missing weights at import"),
     ("r3_exit_import:Agent", "system 'r3_exit_import:Agent': import called sys.exit(5)"),
     ("r3_systems:RaisesInInit", "system 'r3_systems:RaisesInInit': __init__ raised RuntimeError: no GPU here"),
     ("r3_systems:ExitsInInit", "system 'r3_systems:ExitsInInit': __init__ called sys.exit(3)"),
@@ -152,7 +153,8 @@ def test_the_cli_line_names_the_plugin_and_debug_shows_the_traceback(
     monkeypatch.setenv(DEBUG_ENV, "")
     assert code == 2 and err.startswith("Traceback (most recent call last):")
     assert 'raise RuntimeError("no GPU here")' in err  # the plugin's own frame
-    assert err.endswith("duplexeval: error: system 'r3_systems:RaisesInInit': __init__ raised RuntimeError: no GPU here\n")
+    assert err.endswith("duplexeval: error: system 'r3_systems:RaisesInInit': __init__ raised RuntimeError: "
+                        "no GPU here\n")
     monkeypatch.setenv(DEBUG_ENV, "1")
     code, err = run_cli(args, capsys)
     assert code == 2 and err.startswith("Traceback (most recent call last):")
@@ -351,8 +353,8 @@ def test_a_dialogue_plugin_failing_is_one_line_or_that_case_s_recorded_error(man
     with pytest.raises(PluginError, match=r"^dialogue system 'r3_managers:SettingsNotJson': settings returned a value "
                                           r"that is not plain JSON \(the value\['model'\] has type set\)$"):
         run_stage.run(cases, "r3_managers:SettingsNotJson", {}, Clock(), tmp_path / "a")  # type: ignore[arg-type]
-    with pytest.raises(PluginError, match=r"^dialogue system 'r3_managers:SettingsRaise': settings raised RuntimeError: "
-                                          r"no settings$"):
+    with pytest.raises(PluginError, match=r"^dialogue system 'r3_managers:SettingsRaise': settings raised "
+                                          r"RuntimeError: no settings$"):
         run_stage.run(cases, "r3_managers:SettingsRaise", {}, Clock(), tmp_path / "b")  # type: ignore[arg-type]
     res = run_stage.run(cases, "r3_managers:ExitsInEvent", {}, Clock(), tmp_path / "c")  # type: ignore[arg-type]
     assert res.failures == len(res.rows) == 6
@@ -387,7 +389,8 @@ def test_the_judge_s_attempts_error_names_the_option(tmp_path: Path, monkeypatch
 
     monkeypatch.setenv("R3_KEY", "k")
     with pytest.raises(InputError, match=r"^--judge openai: attempts=0 must be 1\.\.10$"):
-        make_judge("openai", tmp_path, model="m", base_url="http://127.0.0.1:9/v1", api_key_env="R3_KEY", max_attempts=0)
+        make_judge("openai", tmp_path, model="m", base_url="http://127.0.0.1:9/v1", api_key_env="R3_KEY",
+                   max_attempts=0)
 
 
 def test_an_echoed_value_is_capped() -> None:
@@ -440,7 +443,8 @@ def test_call_timeout_reaches_a_network_system_s_sessions(tiny: Dataset, tmp_pat
     export(spec, tiny, tmp_path / "t", progress=False, call_timeout_s=0.001, subsets=["candor_turn_taking"], limit=1)
     manifest, _ = load_manifest(tmp_path / "t")
     (entry,) = manifest.samples
-    assert not entry.eligible and "CallTimeout: open_session did not return within 0.001 s" in entry.extra["export"]["error"]
+    assert (not entry.eligible
+            and "CallTimeout: open_session did not return within 0.001 s" in entry.extra["export"]["error"])
 
 
 # -- synchronous methods that never return ---------------------------------------------------------
@@ -493,8 +497,9 @@ def test_a_synchronous_method_that_never_returns_is_bounded_per_call(hanging: st
     t0 = time.monotonic()
     with pytest.raises(InputError) as exc:
         predict(_spans(), "r3_hanging:Detector", {}, tmp_path / "p.parquet", progress=False)  # type: ignore[arg-type]
-    assert str(exc.value) == ("tiny: turn 't1': EOT detector 'r3_hanging:Detector': predict_batch did not return within "
-                              "0.1 s (DUPLEXEVAL_CALL_TIMEOUT) (finished turns are kept; rerun to resume)")
+    assert str(exc.value) == ("tiny: turn 't1': EOT detector 'r3_hanging:Detector': predict_batch did not "
+                              "return within 0.1 s (DUPLEXEVAL_CALL_TIMEOUT) (finished turns are kept; rerun to "
+                              "resume)")
     with pytest.raises(PluginError, match=r"^controller 'r3_hanging:Controller': step did not return within 0.1 s "
                                           r"\(DUPLEXEVAL_CALL_TIMEOUT\)$"):
         run(load_controller("r3_hanging:Controller"), np.zeros(3 * 1280, np.float32), None, 3, None)

@@ -80,7 +80,8 @@ def test_every_stage_with_progress_takes_dash_q() -> None:
         if opts & {"--progress", "--no-progress", "--quiet"}:
             with_progress.append(path)
             assert {"-q", "--quiet"} <= opts, path
-    assert {"fdb asr", "fdb export", "fdb import", "fdb evaluate", "fdb synth", "eot predict", "demo"} <= set(with_progress)
+    assert ({"fdb asr", "fdb export", "fdb import", "fdb evaluate", "fdb synth", "eot predict", "demo"}
+            <= set(with_progress))
 
 
 def test_demo_commands_take_out_option() -> None:

@@ -117,8 +117,8 @@ def test_url_userinfo_is_refused_without_echo(userinfo: str) -> None:
 
 
 def test_harmless_urls_pass() -> None:
-    for url in ("ws://127.0.0.1:8000/v1/realtime?model=gpt-realtime", "wss://h/api/chat?text_prompt=hi&seed=42&rate=16000",
-                "https://api.openai.com/v1"):
+    for url in ("ws://127.0.0.1:8000/v1/realtime?model=gpt-realtime",
+                "wss://h/api/chat?text_prompt=hi&seed=42&rate=16000", "https://api.openai.com/v1"):
         redaction.refuse_url_credentials(url, "url")
     assert redaction.safe_url("https://u:p@h:8080/v1?key=k#x") == "https://h:8080/v1"
 

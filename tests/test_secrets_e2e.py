@@ -61,8 +61,11 @@ def echoes(key: str, b: bytes) -> list[str]:
     pcm_with_key = pcm[:1000] + b + (b"\0" if len(b) % 2 else b"") + pcm[1000:]
     return [
         json.dumps({"type": "error", "error": {"code": key, "message": f"invalid key {key}"}}),
-        json.dumps({"type": "error", "error": {"message": f"see wss://h.example/v1/realtime?api_key={pct} for details"}}),
-        json.dumps({"type": "error", "error": {"message": f"key b64 {b64} url {base64.urlsafe_b64encode(b).decode().rstrip('=')}"}}),
+        json.dumps(
+            {"type": "error", "error": {"message": f"see wss://h.example/v1/realtime?api_key={pct} for details"}}),
+        json.dumps(
+            {"type": "error",
+             "error": {"message": f"key b64 {b64} url {base64.urlsafe_b64encode(b).decode().rstrip('=')}"}}),
         json.dumps({"type": "error", "error": {"message": "blobs " + " ".join(blobs)}}),
         json.dumps({"type": "error", "error": {"message": "x" * 280 + key}}),  # cut at 300 characters: half a key
         json.dumps({"type": key}),
@@ -101,9 +104,9 @@ def test_an_echoing_server_leaves_no_key_anywhere(tmp_path: Path, capsys: pytest
 
 
 @pytest.mark.parametrize("credential", ["?api_key=SECRETVALUE99", "?token=SECRETVALUE99", "?apikey=SECRETVALUE99",
-                                        "?auth_token=SECRETVALUE99", "?access_token=SECRETVALUE99", "?key=SECRETVALUE99",
-                                        "?api-key=SECRETVALUE99", "?model=m&Authorization=SECRETVALUE99", "#token=ab",
-                                        "USERINFO"])
+                                        "?auth_token=SECRETVALUE99", "?access_token=SECRETVALUE99",
+                                        "?key=SECRETVALUE99", "?api-key=SECRETVALUE99",
+                                        "?model=m&Authorization=SECRETVALUE99", "#token=ab", "USERINFO"])
 def test_a_url_credential_is_refused_and_never_echoed(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                       credential: str) -> None:
     ds = one_sample_dataset(tmp_path / "ds")
@@ -178,11 +181,12 @@ def test_every_network_adapter_s_secrets_reach_the_registry(monkeypatch: pytest.
     import dataclasses
 
     from duplexeval.registry import import_object
-    from duplexeval.systems.registry import NETWORK_SYSTEMS, make_system
+    from duplexeval.systems.registry import DEFERRED_IN_PROCESS, NETWORK_SYSTEMS, make_system
 
-    assert set(SECRET_DECLARATIONS) == set(NETWORK_SYSTEMS)
+    deferred = {**NETWORK_SYSTEMS, **DEFERRED_IN_PROCESS}  # pipecat: in-process, but its imports are deferred too
+    assert set(SECRET_DECLARATIONS) == set(deferred)
     for name, spec in SECRET_DECLARATIONS.items():
-        cls = import_object(NETWORK_SYSTEMS[name], "system")
+        cls = import_object(deferred[name], "system")
         if spec is None:  # takes no key: no `*_env` field, no secrets() of its own
             assert not [f.name for f in dataclasses.fields(cls) if f.name.endswith("_env")], name
             assert "secrets" not in vars(cls), name

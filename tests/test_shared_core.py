@@ -65,11 +65,13 @@ def test_registry_names_unknown_and_import_spec() -> None:
 def test_signature_compact_and_roundtrip() -> None:
     sig = Signature(
         "fdb-v1.0-unified-4",
-        (Component("asr", "whisper-align:tiny.en", "1a5afae0ffff"), Component("vad", "silero-6.2.3", "1a153a22aa", {"t": 0.5, "s": 250})),
+        (Component("asr", "whisper-align:tiny.en", "1a5afae0ffff"),
+         Component("vad", "silero-6.2.3", "1a153a22aa", {"t": 0.5, "s": 250})),
         {"manifest": "ab" * 32},
     ).with_bootstrap()
     line = sig.compact()
-    assert line.startswith("fdb-v1.0-unified-4|asr:whisper-align:tiny.en@1a5afae0|vad:silero-6.2.3@1a153a22:t0.5,s250|boot:2000@0|v:")
+    assert line.startswith(
+        "fdb-v1.0-unified-4|asr:whisper-align:tiny.en@1a5afae0|vad:silero-6.2.3@1a153a22:t0.5,s250|boot:2000@0|v:")
     assert Signature.from_json(sig.to_json()) == sig
 
 

@@ -23,7 +23,8 @@ def test_shape_and_words():
     assert sp.sample_rate == 16000
     assert sp.audio.dtype == np.float32 and sp.audio.ndim == 1
     assert 2.0 < sp.duration_s < 8.0
-    assert [w.text for w in sp.words] == ["Hello", "there", "how", "are", "you", "doing", "today", "It", "costs", "25", "dollars"]
+    assert [w.text for w in sp.words] == ["Hello", "there", "how", "are", "you", "doing", "today", "It", "costs", "25",
+                                          "dollars"]
     prev_end = 0.0
     for w in sp.words:
         assert w.exact

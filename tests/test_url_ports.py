@@ -44,7 +44,8 @@ def test_a_dialogue_judge_with_a_bad_port_is_one_line(tmp_path, monkeypatch: pyt
     ("loopback:protocol=ws-pcm,serve=silent,faults=busy=abc", "--fault 'busy=abc': 'abc' is not a number"),
     ("loopback:protocol=ws-pcm,serve=silent,faults=error@x", "--fault 'error@x': 'x' is not a time in seconds"),
     ("openai-realtime:url=ws://127.0.0.1:8000/x,threshold=abc", "threshold='abc' is not a valid float"),
-    ("openai-realtime:url=ws://127.0.0.1:8000/x,interrupt_response=maybe", "interrupt_response='maybe' is not a valid bool"),
+    ("openai-realtime:url=ws://127.0.0.1:8000/x,interrupt_response=maybe",
+     "interrupt_response='maybe' is not a valid bool"),
     ("moshi:url=ws://127.0.0.1:8000/x,seed=abc", "seed='abc' is not a valid int"),
 ])
 def test_wrongly_typed_faults_and_session_parameters_are_refused(spec: str, problem: str) -> None:

@@ -166,10 +166,12 @@ def test_segments_equal_official_get_speech_timestamps(name, sname):
                 timestamps_from_probs(our_probs(name), audio.size, settings),
                 audio.size, official_rounding=True, time_resolution=resolution,
             )
-        from_jit_s = seconds_from_samples(from_jit, entry["n_samples"], official_rounding=True, time_resolution=resolution)
+        from_jit_s = seconds_from_samples(from_jit, entry["n_samples"], official_rounding=True,
+                                          time_resolution=resolution)
         assert from_jit_s == want
     else:
-        got = vad.segments(audio, settings) if full_path else timestamps_from_probs(our_probs(name), audio.size, settings)
+        got = (vad.segments(audio, settings) if full_path
+               else timestamps_from_probs(our_probs(name), audio.size, settings))
         assert from_jit == want
     assert got == want
 

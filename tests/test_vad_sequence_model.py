@@ -29,7 +29,8 @@ def _sequence_model() -> Path | None:
 
 
 SEQ = _sequence_model()
-needs_file = pytest.mark.skipif(SEQ is None, reason="silero_vad_16k_sequence.onnx not found (silero-vad wheel or SILERO_SEQUENCE_ONNX)")
+needs_file = pytest.mark.skipif(SEQ is None, reason="silero_vad_16k_sequence.onnx not found (silero-vad wheel or "
+                                                    "SILERO_SEQUENCE_ONNX)")
 
 
 def _rows(audio: np.ndarray) -> np.ndarray:

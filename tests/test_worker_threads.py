@@ -28,12 +28,13 @@ def test_local_workers_and_this_process_compute_with_the_pinned_threads() -> Non
         ex = LocalExecutor(jobs)
         try:
             plain = _values(list(ex.map_ordered(wh.numeric_threads, [0, 1, 2])))
-            stateful = _values(list(ex.map_stateful(StatefulWork(wh.load_ctranslate2, None, wh.stateful_numeric_threads),
-                                                    [0, 1, 2])))
+            stateful = _values(list(ex.map_stateful(
+                StatefulWork(wh.load_ctranslate2, None, wh.stateful_numeric_threads), [0, 1, 2])))
         finally:
             ex.close()
         assert all(_pinned(i) for i in plain + stateful), (jobs, plain, stateful)
-        assert any(api == "openmp" for i in stateful for api, _ in i["pools"])  # CTranslate2's pool, loaded in the worker
+        # CTranslate2's pool, loaded in the worker
+        assert any(api == "openmp" for i in stateful for api, _ in i["pools"])
     after = wh.numeric_threads()
     assert after["OMP_NUM_THREADS"] == before["OMP_NUM_THREADS"] == os.environ.get("OMP_NUM_THREADS")
 
@@ -60,6 +61,7 @@ def test_ray_workers_compute_with_the_same_threads_as_local_ones(ray_local) -> N
 def test_the_asr_signature_records_the_worker_threads() -> None:
     from duplexeval.fdb.signatures import asr_component
 
-    comp = asr_component({"name": "whisper-align", "model": {"name": "whisper tiny.en (CTranslate2)", "sha256": "0" * 64},
+    comp = asr_component({"name": "whisper-align",
+                          "model": {"name": "whisper tiny.en (CTranslate2)", "sha256": "0" * 64},
                           "options": {"a": 1}, "worker_threads": WORKER_THREADS})
     assert comp.settings["thr"] == WORKER_THREADS

@@ -26,8 +26,10 @@ def test_difference_names_the_first_thing_that_differs() -> None:
     a = _head({"m": "aa" * 32}, {"t": 0.5})
     assert difference(a, _head({"m": "aa" * 32}, {"t": 0.5}, version="9.9")) is None  # duplexeval's version is left out
     assert difference(a, {**a, "kind": "other"}) == "holds k, not other"
-    assert difference(a, _head({"m": "bb" * 32}, {"t": 0.5})) == "was made from other inputs (m: aaaaaaaa there, bbbbbbbb now)"
-    assert difference(a, _head({"m": "aa" * 32}, {"t": 0.7})) == "was made with other settings (asr: asr:x:t0.5 there, asr:x:t0.7 now)"
+    assert difference(a, _head({"m": "bb" * 32}, {"t": 0.5})) == ("was made from other inputs (m: aaaaaaaa there, "
+                                                                  "bbbbbbbb now)")
+    assert difference(a, _head({"m": "aa" * 32}, {"t": 0.7})) == ("was made with other settings (asr: asr:x:t0.5 "
+                                                                  "there, asr:x:t0.7 now)")
 
 
 def test_check_replace_on_files(tmp_path: Path) -> None:
@@ -36,7 +38,8 @@ def test_check_replace_on_files(tmp_path: Path) -> None:
     assert read_header(f) is None and check_replace(f, head, False) is False  # nothing there
     f.write_text(json.dumps(head))
     assert check_replace(f, head, False) is True  # this run's
-    with pytest.raises(RefusalError, match=r"^.*r.json: exists and was made from other inputs .*; pass --force to replace it"):
+    with pytest.raises(RefusalError, match=r"^.*r.json: exists and was made from other inputs .*; pass --force "
+                                           r"to replace it"):
         check_replace(f, _head({"m": "cc" * 32}, {}), False)
     assert check_replace(f, _head({"m": "cc" * 32}, {}), True) is False  # forced
     f.write_text("not json")
@@ -59,16 +62,17 @@ def test_fdb_compare_never_overwrites_another_comparison(tmp_path: Path, capsys:
     assert run(["fdb", "compare", "a", "b"], capsys)[0] == 0  # the same comparison: rewritten, the same bytes
     assert (tmp_path / "compare.json").read_bytes() == first
     code, _out, err = run(["fdb", "compare", "a", "c"], capsys)
-    assert code == 2 and err == ("duplexeval: error: compare.json: exists and compares other trees (there: a, b; now: a, c); "
-                                 "pass --force to replace it (or write elsewhere with --out)\n")
+    assert code == 2 and err == ("duplexeval: error: compare.json: exists and compares other trees (there: a, b; "
+                                 "now: a, c); pass --force to replace it (or write elsewhere with --out)\n")
     assert (tmp_path / "compare.json").read_bytes() == first
     assert run(["fdb", "compare", "a", "c", "--force"], capsys)[0] == 0
     assert json.loads((tmp_path / "compare.json").read_text())["trees"][1]["path"] == "c"
 
 
-def test_fdb_asr_finished_is_up_to_date_and_another_backend_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    tree = write_tree(tmp_path / "t", [FixtureSample(TT, "1", 3.0, annotation=turn_ann(1.0), words=[("fine", 1.5, 1.8)])],
-                      asr=False)
+def test_fdb_asr_finished_is_up_to_date_and_another_backend_is_refused(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    tree = write_tree(tmp_path / "t",
+                      [FixtureSample(TT, "1", 3.0, annotation=turn_ann(1.0), words=[("fine", 1.5, 1.8)])], asr=False)
     argv = ["fdb", "asr", str(tree), "--backend", "import", "--declare", "x"]
     assert run(argv, capsys)[0] == 0
     asr = (tree / "asr.json").read_bytes()
@@ -80,7 +84,8 @@ def test_fdb_asr_finished_is_up_to_date_and_another_backend_is_refused(tmp_path:
     assert run([*argv[:-1], "y", "--force"], capsys)[0] == 0
 
 
-def test_fdb_evaluate_guards_its_own_settings_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fdb_evaluate_guards_its_own_settings_before_any_work(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
     tree = _tree(tmp_path / "t", [("yes", 1.5, 1.8)])
     assert run(["fdb", "evaluate", str(tree), "-q"], capsys)[0] == 0
     first = (tree / "summary.json").read_bytes()

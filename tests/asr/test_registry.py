@@ -60,14 +60,16 @@ def test_builtins_and_import_are_registered() -> None:
 
 
 def test_unknown_backend_lists_what_is_available() -> None:
-    with pytest.raises(InputError, match=r"^unknown ASR backend 'nope'; available: faster-whisper, import, parakeet, pocketsphinx, whisper-align"):
+    with pytest.raises(InputError, match=r"^unknown ASR backend 'nope'; available: faster-whisper, import, parakeet, "
+                                         r"pocketsphinx, whisper-align"):
         make_backend("nope")
     with pytest.raises(InputError, match="builds no backend"):
         make_backend("import")
 
 
 def test_model_for_a_backend_without_one_is_refused(plugin_dir: Path) -> None:
-    with pytest.raises(InputError, match=r"model= is not used by the pocketsphinx backend \(its model is in the wheel\)"):
+    with pytest.raises(InputError,
+                       match=r"model= is not used by the pocketsphinx backend \(its model is in the wheel\)"):
         make_backend("pocketsphinx", model="x")
     with pytest.raises(InputError, match="model= is not used by the my_asr_plugin:LevelBackend backend"):
         make_backend("my_asr_plugin:LevelBackend", model="x")
@@ -99,13 +101,15 @@ def test_fdb_asr_unknown_backend_is_one_line(tmp_path: Path, capsys: pytest.Capt
         main(["fdb", "asr", str(tree), "--backend", "nope", "-q"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.strip().splitlines() == [
-        "duplexeval: error: unknown ASR backend 'nope'; available: faster-whisper, import, parakeet, pocketsphinx, whisper-align"
+        "duplexeval: error: unknown ASR backend 'nope'; available: faster-whisper, import, parakeet, pocketsphinx, "
+        "whisper-align"
     ]
 
 
 def test_entry_point_of_an_installed_package(tmp_path: Path, plugin_dir: Path) -> None:
     """A package that declares `[duplexeval.asr_backends] level = my_asr_plugin:LevelBackend` is usable by name."""
-    env = declare_entry_point(plugin_dir, "my-asr-plugin", "duplexeval.asr_backends", "level", "my_asr_plugin:LevelBackend")
+    env = declare_entry_point(plugin_dir, "my-asr-plugin", "duplexeval.asr_backends", "level",
+                              "my_asr_plugin:LevelBackend")
     assert ASR_BACKENDS.entry_point_group == "duplexeval.asr_backends"
     tree = _tree(tmp_path)
     run = subprocess.run([sys.executable, "-m", "duplexeval", "fdb", "asr", str(tree), "--backend", "level",

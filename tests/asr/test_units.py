@@ -36,7 +36,8 @@ def test_readings_of_written_tokens() -> None:
     assert readings("1990")[0] == ["nineteen", "ninety"]  # year first, then cardinal, then digits
     assert ["one", "thousand", "nine", "hundred", "ninety"] in readings("1990")
     assert readings("$4,572.")[0] == ["four", "thousand", "five", "hundred", "seventy", "two", "dollars"]
-    assert readings("$4,572.30")[0] == ["four", "thousand", "five", "hundred", "seventy", "two", "dollars", "and", "thirty", "cents"]
+    assert readings("$4,572.30")[0] == ["four", "thousand", "five", "hundred", "seventy", "two", "dollars", "and",
+                                        "thirty", "cents"]
     assert ["three", "point", "five", "zero", "dollars"] in readings("$3.50")
     assert readings("12%")[0] == ["twelve", "percent"]
     assert readings("3.5") == [["three", "point", "five"]]
@@ -64,8 +65,10 @@ def test_merge_regions_merges_short_gaps_and_pads_without_overlap() -> None:
 
 
 def test_merge_word_pieces() -> None:
-    pieces = [(" The", 0.0, 0.2), (" total", 0.2, 0.5), (" $4", 0.5, 0.9), (",572.", 0.9, 1.6), (" 25", 1.7, 1.9), ("%", 1.9, 2.0)]
-    assert merge_word_pieces(pieces) == [("The", 0.0, 0.2), ("total", 0.2, 0.5), ("$4,572.", 0.5, 1.6), ("25%", 1.7, 2.0)]
+    pieces = [(" The", 0.0, 0.2), (" total", 0.2, 0.5), (" $4", 0.5, 0.9), (",572.", 0.9, 1.6), (" 25", 1.7, 1.9),
+              ("%", 1.9, 2.0)]
+    assert merge_word_pieces(pieces) == [("The", 0.0, 0.2), ("total", 0.2, 0.5), ("$4,572.", 0.5, 1.6),
+                                         ("25%", 1.7, 2.0)]
     assert merge_word_pieces([(" ", 0.0, 0.1)]) == []
 
 
@@ -131,7 +134,8 @@ def test_aligner_splits_when_a_word_does_not_fit() -> None:
     clip = np.concatenate([np.zeros(int(pad * SR), np.float32), sp.audio, np.zeros(int(pad * SR), np.float32)])
     # Whisper wrote "$4,572.30." for "4572 dollars and 30 cents": no reading of it matches the audio.
     written = ["The", "total", "comes", "to", "$4,572.30."]
-    hints = [(pad + w.start_s + 0.2, pad + w.end_s + 0.2) for w in sp.words[:4]] + [(pad + sp.words[4].start_s, clip.shape[0] / SR)]
+    hints = ([(pad + w.start_s + 0.2, pad + w.end_s + 0.2) for w in sp.words[:4]]
+             + [(pad + sp.words[4].start_s, clip.shape[0] / SR)])
     al = Aligner()
     spans = al.align(clip, [readings(w) for w in written], hints=hints)
     # The whole-clip forced pass fails; split windows still place most words, each near its truth.

@@ -209,7 +209,8 @@ def _head_clip(head, frames_above, onsets, n=80, listen_s=0.0):
     for f in frames_above:
         s[f - 1 : f + 1] = 0.99  # a 2-frame run ending at f: fires at f
     kw = {"yield_": s} if head == "yield" else {"backchannel": s}
-    meta = ClipMeta("h", n, listen_s=listen_s, **({"yield_onsets": onsets} if head == "yield" else {"backchannel_onsets": onsets}))
+    meta = ClipMeta("h", n, listen_s=listen_s,
+                    **({"yield_onsets": onsets} if head == "yield" else {"backchannel_onsets": onsets}))
     return Clip(meta, ClipFrames(n, **kw))
 
 

@@ -57,7 +57,8 @@ def test_frames_in_window_edges():
 
 def _write_raw(root, lines, arrays=None):
     root.mkdir(parents=True, exist_ok=True)
-    (root / "dataset.json").write_text(json.dumps({"kind": "duplexeval.controller.data", "schema_version": 1, "frame_s": 0.08}))
+    (root / "dataset.json").write_text(
+        json.dumps({"kind": "duplexeval.controller.data", "schema_version": 1, "frame_s": 0.08}))
     (root / "clips.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     (root / "frames").mkdir(exist_ok=True)
     for cid, arrs in (arrays or {}).items():
@@ -94,7 +95,9 @@ def test_loader_rejects_duplicates_and_bad_arrays(tmp_path):
     d = load_data(tmp_path / "f")
     with pytest.raises(InputError, match="truth_state frame 1: value 4"):
         d.load_frames(d.clips[0])
-    _write_raw(tmp_path / "g", [{"id": "a", "n_frames": 3, "source": "s", "floor_s": 1}, {"id": "b", "n_frames": 3, "source": "s", "floor_s": 2}])
+    _write_raw(tmp_path / "g",
+               [{"id": "a", "n_frames": 3, "source": "s", "floor_s": 1},
+                {"id": "b", "n_frames": 3, "source": "s", "floor_s": 2}])
     with pytest.raises(InputError, match="floor_s 2.0 differs"):
         load_data(tmp_path / "g")
     _write_raw(tmp_path / "h", [{"id": "zz", "n_frames": 3}])
@@ -140,7 +143,8 @@ def test_macro_f1_confusion_and_auc_by_hand():
 def test_policy_defaults_roundtrip_and_errors(tmp_path):
     p = EvaluationPolicy()
     assert (p.endpoint_threshold, p.yield_threshold, p.backchannel_threshold) == (0.91, 0.93, 0.80)
-    assert (p.warmup_frames, p.vad_gate_db, p.min_voiced_ms, p.fallback_silence_ms, p.backchannel_cooldown_frames) == (6, -50.0, 350, 1200, 15)
+    assert ((p.warmup_frames, p.vad_gate_db, p.min_voiced_ms, p.fallback_silence_ms, p.backchannel_cooldown_frames)
+            == (6, -50.0, 350, 1200, 15))
     save_policy(tmp_path / "p.json", p.with_(endpoint_threshold=0.5))
     assert load_policy(tmp_path / "p.json") == p.with_(endpoint_threshold=0.5)
     (tmp_path / "bad.json").write_text('{"endpoint_threshold": 0.5, "nope": 1}')
@@ -222,7 +226,8 @@ def test_calibration_picks_lowest_latency_under_the_pause_ceiling():
     s[60:62] = 0.9  # frame 61 (4.96 s) for thresholds <= 0.9
     meta = ClipMeta("c", n, turn_probes=[TurnProbe(2.0)], pause_probes=[PauseProbe(3.2, 4.0, 2.4)], floor_s=6.4)
     clip = Clip(meta, ClipFrames(n, endpoint=s, level_db=np.full(n, -20.0)))
-    pol, info = calibrate([clip], EvaluationPolicy(endpoint_mode="head_only"), Targets(pause_cutin_ceiling=0.0), [0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 0.95])
+    pol, info = calibrate([clip], EvaluationPolicy(endpoint_mode="head_only"), Targets(pause_cutin_ceiling=0.0),
+                          [0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 0.95])
     # 0.5-0.7 cut into the pause; 0.75 and 0.8 both give 320 ms -> the higher (0.8) wins the tie
     assert pol.endpoint_threshold == 0.8
     rows = {r["threshold"]: r for r in info["table"]}
@@ -257,13 +262,17 @@ def test_cli_evaluate_calibrate_compare(tmp_path, capsys):
     assert load_policy(tmp_path / "p.json").endpoint_threshold == 0.9
     cmp = tmp_path / "c.json"
     with pytest.raises(SystemExit) as e:
-        main(["controller", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--policy", str(tmp_path / "p.json"), "--json", str(cmp)])
+        main(
+            ["controller", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--policy", str(tmp_path / "p.json"),
+             "--json", str(cmp)])
     assert e.value.code == 0
     cj = json.loads(cmp.read_text())
     assert (cj["kind"], cj["schema_version"]) == ("duplexeval.controller.compare", 2)
     capsys.readouterr()
     with pytest.raises(SystemExit) as e:  # `--json -`: stdout is that document and nothing else
-        main(["controller", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--policy", str(tmp_path / "p.json"), "--json", "-"])
+        main(
+            ["controller", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--policy", str(tmp_path / "p.json"),
+             "--json", "-"])
     assert e.value.code == 0 and json.loads(capsys.readouterr().out) == cj
     assert "|boot:2000@0|" in cj["signature"]["compact"] and set(cj["inputs"]) == {"a:clips.jsonl", "b:clips.jsonl"}
     c = cj["event_metrics"]["metrics"]["endpoint.latency_median_ms"]
@@ -327,8 +336,10 @@ def test_macro_f1_bootstrap_uses_group_confusions():
     diffs = []
     for row in bootstrap_indices(len(gs)):
         t = np.concatenate([x[0] for i in row for x in per_group[gs[i]]])
-        va = f1_score(t, np.concatenate([x[1] for i in row for x in per_group[gs[i]]]), labels=[0, 1, 2, 3], average="macro", zero_division=0.0)
-        vb = f1_score(t, np.concatenate([x[2] for i in row for x in per_group[gs[i]]]), labels=[0, 1, 2, 3], average="macro", zero_division=0.0)
+        va = f1_score(t, np.concatenate([x[1] for i in row for x in per_group[gs[i]]]), labels=[0, 1, 2, 3],
+                      average="macro", zero_division=0.0)
+        vb = f1_score(t, np.concatenate([x[2] for i in row for x in per_group[gs[i]]]), labels=[0, 1, 2, 3],
+                      average="macro", zero_division=0.0)
         diffs.append(vb - va)
         if len(diffs) == 60:
             break
@@ -342,7 +353,9 @@ def test_macro_f1_bootstrap_uses_group_confusions():
     from duplexeval.controller.metrics.compare import group_counts
 
     counts = group_counts(bootstrap_indices(len(gs)), len(gs))
-    mine = macro_f1_from_confusion((counts @ cmb).reshape(-1, 4, 4)) - macro_f1_from_confusion((counts @ cm).reshape(-1, 4, 4))
+    mine = (
+        macro_f1_from_confusion((counts @ cmb).reshape(-1, 4, 4)) - macro_f1_from_confusion(
+            (counts @ cm).reshape(-1, 4, 4)))
     assert np.allclose(mine[:60], diffs)
     lo, hi = percentile_interval(mine)
     assert m["ci95"] == [pytest.approx(lo), pytest.approx(hi)]

@@ -23,11 +23,13 @@ def test_labels_recover_the_script(index):
         return min(w[1] for w in words if w[1] >= start - 1e-6)
 
     barge = [first_word("user", s["start_s"]) for s in c.script if s["kind"] == "barge_in"]
-    agent_bc = [first_word("agent", s["start_s"]) for s in c.script if s["kind"] == "backchannel" and s["who"] == "agent"]
+    agent_bc = [first_word("agent", s["start_s"]) for s in c.script
+                if s["kind"] == "backchannel" and s["who"] == "agent"]
     user_bc = [first_word("user", s["start_s"]) for s in c.script if s["kind"] == "backchannel" and s["who"] == "user"]
     assert lab.yield_onsets == pytest.approx(barge)
     assert lab.backchannel_onsets == pytest.approx(agent_bc)
-    assert [v.start_s for v in lab.vocalizations if v.speaker == "user" and v.kind == "backchannel"] == pytest.approx(user_bc)
+    assert ([v.start_s for v in lab.vocalizations if v.speaker == "user" and v.kind == "backchannel"]
+            == pytest.approx(user_bc))
     # every agent reply follows a user turn end: one turn probe each
     assert len(lab.turn_probes) == sum(1 for s in c.script if s["kind"] == "agent_turn")
     assert len(lab.pause_probes) >= sum(1 for s in c.script if s["kind"] == "user_turn") - len(lab.turn_probes)
@@ -57,14 +59,17 @@ def test_demo_end_to_end_deterministic(tmp_path):
     ep = rep["event_metrics"]["endpoint"]["fallback_on"]
     assert ep["turn_probes"] >= 3 and ep["latency"]["n"] + ep["no_endpoint"]["count"] == ep["turn_probes"]
     cmp = json.loads((outs[0] / "compare.json").read_text())
-    assert cmp["kind"] == "duplexeval.controller.compare" and cmp["schema_version"] == 2  # the header, as `compare --json`
-    assert cmp["event_metrics"]["groups"] == 2 and cmp["a"]["path"] == "data-silence" and cmp["b"]["path"] == "data-silero"
+    # the header, as `compare --json`
+    assert cmp["kind"] == "duplexeval.controller.compare" and cmp["schema_version"] == 2
+    assert (cmp["event_metrics"]["groups"] == 2 and cmp["a"]["path"] == "data-silence"
+            and cmp["b"]["path"] == "data-silero")
     with pytest.raises(SystemExit) as ex:  # refuses to overwrite
         main(["controller", "demo", "--out", str(outs[0]), "--conversations", "1"])
     assert ex.value.code == 2
 
 
-def test_controller_demo_out_option_and_deprecated_positional(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_controller_demo_out_option_and_deprecated_positional(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--conversations", "1", "--exchanges", "1"]
     rc, out, err = run_cli(["controller", "demo", "--out", str(tmp_path / "a"), *args], capsys)
     assert rc == 0, err
@@ -72,7 +77,8 @@ def test_controller_demo_out_option_and_deprecated_positional(tmp_path: Path, ca
     assert "* = the primary endpoint mode" in out and "B - A" in out
     rc, out, err = run_cli(["controller", "demo", str(tmp_path / "b"), *args], capsys)
     assert rc == 0 and "a positional OUT is deprecated; use --out DIR" in err
-    assert json.loads((tmp_path / "b" / "compare.json").read_text()) == json.loads((tmp_path / "a" / "compare.json").read_text())
+    assert json.loads((tmp_path / "b" / "compare.json").read_text()) == json.loads(
+        (tmp_path / "a" / "compare.json").read_text())
     rc, _out, err = run_cli(["controller", "demo", str(tmp_path / "c"), "--out", str(tmp_path / "d"), *args], capsys)
     assert rc == 2 and "unexpected extra argument" in err
 

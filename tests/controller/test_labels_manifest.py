@@ -32,9 +32,10 @@ def _tone(spans, T, sr=24000):
 def manifest(tmp_path):
     _stereo(tmp_path / "c1.wav", _tone([(0.5, 2.0)], 5.0), _tone([(2.4, 4.0)], 5.0))
     lines = [
-        {"id": "c1", "audio": "c1.wav", "user": {"segments": [[0.5, 2.0]]}, "agent": {"words": [["hi", 2.4, 3.0], ["there", 3.1, 4.0]]},
-         "assignments": "both"},
-        {"id": "c2", "duration_s": 6.0, "user": {"segments": [[0.0, 1.0], [1.5, 2.5]]}, "agent": {"segments": [[3.0, 4.0]]}},
+        {"id": "c1", "audio": "c1.wav", "user": {"segments": [[0.5, 2.0]]},
+         "agent": {"words": [["hi", 2.4, 3.0], ["there", 3.1, 4.0]]}, "assignments": "both"},
+        {"id": "c2", "duration_s": 6.0, "user": {"segments": [[0.0, 1.0], [1.5, 2.5]]},
+         "agent": {"segments": [[3.0, 4.0]]}},
     ]  # fmt: skip
     p = tmp_path / "m.jsonl"
     p.write_text("".join(json.dumps(x) + "\n" for x in lines))
@@ -97,8 +98,10 @@ def test_manifest_vad_fallback(tmp_path):
         ({"id": "x", "duration_s": 2, "user": {"segments": [[1, 0.5]]}, "agent": {"segments": []}}, "before start"),
         ({"id": "x", "duration_s": 2, "user": {"words": [["a", 0, 1, 2]]}, "agent": {"segments": []}}, "words must be"),
         ({"id": "x", "duration_s": 2, "user": {"segments": []}}, "needs 'words' or 'segments'"),
-        ({"id": "x", "duration_s": 2, "user": {"segments": []}, "agent": {"segments": []}, "assignments": "x"}, "assignments"),
-        ({"id": "x", "duration_s": 2, "user": {"segments": [[0, 3]]}, "agent": {"segments": []}}, "conversation x: user speech ends at 3"),
+        ({"id": "x", "duration_s": 2, "user": {"segments": []}, "agent": {"segments": []}, "assignments": "x"},
+         "assignments"),
+        ({"id": "x", "duration_s": 2, "user": {"segments": [[0, 3]]}, "agent": {"segments": []}},
+         "conversation x: user speech ends at 3"),
     ],
 )
 def test_manifest_errors(tmp_path, entry, msg):
@@ -123,16 +126,20 @@ def test_cli_label_and_run(manifest, tmp_path, capsys):
         main(["controller", "label", "--out", str(out), "--conversations", str(manifest), "--rule", "nope=1"])
     assert ex.value.code == 2
     with pytest.raises(SystemExit) as ex:
-        main(["controller", "run", "--controller", "baseline:silence", "--out", str(tmp_path / "run"), "--conversations", str(manifest)])
+        main(
+            ["controller", "run", "--controller", "baseline:silence", "--out", str(tmp_path / "run"), "--conversations",
+             str(manifest)])
     assert ex.value.code == 2  # c2 has no audio: a controller cannot run on it
     assert "needs the user audio" in capsys.readouterr().err
 
 
-def test_controller_label_takes_out_option_as_well_as_the_argument(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_controller_label_takes_out_option_as_well_as_the_argument(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     from duplexeval.controller.labels.conversations import write_conversations
 
     manifest = write_conversations(tmp_path / "conv", 1, seed=0, exchanges=1)
-    rc, out, err = run_cli(["controller", "label", "--out", str(tmp_path / "a"), "--conversations", str(manifest)], capsys)
+    rc, out, err = run_cli(["controller", "label", "--out", str(tmp_path / "a"), "--conversations", str(manifest)],
+                           capsys)
     assert rc == 0 and "wrote" in out, err
     rc, out, err = run_cli(["controller", "label", str(tmp_path / "b"), "--conversations", str(manifest)], capsys)
     assert rc == 0 and "a positional OUT is deprecated; use --out DIR" in err

@@ -37,7 +37,8 @@ def test_invariants(user, agent):
     assert {to_us(o) for o in lab.backchannel_onsets} == agent_bc
     user_turns = [t for t in lab.turns if t.speaker == "user"]
     for p in lab.pause_probes:  # every pause lies inside one user turn
-        assert any(to_us(t.start_s) <= to_us(p.pause_start_s) < to_us(p.pause_end_s) <= to_us(t.end_s) for t in user_turns)
+        assert any(to_us(t.start_s) <= to_us(p.pause_start_s) < to_us(p.pause_end_s) <= to_us(t.end_s)
+                   for t in user_turns)
     assert len(lab.turn_probes) == sum(1 for t in user_turns if t.ended_by == "shift")
     # the clip passes the data model's own validation (window order, times inside the clip)
     clip = to_clip(lab, "x")

@@ -1,4 +1,5 @@
-"""Controllers by name through the shared registry: built-ins, `baseline:NAME`, `module.path:Name`, entry points, errors."""
+"""Controllers by name through the shared registry: built-ins, `baseline:NAME`, `module.path:Name`, entry points,
+errors."""
 
 from __future__ import annotations
 
@@ -51,12 +52,14 @@ def test_builtin_names_and_the_baseline_spelling() -> None:
     assert {"silence", "silero"} <= set(CONTROLLERS.names())
     assert isinstance(load_controller("silence"), SilenceTimeoutController)
     assert isinstance(load_controller("baseline:silero", {"timeout_s": 0.5}), SileroController)
-    assert load_controller("silence", {"timeout_s": 0.7}).config() == load_controller("baseline:silence", {"timeout_s": 0.7}).config()
+    assert load_controller("silence", {"timeout_s": 0.7}).config() == load_controller(
+        "baseline:silence", {"timeout_s": 0.7}).config()
 
 
 def test_unknown_name_lists_what_is_available() -> None:
     for spec in ("nope", "baseline:nope"):
-        with pytest.raises(InputError, match=rf"^unknown controller '{spec}'; available: silence, silero \(expected NAME"):
+        with pytest.raises(InputError, match=rf"^unknown controller '{spec}'; available: silence, silero "
+                                             r"\(expected NAME"):
             load_controller(spec)
 
 
@@ -68,7 +71,8 @@ def test_user_class_by_import_path_runs(plugin_dir: Path) -> None:
 
 
 def test_options_that_do_not_build_are_one_line(plugin_dir: Path) -> None:
-    with pytest.raises(InputError, match=r"^controller 'my_ctl_plugin:GateController': __init__ raised TypeError: .*unexpected keyword argument 'k'"):
+    with pytest.raises(InputError, match=r"^controller 'my_ctl_plugin:GateController': __init__ raised TypeError: "
+                                         r".*unexpected keyword argument 'k'"):
         load_controller("my_ctl_plugin:GateController", {"k": 1})
     with pytest.raises(InputError, match="RuntimeError: no weights here"):
         load_controller("my_ctl_plugin:broken")
@@ -76,7 +80,8 @@ def test_options_that_do_not_build_are_one_line(plugin_dir: Path) -> None:
 
 def test_entry_point_of_an_installed_package(tmp_path: Path, plugin_dir: Path) -> None:
     """`[duplexeval.controllers] gate = my_ctl_plugin:GateController` makes `gate` a controller name on the CLI."""
-    env = declare_entry_point(plugin_dir, "my-ctl-plugin", "duplexeval.controllers", "gate", "my_ctl_plugin:GateController")
+    env = declare_entry_point(plugin_dir, "my-ctl-plugin", "duplexeval.controllers", "gate",
+                              "my_ctl_plugin:GateController")
     assert CONTROLLERS.entry_point_group == "duplexeval.controllers"
     out = tmp_path / "bench.json"
     cmd = [sys.executable, "-m", "duplexeval", "controller", "bench", "gate:gate=0.2",

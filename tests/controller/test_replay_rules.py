@@ -145,7 +145,8 @@ def test_with_no_events_end_an_onset_at_the_clip_end_is_inside_as_its_firing_is(
     ev = clip_events(Clip(ClipMeta("y", 100, yield_onsets=[8.0]), ClipFrames(100, yield_=s)), POL)
     assert (ev.yield_onsets, ev.onsets_outside_region, ev.yield_firings, ev.yield_latency_us) == (1, 0, 1, [0])
     bc = _runs(100, [96])  # a backchannel firing stamped 7.76 s, inside the onset's [-640, +320) ms window
-    ev = clip_events(Clip(ClipMeta("b", 100, backchannel_onsets=[8.0], listen_s=8.0), ClipFrames(100, backchannel=bc)), POL)
+    ev = clip_events(Clip(ClipMeta("b", 100, backchannel_onsets=[8.0], listen_s=8.0), ClipFrames(100, backchannel=bc)),
+                     POL)
     assert (ev.backchannel_onsets, ev.onsets_outside_region, ev.backchannel_latency_us) == (1, 0, [-240_000])
     ended = ClipMeta("y", 100, yield_onsets=[8.0], events_end_s=8.0)  # a set end excludes its own instant, both
     ev = clip_events(Clip(ended, ClipFrames(100, yield_=s)), POL)

@@ -62,11 +62,12 @@ def test_controller_report_explains_star_and_uses_the_shared_symbols(tmp_path: P
     share = {"value": None, "count": 0, "n": 0, "interval": None}
     ep = {"latency": lat, "early_cutin": share, "no_endpoint": share, "miss_within_deadline": {**share, "censored": 0},
           "head": share, "fallback": share, "pause_false_endpoints": {**share, "per_hour": None}}
-    rep = {"data": {"clips": 1, "groups": 1}, "frame_metrics": {"endpoint": {"scored": 3, "positives": 0, "roc_auc": None,
-                                                                             "average_precision": None}},
+    rep = {"data": {"clips": 1, "groups": 1},
+           "frame_metrics": {"endpoint": {"scored": 3, "positives": 0, "roc_auc": None, "average_precision": None}},
            "event_metrics": {"endpoint": {"primary_mode": "head_only", "head_only": ep, "fallback_on": ep},
                              "dense_scan": {"user_pauses": 0},
-                             "yield": {"detection": share, "latency": {**lat, "n": 2}, "false_events": {"per_hour": None}}}}
+                             "yield": {"detection": share, "latency": {**lat, "n": 2},
+                                       "false_events": {"per_hour": None}}}}
     text = format_report(rep)
     assert "n/a" not in text
     assert " *endpoint[head_only]" in text

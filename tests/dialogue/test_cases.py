@@ -39,7 +39,8 @@ def uim(**over):
     case = {
         "family": "UiM",
         "id": "u1",
-        "machine": [{"text": "your flight leaves", "start_s": 0.0, "end_s": 0.64}, {"text": "at nine", "start_s": 0.64, "end_s": 1.28}],
+        "machine": [{"text": "your flight leaves", "start_s": 0.0, "end_s": 0.64},
+                    {"text": "at nine", "start_s": 0.64, "end_s": 1.28}],
         "interruption": {"reason": "denial", "chunks": [{"text": "no at ten", "start_s": 0.64, "end_s": 1.28}]},
         "expected": {"behaviour": "yield", "reply_cues": ["ten"]},
     }
@@ -76,21 +77,29 @@ def test_strip_trailing_punctuation():
         (json.dumps(miu(boundaries=[0, 1])), "the last chunk (2) must be the last boundary"),
         (json.dumps(miu(boundaries=[1, 1, 2])), "strictly increasing"),
         (json.dumps(miu(boundaries=[1, 5])), "boundaries must index chunks 0..2"),
-        (json.dumps(miu(expected={"cut_in_from": 2, "reply_cues": []})), "expected.cut_in_from 2 is not a boundary index"),
+        (json.dumps(miu(expected={"cut_in_from": 2, "reply_cues": []})),
+         "expected.cut_in_from 2 is not a boundary index"),
         (json.dumps(miu(id="../etc")), "case '../etc': 'id' must be 1-128 letters, digits, '.', '_' or '-'"),
         (json.dumps(miu(family="XiY")), "'family' must be 'MiU' or 'UiM'"),
         (json.dumps(miu(extra=1)), "'extra' is not a known field"),
-        (json.dumps(miu()).replace('"start_s": 0.64', '"start_s": "0.64"', 1), "'chunks[1].start_s' must be a finite number, got '0.64'"),
-        (json.dumps(miu()).replace('"end_s": 0.64', '"end_s": Infinity', 1), "line 2: Infinity is not a number JSON allows"),
-        (json.dumps(miu()).replace('"end_s": 1.92', '"end_s": 1e303', 1), "'chunks[2].end_s' is outside the accepted range [0, 86400]"),
+        (json.dumps(miu()).replace('"start_s": 0.64', '"start_s": "0.64"', 1),
+         "'chunks[1].start_s' must be a finite number, got '0.64'"),
+        (json.dumps(miu()).replace('"end_s": 0.64', '"end_s": Infinity', 1),
+         "line 2: Infinity is not a number JSON allows"),
+        (json.dumps(miu()).replace('"end_s": 1.92', '"end_s": 1e303', 1),
+         "'chunks[2].end_s' is outside the accepted range [0, 86400]"),
         (json.dumps(miu(id="a..b")), "without '..'"),
-        (json.dumps(miu(context=[{"role": "user", "text": "hi\u0000there"}])), "must not contain control characters, got 'hi\\x00there'"),
+        (json.dumps(miu(context=[{"role": "user", "text": "hi\u0000there"}])),
+         "must not contain control characters, got 'hi\\x00there'"),
         (json.dumps(miu()).replace('"boundaries": [1, 2]', '"boundaries": [1, true]', 1), "'boundaries[1]'"),
         (json.dumps(miu()).replace('"end_s": 1.28', '"end_s": 0.5', 1), "ends (0.5) before it starts (0.64)"),
-        (json.dumps(miu(chunks=[{"text": "a", "start_s": 0, "end_s": 1}, {"text": "b", "start_s": 0.5, "end_s": 1.5}], boundaries=[1])),
+        (json.dumps(miu(chunks=[{"text": "a", "start_s": 0, "end_s": 1}, {"text": "b", "start_s": 0.5, "end_s": 1.5}],
+                        boundaries=[1])),
          "utterance chunk 1 starts at 0.5 before chunk 0 ends at 1"),
-        (json.dumps(miu(chunks=[{"text": "?!", "start_s": 0, "end_s": 1}], boundaries=[0])), "empty once trailing punctuation is stripped"),
-        (json.dumps(uim(interruption={"reason": "anger", "chunks": [{"text": "x", "start_s": 0.1, "end_s": 0.2}]})), "interruption.reason"),
+        (json.dumps(miu(chunks=[{"text": "?!", "start_s": 0, "end_s": 1}], boundaries=[0])),
+         "empty once trailing punctuation is stripped"),
+        (json.dumps(uim(interruption={"reason": "anger", "chunks": [{"text": "x", "start_s": 0.1, "end_s": 0.2}]})),
+         "interruption.reason"),
         (json.dumps(uim(interruption={"reason": "noise", "chunks": [{"text": "x", "start_s": 5.0, "end_s": 6.0}]})),
          "outside the machine's utterance"),
         ("[1, 2]", "line 2: expected a JSON object"),
@@ -128,7 +137,8 @@ def test_header_line_is_checked(tmp_path):
 def test_cli_bad_case_file_exits_2_with_one_line(tmp_path):
     path = write_lines(tmp_path / "bad.jsonl", [miu(), json.dumps(miu(id="m2", boundaries=[0]))])
     proc = subprocess.run(
-        [sys.executable, "-m", "duplexeval", "dialogue", "run", "--cases", str(path), "--system", "eager", "--out", str(tmp_path / "r")],
+        [sys.executable, "-m", "duplexeval", "dialogue", "run", "--cases", str(path), "--system", "eager", "--out",
+         str(tmp_path / "r")],
         capture_output=True, text=True, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}, timeout=60, check=False,
     )
     assert proc.returncode == 2, proc.stderr
@@ -147,15 +157,17 @@ def tape_items():
         "id": "test_MiU_7",
         "tape": [
             "<interlocutor>Hi there.", "[S.SPEAK]", "Hello!", "How can I help?", "[S.LISTEN.NATURAL]", "<SIL>",
-            "<interlocutor>I think the sun rises in the west,", "[C.LISTEN]", "<interlocutor>so when is sunrise?", "[S.SPEAK]",
+            "<interlocutor>I think the sun rises in the west,", "[C.LISTEN]", "<interlocutor>so when is sunrise?",
+            "[S.SPEAK]",
         ],
         "eval_targets": [7, 9],
     }
     uim_tape = {
         "id": "test_UiM_denial_3",
         "tape": [
-            "<interlocutor>Book me a flight to Boston.", "[S.SPEAK]", "Sure,", "[C.SPEAK]", "your flight to Boston leaves at nine",
-            "<interlocutor>No, Austin,", "[C.SPEAK]", "<interlocutor>not Boston.", "[C.SPEAK]",
+            "<interlocutor>Book me a flight to Boston.", "[S.SPEAK]", "Sure,", "[C.SPEAK]",
+            "your flight to Boston leaves at nine", "<interlocutor>No, Austin,", "[C.SPEAK]",
+            "<interlocutor>not Boston.", "[C.SPEAK]",
         ],
         "eval_targets": [6, 8],
     }
@@ -247,5 +259,6 @@ def test_synth_is_bounded_and_shows_progress(tmp_path, capsys):
     assert "synth" in err and "7/7" in err  # the progress bar, on stderr
     with pytest.raises(SystemExit):
         main(["dialogue", "synth", "--out", str(out), "--n-miu", "3", "--n-uim", "1", "-q"])
-    assert capsys.readouterr().err == f"dialogue synth: exit 0: 7 cases in {out} (no rule beyond bad input)\n"  # -q: the status line only
+    # -q: the status line only
+    assert capsys.readouterr().err == f"dialogue synth: exit 0: 7 cases in {out} (no rule beyond bad input)\n"
     assert len(load_cases(out).cases) == 7

@@ -1,4 +1,5 @@
-"""`duplexeval dialogue synth | run | score | demo`: known answers on the built-in set, artifacts, determinism, errors."""
+"""`duplexeval dialogue synth | run | score | demo`: known answers on the built-in set, artifacts, determinism,
+errors."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ SRC = str(SRC_DIR)
 def cli(*args, cwd=None):
     """The real command in a new process (exit status, stdout, stderr)."""
     return subprocess.run([sys.executable, "-m", "duplexeval", "dialogue", *args], capture_output=True, text=True,
-                          env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin", "COLUMNS": "200"}, timeout=120, cwd=cwd, check=False)
+                          env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin", "COLUMNS": "200"}, timeout=120, cwd=cwd,
+                          check=False)
 
 
 class Result:
@@ -104,7 +106,8 @@ def test_artifacts_start_with_header_and_signature(demo):
         assert head["kind"] == f"duplexeval.dialogue.{kind}"
         assert head["inputs"]["cases"] == head["signature"]["inputs"]["cases"]
     rep = json.loads((run / "dialogue.json").read_text())
-    assert rep["kind"] == "duplexeval.dialogue.report" and rep["signature"]["compact"].startswith("dialogue-spec004-2|cases:jsonl:400miu+400uim@")
+    assert rep["kind"] == "duplexeval.dialogue.report" and rep["signature"]["compact"].startswith(
+        "dialogue-spec004-2|cases:jsonl:400miu+400uim@")
     assert [c["name"] for c in rep["signature"]["components"]] == ["cases", "system", "clock", "judge", "boot"]
     rows = (run / "cases.jsonl").read_text().splitlines()[1:]
     assert len(rows) == 800  # one row per case, none dropped
@@ -151,7 +154,8 @@ def test_cli_synth_run_score(tmp_path, incli):
     assert p.returncode == 0, p.stderr
     assert "wrote 12 MiU + 12 UiM cases" in p.stdout
     assert p.stderr.splitlines()[-1] == f"dialogue synth: exit 0: 24 cases in {cases} (no rule beyond bad input)"
-    p = cli("run", "--cases", str(cases), "--system", "half-duplex:delay_ms=700", "--first-token-ms", "100", "--out", str(tmp_path / "r"))
+    p = cli("run", "--cases", str(cases), "--system", "half-duplex:delay_ms=700", "--first-token-ms", "100", "--out",
+            str(tmp_path / "r"))
     assert p.returncode == 0, p.stderr
     assert p.stderr.splitlines()[-1].startswith("dialogue run: exit 0: 24/24 without a system failure in 2 subsets")
     assert "system:half-duplex@" in p.stdout and ":delay_ms700|clock:asr640,ft100," in p.stdout
@@ -167,10 +171,13 @@ def test_cli_synth_run_score(tmp_path, incli):
     ("args", "problem"),
     [
         (("run", "--cases", "nope.jsonl", "--system", "eager", "--out", "r"), "nope.jsonl: file not found"),
-        (("run", "--cases", "c.jsonl", "--system", "bogus", "--out", "r"), "unknown dialogue system 'bogus'; available:"),
+        (("run", "--cases", "c.jsonl", "--system", "bogus", "--out", "r"),
+         "unknown dialogue system 'bogus'; available:"),
         (("run", "--cases", "c.jsonl", "--system", "eager:x", "--out", "r"), "'eager:x'"),
-        (("run", "--cases", "c.jsonl", "--system", "eager", "--per-token-ms", "-1", "--out", "r"), "clock setting per_token_ms"),
-        (("run", "--cases", "c.jsonl", "--system", "no.such.module:Cls", "--out", "r"), "cannot import module 'no.such.module'"),
+        (("run", "--cases", "c.jsonl", "--system", "eager", "--per-token-ms", "-1", "--out", "r"),
+         "clock setting per_token_ms"),
+        (("run", "--cases", "c.jsonl", "--system", "no.such.module:Cls", "--out", "r"),
+         "cannot import module 'no.such.module'"),
         (("score", "empty"), "cases.jsonl: file not found"),
         (("score", "r0", "--judge", "human"), "unknown judge 'human'"),
         (("synth", "--out", "x.jsonl", "--n-miu", "-1"), "--n-miu and --n-uim must be non-negative"),

@@ -122,20 +122,24 @@ def test_openai_judge_scores_logs_caches_and_never_writes_the_key(tmp_path, key_
     run_dir, cache = tmp_path / "run", tmp_path / "cache"
     run_stage.run(small_cases, "eager", {}, Clock(), run_dir)
     with FakeServer(judge_reply) as srv:
-        judge = make_judge("openai", run_dir, model="judge-model-x", base_url=srv.url, api_key_env=KEY_ENV, cache_dir=cache)
+        judge = make_judge("openai", run_dir, model="judge-model-x", base_url=srv.url, api_key_env=KEY_ENV,
+                           cache_dir=cache)
         rep = score_stage.score(run_dir, judge)
         first = len(srv.requests)
         assert first > 0 and all(a == f"Bearer {KEY}" for a in srv.auth)
-        assert srv.requests[0]["model"] == "judge-model-x" and srv.requests[0]["response_format"]["type"] == "json_schema"
+        assert (srv.requests[0]["model"] == "judge-model-x"
+                and srv.requests[0]["response_format"]["type"] == "json_schema")
         # a rerun costs nothing: every reply comes from the cache
-        judge2 = make_judge("openai", run_dir, model="judge-model-x", base_url=srv.url, api_key_env=KEY_ENV, cache_dir=cache)
+        judge2 = make_judge("openai", run_dir, model="judge-model-x", base_url=srv.url, api_key_env=KEY_ENV,
+                            cache_dir=cache)
         rep2 = score_stage.score(run_dir, judge2)
         assert len(srv.requests) == first
     assert rep2["MiU"] == rep["MiU"] and rep2["UiM"] == rep["UiM"]
     assert rep["judge"]["label"] == "openai:judge-model-x" and rep["judge"]["model"] == "judge-model-x"
     assert "judge:openai:judge-model-x@" in rep["signature"]["compact"]
     assert rep["judge"]["judge_errors"] == 0
-    assert rep["MiU"]["PIR_mid"]["judge"] == "openai:judge-model-x" and rep["UiM"]["PRRavg"]["judge"] == "openai:judge-model-x"
+    assert (rep["MiU"]["PIR_mid"]["judge"] == "openai:judge-model-x"
+            and rep["UiM"]["PRRavg"]["judge"] == "openai:judge-model-x")
     assert rep["MiU"]["counts"]["mid"] == 6 and rep["MiU"]["PIR_mid"]["value"] == 1.0
     log = [json.loads(x) for x in (run_dir / "judge-log.jsonl").read_text().splitlines()]
     assert sum(1 for r in log if r["event"] == "exchange") == first and any(r["event"] == "cached" for r in log)
@@ -147,7 +151,8 @@ def test_unparsable_replies_are_judge_errors_after_bounded_attempts(tmp_path, ke
     run_dir = tmp_path / "run"
     run_stage.run(small_cases, "half-duplex", {}, Clock(), run_dir)
     with FakeServer(lambda body, auth: (200, "I think it was fine.", 0)) as srv:
-        judge = make_judge("openai", run_dir, model="m", base_url=srv.url, api_key_env=KEY_ENV, cache_dir=tmp_path / "c", max_attempts=2)
+        judge = make_judge("openai", run_dir, model="m", base_url=srv.url, api_key_env=KEY_ENV,
+                           cache_dir=tmp_path / "c", max_attempts=2)
         rep = score_stage.score(run_dir, judge)
         assert len(srv.requests) == 2 * 8  # 8 UiM cases judged, 2 attempts each; half-duplex has no mid MiU case
     assert rep["judge"]["judge_errors"] == 8
@@ -180,8 +185,9 @@ def test_http_errors_retry_then_succeed_and_timeouts_are_bounded(tmp_path, key_e
     run_stage.run(one, "half-duplex", {}, Clock(), slow_dir)
     with FakeServer(lambda body, auth: (200, "{}", 1.5)) as srv:
         t0 = time.monotonic()
-        rep = score_stage.score(slow_dir, make_judge("openai", slow_dir, model="m", base_url=srv.url, api_key_env=KEY_ENV,
-                                             cache_dir=tmp_path / "c2", timeout_s=0.3, max_attempts=2, backoff_s=0.2))
+        rep = score_stage.score(slow_dir, make_judge("openai", slow_dir, model="m", base_url=srv.url,
+                                                     api_key_env=KEY_ENV, cache_dir=tmp_path / "c2", timeout_s=0.3,
+                                                     max_attempts=2, backoff_s=0.2))
         assert 0.8 < time.monotonic() - t0 < 5  # two timeouts of 0.3 s and one backoff of 0.2 s
     assert rep["judge"]["judge_errors"] == 1
     assert "timed out after 0.3 s" in (slow_dir / "judge-log.jsonl").read_text()
@@ -234,15 +240,22 @@ def manager_reply(body, auth):
 
 def chat_cases(tmp_path):
     cases = [
-        {"family": "MiU", "id": "west", "chunks": [{"text": "the sun", "start_s": 0, "end_s": 0.64}, {"text": "rises in the west", "start_s": 0.64, "end_s": 1.28},
-                                                   {"text": "so when", "start_s": 1.28, "end_s": 1.92}], "boundaries": [1, 2],
-         "expected": {"cut_in_from": 0, "reply_cues": ["east"]}},
-        {"family": "MiU", "id": "plain", "chunks": [{"text": "play some", "start_s": 0, "end_s": 0.64}, {"text": "jazz please", "start_s": 0.64, "end_s": 1.28}],
+        {"family": "MiU", "id": "west", "chunks": [{"text": "the sun", "start_s": 0, "end_s": 0.64},
+                                                   {"text": "rises in the west", "start_s": 0.64, "end_s": 1.28},
+                                                   {"text": "so when", "start_s": 1.28, "end_s": 1.92}],
+         "boundaries": [1, 2], "expected": {"cut_in_from": 0, "reply_cues": ["east"]}},
+        {"family": "MiU", "id": "plain",
+         "chunks": [{"text": "play some", "start_s": 0, "end_s": 0.64},
+                    {"text": "jazz please", "start_s": 0.64, "end_s": 1.28}],
          "boundaries": [0, 1], "expected": {"cut_in_from": None, "reply_cues": []}},
-        {"family": "UiM", "id": "deny", "machine": [{"text": "your flight to", "start_s": 0, "end_s": 0.64}, {"text": "Boston leaves", "start_s": 0.64, "end_s": 1.28}],
+        {"family": "UiM", "id": "deny",
+         "machine": [{"text": "your flight to", "start_s": 0, "end_s": 0.64},
+                     {"text": "Boston leaves", "start_s": 0.64, "end_s": 1.28}],
          "interruption": {"reason": "denial", "chunks": [{"text": "no Austin", "start_s": 0.64, "end_s": 1.28}]},
          "expected": {"behaviour": "yield", "reply_cues": ["okay"]}},
-        {"family": "UiM", "id": "gibberish", "machine": [{"text": "the soup needs", "start_s": 0, "end_s": 0.64}, {"text": "two onions", "start_s": 0.64, "end_s": 1.28}],
+        {"family": "UiM", "id": "gibberish",
+         "machine": [{"text": "the soup needs", "start_s": 0, "end_s": 0.64},
+                     {"text": "two onions", "start_s": 0.64, "end_s": 1.28}],
          "interruption": {"reason": "noise", "chunks": [{"text": "the dog barks", "start_s": 0.64, "end_s": 1.28}]},
          "expected": {"behaviour": "continue", "reply_cues": []}},
     ]
@@ -269,14 +282,16 @@ def test_chat_manager_drives_the_simulator_and_caches(tmp_path, key_env):
     assert (tmp_path / "run" / "decisions.jsonl").read_bytes() == (tmp_path / "run2" / "decisions.jsonl").read_bytes()
     assert "system:openai-chat@" in res.signature.compact() and "model" in res.signature.components[1].settings
     rep = score_stage.score(tmp_path / "run", make_judge("expected", tmp_path / "run"))
-    assert rep["MiU"]["ir_mid"]["count"] == 1 and rep["MiU"]["PIR_mid"]["value"] == 1.0 and rep["MiU"]["PRR_mid"]["value"] == 1.0
+    assert (rep["MiU"]["ir_mid"]["count"] == 1 and rep["MiU"]["PIR_mid"]["value"] == 1.0
+            and rep["MiU"]["PRR_mid"]["value"] == 1.0)
     assert assert_no_key(tmp_path) >= 8
 
 
 def test_chat_manager_protocol_errors_are_counted(tmp_path, key_env):
     cases = chat_cases(tmp_path)
     with FakeServer(lambda body, auth: (200, "Sure thing!", 0)) as srv:
-        params = {"model": "dm-1", "base_url": srv.url, "api_key_env": KEY_ENV, "cache_dir": str(tmp_path / "c"), "max_attempts": "2"}
+        params = {"model": "dm-1", "base_url": srv.url, "api_key_env": KEY_ENV, "cache_dir": str(tmp_path / "c"),
+                  "max_attempts": "2"}
         res = run_stage.run(cases, "openai-chat", params, Clock(), tmp_path / "run")
     rows = {r["id"]: r for r in res.rows}
     assert rows["west"]["outcome"] == "miss" and rows["west"]["system_errors"] == 3  # two boundaries + end of speech
@@ -294,7 +309,8 @@ def test_cli_score_with_the_openai_judge(tmp_path, small_cases):
     with FakeServer(judge_reply) as srv:
         env = {"PYTHONPATH": src, "PATH": os.environ.get("PATH", "/usr/bin"), KEY_ENV: KEY, "COLUMNS": "200"}
         p = subprocess.run(
-            [sys.executable, "-m", "duplexeval", "dialogue", "score", str(run_dir), "--judge", f"openai:model=jm,base_url={srv.url},api_key_env={KEY_ENV},cache_dir={tmp_path / 'cache'},attempts=2"],
+            [sys.executable, "-m", "duplexeval", "dialogue", "score", str(run_dir), "--judge",
+             f"openai:model=jm,base_url={srv.url},api_key_env={KEY_ENV},cache_dir={tmp_path / 'cache'},attempts=2"],
             capture_output=True, text=True, env=env, timeout=120, check=False,
         )
         assert p.returncode == 0, p.stderr
@@ -309,7 +325,8 @@ def test_oversized_request_is_not_sent(tmp_path, key_env):
 
     with FakeServer(judge_reply) as srv:
         chat = CachedChat(srv.url, "m", KEY_ENV, "test", tmp_path / "log.jsonl", tmp_path / "cache")
-        ans = chat.ask({"messages": [{"role": "user", "content": "x" * MAX_REQUEST_BYTES}]}, lambda c: c, {"case": "big"})
+        ans = chat.ask({"messages": [{"role": "user", "content": "x" * MAX_REQUEST_BYTES}]},
+                       lambda c: c, {"case": "big"})
         assert srv.requests == []
     assert ans.parsed is None and "over the 1048576-byte bound" in ans.error
     assert '"event":"refused"' in (tmp_path / "log.jsonl").read_text()

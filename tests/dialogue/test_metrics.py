@@ -127,7 +127,8 @@ def test_uim_missing_reason_makes_prravg_null():
 
 
 def test_uim_judge_errors_in_bounds():
-    items = [UiMItem(r, "yielded", 1) for r in ("noise", "denial", "affirmation", "shift")] + [UiMItem("shift", "yielded", None)]
+    items = ([UiMItem(r, "yielded", 1) for r in ("noise", "denial", "affirmation", "shift")]
+             + [UiMItem("shift", "yielded", None)])
     u = uim_metrics(items)
     assert u["PRR_shift"]["n"] == 1 and u["PRR_shift"]["selected_bounds"] == [0.5, 1.0]
     assert u["PRRavg"]["value"] == 1.0
@@ -138,4 +139,5 @@ def test_no_nan_or_inf_in_json():
 
     m = miu_metrics(five())
     text = json.dumps(m, allow_nan=False)  # raises on NaN/inf
-    assert "Infinity" not in text and not any(isinstance(v, float) and math.isnan(v) for v in m["FTED_s"].values() if isinstance(v, float))
+    assert "Infinity" not in text and not any(isinstance(v, float) and math.isnan(v) for v in m["FTED_s"].values()
+                                              if isinstance(v, float))

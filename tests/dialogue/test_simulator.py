@@ -82,14 +82,17 @@ def test_token_timing_first_token_overhead_then_per_token():
 
 def test_outcome_priority_mid_over_end_over_miss():
     # cut in at chunk 1, yield, take again at the end: the earliest take decides -> mid
-    m = Scripted({("user_chunk", 1): [S_SPEAK, "hey"], ("user_chunk", 2): [S_LISTEN], ("user_end", -1): [S_SPEAK, "so"]})
+    m = (
+        Scripted(
+            {("user_chunk", 1): [S_SPEAK, "hey"], ("user_chunk", 2): [S_LISTEN], ("user_end", -1): [S_SPEAK, "so"]}))
     rep = simulate(miu_case(), m, Clock())
     assert rep.takes == [1_280_000, 1_500_000] and rep.yields == [1_500_000]
     row = miu_row(miu_case(), rep)
     assert row["outcome"] == "mid" and row["heard_chunks"] == 2 and row["fted_s"] is None
     assert row["reply"] == ""  # "hey" would start at 1.58 s, after the yield at 1.5 s: never heard
     assert rep.said == [(1_800_000, "so")]
-    assert miu_row(miu_case(), simulate(miu_case(), Scripted({("user_end", -1): [S_SPEAK, "x"]}), Clock()))["outcome"] == "end"
+    assert (miu_row(miu_case(), simulate(miu_case(), Scripted({("user_end", -1): [S_SPEAK, "x"]}), Clock()))["outcome"]
+            == "end")
     assert miu_row(miu_case(), simulate(miu_case(), Scripted({}), Clock()))["outcome"] == "miss"
 
 
@@ -183,14 +186,18 @@ def test_eager_single_clause_case_is_end():
 
 def test_keyword_cuts_in_on_an_error_cue_only():
     k = make_manager("keyword")
-    cue = miu_case(chunks=[ch("cats always", 0, 0.64), ch("fly south", 0.64, 1.28), ch("right", 1.28, 1.92)], boundaries=[1, 2])
-    plain = miu_case(chunks=[ch("cats often", 0, 0.64), ch("fly south", 0.64, 1.28), ch("right", 1.28, 1.92)], boundaries=[1, 2])
+    cue = miu_case(chunks=[ch("cats always", 0, 0.64), ch("fly south", 0.64, 1.28), ch("right", 1.28, 1.92)],
+                   boundaries=[1, 2])
+    plain = miu_case(chunks=[ch("cats often", 0, 0.64), ch("fly south", 0.64, 1.28), ch("right", 1.28, 1.92)],
+                     boundaries=[1, 2])
     assert miu_row(cue, simulate(cue, k, Clock()))["outcome"] == "mid"
     assert miu_row(plain, simulate(plain, k, Clock()))["outcome"] == "end"
     # UiM: yields on a denial cue, continues on noise
     assert uim_row(uim_case(), simulate(uim_case(), k, Clock()), Clock())["outcome"] == "yielded"
     noise = uim_case("noise", "continue", ())
-    noise = noise.model_copy(update={"interruption": Interruption(reason="noise", chunks=[ch("the dog barks", 0.64, 1.28)])})
+    noise = (
+        noise.model_copy(
+            update={"interruption": Interruption(reason="noise", chunks=[ch("the dog barks", 0.64, 1.28)])}))
     row = uim_row(noise, simulate(noise, k, Clock()), Clock())
     assert row["outcome"] == "continued" and ExpectedJudge().judge(row).score == 1
 
@@ -286,7 +293,8 @@ class Broken:
 
 def test_plugin_that_fails_to_build_is_one_line():
     with pytest.raises(InputError,
-                       match=rf"^dialogue system '{re.escape(__name__)}:Broken': __init__ raised ValueError: no model file$"):
+                       match=rf"^dialogue system '{re.escape(__name__)}:Broken': __init__ raised ValueError: "
+                             r"no model file$"):
         make_manager(f"{__name__}:Broken", {"level": "2"})
 
 
@@ -365,7 +373,8 @@ def _cases_file(tmp_path, cases):
 def test_failed_cases_count_as_errors_of_their_kind(tmp_path, monkeypatch):
     from duplexeval.dialogue import run_stage, score_stage
 
-    monkeypatch.setitem(__import__("sys").modules, "r3_failing_manager", __import__("types").SimpleNamespace(M=_Failing))
+    monkeypatch.setitem(__import__("sys").modules, "r3_failing_manager",
+                        __import__("types").SimpleNamespace(M=_Failing))
     cases = _cases_file(tmp_path, generate(0, 4, 0))
     run_stage.run(cases, "r3_failing_manager:M", {}, Clock(), tmp_path / "run")
     rep = score_stage.score(tmp_path / "run", ExpectedJudge())

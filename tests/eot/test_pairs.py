@@ -7,14 +7,14 @@ import math
 
 import pytest
 
-from duplexeval.eot import (
+from duplexeval.eot.io import read_pairs
+from duplexeval.eot.pairs import (
     EOTPair,
     false_cutoff_rate,
     hang_rate,
     median_latency_s,
     score,
 )
-from duplexeval.eot.io import read_pairs
 from duplexeval.eot.report import build_report
 from duplexeval.stats import wilson_interval
 
@@ -131,8 +131,8 @@ def test_cli_score_json_and_errors(tmp_path, capsys):
         main(["eot", "score", str(f), "--json", str(out), "--bands", "200,2000", "--tolerance-ms", "100"])
     assert e.value.code == 0
     rep = json.loads(out.read_text())
-    assert rep["score"] == {"n": 3, "median_latency_ms": 250.0, "median_latency_reached": True, "false_cutoff_rate": 1 / 3,
-                            "hang_rate_at_ms": {"200": 2 / 3, "2000": 0.0}}  # fmt: skip
+    assert rep["score"] == {"n": 3, "median_latency_ms": 250.0, "median_latency_reached": True,
+                            "false_cutoff_rate": 1 / 3, "hang_rate_at_ms": {"200": 2 / 3, "2000": 0.0}}  # fmt: skip
     assert list(rep)[:5] == ["kind", "schema_version", "duplexeval", "signature", "inputs"]
     first = out.read_bytes()
     with pytest.raises(SystemExit):

@@ -35,17 +35,20 @@ def test_time_grid_and_silence_dur():
     assert time_grid(1.0, 1.25, 0.1) == [1.0, 1.1, 1.2, 1.25]
     assert time_grid(1.0, 1.3, 0.1) == [1.0, 1.1, 1.2, 1.3]
     assert time_grid(2.0, 2.0, 0.1) == [2.0]
-    turn = make_turn("a", np.zeros(SAMPLE_RATE * 3, np.float32), [(0.5, 0.75, "hold"), (1.0, 1.05, "hold"), (2.0, 2.2, "eot")], skipped=(sk := {}))
+    turn = make_turn("a", np.zeros(SAMPLE_RATE * 3, np.float32),
+                     [(0.5, 0.75, "hold"), (1.0, 1.05, "hold"), (2.0, 2.2, "eot")], skipped=(sk := {}))
     assert sk == {"hold_shorter_than_0.1s": 1}
     pts = grid_points(turn)
-    assert [(p.span_index, p.silence_dur) for p in pts] == [(0, 0.0), (0, 0.1), (0, 0.2), (0, 0.25), (2, 0.0), (2, 0.1), (2, 0.2)]
+    assert [(p.span_index, p.silence_dur) for p in pts] == [(0, 0.0), (0, 0.1), (0, 0.2), (0, 0.25), (2, 0.0), (2, 0.1),
+                                                            (2, 0.2)]
 
 
 def test_words_visible_only_after_the_transcript_lag():
     turn = make_turn("a", np.zeros(SAMPLE_RATE * 3, np.float32), [(1.0, 2.0, "eot")],
                      words=(TimedWord("hello", 0.1, 0.5), TimedWord("there", 0.6, 1.0)),
                      messages=({"role": "assistant", "content": "hi"},))  # fmt: skip
-    assert visible_messages(turn, 1.0, 0.5) == [{"role": "assistant", "content": "hi"}, {"role": "user", "content": "hello"}]
+    assert visible_messages(turn, 1.0, 0.5) == [{"role": "assistant", "content": "hi"},
+                                                {"role": "user", "content": "hello"}]
     assert visible_messages(turn, 1.5, 0.5)[-1] == {"role": "user", "content": "hello there"}
     assert visible_messages(turn, 0.9, 0.5) == [{"role": "assistant", "content": "hi"}]
 
@@ -63,10 +66,13 @@ def test_make_turn_refusals():
 
 
 def eotbench_rows(sr: int = 8000) -> list[dict]:
-    audio = np.concatenate([tone(0.5, sr), np.zeros(int(0.4 * sr), np.float32), tone(0.5, sr), np.zeros(int(1.2 * sr), np.float32)])
+    audio = (
+        np.concatenate(
+            [tone(0.5, sr), np.zeros(int(0.4 * sr), np.float32), tone(0.5, sr), np.zeros(int(1.2 * sr), np.float32)]))
     return [{"id": "u1", "language": "EN", "audio": {"array": audio.tolist(), "sampling_rate": sr},
              "silence_spans": [{"start": 0.5, "end": 0.9}, {"start": 1.4, "end": 2.6}],
-             "words": [{"word": "hi", "start": 0.0, "end": 0.5}], "messages": [{"role": "assistant", "content": "yes?"}]},
+             "words": [{"word": "hi", "start": 0.0, "end": 0.5}],
+             "messages": [{"role": "assistant", "content": "yes?"}]},
             {"id": "u2", "language": "en", "audio": {"array": audio.tolist(), "sampling_rate": sr},
              "silence_spans": [{"start": 0.5, "end": 0.55}, {"start": 1.4, "end": 2.6}]}]  # fmt: skip
 
@@ -131,7 +137,9 @@ def test_silero_is_causal_audio_after_t_changes_nothing():
     a = ss.turns[0].audio.copy()
     cut = round(2.7 * SAMPLE_RATE)
     a[cut:] = tone((a.size - cut) / SAMPLE_RATE)
-    moved = predict_turn_task(TurnTask("silero", "{}", make_turn("t1", a, [(1.0, 1.6, "hold"), (2.4, 4.4, "eot")]), PredictSettings()))
+    moved = (
+        predict_turn_task(
+            TurnTask("silero", "{}", make_turn("t1", a, [(1.0, 1.6, "hold"), (2.4, 4.4, "eot")]), PredictSettings())))
     for r0, r1 in zip(base, moved):
         if r0[2] <= 2.7:
             assert r0 == r1
@@ -192,7 +200,8 @@ def test_plugin_sees_only_audio_up_to_t_and_resume_gives_the_same_bytes(tmp_path
     assert out.with_suffix(".jsonl").read_bytes() == ref.with_suffix(".jsonl").read_bytes()
     again = predict(ss, plugin, opts, out, progress=False)  # the same run, finished: nothing to redo
     assert again.up_to_date and again.resumed_turns == again.n_turns and len(again.predictions) == len(r.predictions)
-    with pytest.raises(RefusalError, match=r"exists and was made with other settings \(det: .*pass --force to replace it"):
+    with pytest.raises(RefusalError, match=r"exists and was made with other settings \(det: .*pass --force "
+                                           r"to replace it"):
         predict(ss, plugin, {**opts, "fail_on": 9.9}, out, progress=False)
     assert predict(ss, plugin, {**opts, "fail_on": 9.9}, out, progress=False, force=True).up_to_date is False
 
@@ -271,7 +280,8 @@ def test_unknown_detector_and_bad_options():
     ss = one_turn_set()
     with pytest.raises(InputError, match="unknown EOT detector 'nope'; available: silence, silero, smart-turn"):
         predict(ss, "nope", {}, "/tmp/never.parquet", progress=False)
-    with pytest.raises(InputError, match=r"^EOT detector 'silence': __init__ raised TypeError: .*unexpected keyword argument 'bogus'"):
+    with pytest.raises(InputError, match=r"^EOT detector 'silence': __init__ raised TypeError: .*unexpected keyword "
+                                         r"argument 'bogus'"):
         predict(ss, "silence", {"bogus": 1}, "/tmp/never.parquet", progress=False)
 
 
@@ -295,7 +305,7 @@ def test_synth_script_and_fdb_sources(tmp_path):
           - {subset: synthetic_pause_handling, id: 1, tail: 1.0, parts: ["so we were thinking", {pause: 0.6}, "about it"]}
           - {subset: candor_turn_taking, id: 1, text: "what time is it", tail: 2.0}
           - {subset: synthetic_user_interruption, id: 1, context: "tell me a story", interrupt: "stop", gap: 1.0, tail: 1.0}
-    """))
+    """))  # noqa: E501 - the YAML script, one sample a line
     ss = load_span_set(script)
     assert ss.source == "synth" and ss.skipped == {"task_user_interruption": 1}
     ph = ss.turns[1] if ss.turns[1].id.startswith("synthetic_pause") else ss.turns[0]
@@ -310,13 +320,17 @@ def test_synth_script_and_fdb_sources(tmp_path):
     fd = load_span_set(root)
     assert fd.source == "fdb"
     assert {t.id for t in fd.turns} == {"candor_turn_taking/1"}
-    assert fd.skipped.get("subset_synthetic_pause_handling") == 1 and fd.skipped.get("subset_synthetic_user_interruption") == 1
+    assert fd.skipped.get("subset_synthetic_pause_handling") == 1 and fd.skipped.get(
+        "subset_synthetic_user_interruption") == 1
 
 
 def test_conversation_manifest_source(tmp_path):
     import soundfile as sf
 
-    u = np.concatenate([tone(1.0), np.zeros(int(0.5 * SAMPLE_RATE), np.float32), tone(1.0), np.zeros(3 * SAMPLE_RATE, np.float32)])
+    u = (
+        np.concatenate(
+            [tone(1.0), np.zeros(int(0.5 * SAMPLE_RATE), np.float32), tone(1.0),
+             np.zeros(3 * SAMPLE_RATE, np.float32)]))
     a = np.zeros_like(u)
     a[int(3.0 * SAMPLE_RATE) : int(4.0 * SAMPLE_RATE)] = tone(1.0)
     sf.write(tmp_path / "c.wav", np.stack([u, a], axis=1), SAMPLE_RATE)
@@ -326,7 +340,8 @@ def test_conversation_manifest_source(tmp_path):
     ss = load_span_set(m)
     assert ss.source == "conversations" and len(ss.turns) == 1
     t = ss.turns[0]
-    assert [(s.label, round(s.start_s, 3), round(s.end_s, 3)) for s in t.spans] == [("hold", 1.0, 1.5), ("eot", 2.5, 5.5)]
+    assert [(s.label, round(s.start_s, 3), round(s.end_s, 3)) for s in t.spans] == [
+        ("hold", 1.0, 1.5), ("eot", 2.5, 5.5)]
     assert t.group == "c1"
 
 
@@ -390,9 +405,11 @@ def test_a_span_less_row_is_one_short_line_without_the_audio(tmp_path):
     p.write_text(json.dumps({"id": "u1", "language": "en", "audio": audio}) + "\n")
     with pytest.raises(InputError) as exc:
         load_span_set(p)
-    assert str(exc.value) == f"{p}: line 1: missing field 'silence_spans' (eot-bench rows need id, language, audio, silence_spans)"
+    assert str(exc.value) == (f"{p}: line 1: missing field 'silence_spans' (eot-bench rows need id, language, audio, "
+                              "silence_spans)")
     conv = tmp_path / "conv.jsonl"  # a conversation manifest whose audio is not a path
     conv.write_text(json.dumps({"id": "c1", "audio": audio, "duration_s": 2.0}) + "\n")
     with pytest.raises(InputError) as exc:
         load_span_set(conv, source="conversations")
-    assert str(exc.value) == f"{conv}: line 1: conversation c1: audio must be a path to an audio file (a string), got dict"
+    assert str(exc.value) == (f"{conv}: line 1: conversation c1: audio must be a path to an audio file (a "
+                              "string), got dict")

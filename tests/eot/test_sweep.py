@@ -248,7 +248,8 @@ def test_only_at_predictions_in_max_mode_are_warned_and_b_keeps_its_own_mode():
 
     rows = []
     for t in range(6):
-        rows += rows_for(f"t{t}", [("hold", 0.5, [0, 0.1, 0.6, 0.2, 0.1, 0.1]), ("eot", 0.5, [0.2, 0.4, 0.9, 0.9, 0.9, 0.9])])
+        rows += rows_for(f"t{t}",
+                         [("hold", 0.5, [0, 0.1, 0.6, 0.2, 0.1, 0.1]), ("eot", 0.5, [0.2, 0.4, 0.9, 0.9, 0.9, 0.9])])
     a = Predictions.from_rows(rows, "a.jsonl")
     b = Predictions.from_rows(_only_at(rows, 0.2), "b.jsonl")
     assert scored_only_at(a) == () and scored_only_at(b) == (0.2,)
@@ -258,7 +259,8 @@ def test_only_at_predictions_in_max_mode_are_warned_and_b_keeps_its_own_mode():
     cfg = SweepConfig(thresholds=(0.5,), action_delays=(0.2, 0.3), timeouts=(0.5, 1.0))
     c = compare(a, b, cfg, "0" * 64, "1" * 64, ("a", "b"))
     assert c["score_mode"] == {"a": "max", "b": "max"} and len(c["notes"]) == 1 and c["notes"][0] == msg
-    own = compare(a, b, cfg, "0" * 64, "1" * 64, ("a", "b"), SweepConfig(thresholds=(0.5,), action_delays=(0.2, 0.3),
-                                                                        timeouts=(0.5, 1.0), score_mode="score_point", score_point_s=0.2))
+    own = compare(a, b, cfg, "0" * 64, "1" * 64, ("a", "b"),
+                  SweepConfig(thresholds=(0.5,), action_delays=(0.2, 0.3), timeouts=(0.5, 1.0),
+                              score_mode="score_point", score_point_s=0.2))
     assert own["score_mode"] == {"a": "max", "b": "score_point@0.2"} and own["notes"] == []
     assert "mode:score_point@0.2" in own["signature"]["compact"] and own["frontier"]["b"]

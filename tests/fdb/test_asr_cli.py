@@ -26,7 +26,8 @@ def test_asr_quiet_and_timing_line(tmp_path: Path, capsys: pytest.CaptureFixture
     rc, out, err = run_cli(["fdb", "asr", str(tree), "--backend", "import", "--declare", "x", "-q", "--force"], capsys)
     quiet_err = "asr: exit 0: 2 eligible samples' transcriptions, none failed\n"  # -q keeps only the status line
     assert rc == 0 and err == quiet_err and "2 ok" in out
-    rc, out, err = run_cli(["fdb", "asr", str(tree), "--backend", "import", "--declare", "x", "--quiet", "--force"], capsys)
+    rc, out, err = run_cli(["fdb", "asr", str(tree), "--backend", "import", "--declare", "x", "--quiet", "--force"],
+                           capsys)
     assert rc == 0 and err == quiet_err
 
 def test_declare_per_subset_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -35,10 +36,12 @@ def test_declare_per_subset_recorded(tmp_path: Path, capsys: pytest.CaptureFixtu
                              "--declare", "candor_turn_taking=parakeet-tdt-0.6b-v2", "--declare", "whisperx"], capsys)
     assert rc == 0, err
     backend = json.loads((tree / "asr.json").read_text())["backend"]
-    assert backend["per_subset"] == {"candor_turn_taking": "parakeet-tdt-0.6b-v2", "synthetic_pause_handling": "whisperx"}
+    assert backend["per_subset"] == {"candor_turn_taking": "parakeet-tdt-0.6b-v2",
+                                     "synthetic_pause_handling": "whisperx"}
     assert backend["name"] == "candor_turn_taking=parakeet-tdt-0.6b-v2; synthetic_pause_handling=whisperx"
     # one name for every subset keeps the plain signature
-    rc, _out, err = run_cli(["fdb", "asr", str(tree), "--backend", "import", "-q", "--force", "--declare", "whisperx"], capsys)
+    rc, _out, err = run_cli(["fdb", "asr", str(tree), "--backend", "import", "-q", "--force", "--declare", "whisperx"],
+                            capsys)
     backend = json.loads((tree / "asr.json").read_text())["backend"]
     assert rc == 0 and backend["name"] == "whisperx" and "per_subset" not in backend
 

@@ -40,7 +40,8 @@ def _trees(tmp_path, audio_b=None, cut_b=None):
     rng = np.random.default_rng(1)
     audio = (rng.standard_normal(16000 * 12) * 0.01).astype(np.float32)
     a = [
-        FixtureSample(TT, "1", 12.0, turn_ann(2.0), [("Yes,", 3.36, 3.9), ("it", 4.46, 4.69), ("is", 4.7, 4.8)], audio=audio),
+        FixtureSample(TT, "1", 12.0, turn_ann(2.0), [("Yes,", 3.36, 3.9), ("it", 4.46, 4.69), ("is", 4.7, 4.8)],
+                      audio=audio),
         FixtureSample(UI, "2", 12.0, interrupt_ann(5.0, 7.0), [("One,", 8.0, 8.4)], audio=audio),
         FixtureSample(TT, "3", 12.0, turn_ann(2.0), [("Hi", 3.0, 3.2)], audio=audio),
     ]
@@ -76,7 +77,8 @@ def test_compare_trees_rows_and_summary(tmp_path):
 def test_refuses_when_the_audio_differs(tmp_path):
     other = np.zeros(16000 * 12, dtype=np.float32)
     ta, tb = _trees(tmp_path, audio_b=other)
-    with pytest.raises(RefusalError, match=r"sample synthetic_user_interruption/2: output.wav .* differs from .*same audio"):
+    with pytest.raises(RefusalError, match=r"sample synthetic_user_interruption/2: output.wav .* differs from "
+                                           r".*same audio"):
         compare_trees(ta, tb)
 
 

@@ -82,7 +82,8 @@ def test_asr_json_of_another_kind_is_refused(tmp_path: Path) -> None:
     asr_stage.asr(tree, backend=ScriptedBackend(default=[Word("hi", 0.1, 0.2)]), jobs=1, progress=False)
     raw = json.loads((tree / "asr.json").read_text())
     (tree / "asr.json").write_text(json.dumps({**raw, "kind": "duplexeval.fdb.unified"}))
-    with pytest.raises(InputError, match="asr.json: is a 'duplexeval.fdb.unified' file, expected kind 'duplexeval.fdb.asr'"):
+    with pytest.raises(InputError, match="asr.json: is a 'duplexeval.fdb.unified' file, expected kind "
+                                         "'duplexeval.fdb.asr'"):
         load_asr(tree)
     (tree / "asr.json").write_text(json.dumps({**raw, "schema_version": 3}))
     with pytest.raises(InputError, match="schema_version 3 is newer than this duplexeval reads"):
@@ -137,7 +138,8 @@ def test_cut_at_R_and_shift_back(tmp_path: Path) -> None:
 
 def test_changed_annotation_or_audio_fails_sample(tmp_path: Path) -> None:
     T = 4.0
-    s = FixtureSample("synthetic_user_interruption", "1", T, annotation=interrupt_ann(1.0, 2.0), words=None, audio=_tone(T))
+    s = FixtureSample("synthetic_user_interruption", "1", T, annotation=interrupt_ann(1.0, 2.0), words=None,
+                      audio=_tone(T))
     tree = write_tree(tmp_path / "t", [s], asr=False)
     (tree / "synthetic_user_interruption" / "1" / "interrupt.json").write_text(json.dumps(interrupt_ann(1.0, 9.0)))
     res = asr_stage.asr(tree, backend=ScriptedBackend(), jobs=1, progress=False)
@@ -254,7 +256,8 @@ def test_import_missing_and_malformed_files(tmp_path: Path) -> None:
         FixtureSample("candor_turn_taking", "2", 3.0, annotation=turn_ann(1.0), words=[("x", 0.1, 0.2)]),
     ]
     tree = write_tree(tmp_path / "t", samples, asr=False)
-    (tree / "candor_turn_taking" / "2" / "output.json").write_text('{"text": "x", "chunks": [{"text": "x", "timestamp": ["a", 1]}]}')
+    (tree / "candor_turn_taking" / "2" / "output.json").write_text('{"text": "x", "chunks": [{"text": "x", '
+                                                                   '"timestamp": ["a", 1]}]}')
     res = asr_stage.asr(tree, backend="import", declare="whisperx", jobs=1, progress=False)
     reasons = dict(res.errors)
     assert "no output.json to import" in reasons["candor_turn_taking/1"]
@@ -299,7 +302,8 @@ def test_parakeet_backend_with_stand_in_model(tmp_path: Path) -> None:
     T, R = 5.0, 1.5
     samples = [
         FixtureSample("candor_turn_taking", "0", 2.0, annotation=turn_ann(0.5), words=None, audio=_tone(2.0)),
-        FixtureSample("synthetic_user_interruption", "1", T, annotation=interrupt_ann(0.5, R), words=None, audio=_tone(T)),
+        FixtureSample("synthetic_user_interruption", "1", T, annotation=interrupt_ann(0.5, R), words=None,
+                      audio=_tone(T)),
     ]
     tree = write_tree(tmp_path / "t", samples, asr=False)
     res = asr_stage.asr(tree, backend=be, jobs=1, progress=False)

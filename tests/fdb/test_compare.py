@@ -153,9 +153,11 @@ def test_refusals_name_the_input_that_differs(tmp_path: Path, trees: tuple[Path,
     js = read_json(asr / "asr.json")
     write_json(asr / "asr.json", {**js, "backend": {"name": "pocketsphinx"}})
     score(asr, segmenter=SEG_B)
-    with pytest.raises(RefusalError, match="different ASR backends \\(asr:hand vs asr:pocketsphinx\\).*--allow-different-asr"):
+    with pytest.raises(RefusalError, match="different ASR backends \\(asr:hand vs "
+                                           "asr:pocketsphinx\\).*--allow-different-asr"):
         compare([a, asr])
-    assert compare([a, asr], allow_different_asr=True).notes == ["different ASR backends allowed: asr:hand vs asr:pocketsphinx"]
+    assert compare([a, asr], allow_different_asr=True).notes == ["different ASR backends allowed: asr:hand vs "
+                                                                 "asr:pocketsphinx"]
     with pytest.raises(InputError, match="at least two trees"):
         compare([a])
 
@@ -229,13 +231,15 @@ def test_a_non_number_in_unified_json_or_its_rows_is_refused_by_compare_and_repo
         with pytest.raises(SystemExit) as exc:
             cli.main(args)
         assert exc.value.code == 2
-        assert capsys.readouterr().err == f"duplexeval: error: {b / 'unified.json'}: {literal} is not a number JSON allows\n"
+        assert capsys.readouterr().err == (f"duplexeval: error: {b / 'unified.json'}: {literal} is not a number "
+                                           "JSON allows\n")
     (b / "unified.json").write_text(good)
     rows = b / "unified-samples.jsonl"
     lines = rows.read_text().splitlines()
     i = next(k for k, line in enumerate(lines) if '":3.0' in line)
     lines[i] = lines[i].replace('":3.0', f'":{literal}', 1)
     rows.write_text("\n".join(lines) + "\n")
-    with pytest.raises(InputError, match=rf"unified-samples.jsonl: line {i + 1}: {literal} is not a number JSON allows"):
+    with pytest.raises(InputError,
+                       match=rf"unified-samples.jsonl: line {i + 1}: {literal} is not a number JSON allows"):
         load_scored(b)
     assert not (tmp_path / "c.json").exists() and not (tmp_path / "r.html").exists()

@@ -1,4 +1,5 @@
-"""Dataset loading: real FDB v1.0 folders at both nesting depths, own sample rates, validation errors, synth/demo sets."""
+"""Dataset loading: real FDB v1.0 folders at both nesting depths, own sample rates, validation errors, synth/demo
+sets."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def make_fdb(root: Path, nested: bool) -> Path:
     _json(d / "pause.json", [{"text": "[PAUSE]", "timestamp": [3.32, 4.0]}])
     d = sdir("synthetic_pause_handling", "2")
     _wav(d / "input.wav", 6.0, 24000)
-    _json(d / "pause.json", [{"text": "[PAUSE]", "timestamp": [1.0, 2.0]}, {"text": "[PAUSE]", "timestamp": [3.0, 3.5]}])
+    _json(d / "pause.json",
+          [{"text": "[PAUSE]", "timestamp": [1.0, 2.0]}, {"text": "[PAUSE]", "timestamp": [3.0, 3.5]}])
     for sid in ("10", "2"):
         d = sdir("candor_turn_taking", sid)
         _wav(d / "input.wav", 10.4, 16000)
@@ -86,16 +88,22 @@ def _edit(root: Path, rel: str, obj) -> Path:
     [
         ("candor_pause_handling/1/pause.json", [{"text": "[PAUSE]"}], "item 0 has no 'timestamp'"),
         ("candor_pause_handling/1/pause.json", [{"text": "[PAUSE]", "timestamps": [1, 2]}], "found 'timestamps'"),
-        ("candor_pause_handling/1/pause.json", [{"text": "[PAUSE]", "timestamp": [4.0, 3.32]}], "start 4.0 after end 3.32"),
-        ("synthetic_pause_handling/2/pause.json", [{"text": "[PAUSE]", "timestamp": [3.0, 3.5]}, {"text": "[PAUSE]", "timestamp": [1.0, 2.0]}], "not sorted"),
+        ("candor_pause_handling/1/pause.json", [{"text": "[PAUSE]", "timestamp": [4.0, 3.32]}],
+         "start 4.0 after end 3.32"),
+        ("synthetic_pause_handling/2/pause.json",
+         [{"text": "[PAUSE]", "timestamp": [3.0, 3.5]}, {"text": "[PAUSE]", "timestamp": [1.0, 2.0]}], "not sorted"),
         ("synthetic_pause_handling/2/pause.json", [{"text": "[PAUSE]", "timestamp": [1.0, "2"]}], "finite numbers"),
-        ("synthetic_pause_handling/2/pause.json", [{"text": "[PAUSE]", "timestamp": [1.0, 7.0]}], "after the input's end"),
+        ("synthetic_pause_handling/2/pause.json", [{"text": "[PAUSE]", "timestamp": [1.0, 7.0]}],
+         "after the input's end"),
         ("synthetic_pause_handling/2/pause.json", [], "non-empty JSON list"),
         ("synthetic_pause_handling/2/pause.json", "{not json", "invalid JSON"),
-        ("candor_turn_taking/2/turn_taking.json", [{"text": "[TURN-TAKING]", "timestamp": [11.0, 11.4]}], "after the input's end"),
+        ("candor_turn_taking/2/turn_taking.json", [{"text": "[TURN-TAKING]", "timestamp": [11.0, 11.4]}],
+         "after the input's end"),
         ("candor_turn_taking/2/turn_taking.json", [{"timestamp": [1, 2]}, {"timestamp": [3, 4]}], "exactly one"),
-        ("synthetic_user_interruption/1/interrupt.json", [{"interrupt": "wait", "timestamp": [10.5, 13.1]}], "'context'"),
-        ("synthetic_user_interruption/1/interrupt.json", [{"context": "a", "interrupt": "b", "timestamp": [13.1, 10.5]}], "after end"),
+        ("synthetic_user_interruption/1/interrupt.json", [{"interrupt": "wait", "timestamp": [10.5, 13.1]}],
+         "'context'"),
+        ("synthetic_user_interruption/1/interrupt.json",
+         [{"context": "a", "interrupt": "b", "timestamp": [13.1, 10.5]}], "after end"),
     ],
 )
 def test_bad_annotation_one_line_naming_file_and_sample(tmp_path, rel, content, match):
@@ -169,7 +177,8 @@ def test_synth_set_declares_what_dataset_json_says(tmp_path):
     assert (ds.name, ds.kind) == ("mini", "synth")
     assert ds.declared == {"synthetic_pause_handling": 1, "candor_turn_taking": 1}
     (tt,) = ds.samples("candor_turn_taking")
-    assert tt.sr == 16000 and tt.T == pytest.approx(json.loads((root / "dataset.json").read_text())["samples"][1]["T"], abs=1e-6)
+    assert tt.sr == 16000 and tt.T == pytest.approx(json.loads((root / "dataset.json").read_text())["samples"][1]["T"],
+                                                    abs=1e-6)
     assert ds.samples("icc_backchannel") == [] and ds.file(ICC_GT_FILE) is None
     with pytest.raises(InputError, match="unknown subset"):
         ds.samples("nope")

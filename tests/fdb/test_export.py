@@ -29,7 +29,8 @@ def ds(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
 
 
 def digest(tree: Path) -> dict[str, str]:
-    return {str(p.relative_to(tree)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(tree.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(tree)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(tree.rglob("*")) if p.is_file()}
 
 
 def test_export_writes_an_exact_tree(ds: Dataset, tmp_path: Path) -> None:
@@ -141,7 +142,8 @@ def test_inputs_at_24k_give_outputs_of_exactly_T(tmp_path: Path) -> None:
         assert n == round(row.T * 16000)
 
 
-def test_cli_export_and_alias_and_errors(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_export_and_alias_and_errors(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
     import duplexeval.fdb.export_stage as ex
 
     monkeypatch.setattr(ex, "resolve_dataset", lambda d: ds)  # the CLI takes a path; serve the fixture set

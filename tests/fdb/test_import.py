@@ -112,7 +112,8 @@ def test_import_is_deterministic_resumable_and_refuses_other_runs(ds: Dataset, t
 def test_outputs_written_inside_the_dataset_folders_are_found(tmp_path: Path) -> None:
     ds = small_dataset(tmp_path / "ds")
     s = ds.samples("candor_turn_taking")[0]
-    sf.write(str(s.dir / "output.wav"), tone(s.T, 24000), 24000, subtype="PCM_16")  # official scripts: next to input.wav
+    # official scripts: next to input.wav
+    sf.write(str(s.dir / "output.wav"), tone(s.T, 24000), 24000, subtype="PCM_16")
     res = import_outputs(ds, ds.root, tmp_path / "t", subsets=["candor_turn_taking"], progress=False)
     assert res.counts == {"candor_turn_taking": {"selected": 2, "eligible": 1}}
     manifest, _ = load_manifest(tmp_path / "t")
@@ -126,7 +127,8 @@ def test_no_output_at_all_is_a_wrong_folder_not_a_tree_of_missing_samples(ds: Da
     assert not (tmp_path / "t").exists()
 
 
-def test_cli_import(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_import(ds: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                    monkeypatch: pytest.MonkeyPatch) -> None:
     import duplexeval.fdb.import_stage as imp
     from duplexeval.cli import main
 
@@ -149,9 +151,11 @@ def test_import_explains_ineligible_samples(ds: Dataset, tmp_path: Path, capsys:
 
     monkeypatch.setattr(imp, "resolve_dataset", lambda d: ds)
     outputs = make_outputs(ds, tmp_path / "outputs")
-    rc, out, err = run_cli(["fdb", "import", "--dataset", "x", "--outputs", str(outputs), "--out", str(tmp_path / "t")], capsys)
+    rc, out, err = run_cli(["fdb", "import", "--dataset", "x", "--outputs", str(outputs), "--out", str(tmp_path / "t")],
+                           capsys)
     assert rc == 1  # synthetic_user_interruption has no eligible sample: the default --min-eligible rule
-    assert err.splitlines()[-1].startswith("import: exit 1: synthetic_user_interruption: 0/1 eligible, below --min-eligible")
+    assert err.splitlines()[-1].startswith("import: exit 1: synthetic_user_interruption: 0/1 eligible, below "
+                                           "--min-eligible")
     assert "ineligible, missing_output: 1 (synthetic_user_interruption/1)" in out
     assert f"next: put the model's output.wav at {outputs}/<subset>/<id>/output.wav" in out
     assert "ineligible, length_mismatch: 1 (candor_turn_taking/2)" in out
@@ -171,6 +175,6 @@ def test_import_ignore_output_json(ds: Dataset, tmp_path: Path, capsys: pytest.C
     assert not (tmp_path / "t" / "candor_turn_taking" / "1" / "output.json").exists()
     manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
     assert manifest["system"]["params"]["ignore_output_json"] is True
-    rc, _out, err = run_cli(["fdb", "import", "--dataset", "x", "--outputs", str(outputs), "--out", str(tmp_path / "u"), "-q",
-                             "--min-eligible", "0"], capsys)
+    rc, _out, err = run_cli(["fdb", "import", "--dataset", "x", "--outputs", str(outputs), "--out", str(tmp_path / "u"),
+                             "-q", "--min-eligible", "0"], capsys)
     assert rc == 0 and (tmp_path / "u" / "candor_turn_taking" / "1" / "output.json").is_file()

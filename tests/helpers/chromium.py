@@ -106,7 +106,8 @@ class Browser:
         params: dict[str, Any] = {"format": "png"}
         if full_page:
             size = self.js("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
-            params.update(captureBeyondViewport=True, clip={"x": 0, "y": 0, "width": size[0], "height": size[1], "scale": 1})
+            params.update(captureBeyondViewport=True,
+                          clip={"x": 0, "y": 0, "width": size[0], "height": size[1], "scale": 1})
         path.write_bytes(base64.b64decode(self.send("Page.captureScreenshot", **params)["data"]))
         return path
 

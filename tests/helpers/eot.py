@@ -31,7 +31,8 @@ def random_rows(seed: int, n_turns: int) -> list[dict]:
                 grid.append(round(d, 6))
             slope = rng.uniform(0.5, 2.0) if eot else rng.uniform(0.0, 0.8)
             for sd in grid:
-                p = None if (not eot and rng.random() < 0.03) else round(float(np.clip(rng.normal(0.1, 0.1) + slope * sd, 0, 1)), 4)
+                p = (None if (not eot and rng.random() < 0.03)
+                     else round(float(np.clip(rng.normal(0.1, 0.1) + slope * sd, 0, 1)), 4))
                 rows.append({"id": f"t{t:02d}", "language": "en", "span_index": s, "timestamp": round(t0 + sd, 6),
                              "silence_dur": sd, "p_eot": p, "label": "eot" if eot else "hold"})  # fmt: skip
             t0 += d + 1.0
@@ -52,7 +53,8 @@ def write_eotbench_spans(path: Path, n: int = 3) -> Path:
         tone = (0.3 * np.sin(2 * np.pi * (200 + 20 * k) * t)).astype(np.float32)
         pause = 0.3 + 0.4 * k
         audio = np.concatenate([tone, np.zeros(int(pause * sr), np.float32), tone, np.zeros(int(2.0 * sr), np.float32)])
-        rows.append({"id": f"turn{k}", "language": "en", "audio": {"array": np.round(audio, 5).tolist(), "sampling_rate": sr},
+        rows.append({"id": f"turn{k}", "language": "en",
+                     "audio": {"array": np.round(audio, 5).tolist(), "sampling_rate": sr},
                      "silence_spans": [{"start": 0.6, "end": round(0.6 + pause, 6)},
                                        {"start": round(1.2 + pause, 6), "end": round(3.2 + pause, 6)}]})  # fmt: skip
     return write_jsonl(path, rows)
@@ -63,7 +65,10 @@ def tone(seconds: float, sr: int = SAMPLE_RATE, amp: float = 0.3) -> np.ndarray:
     return (amp * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
 
 def one_turn_set() -> SpanSet:
-    audio = np.concatenate([tone(1.0), np.zeros(int(0.6 * SAMPLE_RATE), np.float32), tone(0.8), np.zeros(2 * SAMPLE_RATE, np.float32)])
+    audio = (
+        np.concatenate(
+            [tone(1.0), np.zeros(int(0.6 * SAMPLE_RATE), np.float32), tone(0.8),
+             np.zeros(2 * SAMPLE_RATE, np.float32)]))
     t = make_turn("t1", audio, [(1.0, 1.6, "hold"), (2.4, 4.4, "eot")])
     t2 = make_turn("t2", audio, [(1.0, 1.6, "hold"), (2.4, 4.4, "eot")])
     return SpanSet("tiny", "test", [t, t2])

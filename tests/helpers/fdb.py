@@ -32,7 +32,8 @@ def turn_ann(E: float, end: float | None = None) -> list[dict[str, Any]]:
     return [{"text": "[TURN-TAKING]", "timestamp": [E, E + 0.4 if end is None else end]}]
 
 
-def interrupt_ann(S: float, R: float, context: str = "tell me a story", interrupt: str = "wait, stop") -> list[dict[str, Any]]:
+def interrupt_ann(S: float, R: float, context: str = "tell me a story",
+                  interrupt: str = "wait, stop") -> list[dict[str, Any]]:
     """interrupt.json content with the onset S and end R of the user's interruption."""
     return [{"context": context, "interrupt": interrupt, "timestamp": [S, R]}]
 
@@ -105,7 +106,8 @@ def write_tree(
             wav = s.audio if s.audio is not None else silence(s.T)
             files[_tree.OUTPUT_WAV] = _audio.write_wav_pcm16(d / _tree.OUTPUT_WAV, wav)
         entries.append(
-            {"subset": s.subset, "id": s.id, "T": s.T, "eligible": s.eligible, "reasons": list(s.reasons), "files": files}
+            {"subset": s.subset, "id": s.id, "T": s.T, "eligible": s.eligible, "reasons": list(s.reasons),
+             "files": files}
         )
         key = f"{s.subset}/{s.id}"
         if s.words is not None:
@@ -132,7 +134,8 @@ def write_tree(
     }
     msha = write_json(root / _tree.MANIFEST_FILE, manifest)
     if asr:
-        write_json(root / _tree.ASR_FILE, {"manifest_sha256": msha, "backend": {"name": "hand"}, "samples": asr_samples})
+        write_json(root / _tree.ASR_FILE,
+                   {"manifest_sha256": msha, "backend": {"name": "hand"}, "samples": asr_samples})
     return root
 
 

@@ -37,7 +37,10 @@ class ScriptedServer:
                     time.sleep(float(arg))
                     kind, arg = "good", GOOD
                 if kind == "status":
-                    data = json.dumps({"error": {"message": f"boom, your header was {self.headers.get('Authorization')}"}}).encode()
+                    data = (
+                        json.dumps(
+                            {"error": {
+                                "message": f"boom, your header was {self.headers.get('Authorization')}"}}).encode())
                     self.send_response(int(arg))
                 elif kind == "redirect":
                     data = b""
@@ -47,7 +50,9 @@ class ScriptedServer:
                     data = arg if isinstance(arg, bytes) else str(arg).encode()
                     self.send_response(200)
                 else:  # good / unparsable text as the message content
-                    data = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": arg}}]}).encode()
+                    data = (
+                        json.dumps(
+                            {"choices": [{"index": 0, "message": {"role": "assistant", "content": arg}}]}).encode())
                     self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))

@@ -112,7 +112,8 @@ def skip_if_starved(*outcomes: Outcome) -> None:
 
     for o in outcomes:
         if o.starved:
-            pytest.skip(f"{o.scenario.name}: sends up to {o.verdict.max_send_lateness_s:.3f} s late (machine overloaded)")
+            pytest.skip(f"{o.scenario.name}: sends up to {o.verdict.max_send_lateness_s:.3f} s late "
+                        "(machine overloaded)")
 
 
 def warm_up() -> None:
@@ -166,7 +167,8 @@ def _run_together(scenarios: list[Scenario], pcm: np.ndarray) -> dict[str, Outco
     holders: list[str] = []
     try:
         for sc in scenarios:
-            srv = make_server(sc.protocol, SERVED, parse_faults(sc.faults), options=sc.options, max_size=sc.server_max_size)
+            srv = make_server(sc.protocol, SERVED, parse_faults(sc.faults), options=sc.options,
+                              max_size=sc.server_max_size)
             if sc.server:
                 threads.append(ServerThread(srv).start())
                 base = threads[-1].url(srv.session_cls.default_path)  # type: ignore[attr-defined]
@@ -180,7 +182,8 @@ def _run_together(scenarios: list[Scenario], pcm: np.ndarray) -> dict[str, Outco
             hold = [asyncio.ensure_future(_hold(h, 2.5)) for h in holders if h]
             await asyncio.sleep(0.3 if hold else 0.0)
             traces = await asyncio.gather(
-                *(run_session_async(s, pcm, SampleInfo("test", sc.name, T, pcm.shape[0])) for s, sc in zip(systems, scenarios))
+                *(run_session_async(s, pcm, SampleInfo("test", sc.name, T, pcm.shape[0]))
+                  for s, sc in zip(systems, scenarios))
             )
             for h in hold:
                 with contextlib.suppress(Exception):

@@ -23,7 +23,8 @@ from pydantic import BaseModel, TypeAdapter
 
 def _by_type(union: Any) -> dict[str, TypeAdapter[Any]]:
     """{event type: a TypeAdapter of the union member with that `type` literal}."""
-    members = typing.get_args(typing.get_args(union)[0]) if typing.get_origin(union) is typing.Annotated else typing.get_args(union)
+    members = (typing.get_args(typing.get_args(union)[0]) if typing.get_origin(union) is typing.Annotated
+               else typing.get_args(union))
     out = {}
     for m in members:
         for t in typing.get_args(m.model_fields["type"].annotation):

@@ -45,7 +45,8 @@ def decodes_to_key(data: bytes, key: bytes) -> bool:
                 chunk = run[start:]
                 chunk = chunk[: len(chunk) - len(chunk) % 4]
                 try:
-                    raw = base64.b64decode(chunk, altchars=alphabet, validate=False) if alphabet else base64.b64decode(chunk)
+                    raw = (base64.b64decode(chunk, altchars=alphabet, validate=False) if alphabet
+                           else base64.b64decode(chunk))
                 except ValueError:
                     continue
                 if key in raw:

@@ -57,7 +57,8 @@ def _z(seconds: float) -> np.ndarray:
     return np.zeros(int(round(seconds * SR)), dtype=np.float32)
 
 
-def add_sample(ds: Dataset, subset: str, sid: str, audio: np.ndarray, annotation: object | None, sr: int = SR) -> Sample:
+def add_sample(ds: Dataset, subset: str, sid: str, audio: np.ndarray, annotation: object | None,
+               sr: int = SR) -> Sample:
     d = ds.root / subset / sid
     d.mkdir(parents=True, exist_ok=True)
     if sr != SR:
@@ -81,7 +82,8 @@ def turn_taking(ds: Dataset, sid: str, text: str, voice: str = "en-us", rate: in
     lead = 0.4
     E = lead + sp.words[-1].end_s
     audio = np.concatenate([_z(lead), sp.audio, _z(tail_s)])
-    add_sample(ds, "candor_turn_taking", sid, audio, [{"text": "[TURN-TAKING]", "timestamp": [round(E, 6), round(E + 0.5, 6)]}])
+    add_sample(ds, "candor_turn_taking", sid, audio,
+               [{"text": "[TURN-TAKING]", "timestamp": [round(E, 6), round(E + 0.5, 6)]}])
     return E
 
 
@@ -98,7 +100,8 @@ def interruption(ds: Dataset, sid: str, context: str, interrupt: str, voice: str
     return S, R
 
 
-def pause(ds: Dataset, sid: str, first: str, second: str, gap_s: float = 1.5, subset: str = "synthetic_pause_handling") -> tuple[float, float]:
+def pause(ds: Dataset, sid: str, first: str, second: str, gap_s: float = 1.5,
+          subset: str = "synthetic_pause_handling") -> tuple[float, float]:
     """Speech, a `gap_s` pause, more speech, 1 s tail; returns the pause (a, b)."""
     a_sp = synthesize(first)
     b_sp = synthesize(second)

@@ -99,7 +99,8 @@ def check_client_event(event: dict[str, Any]) -> list[str]:
 
 
 # ---- what the server sends: sglang_omni/serve/realtime/projection.py (project_control / project_output),
-# (the limits are types.py RuntimeLimits), with protocol.py (SharedRealtimeSession.send) adding `event_id` to every event and, to an event of a
+# (the limits are types.py RuntimeLimits), with protocol.py (SharedRealtimeSession.send) adding `event_id` to every
+# event and, to an event of a
 # unit, `sglang: {unit_id, chunk_seq, media_time: {t_start_ms, duration_ms}}` in input milliseconds.
 # Unit ids are "unit_<index>" (types.py Unit.unit_id); times are float milliseconds (types.py samples_to_ms).
 def server_events(rate: int = 24000) -> dict[str, dict[str, Any]]:

@@ -15,7 +15,9 @@ from duplexeval.report.build import write_report
 from tests.helpers.chromium import CHROMIUM, Browser
 from tests.helpers.systems import Dataset, interruption, pause, turn_taking
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install -y chromium)")]
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install "
+                                                          "-y chromium)")]
 
 READY = "document.documentElement.getAttribute('data-ready') === '1'"
 SHOWN = "document.querySelectorAll('article.smp:not(.hidden)').length"
@@ -39,7 +41,8 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     dialogue_demo(base / "dlg", 0, None)
     controller_demo(base / "ctl", n=2, exchanges=2)
     dlg = write_report([base / "dlg" / s for s in ("half-duplex", "eager", "keyword")], base / "dialogue.html")
-    ctl = write_report([base / "ctl" / n for n in ("report-silence.json", "report-silero.json", "compare.json")], base / "controller.html")
+    ctl = write_report([base / "ctl" / n for n in ("report-silence.json", "report-silero.json", "compare.json")],
+                       base / "controller.html")
     return {"fdb": res.report, "dialogue": dlg, "controller": ctl}
 
 
@@ -64,7 +67,8 @@ def test_demo_report_forest_audio_and_filters(pages: dict[str, Path], browser: B
     assert "difference from turn-based-" in b.js("document.querySelector('#summary .forest').textContent")
     assert b.js("document.querySelectorAll('#summary .forest .fl').length") >= 6
     assert b.js("document.querySelectorAll('#summary .forest circle').length") >= 10
-    assert b.js("[...document.querySelectorAll('#summary .forest circle title')].some(t => /silent: /.test(t.textContent))")
+    assert b.js("[...document.querySelectorAll('#summary .forest circle title')].some(t => /silent: "
+                "/.test(t.textContent))")
     # filter by subset and outcome, then search the words
     total = b.js(SHOWN)
     assert total == 4
@@ -74,7 +78,8 @@ def test_demo_report_forest_audio_and_filters(pages: dict[str, Path], browser: B
     _select(b, "outcome", "no_response")
     assert b.js(SHOWN) == 2 and b.js("document.querySelector('.count').textContent") == f"2 of {total} shown"
     _select(b, "outcome", "")
-    b.js("var q = document.querySelector('input[type=search]'); q.value = 'paris'; q.dispatchEvent(new Event('input')); 1")
+    b.js("var q = document.querySelector('input[type=search]'); q.value = 'paris'; q.dispatchEvent(new "
+         "Event('input')); 1")
     assert 1 <= b.js(SHOWN) < total
     b.js("var q = document.querySelector('input[type=search]'); q.value = ''; q.dispatchEvent(new Event('input')); 1")
     assert b.js(SHOWN) == total
@@ -84,7 +89,8 @@ def test_demo_report_forest_audio_and_filters(pages: dict[str, Path], browser: B
     assert b.js("document.querySelectorAll('#x-candor_turn_taking-1 audio').length") == 3
     b.js("window.__a = document.querySelector('#x-candor_turn_taking-1 audio'); window.__a.play().then(() => 1)")
     b.wait_for("window.__a.currentTime > 0.3", timeout_s=30)
-    assert b.js("document.querySelector('#x-candor_turn_taking-1 svg.tl line[visibility=visible]') !== null")  # the playhead
+    # the playhead
+    assert b.js("document.querySelector('#x-candor_turn_taking-1 svg.tl line[visibility=visible]') !== null")
     b.js("window.__a.pause(); 1")
     # a worst-case link opens its card
     b.js("location.hash = '#s0-candor_turn_taking-1'; 1")
@@ -110,7 +116,8 @@ def test_dialogue_and_controller_pages(pages: dict[str, Path], browser: Browser)
     assert "difference from silence" in b.js("document.querySelector('#summary').textContent")
     assert b.js(SHOWN) == 2
     b.js("document.querySelector('#k-conv000 h4').click(); 1")
-    assert b.js("document.querySelectorAll('#k-conv000 svg.tl polyline').length") == 2  # both controllers' endpoint curves
+    # both controllers' endpoint curves
+    assert b.js("document.querySelectorAll('#k-conv000 svg.tl polyline').length") == 2
     b.js("window.__b = document.querySelector('#k-conv000 audio'); window.__b.play().then(() => 1)")
     b.wait_for("window.__b.currentTime > 0.3", timeout_s=30)
     assert b.js("window.__b.pause(); window.__b.paused")

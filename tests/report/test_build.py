@@ -51,7 +51,8 @@ def demo_like_tree(root: Path, system: str) -> Path:
         FixtureSample(P, "1", 8.0, pause_ann((2.0, 3.5)), _words(sp, at), place(8.0, [(at, sp.audio)])),
         FixtureSample(P, "2", 8.0, pause_ann((2.0, 3.5)), []),
         FixtureSample(SP, "1", 7.0, pause_ann((1.5, 2.5)), _words(sp, at - 0.5), place(7.0, [(at - 0.5, sp.audio)])),
-        FixtureSample(TT, "1", 9.0, turn_ann(3.0), _words(sp, 2.5 if talk else 3.6), place(9.0, [(2.5 if talk else 3.6, sp.audio)])),
+        FixtureSample(TT, "1", 9.0, turn_ann(3.0), _words(sp, 2.5 if talk else 3.6),
+                      place(9.0, [(2.5 if talk else 3.6, sp.audio)])),
         FixtureSample(TT, "2", 9.0, turn_ann(3.0), _words(sp, 3.3), place(9.0, [(3.3, sp.audio)])),
         FixtureSample(TT, "3", 9.0, turn_ann(3.0), None, eligible=False, reasons=["late_input"], wav=False),
         # interruption S = 5, R = 6.5: speech from 3.5 s, cut at S + 0.3 (wait) or carried over R (talk)
@@ -102,7 +103,8 @@ def page_data(page: str) -> dict:
 
 
 def _audio(page: str) -> dict[str, bytes]:
-    return {k: base64.b64decode(v) for k, v in re.findall(r'<script type="text/plain" id="([^"]+)" data-type="audio/ogg">([^<]+)</script>', page)}
+    return {k: base64.b64decode(v) for k, v in re.findall(r'<script type="text/plain" id="([^"]+)" '
+                                                          r'data-type="audio/ogg">([^<]+)</script>', page)}
 
 
 def test_page_is_self_contained_deterministic_and_every_sample_has_its_card(trees: list[Path], tmp_path: Path) -> None:
@@ -170,7 +172,8 @@ def test_inline_and_linked_audio_and_the_input_from_the_dataset(trees: list[Path
     a, sr = sf.read(io.BytesIO(audio[f"au-0-{UI}-1"]))
     assert sr == 16000 and abs(len(a) / sr - 12.0) < 0.1  # the output, whole: T = 12 s
     card = page_data(page)["items"][f"x-{UI}-1"]
-    assert card["tracks"][0]["sys"] == -1 and card["tracks"][0]["env"] and card["tracks"][0]["audio"] == f"#au-in-{UI}-1"
+    assert (card["tracks"][0]["sys"] == -1 and card["tracks"][0]["env"]
+            and card["tracks"][0]["audio"] == f"#au-in-{UI}-1")
     linked = write_report(trees, out, options=ReportOptions(dataset=str(dataset), audio="link")).read_text()
     assert not _audio(linked)
     for t in page_data(linked)["items"][f"x-{UI}-1"]["tracks"]:
@@ -183,7 +186,8 @@ def test_inline_and_linked_audio_and_the_input_from_the_dataset(trees: list[Path
     other = dataset.parent / "other"
     shutil.copytree(dataset, other)
     (other / TT / "1" / "turn_taking.json").write_text(json.dumps(turn_ann(3.5)))
-    with pytest.raises(InputError, match=f"--dataset {other}: sample {TT}/1 has another turn_taking.json in the dataset"):
+    with pytest.raises(InputError,
+                       match=f"--dataset {other}: sample {TT}/1 has another turn_taking.json in the dataset"):
         render_html(trees, options=ReportOptions(dataset=str(other)))
 
 
@@ -233,8 +237,8 @@ def test_fdb_show_draws_a_png_and_refuses_bad_samples(trees: list[Path], tmp_pat
     assert e.value.code == 0
     assert capsys.readouterr().out.strip() == f"{out}: {UI}/1: speaking_at_end"
     assert Image.open(out).size[0] > 800
-    for bad, msg in ((f"{UI}/../x", "sample id '../x' is not allowed"), (f"{TT}/9", f"sample {TT}/9 is not in manifest.json"),
-                     ("nope/1", "unknown subset 'nope'")):
+    for bad, msg in ((f"{UI}/../x", "sample id '../x' is not allowed"),
+                     (f"{TT}/9", f"sample {TT}/9 is not in manifest.json"), ("nope/1", "unknown subset 'nope'")):
         with pytest.raises(SystemExit) as e:
             cli.main(["fdb", "show", str(trees[1]), bad, "--out", str(out)])
         assert e.value.code == 2
@@ -254,12 +258,15 @@ def test_controller_and_eot_reports_share_the_page(tmp_path: Path) -> None:
         cli.main(["controller", "evaluate", str(tmp_path / "ctl"), "--json", str(tmp_path / "ctl.json")])
     write_data(tmp_path / "ctl-b", [turn_clip(f"c{k}", f"g{k // 2}", 28 + k) for k in range(4)])
     with pytest.raises(SystemExit):
-        cli.main(["controller", "compare", str(tmp_path / "ctl"), str(tmp_path / "ctl-b"), "--json", str(tmp_path / "cmp.json")])
+        cli.main(
+            ["controller", "compare", str(tmp_path / "ctl"), str(tmp_path / "ctl-b"), "--json",
+             str(tmp_path / "cmp.json")])
     write_json(tmp_path / "eot.json", build_report([EOTPair(1.0, 1.3), EOTPair(2.0, 1.9), EOTPair(3.0, 4.2)]))
     page = render_html([tmp_path / "ctl.json", tmp_path / "eot.json"])
     assert "Event metrics" in page and "false cutoff" in page and "hang &gt; " in page
     # the EOT shares in the stats.Share shape: 1 of 3 pairs commits early, Wilson interval of 1/3
-    assert '<td>false cutoff</td><td class="num">0.3333</td><td class="num">[0.0615, 0.7923]</td><td class="num">1/3</td>' in page
+    assert ('<td>false cutoff</td><td class="num">0.3333</td><td class="num">[0.0615, 0.7923]</td><td '
+            'class="num">1/3</td>') in page
     cmp = render_html([tmp_path / "cmp.json"])
     assert "endpoint.latency_median_ms" in cmp and "+160" in cmp and "|boot:2000@0|" in cmp  # 2 frames later in B
     assert 'class="forest"' in cmp and "endpoint latency (median)" in cmp  # the file's B - A drawn as a forest

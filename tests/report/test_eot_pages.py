@@ -49,17 +49,20 @@ def test_sweep_page_has_every_operating_point_the_signature_and_a_parsing_fronti
     for key, p in points.items():
         label = ("cutoff ≤ " + key.replace("pct", "%")) if key.endswith("pct") else "latency ≤ " + key
         assert p is not None, key  # the demo meets every budget
-        fx, lat = s["intervals"][key]["fixed_policy"]["cutoff_rate"], s["intervals"][key]["fixed_policy"]["mean_latency"]
+        fx, lat = (s["intervals"][key]["fixed_policy"]["cutoff_rate"],
+                   s["intervals"][key]["fixed_policy"]["mean_latency"])
         wl = s["intervals"][key]["span_wilson_cutoff_rate"]
         never = " (never fires)" if p["threshold"] >= 1.0 else ""  # p_eot > 1.00 is impossible: the timeout decides
-        row = (f"<td>{label}</td><td class=\"num\">{p['threshold']:.2f}{never} / {p['action_delay']:.1f} s / {p['timeout']:.1f} s</td>"
-               f"<td class=\"num\">{_pct(p['cutoff_rate'])} [{_pct(fx[0])}, {_pct(fx[1])}]</td>"
-               f"<td class=\"num\">[{_pct(wl[0])}, {_pct(wl[1])}]</td>"
-               f"<td class=\"num\">{p['mean_latency'] * 1000:.0f} ms [{lat[0] * 1000:.0f}, {lat[1] * 1000:.0f}] ms</td>")
+        row = (f"<td>{label}</td><td class=\"num\">{p['threshold']:.2f}{never} / {p['action_delay']:.1f} s / "
+               f"{p['timeout']:.1f} s</td><td class=\"num\">{_pct(p['cutoff_rate'])} [{_pct(fx[0])}, "
+               f"{_pct(fx[1])}]</td><td class=\"num\">[{_pct(wl[0])}, {_pct(wl[1])}]</td>"
+               f"<td class=\"num\">{p['mean_latency'] * 1000:.0f} ms [{lat[0] * 1000:.0f}, "
+               f"{lat[1] * 1000:.0f}] ms</td>")
         assert row in page, key
         v = {**s["vad_baseline"]["operating_points"], **s["vad_baseline"]["cutoff_at_latency_budget"]}[key]
         assert f"{_pct(v['cutoff_rate'])} @ {v['mean_latency'] * 1000:.0f} ms ({v['delay']:g} s)" in page
-    assert f"<td>mean_frontier_latency_0_10</td><td class=\"num\">{s['mean_frontier_latency_0_10'] * 1000:.0f} ms</td>" in page
+    assert (f"<td>mean_frontier_latency_0_10</td><td class=\"num\">{s['mean_frontier_latency_0_10'] * 1000:.0f} "
+            "ms</td>" in page)
     assert f"<td>filtered.hold_too_short</td><td class=\"num\">{s['filtered']['hold_too_short']}</td>" in page
     svgs = _svgs(page)
     assert len(svgs) == 1
@@ -73,7 +76,8 @@ def test_sweep_page_has_every_operating_point_the_signature_and_a_parsing_fronti
     # spec 003's signed median: negative where most first commits are false cutoffs, and explained
     med = s["spec003"]["300ms"]["score"]["median_latency_ms"]
     assert med < 0 and f"{med:.0f} ms (most first commits came before the true end" in page
-    labels = [t for el in svgs[0].iter() for t in [el.text or ""] if t.startswith(("1: picked", "2: picked", "3: picked"))]
+    labels = [t for el in svgs[0].iter() for t in [el.text or ""]
+              if t.startswith(("1: picked", "2: picked", "3: picked"))]
     assert labels and len(labels) == len(set(labels))  # budgets that pick the same policy share one numbered marker
     assert render_html([path]) == page  # same bytes twice
 
@@ -129,7 +133,8 @@ def test_compare_page_has_the_paired_difference_per_budget(demo: Path) -> None:
     assert render_html([path, demo / "silence" / "summary.json"]) == page
 
 
-def test_wrong_kind_and_malformed_files_are_one_line(demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_wrong_kind_and_malformed_files_are_one_line(demo: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     s = json.loads((demo / "silero" / "summary.json").read_text())
     (tmp_path / "other.json").write_text(json.dumps({**s, "kind": "duplexeval.eot.sweeps"}))
     with pytest.raises(InputError, match="other.json: is a 'duplexeval.eot.sweeps' file, expected kind 'one of "):
@@ -137,7 +142,8 @@ def test_wrong_kind_and_malformed_files_are_one_line(demo: Path, tmp_path: Path,
     s["operating_points"]["2pct"].pop("threshold")
     (tmp_path / "broken.json").write_text(json.dumps(s))
     for bad, msg in ((tmp_path / "other.json", "is a 'duplexeval.eot.sweeps' file"),
-                     (tmp_path / "broken.json", "broken.json: malformed duplexeval.eot.sweep file: missing field 'threshold'")):
+                     (tmp_path / "broken.json", "broken.json: malformed duplexeval.eot.sweep file: missing "
+                                                "field 'threshold'")):
         with pytest.raises(SystemExit) as e:
             cli.main(["report", str(bad), "--out", str(tmp_path / "r.html")])
         assert e.value.code == 2

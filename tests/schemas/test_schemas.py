@@ -33,7 +33,8 @@ VALID = {
     TurnAnnotation: [{"text": "[TURN-TAKING]", "timestamp": [1.0, 1.4]}],
     InterruptAnnotation: [{"context": "a", "interrupt": "b", "timestamp": [1.0, 2.0]}],
     OutputJson: {"text": "hi", "chunks": [{"text": "hi", "timestamp": [0.5, None]}]},
-    ManifestFile: {"kind": "duplexeval.fdb.tree", "schema_version": 1, "dataset": {"name": "d", "declared": {"candor_turn_taking": 1}},
+    ManifestFile: {"kind": "duplexeval.fdb.tree", "schema_version": 1,
+                   "dataset": {"name": "d", "declared": {"candor_turn_taking": 1}},
                    "samples": [{"subset": "candor_turn_taking", "id": "1", "T": 5.0, "eligible": True, "reasons": [],
                                 "files": {"output.wav": SHA, "turn_taking.json": SHA}, "export": {"k": 1}}]},
     AsrFile: {"manifest_sha256": SHA, "backend": {"name": "x"},
@@ -48,7 +49,8 @@ VALID = {
 MODELS = list(VALID)
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=8),
+    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )

@@ -34,7 +34,8 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
     ds = Dataset("known-answers", tmp_path_factory.mktemp("ka-ds"))
     pause(ds, "1", "So for the trip next month, we were thinking about", "maybe renting a cabin.", gap_s=1.5)
     turn_taking(ds, "1", "Anyway, that was my weekend, and it was fun. How was yours?", tail_s=5.0)
-    turn_taking(ds, "2", "Well, I think, honestly, we should cook pasta tonight. What do you say?", voice="en-gb", tail_s=5.0)
+    turn_taking(ds, "2", "Well, I think, honestly, we should cook pasta tonight. What do you say?", voice="en-gb",
+                tail_s=5.0)
     interruption(ds, "1", "Can you tell me a long story about a dragon who lives in a castle?",
                  "Actually, wait, make it a story about a friendly cat instead.")
     interruption(ds, "2", "Please explain how a rainbow forms after the rain.",
@@ -67,7 +68,9 @@ def trees(dataset: Dataset, tmp_path_factory: pytest.TempPathFactory) -> Trees:
 
 
 def rows(tree: Path) -> dict[tuple[str, str], dict]:
-    return {(r["subset"], r["sample_id"]): r for r in map(json.loads, (tree / "unified-samples.jsonl").read_text().splitlines())}
+    return (
+        {(r["subset"], r["sample_id"]): r for r in map(
+            json.loads, (tree / "unified-samples.jsonl").read_text().splitlines())})
 
 
 def metrics(tree: Path, subset: str) -> dict:

@@ -203,7 +203,8 @@ def test_registry_parses_typed_params_and_keeps_commas_in_text() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("nope", "unknown system 'nope' (known: silent, turn-based, talk-over, backchannel, openai-realtime, ws-pcm, loopback, moshi, native-duplex, telephony, pipecat-ws, webrtc, pipecat)"),
+        ("nope", "unknown system 'nope' (known: silent, turn-based, talk-over, backchannel, openai-realtime, ws-pcm, "
+                 "loopback, moshi, native-duplex, telephony, pipecat-ws, webrtc, pipecat)"),
         ("turn-based:foo=1", "turn-based has no parameter 'foo'"),
         ("turn-based:silence_ms=fast", "silence_ms='fast' is not a valid int"),
         ("turn-based:silence_ms", "expected key=value"),
@@ -317,7 +318,8 @@ def test_user_speech_hysteresis_on_hand_made_probabilities() -> None:
     onsets = [(i, o) for i, p in enumerate(probs) if (o := u.update(p)) is not None]
     # a 2-frame run is not speech; the 3-frame run from frame 4 is (confirmed at the end of frame 6);
     # 0.4 keeps it going (>= 0.35); after 4 frames (128 ms) below 0.35 it is released; frame 13 starts a new one
-    assert [(i, round(o.start_s, 3), round(o.detected_at_s, 3)) for i, o in onsets] == [(6, 0.128, 0.224), (15, 0.416, 0.512)]
+    assert [(i, round(o.start_s, 3), round(o.detected_at_s, 3)) for i, o in onsets] == [
+        (6, 0.128, 0.224), (15, 0.416, 0.512)]
     assert u.speaking and u.last_voice_end == pytest.approx(0.512)
     assert u.silence_s(0.6) == pytest.approx(0.088)
 
@@ -362,6 +364,18 @@ def test_registering_a_system_keeps_the_builtins(monkeypatch: pytest.MonkeyPatch
     assert make_system("custom-test:gain=0.5").gain == 0.5
     with pytest.raises(ValueError, match="already registered"):
         register_system("custom-test", dataclass(frozen=True)(type("Other", (), {})))
+
+
+def test_systems_list_names_each_built_in_s_kind(capsys: pytest.CaptureFixture[str]) -> None:
+    """`pipecat` runs pipecat-ai's pipeline in this process: in-process, though imported on first use."""
+    from duplexeval.cli import main
+
+    with pytest.raises(SystemExit) as ex:
+        main(["systems", "list"])
+    assert ex.value.code in (0, None)
+    lines = capsys.readouterr().out.splitlines()
+    assert "pipecat  (in-process)" in lines and "turn-based  (in-process)" in lines
+    assert "openai-realtime  (network adapter)" in lines and "pipecat-ws  (network adapter)" in lines
 
 
 def test_a_system_published_by_an_installed_package_is_usable_by_name(tmp_path: Path) -> None:

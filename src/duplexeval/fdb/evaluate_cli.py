@@ -104,8 +104,12 @@ def _fmt(x: Any) -> str:
 def format_summary(summary: dict[str, Any]) -> list[str]:
     """One line per metric, as `subset  name  value [± std]  (n)  note`."""
     from duplexeval.fdb.official.metric import NEEDS_JUDGE, needs_judge
+    from duplexeval.fdb.tasks import get_task
 
-    lines = [f"official rules: {summary['rules']['name']} (backchannel loop {summary['rules']['backchannel_rules']})"]
+    rules = summary["rules"]
+    tasks = dict.fromkeys(sub["task"] for sub in summary["subsets"].values() if "task" in sub)  # evaluated, in order
+    notes = [note for t in tasks if (note := get_task(t).official.rules_note(rules))]
+    lines = [f"official rules: {rules['name']}" + (f" ({'; '.join(notes)})" if notes else "")]
     for name, sub in summary["subsets"].items():
         c = sub["counts"]
         lines.append(f"{name}: evaluated {sub['n_evaluated']} of {c['selected']} selected ({c['declared']} declared)")

@@ -21,7 +21,7 @@ def _register_builtins() -> None:
 
     for name, cls in BASELINES.items():
         SYSTEMS.register(name, cls)
-    for name, spec in NETWORK_SYSTEMS.items():
+    for name, spec in {**NETWORK_SYSTEMS, **DEFERRED_IN_PROCESS}.items():
         SYSTEMS.register_deferred(name, spec)
 
 
@@ -38,6 +38,9 @@ NETWORK_SYSTEMS: dict[str, str] = {
     "telephony": "duplexeval.systems.net.telephony:Telephony",
     "pipecat-ws": "duplexeval.systems.net.pipecat_ws:PipecatWs",
     "webrtc": "duplexeval.systems.net.webrtc:WebRtc",
+}
+# In-process systems imported on first use: `pipecat` runs pipecat-ai's pipeline in this process (no wire).
+DEFERRED_IN_PROCESS: dict[str, str] = {
     "pipecat": "duplexeval.systems.pipecat.inprocess:PipecatInProcess",
 }
 _PLUGIN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_.]*)(?::(.*))?$",

@@ -25,17 +25,22 @@ def base_samples() -> list[FixtureSample]:
     ann = pause_ann((3.32, 4.0))
     return [
         FixtureSample(PAUSE, "1", 4.72, ann, words=[]),  # TOR 0
-        FixtureSample(PAUSE, "2", 4.72, ann, words=[("a", 3.5, 3.6), ("b", 3.6, 3.7), ("c", 3.7, 3.8), ("d", 3.8, 3.9)]),  # 4 words: 1
-        FixtureSample(PAUSE, "3", 4.72, ann, words=[("one", 0.2, 0.5), ("two", 1.2, None)]),  # null last end -> span 1.0: 1
+        # 4 words: 1
+        FixtureSample(PAUSE, "2", 4.72, ann,
+                      words=[("a", 3.5, 3.6), ("b", 3.6, 3.7), ("c", 3.7, 3.8), ("d", 3.8, 3.9)]),
+        # null last end -> span 1.0: 1
+        FixtureSample(PAUSE, "3", 4.72, ann, words=[("one", 0.2, 0.5), ("two", 1.2, None)]),
         FixtureSample(PAUSE, "4", 4.72, ann, words=[("x", 2.0, 2.2)]),  # 0
         FixtureSample(PAUSE, "5", 4.72, ann, words=None, wav=False, eligible=False, reasons=["missing_output"]),
         FixtureSample(PAUSE, "6", 4.72, ann, words=[], asr_status="error"),
         # turn-taking: the official example (1.35 s) and an early start (clamped to 0)
-        FixtureSample(TT, "1", 10.4, turn_ann(2.01), words=[("Oh,", 3.36, 3.6), ("really", 3.7, 4.1), ("nice.", 4.2, 4.6)]),
+        FixtureSample(TT, "1", 10.4, turn_ann(2.01),
+                      words=[("Oh,", 3.36, 3.6), ("really", 3.7, 4.1), ("nice.", 4.2, 4.6)]),
         FixtureSample(TT, "2", 10.4, turn_ann(5.0), words=[("so", 4.5, 4.8), ("anyway", 4.9, 6.0)]),
         FixtureSample(TT, "3", 10.4, turn_ann(5.0), words=[("mm", 6.0, 6.2)]),  # no takeover
         # interruption: the official example (4.08 s) and a silent one
-        FixtureSample(UI, "1", 28.16, interrupt_ann(10.53, 13.144), words=[("Sure,", 17.224, 17.5), ("it", 17.6, 17.7), ("is", 17.8, 17.9), ("noon.", 18.0, 18.5)]),
+        FixtureSample(UI, "1", 28.16, interrupt_ann(10.53, 13.144),
+                      words=[("Sure,", 17.224, 17.5), ("it", 17.6, 17.7), ("is", 17.8, 17.9), ("noon.", 18.0, 18.5)]),
         FixtureSample(UI, "2", 28.16, interrupt_ann(10.53, 13.14), words=[]),
     ]
 
@@ -46,16 +51,19 @@ def speech():
 
     return {
         "yeah": tts.synthesize("yeah").audio,
-        "long": tts.synthesize("well I think that is a really interesting point and I would like to hear more about it").audio,
+        "long": tts.synthesize(
+            "well I think that is a really interesting point and I would like to hear more about it").audio,
     }
 
 
 def bc_samples(speech) -> list[FixtureSample]:
     return [
         # a backchannel at 1 s, then a long turn: TOR 1, the backchannel is kept (the loop stops)
-        FixtureSample(BC, "0", 12.0, None, words=[("yeah", 1.0, 1.35)], audio=place(12.0, [(1.0, speech["yeah"]), (4.0, speech["long"])])),
+        FixtureSample(BC, "0", 12.0, None, words=[("yeah", 1.0, 1.35)],
+                      audio=place(12.0, [(1.0, speech["yeah"]), (4.0, speech["long"])])),
         # two backchannels
-        FixtureSample(BC, "1", 10.0, None, words=[("yeah", 2.0, 2.35), ("yeah", 6.0, 6.35)], audio=place(10.0, [(2.0, speech["yeah"]), (6.0, speech["yeah"])])),
+        FixtureSample(BC, "1", 10.0, None, words=[("yeah", 2.0, 2.35), ("yeah", 6.0, 6.35)],
+                      audio=place(10.0, [(2.0, speech["yeah"]), (6.0, speech["yeah"])])),
         FixtureSample(BC, "2", 8.0, None, words=[]),  # silence: no segment, JSD 1
         FixtureSample(BC, "x1", 8.0, None, words=[]),  # not all digits: the official script skips it
     ]
@@ -65,7 +73,8 @@ GT = {"0": [0.05, 0.3, 0.3, 0.2, 0.15], "1": [0.1, 0.4, 0.1, 0.3, 0.1], "2": [0.
 
 
 def test_summary_end_to_end(tmp_path, speech):
-    root = write_tree(tmp_path / "t", base_samples() + bc_samples(speech), declared={PAUSE: 216, TT: 119, UI: 200, BC: 55})
+    root = write_tree(tmp_path / "t", base_samples() + bc_samples(speech),
+                      declared={PAUSE: 216, TT: 119, UI: 200, BC: 55})
     (root / "icc_gt_distribution.json").write_text(json.dumps(GT))
     s = evaluate(root, progress=False)
     on_disk = json.loads((root / "summary.json").read_text())
@@ -73,7 +82,8 @@ def test_summary_end_to_end(tmp_path, speech):
     assert s["kind"] == "duplexeval.fdb.summary" and s["schema_version"] == 2
     assert list(s)[:5] == ["kind", "schema_version", "duplexeval", "signature", "inputs"]
     assert s["signature"]["compact"].startswith("fdb-v1.0-official|asr:hand|judge:none|backchannel:2025-06|v:")
-    assert s["inputs"] == {"asr.json": sha256_file(root / "asr.json"), "manifest.json": sha256_file(root / "manifest.json")}
+    assert s["inputs"] == {"asr.json": sha256_file(root / "asr.json"),
+                           "manifest.json": sha256_file(root / "manifest.json")}
     assert s["manifest_sha256"] == sha256_file(root / "manifest.json")
     assert s["asr_sha256"] == sha256_file(root / "asr.json")
     assert s["rules"]["name"] == "fdb-v1.0-official" and s["rules"]["backchannel_rules"] == "2025-06"
@@ -88,7 +98,8 @@ def test_summary_end_to_end(tmp_path, speech):
     assert p["metrics"]["Average take turn"] == {"value": 0.5, "std": None, "n": 4, "note": None}
     assert [r["id"] for r in p["samples"]] == ["1", "2", "3", "4", "5", "6"]
     assert [r.get("tor") for r in p["samples"]] == [0, 1, 1, 0, None, None]
-    assert p["samples"][4]["reason"] == "ineligible: missing_output" and p["samples"][5]["reason"].startswith("asr error")
+    assert (p["samples"][4]["reason"] == "ineligible: missing_output"
+            and p["samples"][5]["reason"].startswith("asr error"))
 
     t = s["subsets"][TT]
     assert t["metrics"]["Average take turn"]["value"] == pytest.approx(2 / 3)
@@ -119,7 +130,8 @@ def test_summary_end_to_end(tmp_path, speech):
     assert m["JSD"]["value"] == pytest.approx(np.mean([rows[i]["jsd"] for i in "012"]))
     assert m["Frequency"]["value"] == pytest.approx((1 / 12 + 2 / 10 + 0) / 3)
     info = s["rules"]["backchannel"]
-    assert info["icc_gt"]["source"] == "tree" and info["icc_gt"]["sha256"] == sha256_file(root / "icc_gt_distribution.json")
+    assert info["icc_gt"]["source"] == "tree" and info["icc_gt"]["sha256"] == sha256_file(
+        root / "icc_gt_distribution.json")
     assert info["vad"]["settings"]["speech_pad_ms"] == 30
 
     # deterministic bytes; the 2026-02 loop differs only where the loop is order dependent
@@ -228,7 +240,9 @@ def test_judge_end_to_end_key_never_written(tmp_path, monkeypatch, capsys):
     script = [("good", GOOD), ("good", "no format"), ("status", 500), ("good", "still no format")]
     with ScriptedServer(script) as srv:
         with pytest.raises(SystemExit) as e:
-            main(["fdb", "evaluate", str(root), "--judge", f"openai:base_url={srv.url},api_key_env=MY_JUDGE_KEY,model=local-judge", "-q"])
+            main(
+                ["fdb", "evaluate", str(root), "--judge",
+                 f"openai:base_url={srv.url},api_key_env=MY_JUDGE_KEY,model=local-judge", "-q"])
         assert e.value.code == 0
     s = json.loads((root / "summary.json").read_text())
     u = s["subsets"][UI]
@@ -238,7 +252,8 @@ def test_judge_end_to_end_key_never_written(tmp_path, monkeypatch, capsys):
     assert rows["1"]["rating"] == 4 and rows["1"]["judge"]["attempts"] == 1
     assert rows["3"]["rating"] is None and rows["3"]["judge"]["attempts"] == 3 and rows["3"]["judge"]["retries"] == 2
     assert rows["2"]["judge"] is None  # no takeover: never judged
-    assert u["metrics"]["Average rating"]["value"] == 4.0 and "1 takeover sample(s)" in u["metrics"]["Average rating"]["note"]
+    assert (u["metrics"]["Average rating"]["value"] == 4.0
+            and "1 takeover sample(s)" in u["metrics"]["Average rating"]["note"])
     assert len(srv.requests) == 4
     assert all(r["auth"] == f"Bearer {KEY}" for r in srv.requests)
     assert "local-judge" in capsys.readouterr().out
@@ -331,3 +346,20 @@ def test_evaluate_summary_line_says_needs_judge() -> None:
     lines = format_summary(summary)
     assert any("Average rating: needs --judge openai" in x for x in lines)
     assert any("Average take turn: 1.0000" in x for x in lines)
+
+
+def test_evaluate_first_line_names_the_rules_of_the_evaluated_tasks_only() -> None:
+    """The backchannel loop only when a backchannel subset was evaluated; v1.5's rules say what they reproduce."""
+    from duplexeval.fdb.evaluate_cli import format_summary
+    from duplexeval.fdb.tasks.overlap.official import REPRODUCES
+
+    def first(tasks: dict[str, str], name: str = "fdb-v1.0-official", **rules: object) -> str:
+        subsets = {s: {"task": t, "n_evaluated": 0, "counts": {"selected": 0, "declared": 1}, "metrics": {}}
+                   for s, t in tasks.items()}
+        return format_summary({"rules": {"name": name, "backchannel_rules": "2025-06", **rules}, "subsets": subsets})[0]
+
+    v10 = {UI: "user_interruption", "icc_backchannel": "backchannel"}
+    assert first(v10) == "official rules: fdb-v1.0-official (backchannel loop 2025-06)"
+    assert first({UI: "user_interruption"}) == "official rules: fdb-v1.0-official"
+    v15 = first({"user_interruption": "overlap"}, "fdb-v1.5-official", overlap={"reproduces": REPRODUCES})
+    assert v15 == f"official rules: fdb-v1.5-official (reproduces {REPRODUCES})" and "backchannel" not in v15

@@ -107,7 +107,8 @@ def test_not_a_chat_completion_and_oversized_reply(tmp_path):
 
 
 def test_redirect_is_not_followed(tmp_path):
-    with ScriptedServer([("redirect", "http://127.0.0.1:9/steal"), ("redirect", "/v1/other"), ("redirect", "/x")]) as srv:
+    with ScriptedServer(
+        [("redirect", "http://127.0.0.1:9/steal"), ("redirect", "/v1/other"), ("redirect", "/x")]) as srv:
         j = make_judge(tmp_path, srv.url)
         r = rate(j, tmp_path)
     assert r.rating is None and "HTTP 307" in r.error
@@ -171,7 +172,8 @@ def test_official_prompt_is_read_from_a_checkout(tmp_path):
     ref = fake_checkout(tmp_path / "ref")
     p = J.load_official_prompt(ref)
     assert p.source == "official" and p.system.startswith("Rate the reply")
-    assert p.user("CTX", "INT", "RESP") == "\n        - first: CTX\n        - second: INT\n        - third: RESP\n        "
+    assert p.user("CTX", "INT", "RESP") == ("\n        - first: CTX\n        - second: INT\n        - third: "
+                                            "RESP\n        ")
     assert p.file_sha256 and len(p.sha256) == 64
     # HEAD layout too
     assert J.load_official_prompt(fake_checkout(tmp_path / "head", "v1_v1.5/evaluation")).source == "official"

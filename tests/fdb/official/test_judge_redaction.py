@@ -58,4 +58,5 @@ def test_negative_judge_timeout_is_refused(tmp_path: Path, nasty_env: None) -> N
 
     for bad in (-1, 0, float("nan"), float("inf")):
         with pytest.raises(InputError, match="timeout_s must be a positive number"):
-            J.Judge.create(J.JudgeConfig(base_url="http://127.0.0.1:9/v1", api_key_env="NASTY_KEY", timeout_s=bad), tmp_path)
+            J.Judge.create(J.JudgeConfig(base_url="http://127.0.0.1:9/v1", api_key_env="NASTY_KEY", timeout_s=bad),
+                           tmp_path)

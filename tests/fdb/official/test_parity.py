@@ -81,14 +81,17 @@ def parity_tree(root: Path) -> Path:
     rng = np.random.default_rng(20250611)
     samples = []
     for i in range(40):
-        samples.append(FixtureSample(PAUSE, str(i), 6.0, pause_ann((2.0, 3.0)), words=random_words(rng, 1.0, null_last=i % 7 == 3)))
+        samples.append(
+            FixtureSample(PAUSE, str(i), 6.0, pause_ann((2.0, 3.0)),
+                          words=random_words(rng, 1.0, null_last=i % 7 == 3)))
     for i in range(40):
         E = round(float(rng.uniform(2.0, 4.0)), 2)
         samples.append(FixtureSample(TT, str(i), 10.0, turn_ann(E), words=random_words(rng, E)))
     for i in range(30):
         R = round(float(rng.uniform(12.0, 14.0)), 3)
         words = [w for w in random_words(rng, R + 0.8) if w[1] >= R]
-        samples.append(FixtureSample(UI, str(i), 28.0, interrupt_ann(R - 2.5, R, f"context {i}", f"interrupt {i}"), words=words))
+        samples.append(
+            FixtureSample(UI, str(i), 28.0, interrupt_ann(R - 2.5, R, f"context {i}", f"interrupt {i}"), words=words))
     return write_tree(root, samples)
 
 
@@ -161,9 +164,13 @@ def test_backchannel_matches_the_official_script(tmp_path, monkeypatch):
     ]
     samples = []
     for i, pieces in enumerate(layouts):
-        words = [("yeah", s, s + 0.38) for s, a in pieces if a is yeah] + [("right", s, s + 0.3) for s, a in pieces if a is mhm] + [("okay", s + 0.35, s + 0.7) for s, a in pieces if a is mhm]
-        words += [(w, s + 0.3 * k, s + 0.3 * k + 0.25) for s, a in pieces if a is short_turn for k, w in enumerate("tell me more about that".split())]
-        samples.append(FixtureSample(BC, str(i), 12.0, None, words=sorted(words, key=lambda w: w[1]), audio=place(12.0, pieces)))
+        words = ([("yeah", s, s + 0.38) for s, a in pieces if a is yeah]
+                 + [("right", s, s + 0.3) for s, a in pieces if a is mhm]
+                 + [("okay", s + 0.35, s + 0.7) for s, a in pieces if a is mhm])
+        words += [(w, s + 0.3 * k, s + 0.3 * k + 0.25) for s, a in pieces if a is short_turn
+                  for k, w in enumerate("tell me more about that".split())]
+        samples.append(
+            FixtureSample(BC, str(i), 12.0, None, words=sorted(words, key=lambda w: w[1]), audio=place(12.0, pieces)))
     root = write_tree(tmp_path / "ours", samples)
     rng = np.random.default_rng(3)
     gt = {str(i): list(rng.dirichlet(np.ones(40 + 5 * i))) for i in range(len(layouts))}
@@ -183,15 +190,18 @@ def test_backchannel_matches_the_official_script(tmp_path, monkeypatch):
 
         def fake_timestamps(wav, model, return_seconds=False):
             a = np.asarray(wav)[0]
-            return [{"start": s, "end": e} for s, e in vad.load_vad().segments_s(a, vad.OFFICIAL_SETTINGS, official_rounding=True)]
+            return [{"start": s, "end": e}
+                    for s, e in vad.load_vad().segments_s(a, vad.OFFICIAL_SETTINGS, official_rounding=True)]
 
-        monkeypatch.setitem(sys.modules, "silero_vad", types.SimpleNamespace(load_silero_vad=lambda: None, get_speech_timestamps=fake_timestamps))
+        monkeypatch.setitem(sys.modules, "silero_vad",
+                            types.SimpleNamespace(load_silero_vad=lambda: None, get_speech_timestamps=fake_timestamps))
         monkeypatch.setitem(sys.modules, "torchaudio", types.SimpleNamespace(load=fake_load))
 
     by_rules = {r: evaluate(root, backchannel_rules=r, progress=False)["subsets"][BC] for r in ("2025-06", "2026-02")}
     assert by_rules["2025-06"]["samples"] != by_rules["2026-02"]["samples"]  # the tree exercises the difference
     module = "eval_backchannel"
-    v10_code = re.search(r"if TOR == 1:\s*\n\s*backchannel_prediction = \[\]", (eval_dir() / f"{module}.py").read_text())
+    v10_code = re.search(r"if TOR == 1:\s*\n\s*backchannel_prediction = \[\]",
+                         (eval_dir() / f"{module}.py").read_text())
     # the checkout holds one of the two loops (v1.0 at f582595, or HEAD's); compare the one it has
     for rules in ["2025-06" if v10_code else "2026-02"]:
         ours = by_rules[rules]
@@ -246,7 +256,8 @@ def test_official_example_data(tmp_path, monkeypatch):
     out = printed(load("eval_smooth_turn_taking").eval_smooth_turn_taking, str(copy / TT))
     assert value(out, "Average latency") == s[TT]["metrics"]["Average latency"]["value"]
     reply = types.SimpleNamespace(choices=[types.SimpleNamespace(message=types.SimpleNamespace(content=GOOD))])
-    client = types.SimpleNamespace(chat=types.SimpleNamespace(completions=types.SimpleNamespace(create=lambda **kw: reply)))
+    client = (
+        types.SimpleNamespace(chat=types.SimpleNamespace(completions=types.SimpleNamespace(create=lambda **kw: reply))))
     out = printed(load("eval_user_interruption").eval_user_interruption, str(copy / UI), client)
     for label in ("Average rating", "Average take turn", "Average latency"):
         assert value(out, label) == s[UI]["metrics"][label]["value"]

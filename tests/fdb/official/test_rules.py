@@ -126,7 +126,8 @@ def test_turn_taking_no_takeover_latency_is_null():
 
 
 def test_turn_taking_null_last_end_makes_the_subset_null():
-    s = [turn_taking.turn_taking_sample("a", W((3.0, 4.5)), 2.0), turn_taking.turn_taking_sample("b", W((3.0, None)), 2.0)]
+    s = [turn_taking.turn_taking_sample("a", W((3.0, 4.5)), 2.0),
+         turn_taking.turn_taking_sample("b", W((3.0, None)), 2.0)]
     m = turn_taking.turn_taking_metrics(s)
     assert m["Average take turn"].value is None and "sample b" in m["Average take turn"].note
     assert s[1].to_json()["official_crash"] == CRASH_NULL_LAST_END

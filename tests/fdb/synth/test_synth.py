@@ -24,10 +24,14 @@ def _script(samples, **top):
     return S.parse_script({"name": "t", "samples": samples, **top}, "t.yaml")
 
 
-PAUSE = {"subset": "synthetic_pause_handling", "id": 1, "parts": ["I was thinking about", {"pause": 1.5}, "going to the beach", {"pause": 0.8}, "tomorrow."]}
-TURN = {"subset": "candor_turn_taking", "id": "7", "text": "What do you think about that?", "voice": "en-gb", "rate": 180}
-INTR = {"subset": "synthetic_user_interruption", "id": 3, "context": "Tell me a story about a dog.", "interrupt": "Wait, make it a cat."}
-BC = {"subset": "icc_backchannel", "id": 0, "voice": "en-us+f3", "parts": ["We drove for hours.", {"pause": 0.7}, "Then we stopped for lunch.", {"pause": 0.3}, "It was good."]}
+PAUSE = {"subset": "synthetic_pause_handling", "id": 1,
+         "parts": ["I was thinking about", {"pause": 1.5}, "going to the beach", {"pause": 0.8}, "tomorrow."]}
+TURN = {"subset": "candor_turn_taking", "id": "7", "text": "What do you think about that?", "voice": "en-gb",
+        "rate": 180}
+INTR = {"subset": "synthetic_user_interruption", "id": 3, "context": "Tell me a story about a dog.",
+        "interrupt": "Wait, make it a cat."}
+BC = {"subset": "icc_backchannel", "id": 0, "voice": "en-us+f3",
+      "parts": ["We drove for hours.", {"pause": 0.7}, "Then we stopped for lunch.", {"pause": 0.3}, "It was good."]}
 
 
 # ---------------------------------------------------------------- script validation
@@ -77,7 +81,8 @@ def test_script_hash_ignores_formatting(tmp_path):
     a = tmp_path / "a.yaml"
     a.write_text("name: t\nsamples:\n  - {subset: candor_turn_taking, id: 1, text: 'Hi   there.'}\n")
     b = tmp_path / "b.json"
-    b.write_text(json.dumps({"name": "t", "samples": [{"subset": "candor_turn_taking", "id": "1", "text": "Hi there."}]}))
+    b.write_text(
+        json.dumps({"name": "t", "samples": [{"subset": "candor_turn_taking", "id": "1", "text": "Hi there."}]}))
     assert S.load_script(a).sha256 == S.load_script(b).sha256
     c = tmp_path / "c.yaml"
     c.write_text("name: t\nsamples: [{subset: candor_turn_taking, id: 1, text: 'Hi there!'}]\n")
@@ -191,17 +196,19 @@ def test_generate_twice_gives_identical_bytes(tmp_path):
     assert ta == tb
     assert set(ta) == {
         "dataset.json", "icc_gt_distribution.json",
-        "synthetic_pause_handling/1/input.wav", "synthetic_pause_handling/1/pause.json", "synthetic_pause_handling/1/transcription.json",
-        "candor_turn_taking/7/input.wav", "candor_turn_taking/7/turn_taking.json", "candor_turn_taking/7/transcription.json",
+        "synthetic_pause_handling/1/input.wav", "synthetic_pause_handling/1/pause.json",
+        "synthetic_pause_handling/1/transcription.json", "candor_turn_taking/7/input.wav",
+        "candor_turn_taking/7/turn_taking.json", "candor_turn_taking/7/transcription.json",
         "synthetic_user_interruption/3/input.wav", "synthetic_user_interruption/3/interrupt.json",
         "synthetic_user_interruption/3/transcription.json", "synthetic_user_interruption/3/context.wav",
-        "synthetic_user_interruption/3/interrupt.wav",
-        "icc_backchannel/0/input.wav", "icc_backchannel/0/transcription.json",
+        "synthetic_user_interruption/3/interrupt.wav", "icc_backchannel/0/input.wav",
+        "icc_backchannel/0/transcription.json",
     }  # fmt: skip
     info = json.loads(ta["dataset.json"])
     assert info["kind"] == S.SYNTH_KIND and info["script_sha256"] == sc.sha256
     assert info["generator"]["espeak_ng"] and info["generator"]["sample_rate"] == SR
-    assert info["declared"] == {"synthetic_pause_handling": 1, "candor_turn_taking": 1, "synthetic_user_interruption": 1, "icc_backchannel": 1}
+    assert info["declared"] == {"synthetic_pause_handling": 1, "candor_turn_taking": 1,
+                                "synthetic_user_interruption": 1, "icc_backchannel": 1}
     assert info["result_sha256"] == S.result_hash(a) and S.verify(a)
     gt = json.loads(ta["icc_gt_distribution.json"])
     assert list(gt) == ["0"] and abs(sum(gt["0"]) - 1) < 1e-12
@@ -270,7 +277,8 @@ def test_cli(tmp_path, capsys):
     code, out, _ = _cli(["fdb", "synth", str(script), "--out", str(tmp_path / "o"), "-q"], capsys)
     assert code == 0 and out.strip() == str(tmp_path / "o")
     assert (tmp_path / "o/candor_turn_taking/1/turn_taking.json").is_file()
-    code, out, err = _cli(["fdb", "synth", str(script), "--out", str(tmp_path / "o")], capsys)  # the same script: up to date
+    # the same script: up to date
+    code, out, err = _cli(["fdb", "synth", str(script), "--out", str(tmp_path / "o")], capsys)
     assert code == 0 and out.strip() == str(tmp_path / "o") and err.splitlines()[-1].startswith("synth: exit 0:")
     script.write_text("name: mine\nsamples:\n  - {subset: candor_turn_taking, id: 1, text: 'Is anyone there?'}\n")
     code, _, err = _cli(["fdb", "synth", str(script), "--out", str(tmp_path / "o")], capsys)

@@ -35,7 +35,8 @@ def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 def _run(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "duplexeval", *args], capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run([sys.executable, "-m", "duplexeval", *args], capture_output=True, text=True, env=env,
+                          check=False)
     assert done.returncode == 0, f"duplexeval {' '.join(args)}: {done.stderr}"
     return done.stdout
 
@@ -62,7 +63,8 @@ def test_a_plugin_task_goes_through_every_stage(tmp_path: Path, plugin_env: dict
     assert summary["task"] == "answer_question" and summary["metrics"]["Answered"]["value"] == 1.0
     block = json.loads((answering / "unified.json").read_text())["subsets"]["toy_questions"]
     assert block["task"] == "answer_question" and block["metrics"]["answered_rate"]["count"] == 2
-    assert json.loads((silent / "unified.json").read_text())["subsets"]["toy_questions"]["metrics"]["answered_rate"]["count"] == 0
+    assert (json.loads((silent / "unified.json").read_text())["subsets"]["toy_questions"]["metrics"]["answered_rate"]
+            ["count"] == 0)
     rows = [json.loads(line) for line in (answering / "unified-samples.jsonl").read_text().splitlines()]
     assert [r["answered"] for r in rows] == [True, True] and all(r["latency_s"] > 0 for r in rows)
 

@@ -83,7 +83,8 @@ def test_hand_tree_numbers(tmp_path):
 
     p = u["subsets"][P]
     assert p["counts"] == {
-        "selected": 4, "eligible": 3, "ineligible": 1, "ineligible_reasons": {"late_input": 1}, "declared": 216, "pauses": 4,
+        "selected": 4, "eligible": 3, "ineligible": 1, "ineligible_reasons": {"late_input": 1}, "declared": 216,
+        "pauses": 4,
     }
     assert p["coverage"] == 0.75
     m = p["metrics"]
@@ -113,7 +114,8 @@ def test_hand_tree_numbers(tmp_path):
     assert tm["response_latency_s"]["median"] == 1.5 and tm["response_latency_s"]["p90"] is None
 
     i = u["subsets"][UI]
-    assert {k: i["counts"][k] for k in ("exercised", "not_exercised", "speaking_at_end", "response", "no_response")} == {
+    assert {k: i["counts"][k]
+            for k in ("exercised", "not_exercised", "speaking_at_end", "response", "no_response")} == {
         "exercised": 2, "not_exercised": 1, "speaking_at_end": 1, "response": 1, "no_response": 0,
     }
     im = i["metrics"]
@@ -136,7 +138,8 @@ def test_hand_tree_numbers(tmp_path):
         (P, "p1"), (P, "p2"), (P, "p3"), (P, "p4"), (SP, "s1"), (TT, "t1"), (TT, "t2"), (TT, "t3"), (TT, "t4"),
         (UI, "i1"), (UI, "i2"), (UI, "i3"),
     ]
-    assert rows[3] == {"subset": P, "sample_id": "p4", "task": "pause_handling", "eligible": False, "reasons": ["late_input"]}
+    assert rows[3] == {"subset": P, "sample_id": "p4", "task": "pause_handling", "eligible": False,
+                       "reasons": ["late_input"]}
     i2 = rows[10]
     assert i2["outcome"] == "speaking_at_end" and i2["restarts"] == 1 and i2["stop_s"] == 1.0
     assert rows[11]["outcome"] == "not_exercised" and rows[11]["speech_before_onset"] is True

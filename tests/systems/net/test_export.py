@@ -1,4 +1,5 @@
-"""Network exports end to end: concurrency, trace files, replay byte for byte, failures, resume, API keys, plugins, CLI."""
+"""Network exports end to end: concurrency, trace files, replay byte for byte, failures, resume, API keys, plugins,
+CLI."""
 
 from __future__ import annotations
 

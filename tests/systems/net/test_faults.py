@@ -37,7 +37,8 @@ for proto, client in (("openai-realtime", OAI_CLIENT), ("ws-pcm", PCM)):
         (f"{p}-malformed-before", proto, (f"malformed@{BEFORE}",), client, {"protocol_violation"}, 0),
         (f"{p}-malformed-mid", proto, (f"malformed@{MID}",), client, {"protocol_violation"}, 0),
         (f"{p}-malformed-after", proto, (f"malformed@{AFTER}",), client, set(), 1),
-        (f"{p}-oversize-before", proto, (f"oversize@{BEFORE}",), client + ",max_size=262144", {"protocol_violation"}, 0),
+        (f"{p}-oversize-before", proto, (f"oversize@{BEFORE}",), client + ",max_size=262144", {"protocol_violation"},
+         0),
         (f"{p}-oversize-mid", proto, (f"oversize@{MID}",), client + ",max_size=262144", {"protocol_violation"}, 0),
         (f"{p}-oversize-after", proto, (f"oversize@{AFTER}",), client + ",max_size=262144", set(), 1),
         (f"{p}-busy-ok", proto, (f"busy={CONNECT_RETRIES}",), client, set(), 0),
@@ -116,7 +117,8 @@ def test_refused_connection_retries_then_fails(cases: dict[str, Case]) -> None:
     for name in ("openai-refused", "ws-refused"):
         c = cases[name]
         assert c.reasons == {"connect_failed"}
-        assert [a["result"] for a in c.records(dir="meta", event="connect_attempt")] == ["refused"] * (CONNECT_RETRIES + 1)
+        assert ([a["result"] for a in c.records(dir="meta", event="connect_attempt")]
+                == ["refused"] * (CONNECT_RETRIES + 1))
         assert "connect_failed" in (c.trace.error or "")
 
 

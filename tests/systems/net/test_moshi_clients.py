@@ -64,7 +64,8 @@ def test_every_flavor_is_eligible_without_violations(runs: list[dict[str, Any]])
         (hs,) = [r for r in recs if r.get("event") == "handshake"]
         assert hs["bytes"] == (9 if flavor == "rust" else 1)
         assert hs["detected"] == ("rust" if flavor == "rust" else "python") and "mismatch" not in hs
-        assert hs["lead_frames"] == (1 if flavor == "kyutai" or (client.startswith("flavor=auto") and flavor != "rust") else 0)
+        assert hs["lead_frames"] == (1 if flavor == "kyutai" or (client.startswith("flavor=auto") and flavor != "rust")
+                                     else 0)
         pages = [r.get("pages") for r in recs if r.get("type") == "audio" and r["dir"] == "recv"]
         per = 1 if flavor == "rust" else 2  # the first message also carries the two header pages
         assert pages[0] == per + 2 and set(pages[1:]) == {per}, (flavor, client)
@@ -95,7 +96,8 @@ def test_audio_is_received_where_the_server_sent_it(runs: list[dict[str, Any]]) 
         pl = playout(items, round(T * 16000), T)
         onset = int(np.argmax(pl.audio != 0))
         lead = int(np.argmax(first.pcm != 0))  # the chunk's own leading zeros
-        assert abs(onset - (round(first.received_at_s * 16000) + lead)) <= 1, (flavor, client, onset, first.received_at_s)
+        assert abs(onset - (round(first.received_at_s * 16000) + lead)) <= 1, (
+            flavor, client, onset, first.received_at_s)
 
 
 def test_a_conversation_queued_behind_the_server_s_lock_waits_before_slot_0() -> None:
@@ -109,7 +111,8 @@ def test_a_conversation_queued_behind_the_server_s_lock_waits_before_slot_0() ->
         system = make_system(f"moshi:url={th.url(mw.CHAT_PATH)},flavor=kyutai,max_sessions_per_url=2")
 
         async def both() -> list[Any]:
-            return list(await asyncio.gather(*(run_session_async(system, pcm, SampleInfo("candor_turn_taking", k, T, pcm.shape[0]))
+            return list(await asyncio.gather(*(run_session_async(system, pcm,
+                                                                 SampleInfo("candor_turn_taking", k, T, pcm.shape[0]))
                                                for k in ("a", "b"))))
 
         traces = asyncio.run(both())

@@ -3,7 +3,8 @@
 The turn-based baseline (Silero VAD, espeak replies) is exported three ways over the same small
 FDB-shaped set (2 turn-taking, 1 pause, 1 interruption with a barge-in): in-process on the virtual
 clock, and through `loopback:protocol=moshi` and `loopback:protocol=native-duplex` (a real
-`duplexeval serve` child process and the real client adapter, native samples all at once, moshi one at a time as its server allows). Each tree is
+`duplexeval serve` child process and the real client adapter, native samples all at once, moshi one at a time as its
+server allows). Each tree is
 transcribed and scored with the unified rules; every sample must have the same outcome, and the
 first audible output sample within 40 ms. Then `fdb replay --check` must rebuild every
 `output.wav` and `trace.json` of the network trees byte for byte from the wire traces.

@@ -96,7 +96,8 @@ def moshi() -> dict[str, Outcome]:
     extra = [
         Scenario("handshake_timeout", "moshi", ["slow_start_ms=1500"], "handshake_timeout_s=0.4"),
         Scenario("one_at_a_time", "moshi", holder=True),
-        Scenario("personaplex_query", "moshi", client="flavor=personaplex,text_prompt=You are kind.,voice_prompt=NATF2.pt",
+        Scenario("personaplex_query", "moshi", client="flavor=personaplex,text_prompt=You are "
+                                                      "kind.,voice_prompt=NATF2.pt",
                  options={"flavor": "personaplex"}),
         Scenario("personaplex_seed", "moshi", client="flavor=personaplex,voice_prompt=NATF2.pt,seed=42",
                  options={"flavor": "personaplex"}),
@@ -111,7 +112,8 @@ def native() -> dict[str, Outcome]:
     extra = [
         Scenario("deployment_unit_40", "native-duplex", options={"native_unit_ms": "40"}),
         Scenario("refused_output_rate", "native-duplex", client="output_rate=22050"),
-        Scenario("input_24k", "native-duplex", options={"input_rate": "24000", "output_rate": "22050", "tail_policy": "pad"}),
+        Scenario("input_24k", "native-duplex",
+                 options={"input_rate": "24000", "output_rate": "22050", "tail_policy": "pad"}),
     ]
     late = run_batch([Scenario("pacing_late", "native-duplex", system_factory=_late)])
     return {**run_batch(_common("native-duplex") + extra, parallel=4), **late}

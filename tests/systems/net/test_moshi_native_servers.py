@@ -101,7 +101,8 @@ def test_native_full_flow_accounting_and_output():
             reply = await conv.on_message(_append(i, pcm[i * 2560 : (i + 1) * 2560]))
             sent += _msgs(reply)
             types = _types(reply)
-            assert types[0] == "sglang.input_audio.accepted" and types[-2:] == ["response.output_audio.delta", "sglang.unit.done"]
+            assert types[0] == "sglang.input_audio.accepted" and types[-2:] == [
+                "response.output_audio.delta", "sglang.unit.done"]
             for o in _msgs(reply):
                 if o["type"] == "response.output_audio.delta":
                     assert o["sglang"]["unit_id"] == f"unit_{i}"
@@ -138,7 +139,8 @@ def test_native_full_flow_accounting_and_output():
 def test_native_refusals_are_errors_and_the_session_goes_on():
     async def go():
         conv = _conversation()
-        assert _error(await conv.on_message(_append(0, bytes(2560)))) == ("invalid_state", "session is not OPEN", None, False)
+        assert _error(await conv.on_message(_append(0, bytes(2560)))) == (
+            "invalid_state", "session is not OPEN", None, False)
         # what the client used to send: the unit beside the interaction, not under the timebase
         old = json.loads(_update())
         old["session"]["sglang"]["native_unit_ms"] = 80
@@ -157,8 +159,10 @@ def test_native_refusals_are_errors_and_the_session_goes_on():
         assert _error(await conv.on_message(_update(native_unit_ms=40)))[:2] == up.ERRORS["unit"]
         assert _error(await conv.on_message(b"\x00\x01"))[:2] == ("invalid_request", "binary frames are unsupported")
         assert _error(await conv.on_message("{nope"))[:2] == ("invalid_request", "invalid JSON")
-        assert _error(await conv.on_message(json.dumps({"type": "response.cancel", "event_id": "x"})))[0] == "not_supported"
-        assert _error(await conv.on_message(json.dumps({"type": "session.close"})))[:3] == ("invalid_request", "Field required", "event_id")
+        assert (_error(await conv.on_message(json.dumps({"type": "response.cancel", "event_id": "x"})))[0]
+                == "not_supported")
+        assert _error(await conv.on_message(json.dumps({"type": "session.close"})))[:3] == (
+            "invalid_request", "Field required", "event_id")
         assert conv.state == "CREATED"
         conv = await _configured()
         for refused in nw.REFUSED_IN_NATIVE:
@@ -166,10 +170,14 @@ def test_native_refusals_are_errors_and_the_session_goes_on():
                 "not_applicable", "manual turn commands are not granted")
         assert _types(await conv.on_message(_append(0, bytes(2560)))) == [
             "sglang.input_audio.accepted", "response.created", "response.output_audio.delta", "sglang.unit.done"]
-        assert _error(await conv.on_message(_append(2, bytes(2560))))[:2] == ("invalid_state", "audio seq must be contiguous")
+        assert _error(await conv.on_message(_append(2, bytes(2560))))[:2] == (
+            "invalid_state", "audio seq must be contiguous")
         assert _error(await conv.on_message(_append(1, bytes(2560), t_start_ms=40.0)))[:2] == (
             "invalid_state", "input media time must be sample-contiguous")
-        bad = json.dumps({"type": "input_audio_buffer.append", "event_id": "z", "audio": "%%%", "sglang": {"seq": 1, "t_start_ms": 80.0}})
+        bad = (
+            json.dumps(
+                {"type": "input_audio_buffer.append", "event_id": "z", "audio": "%%%",
+                 "sglang": {"seq": 1, "t_start_ms": 80.0}}))
         assert _error(await conv.on_message(bad))[:3] == ("invalid_request", "invalid base64 audio", "audio")
         assert _types(await conv.on_message(_append(1, bytes(2560)))) == [
             "sglang.input_audio.accepted", "response.output_audio.delta", "sglang.unit.done"]  # still going
@@ -188,7 +196,8 @@ def test_native_tail_policy(tail, consumed, discarded, padding, units):
             assert _error(end)[:2] == ("invalid_state", "partial native unit; append more audio before EOS")
         else:
             drained = next(m for m in _msgs(end) if m["type"] == "sglang.input_audio.drained")
-            assert (drained["consumed_ms"], drained["discarded_ms"], drained["padding_ms"]) == (consumed, discarded, padding)
+            assert ((drained["consumed_ms"], drained["discarded_ms"], drained["padding_ms"])
+                    == (consumed, discarded, padding))
         assert conv.units == units
 
     asyncio.run(go())
@@ -200,11 +209,14 @@ def test_native_grants_are_the_deployment_s():
         conv = _conversation(dep)
         upd = _msgs(await conv.on_message(_update()))[0]  # nothing pinned: the deployment's values
         g = nw.Granted.model_validate(upd["session"]["sglang"]["granted"])
-        assert nw.granted_values(g) == {"input_rate": 24000, "output_rate": 22050, "tail_policy": "pad", "native_unit_ms": 40}
+        assert nw.granted_values(g) == {"input_rate": 24000, "output_rate": 22050, "tail_policy": "pad",
+                                        "native_unit_ms": 40}
         assert upd["session"]["audio"]["output"]["format"] == {"type": "audio/pcm", "rate": 22050}
         reply = await conv.on_message(_append(0, bytes(2 * 1920), rate=24000))  # 80 ms at 24 kHz: two 40 ms units
-        assert [m["sglang"]["unit_id"] for m in _msgs(reply) if m["type"] == "response.output_audio.delta"] == ["unit_0", "unit_1"]
-        assert {len(nw.decode_pcm16(m["delta"], "d")) for m in _msgs(reply) if m["type"] == "response.output_audio.delta"} == {2 * 882}
+        assert ([m["sglang"]["unit_id"] for m in _msgs(reply) if m["type"] == "response.output_audio.delta"]
+                == ["unit_0", "unit_1"])
+        assert {len(nw.decode_pcm16(m["delta"], "d")) for m in _msgs(reply)
+                if m["type"] == "response.output_audio.delta"} == {2 * 882}
 
     asyncio.run(go())
 
@@ -212,6 +224,7 @@ def test_native_grants_are_the_deployment_s():
 def test_native_deployment_options_are_checked():
     assert deployment_of({"output_rate": "22050"}) == Deployment(output_rate=22050)
     for bad, match in (({"rate": "1"}, "unknown native-duplex server option"), ({"tail_policy": "drop"}, "tail_policy"),
-                       ({"native_unit_ms": "30", "input_rate": "22050"}, "whole samples"), ({"input_rate": "x"}, "whole numbers")):
+                       ({"native_unit_ms": "30", "input_rate": "22050"}, "whole samples"),
+                       ({"input_rate": "x"}, "whole numbers")):
         with pytest.raises(InputError, match=match):
             deployment_of(bad)

@@ -136,7 +136,8 @@ def test_metadata_unknown_kinds_and_text_frames_are_discarded_at_any_point():
     assert codec.receive(b"\x07abc") == mw.Discarded("unknown kind 7")  # before the handshake too
     assert codec.receive("a text frame") == mw.Discarded("text frame")
     assert codec.receive(b"") == mw.Discarded("empty message")
-    assert codec.receive(b"\x04not json") == mw.Discarded("metadata message is not JSON: Expecting value: line 1 column 1 (char 0)")
+    assert codec.receive(b"\x04not json") == mw.Discarded("metadata message is not JSON: Expecting value: line 1 "
+                                                          "column 1 (char 0)")
     assert codec.receive(up.RUST_HANDSHAKE) == mw.Handshake(up.RUST_HANDSHAKE[1:])
     assert codec.receive(b"\x09") == mw.Discarded("unknown kind 9")
     assert isinstance(codec.receive(meta), mw.MetadataOut)

@@ -36,7 +36,8 @@ def test_every_client_event_validates_against_the_upstream_request_model(pins):
 
 def test_the_unit_is_asked_for_only_under_the_timebase():
     upd = _client_events(native_unit_ms=80, tail_policy="flush")[0]
-    assert upd["session"]["sglang"] == {"interaction": "native", "tail_policy": "flush", "timebase": {"native_unit_ms": 80}}
+    assert upd["session"]["sglang"] == {"interaction": "native", "tail_policy": "flush",
+                                        "timebase": {"native_unit_ms": 80}}
     # what the client used to send, and what upstream refuses ("invalid session configuration")
     old = json.loads(json.dumps(upd))
     old["session"]["sglang"] = {"interaction": "native", "native_unit_ms": 80, "tail_policy": "flush"}
@@ -76,7 +77,8 @@ def test_every_upstream_server_event_parses_and_int_unit_ids_are_violations():
         (b"\x00\x01", "binary frame"),
         ("[1]", "JSON object"),
         ('{"type": "made.up"}', "unknown server event"),
-        ('{"type": "sglang.input_audio.drained", "accepted_end_ms": 0, "consumed_ms": -1, "discarded_ms": 0, "padding_ms": 0}', "consumed_ms"),
+        ('{"type": "sglang.input_audio.drained", "accepted_end_ms": 0, "consumed_ms": -1, "discarded_ms": 0, '
+         '"padding_ms": 0}', "consumed_ms"),
         ('{"type": "sglang.input_audio.accepted", "seq": 0, "accepted_end_ms": NaN}', "non-finite"),
     ]:
         with pytest.raises(nw.NativeWireError, match=match):
@@ -95,7 +97,8 @@ def test_grant_checks_and_adoption():
     assert nw.check_grant(nw.session_request(), _granted()) == []
     # nothing pinned: whatever the deployment serves is adopted
     assert nw.check_grant(nw.session_request(), _granted(native_unit_ms=20, tail_policy="pad",
-                                                         output_audio_format={"type": "audio/pcm", "rate": 22050})) == []
+                                                         output_audio_format={
+                                                             "type": "audio/pcm", "rate": 22050})) == []
     pinned = nw.session_request(16000, 24000, "flush", 80)
     problems = nw.check_grant(pinned, _granted(native_full_duplex=False, native_unit_ms=40, tail_policy="pad",
                                                input_audio_format={"type": "audio/pcm", "rate": 24000}))

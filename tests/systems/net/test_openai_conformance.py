@@ -40,11 +40,13 @@ def test_server_session_fields_are_the_sdk_s() -> None:
 def _sample_params(rng: random.Random) -> str:
     dialect = rng.choice(["ga", "beta"])
     td = rng.choice(["server_vad", "semantic_vad", "none"])
-    parts = [f"dialect={dialect}", f"turn_detection={td}", f"voice={rng.choice(['alloy', 'ash', 'coral', 'verse', 'marin'])}",
+    parts = [f"dialect={dialect}", f"turn_detection={td}",
+             f"voice={rng.choice(['alloy', 'ash', 'coral', 'verse', 'marin'])}",
              f"threshold={rng.choice([0.0, 0.3, 0.5, 0.91, 1.0])}", f"prefix_padding_ms={rng.choice([0, 300, 1234])}",
              f"silence_duration_ms={rng.choice([0, 200, 500, 10000])}",
              f"interrupt_response={rng.choice(['true', 'false'])}", f"create_response={rng.choice(['true', 'false'])}",
-             f"eagerness={rng.choice(['low', 'medium', 'high', 'auto'])}", f"model={rng.choice(['', 'gpt-realtime', 'my-model'])}"]
+             f"eagerness={rng.choice(['low', 'medium', 'high', 'auto'])}",
+             f"model={rng.choice(['', 'gpt-realtime', 'my-model'])}"]
     if rng.random() < 0.5:
         parts.append("instructions=Be brief, and kind.")
     return ",".join(parts)
@@ -185,8 +187,8 @@ def test_completed_and_cancelled_responses_carry_the_whole_sequence(runs: dict[s
 
 
 # What the API always returns, though the SDK's types make it optional (strict validation cannot see it missing).
-GA_SESSION_KEYS = {"model", "instructions", "tools", "tool_choice", "max_output_tokens", "tracing", "prompt", "expires_at",
-                   "include", "output_modalities"}
+GA_SESSION_KEYS = {"model", "instructions", "tools", "tool_choice", "max_output_tokens", "tracing", "prompt",
+                   "expires_at", "include", "output_modalities"}
 BETA_SESSION_KEYS = {"model", "instructions", "tools", "tool_choice", "max_response_output_tokens", "tracing",
                      "input_audio_transcription", "input_audio_noise_reduction", "speed", "modalities"}
 RESPONSE_KEYS = {"ga": {"conversation_id", "output_modalities", "audio", "usage", "metadata"},

@@ -21,7 +21,8 @@ from duplexeval.systems.net.server import ServerThread, make_server
 from duplexeval.tts import synthesize
 from tests.helpers.openai_sdk import check_server_event
 
-SERVED = "turn-based:vad=energy,think_ms=0,silence_ms=400,text=well that is a long story and I will tell it to you slowly"
+SERVED = ("turn-based:vad=energy,think_ms=0,silence_ms=400,text=well that is a long story and I will tell it "
+          "to you slowly")
 CHUNK_S = 0.1
 
 
@@ -93,7 +94,8 @@ async def _session(url: str, beta: bool) -> dict[str, Any]:
 def test_the_sdk_client_completes_a_session_with_a_barge_in(beta: bool) -> None:
     import json
 
-    srv = make_server("openai-realtime", SERVED, options={"speed": "0.5"})  # streamed slower than played: still streaming at the barge-in
+    # streamed slower than played: still streaming at the barge-in
+    srv = make_server("openai-realtime", SERVED, options={"speed": "0.5"})
     with ServerThread(srv) as th:
         out = asyncio.run(_session(th.url("/v1"), beta))
     dialect = "beta" if beta else "ga"

@@ -65,7 +65,8 @@ def test_pipecats_serializer_reads_what_we_send() -> None:
     assert isinstance(msg, InputTransportMessageFrame) and msg.message == ready
     parsed = RTVI.Message.model_validate(msg.message)  # what pipecat's RTVIProcessor does with it
     assert parsed.type == "client-ready" and parsed.id == "duplexeval-1"
-    data = RTVI.ClientReadyData(version=parsed.data["version"], about=RTVI.AboutClientData.model_validate(parsed.data["about"]))
+    data = RTVI.ClientReadyData(version=parsed.data["version"],
+                                about=RTVI.AboutClientData.model_validate(parsed.data["about"]))
     assert data.version == RTVI.PROTOCOL_VERSION and data.about.library == "duplexeval"
 
 
@@ -91,7 +92,8 @@ def test_we_read_what_pipecats_serializer_sends() -> None:
     for model, kind in ((RTVI.BotStartedSpeakingMessage(), "bot-started-speaking"),
                         (RTVI.UserStoppedSpeakingMessage(), "user-stopped-speaking"),
                         (RTVI.BotReady(id="7", data=RTVI.BotReadyData(version=RTVI.PROTOCOL_VERSION)), "bot-ready")):
-        wire = asyncio.run(ser.serialize(OutputTransportMessageUrgentFrame(message=model.model_dump(exclude_none=True))))
+        wire = (
+            asyncio.run(ser.serialize(OutputTransportMessageUrgentFrame(message=model.model_dump(exclude_none=True)))))
         assert rtvi_type(parse_frame(wire).message) == kind
 
 

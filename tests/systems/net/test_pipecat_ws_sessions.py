@@ -77,7 +77,8 @@ def test_interruption_frame_cuts_playout_at_its_receipt(cases: dict[str, Case]) 
     cut = round(t * 16000)
     later = [it.received_at_s for it in c.items() if it.kind == "audio" and it.received_at_s > t]
     stop = round(min(later) * 16000) if later else pl.audio.shape[0]
-    assert np.any(pl.audio[cut - 320 : cut]) and not np.any(pl.audio[cut:stop])  # the reply to the second turn comes later
+    # the reply to the second turn comes later
+    assert np.any(pl.audio[cut - 320 : cut]) and not np.any(pl.audio[cut:stop])
     assert pl.stats["dropped_by_clear_s"] > 0.2
     assert c.records(rtvi="bot-stopped-speaking")
 

@@ -1,4 +1,5 @@
-"""openai-realtime client and server rules over real loopback sessions, the live playout, the runner's receipt stamps."""
+"""openai-realtime client and server rules over real loopback sessions, the live playout, the runner's receipt
+stamps."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ LONG = SERVED.split(",text=")[0] + ",text=" + " ".join(["this is a much longer a
 @pytest.fixture(scope="module")
 def sessions() -> dict[str, Case]:
     cs = [
-        # generation slower than real time plus jitter: the queue runs dry between deltas, so played < time since the first delta
+        # generation slower than real time plus jitter: the queue runs dry between deltas, so played < time since the
+        # first delta
         Case("truncate", "openai-realtime", ("jitter_ms=30",), CLIENT, {"speed": "0.8"}, LONG, spans=TALK_OVER, T=5.5),
         Case("truncate-24k", "openai-realtime", (), CLIENT, {"speed": "3.0"}, LONG, spans=TALK_OVER, T=5.5),
         Case("no-interrupt", "openai-realtime", (), CLIENT + ",interrupt_response=false", {}, LONG,
@@ -78,7 +80,8 @@ def test_truncate_offsets_are_the_played_samples_not_the_wall_clock(sessions: di
     if name == "truncate":
         # a wall-clock client (speech_started receipt - first delta receipt) would have sent another number
         first = min(r["t"] for r in c.records(dir="recv") if "audio" in r and r.get("item_id") == item_id)
-        started = next(r["t"] for r in c.records(dir="recv", type="input_audio_buffer.speech_started") if r["t"] > first)
+        started = next(r["t"] for r in c.records(dir="recv", type="input_audio_buffer.speech_started")
+                       if r["t"] > first)
         wall_ms = int((started - first) * 1000)
         assert abs(wall_ms - ms) > 20, (wall_ms, ms)
 
@@ -135,8 +138,9 @@ def test_grant_that_does_not_match_is_a_violation() -> None:
         granted_rates("ga", {"audio": {"input": {"format": {"type": "audio/pcmu"}}, "output": {}}})
     with pytest.raises(ProtocolViolation, match="grant does not match"):
         granted_rates("beta", {"input_audio_format": "g711_ulaw"})
-    assert granted_rates("ga", {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}},
-                                          "output": {"format": {"type": "audio/pcm", "rate": 24000}}}}) == (24000, 24000)
+    assert (granted_rates("ga", {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}},
+                                           "output": {"format": {"type": "audio/pcm", "rate": 24000}}}})
+            == (24000, 24000))
     with pytest.raises(ProtocolViolation, match="24000 Hz only"):  # the GA types allow no other rate
         granted_rates("ga", {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000}}}})
 
@@ -150,7 +154,8 @@ def test_server_rules_for_commit_truncate_and_cancel() -> None:
         async with websockets.connect(url, compression=None, ping_interval=None, proxy=None) as ws:
             got.append(json.loads(await ws.recv()))
             for ev in ({"type": "input_audio_buffer.commit"},
-                       {"type": "conversation.item.truncate", "item_id": "nope", "content_index": 0, "audio_end_ms": 10},
+                       {"type": "conversation.item.truncate", "item_id": "nope", "content_index": 0,
+                        "audio_end_ms": 10},
                        {"type": "response.cancel"},
                        {"type": "input_audio_buffer.append", "audio": "not base64!"},
                        {"type": "session.update", "session": {"turn_detection": None, "modalities": ["audio"]}},
@@ -203,7 +208,8 @@ def test_live_playout_matches_the_offline_playout() -> None:
         pl = playout(items, 16000 * 10, 10.0)
         for key, played, upto in checks:
             # offline: samples of `key` placed before the clear at index `upto`, cut by that clear
-            offline = sum(p.end - p.start for p in pl.placements if p.item < upto and items[p.item].detail["key"] == key)
+            offline = sum(p.end - p.start for p in pl.placements
+                          if p.item < upto and items[p.item].detail["key"] == key)
             later_cut = any(it.kind == "clear_queue" for it in items[upto + 1:])
             if not later_cut:
                 assert played == offline

@@ -152,7 +152,8 @@ def test_a_paced_bot_withdraws_the_rest_of_its_reply_at_the_barge_in(cases: dict
     assert 0.0 < pl.stats["dropped_by_clear_s"] < 0.2
     after = [r["t"] for r in media if r["t"] > t_clear]
     assert not after or min(after) > t_clear + 0.5  # the next audio is the reply to the second turn
-    assert [m["name"] for m in c.records(dir="recv", type="mark")] == ["reply-2"] or not c.records(dir="recv", type="mark")
+    assert ([m["name"] for m in c.records(dir="recv", type="mark")] == ["reply-2"]
+            or not c.records(dir="recv", type="mark"))
     before = [r["t"] for r in media if r["t"] < t_clear]
     # at real time, not in one burst: n chunks span (n - 1) x 20 ms, less the lead and a late first send
     assert before[-1] - before[0] >= (len(before) - 1) * 0.02 - 0.04 - 0.2
@@ -199,6 +200,7 @@ def test_every_fault_and_bad_input_gets_its_reason(faults: dict[str, Case], name
         assert c.records(event="no_reply")[0]["within_s"] == 1.5
     if name == "wrong-dialect":
         closed = c.records(event="closed")[0]
-        assert closed["by"] == "server" and closed["code"] == 1008 and "takes plivo calls, got twilio" in closed["reason"]
+        assert (closed["by"] == "server" and closed["code"] == 1008
+                and "takes plivo calls, got twilio" in closed["reason"])
     if name == "disconnect":
         assert c.records(event="closed")[0]["code"] == 1011

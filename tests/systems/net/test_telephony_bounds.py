@@ -51,7 +51,8 @@ def test_more_markers_pending_than_the_bound_is_a_violation() -> None:
     v = verdict(records, T, 3.0)
     assert "protocol_violation" in v.reasons
     assert v.detail["first_problem"]["what"] == f"mark: more than {MAX_PENDING_MARKS} markers pending"
-    assert len([r for r in records if r.get("type") == "mark" and r["dir"] == "recv" and "plays_at_s" in r]) == MAX_PENDING_MARKS
+    assert (len([r for r in records if r.get("type") == "mark" and r["dir"] == "recv" and "plays_at_s" in r])
+            == MAX_PENDING_MARKS)
 
 
 def test_markers_up_to_the_bound_are_kept() -> None:

@@ -1,6 +1,7 @@
 """Bad telephony bots through `duplexeval fdb export`: a bot that never replies, one that sends malformed base64,
 one that sends the wrong codec, one that closes mid-call. Every sample gets its reason in the manifest, nothing
-is lost (every sample has its row, its annotation and its wire trace; a failed session writes no output.wav), the export prints one line naming the first
+is lost (every sample has its row, its annotation and its wire trace; a failed session writes no output.wav), the export
+prints one line naming the first
 problem, and `fdb replay --check` rebuilds each tree byte for byte."""
 
 from __future__ import annotations

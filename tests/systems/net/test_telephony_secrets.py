@@ -1,6 +1,7 @@
 """A carrier token passed as a custom parameter (`param.auth_token=env:VAR`) reaches the bot in `start` and no
 written file, printed line or log record, in any encoding: a telephony bot echoes it back as an event name
-(plain, base64, base64url, percent-encoded, hex in either case, cut at 60 characters), a marker name, an error text and a close reason, and
+(plain, base64, base64url, percent-encoded, hex in either case, cut at 60 characters), a marker name, an error text and
+a close reason, and
 `fdb export` / `fdb replay` run through the CLI."""
 
 from __future__ import annotations

@@ -101,7 +101,8 @@ def _serializer(dialect: str, ids, codec: str, rate: int):  # noqa: ANN001, ANN2
         return PlivoFrameSerializer(ids.stream, params=PlivoFrameSerializer.InputParams(auto_hang_up=False))
     from pipecat.serializers.exotel import ExotelFrameSerializer
 
-    return ExotelFrameSerializer(ids.stream, ids.call, params=ExotelFrameSerializer.InputParams(exotel_sample_rate=rate))
+    return ExotelFrameSerializer(ids.stream, ids.call,
+                                 params=ExotelFrameSerializer.InputParams(exotel_sample_rate=rate))
 
 
 # (dialect, codec, rate) pipecat's serializers can take: Plivo's always reads and writes mu-law at 8 kHz.
@@ -129,7 +130,8 @@ def test_pipecat_reads_our_carrier_messages(dialect: str, codec: str, rate: int)
     pcm = _tone(rate)
     frame = asyncio.run(ser.deserialize(msgs.media(pcm)))
     assert isinstance(frame, InputAudioRawFrame) and frame.sample_rate == rate
-    assert frame.audio == _roundtrip(codec, pcm)  # the payload survives exactly (same rate: no resampling on either side)
+    # the payload survives exactly (same rate: no resampling on either side)
+    assert frame.audio == _roundtrip(codec, pcm)
     # the first message pipecat sees is the one our start message is (no message lost or merged)
     assert read_start(json.loads(first[-1])).dialect == dialect
 
@@ -183,7 +185,8 @@ def test_codec_violations_of_l16_and_plivo() -> None:
         parse_bot(json.dumps({"event": "media", "media": {"payload": odd}}), "exotel", "S", "l16", 8000)
     wrong = {"event": "playAudio", "streamId": "S", "media": {"contentType": "audio/x-l16", "sampleRate": 16000,
                                                              "payload": base64.b64encode(b"ab").decode()}}
-    with pytest.raises(ProtocolViolation, match="wrong codec 'audio/x-l16' at 16000 Hz, the stream is audio/x-mulaw at 8000"):
+    with pytest.raises(ProtocolViolation, match="wrong codec 'audio/x-l16' at 16000 Hz, the stream is "
+                                                "audio/x-mulaw at 8000"):
         parse_bot(json.dumps(wrong), "plivo", "S", "mulaw", 8000)
 
 
@@ -203,7 +206,8 @@ def test_every_dialect_has_a_default_codec_it_streams() -> None:
 def test_custom_parameters_and_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     sys_ = make_system("telephony:dialect=twilio,param.customer=42,param.lang=en-US")
     assert sys_.param == {"customer": "42", "lang": "en-US"}  # type: ignore[attr-defined]
-    with pytest.raises(InputError, match=r"param.auth_token looks like a credential: give it as param.auth_token=env:VARIABLE"):
+    with pytest.raises(InputError, match=r"param.auth_token looks like a credential: give it as "
+                                         r"param.auth_token=env:VARIABLE"):
         make_system("telephony:param.auth_token=abc123")
     with pytest.raises(InputError, match="the environment variable 'BOT_TOKEN_X' is not set"):
         make_system("telephony:param.token=env:BOT_TOKEN_X")

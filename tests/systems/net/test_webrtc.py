@@ -80,10 +80,12 @@ def cases() -> dict[str, RtcCase]:
     """In groups of at most three sessions: aiortc runs DTLS, SRTP and Opus for both ends in this one process
     (about a sixth of a core per end, measured), which a shared 2-core machine cannot give nine at once."""
     groups = [
-        [RtcCase("clean"), RtcCase("busy-fail", faults=(f"busy={CONNECT_RETRIES + 1}",)), RtcCase("refused", no_server=True)],
+        [RtcCase("clean"), RtcCase("busy-fail", faults=(f"busy={CONNECT_RETRIES + 1}",)),
+         RtcCase("refused", no_server=True)],
         [RtcCase("barge", spans=((0.3, 1.3), (2.2, 3.2))), RtcCase("malformed", faults=("malformed@2.4",))],
         [RtcCase("disconnect", faults=("disconnect@2.4",)), RtcCase("error", faults=("error@2.4",))],
-        [RtcCase("oversize", faults=("oversize@1.0",), client="max_size=4096"), RtcCase("stall", faults=("stall@2.0",))],
+        [RtcCase("oversize", faults=("oversize@1.0",), client="max_size=4096"),
+         RtcCase("stall", faults=("stall@2.0",))],
     ]
     out: dict[str, RtcCase] = {}
     for group in groups:
@@ -113,7 +115,8 @@ def test_every_received_frame_says_how_long_the_jitter_buffer_held_it(cases: dic
     assert len(held) >= 0.95 * len(frames) > 150
     assert all(r["jb_s"] >= 0 and r["decode_s"] >= 0 for r in held)
     jb = c.records(event="jitter_buffer")[0]
-    assert (jb["capacity"], jb["prefetch"], jb["ptime_ms"]) == (16, 4, 20) and 0.9 * len(held) <= jb["frames"] <= len(held)
+    assert ((jb["capacity"], jb["prefetch"], jb["ptime_ms"]) == (16, 4, 20)
+            and 0.9 * len(held) <= jb["frames"] <= len(held))
     assert 0.04 <= jb["held_median_s"] <= 0.2  # prefetch 4 x 20 ms, plus whatever the loaded machine adds
     uplink = c.server.uplink_summary()
     assert uplink["frames"] > 150 and 0.04 <= uplink["held_median_s"] <= 0.2

@@ -35,7 +35,8 @@ CHUNK_S = 0.02
 # times a WebSocket session's CPU, so it runs fewer at once on the 2-core machine.
 TRANSPORTS = [("telephony", "", 7), ("pipecat-ws", "", 7), ("webrtc", "", 4)]
 MAX_RERUNS = 4
-WEBRTC_OUTPUT_S = 0.1  # pipecat's WebRTC output after an interruption: 40 ms chunk + 10 ms frames + 20 ms Opus frame, rounded up
+# pipecat's WebRTC output after an interruption: 40 ms chunk + 10 ms frames + 20 ms Opus frame, rounded up
+WEBRTC_OUTPUT_S = 0.1
 
 
 class _Only:
@@ -169,12 +170,14 @@ def test_barge_in_arrives_and_playout_stops_with_it(bot_run: dict[str, Any]) -> 
                 spoken = [r for r in records if r["dir"] == "recv" and "audio" in r and r["t"] < resume]
                 last = max(spoken, key=lambda r: r["t"])
                 hold = float(jb["held_p90_s"]) if jb and jb.get("held_p90_s") is not None else 0.1
-                assert last["t"] - t <= hold + WEBRTC_OUTPUT_S, f"{subset}/{sid}: speech {last['t'] - t:.3f} s after bot-interrupted"
+                assert last["t"] - t <= hold + WEBRTC_OUTPUT_S, (f"{subset}/{sid}: speech {last['t'] - t:.3f} s after "
+                                                                 "bot-interrupted")
                 # where our playout put that last frame: nothing may play after it (until the next reply)
                 loaded = load_trace(tree / subset / sid)
                 items = received_items(loaded.records, loaded.pcm)
                 placed = playout(items, audio.shape[0], row["T"]).placements
-                stop = max(p.end for p in placed if items[p.item].emitted_at_s <= last["t"]) / SR  # all that had arrived
+                # all that had arrived
+                stop = max(p.end for p in placed if items[p.item].emitted_at_s <= last["t"]) / SR
             else:
                 later = [x for x in recv_audio if x > t]
                 resume = later[0] if later else row["T"]
@@ -182,7 +185,8 @@ def test_barge_in_arrives_and_playout_stops_with_it(bot_run: dict[str, Any]) -> 
             a, b = round(stop * SR), round(resume * SR)
             if b > a:
                 loud = np.flatnonzero(audio[a:b])
-                assert loud.size == 0, f"{transport} {subset}/{sid}: audio {loud[0] / SR + stop:.3f} s, after the stop at {stop:.3f} s"
+                assert loud.size == 0, (f"{transport} {subset}/{sid}: audio {loud[0] / SR + stop:.3f} s, after the "
+                                        f"stop at {stop:.3f} s")
             checked += 1
     if not checked:  # every interruption sample starved: the bot's timing cannot be judged on this machine
         pytest.skip(f"{transport}: no interruption sample ran unstarved")

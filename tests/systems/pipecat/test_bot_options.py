@@ -62,7 +62,8 @@ def test_the_turn_options_reach_pipecat() -> None:
     assert audio[0] > end + 0.5 + 0.3 - 0.05, (audio[0], end)
     assert [r for r in records if r.get("control") == "clear_queue"] == []  # interruptions off: never a clear
     a, b = SECOND[0] + 0.4, SECOND[1]
-    over = sum(r["audio"][1] / 2 / r["audio"][2] for r in records if r["dir"] == "recv" and "audio" in r and a <= r["t"] <= b)
+    over = sum(r["audio"][1] / 2 / r["audio"][2] for r in records
+               if r["dir"] == "recv" and "audio" in r and a <= r["t"] <= b)
     assert over >= 0.8 * (b - a), over  # its audio kept coming, at real time, while the user spoke over it
     assert "(telephony, smart-turn stop_secs=0.5, interruptions off, think 300 ms, 8000 Hz)" in bot.announced
 

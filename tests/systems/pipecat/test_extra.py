@@ -65,7 +65,8 @@ def test_the_webrtc_signature_names_aiortc_and_its_jitter_buffer() -> None:
 
     version = make_system("webrtc").version()  # the manifest's system record
     assert f"aiortc {aiortc.__version__}" in version
-    assert f"receive jitter buffer capacity {JB_CAPACITY} prefetch {JB_PREFETCH} (about {JB_PREFETCH * 20} ms)" in version
+    assert (
+        f"receive jitter buffer capacity {JB_CAPACITY} prefetch {JB_PREFETCH} (about {JB_PREFETCH * 20} ms)" in version)
     import inspect
 
     from aiortc import rtcrtpreceiver

@@ -260,6 +260,11 @@ class OfficialRules:
         version); `info` as for `rules_block`, None when none of the task's subsets was evaluated."""
         return ()
 
+    def rules_note(self, rules: Mapping[str, Any]) -> str | None:
+        """What `fdb evaluate`'s first line says about this task's rules after the rule set's name (from
+        summary.json's `rules`), when one of its subsets was evaluated; None: nothing beyond the name."""
+        return None
+
 
 @dataclass(frozen=True)
 class MetricSpec:

@@ -51,6 +51,7 @@ from duplexeval.systems.base import (
     System,
 )
 from duplexeval.systems.net.faults import Faults
+from duplexeval.systems.net.input_clock import InputClock
 from duplexeval.systems.net.transport import DEFAULT_MAX_SIZE, WS_LOG
 from duplexeval.systems.registry import make_system
 from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
@@ -181,8 +182,6 @@ class ServerSession:
         self.ws = ws
         self.number = server.connections  # this connection's upgrade request, counted from 1
         self.driver = SystemDriver(self.config.system, self)
-        self.t0: float | None = None  # monotonic time of input time 0 (see input_audio)
-        self._heard_s = 0.0
         self.stalled = False
         self._heap: list[tuple[float, int, str | bytes, str | None, Callable[[], None] | None]] = []
         self._seq = 0
@@ -191,6 +190,7 @@ class ServerSession:
         self._cancel_at: dict[str, float] = {}
         self._rng = random.Random(self.config.seed + server.connections)
         self._tasks: list[asyncio.Task[Any]] = []
+        self.clock = InputClock(self.config.faults.at, self._fault, self._wake)  # input time 0, the timed faults
 
     @property
     def path(self) -> str:
@@ -240,30 +240,17 @@ class ServerSession:
     # ---------------------------------------------------------- helpers
     def now_s(self) -> float:
         """The server session's input time (0 = first input audio); 0 before any input."""
-        return 0.0 if self.t0 is None else time.monotonic() - self.t0
+        return self.clock.now_s()
 
     def input_started(self) -> None:
         """The first input audio arrived (kept for adapters written against the first core; prefer input_audio)."""
-        if self.t0 is None:
+        if self.clock.t0 is None:
             self.input_audio(0.0)
 
     def input_audio(self, seconds: float) -> None:
-        """Call for every input audio packet (its duration): keeps the session clock on the input stream.
-
-        The origin is the earliest `arrival - audio received before it` over all packets, so a client
-        whose first packets were late (a busy machine) does not shift every later delivery. The first
-        call starts the timed faults.
-        """
-        now = time.monotonic()
-        implied = now - self._heard_s
-        self._heard_s += seconds
-        first = self.t0 is None
-        if self.t0 is None or implied < self.t0:
-            self.t0 = implied
-            self._wake.set()
-        if first:
-            for kind, s in self.config.faults.at:
-                self._tasks.append(asyncio.get_running_loop().create_task(self._fault(kind, s)))
+        """Call for every input audio packet (its duration): keeps the session clock on the input stream
+        (`input_clock.InputClock`: the earliest `arrival - audio before it`; the first packet starts the faults)."""
+        self._tasks += self.clock.heard(seconds)
 
     def deliver(self, at_s: float, message: str | bytes, tag: str | None = None,
                 on_sent: Callable[[], None] | None = None) -> None:
@@ -321,7 +308,7 @@ class ServerSession:
             if self._withdrawn(due, tag):
                 heapq.heappop(self._heap)
                 continue
-            delay = 0.0 if self.t0 is None else self.t0 + due - time.monotonic()
+            delay = self.clock.wait_s(due)
             if delay > 0:
                 self._wake.clear()
                 try:  # a newly queued earlier message (or a cancel) wakes us up
@@ -344,8 +331,8 @@ class ServerSession:
                 on_sent()
 
     async def _fault(self, kind: str, s: float) -> None:
-        assert self.t0 is not None
-        delay = self.t0 + s - time.monotonic()
+        assert self.clock.t0 is not None
+        delay = self.clock.wait_s(s)
         if delay > 0:
             await asyncio.sleep(delay)
         log.info("fault %s at %.3f s", kind, s)

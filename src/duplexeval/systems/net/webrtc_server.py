@@ -3,7 +3,7 @@
 `duplexeval serve webrtc --system SPEC --port 7860` answers `POST /api/offer` as pipecat's
 `SmallWebRTCRequestHandler` does (`{sdp, type, pc_id}`, several connections at once), with aiortc: the
 client's audio (transceiver 0) is decoded, mixed to mono and resampled to 16 kHz for the served system
-(its input timeline starts at the first input frame, as `server.ServerSession.input_audio` keeps it);
+(its input timeline starts at the first input frame: `input_clock.InputClock`, as the WebSocket servers keep it);
 the system's audio goes out on the same transceiver as 20 ms frames at 48 kHz from the moment it was
 emitted, silence otherwise (pipecat's `RawAudioTrack` with auto-silence); its barge-in drops what was
 queued; RTVI over the client's data channel: `bot-ready` answers `client-ready`, `user-started-speaking`
@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from duplexeval.systems.net.input_clock import InputClock
 from duplexeval.systems.net.pcm import StreamResampler
 from duplexeval.systems.net.server import ServeConfig, SystemDriver, resample_pcm16
 from duplexeval.systems.net.webrtc_media import PTIME_S
@@ -67,12 +68,11 @@ class WebRtcServerSession:
         self.track.rng = random.Random(self.config.seed + server.connections)
         self.track.jitter_s = self.config.faults.jitter_ms / 1000.0
         self.dc: Any = None
-        self.t0: float | None = None
-        self._heard_s = 0.0
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = 0
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
+        self.clock = InputClock(self.config.faults.at, self._fault, self._wake)  # as a WebSocket server session's
         self.stalled = False
         self.jb: Any = None
 
@@ -114,12 +114,12 @@ class WebRtcServerSession:
 
     async def _scheduler(self) -> None:
         while True:
-            if not self._heap or self.t0 is None:
+            if not self._heap or self.clock.t0 is None:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
             due, _, action = self._heap[0]
-            delay = self.t0 + due - time.monotonic()
+            delay = self.clock.wait_s(due)
             if delay > 0:
                 self._wake.clear()
                 try:
@@ -132,21 +132,13 @@ class WebRtcServerSession:
                 action()
 
     def input_audio(self, seconds: float) -> None:
-        """The input timeline's origin: the earliest `arrival - audio before it` (as `ServerSession.input_audio`)."""
-        now = time.monotonic()
-        implied = now - self._heard_s
-        self._heard_s += seconds
-        first = self.t0 is None
-        if self.t0 is None or implied < self.t0:
-            self.t0 = implied
-            self._wake.set()
-        if first:
-            for kind, s in self.config.faults.at:
-                self._tasks.append(asyncio.get_running_loop().create_task(self._fault(kind, s)))
+        """An input packet arrived: the input clock's rule, as `ServerSession.input_audio`
+        (`input_clock.InputClock`)."""
+        self._tasks += self.clock.heard(seconds)
 
     async def _fault(self, kind: str, s: float) -> None:
-        assert self.t0 is not None
-        await asyncio.sleep(max(0.0, self.t0 + s - time.monotonic()))
+        assert self.clock.t0 is not None
+        await asyncio.sleep(max(0.0, self.clock.wait_s(s)))
         log.info("fault %s at %.3f s", kind, s)
         if kind == "stall":
             self.stalled = self.track.stalled = True

@@ -53,7 +53,8 @@ def test_official_vad_batched_equals_frame_by_frame(audios, vad_path):
 
 @pytest.mark.parametrize(
     "settings",
-    [OFFICIAL_SETTINGS, SCORER_SETTINGS, VadSettings(max_speech_s=3.0), VadSettings(min_silence_ms=60, speech_pad_ms=120)],
+    [OFFICIAL_SETTINGS, SCORER_SETTINGS, VadSettings(max_speech_s=3.0),
+     VadSettings(min_silence_ms=60, speech_pad_ms=120)],
 )
 def test_segment_audios_equals_per_file_segments_in_samples(audios, settings, vad_path):
     vad = load_vad()
@@ -76,7 +77,8 @@ def test_leading_digital_silence_is_skipped_exactly(audios, vad_path):
         np.zeros(16000 * 2, dtype=np.float32),  # silence to the end: never stepped
         np.concatenate([np.full(600, -0.0, dtype=np.float32), speech_clip]),  # negative zeros: stepped
         speech_clip,
-        np.concatenate([np.zeros(512 * 2 * vad_batched.ZERO_CHECKPOINT, dtype=np.float32), speech_clip]),  # on a checkpoint
+        # on a checkpoint
+        np.concatenate([np.zeros(512 * 2 * vad_batched.ZERO_CHECKPOINT, dtype=np.float32), speech_clip]),
     ]
     frames, n_frames = vad_batched._frames(cases)
     starts = [vad_batched.leading_silent_frames(frames[j], n_frames[j]) for j in range(len(cases))]

@@ -203,7 +203,8 @@ def test_resample_and_jsd_are_bit_identical_to_scipy():
         want = interp1d(x_gt, gt, kind="linear", fill_value="extrapolate")(x)
         assert np.array_equal(bc.resample_gt(gt.tolist(), n), want), k
         duration = float(rng.uniform(5, 60))
-        segs = sorted((float(a), float(a) + float(rng.uniform(0.1, 1.0))) for a in rng.uniform(0, duration, int(rng.integers(1, 6))))
+        segs = sorted((float(a), float(a) + float(rng.uniform(0.1, 1.0)))
+                      for a in rng.uniform(0, duration, int(rng.integers(1, 6))))
         pred = bc.predicted_distribution(segs, duration)
         ref = interp1d(x_gt, gt + 1e-3, kind="linear", fill_value="extrapolate")(np.linspace(0, 1, len(pred)))
         assert bc.jsd(segs, duration, (gt + 1e-3).tolist()) == float(jensenshannon(pred, ref)), k

@@ -91,7 +91,8 @@ def test_interruption_block_denominators_and_bounds_by_hand():
     counts = {"selected": 7, "eligible": 5, "ineligible": 2, "ineligible_reasons": {"x": 2}, "declared": 200}
     b = intr.interruption_block(rows, counts)
     m, c = b["metrics"], b["counts"]
-    assert (c["exercised"], c["not_exercised"], c["speaking_at_end"], c["response"], c["no_response"]) == (4, 1, 2, 1, 1)
+    assert ((c["exercised"], c["not_exercised"], c["speaking_at_end"], c["response"], c["no_response"])
+            == (4, 1, 2, 1, 1))
     # exercised_rate: over eligible, only the ineligible are unknown.
     assert m["exercised_rate"]["value"] == 4 / 5 and m["exercised_rate"]["selected_bounds"] == [4 / 7, 6 / 7]
     # the rest: over exercised; unknown = 2 ineligible + 1 not exercised.

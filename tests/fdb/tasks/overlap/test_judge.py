@@ -71,7 +71,8 @@ def test_rerun_reuses_the_tag_file_and_a_killed_run_reuses_the_journal(tmp_path,
         make(tmp_path, srv.url, prompt).judge("x/s", tmp_path / "s", TRANSCRIPTS)
         first_url = srv.url
     assert len(srv.requests) == 1
-    # the request (body, base URL, attempt bound) is what identifies an answer: a new judge for the same URL asks nothing
+    # the request (body, base URL, attempt bound) is what identifies an answer: a new judge for the same URL asks
+    # nothing
     with ScriptedServer([("status", 500)]) as srv3:
         j = BehaviorJudge.create(JudgeSettings(base_url=first_url, api_key_env="V15_KEY"), prompt, tmp_path)
         v = j.judge("x/s", tmp_path / "s", TRANSCRIPTS)

@@ -20,7 +20,8 @@ def sample(root, subset="user_backchannel", sid="0", T=2.0, ts=(0.5, 0.9), clean
     write_wav_pcm16(d / "input.wav", np.zeros(int(T * 16000), np.float32))
     if clean:
         write_wav_pcm16(d / "clean_input.wav", np.zeros(int(T * 16000), np.float32))
-    (d / "metadata.json").write_text(json.dumps({"context_text": "q", "current_turn_text": "yeah", "timestamps": list(ts)}))
+    (d / "metadata.json").write_text(
+        json.dumps({"context_text": "q", "current_turn_text": "yeah", "timestamps": list(ts)}))
     return d
 
 
@@ -29,7 +30,8 @@ def test_reads_v1_5_folder_either_depth_in_order(tmp_path):
         sample(tmp_path / "v1_5", sid=sid)
     sample(tmp_path / "v1_5" / "talking_to_other", subset="talking_to_other", sid="1")  # doubled depth
     got = load_dataset(tmp_path).samples()
-    assert [s.key for s in got] == ["user_backchannel/2", "user_backchannel/10", "user_backchannel/a", "talking_to_other/1"]
+    assert [s.key for s in got] == ["user_backchannel/2", "user_backchannel/10", "user_backchannel/a",
+                                    "talking_to_other/1"]
     assert got[0].record.end == 0.9 and got[0].T == 2.0 and (got[0].dir / "clean_input.wav").is_file()
 
 
@@ -42,7 +44,8 @@ def test_reads_v1_5_folder_either_depth_in_order(tmp_path):
     ("no_meta", "missing metadata.json"),
 ])
 def test_bad_samples_are_one_line_errors(tmp_path, fault, message):
-    d = sample(tmp_path, clean=fault != "no_clean", ts={"late": (1.0, 3.0), "reversed": (1.5, 1.0)}.get(fault, (0.5, 0.9)))
+    d = sample(tmp_path, clean=fault != "no_clean",
+               ts={"late": (1.0, 3.0), "reversed": (1.5, 1.0)}.get(fault, (0.5, 0.9)))
     md = json.loads((d / "metadata.json").read_text())
     if fault == "text":
         md["current_turn_text"] = 3

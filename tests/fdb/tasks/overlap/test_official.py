@@ -168,14 +168,16 @@ def test_rows_need_c_respond_and_no_zero_wpm_and_masking():
 
 
 def test_extract_takes_the_first_object_holding_behaviour():
-    assert behavior.extract('x {"a": 1} {"behaviour": ["C_RESUME"]} {"behaviour": ["C_RESPOND"]}') == {"behaviour": ["C_RESUME"]}
+    assert (behavior.extract('x {"a": 1} {"behaviour": ["C_RESUME"]} {"behaviour": ["C_RESPOND"]}')
+            == {"behaviour": ["C_RESUME"]})
     assert behavior.extract('{ broken { "behaviour": ["C_UNKNOWN"] }') == {"behaviour": ["C_UNKNOWN"]}
     assert behavior.extract("no json") is None
 
 
 def test_parse_refuses_what_the_script_would_crash_on():
     assert behavior.parse_reply('{"behaviour": ["C_RESPOND"]}')[1] == ["C_RESPOND"]
-    assert behavior.parse_reply('{"behaviour": "C_RESPOND"}')[2].startswith("'behaviour' must be")  # iterated by char there
+    # iterated by char there
+    assert behavior.parse_reply('{"behaviour": "C_RESPOND"}')[2].startswith("'behaviour' must be")
     assert "unknown label" in behavior.parse_reply('{"behaviour": ["R_RESPOND"]}')[2]  # KeyError 'R' there
     assert behavior.parse_reply('{"behaviour": []}')[1] is None
 
@@ -190,5 +192,7 @@ def test_ratios_are_over_tags_not_samples():
 def test_user_message_frame_and_compact_dumps():
     tr = {k: {"text": "é", "chunks": [{"text": "é", "timestamp": [0.5, 1.0]}]} for k, _ in behavior.TRANSCRIPTS}
     msg = behavior.user_message(tr)
-    assert msg.startswith('\n        {\n            "input_clean": {"text":"é","chunks":[{"text":"é","timestamp":[0.5,1.0]}]},\n')
-    assert msg.endswith('"output_noisy": {"text":"é","chunks":[{"text":"é","timestamp":[0.5,1.0]}]}\n        }\n        ')
+    assert msg.startswith('\n        {\n            "input_clean": '
+                          '{"text":"é","chunks":[{"text":"é","timestamp":[0.5,1.0]}]},\n')
+    assert msg.endswith('"output_noisy": {"text":"é","chunks":[{"text":"é","timestamp":[0.5,1.0]}]}\n       '
+                        ' }\n        ')

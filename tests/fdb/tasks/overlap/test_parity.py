@@ -56,7 +56,8 @@ def test_equals_the_official_scripts_recorded_output(tmp_path, monkeypatch):
     n, diffs = h.compare(ours, fx["official"])
     assert n > 1500 and not diffs, diffs[:10]
     # the tree exercises what the rules distinguish: every tag, retries, both intensity scales, tests that run
-    tags = {t for s in ours.values() for r in s["samples"].values() for t in (r["content_tag"] or {}).get("behaviour", [])}
+    tags = {t for s in ours.values() for r in s["samples"].values()
+            for t in (r["content_tag"] or {}).get("behaviour", [])}
     assert tags == {"C_RESPOND", "C_RESUME", "C_UNCERTAIN_HANDLING", "C_UNKNOWN"}
     assert sum(len(s["tests"]) for s in ours.values()) >= 8
     journal = [json.loads(x) for x in (h.stage_tree(tree) / "behavior-judge-log.jsonl").read_text().splitlines()]
@@ -78,7 +79,8 @@ def test_equals_the_official_scripts_run_now(tmp_path, monkeypatch):
     monkeypatch.setenv("FDB15_PROMPT", os.environ["FDB_REFERENCE_SOURCE"])
     with h.FakeJudge() as judge:
         ours, _ = h.run_ours(tree, judge.url, "v5")
-        theirs, _ = h.run_official(theirs_tree, Path(os.environ["FDB_REFERENCE_SOURCE"]), os.environ["FDB15_OFFICIAL_PYTHON"],
-                                   Path(os.environ["FDB15_SILERO_HUB"]), judge.url, tmp_path / "official.log")
+        theirs, _ = h.run_official(theirs_tree, Path(os.environ["FDB_REFERENCE_SOURCE"]),
+                                   os.environ["FDB15_OFFICIAL_PYTHON"], Path(os.environ["FDB15_SILERO_HUB"]), judge.url,
+                                   tmp_path / "official.log")
     n, diffs = h.compare(ours, theirs)
     assert n > 200 and not diffs, diffs[:10]

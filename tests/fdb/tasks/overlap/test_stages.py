@@ -68,7 +68,8 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def tree(made: Path) -> Path:
     t = made / "tree"
-    assert run(["fdb", "export", "--system", "turn-based", "--dataset", str(made / "data"), "--out", str(t), "-q"])[0] == 0
+    assert run(
+        ["fdb", "export", "--system", "turn-based", "--dataset", str(made / "data"), "--out", str(t), "-q"])[0] == 0
     assert run(["fdb", "asr", str(t), "--backend", "v15b_loud_asr:Loud", "-q"])[0] == 0
     return t
 
@@ -143,19 +144,22 @@ def test_evaluate_score_compare_and_report(tree: Path, made: Path, capsys: pytes
     block = uni["subsets"][USER_INTERRUPTION]
     assert block["task"] == "overlap" and block["counts"]["scored"] == 1 and "good_rate" in block["metrics"]
     rows = [json.loads(x) for x in (tree / "unified-samples.jsonl").read_text().splitlines()]
-    assert [r["behaviour"] in ("responded", "resumed", "continued", "asked_to_repeat", "silent") for r in rows] == [True] * 2
+    assert [r["behaviour"] in ("responded", "resumed", "continued", "asked_to_repeat", "silent")
+            for r in rows] == [True] * 2
 
     silent = made / "tree-silent"
     assert run(["fdb", "export", "--system", "silent", "--dataset", str(made / "data"), "--out", str(silent), "-q"],
                capsys)[0] == 0
-    for stage in (["asr", str(silent), "--backend", "v15b_loud_asr:Loud"], ["evaluate", str(silent)], ["score", str(silent)]):
+    for stage in (["asr", str(silent), "--backend", "v15b_loud_asr:Loud"], ["evaluate", str(silent)],
+                  ["score", str(silent)]):
         assert run(["fdb", *stage, "-q"], capsys)[0] == 0
     code, out = run(["fdb", "compare", str(tree), str(silent), "--out", str(made / "compare.json")], capsys)
     assert code == 0, out
     cmp = json.loads((made / "compare.json").read_text())
     silent_rate = cmp["comparisons"][0]["subsets"][USER_BACKCHANNEL]["metrics"]["silent_rate"]
     assert (silent_rate["a"], silent_rate["b"], silent_rate["n_pairs"]) == (0.0, 1.0, 1)
-    assert cmp["comparisons"][0]["subsets"][USER_BACKCHANNEL]["metrics"]["stop_latency_s"]["n_pairs"] == 0  # B never spoke
+    # B never spoke
+    assert cmp["comparisons"][0]["subsets"][USER_BACKCHANNEL]["metrics"]["stop_latency_s"]["n_pairs"] == 0
     code, out = run(["report", str(tree), str(silent), "--out", str(made / "r.html")], capsys)
     assert code == 0, out
     page = (made / "r.html").read_text()
@@ -173,7 +177,8 @@ def test_import_adopts_both_outputs_and_the_four_transcripts(tree: Path, made: P
         for name in ("output.wav", "clean_output.wav", *FOUR):
             shutil.copy(tree / key / name, outputs / key / name)
     imp = made / "imported"
-    code, out = run(["fdb", "import", "--dataset", str(made / "data"), "--outputs", str(outputs), "--out", str(imp)], capsys)
+    code, out = run(["fdb", "import", "--dataset", str(made / "data"), "--outputs", str(outputs), "--out", str(imp)],
+                    capsys)
     assert code == 0, out
     e = json.loads((imp / "manifest.json").read_text())["samples"][0]
     assert {"output.wav", "clean_output.wav", "input.wav", "clean_input.wav"} <= set(e["files"]) and e["eligible"]
@@ -189,7 +194,8 @@ def test_import_adopts_both_outputs_and_the_four_transcripts(tree: Path, made: P
     again = made / "imported2"
     run(["fdb", "import", "--dataset", str(made / "data"), "--outputs", str(outputs), "--out", str(again)], capsys)
     e = json.loads((again / "manifest.json").read_text())["samples"][1]
-    assert e["reasons"] == ["missing_output"] and e["import"]["sessions"]["clean_output.wav"]["reasons"] == ["missing_output"]
+    assert (e["reasons"] == ["missing_output"]
+            and e["import"]["sessions"]["clean_output.wav"]["reasons"] == ["missing_output"])
 
 
 def test_resume_redoes_a_sample_whose_clean_input_changed(made: Path, tmp_path: Path) -> None:
@@ -235,7 +241,8 @@ def _tiny_set(root: Path, T: float, T_clean: float) -> Path:
     d.mkdir(parents=True)
     sf.write(str(d / "input.wav"), user_turn(T, ((0.1, 0.5), (0.7, 0.9))), 16000, subtype="PCM_16")
     sf.write(str(d / "clean_input.wav"), user_turn(T_clean, ((0.1, 0.5),)), 16000, subtype="PCM_16")
-    (d / "metadata.json").write_text(json.dumps({"context_text": "", "current_turn_text": "hi", "timestamps": [0.7, 0.9]}))
+    (d / "metadata.json").write_text(
+        json.dumps({"context_text": "", "current_turn_text": "hi", "timestamps": [0.7, 0.9]}))
     return root
 
 
@@ -276,6 +283,13 @@ def test_network_export_writes_each_session_s_wire_trace_and_resumes(tmp_path: P
     assert export(LOOP, data, ok, progress=False).counts[USER_INTERRUPTION]["eligible"] == 1
     manifest = (ok / "manifest.json").read_bytes()
     assert replay(ok, check=True).replayed == 1 and (ok / "manifest.json").read_bytes() == manifest
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as ex:  # one sample is "1 sample", on stdout and in the last line
+        main(["fdb", "replay", str(ok), "--check"])
+    out = capsys.readouterr()
+    assert ex.value.code in (0, None), out.err
+    assert out.out.startswith("replay: checked 1 sample from their traces: 1 identical")
+    assert "1 sample rebuilt from their traces" in out.err + out.out
 
 
 def test_help_names_the_v15_options(capsys: pytest.CaptureFixture[str]) -> None:

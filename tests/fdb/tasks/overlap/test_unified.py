@@ -52,7 +52,8 @@ def test_classes_from_the_words_after_the_overlap():
     assert row(stopped[:1]).behaviour == u.SILENT
     assert row(stopped, words(("and", 6.0), ("after", 6.3))).behaviour == u.RESUMED  # words of the clean reply
     assert row(stopped, words(("restaurants", 6.0), ("nearby", 6.3))).behaviour == u.RESPONDED
-    assert row(stopped, words(("sorry", 6.0), ("could", 6.3), ("you", 6.5), ("repeat", 6.7))).behaviour == u.ASKED_TO_REPEAT
+    assert (row(stopped, words(("sorry", 6.0), ("could", 6.3), ("you", 6.5), ("repeat", 6.7))).behaviour
+            == u.ASKED_TO_REPEAT)
     assert row(stopped, words(("before", 3.0))).behaviour == u.SILENT  # only words before `off` count
     r = row(stopped, words(("and", 6.0), ("pizza", 6.3)))
     assert r.resume_overlap == 0.5 and r.behaviour == u.RESUMED

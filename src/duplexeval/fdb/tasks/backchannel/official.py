@@ -179,3 +179,6 @@ class BackchannelOfficial(OfficialRules):
         if info is not None:
             block.update(info)
         return {"backchannel_rules": rules, "backchannel_loop": BACKCHANNEL_LOOPS[rules], "backchannel": block}
+
+    def rules_note(self, rules: Mapping[str, Any]) -> str | None:
+        return f"backchannel loop {rules['backchannel_rules']}" if "backchannel_rules" in rules else None

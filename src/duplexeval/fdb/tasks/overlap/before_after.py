@@ -22,9 +22,9 @@ import numpy as np
 
 from duplexeval.asr.base import Word
 from duplexeval.fdb.tasks.overlap import prosody
+from duplexeval.units import SAMPLE_RATE
 from duplexeval.vad import VadSettings
 
-SR = 16000
 TRIM_SETTINGS = VadSettings(threshold=0.5, min_speech_ms=60, min_silence_ms=50, speech_pad_ms=30)
 TRIM_PROPORTION = 0.05  # the aggregate keeps values within [P5, P95]
 MIN_N = 3  # ... when at least this many values are left
@@ -85,8 +85,8 @@ def wpm(words: Sequence[Word], what: str = "transcript") -> float:
 def slice_audio(audio: np.ndarray, start_s: float, end_s: float) -> np.ndarray:
     """audio[round(start*sr) : round(end*sr)], clamped, empty when reversed (the script's `_slice_wave`)."""
     n = audio.shape[0]
-    a = max(0, min(n, int(round(start_s * SR))))
-    b = max(0, min(n, int(round(end_s * SR))))
+    a = max(0, min(n, int(round(start_s * SAMPLE_RATE))))
+    b = max(0, min(n, int(round(end_s * SAMPLE_RATE))))
     return audio[a:b] if b > a else audio[:0]
 
 
@@ -98,7 +98,7 @@ def trim(audio: np.ndarray, segments: Segmenter) -> tuple[np.ndarray, bool]:
     segs = segments(audio, TRIM_SETTINGS)
     if not segs:
         return audio, False
-    parts = [slice_audio(audio, s / SR, e / SR) for s, e in segs]
+    parts = [slice_audio(audio, s / SAMPLE_RATE, e / SAMPLE_RATE) for s, e in segs]
     return (np.concatenate(parts) if len(parts) > 1 else parts[0]), True
 
 
@@ -132,11 +132,11 @@ def segment_metrics(audio: np.ndarray, words: Sequence[Word] | None, segments: S
     if words is not None:
         values["wpm"] = wpm(words, what)
         values["speech_dur_s"] = float(speech_stats(words, what)[0])
-    p = prosody.pitch_stats(x, SR)
+    p = prosody.pitch_stats(x, SAMPLE_RATE)
     values["mean_pitch"], values["std_pitch"] = p.mean, p.std
     if p.reason:
         notes["pitch"] = p.reason
-    i = prosody.intensity_stats(x, SR)
+    i = prosody.intensity_stats(x, SAMPLE_RATE)
     values["mean_intensity"], values["std_intensity"] = i.mean, i.std
     if i.reason:
         notes["intensity"] = i.reason
@@ -185,7 +185,7 @@ class Plan:
 
 def plan(output: np.ndarray, words: Sequence[Word], distractor_end: float) -> Plan:
     """Where the official rule splits `output` (16 kHz float32) and what falls on each side."""
-    duration = output.shape[0] / SR
+    duration = output.shape[0] / SAMPLE_RATE
     t = split_time(distractor_end, words, duration)
     pre_words, post_words = partition(words, t)
     out = np.asarray(output, dtype=np.float32)

@@ -43,6 +43,7 @@ from duplexeval.fdb.verified import parse_json
 from duplexeval.jsonio import read_json, write_json
 from duplexeval.schemas import validate
 from duplexeval.signature import Component
+from duplexeval.units import SAMPLE_RATE
 from duplexeval.vad import OFFICIAL_SETTINGS, SileroVad, VadSettings, timestamps_from_probs
 
 OUTPUT_WAV = "output.wav"
@@ -66,7 +67,7 @@ def read_file(d: Path, name: str) -> bytes:
 def read_16k(path: Path, raw: bytes | None = None) -> np.ndarray:
     """A wav as mono float32 at 16 kHz (the script reads with torchaudio, resampling with torchaudio when needed)."""
     audio, sr = read_audio(path, raw)
-    return resample(audio, sr) if sr != before_after.SR else audio
+    return resample(audio, sr) if sr != SAMPLE_RATE else audio
 
 
 def read_words(path: Path, raw: bytes | None = None) -> list[Word]:
@@ -383,6 +384,11 @@ class OverlapOfficial(OfficialRules):
                             "trim": "silero 0.5, min speech 60 ms, min silence 50 ms, pad 30 ms",
                             "timing_merge_gaps_s": {"user": timing.USER_MERGE_GAP_S, "model": timing.MODEL_MERGE_GAP_S},
                             "aggregate": "mean within [P5, P95] when n >= 3", **info}}
+
+    def rules_note(self, rules: Mapping[str, Any]) -> str | None:
+        overlap = rules.get("overlap")
+        return (f"reproduces {overlap['reproduces']}" if isinstance(overlap, Mapping) and "reproduces" in overlap
+                else None)
 
     def signature_components(self, options: Mapping[str, Any], info: dict[str, Any] | None) -> tuple[Component, ...]:
         if info is None:

@@ -35,8 +35,8 @@ from duplexeval.fdb.tasks.overlap.scenarios import (
     USER_INTERRUPTION,
 )
 from duplexeval.jsonio import make_output_dir, write_json
+from duplexeval.units import SAMPLE_RATE
 
-SR = 16000
 DATASET_FILE = "dataset.json"
 DATASET_KIND = "duplexeval.fdb.v15_synth"
 LEAD_S = 0.3  # silence before the question
@@ -111,16 +111,16 @@ def make_stimulus(subset: str, index: int, seed: int = 0) -> Stimulus:
     gap = float(rng.uniform(*GAP_RANGE_S))
     q = _speak(question, USER_VOICE)
     ev = _speak(event_text, _voice(subset))
-    q_at = int(round(LEAD_S * SR))
+    q_at = int(round(LEAD_S * SAMPLE_RATE))
     q_end = q_at + q.audio.shape[0]
-    ev_at = q_end + int(round(gap * SR))
-    n = ev_at + ev.audio.shape[0] + int(round(TAIL_S * SR))
+    ev_at = q_end + int(round(gap * SAMPLE_RATE))
+    n = ev_at + ev.audio.shape[0] + int(round(TAIL_S * SAMPLE_RATE))
     clean = np.zeros(n, dtype=np.float32)
     clean[q_at:q_end] = q.audio
     noisy = clean.copy()
     noisy[ev_at:ev_at + ev.audio.shape[0]] += ev.audio * np.float32(10 ** (LEVEL_DB[subset] / 20))
-    start = round(ev_at / SR + ev.words[0].start_s, 6)
-    end = round(ev_at / SR + ev.words[-1].end_s, 6)
+    start = round(ev_at / SAMPLE_RATE + ev.words[0].start_s, 6)
+    end = round(ev_at / SAMPLE_RATE + ev.words[-1].end_s, 6)
     md = {"context_text": question, "current_turn_text": event_text, "timestamps": [start, end]}
     return Stimulus(subset, str(index), noisy, clean, md)
 
@@ -174,13 +174,13 @@ POLICIES = ("respond", "continue", "resume", "stop")
 
 def _place(buf: np.ndarray, sp: tts.Speech, at_s: float, cut_s: float | None = None) -> list[tuple[str, float, float]]:
     """Add `sp` to `buf` from `at_s` (cut at `cut_s`, and at the buffer's end); the words that fit, in seconds."""
-    a = int(round(at_s * SR))
-    stop = buf.shape[0] if cut_s is None else min(buf.shape[0], int(round(cut_s * SR)))
+    a = int(round(at_s * SAMPLE_RATE))
+    stop = buf.shape[0] if cut_s is None else min(buf.shape[0], int(round(cut_s * SAMPLE_RATE)))
     if a >= stop:
         return []
     n = min(sp.audio.shape[0], stop - a)
     buf[a:a + n] += sp.audio[:n]
-    end_s = (a + n) / SR
+    end_s = (a + n) / SAMPLE_RATE
     return [(w.text, round(at_s + w.start_s, 6), round(at_s + w.end_s, 6)) for w in sp.words
             if at_s + w.end_s <= end_s + 1e-9]
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-SR = 16000
+from duplexeval.units import SAMPLE_RATE  # the script's SR (16 kHz)
+
 USER_MERGE_GAP_S = 0.6
 MODEL_MERGE_GAP_S = 0.5
 INTERVALS_FILE = "latency_intervals.json"
@@ -37,7 +38,7 @@ def merge(segments: Sequence[Interval], gap_s: float) -> list[Interval]:
 
 def seconds(segments_samples: Sequence[tuple[int, int]], gap_s: float) -> list[Interval]:
     """Sample segments to seconds (sample / 16000), merged across gaps up to `gap_s`."""
-    return merge([(s / SR, e / SR) for s, e in segments_samples], gap_s)
+    return merge([(s / SAMPLE_RATE, e / SAMPLE_RATE) for s, e in segments_samples], gap_s)
 
 
 def stop_intervals(user: Sequence[Interval], model: Sequence[Interval]) -> list[list[float]]:
