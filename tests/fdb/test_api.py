@@ -137,6 +137,8 @@ def test_score_returns_stats_values_and_the_files_agree(trees: tuple[Path, Path]
     read = fdb.read_unified(silent)
     assert read.signature == res.signature and read.kinds[TT]["response_rate_2s"] is stats.Share
     assert read.subsets[TT]["metrics"]["response_rate_2s"] == rate.to_json()
+    assert read.metrics[f"{TT}.response_rate_2s"] == rate  # the share read back as the Share it was
+    assert isinstance(read.metrics[f"{UI}.stop_latency_s"], stats.Estimate)
     def rows(samples: tuple[fdb.UnifiedSample, ...]) -> list[tuple[str, str, object]]:
         return [(s.subset, s.sample_id, s.fields) for s in samples]
 
@@ -166,6 +168,7 @@ def test_compare_returns_paired_metrics_and_read_comparison_agrees(trees: tuple[
     assert res.trees == trees and res.path == out
     read = fdb.read_comparison(out)
     assert read.signature == res.signature and list(read.comparisons) == res.to_json()["comparisons"]
+    assert read.metrics[0][f"{TT}.response_rate_2s"].value == m.difference.diff
     assert fdb.compare(list(trees), out=None).path is None
 
 

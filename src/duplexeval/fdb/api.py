@@ -168,9 +168,11 @@ class ScoreResult:
 
 @dataclass(frozen=True)
 class UnifiedFile:
-    """unified.json and unified-samples.jsonl as read (`read_unified`). A file holds each metric's JSON, not the
-    per-sample values its interval was computed from, so `subsets` are the blocks as written, each metric's kind in
-    `kinds[subset]`; `score` and `score_samples` give the typed values."""
+    """unified.json and unified-samples.jsonl as read (`read_unified`): `subsets` are the blocks as written (each
+    metric's kind in `kinds[subset]`), `metrics` their numbers by gate name (SUBSET.METRIC) read back as `stats`
+    values by `duplexeval.results.metrics_of`: a share as the `Share` it was, a latency or pooled ratio as an
+    `Estimate` (a file holds its JSON, not the per-sample values its interval came from; `score` and `score_samples`
+    give those values' own types)."""
 
     path: Path
     sha256: str
@@ -182,6 +184,7 @@ class UnifiedFile:
     vad: Mapping[str, Any]
     subsets: Mapping[str, Mapping[str, Any]]
     kinds: Mapping[str, Mapping[str, type]]
+    metrics: Mapping[str, Any]
     samples: tuple[UnifiedSample, ...]
     raw: Mapping[str, Any] = field(repr=False)
 
@@ -230,7 +233,8 @@ class CompareResult:
 
 @dataclass(frozen=True)
 class ComparisonFile:
-    """compare.json as read (`read_comparison`): the header, the trees compared and each comparison as written (a
+    """compare.json as read (`read_comparison`): the header, the trees compared, each comparison as written, and
+    per comparison its differences by gate name (SUBSET.METRIC) as `stats.Estimate` values (`results.metrics_of`; a
     file holds each difference's JSON, not the pairs its interval was resampled from)."""
 
     path: Path
@@ -240,6 +244,7 @@ class ComparisonFile:
     trees: tuple[Mapping[str, Any], ...]
     notes: tuple[str, ...]
     comparisons: tuple[Mapping[str, Any], ...]
+    metrics: tuple[Mapping[str, Any], ...]
     raw: Mapping[str, Any] = field(repr=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -589,6 +594,7 @@ def read_unified(path: str | Path) -> UnifiedFile:
     from duplexeval.fdb.results import check_unified_body, read_unified_json, read_unified_rows
     from duplexeval.fdb.tasks import get_task
     from duplexeval.fdb.tree import UNIFIED_FILE, UNIFIED_SAMPLES_FILE
+    from duplexeval.results import metrics_of
 
     p = _in(path, UNIFIED_FILE)
     u, digest = read_unified_json(p)
@@ -600,8 +606,9 @@ def read_unified(path: str | Path) -> UnifiedFile:
         task = get_task(block.get("task", ""))
         kinds[name] = dict(task.unified.metric_kinds) if task.unified is not None else {}
     samples = tuple(_sample_row(r) for by_id in rows.values() for r in by_id.values())
+    metrics = metrics_of({name: block.get("metrics") or {} for name, block in u["subsets"].items()})
     return UnifiedFile(p, digest, rpath, rows_sha, _signature_of(u, p), str(u.get("definitions")),
-                       u.get("inputs") or {}, u.get("vad") or {}, u["subsets"], kinds, samples, u)
+                       u.get("inputs") or {}, u.get("vad") or {}, u["subsets"], kinds, metrics, samples, u)
 
 
 def read_comparison(path: str | Path) -> ComparisonFile:
@@ -609,12 +616,16 @@ def read_comparison(path: str | Path) -> ComparisonFile:
     from duplexeval.artifacts import check_kind
     from duplexeval.fdb.compare_stage import COMPARE_KIND, COMPARE_SCHEMA_VERSION
     from duplexeval.fdb.verified import read_json_hashed
+    from duplexeval.results import metrics_of
 
     p = Path(path)
     raw, digest = read_json_hashed(p)
     c = check_kind(raw, COMPARE_KIND, p, COMPARE_SCHEMA_VERSION)
+    comparisons = tuple(c.get("comparisons") or ())
+    metrics = tuple(metrics_of({name: b.get("metrics") or {} for name, b in (comp.get("subsets") or {}).items()})
+                    for comp in comparisons)
     return ComparisonFile(p, digest, _signature_of(c, p), c.get("inputs") or {}, tuple(c.get("trees") or ()),
-                          tuple(c.get("notes") or ()), tuple(c.get("comparisons") or ()), c)
+                          tuple(c.get("notes") or ()), comparisons, metrics, c)
 
 
 # ---- in memory ---------------------------------------------------------------------------------------------------
