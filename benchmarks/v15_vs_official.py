@@ -29,7 +29,8 @@ substituted by stand-ins written to a temporary folder (each one listed in `STAN
         --silero-hub /tmp/silero-hub-bbf22a0 [--full | --per-subset N] [--fixture tests/data/fdb_v15/official.json]
 
 Prints whether every official value equals ours, the first differences, and both wall times. With `--fixture`
-it writes their results (and the tree's hashes) to a JSON file that `tests/fdb/tasks/overlap/test_parity.py` checks in CI.
+it writes their results (and the tree's hashes) to a JSON file that `tests/fdb/tasks/overlap/test_parity.py` checks in
+CI.
 """
 
 from __future__ import annotations

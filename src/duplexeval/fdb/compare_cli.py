@@ -40,7 +40,8 @@ def render(compare: dict[str, Any], console: Console | None = None) -> None:
         console.print(f"note: {note}")
     for comp in compare["comparisons"]:
         a, b = trees[comp["a"]], trees[comp["b"]]
-        console.print(f"\n[bold]B - A[/bold]: A = {a['path']}, B = {b['path']} (paired 95% bootstrap; McNemar A-only/B-only)")
+        console.print(f"\n[bold]B - A[/bold]: A = {a['path']}, B = {b['path']} (paired 95% bootstrap; McNemar "
+                      "A-only/B-only)")
         for subset, block in comp["subsets"].items():
             console.print(f"\n[bold]{subset}[/bold]: {pairing_line(block)}", soft_wrap=True)
             t = Table(show_edge=False, pad_edge=False)
@@ -60,7 +61,8 @@ def compare_command(
     force: bool = typer.Option(False, "--force", help="Replace a compare.json made from other trees or settings."),
     json_out: Path | None = json_option("compare.json"),
     allow_different_asr: bool = typer.Option(
-        False, "--allow-different-asr", help="Compare trees transcribed by different ASR backends (noted in compare.json)."
+        False, "--allow-different-asr", help="Compare trees transcribed by different ASR backends (noted in "
+                                             "compare.json)."
     ),
     min_eligible: float | None = typer.Option(
         None, "--min-eligible", min=0.0, max=1.0, metavar="FRACTION",
@@ -100,7 +102,8 @@ def compare_status(result: dict[str, Any], gates: list[Gate], min_eligible: floa
         pairs = {name: (bl["pairing"]["paired"], bl["pairing"]["selected_both"]) for name, bl in blocks.items()}
         diffs = metric_values({name: bl["metrics"] for name, bl in blocks.items()})
         for st in (eligibility(pairs, min_eligible, "paired"), check_gates(gates, diffs, " in compare.json")):
-            parts.append(Status(st.code, f"B = {b}: {st.reason}" if len(result["comparisons"]) > 1 and st.reason else st.reason))
+            parts.append(
+                Status(st.code, f"B = {b}: {st.reason}" if len(result["comparisons"]) > 1 and st.reason else st.reason))
     return combine(*parts)
 
 

@@ -132,7 +132,8 @@ def compare_subset(subset: str, a: ScoredTree, b: ScoredTree) -> dict[str, Any]:
         metrics[gate.name] = compare_metric(gate, [ra[i] for i in both], [rb[i] for i in both])
     pairing["paired"] = len(paired_ids)
     for spec in task.paired.metrics:
-        ids = paired_ids if spec.within is None else [i for i in paired_ids if spec.within(ra[i]) and spec.within(rb[i])]
+        ids = paired_ids if spec.within is None else [i for i in paired_ids
+                                                      if spec.within(ra[i]) and spec.within(rb[i])]
         metrics[spec.name] = compare_metric(spec, [ra[i] for i in ids], [rb[i] for i in ids])
     return {
         "task": task.name,
@@ -174,13 +175,16 @@ def check_comparable(a: ScoredTree, b: ScoredTree, allow_different_asr: bool = F
         raise RefusalError(f"{where} were made from different datasets ({why})")
     sa, sb = a.signature, b.signature
     if sa.definitions != sb.definitions:
-        raise RefusalError(f"{where} were scored with different definitions ({sa.definitions} vs {sb.definitions}); rescore both")
+        raise RefusalError(f"{where} were scored with different definitions ({sa.definitions} vs {sb.definitions}); "
+                           "rescore both")
     va, vb = _component(sa, "vad"), _component(sb, "vad")
-    if va is not None and vb is not None and (va.value, va.hash, dict(va.settings)) != (vb.value, vb.hash, dict(vb.settings)):
+    if (va is not None and vb is not None
+        and (va.value, va.hash, dict(va.settings)) != (vb.value, vb.hash, dict(vb.settings))):
         raise RefusalError(f"{where} were scored with different VAD ({va.compact()} vs {vb.compact()}); rescore both")
     aa, ab = _component(sa, "asr"), _component(sb, "asr")
     notes = []
-    if aa is not None and ab is not None and (aa.value, aa.hash, dict(aa.settings)) != (ab.value, ab.hash, dict(ab.settings)):
+    if (aa is not None and ab is not None
+        and (aa.value, aa.hash, dict(aa.settings)) != (ab.value, ab.hash, dict(ab.settings))):
         if not allow_different_asr:
             raise RefusalError(
                 f"{where} were transcribed by different ASR backends ({aa.compact()} vs {ab.compact()}); "

@@ -22,7 +22,8 @@ def judge_settings(spec: str) -> tuple[str, dict[str, Any]]:
     """The judge's name and its settings from `--judge NAME[:k=v,...]` (every default filled in)."""
     name, raw = parse_spec(spec, "--judge")
     known_params("--judge", spec, raw, JUDGE_DEFAULTS if name == "openai" else ())
-    return name, {**JUDGE_DEFAULTS, **typed_params("--judge", spec, raw, {k: type(v) for k, v in JUDGE_DEFAULTS.items()})}
+    return name, {**JUDGE_DEFAULTS,
+                  **typed_params("--judge", spec, raw, {k: type(v) for k, v in JUDGE_DEFAULTS.items()})}
 
 
 def evaluate_command(
@@ -39,7 +40,8 @@ def evaluate_command(
         None, "--reference-source", help="Local checkout of the official repository; its judge prompt is used."
     ),
     icc_gt: Path | None = typer.Option(
-        None, "--icc-gt", help="The official icc_gt_distribution.json (CC BY-NC, not shipped); default TREE/icc_gt_distribution.json."
+        None, "--icc-gt", help="The official icc_gt_distribution.json (CC BY-NC, not shipped); default "
+                               "TREE/icc_gt_distribution.json."
     ),
     backchannel_rules: str = typer.Option(
         "2025-06", "--backchannel-rules", help="Backchannel loop: 2025-06 (v1.0 table) or 2026-02 (HEAD)."
@@ -72,8 +74,8 @@ def evaluate_command(
     clock = StageClock("evaluate")
     judge_name, j = judge_settings(judge)
     config = None if judge_name == "none" else JudgeConfig(
-        model=j["model"], base_url=j["base_url"], api_key_env=j["api_key_env"], seed=j["seed"], timeout_s=j["timeout_s"],
-        reference_source=str(reference_source) if reference_source else None)
+        model=j["model"], base_url=j["base_url"], api_key_env=j["api_key_env"], seed=j["seed"],
+        timeout_s=j["timeout_s"], reference_source=str(reference_source) if reference_source else None)
     result = evaluate(
         tree,
         subsets=list(subset) if subset else None,
@@ -117,7 +119,8 @@ def format_summary(summary: dict[str, Any]) -> list[str]:
             lines.append(f"  judge: {sub['judge']['label']}")
         for metric, m in sub["metrics"].items():
             if needs_judge(m):
-                lines.append(f"  {metric}: {NEEDS_JUDGE} openai (--judge none was used; the official run asks gpt-4-turbo)")
+                lines.append(f"  {metric}: {NEEDS_JUDGE} openai (--judge none was used; the official run asks "
+                             "gpt-4-turbo)")
                 continue
             val = _fmt(m["value"]) + (f" ± {_fmt(m['std'])}" if m["std"] is not None else "")
             note = f"  [{m['note']}]" if m["note"] else ""

@@ -19,8 +19,10 @@ if TYPE_CHECKING:  # the stage modules load numpy and pydantic: imported when a 
 
 # What to do about each ineligibility reason (a reason without an entry gets the generic hint).
 NEXT_STEP = {
-    "missing_output": "put the model's output.wav at {outputs}/<subset>/<id>/output.wav (or the dataset's own nesting) and rerun",
-    "length_mismatch": "output.wav must last T seconds (within 80 ms; T is the input's length): regenerate it at full length",
+    "missing_output": "put the model's output.wav at {outputs}/<subset>/<id>/output.wav (or the dataset's own "
+                      "nesting) and rerun",
+    "length_mismatch": "output.wav must last T seconds (within 80 ms; T is the input's length): regenerate it "
+                       "at full length",
     "unreadable_output": "output.wav cannot be decoded: write it again as a 16 or 24 kHz WAV",
     "missing_annotation": "the dataset folder lacks this sample's annotation file: restore it from the FDB download",
     "missing_input": "the dataset folder lacks one of this sample's inputs (FDB v1.5: clean_input.wav): restore it",
@@ -31,7 +33,8 @@ NEXT_STEP = {
     "server_error": "the server sent an error: its message is in the sample's trace.jsonl (first below)",
     "disconnected": "the server closed the connection before T: see its logs and the sample's trace.jsonl",
     "protocol_violation": "the server broke the protocol: the record that did is marked `violation` in trace.jsonl",
-    "timeout": "the server stopped answering (from `stalled_from_s` in the sample's trace.json) or never answered in time (the first timeout line below)",
+    "timeout": "the server stopped answering (from `stalled_from_s` in the sample's trace.json) or never answered in "
+               "time (the first timeout line below)",
 }
 EXAMPLES = 3
 
@@ -52,7 +55,8 @@ def ineligible_lines(tree: Path, outputs: Path | None = None) -> list[str]:
         lines.append(f"  ineligible, {reason}: {len(keys)} ({', '.join(keys[:EXAMPLES])}{more})")
         lines.append(f"    next: {hint.format(outputs=outputs if outputs is not None else '<outputs>')}")
     if by_reason:
-        lines.append(f"  (every sample's reasons are in {tree / 'manifest.json'}; scoring counts them, never drops them)")
+        lines.append(f"  (every sample's reasons are in {tree / 'manifest.json'}; scoring counts them, "
+                     "never drops them)")
     return lines
 
 
@@ -86,12 +90,15 @@ def _summary(kind: str, result: TreeWritten, outputs: Path | None = None) -> Non
 
 @executor_options
 def export_command(
-    system: str = typer.Option(..., "--system", help="NAME[:key=value,...], e.g. 'turn-based:silence_ms=700' (see docs/systems.md)."),
+    system: str = typer.Option(..., "--system", help="NAME[:key=value,...], e.g. 'turn-based:silence_ms=700' (see "
+                                                     "docs/systems.md)."),
     dataset: str = typer.Option(..., "--dataset", help="An FDB v1.0 or v1.5 folder, a synth folder, or 'demo'."),
-    out: Path = typer.Option(..., "--out", help="Tree folder to write (resumes an export of the same run: keeps its eligible samples, runs the others again)."),
+    out: Path = typer.Option(..., "--out", help="Tree folder to write (resumes an export of the same run: keeps its "
+                                                "eligible samples, runs the others again)."),
     subset: list[str] | None = typer.Option(None, "--subset", help="Only this subset (repeatable)."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
-    force: bool = typer.Option(False, "--force", help="Write into a tree made by another system/dataset, redoing every sample."),
+    force: bool = typer.Option(False, "--force", help="Write into a tree made by another system/dataset, redoing "
+                                                      "every sample."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no timing line."),
     concurrency: int = typer.Option(
         1, "--concurrency", min=1, max=1024,
@@ -119,13 +126,20 @@ def export_command(
 
 
 def import_command(
-    dataset: str = typer.Option(..., "--dataset", help="The FDB v1.0 or v1.5 folder (or 'demo') the outputs were made from."),
-    outputs: Path = typer.Option(..., "--outputs", help="Folder with <subset>/<id>/output.wav (16 or 24 kHz; output.json optional; FDB v1.5: clean_output.wav and the other transcripts beside it); may be the dataset folder itself."),
+    dataset: str = typer.Option(..., "--dataset", help="The FDB v1.0 or v1.5 folder (or 'demo') the outputs "
+                                                       "were made from."),
+    outputs: Path = typer.Option(..., "--outputs", help="Folder with <subset>/<id>/output.wav (16 or 24 kHz; "
+                                                        "output.json optional; FDB v1.5: clean_output.wav and the "
+                                                        "other transcripts beside it); may be the dataset "
+                                                        "folder itself."),
     out: Path = typer.Option(..., "--out", help="Tree folder to write."),
     subset: list[str] | None = typer.Option(None, "--subset", help="Only this subset (repeatable)."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N samples of each subset."),
-    name: str = typer.Option("imported", "--name", help="A label for the system that made the outputs (recorded in the manifest)."),
-    channel: str | None = typer.Option(None, "--channel", help="For multi-channel output.wav files: the model's channel (0-based N) or 'mean'; recorded. Without it such files are refused."),
+    name: str = typer.Option("imported", "--name", help="A label for the system that made the outputs (recorded in "
+                                                        "the manifest)."),
+    channel: str | None = typer.Option(None, "--channel", help="For multi-channel output.wav files: the model's "
+                                                               "channel (0-based N) or 'mean'; recorded. Without it "
+                                                               "such files are refused."),
     ignore_output_json: bool = typer.Option(
         False, "--ignore-output-json",
         help="Leave output.json files found next to the outputs behind (transcribe with `fdb asr` instead); recorded.",
@@ -134,7 +148,7 @@ def import_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no timing line."),
     min_eligible: float | None = min_eligible_option(),
 ) -> None:
-    """Adopt output.wav files made elsewhere: resample to 16 kHz, fix lengths within 80 ms, hash, write manifest.json."""
+    """Adopt output.wav files made elsewhere: resample to 16 kHz, fix lengths within 80 ms, hash, write manifest.json."""  # noqa: E501 - typer prints this line as the summary
     from duplexeval.fdb.import_stage import import_outputs, parse_channel
     from duplexeval.progress import StageClock
 

@@ -139,7 +139,8 @@ def export(
 
     remote = 0
     if executor is not None and executor.kind != "local":
-        remote = prepass(system_arg, chosen, out, run, force, progress, executor, f"export {system.name}", call_timeout_s)
+        remote = prepass(system_arg, chosen, out, run, force, progress, executor, f"export {system.name}",
+                         call_timeout_s)
         force = False  # the pre-pass redid what --force asks for; the loop below finds it all in the journal
     elif made:
         remote = len(made)  # the concurrent pre-pass ran them; the loop below finds them in the journal

@@ -82,7 +82,8 @@ def parse_channel(text: str | None) -> int | str | None:
 
 
 def to_mono(audio: np.ndarray, channel: int | str | None, where: str) -> np.ndarray:
-    """One channel of (frames, channels) audio; refuses non-finite samples and a multi-channel file without --channel."""
+    """One channel of (frames, channels) audio; refuses non-finite samples and a multi-channel file without
+    --channel."""
     bad = int(np.count_nonzero(~np.isfinite(audio)))
     if bad:
         raise InputError(f"{where}: {bad} samples are NaN or infinite; fix the file (import does not guess audio)")
@@ -220,7 +221,8 @@ def import_outputs(
     `ignore_output_json` leaves any output.json next to the wavs behind (the tree is then transcribed
     by `fdb asr` itself); recorded in the run.
     """
-    if channel is not None and channel != "mean" and (isinstance(channel, bool) or not isinstance(channel, int) or channel < 0):
+    if channel is not None and channel != "mean" and (isinstance(channel, bool) or not isinstance(channel, int)
+                                                      or channel < 0):
         raise InputError(f"--channel: expected a 0-based channel number or 'mean', got {channel!r}")
     ds = resolve_dataset(dataset)
     outputs = Path(outputs)

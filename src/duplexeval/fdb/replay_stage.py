@@ -59,23 +59,27 @@ def _replay_sample(sdir: Path, scratch: Path) -> tuple[SampleEntry, dict[str, by
     sessions = {s.output: s for s in task_of(old.subset).layout.sessions()[1:]}
     wire_names = (TRACE_JSONL, TRACE_PCM)
     if doc.get("sessions"):  # the files in the export's order: the others, each further session's, the first's wire
-        made = {OUTPUT_WAV, *wire_names, *(n for s in sessions.values() for n in (s.output, *(s.prefix + w for w in wire_names)))}
+        made = {OUTPUT_WAV, *wire_names,
+                *(n for s in sessions.values() for n in (s.output, *(s.prefix + w for w in wire_names)))}
         files = {k: v for k, v in old.files.items() if k not in made}
     for name, d in (doc.get("sessions") or {}).items():  # each further session from its own wire trace
         sess = sessions.get(name)
         if sess is None or not isinstance(d, dict) or not isinstance(d.get("input"), dict):
-            raise InputError(f"{sdir / TRACE_FILE}: session {name!r} is not one of the task's, or not a network session's")
+            raise InputError(f"{sdir / TRACE_FILE}: session {name!r} is not one of the task's, or not a "
+                             "network session's")
         wire_m = load_trace(sdir, sess.prefix)
         stall_m = float((wire_m.head.get("settings") or {}).get("stall_s", 10.0))
         T_m, n_m = float(d["T"]), int(d["n_samples"])
-        items_m, reasons_m, network_m, write_m = network_outcome(wire_m.records, wire_m.pcm, T_m, stall_m, d.get("error"))
+        items_m, reasons_m, network_m, write_m = network_outcome(wire_m.records, wire_m.pcm, T_m, stall_m,
+                                                                 d.get("error"))
         input_m = dict(d["input"], max_send_lateness_s=network_m["max_send_lateness_s"])
         old_m = ((old.extra or {}).get("export") or {}).get("sessions", {}).get(name, {})
         wire_m_files = {sess.prefix + w: old.files[sess.prefix + w] for w in wire_names if sess.prefix + w in old.files}
         files_m, summary_m, details_m = further_session(scratch, sess, T_m, n_m, str(d["input_sha256"]),
                                                         int(d["input_samples_16k"]), items_m, reasons_m, input_m,
-                                                        network_m, write_m, wire_m_files, str(old_m.get("clock", "wall")),
-                                                        d.get("error"), d.get("error_at_s"))
+                                                        network_m, write_m, wire_m_files,
+                                                        str(old_m.get("clock", "wall")), d.get("error"),
+                                                        d.get("error_at_s"))
         files.update(files_m)
         more[name] = (summary_m, details_m)
         more_reasons += reasons_m

@@ -72,7 +72,8 @@ def read_unified_rows(path: Path) -> tuple[dict[str, dict[str, dict[str, Any]]],
     text = read_text(path)
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     for lineno, row in json_lines(text, path):
-        if not isinstance(row, dict) or not isinstance(row.get("subset"), str) or not isinstance(row.get("sample_id"), str):
+        if (not isinstance(row, dict) or not isinstance(row.get("subset"), str)
+            or not isinstance(row.get("sample_id"), str)):
             raise InputError(f"{path}: line {lineno}: expected an object with 'subset' and 'sample_id'")
         rows.setdefault(row["subset"], {})[row["sample_id"]] = row
     return rows, sha256_bytes(text.encode("utf-8"))
@@ -91,7 +92,8 @@ def load_scored(tree: str | Path) -> ScoredTree:
     unified, unified_sha = read_unified_json(upath)
     for name, key, current in (("manifest.json", "manifest_sha256", msha), ("asr.json", "asr_sha256", asha)):
         if unified.get(key) != current:
-            raise RefusalError(f"{upath}: made from another {name} than the tree holds now; rerun `duplexeval fdb score {root}`")
+            raise RefusalError(f"{upath}: made from another {name} than the tree holds now; rerun `duplexeval fdb "
+                               f"score {root}`")
     check_unified_body(unified, upath)
     rpath = root / UNIFIED_SAMPLES_FILE
     if not rpath.is_file():

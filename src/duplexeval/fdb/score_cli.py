@@ -30,7 +30,8 @@ if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
 def score_command(
     tree: Path = typer.Argument(..., help="A tree written by `fdb export`/`import` and transcribed by `fdb asr`."),
     json_out: Path | None = json_option("unified.json (with --sensitivity: {unified, sensitivity})"),
-    no_write: bool = typer.Option(False, "--no-write", help="Score and print without writing unified.json / unified-samples.jsonl."),
+    no_write: bool = typer.Option(False, "--no-write", help="Score and print without writing unified.json / "
+                                                            "unified-samples.jsonl."),
     jobs: int = jobs_option(0, "Local VAD threads", ray=True),
     sensitivity: bool = typer.Option(
         False,

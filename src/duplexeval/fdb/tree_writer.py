@@ -30,7 +30,8 @@ from duplexeval.fdb.tree import (
 from duplexeval.jsonio import atomic_write_bytes, sha256_bytes, sha256_file
 from duplexeval.progress import progress_bar
 
-RUN_RECORD = ".duplexeval-export.json"  # the run record of export and import: what made this tree (tool, system, dataset)
+# the run record of export and import: what made this tree (tool, system, dataset)
+RUN_RECORD = ".duplexeval-export.json"
 
 # Reasons a sample is ineligible (docs/systems.md lists them; a session's own, `system_error` and
 # `input_pacing_late` among them, are in systems.net.trace).
@@ -158,7 +159,8 @@ def copy_inputs(sample: SampleLike, dest_dir: Path) -> tuple[dict[str, str], lis
     return files, reasons
 
 
-def unfinished(journal: ResumeJournal, out: Path, samples: Sequence[SampleKey], input_shas: list[str], force: bool) -> list[int]:
+def unfinished(journal: ResumeJournal, out: Path, samples: Sequence[SampleKey], input_shas: list[str],
+               force: bool) -> list[int]:
     """Indexes of the samples an export must run: not finished by this run, or ended ineligible (all with `force`)."""
     return [i for i, s in enumerate(samples)
             if force or finished_entry(journal, out / s.subset / s.id, input_shas[i], f"{s.subset}/{s.id}",

@@ -99,7 +99,8 @@ class Rating:
 
 def check_timeout(timeout_s: object) -> float:
     """The judge's `timeout_s` must be a positive, finite number of seconds."""
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not math.isfinite(timeout_s) or timeout_s <= 0:
+    if (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not math.isfinite(timeout_s)
+        or timeout_s <= 0):
         raise InputError(f"--judge openai: timeout_s must be a positive number of seconds, got {timeout_s!r}")
     return float(timeout_s)
 
@@ -170,7 +171,8 @@ class Judge:
         """Rate one takeover; reuse `rating.json` when it was made from the very same request."""
         payload = self.payload(context, interrupt, response)
         request_sha = sha256_bytes(
-            json.dumps({"request": payload, "base_url": sanitize_url(self.config.base_url)}, ensure_ascii=False).encode("utf-8")
+            json.dumps({"request": payload, "base_url": sanitize_url(self.config.base_url)},
+                       ensure_ascii=False).encode("utf-8")
         )
         cached = _read_cached_rating(sample_dir / RATING_FILE, request_sha)
         if cached is not None:

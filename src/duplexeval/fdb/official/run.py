@@ -87,7 +87,8 @@ def evaluate(
     known = official_options()
     unknown_options = sorted(set(options or {}) - set(known))
     if unknown_options:
-        raise InputError(f"unknown evaluate option(s): {', '.join(unknown_options)}; known: {', '.join(known) or 'none'}")
+        raise InputError(f"unknown evaluate option(s): {', '.join(unknown_options)}; known: "
+                         f"{', '.join(known) or 'none'}")
     opts = {**known, **{k: v for k, v in (options or {}).items() if v is not None}}
     for task in all_tasks():
         task.official.check_options(opts)
@@ -150,7 +151,8 @@ def evaluate(
     return summary
 
 
-def _transcribed(tree: Path, asr: AsrRecord, entries: Sequence[SampleEntry], counts: dict[str, Any], rows: list[dict[str, Any]]) -> Ready:
+def _transcribed(tree: Path, asr: AsrRecord, entries: Sequence[SampleEntry], counts: dict[str, Any],
+                 rows: list[dict[str, Any]]) -> Ready:
     """The eligible, transcribed samples with their words; the others become counted, not-evaluated rows."""
     ready: Ready = []
     for e in entries:

@@ -67,8 +67,8 @@ def build_summary(manifest_sha256: str, asr_sha256: str, rules: dict[str, Any], 
     """The summary.json object (key order fixed, so the bytes are deterministic), led by the artifact header;
     `components` are the evaluated tasks' own signature components (`OfficialRules.signature_components`)."""
     judges = [s.judge for s in subsets.values() if s.judge is not None]
-    sig = summary_signature(str(rules.get("name", RULES_NAME)), asr_backend, judges, manifest_sha256, asr_sha256, rules.get("backchannel_rules"),
-                            components)
+    sig = summary_signature(str(rules.get("name", RULES_NAME)), asr_backend, judges, manifest_sha256, asr_sha256,
+                            rules.get("backchannel_rules"), components)
     return {
         **header(SUMMARY_KIND, SUMMARY_SCHEMA_VERSION, sig, tree_inputs(manifest_sha256, asr_sha256)),
         "manifest_sha256": manifest_sha256,
@@ -103,7 +103,8 @@ def check_own_settings(tree: Path, judge: str, model: str, backchannel_rules: st
     now = "none" if judge == "none" else f"{judge} (model {model})"
     chosen = sorted(subsets) if subsets else sorted({e.subset for e in load_manifest(tree)[0].samples})
     diffs = [
-        ("judge", was, now) if (judged is None) != (judge == "none") or (judged and judged.get("model") != model) else None,
+        ("judge", was, now) if (judged is None) != (judge == "none") or (judged and judged.get("model") != model)
+        else None,
         ("backchannel rules", (full.get("rules") or {}).get("backchannel_rules"), backchannel_rules),
         ("subsets", ", ".join(sorted(full.get("subsets") or {})), ", ".join(chosen)),
     ]

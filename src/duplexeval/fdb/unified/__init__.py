@@ -79,7 +79,8 @@ def vad_signature() -> dict[str, Any]:
 
 def _segments(files: list[tuple[Path, int | None]], segmenter: Segmenter | None, jobs: int | None,
               executor: ExecutorSpec | None = None) -> list[Segments]:
-    """VAD segments of each (output.wav, last sample needed) (Silero unless a segmenter is injected), here or on `executor`."""
+    """VAD segments of each (output.wav, last sample needed) (Silero unless a segmenter is injected), here or on
+    `executor`."""
     paths = [path for path, _ in files]
     if segmenter is not None:
         return segmenter(paths)

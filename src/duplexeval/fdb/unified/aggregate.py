@@ -74,7 +74,8 @@ def coverage(counts: dict[str, Any]) -> float | None:
     return counts["eligible"] / counts["selected"] if counts["selected"] else None
 
 
-def response_metrics(latencies_us: Sequence[int | None], no_response: int, n: int, unk: int, sel: int) -> dict[str, Any]:
+def response_metrics(latencies_us: Sequence[int | None], no_response: int, n: int, unk: int,
+                     sel: int) -> dict[str, Any]:
     """The RESPONSE_KINDS metrics: response within k s, no response, and the latency (+inf without a response)."""
     out: dict[str, Any] = {}
     for k in RESPONSE_KS:
@@ -90,7 +91,8 @@ def response_specs(response: str, no_response: str) -> tuple[MetricSpec, ...]:
     `latency_s`) or `no_response`."""
 
     def within(k: int) -> Callable[[dict[str, Any]], bool]:
-        return lambda r: r["outcome"] == response and r["latency_s"] is not None and time_units(r["latency_s"], US_PER_S) <= k * US_PER_S
+        return lambda r: (r["outcome"] == response and r["latency_s"] is not None
+                          and time_units(r["latency_s"], US_PER_S) <= k * US_PER_S)
 
     return (
         *(MetricSpec(f"response_rate_{k}s", "share", within(k)) for k in RESPONSE_KS),
@@ -104,7 +106,8 @@ def counted_block(task: str, counts: dict[str, Any]) -> dict[str, Any]:
     return {"task": task, "counts": counts, "coverage": coverage(counts), "metrics": {}}
 
 
-def subset_block(subset: str, entries: Sequence[SampleEntry], rows: Sequence[Any], declared: int | None) -> dict[str, Any]:
+def subset_block(subset: str, entries: Sequence[SampleEntry], rows: Sequence[Any],
+                 declared: int | None) -> dict[str, Any]:
     """The unified.json block of one subset from its selected entries and the rows of its eligible samples."""
     return task_block(SUBSETS[subset].task, entries, rows, declared)
 

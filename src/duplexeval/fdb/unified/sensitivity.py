@@ -26,7 +26,8 @@ def analyse(loaded: LoadedTree, jobs: int | None = None) -> Any:
     if not found:
         raise InputError(f"{loaded.root}: no registered FDB task has a sensitivity analysis")
     if len(found) > 1:
-        raise InputError(f"{loaded.root}: several tasks have a sensitivity analysis ({', '.join(n for n, _ in found)}); "
+        raise InputError(f"{loaded.root}: several tasks have a sensitivity analysis "
+                         f"({', '.join(n for n, _ in found)}); "
                          "unified-sensitivity.json holds one")
     return found[0][1]
 
