@@ -7,14 +7,14 @@ import math
 
 import pytest
 
-from duplexeval.eot import (
+from duplexeval.eot.io import read_pairs
+from duplexeval.eot.pairs import (
     EOTPair,
     false_cutoff_rate,
     hang_rate,
     median_latency_s,
     score,
 )
-from duplexeval.eot.io import read_pairs
 from duplexeval.eot.report import build_report
 from duplexeval.stats import wilson_interval
 

@@ -3,30 +3,16 @@ command (it pulls scipy.stats, which every `duplexeval --help` would pay)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from duplexeval.cli_options import emit_json, json_option, json_to_stdout
-from duplexeval.controller.calibration.thresholds import Targets, calibrate, targets_from_report
-from duplexeval.controller.format.data import load_data
-from duplexeval.controller.format.policy import EvaluationPolicy, load_policy, save_policy
-from duplexeval.controller.metrics.events import ClipEvidence, evaluate_events, evidence_row
-from duplexeval.controller.metrics.report import evaluate, format_report
-from duplexeval.errors import InputError, RefusalError
 from duplexeval.exits import Status, fail_over_option, fail_under_option, finish, gated, parse_gates
-from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_file
-from duplexeval.schemas import check_number
 
 if TYPE_CHECKING:  # duplexeval.cli imports this module
     from duplexeval.cli import CliApps
-
-
-def _policy(path: Path | None, mode: str | None) -> EvaluationPolicy:
-    pol = load_policy(path) if path is not None else EvaluationPolicy()
-    return pol.with_(endpoint_mode=mode) if mode else pol
 
 
 def controller_evaluate(
@@ -42,41 +28,17 @@ def controller_evaluate(
 
     Gates name frame.* and event.* numbers of the report, e.g. --fail-under frame.state.macro_f1=0.6."""
     parse_gates(fail_under, fail_over)
-    pol = _policy(policy, mode)
-    evs: list[ClipEvidence] = []
-    rep = evaluate(load_data(data), pol, evidence=evs)
+    from duplexeval.controller.api import evaluate
+    from duplexeval.controller.metrics.report import format_report
+
+    res = evaluate(data, policy=policy, mode=mode, json_out=None if json_to_stdout(json_out) else json_out, rows_out=rows)
+    rep = res.document
     if not json_to_stdout(json_out):
-        typer.echo(format_report(rep))
-    emit_json(json_out, rep)
-    if rows is not None:
-        atomic_write_text(rows, "".join(dumps_line(evidence_row(e)) for e in evs))
+        typer.echo(format_report(dict(rep)))
+    else:
+        emit_json(json_out, dict(rep))
     gated("controller evaluate", fail_under, fail_over, {"frame": rep["frame_metrics"], "event": rep["event_metrics"]},
           " in the report")
-
-
-def _grid(text: str) -> list[float]:
-    try:
-        if ":" in text:
-            a, b, step = (float(x) for x in text.split(":"))
-        else:
-            values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise InputError(f"--grid: expected 'start:stop:step' or a comma list, got {text!r}") from None
-    if ":" not in text:
-        if not values:
-            raise InputError(f"--grid: no thresholds in {text!r}")
-        for v in values:
-            check_number(v, "--grid", "threshold", -1e6, 1e6)
-        return values
-    for name, v in (("start", a), ("stop", b)):
-        check_number(v, "--grid", name, -1e6, 1e6)
-    check_number(step, "--grid", "step", 0.0, 1e6, lo_open=True)
-    if b < a:
-        raise InputError(f"--grid: stop {b:g} is below start {a:g}")
-    n = int(round((b - a) / step)) + 1
-    if n > 100_000:
-        raise InputError(f"--grid: {n} thresholds is too many (at most 100000); use a larger step")
-    return [round(a + k * step, 6) for k in range(n)]
 
 
 def controller_calibrate(
@@ -93,49 +55,20 @@ def controller_calibrate(
     force: bool = typer.Option(False, "--force", help="Replace a policy file calibrated from other data, targets or grid."),
 ) -> None:
     """Pick thresholds on development data by spec 002's rules and write a frozen policy for `evaluate`."""
-    base = _policy(base_policy, None)
-    t = Targets(pause_cutin_ceiling, yield_false_per_hour, backchannel_ack_per_hour)
-    ref_info = None
-    if reference is not None:
-        ref = load_data(reference)
-        rpol = _policy(reference_policy, base.endpoint_mode)
-        _evs, agg = evaluate_events(ref.iter_clips(), rpol)
-        rt = targets_from_report(agg, rpol.endpoint_mode)
-        t = Targets(
-            t.pause_cutin_ceiling if t.pause_cutin_ceiling is not None else rt.pause_cutin_ceiling,
-            t.yield_false_per_hour if t.yield_false_per_hour is not None else rt.yield_false_per_hour,
-            t.backchannel_ack_per_hour if t.backchannel_ack_per_hour is not None else rt.backchannel_ack_per_hour,
-        )
-        ref_info = {"path": str(reference), "clips_sha256": sha256_file(ref.root / "clips.jsonl"), "policy": rpol.to_json()}
-    if t.pause_cutin_ceiling is None and t.yield_false_per_hour is None and t.backchannel_ack_per_hour is None:
-        raise InputError("calibrate: give --reference or at least one target (--pause-cutin-ceiling, --yield-false-per-hour, --backchannel-ack-per-hour)")
-    d = load_data(dev)
-    pol, info = calibrate(d.iter_clips(), base, t, _grid(grid))
-    prov = {"calibration": {"dev": str(dev), "dev_clips_sha256": sha256_file(d.root / "clips.jsonl"), "reference": ref_info,
-                            "targets": info["targets"], "chosen": info["chosen"], "mode": info["mode"]}}  # fmt: skip
-    _check_policy_out(out, {"evaluation_policy": pol.to_json(), **prov}, force)
-    save_policy(out, pol, prov)
+    from duplexeval.controller.api import calibrate, threshold_grid
+
+    res = calibrate(dev, out=out, base_policy=base_policy, reference=reference, reference_policy=reference_policy,
+                    pause_cutin_ceiling=pause_cutin_ceiling, yield_false_per_hour=yield_false_per_hour,
+                    backchannel_ack_per_hour=backchannel_ack_per_hour, grid=threshold_grid(grid),
+                    json_out=None if json_to_stdout(json_out) else json_out, force=force)  # fmt: skip
     if not json_to_stdout(json_out):
-        for head, c in info["chosen"].items():
+        for head, c in res.chosen.items():
             typer.echo(f"{head}: threshold {c['threshold']} ({c['rule']})")
         typer.echo(f"policy written to {out}")
-    emit_json(json_out, {**prov, "evaluation_policy": pol.to_json(), "table": info["table"]})
+    else:
+        emit_json(json_out, dict(res.document))
+    info = res.document["calibration"]
     finish("controller calibrate", Status(0, f"thresholds chosen for {len(info['chosen'])} heads"))
-
-
-def _check_policy_out(out: Path, new: dict[str, Any], force: bool) -> None:
-    """A policy file there is replaced only when it is this calibration's (docs/cli.md section 4) or with `force`."""
-    if force or not out.exists():
-        return
-    try:
-        old = json.loads(out.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        old = None
-    if not isinstance(old, dict) or "evaluation_policy" not in old:
-        raise RefusalError(f"{out}: exists and is not a policy duplexeval wrote; pass --force to replace it (or --out elsewhere)")
-    if old != json.loads(json.dumps(new)):
-        what = "other data or targets" if old.get("calibration") != new.get("calibration") else "another policy"
-        raise RefusalError(f"{out}: exists and holds a policy calibrated from {what}; pass --force to replace it (or --out elsewhere)")
 
 
 def controller_compare(
@@ -153,17 +86,18 @@ def controller_compare(
     Gates judge each difference B - A, e.g. --fail-over endpoint.early_cutin_rate=0.02 (frame.* for the ROC-AUCs)."""
     parse_gates(fail_under, fail_over)
     # lazy: compare -> duplexeval.paired -> scipy.stats, 1.3 s that every `duplexeval --help` would pay
-    from duplexeval.controller.metrics.compare import comparison_artifact, format_comparison
+    from duplexeval.controller.api import compare
+    from duplexeval.controller.metrics.compare import format_comparison
 
-    pa = _policy(policy, mode)
-    pb = _policy(policy_b, mode) if policy_b is not None else pa
-    out = comparison_artifact(a, b, load_data(a), load_data(b), pa, pb)
+    out = compare(a, b, policy=policy, policy_b=policy_b, mode=mode,
+                  json_out=None if json_to_stdout(json_out) else json_out).document  # fmt: skip
     res = out["event_metrics"]
     if not json_to_stdout(json_out):
         typer.echo(f"B - A over {res['clips']} clips in {res['groups']} groups (95% grouped paired bootstrap):")
         typer.echo(format_comparison(res["metrics"]))
         typer.echo(f"signature: {out['signature']['compact']}")
-    emit_json(json_out, out)
+    else:
+        emit_json(json_out, dict(out))
     gated("controller compare", fail_under, fail_over, {**res["metrics"], "frame": out["head_ranking_point_only"]},
           " in the comparison")
 

@@ -3,38 +3,17 @@ subsets, a streaming controller run into a data folder, the compute benchmark, a
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Iterator
-from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from duplexeval.cli_options import emit_json, json_option, json_to_stdout
-from duplexeval.controller.format.data import KIND as DATA_KIND
-from duplexeval.controller.format.data import Clip, ControllerData, load_data, write_data
-from duplexeval.controller.format.protocol import Controller
-from duplexeval.controller.labels.derive import LabelRules
-from duplexeval.controller.labels.fdb_bridge import bridge_dataset
-from duplexeval.controller.labels.sources import (
-    conversation_clips,
-    labelled_clips,
-    needs_user_audio,
-    read_manifest,
-)
-from duplexeval.controller.runtime.bench import bench, format_bench
-from duplexeval.controller.runtime.parallel import RunJob, run_clips
-from duplexeval.controller.runtime.registry import controller_config
-from duplexeval.controller.runtime.runner import load_controller, run
-from duplexeval.errors import InputError, RefusalError
+from duplexeval.errors import InputError
 from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
 from duplexeval.exits import Status, finish
 from duplexeval.options import key_values
-from duplexeval.schemas import MAX_TIME_S
-from duplexeval.specs import json_values, parse_spec
 
 if TYPE_CHECKING:  # duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -47,74 +26,6 @@ FORCE = typer.Option(False, "--force", help="Replace a non-empty --out folder ma
                      "own data folder is written again).")
 
 
-def _rules(items: list[str] | None) -> LabelRules:
-    opts = key_values(items, "--rule")
-    names = {f.name for f in fields(LabelRules)}
-    bad = sorted(set(opts) - names)
-    if bad:
-        raise InputError(f"--rule: unknown rule(s) {', '.join(bad)} (known: {', '.join(sorted(names))})")
-    for k, v in opts.items():
-        if isinstance(v, str) and v.strip().lower() in ("nan", "inf", "infinity", "-inf", "-infinity"):
-            v = float(v)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or v > MAX_TIME_S:
-            raise InputError(f"--rule {k}: must be a finite number >= 0 (seconds, at most {MAX_TIME_S:g}), got {v!r}")
-    return LabelRules(**opts)
-
-
-def _check_out(out: Path, force: bool, info: dict[str, Any]) -> None:
-    """A non-empty --out is refused unless it is a data folder this same command wrote (the same sources, controller
-    and rules: it is written again) or `force` (docs/cli.md section 4)."""
-    if force or not out.exists() or (out.is_dir() and not any(out.iterdir())):
-        return
-    try:
-        old = json.loads((out / "dataset.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        old = None
-    if not isinstance(old, dict) or old.get("kind") != DATA_KIND:
-        raise RefusalError(f"{out}: exists, is not empty and is not a controller data folder; pass --force to replace it")
-    was = {k: v for k, v in old.items() if k not in ("kind", "schema_version", "frame_s")}
-    if was != json.loads(json.dumps(info)):
-        key = next((k for k in sorted({*was, *info}) if was.get(k) != info.get(k)), "?")
-        raise RefusalError(f"{out}: exists and holds a data folder made differently ({key} differs); "
-                           "pass --force to replace it")
-
-
-def _source_info(conversations: Path | None, fdb: Path | None) -> dict[str, Any]:
-    """What dataset.json records about where the clips came from (one of the two sources)."""
-    if (conversations is None) == (fdb is None):
-        raise InputError("give exactly one of --conversations MANIFEST or --fdb DATASET")
-    if conversations is not None:
-        return {"conversations": str(conversations)}
-    return {"fdb": str(fdb), "fdb_subsets": ["candor_turn_taking", "candor_pause_handling"]}
-
-
-def _clips(conversations: Path | None, fdb: Path | None, controller: Controller | None, rules: LabelRules,
-           remote: tuple[str, dict[str, Any], ExecutorSpec] | None = None) -> tuple[Iterator[Clip], dict[str, Any]]:
-    """Clips with labels (and the controller's scores). `remote` = (spec, options, ExecutorSpec): run on Ray."""
-    info = _source_info(conversations, fdb)
-    name = getattr(controller, "name", "controller")
-    if conversations is not None:
-        if remote is None:
-            return conversation_clips(read_manifest(conversations), controller, rules), info
-
-        pairs = ((clip, RunJob(needs_user_audio(c), c.agent_audio, lab.n_frames, lab.truth_state, name))
-                 for clip, c, lab in labelled_clips(read_manifest(conversations), rules))
-        return run_clips(pairs, *remote), info
-
-    if remote is not None:
-        pairs = ((bc.clip, RunJob(bc.audio16k, None, bc.clip.meta.n_frames, None, name))
-                 for bc in bridge_dataset(str(fdb)))
-        return run_clips(pairs, *remote), info
-
-    def gen() -> Iterator[Clip]:
-        for bc in bridge_dataset(str(fdb)):
-            if controller is not None:
-                run(controller, bc.audio16k, None, bc.clip.meta.n_frames, None, name=name).apply(bc.clip.frames)
-            yield bc.clip
-
-    return gen(), info
-
-
 def controller_label(
     out: Path = typer.Option(..., "--out", "-o", help="Data folder to write (dataset.json, clips.jsonl, frames/)."),
     conversations: Path | None = typer.Option(None, "--conversations", help="Conversation manifest (JSONL or JSON list; docs/controller-labels.md)."),
@@ -123,23 +34,18 @@ def controller_label(
     force: bool = FORCE,
 ) -> None:
     """Derive frame truth, masks and events (no controller scores) from conversations or the FDB CANDOR subsets."""
-    rules = _rules(rule)
-    info = {**_source_info(conversations, fdb), "label_rules": rules.to_json()}
-    _check_out(out, force, info)
-    clips, _info = _clips(conversations, fdb, None, rules)
-    write_data(out, clips, info=info)
-    d = load_data(out)
+    from duplexeval.controller.api import label
+
+    d = label(out=out, conversations=conversations, fdb=fdb, rules=key_values(rule, "--rule"), force=force)
     typer.echo(_summary(d, out))
-    finish("controller label", Status(0, f"{len(d.clips)} clips labelled (no rule beyond bad input)"))
+    finish("controller label", Status(0, f"{d.clips} clips labelled (no rule beyond bad input)"))
 
 
-def _summary(d: ControllerData, out: Path) -> str:
-    n_turn = sum(len(c.turn_probes) for c in d.clips)
-    n_pause = sum(len(c.pause_probes) for c in d.clips)
-    n_y = sum(len(c.yield_onsets) for c in d.clips)
-    n_b = sum(len(c.backchannel_onsets) for c in d.clips)
-    return (f"wrote {out}: {len(d.clips)} clips, {n_turn} turn probes, {n_pause} pause probes, {n_y} yield onsets, "
-            f"{n_b} backchannel onsets, reference {d.reference_s() / 3600:.5f} h")  # fmt: skip
+def _summary(d: Any, out: Path) -> str:
+    """The line `label` and `run` print about the data folder they wrote (`controller.api.DataFolder`)."""
+    return (f"wrote {out}: {d.clips} clips, {d.turn_probes} turn probes, {d.pause_probes} pause probes, "
+            f"{d.yield_onsets} yield onsets, {d.backchannel_onsets} backchannel onsets, "
+            f"reference {d.reference_hours:.5f} h")  # fmt: skip
 
 
 @executor_options
@@ -154,19 +60,12 @@ def controller_run(
 ) -> None:
     """Run a streaming controller over two-channel audio (state/yield teacher-forced, endpoint/backchannel with
     LISTEN forced) and write its scores with the derived labels. With --executor ray, one conversation per task."""
-    name, params = parse_spec(controller, "--controller")
-    opts = json_values(params)
-    ctl = load_controller(name, opts)
-    rules = _rules(rule)
-    cfg = controller_config(ctl)
-    info = {**_source_info(conversations, fdb), "controller": name, "controller_config": cfg, "label_rules": rules.to_json()}
-    _check_out(out, force, info)
-    remote = (name, opts, executor_spec) if executor_spec.kind != "local" else None
-    clips, _info = _clips(conversations, fdb, ctl, rules, remote)
-    write_data(out, clips, info=info)
-    d = load_data(out)
+    from duplexeval.controller.api import run
+
+    d = run(controller=controller, out=out, conversations=conversations, fdb=fdb, rules=key_values(rule, "--rule"),
+            force=force, executor=executor_spec)  # fmt: skip
     typer.echo(_summary(d, out))
-    finish("controller run", Status(0, f"{len(d.clips)} clips run (a controller error is exit 2)"))
+    finish("controller run", Status(0, f"{d.clips} clips run (a controller error is exit 2)"))
 
 
 def controller_bench(
@@ -177,12 +76,16 @@ def controller_bench(
     json_out: Path | None = json_option("the JSON report"),
 ) -> None:
     """Compute cost by spec 002's protocol: batch 1, 64 prefill frames, 3 x 200 one-frame updates."""
-    name, params = parse_spec(spec, "SPEC")
-    rep = bench(load_controller(name, json_values(params)), prefill, updates, repeats)
-    rep["controller_spec"] = name
+    from duplexeval.controller.api import bench
+
+    rep = bench(spec, prefill=prefill, updates=updates, repeats=repeats,
+                json_out=None if json_to_stdout(json_out) else json_out).document  # fmt: skip
     if not json_to_stdout(json_out):
-        typer.echo(format_bench(rep))
-    emit_json(json_out, rep)
+        from duplexeval.controller.runtime.bench import format_bench
+
+        typer.echo(format_bench(dict(rep)))
+    else:
+        emit_json(json_out, dict(rep))
 
 
 DEMO_DEFAULT_OUT = Path("duplexeval-controller-demo")

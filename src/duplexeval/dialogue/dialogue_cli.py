@@ -3,45 +3,18 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from duplexeval.cli_options import emit_json, jobs_option, json_option, json_to_stdout, one_per_cpu
-from duplexeval.errors import RefusalError
-from duplexeval.executors import ExecutorSpec
+from duplexeval.cli_options import emit_json, jobs_option, json_option, json_to_stdout
 from duplexeval.exits import Status, eligibility, fail_over_option, fail_under_option, finish, gated, parse_gates
-from duplexeval.jsonio import atomic_write_text
-from duplexeval.reruns import read_header
-from duplexeval.specs import known_params, parse_spec, typed_params
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
 
 DEMO_OUT = Path("duplexeval-dialogue-demo")
-
-
-def _clock(asr_chunk_ms: int, first_token_ms: int, per_token_ms: int, endpoint_ms: int, horizon_ms: int) -> Any:
-    from duplexeval.dialogue.simulator import Clock
-
-    return Clock(asr_chunk_ms, first_token_ms, per_token_ms, endpoint_ms, horizon_ms)
-
-
-# `--judge openai:k=v,...`: each parameter, the keyword of `make_judge` it sets and how its text is read.
-JUDGE_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
-    "model": ("model", str), "base_url": ("base_url", str), "api_key_env": ("api_key_env", str),
-    "cache_dir": ("cache_dir", Path), "attempts": ("max_attempts", int), "timeout_s": ("timeout_s", float),
-}
-
-
-def judge_settings(spec: str) -> tuple[str, dict[str, Any]]:
-    """The judge's name and the `make_judge` keywords its spec sets (the others keep their defaults)."""
-    name, raw = parse_spec(spec, "--judge")
-    known_params("--judge", spec, raw, JUDGE_PARAMS if name == "openai" else ())
-    typed = typed_params("--judge", spec, raw, {k: kind for k, (_kw, kind) in JUDGE_PARAMS.items()})
-    return name, {JUDGE_PARAMS[k][0]: v for k, v in typed.items()}
 
 
 def dialogue_synth(
@@ -54,11 +27,9 @@ def dialogue_synth(
 ) -> None:
     """Write the built-in synthetic case set (ours, made from templates; not the paper's data); at most 100,000
     cases."""
-    from duplexeval.dialogue.synth_stage import caseset_header, caseset_text, check_caseset_out, check_counts
+    from duplexeval.dialogue.api import synth
 
-    check_counts(n_miu, n_uim)
-    check_caseset_out(out, caseset_header(seed, n_miu, n_uim), force)
-    atomic_write_text(out, caseset_text(seed, n_miu, n_uim, progress=not quiet))
+    synth(out=out, seed=seed, n_miu=n_miu, n_uim=n_uim, progress=not quiet, force=force)
     typer.echo(f"wrote {n_miu} MiU + {4 * n_uim} UiM cases to {out}")
     finish("dialogue synth", Status(0, f"{n_miu + 4 * n_uim} cases in {out} (no rule beyond bad input)"))
 
@@ -81,20 +52,13 @@ def dialogue_run(
              "(default: at least one in each; 0: never).")] = None,
 ) -> None:
     """Replay every case against a dialogue manager on the virtual clock."""
-    from duplexeval.dialogue import run_stage
-    from duplexeval.dialogue.load import load_cases
-    from duplexeval.dialogue.metrics import ERROR
+    from duplexeval.dialogue.api import run
 
-    name, params = parse_spec(system, "--system")
-    cs = load_cases(cases)
-    clock = _clock(asr_chunk_ms, first_token_ms, per_token_ms, endpoint_ms, horizon_ms)
-    res = run_stage.run(cs, name, params, clock, out, ExecutorSpec(jobs=one_per_cpu(jobs)), force=force)
+    res = run(cases, system=system, out=out, asr_chunk_ms=asr_chunk_ms, first_token_ms=first_token_ms,
+              per_token_ms=per_token_ms, endpoint_ms=endpoint_ms, horizon_ms=horizon_ms, jobs=jobs, force=force)
     typer.echo(f"{system}: {len(res.rows)} cases ({res.failures} failed) -> {out}/cases.jsonl, {out}/decisions.jsonl")
     typer.echo(f"signature: {res.signature.compact()}")
-    counts: dict[str, tuple[int, int]] = {}
-    for row in res.rows:
-        ok, n = counts.get(row["family"], (0, 0))
-        counts[row["family"]] = (ok + (row.get("outcome") != ERROR), n + 1)
+    counts = {fam: (share.count, share.n) for fam, share in res.eligible.items()}
     finish("dialogue run", eligibility(counts, min_eligible, "without a system failure"))
 
 
@@ -114,31 +78,13 @@ def dialogue_score(
     Gates name MiU.* and UiM.* numbers of dialogue.json, e.g. --fail-under MiU.precision=0.8 or
     --fail-over MiU.FTED_s=1.0 (its median; .p90 for the 90th percentile)."""
     parse_gates(fail_under, fail_over)
-    from duplexeval.dialogue import score_stage
-    from duplexeval.dialogue.judges import make_judge
-    from duplexeval.dialogue.score_stage import REPORT_FILE, print_report
+    from duplexeval.dialogue.api import score
+    from duplexeval.dialogue.score_stage import print_report
 
-    name, settings = judge_settings(judge)
-    j = make_judge(name, run, **settings)
-    if not force:
-        _check_judge(run / REPORT_FILE, j.label)
-    rep = score_stage.score(run, j)
-    print_report([rep], [str(rep.get("system"))], f"duplex dialogue (spec 004): {rep.get('system')}, judge {j.label}")
+    res = score(run, judge=judge, force=force)
+    rep = res.document
+    print_report([dict(rep)], [str(rep.get("system"))], f"duplex dialogue (spec 004): {rep.get('system')}, judge {res.judge}")
     gated("dialogue score", fail_under, fail_over, {"MiU": rep.get("MiU"), "UiM": rep.get("UiM")}, " in dialogue.json")
-
-
-def _check_judge(path: Path, label: str) -> None:
-    """Before any judging: a dialogue.json judged by another judge is refused (docs/cli.md section 4); one by the
-    same judge is replaced (the run's cases may have changed since)."""
-    from duplexeval.jsonio import read_json
-
-    old = read_header(path)
-    if old is None:
-        return
-    was = ((read_json(path) if old else {}).get("judge") or {}).get("label")
-    if was != label:
-        raise RefusalError(f"{path}: exists and was judged by another judge ({was or 'unknown'} there, {label} now); "
-                           "pass --force to replace it")
 
 
 def dialogue_demo(
@@ -165,15 +111,17 @@ def dialogue_compare(
 
     Gates judge the differences B - A, e.g. --fail-under MiU.difference=-0.05."""
     parse_gates(fail_under, fail_over)
-    from duplexeval.dialogue.compare_stage import comparison_artifact, format_comparison
+    from duplexeval.dialogue.api import compare
+    from duplexeval.dialogue.compare_stage import format_comparison
 
-    art = comparison_artifact(run_a, run_b)
+    art = compare(run_a, run_b, json_out=None if json_to_stdout(json_out) else json_out).document
     if not json_to_stdout(json_out):
-        for line in format_comparison(str(run_a), str(run_b), art):
+        for line in format_comparison(str(run_a), str(run_b), dict(art)):
             typer.echo(line)
         typer.echo(f"signature A: {art['signatures']['a']}")
         typer.echo(f"signature B: {art['signatures']['b']}")
-    emit_json(json_out, art)
+    else:
+        emit_json(json_out, dict(art))
     gated("dialogue compare", fail_under, fail_over, {"MiU": art.get("MiU"), "UiM": art.get("UiM")}, " in the comparison")
 
 

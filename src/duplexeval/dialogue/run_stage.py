@@ -128,7 +128,7 @@ def _check_overwrite(out_dir: Path, sig: Signature, force: bool) -> bool:
 
 
 def run(cases: CaseSet, system: str, params: dict[str, str], clock: Clock, out_dir: Path,
-              executor: ExecutorSpec | None = None, force: bool = False) -> RunResult:
+        executor: ExecutorSpec | None = None, force: bool = False) -> RunResult:
     """Replay `cases` against `system`; write the two artifacts atomically into `out_dir`."""
     out_dir = check_output_dir(out_dir, "run folder")
     ptuple = tuple(sorted(params.items()))

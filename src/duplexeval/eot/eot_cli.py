@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,12 +14,9 @@ from duplexeval.executor_cli import DEFAULT_EXECUTOR, executor_options
 from duplexeval.executors import ExecutorSpec
 from duplexeval.exits import Status, fail_over_option, fail_under_option, finish, gated, parse_gates
 from duplexeval.jsonio import (
-    atomic_write_text,
     check_output_dir,
-    dumps_line,
-    sha256_file,
 )
-from duplexeval.specs import json_values, parse_spec
+from duplexeval.specs import parse_spec
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -29,7 +25,7 @@ DEMO_OUT = Path("duplexeval-eot-demo")
 SWEEP_FILES = ("summary.json", "sweep.parquet", "pareto.png", "operating_points.png")
 
 
-def _parse_grid(text: str | None, flag: str, default: tuple[float, ...]) -> tuple[float, ...]:
+def _parse_grid(text: str | None, flag: str, default: tuple[float, ...] | None) -> tuple[float, ...] | None:
     """'a:b:step' (inclusive) or 'x,y,z'; None keeps eot-bench's default."""
     if text is None:
         return default
@@ -48,16 +44,10 @@ def _parse_grid(text: str | None, flag: str, default: tuple[float, ...]) -> tupl
     return tuple(vals)
 
 
-def _sweep_config(score_mode: str, score_point: float | None, thresholds: str | None, action_delays: str | None,
-                  timeouts: str | None, min_hold: float, max_hold: float) -> Any:  # fmt: skip
-    from duplexeval.eot import sweep_engine as sw
-
-    return sw.SweepConfig(
-        thresholds=_parse_grid(thresholds, "--thresholds", sw.DEFAULT_THRESHOLDS),
-        action_delays=_parse_grid(action_delays, "--action-delays", sw.DEFAULT_ACTION_DELAYS),
-        timeouts=_parse_grid(timeouts, "--timeouts", sw.DEFAULT_TIMEOUTS),
-        min_hold_s=min_hold, max_hold_s=max_hold, score_mode=score_mode, score_point_s=score_point,
-    )  # fmt: skip
+def _grids(thresholds: str | None, action_delays: str | None, timeouts: str | None) -> dict[str, Any]:
+    """The three grid flags as the API's sequences (None keeps eot-bench's grid)."""
+    return {"thresholds": _parse_grid(thresholds, "--thresholds", None), "action_delays":
+            _parse_grid(action_delays, "--action-delays", None), "timeouts": _parse_grid(timeouts, "--timeouts", None)}  # fmt: skip
 
 
 _PAIRS_HELP = ("CSV (header true_turn_end_s,detector_commit_s[,id][,conversation]) or JSONL file of pairs; "
@@ -79,31 +69,22 @@ def eot_score(
     Gates name the report's `score` numbers, e.g. --fail-over false_cutoff_rate=0.05 or
     --fail-over hang_rate_at_ms.600=0.2."""
     parse_gates(fail_under, fail_over)  # a malformed gate is refused before any work
-    from duplexeval.eot.io import read_pair_rows
-    from duplexeval.eot.report import build_report, format_report, pair_rows
+    from duplexeval.eot.api import score
+    from duplexeval.eot.report import format_report
 
     try:
         band_list = [int(b) for b in bands.split(",") if b.strip()]
     except ValueError:
         raise InputError(f"--bands: expected comma-separated integers in ms, got {bands!r}") from None
-    if not band_list:
-        raise InputError("--bands: give at least one band")
     if any(b < 0 for b in band_list):
         raise InputError(f"--bands: bands must be non-negative, got {bands!r}")
-    if tolerance_ms < 0:
-        raise InputError(f"--tolerance-ms must be non-negative, got {tolerance_ms}")
-    rows = read_pair_rows(pairs)
-    plist = [r.pair for r in rows]
-    ids = [r.id for r in rows]
-    convs = [r.conversation for r in rows] if any(r.conversation is not None for r in rows) else None
-    rep = build_report(plist, ids=ids, conversations=convs, latency_bands_ms=band_list, tolerance_ms=tolerance_ms,
-                       source=str(pairs), inputs={"pairs": sha256_file(pairs)})  # fmt: skip
-    prow = pair_rows(plist, ids, convs, band_list, tolerance_ms)
+    res = score(pairs, bands=band_list, tolerance_ms=tolerance_ms, json_out=None if json_to_stdout(json_out) else json_out,
+                rows_out=rows_out)  # fmt: skip
     if not json_to_stdout(json_out):
-        typer.echo(format_report(rep, prow if show_pairs else None))
-    emit_json(json_out, rep)
-    if rows_out is not None:
-        atomic_write_text(rows_out, "".join(dumps_line(r) for r in prow))
+        typer.echo(format_report(res.document, res.rows if show_pairs else None))
+    else:
+        emit_json(json_out, dict(res.document))
+    rep = res.document
     gated("eot score", fail_under, fail_over, rep["score"], " in the report's score")
 
 
@@ -127,27 +108,27 @@ def eot_predict(
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
     """Causal predictions at every grid time of every silence span, in eot-bench's columns; resumes an interrupted run."""
-    from duplexeval.eot.predict_stage import PredictSettings, predict
+    from duplexeval.eot.api import predict
     from duplexeval.eot.sources import load_span_set
     from duplexeval.eot.spans import span_set_summary
 
-    settings = PredictSettings(step, transcript_lag, batch_size, _parse_grid(only_at, "--only-at", ()) if only_at else ())
-    spec = replace(executor_spec, jobs=one_per_cpu(jobs))
-    name, params = parse_spec(detector, "--detector")
+    grid_at = _parse_grid(only_at, "--only-at", ()) if only_at else ()
+    parse_spec(detector, "--detector")  # a malformed spec is refused before the spans are read
     ss = load_span_set(spans, source)
     info = span_set_summary(ss)
     skipped = ", ".join(f"{k} {v}" for k, v in info["skipped"].items()) or "none"
     typer.echo(f"spans: {info['n_turns']} turns, {info['n_hold_spans']} hold + {info['n_eot_spans']} eot spans (skipped: {skipped})")
-    r = predict(ss, name, json_values(params), out, settings=settings, executor=spec, force=force,
-                    progress=False if quiet else progress)
+    r = predict(ss, detector=detector, out=out, step=step, transcript_lag=transcript_lag, only_at=grid_at or (),
+                batch_size=batch_size, jobs=jobs, force=force, progress=False if quiet else progress,
+                executor=executor_spec)  # fmt: skip
     if r.up_to_date:
         typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} rows, {r.n_scored} scored: up to date (made from the "
-                   "same spans, detector and settings; --force redoes it) -> " + ", ".join(str(f) for f in r.files))
+                   "same spans, detector and settings; --force redoes it) -> " + ", ".join(str(f) for f in r.paths))
     else:
         rate = r.n_scored / r.elapsed_s if r.elapsed_s > 0 else float("inf")
         resumed = f", {r.resumed_turns} turns resumed from the journal" if r.resumed_turns else ""
         typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} rows, {r.n_scored} scored in {r.elapsed_s:.1f} s "
-                   f"({rate:.1f} predictions/s{resumed}) -> " + ", ".join(str(f) for f in r.files))  # fmt: skip
+                   f"({rate:.1f} predictions/s{resumed}) -> " + ", ".join(str(f) for f in r.paths))  # fmt: skip
     typer.echo(r.signature.compact())
     if not quiet and not r.up_to_date:
         from duplexeval.progress import timing_line
@@ -177,11 +158,16 @@ def eot_sweep(
     force: bool = typer.Option(False, "--force", help="Replace a summary in --out made from other predictions or settings."),
 ) -> None:
     """eot-bench's threshold x action-delay x timeout sweep with operating points, VAD baseline and turn intervals."""
-    from duplexeval.eot.sweep_stage import sweep
+    from duplexeval.eot.api import sweep
+    from duplexeval.eot.sweep_report import format_summary
 
-    cfg = _sweep_config(score_mode, score_point, thresholds, action_delays, timeouts, min_hold, max_hold)
-    sweep(predictions, out, cfg, force=force, bootstrap=bootstrap, selection_aware=selection_aware,
-                      selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns, plots=plots)  # fmt: skip
+    res = sweep(predictions, out=out, score_mode=score_mode, score_point=score_point,
+                **_grids(thresholds, action_delays, timeouts), min_hold=min_hold, max_hold=max_hold, bootstrap=bootstrap,
+                selection_aware=selection_aware, selection_max_turns=selection_max_turns,
+                bootstrap_max_turns=bootstrap_max_turns, plots=plots, force=force)  # fmt: skip
+    for note in res.notes:
+        typer.echo(note, err=True)
+    typer.echo(format_summary(res.document, f"eot sweep: {predictions.name}"))
     finish("eot sweep", Status(0, "swept (no rule beyond bad input: gate the operating points with `eot compare`)"))
 
 
@@ -203,20 +189,19 @@ def eot_compare(
     Gates name BUDGET.cutoff_rate_diff or BUDGET.mean_latency_diff (B - A), or BUDGET.a.cutoff_rate and the like,
     e.g. --fail-over cutoff_5pct.mean_latency_diff=0.05."""
     parse_gates(fail_under, fail_over)
-    from duplexeval.eot.compare_stage import compare, format_compare
-    from duplexeval.eot.predictions import read_predictions
+    from duplexeval.eot.api import compare
+    from duplexeval.eot.compare_stage import format_compare
 
-    cfg = _sweep_config(score_mode, score_point, None, None, None, min_hold, max_hold)
-    mode_b = score_mode_b or score_mode
-    point_b = score_point_b if score_point_b is not None else score_point if mode_b == score_mode else None
-    cfg_b = _sweep_config(mode_b, point_b, None, None, None, min_hold, max_hold)
-    pa, pb = read_predictions(a), read_predictions(b)
-    c = compare(pa, pb, cfg, sha256_file(a), sha256_file(b), (a.stem, b.stem), cfg_b)
-    for note in c["notes"]:
+    res = compare(a, b, json_out=None if json_to_stdout(json_out) else json_out, score_mode=score_mode,
+                  score_point=score_point, score_mode_b=score_mode_b, score_point_b=score_point_b, min_hold=min_hold,
+                  max_hold=max_hold)  # fmt: skip
+    c = res.document
+    for note in res.notes:
         typer.echo(note, err=True)
     if not json_to_stdout(json_out):
         typer.echo(format_compare(c))
-    emit_json(json_out, c)
+    else:
+        emit_json(json_out, dict(c))
     gated("eot compare", fail_under, fail_over, c["budgets"], " in compare.json's budgets")
 
 
@@ -241,13 +226,12 @@ def eot_check(
 
     Exit 1 with a warning when the scores never change; a note says whether, at equal silence, the end of turn
     scores above the pauses (a silence timer's do not)."""
-    from duplexeval.eot.check_stage import check, format_check, warnings
+    from duplexeval.eot.api import check
 
-    name, params = parse_spec(spec, "SPEC")
-    spans = check(name, json_values(params))
-    for line in format_check(spec, spans):
+    res = check(spec)
+    for line in res.lines:
         typer.echo(line)
-    found = warnings(spans)
+    found = list(res.warnings)
     finish("eot check", Status(1, "; ".join(found)) if found else Status(0, "its scores react to the audio (no warning)"))
 
 

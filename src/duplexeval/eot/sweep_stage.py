@@ -40,17 +40,18 @@ def _check_out_dir(out: Path, force: bool) -> None:
 def sweep(
     predictions: Path, out: Path | None, cfg: SweepConfig, *, force: bool = False, bootstrap: bool = True,
     selection_aware: bool = True, selection_max_turns: int = 2000, bootstrap_max_turns: int = 20000, plots: bool = True,
-    echo: Callable[[str], Any] = typer.echo,
+    echo: Callable[[str], Any] | None = typer.echo,
     title: str = "",
 ) -> dict[str, Any]:  # fmt: skip
-    """Read, sweep, summarise, write ``out/{summary.json, sweep.parquet, pareto.png, operating_points.png}``, print."""
+    """Read, sweep, summarise, write ``out/{summary.json, sweep.parquet, pareto.png, operating_points.png}``, print
+    (``echo`` None: print nothing, not even the warning, which the summary's ``notes`` hold)."""
 
     if out is not None:
         _check_out_dir(out, force)
     preds = read_predictions(predictions)
     sha = sha256_file(predictions)
     warning = mode_warning(preds, cfg.score_mode, str(predictions))
-    if warning:
+    if warning and echo is not None:
         typer.echo(warning, err=True)
     res = compute(preds, cfg)
     summary = build_summary(res, preds, sha, bootstrap=bootstrap, selection_aware=selection_aware,
@@ -66,5 +67,6 @@ def sweep(
             plot_pareto(out / "pareto.png", res, name)
             plot_operating_points(out / "operating_points.png", summary, name)
         write_json(out / "summary.json", summary)
-    echo(format_summary(summary, title or f"eot sweep: {predictions.name}"))
+    if echo is not None:
+        echo(format_summary(summary, title or f"eot sweep: {predictions.name}"))
     return summary
