@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.*
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.helpers
 
 from duplexeval.systems.net.resample_stream import StreamResampler
-from tests.systems.net.test_moshi_wire import _full_polyphase  # the definition, as the equivalence test holds it
+from tests.helpers.resampling import full_polyphase  # the definition, as the equivalence test holds it
 
 PAIRS = [(16000, 24000), (24000, 16000), (16000, 22050), (22050, 16000), (16000, 48000), (48000, 16000), (8000, 16000)]
 
@@ -37,7 +37,7 @@ def main() -> None:
         t0 = time.process_time()
         got = np.concatenate([r.process(c) for c in chunks])
         t1 = time.process_time()
-        want = _full_polyphase(StreamResampler(a, b), chunks)
+        want = full_polyphase(StreamResampler(a, b), chunks)
         t2 = time.process_time()
         new, old = (t1 - t0) / args.frames * 1000, (t2 - t1) / args.frames * 1000
         print(f"{a} -> {b} | {new:.3f} | {old:.3f} | {old / new:.1f}x | {np.array_equal(got, want)}")

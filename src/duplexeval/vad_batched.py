@@ -373,8 +373,8 @@ def _read(path: Path | bytes) -> np.ndarray:
         data = f.read(dtype="int16" if f.subtype == "PCM_16" else "float32", always_2d=True)
         sr = f.samplerate
     if sr != 16000 or data.shape[1] != 1:
-        raise ValueError(f"{'<memory>' if isinstance(path, bytes) else path}: expected mono 16 kHz, got "
-                         f"{data.shape[1]} channels at {sr} Hz")
+        where = "<memory>" if isinstance(path, bytes) else path
+        raise ValueError(f"{where}: expected mono 16 kHz, got {data.shape[1]} channels at {sr} Hz")
     return np.ascontiguousarray(data[:, 0])
 
 

@@ -10,6 +10,7 @@ import pytest
 from duplexeval.systems.net import moshi_wire as mw
 from duplexeval.systems.net.resample_stream import StreamResampler
 from tests.helpers import upstream_moshi as up
+from tests.helpers.resampling import full_polyphase
 
 
 def _tone(n: int, sr: int, hz: float = 440.0, amp: float = 0.4) -> np.ndarray:
@@ -193,25 +194,6 @@ def test_encoder_bytes_are_deterministic():
     assert run() == run()
 
 
-def _full_polyphase(r: StreamResampler, chunks: list[np.ndarray]) -> np.ndarray:
-    """The resampler's definition, computed the long way: every upsampled sample of every phase (np.convolve
-    over the carried input), then every `down`-th of them kept."""
-    poly = [row[::-1] for row in r._poly_rev]
-    hist, phase, out = np.zeros(r._m - 1), 0, []
-    for x in chunks:
-        if not x.shape[0]:
-            continue  # nothing in, nothing out, the state unchanged
-        xe = np.concatenate([hist, x.astype(np.float64)])
-        hist = xe[xe.shape[0] - hist.shape[0] :]
-        y = np.empty(x.shape[0] * r.up)
-        frames = y.reshape(x.shape[0], r.up)
-        for p, sub in enumerate(poly):
-            frames[:, p] = np.convolve(xe, sub, mode="valid")
-        out.append(y[phase :: r.down].astype(np.float32))
-        phase = (phase - y.shape[0]) % r.down
-    return np.concatenate(out)
-
-
 @pytest.mark.parametrize("rates", [(16000, 24000), (24000, 16000), (22050, 16000), (16000, 22050), (48000, 16000),
                                    (8000, 16000), (16000, 44100)])
 def test_the_resampler_gives_its_definition_s_samples_bit_for_bit(rates):
@@ -220,5 +202,5 @@ def test_the_resampler_gives_its_definition_s_samples_bit_for_bit(rates):
     chunks = [rng.standard_normal(n).astype(np.float32) * 0.3 for n in sizes]
     r = StreamResampler(*rates)
     got = np.concatenate([r.process(c) for c in chunks])
-    want = _full_polyphase(StreamResampler(*rates), chunks)
+    want = full_polyphase(StreamResampler(*rates), chunks)
     assert got.shape == want.shape and np.array_equal(got, want)  # the same float32 samples, bit for bit
