@@ -44,7 +44,8 @@ def run_demo(out: str | Path, n: int = 4, exchanges: int = 4, seed: int = 0, for
     if out.exists() and any(out.iterdir()) and not force:
         old = read_header(out / DEMO_RECORD)
         if not old:
-            raise RefusalError(f"{out}: folder is not empty and holds no controller demo; pass --force to write the demo there")
+            raise RefusalError(f"{out}: folder is not empty and holds no controller demo; pass --force to write "
+                               "the demo there")
         if old.get("settings") != record["settings"]:
             raise RefusalError(f"{out}: holds a controller demo made with other settings ({old.get('settings')} there, "
                                f"{record['settings']} now); pass --force to replace it")

@@ -235,7 +235,8 @@ def make_manager(name: str, params: dict[str, str] | None = None) -> Any:
         params = kwargs
     manager = SYSTEMS.build(name, **params)
     if not (callable(getattr(manager, "reset", None)) and callable(getattr(manager, "on_event", None))):
-        raise InputError(f"system {name!r}: needs reset(view) and on_event(event) methods (duplexeval.dialogue.protocol)")
+        raise InputError(f"system {name!r}: needs reset(view) and on_event(event) methods "
+                         "(duplexeval.dialogue.protocol)")
     return guard(manager, KIND, name)
 
 

@@ -25,7 +25,8 @@ Behaviour = Literal["continue", "yield", "acknowledge"]
 
 def _case_id(v: str) -> str:
     if not is_safe_id(v):
-        raise fail(f"'id' must be 1-128 letters, digits, '.', '_' or '-' starting with a letter or digit, without '..', got {v!r}")
+        raise fail("'id' must be 1-128 letters, digits, '.', '_' or '-' starting with a letter or digit, without "
+                   f"'..', got {v!r}")
     return v
 
 
@@ -70,7 +71,8 @@ class Turn(Record):
 def _check_chunks(chunks: list[Chunk], what: str) -> None:
     for i in range(1, len(chunks)):
         if chunks[i].start_s < chunks[i - 1].end_s:
-            raise fail(f"{what} chunk {i} starts at {chunks[i].start_s} before chunk {i - 1} ends at {chunks[i - 1].end_s}")
+            raise fail(f"{what} chunk {i} starts at {chunks[i].start_s} before chunk {i - 1} ends at "
+                       f"{chunks[i - 1].end_s}")
 
 
 class MiUExpected(Record):

@@ -134,7 +134,8 @@ class ChatManager:
         payload = {
             "messages": [
                 {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": f"{_timeline(self._view, self._heard, self._said)}\n\nNow: {event}. You are {state}."},
+                {"role": "user", "content": f"{_timeline(self._view, self._heard, self._said)}\n\nNow: {event}. You "
+                                            f"are {state}."},
             ],
             "temperature": 0,
             "max_tokens": self.max_tokens,

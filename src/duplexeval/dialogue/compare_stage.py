@@ -55,7 +55,8 @@ def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
     for name, what in (("cases", "case sets"), ("judge", "judges")):
         if _component(ha, name) != _component(hb, name):
             raise RefusalError(f"{run_a} and {run_b} were made with different {what} "
-                               f"({_component(ha, name)[0]} vs {_component(hb, name)[0]}); a paired comparison needs the same")
+                               f"({_component(ha, name)[0]} vs {_component(hb, name)[0]}); a paired comparison "
+                               "needs the same")
     out: dict[str, Any] = {}
     for family, label in (("MiU", "proper (precision)"), ("UiM", "appropriate reply")):
         ids = sorted(i for i in a if i in b and a[i][0] == family)
@@ -94,7 +95,8 @@ def compare(run_a: Path, run_b: Path) -> dict[str, Any]:
     """The comparison with the header and both runs' signatures (a number is only comparable with its signature)."""
     sigs = {}
     for key, run in (("a", run_a), ("b", run_b)):
-        rep = check_kind(read_json(Path(run) / "dialogue.json"), "duplexeval.dialogue.report", Path(run) / "dialogue.json", SCHEMA)
+        rep = check_kind(read_json(Path(run) / "dialogue.json"), "duplexeval.dialogue.report",
+                         Path(run) / "dialogue.json", SCHEMA)
         sigs[key] = rep["signature"]["compact"]
     inputs = {f"{k}_judgements": sha256_file(Path(r) / JUDGEMENTS_FILE) for k, r in (("a", run_a), ("b", run_b))}
     return {**header(COMPARE_KIND, SCHEMA, None, inputs), "a": str(run_a), "b": str(run_b), "signatures": sigs,

@@ -37,7 +37,8 @@ def run_demo(out: Path, seed: int = 0, console: Any | None = None, force: bool =
     for name in BASELINES:
         run_stage.run(cases, name, {}, Clock(), out / name, force=force)
         reports.append(score_stage.score(out / name, ExpectedJudge()))
-    print_report(reports, list(BASELINES), f"duplex dialogue demo (spec 004): {len(cases.cases)} built-in cases (ours, not the paper's), judge expected", console)
+    print_report(reports, list(BASELINES), f"duplex dialogue demo (spec 004): {len(cases.cases)} built-in cases (ours, "
+                                           "not the paper's), judge expected", console)
     base = BASELINES[0]
     lines = ["paired on the same cases (bootstrap 95% interval of B - A; McNemar exact test):"]
     for name in BASELINES[1:]:

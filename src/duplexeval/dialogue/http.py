@@ -146,14 +146,16 @@ class CachedChat:
         if size > MAX_REQUEST_BYTES:
             self.stats["failed"] += 1
             self._log({**tag, "event": "refused", "error": f"request of {size} bytes is over {MAX_REQUEST_BYTES}"})
-            return Answer(None, None, f"request of {size} bytes is over the {MAX_REQUEST_BYTES}-byte bound", 0, "", False)
+            return Answer(None, None, f"request of {size} bytes is over the {MAX_REQUEST_BYTES}-byte bound", 0, "",
+                          False)
         last_error: str | None = None
         http_failed = False
         content: str | None = None
         first_sha = ""
         any_cached = False
         for attempt in range(1, self.max_attempts + 1):
-            blob = json.dumps({"base_url": sanitize_url(self.base_url), "request": body, "attempt": attempt}, sort_keys=True, ensure_ascii=False)
+            blob = json.dumps({"base_url": sanitize_url(self.base_url), "request": body, "attempt": attempt},
+                              sort_keys=True, ensure_ascii=False)
             sha = sha256_bytes(blob.encode("utf-8"))
             first_sha = first_sha or sha
             content = self._cached(sha)
@@ -174,8 +176,9 @@ class CachedChat:
                     http_failed = True
                     continue
                 http_failed = False
-                atomic_write_text(self._cache_file(sha), redact_all(json.dumps({"request_sha256": sha, "content": content}, ensure_ascii=False), self._key) + "\n",
-                                  private=True)
+                atomic_write_text(self._cache_file(sha),
+                                  redact_all(json.dumps({"request_sha256": sha, "content": content},
+                                                        ensure_ascii=False), self._key) + "\n", private=True)
             parsed = accept(content)
             if parsed is not None:
                 return Answer(parsed, content, None, attempt, first_sha, any_cached)

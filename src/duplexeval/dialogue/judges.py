@@ -41,7 +41,8 @@ class Verdict:
     analysis: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"timing": self.timing, "content": self.content, "score": self.score, "judge_error": self.error, "analysis": self.analysis}
+        return {"timing": self.timing, "content": self.content, "score": self.score, "judge_error": self.error,
+                "analysis": self.analysis}
 
 
 class Judge(Protocol):
@@ -214,14 +215,15 @@ JUDGES = ("expected", "openai")
 
 
 def make_judge(name: str, out_dir: Path, *, model: str = "", base_url: str = "", api_key_env: str = "OPENAI_API_KEY",
-               cache_dir: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, max_attempts: int = DEFAULT_ATTEMPTS,
-               backoff_s: float = DEFAULT_BACKOFF_S) -> Judge:
+               cache_dir: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+               max_attempts: int = DEFAULT_ATTEMPTS, backoff_s: float = DEFAULT_BACKOFF_S) -> Judge:
     """`expected` or `openai` (which needs model=... and base_url=... in its spec)."""
     if name == "expected":
         return ExpectedJudge()
     if name == "openai":
         if not base_url:
-            raise InputError("--judge openai needs base_url=URL, an OpenAI-compatible endpoint: --judge openai:model=M,base_url=URL")
+            raise InputError("--judge openai needs base_url=URL, an OpenAI-compatible endpoint: --judge "
+                             "openai:model=M,base_url=URL")
         return OpenAIJudge.create(out_dir, model, base_url, api_key_env, cache_dir=cache_dir, timeout_s=timeout_s,
                                   max_attempts=max_attempts, backoff_s=backoff_s)
     raise InputError(f"unknown judge {name!r}; available: {', '.join(JUDGES)}")

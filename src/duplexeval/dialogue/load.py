@@ -138,7 +138,8 @@ def _context(entries: Sequence[str]) -> list[Turn]:
 
 def _tape_reason(cid: str) -> str | None:
     low = cid.lower()
-    for key, reason in (("noise", "noise"), ("deni", "denial"), ("affirm", "affirmation"), ("shift", "shift"), ("topic", "shift")):
+    for key, reason in (("noise", "noise"), ("deni", "denial"), ("affirm", "affirmation"), ("shift", "shift"),
+                        ("topic", "shift")):
         if key in low:
             return reason
     return None
@@ -152,7 +153,8 @@ def tape_to_case(item: Any, where: str, word_s: float = TAPE_WORD_S) -> MiUCase 
     cid, tape, targets = item.get("id"), item.get("tape"), item.get("eval_targets")
     if not isinstance(cid, str) or not isinstance(tape, list) or not all(isinstance(e, str) for e in tape):
         raise InputError(f"{where}: needs a string 'id' and a 'tape' list of strings")
-    if not isinstance(targets, list) or not targets or not all(isinstance(t, int) and not isinstance(t, bool) for t in targets):
+    if not isinstance(targets, list) or not targets or not all(isinstance(t, int) and not isinstance(t, bool)
+                                                               for t in targets):
         raise InputError(f"{where}: case {cid!r}: 'eval_targets' must be a non-empty list of tape indices")
     if any(t <= 0 or t >= len(tape) for t in targets) or sorted(set(targets)) != targets:
         raise InputError(f"{where}: case {cid!r}: eval_targets must be increasing indices 1..{len(tape) - 1}")

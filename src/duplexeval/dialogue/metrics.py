@@ -138,7 +138,8 @@ def miu_metrics(items: Sequence[MiUItem]) -> dict[str, Any]:
         "PRR_mid": prr.to_json(),
         "precision": Estimate(
             precision,
-            precision_interval([it.outcome for it in valid], [it.timing for it in valid]) if precision is not None else None,
+            precision_interval([it.outcome for it in valid], [it.timing for it in valid]) if precision is not None
+            else None,
             {"n": n, "definition": "PIR_mid * ir_mid + ir_end (the paper's, not the standard formula)"}).to_json(),
         "recall": {**recall, "definition": "1 - MIR (the paper's, not the standard formula)"},
         "FTED_s": lat,
@@ -184,7 +185,8 @@ def uim_metrics(items: Sequence[UiMItem]) -> dict[str, Any]:
             "continued": sum(1 for it in its if it.outcome == CONTINUED),
         }
     avg = None if any(v is None for v in values) else sum(v for v in values if v is not None) / len(values)
-    out["PRRavg"] = Estimate(avg, prr_avg_interval(by_reason) if avg is not None else None,
-                             {"definition": "unweighted mean of PRR_noise, PRR_denial, PRR_affirmation, PRR_shift"}).to_json()
+    out["PRRavg"] = Estimate(
+        avg, prr_avg_interval(by_reason) if avg is not None else None,
+        {"definition": "unweighted mean of PRR_noise, PRR_denial, PRR_affirmation, PRR_shift"}).to_json()
     out["counts"] = counts
     return out

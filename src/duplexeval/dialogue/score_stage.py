@@ -52,11 +52,13 @@ def read_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
     head = check_kind(items[0][1], CASES_KIND, path, SCHEMA)
     rows = []
     for lineno, obj in items[1:]:
-        if not isinstance(obj, dict) or obj.get("family") not in ("MiU", "UiM") or not isinstance(obj.get("id"), str) or "outcome" not in obj:
+        if (not isinstance(obj, dict) or obj.get("family") not in ("MiU", "UiM") or not isinstance(obj.get("id"), str)
+            or "outcome" not in obj):
             raise InputError(f"{path}: line {lineno}: not a dialogue case row (needs id, family, outcome)")
         rows.append(obj)
     if len(rows) != head.get("n_cases"):
-        raise InputError(f"{path}: header says {head.get('n_cases')} cases, found {len(rows)} rows (an interrupted run? rerun it)")
+        raise InputError(f"{path}: header says {head.get('n_cases')} cases, found {len(rows)} rows (an interrupted "
+                         "run? rerun it)")
     return head, rows, sha256_bytes(text.encode("utf-8"))
 
 
@@ -86,14 +88,17 @@ def score(run_dir: Path, judge: Judge) -> dict[str, Any]:
     run_sig = Signature.from_json(head["signature"])
     ident = judge.identity()
     jcomp = Component("judge", judge.label, hash=ident.get("prompt_sha256"), settings={})
-    sig = Signature(run_sig.definitions, (*run_sig.components, jcomp), {**run_sig.inputs, "run_cases": rows_sha}, run_sig.version).with_bootstrap()
+    sig = Signature(run_sig.definitions, (*run_sig.components, jcomp), {**run_sig.inputs, "run_cases": rows_sha},
+                    run_sig.version).with_bootstrap()
     inputs = {"cases": head["inputs"]["cases"], "run_cases": rows_sha}
     jlines = [dumps_line({**header(JUDGEMENTS_KIND, SCHEMA, sig, inputs), "judge": ident})]
     errors = 0
     for r, v in zip(rows, verdicts):
         if v is not None and v.error:
             errors += 1
-        jlines.append(dumps_line({"id": r["id"], "family": r["family"], "outcome": r["outcome"], "verdict": v.to_json() if v else None}))
+        jlines.append(
+            dumps_line(
+                {"id": r["id"], "family": r["family"], "outcome": r["outcome"], "verdict": v.to_json() if v else None}))
     miu, uim = items_from(rows, verdicts)
     miu_js = miu_metrics(miu) if miu else None
     uim_js = uim_metrics(uim) if uim else None
@@ -151,7 +156,8 @@ def fmt_fted(js: dict[str, Any] | None) -> str:
     iv = js.get("median_interval") or [None, None]
     ivs = "[" + ", ".join(NOT_REACHED if x is None else f"{x:.2f}" for x in iv) + "]"
     mean = NO_DATA if js.get("mean") is None else f"{js['mean']:.2f}"
-    return f"{mean} / {q(js['median'], js['median_reached'])} {ivs} / {q(js['p90'], js['p90_reached'])} ({js['responded']}/{js['n']})"
+    return (f"{mean} / {q(js['median'], js['median_reached'])} {ivs} / {q(js['p90'], js['p90_reached'])} "
+            f"({js['responded']}/{js['n']})")
 
 
 def table_rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -160,7 +166,8 @@ def table_rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
     m = report.get("MiU")
     if m:
         c = m["counts"]
-        rows.append(("MiU", "outcomes mid / end / miss (errors)", f"{c['mid']} / {c['end']} / {c['miss']} ({c['errors']})"))
+        rows.append(("MiU", "outcomes mid / end / miss (errors)", f"{c['mid']} / {c['end']} / {c['miss']} "
+                                                                  f"({c['errors']})"))
         for k in ("ir_mid", "ir_end", "MIR", "PIR_mid", "PRR_mid"):
             rows.append(("MiU", k, fmt_share(m[k])))
         rows.append(("MiU", "precision (paper's formula)", fmt_value(m["precision"])))
@@ -193,7 +200,8 @@ def print_report(reports: list[dict[str, Any]], labels: list[str], title: str, c
     """Table, the paper's numbers marked secondary, the definitions note, and the signature line(s)."""
     console = console or table_console()
     console.print(render(reports, labels, title))
-    paper = Table(title="paper's published numbers (secondary: from summaries of Wang et al. 2024, not our measurement)")
+    paper = (Table(title="paper's published numbers (secondary: from summaries of Wang et al. 2024, not our "
+                         "measurement)"))
     paper.add_column("metric")
     paper.add_column("secondary", justify="right")
     for k, v in PAPER_SECONDARY.items():
@@ -201,4 +209,5 @@ def print_report(reports: list[dict[str, Any]], labels: list[str], title: str, c
     console.print(paper)
     console.print(f"note: {NOTE}. MIR counts only cases where the system never took the turn.")
     for lab, rep in zip(labels, reports):
-        console.print(f"signature ({lab}): {rep['signature']['compact']}" if len(reports) > 1 else f"signature: {rep['signature']['compact']}")
+        console.print(f"signature ({lab}): {rep['signature']['compact']}" if len(reports) > 1
+                      else f"signature: {rep['signature']['compact']}")

@@ -238,7 +238,8 @@ def simulate(case: MiUCase | UiMCase, manager: DialogueManager, clock: Clock) ->
     heard: list[Step] = []
     if isinstance(case, UiMCase):
         stop = replay.machine_stop_us if replay.machine_stop_us is not None else math.inf
-        heard = [(to_us(c.start_s), "machine", c.text, i) for i, c in enumerate(case.machine) if to_us(c.start_s) < stop]
+        heard = [(to_us(c.start_s), "machine", c.text, i) for i, c in enumerate(case.machine)
+                 if to_us(c.start_s) < stop]
     said: list[Step] = [(t, "say", tok, -1) for t, tok in replay.said]
     replay.steps = sorted(heard + replay.steps + said, key=_time)  # stable: same-time order kept
     return replay

@@ -106,12 +106,14 @@ FILLERS: tuple[tuple[str, ...], ...] = (
 # (clauses, reply cues): the point comes only in the last clause
 COMPLETE: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("before I book anything", "I need to know", "what the weather will be like in Lisbon"), ("Lisbon",)),
-    (("I have eggs and flour", "and some butter", "what dessert can I make with that"), ("cake", "cookies", "pancakes")),
+    (("I have eggs and flour", "and some butter", "what dessert can I make with that"),
+     ("cake", "cookies", "pancakes")),
     (("my train leaves at noon", "and the trip takes two hours", "so when do I arrive"), ("two", "2")),
     (("I never know this one", "but if I have three apples and eat one", "how many are left"), ("two", "2")),
     (("we are six people", "and each pizza feeds two of us", "how many pizzas should I order"), ("three", "3")),
     (("I run every morning", "and I want to start a new plan", "should I run longer or faster"), ("longer", "faster")),
-    (("the meeting is on Friday", "but my boss asked me to move it", "what day would you suggest instead"), ("Monday", "Thursday", "day")),
+    (("the meeting is on Friday", "but my boss asked me to move it", "what day would you suggest instead"),
+     ("Monday", "Thursday", "day")),
     (("I have a cold", "and I cannot sleep at all", "what can I drink before bed"), ("tea", "water")),
 )
 CONTEXTS: tuple[tuple[str, str], ...] = (
@@ -123,14 +125,22 @@ CONTEXTS: tuple[tuple[str, str], ...] = (
 
 # UiM: machine utterances with an entity the user may deny, (clauses, entity, alternatives)
 MACHINE: tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...] = (
-    (("Your flight to Boston leaves at nine in the morning", "and you should be at the airport two hours early", "so plan to leave home around six"), "Boston", ("Austin", "Houston")),
-    (("I booked a table for four people at eight tonight", "at the Italian place on Main Street", "and they asked you to arrive on time"), "four", ("two", "six")),
-    (("To make the soup you first chop two onions", "then fry them in butter for five minutes", "and after that you add the stock"), "onions", ("carrots", "leeks")),
-    (("Tomorrow in Chicago it will be sunny and warm", "with a high of about twenty five degrees", "and a light wind in the afternoon"), "Chicago", ("Detroit", "Denver")),
-    (("Your meeting with Sarah is set for Tuesday", "in the small room on the third floor", "and it should take about an hour"), "Tuesday", ("Thursday", "Wednesday")),
-    (("The train to Paris departs from platform six", "and the journey takes a little over two hours", "so you will arrive just after lunch"), "Paris", ("Brussels", "London")),
-    (("I have set your alarm for seven tomorrow", "and the coffee machine will start at a quarter past", "so everything is ready when you get up"), "seven", ("six", "eight")),
-    (("The nearest pharmacy is on Oak Street", "about ten minutes away on foot", "and it stays open until nine tonight"), "Oak", ("Elm", "Pine")),
+    (("Your flight to Boston leaves at nine in the morning", "and you should be at the airport two hours early",
+      "so plan to leave home around six"), "Boston", ("Austin", "Houston")),
+    (("I booked a table for four people at eight tonight", "at the Italian place on Main Street",
+      "and they asked you to arrive on time"), "four", ("two", "six")),
+    (("To make the soup you first chop two onions", "then fry them in butter for five minutes",
+      "and after that you add the stock"), "onions", ("carrots", "leeks")),
+    (("Tomorrow in Chicago it will be sunny and warm", "with a high of about twenty five degrees",
+      "and a light wind in the afternoon"), "Chicago", ("Detroit", "Denver")),
+    (("Your meeting with Sarah is set for Tuesday", "in the small room on the third floor",
+      "and it should take about an hour"), "Tuesday", ("Thursday", "Wednesday")),
+    (("The train to Paris departs from platform six", "and the journey takes a little over two hours",
+      "so you will arrive just after lunch"), "Paris", ("Brussels", "London")),
+    (("I have set your alarm for seven tomorrow", "and the coffee machine will start at a quarter past",
+      "so everything is ready when you get up"), "seven", ("six", "eight")),
+    (("The nearest pharmacy is on Oak Street", "about ten minutes away on foot",
+      "and it stays open until nine tonight"), "Oak", ("Elm", "Pine")),
 )
 NOISE: tuple[str, ...] = (
     "honey dinner is ready in five minutes",
@@ -227,7 +237,8 @@ def make_uim(rng: random.Random, reason: str, i: int) -> UiMCase:
         text, behaviour, cues = rng.choice(AFFIRMATION), "acknowledge", ACK_CUES
     else:
         tmpl, tcues = rng.choice(SHIFT)
-        fill = {"city": rng.choice(CITIES), "place": rng.choice(PLACES), "landmark": rng.choice(LANDMARKS), "person": rng.choice(PEOPLE)}
+        fill = {"city": rng.choice(CITIES), "place": rng.choice(PLACES), "landmark": rng.choice(LANDMARKS),
+                "person": rng.choice(PEOPLE)}
         text, behaviour, cues = tmpl.format(**fill), "yield", tuple(c.format(**fill) for c in tcues)
     inter, _ = _chunks([text], at)
     return UiMCase(

@@ -99,11 +99,12 @@ def format_check(detector: str, spans: list[SpanScores]) -> list[str]:
     """A table of scores per span at a few silence lengths; notes and warnings last."""
     from duplexeval.progress import text_table
 
-    rows = [[s.turn.rsplit("/", 1)[-1], s.label, f"{s.duration_s:.2f} s", *(_p(s.at(t)) for t in SHOWN_AT_S)] for s in spans]
+    rows = [[s.turn.rsplit("/", 1)[-1], s.label, f"{s.duration_s:.2f} s", *(_p(s.at(t)) for t in SHOWN_AT_S)]
+            for s in spans]
     table = text_table(["turn", "span", "length", *(f"p_eot at {t:g} s" for t in SHOWN_AT_S)], rows,
                        right=set(range(2, 3 + len(SHOWN_AT_S))))
-    lines = [f"eot check: {detector} on {CHECK_TURNS} espeak-ng turns (hold: a pause inside the turn; eot: its true end; "
-             "- : the silence is shorter)", *("  " + ln for ln in table.splitlines())]
+    lines = [f"eot check: {detector} on {CHECK_TURNS} espeak-ng turns (hold: a pause inside the turn; eot: "
+             "its true end; - : the silence is shorter)", *("  " + ln for ln in table.splitlines())]
     lines += [f"  note: {n}" for n in notes(spans)]
     lines += [f"  warning: {w}" for w in warnings(spans)]
     return lines

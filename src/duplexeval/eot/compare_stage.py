@@ -87,27 +87,32 @@ def compare(a: Predictions, b: Predictions, cfg: SweepConfig, sha_a: str, sha_b:
     if sa.turn_ids != sb.turn_ids or not np.array_equal(sa.span_index, sb.span_index):
         raise InputError(f"{a.source} and {b.source} keep different spans after the hold filter (their span durations "
                          f"differ); predict both on the same span set with the same grid")  # fmt: skip
-    budgets = [(budget_key(x), "cutoff") for x in CUTOFF_BUDGETS] + [(latency_key(x), "latency") for x in LATENCY_BUDGETS]
+    budgets = [(budget_key(x), "cutoff") for x in CUTOFF_BUDGETS] + [(latency_key(x), "latency")
+                                                                     for x in LATENCY_BUDGETS]
     out_b: dict[str, Any] = {}
     for key, _kind in budgets:
         p1, p2 = ra.points[key], rb.points[key]
         entry: dict[str, Any] = {"a": _pt(p1), "b": _pt(p2)}
         if p1 is None or p2 is None:
-            entry["reason"] = "no policy met the budget for " + " and ".join(n for n, p in zip(names, (p1, p2)) if p is None)
+            entry["reason"] = ("no policy met the budget for "
+                               + " and ".join(n for n, p in zip(names, (p1, p2)) if p is None))
             out_b[key] = entry
             continue
         t1, t2 = iv.turn_counts(sa, cfg, p1), iv.turn_counts(sb, cfg_b, p2)
         n = sa.n_turns
-        entry["cutoff_rate_diff"] = paired.paired_difference(n, _ratio(t1.cut, t1.n_hold), _ratio(t2.cut, t2.n_hold)).to_json()
+        entry["cutoff_rate_diff"] = paired.paired_difference(n, _ratio(t1.cut, t1.n_hold),
+                                                             _ratio(t2.cut, t2.n_hold)).to_json()
         entry["mean_latency_diff"] = paired.paired_difference(
             n, _ratio(t1.latency_us, t1.n_eot, US_PER_S), _ratio(t2.latency_us, t2.n_eot, US_PER_S)
         ).to_json()
         out_b[key] = entry
-    sig = Signature("eot-compare-1", (*_sig(ra, a, sha_a).components, *_sig(rb, b, sha_b).components), {"a": sha_a, "b": sha_b}).with_bootstrap()
+    sig = Signature("eot-compare-1", (*_sig(ra, a, sha_a).components, *_sig(rb, b, sha_b).components),
+                    {"a": sha_a, "b": sha_b}).with_bootstrap()
     out: dict[str, Any] = header(COMPARE_KIND, SCHEMA_VERSION, sig, {"a": sha_a, "b": sha_b})
     out.update({
         "a": names[0], "b": names[1], "pairing": {**counts, "n_turns": sa.n_turns, "unit": "turn",
-                                                   "n_hold_spans": int((~sa.is_eot).sum()), "n_eot_spans": int(sa.is_eot.sum())},
+                                                   "n_hold_spans": int((~sa.is_eot).sum()),
+                                                  "n_eot_spans": int(sa.is_eot.sum())},
         "method": "each side's own operating point; B - A with a paired bootstrap over whole turns (policies fixed)",
         "score_mode": {"a": _mode(cfg), "b": _mode(cfg_b)},
         "budgets": out_b,
@@ -134,7 +139,8 @@ def _pt(p: Any) -> dict[str, Any] | None:
 
 def format_compare(c: Mapping[str, Any]) -> str:
     t = Table(title=f"paired comparison: B = {c['b']} minus A = {c['a']} ({c['pairing']['n_turns']} turns)")
-    for col in ("budget", "A cutoffs / latency", "B cutoffs / latency", "cutoff diff B-A [95% CI]", "latency diff B-A [95% CI]"):
+    for col in ("budget", "A cutoffs / latency", "B cutoffs / latency", "cutoff diff B-A [95% CI]",
+                "latency diff B-A [95% CI]"):
         t.add_column(col)
 
     def side(p: Mapping[str, Any] | None) -> str:
@@ -151,10 +157,12 @@ def format_compare(c: Mapping[str, Any]) -> str:
 
     for key, e in c["budgets"].items():
         label = ("cutoff <= " + key.replace("pct", "%")) if key.endswith("pct") else "latency <= " + key
-        t.add_row(label, side(e["a"]), side(e["b"]), diff(e.get("cutoff_rate_diff"), 100, " pts"), diff(e.get("mean_latency_diff"), 1000, " ms"))
+        t.add_row(label, side(e["a"]), side(e["b"]), diff(e.get("cutoff_rate_diff"), 100, " pts"),
+                  diff(e.get("mean_latency_diff"), 1000, " ms"))
     buf = io.StringIO()
     con = Console(file=buf, width=200, no_color=True, highlight=False)
     con.print(t)
     pr = c["pairing"]
-    con.print(f"paired on {pr['common_spans']} common spans ({pr['only_in_a']} only in A, {pr['only_in_b']} only in B are left out)")
+    con.print(f"paired on {pr['common_spans']} common spans ({pr['only_in_a']} only in A, {pr['only_in_b']} only in B "
+              "are left out)")
     return buf.getvalue().rstrip("\n") + "\n" + c["signature"]["compact"]

@@ -24,8 +24,10 @@ from duplexeval.reruns import check_replace
 VOICES = [("en-us", 160, 50), ("en-gb", 170, 40), ("en-us+f3", 165, 60), ("en-gb-x-rp", 145, 50)]
 # (parts, tail after the last word). Pauses are mid-sentence holds; the tail is the true end of turn.
 TURNS: list[list[Any]] = [
-    ["So for the trip next month, we were thinking about", {"pause": 1.2}, "maybe renting a small cabin near the lake."],
-    ["The thing that really surprised me was", {"pause": 0.8}, "how quickly the whole team", {"pause": 0.5}, "agreed on the plan."],
+    ["So for the trip next month, we were thinking about", {"pause": 1.2},
+     "maybe renting a small cabin near the lake."],
+    ["The thing that really surprised me was", {"pause": 0.8}, "how quickly the whole team", {"pause": 0.5},
+     "agreed on the plan."],
     ["Well, my sister lives out in", {"pause": 1.6}, "Colorado, and she keeps telling me to visit."],
     ["I was going to order the", {"pause": 0.4}, "um, the vegetable curry, I think."],
     ["Can you remind me", {"pause": 0.3}, "what time the pharmacy closes today?"],
@@ -48,8 +50,8 @@ def demo_script() -> dict[str, Any]:
     samples = []
     for k, parts in enumerate(TURNS):
         v, rate, pitch = VOICES[k % len(VOICES)]
-        samples.append({"subset": "synthetic_pause_handling", "id": str(k + 1), "voice": v, "rate": rate, "pitch": pitch,
-                        "parts": parts, "lead": 0.3, "tail": 4.0})  # fmt: skip
+        samples.append({"subset": "synthetic_pause_handling", "id": str(k + 1), "voice": v, "rate": rate,
+                        "pitch": pitch, "parts": parts, "lead": 0.3, "tail": 4.0})  # fmt: skip
     return {"name": "eot-demo", "samples": samples}
 
 
@@ -71,18 +73,23 @@ def run_demo(out: Path, force: bool = False, echo: Callable[[str], Any] = print,
     ]
     why = smart_turn_available()
     if why is None:
-        runs.append(("smart-turn", {}, PredictSettings(only_at=(0.2,)), SweepConfig(score_mode="score_point", score_point_s=0.2)))
+        runs.append(
+            ("smart-turn", {}, PredictSettings(only_at=(0.2,)),
+             SweepConfig(score_mode="score_point", score_point_s=0.2)))
     else:
         echo(f"smart-turn skipped: {why}")
     summaries: dict[str, Any] = {}
     for name, opts, st, cfg in runs:
         pred_path = out / f"{name}.parquet"
-        r = predict(spans, name, opts, pred_path, settings=st, executor=ExecutorSpec(jobs=jobs), force=force, progress=False)
+        r = predict(spans, name, opts, pred_path, settings=st, executor=ExecutorSpec(jobs=jobs), force=force,
+                    progress=False)
         when = "up to date (made by an earlier demo run)" if r.up_to_date else f"in {r.elapsed_s:.1f} s"
         echo(f"{name}: {r.n_scored} predictions ({r.n_predictions} grid rows) {when}")
-        summaries[name] = sweep(pred_path, out / name, cfg, force=force, echo=echo, title=f"{name} on the eot demo turns")
+        summaries[name] = sweep(pred_path, out / name, cfg, force=force, echo=echo,
+                                title=f"{name} on the eot demo turns")
     a, b = read_predictions(out / "silence.parquet"), read_predictions(out / "silero.parquet")
-    cmp = compare(a, b, SweepConfig(), sha256_file(out / "silence.parquet"), sha256_file(out / "silero.parquet"), ("silence", "silero"))
+    cmp = compare(a, b, SweepConfig(), sha256_file(out / "silence.parquet"), sha256_file(out / "silero.parquet"),
+                  ("silence", "silero"))
     check_replace(out / "compare.json", cmp, force)
     write_json(out / "compare.json", cmp)
     echo(format_compare(cmp))

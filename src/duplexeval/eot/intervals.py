@@ -32,7 +32,8 @@ from duplexeval.eot.sweep_engine import (
 from duplexeval.units import US_PER_S
 
 SELECTION_MAX_TURNS = 2000  # the selection-aware interval holds (policies x turns) matrices; above this it is skipped
-BOOTSTRAP_MAX_TURNS = 20000  # the shared (2000 x turns) index matrix: 320 MB at this size; above it intervals are skipped
+# the shared (2000 x turns) index matrix: 320 MB at this size; above it intervals are skipped
+BOOTSTRAP_MAX_TURNS = 20000
 _CHUNK = 250  # resamples per matrix product
 
 
@@ -65,7 +66,8 @@ def turn_counts(spans: SpanTable, cfg: SweepConfig, pol: Selected) -> TurnCounts
     )
 
 
-def ratio_intervals(idx: np.ndarray, ratios: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[float, float] | None]:
+def ratio_intervals(idx: np.ndarray,
+                    ratios: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[float, float] | None]:
     """``stats.bootstrap_ratio_interval`` of several (numerators, denominators) over one index matrix.
 
     Every call of the shared function draws the same ``bootstrap_indices(n)`` matrix, so sharing it gives the same
@@ -157,7 +159,8 @@ def selection_aware(
     idx = stats.bootstrap_indices(spans.n_turns)
     model = np.flatnonzero(sw.is_model)
     keys = [("cutoff", b) for b in cutoff_budgets] + [("latency", b) for b in latency_budgets]
-    vals = {k: (np.full(idx.shape[0], np.nan), np.full(idx.shape[0], np.nan), np.zeros(idx.shape[0], bool)) for k in keys}
+    vals = {k: (np.full(idx.shape[0], np.nan), np.full(idx.shape[0], np.nan), np.zeros(idx.shape[0], bool))
+            for k in keys}
     # rows pre-sorted in each rule's static tie-break order, so the per-resample pick needs no reordering
     orders = {"cutoff": np.lexsort((th, de, to)), "latency": np.lexsort((to, de, -th))}
     mats = {kind: (C[o], L[o], TO[o]) for kind, o in orders.items()}

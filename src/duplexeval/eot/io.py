@@ -87,7 +87,8 @@ def pair_row(row: dict[str, Any], where: str) -> PairRow:
     commit = _time(row, COMMIT_KEYS, where, True)
     missed = isinstance(commit, float) and math.isinf(commit)
     rid = _label(row, "id" if "id" in row else None, where, "id")
-    rec = validate({"true_turn_end_s": true_end, "detector_commit_s": 0.0 if missed else commit, "id": rid}, EOTPairRow, where)
+    rec = validate({"true_turn_end_s": true_end, "detector_commit_s": 0.0 if missed else commit, "id": rid}, EOTPairRow,
+                   where)
     conv = _label(row, _present(row, GROUP_KEYS, where, required=False), where, "conversation")
     pair = EOTPair(float(rec.true_turn_end_s), math.inf if missed else float(rec.detector_commit_s))
     return PairRow(pair, rec.id, conv)

@@ -67,7 +67,8 @@ def plot_pareto(path: Path, res: SweepResult, title: str) -> None:
 
 
 def plot_operating_points(path: Path, summary: Mapping[str, Any], title: str) -> None:
-    """Latency at each cutoff budget and cutoffs at each latency budget, model vs VAD baseline, turn intervals as bars."""
+    """Latency at each cutoff budget and cutoffs at each latency budget, model vs VAD baseline, turn intervals as
+    bars."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -76,8 +77,10 @@ def plot_operating_points(path: Path, summary: Mapping[str, Any], title: str) ->
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(8, 3.5))
     ivs = summary.get("intervals") or {}
     for ax, group, metric, scale, ylabel, vad_group in (
-        (a1, summary["operating_points"], "mean_latency", 1000, "mean latency (ms)", summary["vad_baseline"]["operating_points"]),
-        (a2, summary["cutoff_at_latency_budget"], "cutoff_rate", 100, "false cutoffs (%)", summary["vad_baseline"]["cutoff_at_latency_budget"]),
+        (a1, summary["operating_points"], "mean_latency", 1000, "mean latency (ms)",
+         summary["vad_baseline"]["operating_points"]),
+        (a2, summary["cutoff_at_latency_budget"], "cutoff_rate", 100, "false cutoffs (%)",
+         summary["vad_baseline"]["cutoff_at_latency_budget"]),
     ):
         keys = list(group)
         x = np.arange(len(keys))

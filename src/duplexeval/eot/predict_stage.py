@@ -106,30 +106,35 @@ def predict_turn_task(task: TurnTask) -> list[Row]:
     # with only_at, every grid time still gets a row (span durations come from the rows, as in eot-bench), but
     # only the listed silences are scored; the others are null ("no score at this time")
     ask = [k for k, p in enumerate(pts) if not st.only_at or any(abs(p.silence_dur - a) <= 1e-6 for a in st.only_at)]
-    meta: list[dict[str, Any]] = [{"language": turn.language, "timestamp": pts[k].timestamp, "silence_dur": pts[k].silence_dur,
-             "span_index": pts[k].span_index, "messages": visible_messages(turn, pts[k].timestamp, st.transcript_lag_s)}
-            for k in ask]  # fmt: skip
+    meta: list[dict[str, Any]] = [
+        {"language": turn.language, "timestamp": pts[k].timestamp, "silence_dur": pts[k].silence_dur,
+         "span_index": pts[k].span_index, "messages": visible_messages(turn, pts[k].timestamp, st.transcript_lag_s)}
+        for k in ask]  # fmt: skip
     got: list[Any] = []
     name = task.detector
     if not meta:
         pass
     elif hasattr(det, "predict_turn"):
         upto = turn.audio[: end_sample(meta[-1]["timestamp"])]
-        got = list(returned(KIND, name, "predict_turn", det.predict_turn(upto, SAMPLE_RATE, meta), SCORES, "a list of scores"))
+        got = list(returned(KIND, name, "predict_turn", det.predict_turn(upto, SAMPLE_RATE, meta), SCORES,
+                            "a list of scores"))
     else:
         for g in range(0, len(meta), st.batch_size):
-            items = [dict(m, audio={"array": turn.audio[: end_sample(m["timestamp"])].copy(), "sampling_rate": SAMPLE_RATE})
+            items = [dict(m, audio={"array": turn.audio[: end_sample(m["timestamp"])].copy(),
+                                    "sampling_rate": SAMPLE_RATE})
                      for m in meta[g : g + st.batch_size]]  # fmt: skip
             got.extend(returned(KIND, name, "predict_batch", det.predict_batch(items), SCORES, "a list of scores"))
     if len(got) != len(meta):
-        raise InputError(f"detector {task.detector!r} returned {len(got)} scores for {len(meta)} times in turn {turn.id!r}")
+        raise InputError(f"detector {task.detector!r} returned {len(got)} scores for {len(meta)} times in "
+                         f"turn {turn.id!r}")
     scores: list[Any] = [None] * len(pts)
     for k, v in zip(ask, got):
         scores[k] = v
     rows: list[Row] = []
     for p, s in zip(pts, scores):
         if s is not None:
-            if isinstance(s, bool) or not isinstance(s, (int, float, np.floating, np.integer)) or not 0.0 <= float(s) <= 1.0:
+            if (isinstance(s, bool) or not isinstance(s, (int, float, np.floating, np.integer))
+                or not 0.0 <= float(s) <= 1.0):
                 raise InputError(f"detector {task.detector!r} returned {clip(repr(s), 60)} for turn {turn.id!r} at "
                                  f"{p.timestamp} s (need a probability in [0, 1] or None)")
             s = float(s)
@@ -158,15 +163,17 @@ class PredictRun:
 
 def predict_signature(spans: SpanSet, detector: str, info: Mapping[str, Any], settings: PredictSettings,
                       options: Mapping[str, Any] | None = None) -> Signature:
-    """Span-set hash, detector (version, model hash, settings; the options it was built with, stored in full) and the grid."""
+    """Span-set hash, detector (version, model hash, settings; the options it was built with, stored in full) and the
+    grid."""
     return Signature(
         PREDICT_DEFINITIONS,
         (
             Component("spans", spans.source, spans.sha256(), {}),
-            Component("det", f"{detector}:{info.get('value', '')}".rstrip(":"), info.get("hash"), dict(info.get("settings", {})),
-                      {"options": dict(options)} if options else {}),
+            Component("det", f"{detector}:{info.get('value', '')}".rstrip(":"), info.get("hash"),
+                      dict(info.get("settings", {})), {"options": dict(options)} if options else {}),
             Component("grid", "", None, {"step": settings.step_s, "lag": settings.transcript_lag_s,
-                                         **({"at": ",".join(f"{a:g}" for a in settings.only_at)} if settings.only_at else {})}),
+                                         **({"at": ",".join(f"{a:g}" for a in settings.only_at)} if settings.only_at
+                                            else {})}),
         ),
         {"spans": spans.sha256()},
     )
@@ -196,7 +203,8 @@ def _read_journal(path: Path, run_id: str) -> dict[str, list[Row]]:
     for line in lines[1:]:
         try:
             obj = json.loads(line)
-            done[str(obj["id"])] = [(int(r[0]), str(r[1]), float(r[2]), float(r[3]), None if r[4] is None else float(r[4])) for r in obj["rows"]]
+            done[str(obj["id"])] = [(int(r[0]), str(r[1]), float(r[2]), float(r[3]),
+                                     None if r[4] is None else float(r[4])) for r in obj["rows"]]
         except (json.JSONDecodeError, KeyError, TypeError, ValueError, IndexError):
             break  # a line torn by a kill: that turn is redone
     return done
@@ -264,7 +272,8 @@ def predict(
     det = build_detector(detector, json.loads(options_json))  # fail early, in this process, with one line
     executor = executor or ExecutorSpec()
     if executor.kind == "local" and executor.jobs == 1:
-        _DETECTORS[(detector, options_json)] = det  # reused in this process; workers build their own (no model across fork)
+        # reused in this process; workers build their own (no model across fork)
+        _DETECTORS[(detector, options_json)] = det
     info = detector_info(det, detector)
     sig = predict_signature(spans, detector, info, settings, json.loads(options_json))
     run_id = sha256_bytes(json.dumps(sig.to_json(), sort_keys=True).encode("utf-8"))
@@ -334,5 +343,6 @@ def _assemble(spans: SpanSet, done: Mapping[str, list[Row]]) -> Predictions:
             ts.append(r[2])
             sd.append(r[3])
             p.append(r[4])
-    cols: dict[str, list[Any]] = {"id": ids, "language": langs, "span_index": si, "timestamp": ts, "silence_dur": sd, "p_eot": p, "label": lab}
+    cols: dict[str, list[Any]] = {"id": ids, "language": langs, "span_index": si, "timestamp": ts, "silence_dur": sd,
+                                  "p_eot": p, "label": lab}
     return Predictions.from_columns(cols, spans.name)

@@ -45,7 +45,8 @@ class Predictions:
         return int(self.id.size)
 
     @classmethod
-    def from_rows(cls, rows: Sequence[Mapping[str, Any]], source: str = "<rows>", meta: Mapping[str, Any] | None = None) -> Predictions:
+    def from_rows(cls, rows: Sequence[Mapping[str, Any]], source: str = "<rows>",
+                  meta: Mapping[str, Any] | None = None) -> Predictions:
         """Validate row dicts (each with the seven columns) into arrays."""
         cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
         for k, row in enumerate(rows):
@@ -57,11 +58,13 @@ class Predictions:
         return cls.from_columns(cols, source, meta)
 
     @classmethod
-    def from_columns(cls, cols: Mapping[str, Sequence[Any]], source: str, meta: Mapping[str, Any] | None = None) -> Predictions:
+    def from_columns(cls, cols: Mapping[str, Sequence[Any]], source: str,
+                     meta: Mapping[str, Any] | None = None) -> Predictions:
         """Validate column lists: ids and labels strings, span_index integers, times finite, p_eot finite or null."""
         missing = [c for c in COLUMNS if c not in cols]
         if missing:
-            raise InputError(f"{source}: missing column(s) {', '.join(missing)} (eot-bench predictions need {', '.join(COLUMNS)})")
+            raise InputError(f"{source}: missing column(s) {', '.join(missing)} (eot-bench predictions need "
+                             f"{', '.join(COLUMNS)})")
         n = len(cols["id"])
         ids = np.empty(n, dtype=object)
         langs = np.empty(n, dtype=object)
@@ -72,7 +75,8 @@ class Predictions:
                 if isinstance(rid, (int, np.integer)) and not isinstance(rid, bool):
                     rid = str(rid)
                 else:
-                    raise InputError(f"{source}: row {k + 1}: id must be a non-empty string without control characters, got {rid!r}")
+                    raise InputError(f"{source}: row {k + 1}: id must be a non-empty string without control "
+                                     f"characters, got {rid!r}")
             if lab not in LABELS:
                 raise InputError(f"{source}: row {k + 1}: label must be 'hold' or 'eot', got {lab!r}")
             ids[k], labels[k] = rid, lab
@@ -109,10 +113,13 @@ def _floats(values: Sequence[Any], source: str, name: str, allow_null: bool) -> 
                 raise InputError(f"{source}: row {k + 1}: {name} is missing")
             out[k] = math.nan
             continue
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(float(v)):
-            raise InputError(f"{source}: row {k + 1}: {name} must be a finite number{' or null' if allow_null else ''}, got {v!r}")
+        if (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))
+            or not math.isfinite(float(v))):
+            raise InputError(f"{source}: row {k + 1}: {name} must be a finite "
+                             f"number{' or null' if allow_null else ''}, got {v!r}")
         if name == "p_eot" and not 0.0 <= float(v) <= 1.0:
-            raise InputError(f"{source}: row {k + 1}: p_eot must be a probability in [0, 1] or null (no score), got {v!r}")
+            raise InputError(f"{source}: row {k + 1}: p_eot must be a probability in [0, 1] or null (no "
+                             f"score), got {v!r}")
         if name != "p_eot" and abs(float(v)) > _MAX_TIME_S:
             raise InputError(f"{source}: row {k + 1}: {name} {v!r} is out of range (|t| <= {_MAX_TIME_S:g} s)")
         out[k] = float(v)
@@ -156,7 +163,8 @@ def read_predictions(path: str | Path) -> Predictions:
         names = set(table.column_names)
         missing = [c for c in COLUMNS if c not in names]
         if missing:
-            raise InputError(f"{p}: missing column(s) {', '.join(missing)} (eot-bench predictions need {', '.join(COLUMNS)})")
+            raise InputError(f"{p}: missing column(s) {', '.join(missing)} (eot-bench predictions need "
+                             f"{', '.join(COLUMNS)})")
         fast = _from_arrow(table, str(p), meta)
         if fast is not None:
             return fast
@@ -182,8 +190,10 @@ def _from_arrow(table: Any, source: str, meta: Mapping[str, Any] | None) -> Pred
     import pyarrow as pa
 
     t = {c: table.column(c) for c in COLUMNS}
-    ok = (pa.types.is_string(t["id"].type) or pa.types.is_large_string(t["id"].type)) and pa.types.is_integer(t["span_index"].type)
-    ok = ok and all(pa.types.is_floating(t[c].type) or pa.types.is_integer(t[c].type) for c in ("timestamp", "silence_dur", "p_eot"))
+    ok = ((pa.types.is_string(t["id"].type) or pa.types.is_large_string(t["id"].type))
+          and pa.types.is_integer(t["span_index"].type))
+    ok = ok and all(pa.types.is_floating(t[c].type) or pa.types.is_integer(t[c].type)
+                    for c in ("timestamp", "silence_dur", "p_eot"))
     ok = ok and pa.types.is_string(t["label"].type) and t["id"].null_count == 0 and t["label"].null_count == 0
     ok = ok and t["span_index"].null_count == 0 and t["timestamp"].null_count == 0 and t["silence_dur"].null_count == 0
     if not ok:
@@ -196,15 +206,21 @@ def _from_arrow(table: Any, source: str, meta: Mapping[str, Any] | None) -> Pred
     pe_col = t["p_eot"].combine_chunks() if hasattr(t["p_eot"], "combine_chunks") else t["p_eot"]
     valid = pe_col.is_valid().to_numpy(zero_copy_only=False)  # a null is "no score"; a NaN value is a broken number
     pe = pe_col.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls become NaN
-    lang = np.asarray(["" if x is None else str(x) for x in t["language"].to_pylist()], dtype=object) if t["language"].null_count else np.asarray(t["language"].cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object)
+    lang = (np.asarray(["" if x is None else str(x) for x in t["language"].to_pylist()], dtype=object)
+            if t["language"].null_count
+            else np.asarray(t["language"].cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object))
     bad_label = ~np.isin(labels, LABELS)
     checks = [
         (np.flatnonzero(bad_label), lambda k: f"label must be 'hold' or 'eot', got {labels[k]!r}"),
         (np.flatnonzero(np.asarray([len(x) == 0 for x in ids])), lambda k: "id must be a non-empty string"),
-        (np.flatnonzero((si < 0) | (si > _MAX_SPAN_INDEX)), lambda k: f"span_index must be an integer in [0, {_MAX_SPAN_INDEX:,}], got {si[k]}"),
-        (np.flatnonzero(~np.isfinite(ts) | (np.abs(ts) > _MAX_TIME_S)), lambda k: f"timestamp {ts[k]!r} is not a finite time"),
-        (np.flatnonzero(~np.isfinite(sd) | (sd < 0) | (sd > _MAX_TIME_S)), lambda k: f"silence_dur must be a finite number >= 0, got {sd[k]!r}"),
-        (np.flatnonzero(valid & ~np.isfinite(pe)), lambda k: f"p_eot must be a finite number or null, got {float(pe[k])!r}"),
+        (np.flatnonzero((si < 0) | (si > _MAX_SPAN_INDEX)),
+         lambda k: f"span_index must be an integer in [0, {_MAX_SPAN_INDEX:,}], got {si[k]}"),
+        (np.flatnonzero(~np.isfinite(ts) | (np.abs(ts) > _MAX_TIME_S)),
+         lambda k: f"timestamp {ts[k]!r} is not a finite time"),
+        (np.flatnonzero(~np.isfinite(sd) | (sd < 0) | (sd > _MAX_TIME_S)),
+         lambda k: f"silence_dur must be a finite number >= 0, got {sd[k]!r}"),
+        (np.flatnonzero(valid & ~np.isfinite(pe)), lambda k: "p_eot must be a finite number or null, got "
+                                                             f"{float(pe[k])!r}"),
         (np.flatnonzero(valid & np.isfinite(pe) & ((pe < 0) | (pe > 1))),
          lambda k: f"p_eot must be a probability in [0, 1] or null (no score), got {float(pe[k])!r}"),
     ]
@@ -238,7 +254,8 @@ def mode_warning(p: Predictions, score_mode: str, name: str) -> str | None:
         return None
     pts = ", ".join(f"{a:g}" for a in at)
     return (f"warning: {name} was scored only at silence {pts} s (eot predict --only-at) but is swept in max mode, "
-            f"the rule for streaming detectors; for a score-point model pass --score-mode score_point --score-point {at[0]:g}")
+            "the rule for streaming detectors; for a score-point model pass --score-mode score_point "
+            f"--score-point {at[0]:g}")
 
 
 def write_predictions(path: str | Path, preds: Predictions, header: Mapping[str, Any]) -> tuple[Path, Path]:

@@ -47,7 +47,8 @@ def _s(x: float) -> float | None:
 
 
 def report_signature(latency_bands_ms: Sequence[int], tolerance_ms: int, inputs: Mapping[str, str] | None) -> Signature:
-    comp = Component("pairs", "spec003", None, {"tol": tolerance_ms, "bands": "/".join(str(b) for b in latency_bands_ms)})
+    comp = Component("pairs", "spec003", None,
+                     {"tol": tolerance_ms, "bands": "/".join(str(b) for b in latency_bands_ms)})
     return Signature(DEFINITIONS, (comp,), dict(inputs or {})).with_bootstrap()
 
 
@@ -96,7 +97,8 @@ def build_report(
         method = "bootstrap over conversations"
 
         def ratio(mask: np.ndarray) -> tuple[float, float] | None:
-            return stats.bootstrap_ratio_interval(np.bincount(code, weights=mask.astype(float), minlength=uniq.size), per)
+            return stats.bootstrap_ratio_interval(np.bincount(code, weights=mask.astype(float), minlength=uniq.size),
+                                                  per)
 
         members = [np.flatnonzero(code == g) for g in range(uniq.size)]
 
@@ -158,7 +160,8 @@ def build_report(
         ],
     })  # fmt: skip
     if out["latency_ms"]["median_interval"] is not None:
-        out["latency_ms"]["median_interval"] = [_ms(v) if v is not None else None for v in out["latency_ms"]["median_interval"]]
+        out["latency_ms"]["median_interval"] = [_ms(v) if v is not None else None
+                                                for v in out["latency_ms"]["median_interval"]]
     return out
 
 
@@ -197,15 +200,18 @@ def format_report(rep: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] | No
     """The printed report: one line per rate, one median (the quantile rule's), quantiles, per-pair rows if given."""
     s = rep["score"]
     g = rep["grouping"]
-    lines = [f"end-of-turn pairs: n = {s['n']} (missed commits: {rep['n_missed_commits']})  tolerance {rep['settings']['tolerance_ms']} ms  "
-             f"intervals: {rep['false_cutoff']['interval_method']}" + (f" ({g['n_units']} conversations)" if g["unit"] == "conversation" else "")]  # fmt: skip
+    lines = [f"end-of-turn pairs: n = {s['n']} (missed commits: {rep['n_missed_commits']})  tolerance "
+             f"{rep['settings']['tolerance_ms']} ms  intervals: {rep['false_cutoff']['interval_method']}"
+             + (f" ({g['n_units']} conversations)" if g["unit"] == "conversation" else "")]  # fmt: skip
     lines.append(f"  false cutoff      {_fmt_share(rep['false_cutoff'])}")
     for band, sh in rep["hang_at_ms"].items():
         lines.append(f"  hang > {band:>5} ms  {_fmt_share(sh)}")
     lat = rep["latency_ms"]
-    med = NOT_REACHED if lat["n"] and not lat["median_reached"] else (NO_DATA if lat["median"] is None else f"{lat['median']:.1f} ms")
+    med = NOT_REACHED if lat["n"] and not lat["median_reached"] else (NO_DATA if lat["median"] is None
+                                                                      else f"{lat['median']:.1f} ms")
     miv = lat["median_interval"]
-    ivs = "" if not miv else f"  [{NOT_REACHED if miv[0] is None else f'{miv[0]:.1f}'}, {NOT_REACHED if miv[1] is None else f'{miv[1]:.1f}'}]"
+    ivs = "" if not miv else (f"  [{NOT_REACHED if miv[0] is None else f'{miv[0]:.1f}'}, "
+                              f"{NOT_REACHED if miv[1] is None else f'{miv[1]:.1f}'}]")
     lines.append(f"  median latency    {med}{ivs}  (quantile rule, Q(0.5))")
     qs = lat["quantiles"]
     reached = lat["reached"]
@@ -221,6 +227,7 @@ def format_report(rep: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] | No
             latxt = NOT_REACHED if r["missed"] else f"{r['latency_ms']:+.1f} ms"
             flags = ("false cutoff" if r["false_cutoff"] else "") + (" missed" if r["missed"] else "")
             lines.append(f"    {name:<{w}}  {latxt:>12}  {flags.strip()}")
-    lines.append(f"  {NOT_REACHED} = not reached (a missed commit is a latency that never happened), {NO_DATA} = no data")
+    lines.append(f"  {NOT_REACHED} = not reached (a missed commit is a latency that never happened), "
+                 f"{NO_DATA} = no data")
     lines.append(rep["signature"]["compact"])
     return "\n".join(lines)

@@ -43,7 +43,8 @@ def _bump(skipped: dict[str, int], reason: str, k: int = 1) -> None:
 
 
 def _decode_audio(audio: Any, base: Path, where: str) -> np.ndarray:
-    """eot-bench's audio cell: ``{"array", "sampling_rate"}``, ``{"bytes"}`` (an encoded file) or ``{"path"}``; to 16 kHz."""
+    """eot-bench's audio cell: ``{"array", "sampling_rate"}``, ``{"bytes"}`` (an encoded file) or ``{"path"}``; to 16
+    kHz."""
     if not isinstance(audio, Mapping):
         raise InputError(f"{where}: audio must be an object with array/sampling_rate, bytes or path")
     if audio.get("array") is not None:
@@ -231,7 +232,8 @@ def read_conversations(path: str | Path) -> SpanSet:
                 sil = [(b - a0, n - a0, "hold") for (_, b), (n, _) in zip(t.runs, t.runs[1:]) if n > b]
                 sil.append((t.end_s - a0, e1 - a0, "eot"))
                 i0, i1 = round(a0 * SAMPLE_RATE), round(e1 * SAMPLE_RATE)
-                words = tuple(TimedWord(w, s - a0, e - a0) for w, s, e in (c.user.words or ()) if t.start_s <= s and e <= t.end_s + 1e-6)
+                words = tuple(TimedWord(w, s - a0, e - a0) for w, s, e in (c.user.words or ())
+                              if t.start_s <= s and e <= t.end_s + 1e-6)
                 turns.append(make_turn(f"{cid}.t{k}", c.user_audio[i0:i1], sil, words=words, group=c.group,
                                        skipped=skipped, where=f"{path}: conversation {cid} turn {k}"))  # fmt: skip
     return _finish(Path(path).stem, "conversations", turns, skipped, str(path))
@@ -263,7 +265,8 @@ def span_set_from_script(script: Any, where: str) -> SpanSet:
             sil = [(float(p["timestamp"][0]), float(p["timestamp"][1]), "hold") for p in (r.annotation or [])]
         sil.append((last, min(r.T, last + EOT_TAIL_S), "eot"))
         words = tuple(TimedWord(w, a, b) for w, a, b in r.words)
-        turns.append(make_turn(key, r.audio, sil, words=words, group=key, skipped=skipped, where=f"{where}: sample {key}"))
+        turns.append(
+            make_turn(key, r.audio, sil, words=words, group=key, skipped=skipped, where=f"{where}: sample {key}"))
     return _finish(script.name, "synth", turns, skipped, where)
 
 
@@ -286,6 +289,8 @@ def load_span_set(path: str | Path, source: str = "auto") -> SpanSet:
             eotbench = isinstance(first, dict) and ("silence_spans" in first or isinstance(first.get("audio"), dict))
             source = "eot-bench" if eotbench else "conversations"
         else:
-            raise InputError(f"{p}: cannot tell the span source from the name; pass --source ({', '.join(SOURCES[1:])})")
-    reader = {"eot-bench": read_eotbench, "fdb": read_fdb, "conversations": read_conversations, "synth": read_synth_script}[source]
+            raise InputError(
+                f"{p}: cannot tell the span source from the name; pass --source ({', '.join(SOURCES[1:])})")
+    reader = {"eot-bench": read_eotbench, "fdb": read_fdb, "conversations": read_conversations,
+              "synth": read_synth_script}[source]
     return reader(p)

@@ -94,7 +94,8 @@ def make_turn(
     skipped: dict[str, int] | None = None,
     where: str = "",
 ) -> SpanTurn:
-    """Validate one turn; silences are (start, end, label) in time order; those under 0.1 s are counted in ``skipped``."""
+    """Validate one turn; silences are (start, end, label) in time order; those under 0.1 s are counted in
+    ``skipped``."""
     where = where or f"turn {turn_id!r}"
     if not isinstance(turn_id, str) or not turn_id or any(ord(c) < 32 for c in turn_id):
         raise InputError(f"{where}: id must be a non-empty string without control characters")

@@ -169,16 +169,19 @@ def build_spans(preds: Predictions, cfg: SweepConfig) -> SpanTable:
     dur_all = np.full(n_all, -np.inf)
     np.maximum.at(dur_all, span_code, preds.silence_dur)
     is_eot_all = eot_max
-    n_eot_per_turn = np.bincount(turn_code[np.unique(span_code, return_index=True)[1]][is_eot_all], minlength=turn_ids.size)
+    n_eot_per_turn = np.bincount(turn_code[np.unique(span_code, return_index=True)[1]][is_eot_all],
+                                 minlength=turn_ids.size)
     if (n_eot_per_turn > 1).any():
         t = int(np.flatnonzero(n_eot_per_turn > 1)[0])
-        raise InputError(f"{src}: turn {turn_ids[t]!r} has {int(n_eot_per_turn[t])} eot spans; a turn has one (its last silence)")
+        raise InputError(f"{src}: turn {turn_ids[t]!r} has {int(n_eot_per_turn[t])} eot spans; a turn has one (its "
+                         "last silence)")
     hold_all = ~is_eot_all
     too_short = hold_all & (dur_all < cfg.min_hold_s - EPS)
     too_long = hold_all & (dur_all > cfg.max_hold_s + EPS)
     keep_span = ~(too_short | too_long)
     if not keep_span.any():
-        raise InputError(f"{src}: no spans remain after the hold-duration filter [{cfg.min_hold_s}, {cfg.max_hold_s}] s")
+        raise InputError(
+            f"{src}: no spans remain after the hold-duration filter [{cfg.min_hold_s}, {cfg.max_hold_s}] s")
     # rows of kept spans, sorted by (span, silence_dur, timestamp)
     new_code = np.cumsum(keep_span) - 1
     row_keep = keep_span[span_code]
@@ -209,7 +212,8 @@ def build_spans(preds: Predictions, cfg: SweepConfig) -> SpanTable:
         missing_eot = is_eot_all[kept] & np.isnan(score)
         if missing_eot.any():
             k = int(np.flatnonzero(missing_eot)[0])
-            raise InputError(f"{src}: turn {turn_ids[used_turns[turn[k]]]!r} eot span {int(span_si_all[kept][k])} has no score (p_eot null on every row)")
+            raise InputError(f"{src}: turn {turn_ids[used_turns[turn[k]]]!r} eot span {int(span_si_all[kept][k])} has "
+                             "no score (p_eot null on every row)")
     else:
         sp = cfg.score_point_s
         assert sp is not None
@@ -228,11 +232,13 @@ def build_spans(preds: Predictions, cfg: SweepConfig) -> SpanTable:
         if (missing | (eot_k & np.isnan(pv))).any():
             k = int(np.flatnonzero(missing | (eot_k & np.isnan(pv)))[0])
             what = "eot" if eot_k[k] else "hold"
-            raise InputError(f"{src}: turn {turn_ids[used_turns[turn[k]]]!r} {what} span {int(span_si_all[kept][k])} has no score at the score point {sp} s")
+            raise InputError(f"{src}: turn {turn_ids[used_turns[turn[k]]]!r} {what} span {int(span_si_all[kept][k])} "
+                             f"has no score at the score point {sp} s")
         wrong = has_row & ~np.isnan(pv) & ~np.isclose(st, sp, atol=EPS)
         if wrong.any():
             k = int(np.flatnonzero(wrong)[0])
-            raise InputError(f"{src}: turn {turn_ids[used_turns[turn[k]]]!r} span {int(span_si_all[kept][k])}: first score at or after {sp} s is at {st[k]} s, not at the score point")
+            raise InputError(f"{src}: turn {turn_ids[used_turns[turn[k]]]!r} span {int(span_si_all[kept][k])}: first "
+                             f"score at or after {sp} s is at {st[k]} s, not at the score point")
         score = np.where(np.isnan(pv), np.nan, pv)
         score_time = np.where(np.isnan(pv), np.nan, st)
     filtered = {
@@ -397,7 +403,8 @@ def run_sweep(spans: SpanTable, cfg: SweepConfig) -> Sweep:
         fh = cross[hold, j]
         a = np.isfinite(fh) & (d_h > fh + EPS)
         da = np.sort(d_h[a])
-        model_only = np.maximum(0, np.searchsorted(da, tv + EPS, side="right") - np.searchsorted(da, dv + EPS, side="right"))
+        model_only = np.maximum(
+            0, np.searchsorted(da, tv + EPS, side="right") - np.searchsorted(da, dv + EPS, side="right"))
         cut[j] = timeout_cut + model_only
         fe = np.sort(cross[spans.is_eot, j])
         fe_us = np.zeros(fe.size + 1, dtype=np.int64)
@@ -473,7 +480,8 @@ def _pick(feasible: np.ndarray, keys: tuple[np.ndarray, ...], static: np.ndarray
     return out[0] if squeeze else out
 
 
-def pick_sorted_min_latency(cut: np.ndarray, lat: np.ndarray, tor: np.ndarray, budget: float, n_hold: np.ndarray) -> np.ndarray:
+def pick_sorted_min_latency(cut: np.ndarray, lat: np.ndarray, tor: np.ndarray, budget: float,
+                            n_hold: np.ndarray) -> np.ndarray:
     """``pick_min_latency`` on rows already in its static tie-break order (timeout, delay, threshold)."""
     return _pick(cut / np.maximum(n_hold, 1) <= budget + EPS, (lat, cut, tor), None)
 
@@ -550,7 +558,8 @@ def mean_frontier_latency(sw: Sweep, budgets: Sequence[float] = FRONTIER_BUDGETS
 
 
 def pareto_mask(sw: Sweep) -> np.ndarray:
-    """Model rows on the frontier: sorted by (latency, cutoff, -threshold, delay, timeout), cutoff below every earlier row."""
+    """Model rows on the frontier: sorted by (latency, cutoff, -threshold, delay, timeout), cutoff below every earlier
+    row."""
     mask = np.zeros(len(sw), dtype=bool)
     rows = model_rows(sw)
     order = rows[np.lexsort((sw.timeout[rows], sw.action_delay[rows], -sw.threshold[rows],
@@ -585,7 +594,8 @@ def classification(spans: SpanTable) -> dict[str, object]:
     }
 
 
-def policy_outcomes(spans: SpanTable, cfg: SweepConfig, threshold: float, action_delay: float, timeout: float) -> dict[str, np.ndarray]:
+def policy_outcomes(spans: SpanTable, cfg: SweepConfig, threshold: float, action_delay: float,
+                    timeout: float) -> dict[str, np.ndarray]:
     """Per span for one policy: ``cut`` (hold spans), ``detected`` and ``latency_us`` (EoT spans), ``commit_s``
     (silence at which the system takes the turn in this span: the fire time, the timeout, or inf if neither)."""
     j = int(np.searchsorted(np.asarray(cfg.thresholds), threshold))

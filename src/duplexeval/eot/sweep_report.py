@@ -74,7 +74,8 @@ def compute(preds: Predictions, cfg: SweepConfig) -> SweepResult:
     return SweepResult(cfg, spans, sw, points, vad, pareto_mask(sw))
 
 
-def _point_json(p: Selected | None, cfg: SweepConfig, budget: float | None = None, latency_budget: float | None = None) -> dict[str, Any] | None:
+def _point_json(p: Selected | None, cfg: SweepConfig, budget: float | None = None,
+                latency_budget: float | None = None) -> dict[str, Any] | None:
     if p is None:
         return None
     out: dict[str, Any] = {}
@@ -108,8 +109,9 @@ def frontier_json(res: SweepResult) -> list[dict[str, float]]:
     sw = res.sweep
     fr = np.flatnonzero(res.pareto)
     fr = fr[np.argsort(sw.latency_sum_us[fr], kind="stable")]
-    return [{"threshold": float(sw.threshold[k]), "action_delay": float(sw.action_delay[k]), "timeout": float(sw.timeout[k]),
-             "cutoff_rate": float(sw.cutoff_rate[k]), "mean_latency": float(sw.mean_latency[k])} for k in fr]  # fmt: skip
+    return [{"threshold": float(sw.threshold[k]), "action_delay": float(sw.action_delay[k]),
+             "timeout": float(sw.timeout[k]), "cutoff_rate": float(sw.cutoff_rate[k]),
+             "mean_latency": float(sw.mean_latency[k])} for k in fr]  # fmt: skip
 
 
 def _g(values: tuple[float, ...]) -> str:
@@ -150,7 +152,8 @@ def build_summary(
     sig = sweep_signature(res, preds, preds_sha, bootstrap)
     out: dict[str, Any] = header(SWEEP_KIND, SCHEMA_VERSION, sig, {"predictions": preds_sha})
     out.update(classification(spans))
-    out["operating_points"] = {budget_key(b): _point_json(res.points[budget_key(b)], cfg, budget=b) for b in CUTOFF_BUDGETS}
+    out["operating_points"] = {budget_key(b): _point_json(res.points[budget_key(b)], cfg, budget=b)
+                               for b in CUTOFF_BUDGETS}
     mfl = mean_frontier_latency(sw)
     out["mean_frontier_latency_0_10"] = mfl
     out["score_mode"] = cfg.score_mode
@@ -164,17 +167,20 @@ def build_summary(
     out["sweep_thresholds"] = list(cfg.thresholds)
     out["n_turns"] = spans.n_turns
     out["n_policies"] = int(sw.is_model.sum())
-    out["cutoff_at_latency_budget"] = {latency_key(b): _point_json(res.points[latency_key(b)], cfg, latency_budget=b) for b in LATENCY_BUDGETS}
+    out["cutoff_at_latency_budget"] = {latency_key(b): _point_json(res.points[latency_key(b)], cfg, latency_budget=b)
+                                       for b in LATENCY_BUDGETS}
     out["vad_baseline"] = {
         "operating_points": {budget_key(b): _vad_json(res.vad[budget_key(b)]) for b in CUTOFF_BUDGETS},
         "cutoff_at_latency_budget": {latency_key(b): _vad_json(res.vad[latency_key(b)]) for b in LATENCY_BUDGETS},
     }
     out["filtered"] = {**spans.filtered, "hold_filter": [cfg.min_hold_s, cfg.max_hold_s],
-                       "rule": "hold spans outside the filter are left out of every rate; eot spans are always kept"}  # fmt: skip
+                       "rule": "hold spans outside the filter are left out of every rate; eot spans are always "
+                               "kept"}  # fmt: skip
     if bootstrap and spans.n_turns <= bootstrap_max_turns:
         out["intervals"] = _intervals(res, selection_aware, selection_max_turns)
     elif bootstrap:
-        out["intervals"] = {"unit": "turn", "skipped": f"{spans.n_turns} turns > --bootstrap-max-turns {bootstrap_max_turns}"}
+        out["intervals"] = {"unit": "turn", "skipped": f"{spans.n_turns} turns > --bootstrap-max-turns "
+                                                       f"{bootstrap_max_turns}"}
     out["spec003"] = _spec003(res)
     out["pareto_frontier"] = frontier_json(res)
     return out
@@ -277,7 +283,8 @@ def _spec003_lines(sp: Mapping[str, Any]) -> list[str]:
             continue
         sc = e["score"]
         hang = ", ".join(f">{b} ms {v * 100:.1f}%" for b, v in sc["hang_rate_at_ms"].items())
-        out.append(f"spec 003 at {name} (per turn, first commit): false cutoff {sc['false_cutoff_rate'] * 100:.1f}%, hang {hang} ({sc['n']} turns)")
+        out.append(f"spec 003 at {name} (per turn, first commit): false cutoff {sc['false_cutoff_rate'] * 100:.1f}%, "
+                   f"hang {hang} ({sc['n']} turns)")
     return out
 
 
@@ -285,8 +292,8 @@ def format_summary(s: Mapping[str, Any], title: str = "") -> str:
     """The printed table: operating points (model, intervals, VAD baseline), latency budgets, counts, signature."""
     ivs = s.get("intervals") or {}
     t = Table(title=title or "end-of-turn policy sweep", show_lines=False)
-    for col in ("budget", "thr / delay / timeout", "false cutoffs [CI]", "mean latency [CI]", "re-picked: cutoffs / latency",
-                "detect", "VAD baseline"):  # fmt: skip
+    for col in ("budget", "thr / delay / timeout", "false cutoffs [CI]", "mean latency [CI]",
+                "re-picked: cutoffs / latency", "detect", "VAD baseline"):  # fmt: skip
         t.add_column(col)
     rows = [(k, s["operating_points"].get(k), "cutoff <= " + k.replace("pct", "%")) for k in s["operating_points"]]
     rows += [(k, s["cutoff_at_latency_budget"].get(k), "latency <= " + k) for k in s["cutoff_at_latency_budget"]]
@@ -305,7 +312,8 @@ def format_summary(s: Mapping[str, Any], title: str = "") -> str:
             satxt = f"{_ivs(sa['cutoff_rate'], _pct).strip()} / {_ivs(sa['mean_latency'], _ms).strip()}"
         t.add_row(label, f"{p['threshold']:.2f} / {p['action_delay']:.1f} s / {p['timeout']:.1f} s",
                   _pct(p["cutoff_rate"]) + _ivs(fx.get("cutoff_rate"), _pct),
-                  _ms(p["mean_latency"]) + _ivs(fx.get("mean_latency"), _ms), satxt, _pct(p["detect_rate"]), vtxt)  # fmt: skip
+                  _ms(p["mean_latency"]) + _ivs(fx.get("mean_latency"), _ms), satxt, _pct(p["detect_rate"]),
+                  vtxt)  # fmt: skip
     buf = io.StringIO()
     con = Console(file=buf, width=200, no_color=True, highlight=False)
     con.print(t)
@@ -318,8 +326,8 @@ def format_summary(s: Mapping[str, Any], title: str = "") -> str:
          f"[{s['min_hold_span_duration']}, {s['max_hold_span_duration']}] s removed {f['hold_too_short']} short and "
          f"{f['hold_too_long']} long; {s['n_policies']} policies; mean frontier latency (0-10%) {mfl}; "
          f"AUC {auc}, AP {ap} (diagnostics only)"),
-        (f"{NOT_REACHED} = not reached, {NO_DATA} = no policy / no data; CI = 95% bootstrap over whole turns, policy fixed; "
-         "re-picked = selection-aware interval (the policy chosen again in each resample)"),
+        (f"{NOT_REACHED} = not reached, {NO_DATA} = no policy / no data; CI = 95% bootstrap over whole turns, "
+         "policy fixed; re-picked = selection-aware interval (the policy chosen again in each resample)"),
         *_spec003_lines(s.get("spec003") or {}),
         s["signature"]["compact"],
     ]

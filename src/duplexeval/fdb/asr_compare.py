@@ -256,7 +256,8 @@ def compare_trees(tree_a: str | Path, tree_b: str | Path) -> Comparison:
     rows = [compare_words(k, _words(ta, k), _words(tb, k)) for k in common]
     only_a = [k for k in ok_a if k not in ok_b]
     only_b = [k for k in ok_b if k not in ok_a]
-    return Comparison(ta, tb, name_a, name_b, rows, only_a, only_b, (asr_component(be_a, "a"), asr_component(be_b, "b")))
+    return Comparison(ta, tb, name_a, name_b, rows, only_a, only_b,
+                      (asr_component(be_a, "a"), asr_component(be_b, "b")))
 
 
 def _ms(x: float | None, signed: bool = True) -> str:
@@ -268,13 +269,15 @@ def render(cmp: Comparison, console: Console | None = None, max_rows: int | None
     console = console or Console(width=None if sys.stdout.isatty() else 160)  # piped: wide, not wrapped
     s = cmp.to_json()["summary"]
     f = s["first_onset_diff_s"]
-    console.print(f"[bold]ASR comparison[/bold]: A = {cmp.backend_a} ({cmp.tree_a}), B = {cmp.backend_b} ({cmp.tree_b})")
+    console.print(
+        f"[bold]ASR comparison[/bold]: A = {cmp.backend_a} ({cmp.tree_a}), B = {cmp.backend_b} ({cmp.tree_b})")
     rate = s["word_edits_per_word_a"]
     console.print(
         f"{s['samples']} sample(s) compared; word disagreements in {s['samples_with_word_disagreement']}: "
         f"{s['word_edits']} edits over {s['words_a']} words of A"
         + ("" if rate is None else f" ({rate:.1%})")
-        + f"; words in only one of them: {s['words_only_in_a_samples']} (A) / {s['words_only_in_b_samples']} (B) sample(s)"
+        + f"; words in only one of them: {s['words_only_in_a_samples']} (A) / {s['words_only_in_b_samples']} "
+          "(B) sample(s)"
     )
     console.print(
         f"first-word onset B - A over {f['n']} sample(s): signed median {_ms(f['signed_median'])} ms, mean "

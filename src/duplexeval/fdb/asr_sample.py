@@ -60,7 +60,8 @@ def _read_cut(task: SampleTask) -> float:
     if not rules.asr.reads_annotation or rules.annotation is None:
         return 0.0
     path = Path(task.dir) / str(task.annotation)
-    record: Any = validate(read_verified_json(path, task.annotation_sha256, None, MANIFEST_FILE), rules.annotation, path)
+    record: Any = validate(read_verified_json(path, task.annotation_sha256, None, MANIFEST_FILE), rules.annotation,
+                           path)
     return rules.asr.start_s(record, task.T, path)
 
 
@@ -91,7 +92,8 @@ def process_sample(backend: Backend | None, task: SampleTask) -> dict[str, Any]:
             if "unaligned" in stats:
                 rec["unaligned_words"] = int(stats["unaligned"])
             if task.more:
-                rec[TRANSCRIPTS_KEY] = {j: _transcribe_more(backend, Path(task.dir), a, sha, j) for a, sha, j in task.more}
+                rec[TRANSCRIPTS_KEY] = {j: _transcribe_more(backend, Path(task.dir), a, sha, j)
+                                        for a, sha, j in task.more}
         else:
             if not out_path.is_file():
                 raise InputError(f"{out_path}: no output.json to import")
@@ -193,7 +195,8 @@ def load_backend(spec: BackendArg) -> Backend | None:
 
 
 def lost_record(task: SampleTask, reason: str) -> dict[str, Any]:
-    """A sample whose worker died past the retries: recorded with the reason, never a transcript it did not vouch for."""
+    """A sample whose worker died past the retries: recorded with the reason, never a transcript it did not vouch
+    for."""
     if task.generate:
         _remove_transcripts(task)
     return {"status": "error", "output.json": None, "error": f"sample {task.key}: {reason}",

@@ -72,12 +72,14 @@ class StageResult:
                 f"({self.n_resumed} resumed) with {self.backend.get('name')}")
 
 
-def asr(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, model: str | os.PathLike[str] | None = None,
-        jobs: int | None = None, force: bool = False, progress: bool = True, declare: str | list[str] | None = None,
-        device: str = "cpu", executor: ExecutorSpec | None = None) -> StageResult:
+def asr(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND,
+        model: str | os.PathLike[str] | None = None, jobs: int | None = None, force: bool = False,
+        progress: bool = True, declare: str | list[str] | None = None, device: str = "cpu",
+        executor: ExecutorSpec | None = None) -> StageResult:
     """Transcribe every eligible sample of the tree, write output.json files and asr.json.
 
-    `backend` is a registered name, `module.path:Name` (see asr.registry) or a Backend object (tests). Failed samples are recorded with
+    `backend` is a registered name, `module.path:Name` (see asr.registry) or a Backend object (tests). Failed samples
+    are recorded with
     their reason and do not stop the run; check `StageResult.failed`. `executor` (default: local, `jobs`
     processes) says where the samples run; each worker loads the backend once, the driver writes in order.
     """
@@ -96,7 +98,8 @@ def asr(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, 
     if isinstance(backend, str):
         if backend == IMPORT:
             if not declare:
-                raise InputError("--backend import needs --declare NAME (the ASR that made the files, e.g. parakeet-tdt-0.6b-v2)")
+                raise InputError("--backend import needs --declare NAME (the ASR that made the files, e.g. "
+                                 "parakeet-tdt-0.6b-v2)")
             if model is not None:
                 raise InputError("--backend import: model= is not used (the files are adopted as they are)")
             generate, obj, spec = False, None, None
@@ -147,8 +150,8 @@ def asr(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, 
     if recorded is not None:
         if not journal.is_this_run(recorded):
             raise RefusalError(
-                f"{tree / JOURNAL_DIR}: an interrupted ASR run with a different backend, model, settings or manifest is "
-                "in this tree; rerun it with the same options to resume, or use --force to start over"
+                f"{tree / JOURNAL_DIR}: an interrupted ASR run with a different backend, model, settings or "
+                "manifest is in this tree; rerun it with the same options to resume, or use --force to start over"
             )
     else:
         if generate:
@@ -206,7 +209,8 @@ def asr(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND, 
         manifest_sha256=manifest_sha,
         backend=signature,
         samples=samples,
-        extra={**header(ASR_KIND, ASR_SCHEMA_VERSION, asr_signature(signature, manifest_sha), {"manifest.json": manifest_sha}),
+        extra={**header(ASR_KIND, ASR_SCHEMA_VERSION, asr_signature(signature, manifest_sha),
+                        {"manifest.json": manifest_sha}),
                "summary": {"eligible": len(tasks), "ok": n_ok, "error": len(errors)}},
     )
     asr_sha = write_asr(tree, record)
@@ -229,7 +233,8 @@ def _resumed(journal: ResumeJournal, t: SampleTask) -> dict[str, Any] | None:
     assert entry is not None
     rec = entry.record
     try:
-        validate(rec, AsrSampleRecord, journal.entry_path(t.key))  # a journal of the wrong shape is redone, never trusted
+        # a journal of the wrong shape is redone, never trusted
+        validate(rec, AsrSampleRecord, journal.entry_path(t.key))
     except InputError:
         return None
     if not isinstance(rec, dict) or rec.get("status") != "ok" or rec.get("audio_sha256") != t.wav_sha256:

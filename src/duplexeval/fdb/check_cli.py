@@ -14,13 +14,16 @@ if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
 
 
 def check_command(
-    spec: str = typer.Argument(..., metavar="SPEC", help="The system: NAME[:key=value,...] or module.path:Class[:key=value,...] "
-                                                         "(a module in the current folder is found), e.g. "
+    spec: str = typer.Argument(..., metavar="SPEC", help="The system: NAME[:key=value,...] or "
+                                                         "module.path:Class[:key=value,...] (a module in the current "
+                                                         "folder is found), e.g. "
                                                          "'openai-realtime:url=ws://127.0.0.1:8000/v1/realtime'."),
-    dataset: str = typer.Option("demo", "--dataset", help="An FDB v1.0 folder, a synth folder, or 'demo' (the built-in set)."),
+    dataset: str = typer.Option("demo", "--dataset", help="An FDB v1.0 folder, a synth folder, or 'demo' (the "
+                                                          "built-in set)."),
     sample: str = typer.Option("candor_turn_taking/1", "--sample", help="The sample to run, SUBSET/ID (default: a user "
                                                                          "turn of 3 s followed by silence)."),
-    backend: str = typer.Option("whisper-align", "--backend", help="The ASR that listens, NAME[:model=...,device=...] as in "
+    backend: str = typer.Option("whisper-align", "--backend",
+                                help="The ASR that listens, NAME[:model=...,device=...] as in "
                                                                    "`fdb asr` (the one you will score with)."),
     call_timeout: float = typer.Option(120.0, "--call-timeout", min=0.001, max=86400,
                                        help="Seconds each call into the system may take."),

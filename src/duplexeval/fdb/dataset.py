@@ -155,7 +155,8 @@ def _check_declared(root: Path, listing: SynthDatasetFile, samples: list[Dataset
         missing = [k for k in keys if k not in present]
         if missing:
             raise InputError(f"{path}: sample {missing[0]}: listed in dataset.json but its folder (or input.wav) is "
-                             f"missing ({len(missing)} of {len(keys)} listed samples missing); restore it or re-run synth")
+                             f"missing ({len(missing)} of {len(keys)} listed samples missing); restore it or "
+                             "re-run synth")
     for subset, n in listing.declared.items():
         have = sum(1 for s in samples if s.subset == subset)
         if have < n:
@@ -206,7 +207,8 @@ def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
         except InputError as exc:  # name the sample too
             msg = str(exc)
             prefix = f"{ann_path}: "
-            raise InputError(f"{prefix}{where}: {msg[len(prefix):]}" if msg.startswith(prefix) else f"{msg} ({where})") from None
+            raise InputError(f"{prefix}{where}: {msg[len(prefix):]}" if msg.startswith(prefix)
+                             else f"{msg} ({where})") from None
         record = checked_record(obj, subset, T, f"{ann_path}: {where}")
         ann = obj
     _check_more_inputs(subset, d, where, info.annotation)
@@ -214,7 +216,8 @@ def _load_sample(subset: str, d: Path, where_root: str) -> DatasetSample:
 
 
 def load_dataset(path: str | os.PathLike[str]) -> Dataset:
-    """Load `"demo"` (built or found in the cache), a synth folder (has dataset.json) or a real FDB (v1.0, v1.5) folder."""
+    """Load `"demo"` (built or found in the cache), a synth folder (has dataset.json) or a real FDB (v1.0, v1.5)
+    folder."""
     if str(path) == "demo":
         # Lazy: the controller's FDB bridge imports this module for `--help`; the synth stack (YAML, espeak-ng,
         # resampling) adds about 0.1 s there.
@@ -223,7 +226,8 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
         return load_dataset(ensure_demo())
     root = Path(path)
     if not root.is_dir():
-        raise InputError(f"{root}: dataset folder not found (give an FDB v1.0 or v1.5 folder, a synth output folder, or 'demo')")
+        raise InputError(f"{root}: dataset folder not found (give an FDB v1.0 or v1.5 folder, a synth output "
+                         "folder, or 'demo')")
     info = None
     listing: SynthDatasetFile | None = None
     if (root / DATASET_FILE).is_file():
@@ -234,7 +238,8 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
         raise InputError(f"{root}: no FDB subset folders found (expected some of {', '.join(subset_order())})")
     samples: list[DatasetSample] = []
     for subset, sdir in dirs.items():
-        kids = sorted((p for p in sdir.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: id_key(p.name))
+        kids = sorted((p for p in sdir.iterdir() if p.is_dir() and not p.name.startswith(".")),
+                      key=lambda p: id_key(p.name))
         samples.extend(_load_sample(subset, k, str(root)) for k in kids)
     files: dict[str, Path] = {}
     for task in all_tasks():

@@ -31,8 +31,8 @@ def _one(system: System, job: Job) -> None:
     export_one(system, sample, Path(out), run_sha, input_sha, call_timeout_s)
 
 
-def prepass(system: System | str, chosen: Sequence[SampleLike], out: Path, run: dict[str, Any], force: bool, progress: bool,
-            executor: ExecutorSpec, label: str, call_timeout_s: float) -> int:
+def prepass(system: System | str, chosen: Sequence[SampleLike], out: Path, run: dict[str, Any], force: bool,
+            progress: bool, executor: ExecutorSpec, label: str, call_timeout_s: float) -> int:
     """Run the samples this run has not finished (all of them with `force`) on `executor`; returns how many ran."""
     journal = open_journal(out, run, force)
     where = str(out.resolve())  # workers may run in another folder (or on another machine)

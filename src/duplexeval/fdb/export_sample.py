@@ -133,7 +133,8 @@ async def _run(system: System, pcm: npt.NDArray[np.int16], info: SampleInfo, cal
     return await run_session_async(system, pcm, info, call_timeout_s=call_timeout_s)
 
 
-async def run_prepared(system: System, prep: PreparedSample, call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> SessionTrace:
+async def run_prepared(system: System, prep: PreparedSample,
+                       call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> SessionTrace:
     """Run the session of one prepared sample, each call into the system bounded by `call_timeout_s` (a network
     system's `run_sample` may run it on another replica)."""
     return await _run(system, prep.pcm, SampleInfo(prep.sample.subset, prep.sample.id, prep.T, prep.n), call_timeout_s)
@@ -144,7 +145,8 @@ async def run_sessions(system: System, prep: PreparedSample,
     """Every session of one prepared sample, one after another (each a session of its own), the first first."""
     traces = [await run_prepared(system, prep, call_timeout_s)]
     for m in prep.more:
-        traces.append(await _run(system, m.pcm, SampleInfo(prep.sample.subset, prep.sample.id, m.T, m.n), call_timeout_s))
+        traces.append(
+            await _run(system, m.pcm, SampleInfo(prep.sample.subset, prep.sample.id, m.T, m.n), call_timeout_s))
     return traces
 
 
@@ -192,7 +194,8 @@ def write_sample(head: TraceHead, sdir: Path, sample: SampleKey, items: list[Rec
 
 
 def _session_outcome(trace: SessionTrace, sdir: Path, T: float,
-                     prefix: str) -> tuple[list[ReceivedItem], list[str], dict[str, Any], dict[str, Any] | None, bool, dict[str, str]]:
+                     prefix: str) -> tuple[
+                         list[ReceivedItem], list[str], dict[str, Any], dict[str, Any] | None, bool, dict[str, str]]:
     """(items, reasons, input record, network summary, write_wav, wire files) of one session: in-process from the
     received items, network from the wire trace as written (so `fdb replay` reproduces it exactly)."""
     wire: WireTrace | None = trace.wire
@@ -215,7 +218,8 @@ def _session_outcome(trace: SessionTrace, sdir: Path, T: float,
 def further_session(sdir: Path, session: Session, T: float, n: int, input_sha256: str, input_len: int,
                     items: list[ReceivedItem], reasons: list[str], input_json: dict[str, Any],
                     network: dict[str, Any] | None, write_wav: bool, files: dict[str, str], clock: str,
-                    error: str | None, error_at_s: float | None) -> tuple[dict[str, str], dict[str, Any], dict[str, Any]]:
+                    error: str | None,
+                    error_at_s: float | None) -> tuple[dict[str, str], dict[str, Any], dict[str, Any]]:
     """Play out a further session's items into `sdir/<output>` (unless `write_wav` is False); returns (files, manifest
     summary, trace details). Export and replay share it, so a replay reproduces the export byte for byte."""
     pl = playout(items, n, T)
@@ -235,7 +239,8 @@ def further_session(sdir: Path, session: Session, T: float, n: int, input_sha256
     return files, summary, details
 
 
-def _finish_further(m: PreparedSession, trace: SessionTrace, sdir: Path) -> tuple[dict[str, str], list[str], dict[str, Any], dict[str, Any]]:
+def _finish_further(m: PreparedSession, trace: SessionTrace,
+                    sdir: Path) -> tuple[dict[str, str], list[str], dict[str, Any], dict[str, Any]]:
     """Write a further session's output (and wire trace); returns (files, reasons, manifest summary, trace details)."""
     items, reasons, input_json, network, write_wav, files = _session_outcome(trace, sdir, m.T, m.session.prefix)
     files, summary, details = further_session(sdir, m.session, m.T, m.n, m.input_sha256, m.input_len, items, reasons,

@@ -11,8 +11,10 @@ from duplexeval.exits import Status, finish
 
 
 def replay_command(
-    tree: Path = typer.Argument(..., help="A tree written by `fdb export` with a network system (samples with trace.jsonl)."),
-    check: bool = typer.Option(False, "--check", help="Write nothing; fail (exit 2) if a rebuilt file differs from the tree."),
+    tree: Path = typer.Argument(..., help="A tree written by `fdb export` with a network system (samples with "
+                                          "trace.jsonl)."),
+    check: bool = typer.Option(False, "--check", help="Write nothing; fail (exit 2) if a rebuilt file differs "
+                                                      "from the tree."),
 ) -> None:
     """Rebuild every network sample's output.wav, trace.json and the manifest from trace.jsonl + trace.pcm alone."""
     from duplexeval.fdb.replay_stage import replay

@@ -63,7 +63,8 @@ class ResumeJournal:
     def trusts(self, entry: JournalEntry | None, key: str, input_sha256: str, sample_dir: Path) -> bool:
         """Whether `entry` is this run's record of sample `key` made from this input, with its files unchanged."""
         return (entry is not None and entry.run_sha256 == self.run_sha256 and entry.input_sha256 == input_sha256
-                and isinstance(entry.subset, str) and isinstance(entry.id, str) and sample_key(entry.subset, entry.id) == key
+                and isinstance(entry.subset, str) and isinstance(entry.id, str)
+                and sample_key(entry.subset, entry.id) == key
                 and all(isinstance(name, str) and isinstance(digest, str) and file_matches(sample_dir / name, digest)
                         for name, digest in entry.files.items()))
 

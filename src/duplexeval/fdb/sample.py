@@ -86,7 +86,8 @@ class OpenedSample:
 
     def transcript(self, name: str) -> list[Word]:
         """The words of any transcript asr.json records for the sample (`output.json` or a further one)."""
-        return parse_output_json(parse_json(self.recorded(name), self.where(self.dir / name)), self.where(self.dir / name))
+        return parse_output_json(parse_json(self.recorded(name), self.where(self.dir / name)),
+                                 self.where(self.dir / name))
 
     @cached_property
     def annotation_raw(self) -> Any:

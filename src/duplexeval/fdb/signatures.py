@@ -92,8 +92,8 @@ def unified_signature(
 
 
 def summary_signature(
-    rules: str, backend: Mapping[str, Any] | None, judges: Sequence[Mapping[str, Any]], manifest_sha256: str, asr_sha256: str,
-    backchannel_rules: str | None = None, more: Sequence[Component] = (),
+    rules: str, backend: Mapping[str, Any] | None, judges: Sequence[Mapping[str, Any]], manifest_sha256: str,
+    asr_sha256: str, backchannel_rules: str | None = None, more: Sequence[Component] = (),
 ) -> Signature:
     """summary.json: the official rule set (and which backchannel loop), ASR and judge (no bootstrap: none officially),
     then `more` (what an evaluated task's numbers also depend on)."""

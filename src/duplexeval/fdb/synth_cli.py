@@ -19,17 +19,20 @@ def synth(
     script: str | None = typer.Argument(
         None, help="YAML/JSON synth script (format: docs/synth.md), or 'demo' for the built-in demo set."
     ),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Output folder (required for a script; for the demo, write there instead of the cache)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Output folder (required for a script; for the demo, "
+                                                              "write there instead of the cache)."),
     demo: bool = typer.Option(False, "--demo", help="Build or locate the built-in demo set and print its path."),
-    force: bool = typer.Option(False, "--force", help="Replace an existing synth output folder (or rebuild the cached demo)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing synth output folder (or rebuild the "
+                                                      "cached demo)."),
     v15: int | None = typer.Option(
         None, "--v15", min=1,
-        help="Make FDB v1.5 overlap stimuli instead: N samples of each of the four scenarios (499: the published sizes).",
+        help="Make FDB v1.5 overlap stimuli instead: N samples of each of the four scenarios (499: the "
+             "published sizes).",
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the v1.5 stimuli (texts and gaps)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines and no timing line on stderr."),
 ) -> None:
-    """Generate FDB v1.0 input folders (input.wav + annotation + transcription.json) with espeak-ng; prints the folder."""
+    """Generate FDB v1.0 input folders (input.wav + annotation + transcription.json) with espeak-ng; prints the folder."""  # noqa: E501 - typer prints this line as the summary
     from duplexeval.fdb import synth as S
     from duplexeval.progress import StageClock, wav_seconds
 

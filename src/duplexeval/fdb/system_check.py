@@ -85,14 +85,16 @@ class CheckResult:
         """What would make this system's scores misleading, one line each (empty: it looks right)."""
         out = []
         if not self.eligible:
-            out.append(f"the sample is ineligible ({', '.join(self.reasons)}): a run would score none of its samples like this")
+            out.append(f"the sample is ineligible ({', '.join(self.reasons)}): a run would score none of its "
+                       "samples like this")
         elif self.onset_s is None:
             out.append("the system produced no sound at all")
         elif not self.speech:
             out.append("the output has sound but the VAD finds no speech in it")
         if self.outside_words:
-            out.append(f"the ASR heard {self.outside_words} of {len(self.words)} words in audio the VAD calls non-speech "
-                       "(a tone, noise or music?): the scoring rules count words, so they would score as a response")
+            out.append(f"the ASR heard {self.outside_words} of {len(self.words)} words in audio the VAD "
+                       "calls non-speech (a tone, noise or music?): the scoring rules count words, so they would score "
+                       "as a response")
         return out
 
 
@@ -178,13 +180,16 @@ def _t(x: float | None, ref: float | None = None) -> str:
 
 def format_check(r: CheckResult, max_words: int = 20) -> list[str]:
     """The report, one fact a line; warnings last."""
-    lines = [f"systems check: {r.system} on {r.sample} (T {r.T:.2f} s" + (f", user's turn ends at {r.user_end_s:.2f} s)" if r.user_end_s is not None else ")"),
+    lines = [f"systems check: {r.system} on {r.sample} (T {r.T:.2f} s"
+             + (f", user's turn ends at {r.user_end_s:.2f} s)" if r.user_end_s is not None else ")"),
              f"  eligible: {'yes' if r.eligible else 'no: ' + ', '.join(r.reasons)}"]
     if r.eligible:
         lines += [f"  sound: onset {_t(r.onset_s, r.user_end_s)}, {r.sound_s:.2f} s above {SILENCE_DBFS:g} dBFS"
-                  + (f", level {r.level_dbfs:.1f} dBFS RMS (peak {r.peak_dbfs:.1f})" if r.level_dbfs is not None else ""),
+                  + (f", level {r.level_dbfs:.1f} dBFS RMS (peak {r.peak_dbfs:.1f})" if r.level_dbfs is not None
+                     else ""),
                   f"  speech (Silero VAD): {len(r.speech)} segment(s), {r.speech_s:.2f} s"
-                  + (": " + ", ".join(f"{s:.2f}-{e:.2f}" for s, e in r.speech[:6]) + (" ..." if len(r.speech) > 6 else "") if r.speech else ""),
+                  + (": " + ", ".join(f"{s:.2f}-{e:.2f}" for s, e in r.speech[:6])
+                     + (" ..." if len(r.speech) > 6 else "") if r.speech else ""),
                   f"  ASR ({r.asr}): {len(r.words)} word(s)"
                   + (f", first at {_t(r.words[0][1], r.user_end_s)}: " if r.words else "")
                   + " ".join(w for w, _a, _b in r.words[:max_words]) + (" ..." if len(r.words) > max_words else "")]

@@ -174,7 +174,8 @@ def _load(tree: str | Path, name: str, missing: str, parse: Callable[[Any, Path]
 
 def load_manifest(tree: str | Path) -> tuple[Manifest, str]:
     """Load and validate TREE/manifest.json; returns the manifest and the file's SHA-256."""
-    return _load(tree, MANIFEST_FILE, f"is {tree} a tree written by `duplexeval fdb export` or `import`?", parse_manifest)
+    return _load(tree, MANIFEST_FILE, f"is {tree} a tree written by `duplexeval fdb export` or `import`?",
+                 parse_manifest)
 
 
 def tree_audio_s(tree: str | Path, eligible_only: bool = True) -> float | None:
@@ -235,7 +236,8 @@ def parse_asr(obj: Any, path: Path) -> AsrRecord:
     if isinstance(obj, dict) and "kind" in obj:  # written by `fdb asr`; a hand-made file without one reads as schema 1
         check_kind(obj, ASR_KIND, path, ASR_SCHEMA_VERSION)
     rec = validate(obj, AsrFile, path)
-    samples = {key: AsrSample(r.status, r.output_json, r.error, dict(r.model_extra or {})) for key, r in rec.samples.items()}
+    samples = {key: AsrSample(r.status, r.output_json, r.error, dict(r.model_extra or {}))
+               for key, r in rec.samples.items()}
     extra = {k: v for k, v in obj.items() if k not in {"manifest_sha256", "backend", "samples"}}
     return AsrRecord(rec.manifest_sha256, dict(obj["backend"]), samples, extra)
 

@@ -53,7 +53,8 @@ def read_verified(path: str | os.PathLike[str], sha256: str | None, sample: str 
 
 def read_verified_json(path: str | os.PathLike[str], sha256: str | None, sample: str | None = None,
                        against: str = "manifest.json") -> Any:
-    """`read_verified`, then the bytes parsed as UTF-8 JSON (InputError naming the file and sample when they are not)."""
+    """`read_verified`, then the bytes parsed as UTF-8 JSON (InputError naming the file and sample when they are
+    not)."""
     return parse_json(read_verified(path, sha256, sample, against), f"{path}: sample {sample}" if sample else str(path))
 
 
@@ -64,7 +65,8 @@ def read_json_hashed(path: str | os.PathLike[str]) -> tuple[Any, str]:
 
 
 def parse_json(data: bytes, where: str) -> Any:
-    """Bytes already read, as UTF-8 JSON (a leading BOM dropped), with `jsonio.read_json`'s messages prefixed by `where`."""
+    """Bytes already read, as UTF-8 JSON (a leading BOM dropped), with `jsonio.read_json`'s messages prefixed by
+    `where`."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

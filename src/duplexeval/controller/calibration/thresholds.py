@@ -44,7 +44,8 @@ def targets_from_report(events: dict[str, Any], mode: str) -> Targets:
     ep = events.get("endpoint", {}).get(mode, {})
     pause = ep.get("pause_false_endpoints", {}).get("value") if ep else None
     y = events.get("yield", {}).get("false_events", {}).get("per_hour") if "yield" in events else None
-    b = events.get("backchannel", {}).get("acknowledgment_rate", {}).get("per_hour") if "backchannel" in events else None
+    b = (events.get("backchannel", {}).get("acknowledgment_rate", {}).get("per_hour") if "backchannel" in events
+         else None)
     return Targets(pause, y, b)
 
 
@@ -56,7 +57,8 @@ def endpoint_latency_key(ev_section: dict[str, Any], evs: Sequence[ClipEvidence]
     return math.inf if v is None else v
 
 
-def sweep(clips: Iterable[Clip], base: EvaluationPolicy, grid: Sequence[float]) -> list[tuple[float, list[ClipEvidence]]]:
+def sweep(clips: Iterable[Clip], base: EvaluationPolicy,
+          grid: Sequence[float]) -> list[tuple[float, list[ClipEvidence]]]:
     """Replay every clip at every grid threshold (all three heads set to it; the heads are independent)."""
     per: list[list[ClipEvidence]] = [[] for _ in grid]
     seen: list[set[str]] = [set() for _ in grid]
@@ -67,7 +69,8 @@ def sweep(clips: Iterable[Clip], base: EvaluationPolicy, grid: Sequence[float]) 
     return list(zip(grid, per))
 
 
-def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets, grid: Sequence[float] = DEFAULT_GRID) -> tuple[EvaluationPolicy, dict[str, Any]]:
+def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets,
+              grid: Sequence[float] = DEFAULT_GRID) -> tuple[EvaluationPolicy, dict[str, Any]]:
     """Pick thresholds by the rules above; returns the frozen policy and a table of every grid point."""
     grid = sorted({float(t) for t in grid})
     if not grid:
@@ -94,9 +97,11 @@ def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets, g
     chosen: dict[str, Any] = {}
     changes: dict[str, Any] = {}
     if targets.pause_cutin_ceiling is not None:
-        ok = [r for r in table if r.get("pause_cutin") is not None and r["pause_cutin"] <= targets.pause_cutin_ceiling + 1e-12]
+        ok = [r for r in table
+              if r.get("pause_cutin") is not None and r["pause_cutin"] <= targets.pause_cutin_ceiling + 1e-12]
         if not ok:
-            raise RefusalError(f"calibrate: no grid threshold keeps the pause cut-in share <= {targets.pause_cutin_ceiling} (or the data has no pause probes)")
+            raise RefusalError("calibrate: no grid threshold keeps the pause cut-in share <= "
+                               f"{targets.pause_cutin_ceiling} (or the data has no pause probes)")
 
         def latency_then_higher_threshold(r: dict[str, Any]) -> tuple[float, float]:
             lat = r["endpoint_median_latency_all_ms"]
@@ -104,7 +109,9 @@ def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets, g
 
         best = min(ok, key=latency_then_higher_threshold)
         changes["endpoint_threshold"] = best["threshold"]
-        chosen["endpoint"] = {"threshold": best["threshold"], "rule": "lowest median replay latency (no endpoint = +inf) with pause cut-in share <= ceiling; ties: higher threshold"}
+        chosen["endpoint"] = {"threshold": best["threshold"],
+                              "rule": "lowest median replay latency (no endpoint = +inf) with pause cut-in share <= "
+                                      "ceiling; ties: higher threshold"}
     for task, key, target, what, rule in (
         ("yield", "yield_false_per_hour", targets.yield_false_per_hour, "yield false events", "false events per hour"),
         ("backchannel", "backchannel_ack_per_hour", targets.backchannel_ack_per_hour, "acknowledgments",

@@ -471,7 +471,8 @@ def load_data(path: str | Path) -> ControllerData:
     if not isinstance(info, dict) or info.get("kind") != KIND:
         raise InputError(f"{root / 'dataset.json'}: kind must be {KIND!r}")
     if info.get("schema_version") != SCHEMA_VERSION:
-        raise InputError(f"{root / 'dataset.json'}: schema_version {info.get('schema_version')!r} is not supported (expected {SCHEMA_VERSION})")
+        raise InputError(f"{root / 'dataset.json'}: schema_version {info.get('schema_version')!r} is not supported "
+                         f"(expected {SCHEMA_VERSION})")
     if info.get("frame_s") != FRAME_S:
         raise InputError(f"{root / 'dataset.json'}: frame_s must be {FRAME_S}, got {info.get('frame_s')!r}")
     clips_path = root / "clips.jsonl"
@@ -491,7 +492,8 @@ def load_data(path: str | Path) -> ControllerData:
     for c in clips:
         f0 = floors.setdefault(c.source_id, c.floor_s)
         if to_us(f0) != to_us(c.floor_s):
-            raise InputError(f"{clips_path}: clip {c.id}: floor_s {c.floor_s} differs from {f0} of other clips of source {c.source_id!r}")
+            raise InputError(f"{clips_path}: clip {c.id}: floor_s {c.floor_s} differs from {f0} of other clips of "
+                             f"source {c.source_id!r}")
     return ControllerData(root=root, clips=clips, info=info)
 
 
@@ -518,7 +520,8 @@ def write_data(path: str | Path, clips: Sequence[Clip] | Iterator[Clip], info: d
             raise InputError(f"{root}: duplicate clip id {meta.id!r}")
         ids.add(meta.id)
         if clip.frames.n_frames != meta.n_frames:
-            raise InputError(f"{root}: clip {meta.id}: frames have {clip.frames.n_frames} rows, meta says {meta.n_frames}")
+            raise InputError(f"{root}: clip {meta.id}: frames have {clip.frames.n_frames} rows, meta says "
+                             f"{meta.n_frames}")
         arrays = clip.frames.to_npz_dict()
         validate_frames(arrays, meta.n_frames, f"{root}: clip {meta.id}")
         atomic_write_bytes(root / "frames" / f"{meta.id}.npz", npz_bytes(arrays))

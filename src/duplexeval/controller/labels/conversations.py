@@ -72,7 +72,8 @@ class _Timeline:
         self.words: dict[str, list[tuple[str, float, float]]] = {"user": [], "agent": []}
         self.script: list[dict[str, Any]] = []
 
-    def place(self, who: str, text: str, start_s: float, voice: str, rate: int, kind: str, cut_s: float | None = None) -> tuple[float, float]:
+    def place(self, who: str, text: str, start_s: float, voice: str, rate: int, kind: str,
+              cut_s: float | None = None) -> tuple[float, float]:
         """Speak text on a channel from start_s (cut at cut_s if given); returns (first word start, last word end)."""
         sp = synthesize(text, voice=voice, rate=rate)
         audio = sp.audio
@@ -156,7 +157,8 @@ def write_conversations(out: str | Path, n: int, seed: int = 0, exchanges: int =
         c = make_conversation(i, seed, exchanges)
 
         buf = io.BytesIO()
-        sf.write(buf, np.stack([to_pcm16(c.user_audio), to_pcm16(c.agent_audio)], axis=1), SR, subtype="PCM_16", format="WAV")
+        sf.write(buf, np.stack([to_pcm16(c.user_audio), to_pcm16(c.agent_audio)], axis=1), SR, subtype="PCM_16",
+                 format="WAV")
         atomic_write_bytes(out / f"{c.id}.wav", buf.getvalue())
         lines.append(dumps_line({
             "id": c.id, "audio": f"{c.id}.wav", "duration_s": c.duration_s,

@@ -42,7 +42,8 @@ class LabelRules:
     ipu_gap_s: float = 0.2  # R1: silences shorter than this inside one channel join its speech into one run (IPU)
     backchannel_max_s: float = 1.0  # R2: a backchannel lasts at most this long ...
     backchannel_max_words: int = 3  # ... and has at most this many words (when words are known)
-    backchannel_context_s: float = 1.0  # R2: the other speaker spoke within this time before and resumes within it after
+    # R2: the other speaker spoke within this time before and resumes within it after
+    backchannel_context_s: float = 1.0
     max_pause_s: float = 3.0  # R4: a longer silence ends the turn without a shift (a lapse), not a pause
     pause_min_s: float = 0.2  # R6: shortest silence inside a user turn that becomes a pause probe
     probe_tail_s: float = 2.0  # R5: a turn probe window ends this long after the turn end (or earlier, see R5)
@@ -300,7 +301,8 @@ def derive(user: Activity, agent: Activity, duration_s: float, rules: LabelRules
     dur_us = to_us(duration_s)
     for name, act in ((USER, user), (AGENT, agent)):
         if act.intervals and to_us(act.intervals[-1][1]) > dur_us:
-            raise InputError(f"{name} speech ends at {act.intervals[-1][1]} s, after the conversation end {duration_s} s")
+            raise InputError(f"{name} speech ends at {act.intervals[-1][1]} s, after the conversation end "
+                             f"{duration_s} s")
     n_frames = n_frames_for(duration_s)
     n_ticks = n_frames * TICKS_PER_FRAME
     vocs = vocalizations(user, agent, rules)
@@ -342,7 +344,8 @@ def derive(user: Activity, agent: Activity, duration_s: float, rules: LabelRules
                 nxt_user = next((s for s in user_starts if s > end_us), None)
                 w_end_us = min(end_us + to_us(rules.probe_tail_s), dur_us, nxt_user if nxt_user is not None else dur_us)
                 turn_probes.append(TurnProbe(t.end_s, t.start_s, w_end_us / 1e6))
-                pos_end_us = min(end_us + to_us(rules.endpoint_positive_s), nxt_user if nxt_user is not None else dur_us)
+                pos_end_us = min(end_us + to_us(rules.endpoint_positive_s),
+                                 nxt_user if nxt_user is not None else dur_us)
                 endpoint_pos |= _stamp_mask(n_frames, t.end_s, pos_end_us / 1e6)
         elif t.ended_by == "shift" and t.next_start_s is not None:
             # R7: a yield onset is a user take of the floor while the agent is talking at that moment

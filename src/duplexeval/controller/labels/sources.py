@@ -61,7 +61,8 @@ def _read_channels(path: Path, where: str) -> tuple[np.ndarray, np.ndarray]:
 def _activity(spec: Any, audio: np.ndarray | None, where: str, base: Path) -> tuple[Activity, str]:
     if isinstance(spec, dict) and "transcript" in spec:  # an official-shape output.json (FDB / `fdb asr`)
         path = base / str(spec["transcript"])
-        words = [(w.text.strip(), w.start, w.start if w.end is None else w.end) for w in parse_output_json(read_json(path), path)]
+        words = [(w.text.strip(), w.start, w.start if w.end is None else w.end)
+                 for w in parse_output_json(read_json(path), path)]
         return Activity.from_words(words, f"{where}.transcript"), "transcript"
     if spec is None:
         if audio is None:
@@ -90,7 +91,8 @@ def parse_entry(obj: Any, base: Path, where: str) -> Conversation:
     ua = aa = None
     for key in ("audio", "user_audio", "agent_audio"):
         if key in obj and not isinstance(obj[key], str):
-            raise InputError(f"{where}: {key} must be a path to an audio file (a string), got {type(obj[key]).__name__}")
+            raise InputError(
+                f"{where}: {key} must be a path to an audio file (a string), got {type(obj[key]).__name__}")
     if "audio" in obj:
         ua, aa = _read_channels(base / obj["audio"], where)
     else:

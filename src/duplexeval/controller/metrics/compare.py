@@ -63,7 +63,8 @@ class _Groups:
         gi = {g: k for k, g in enumerate(groups)}
         G = len(groups)
         self.M = np.zeros((G, len(_COLS)), dtype=np.float64)
-        self.lat: dict[str, list[list[float]]] = {k: [[] for _ in range(G)] for k in ("endpoint", "yield", "backchannel")}
+        self.lat: dict[str, list[list[float]]] = {k: [[] for _ in range(G)]
+                                                  for k in ("endpoint", "yield", "backchannel")}
         c = {name: k for k, name in enumerate(_COLS)}
         mode = policy.endpoint_mode
         deadline = policy.miss_deadline_ms * 1000
@@ -122,7 +123,8 @@ class _Groups:
         out: dict[str, dict[str, float | int]] = {}
         for name, (num, den, scale) in RATIO_METRICS.items():
             n, d = S[self.col[num]], S[self.col[den]]
-            out[name] = {"count": int(n), "n": int(d)} if scale == 1.0 else {"events": int(n), "hours": round(float(d) / HOUR_US, 6)}
+            out[name] = ({"count": int(n), "n": int(d)} if scale == 1.0
+                         else {"events": int(n), "hours": round(float(d) / HOUR_US, 6)})
         for key in ("endpoint", "yield", "backchannel"):
             n_lat = sum(len(g) for g in self.lat[key])
             out[f"{key}.latency_median_ms"] = {"n": n_lat}
@@ -206,7 +208,8 @@ def paired_bootstrap(
             **({"made_of_a": made_a[k], "made_of_b": made_b[k]} if k in made_a else {}),
         }
     return {
-        "method": "conversation-grouped paired percentile bootstrap, 2000 resamples, default_rng(0), quantile-rule endpoints",
+        "method": "conversation-grouped paired percentile bootstrap, 2000 resamples, default_rng(0), "
+                  "quantile-rule endpoints",
         "groups": G,
         "clips": len(evs_a),
         "endpoint_mode_a": policy_a.endpoint_mode,
@@ -232,7 +235,8 @@ def compare(a: str | Path, b: str | Path, da: ControllerData, db: ControllerData
     for head in ("endpoint", "yield", "backchannel"):
         va, vb = (fa.get(head) or {}).get("roc_auc"), (fb.get(head) or {}).get("roc_auc")
         frame[f"{head}.roc_auc"] = {"a": va, "b": vb, "diff_b_minus_a": None if va is None or vb is None else vb - va}
-    inputs = {"a:clips.jsonl": sha256_file(da.root / "clips.jsonl"), "b:clips.jsonl": sha256_file(db.root / "clips.jsonl")}
+    inputs = {"a:clips.jsonl": sha256_file(da.root / "clips.jsonl"),
+              "b:clips.jsonl": sha256_file(db.root / "clips.jsonl")}
     sig = signature(pa, inputs, bootstrap=True, policy_b=pb if pb != pa else None)
     return {
         **header(COMPARE_KIND, COMPARE_SCHEMA_VERSION, sig, inputs),

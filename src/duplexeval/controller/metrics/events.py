@@ -138,7 +138,8 @@ def clip_events(
         try:
             voiced = voiced_frames(fr.level_db, n, policy)
         except ValueError:
-            raise InputError(f"{where}: level_db is missing; the voice-activity gate needs it (or set vad_gate_db to null)") from None
+            raise InputError(f"{where}: level_db is missing; the voice-activity gate needs it (or set "
+                             "vad_gate_db to null)") from None
         ev.has_endpoint = True
         rp = EndpointReplayer(fr.endpoint, voiced, policy)
         for mode in modes:
@@ -146,14 +147,16 @@ def clip_events(
             e = ev.endpoint[mode]
             for p in m.turn_probes:
                 we_us = to_us(m.duration_s if p.window_end_s is None else p.window_end_s)
-                o = replay_turn(fr.endpoint, voiced, n, p.turn_end_s, _window(clip, p.window_start_s, p.window_end_s), policy, fb, rp, we_us)
+                o = replay_turn(fr.endpoint, voiced, n, p.turn_end_s, _window(clip, p.window_start_s, p.window_end_s),
+                                policy, fb, rp, we_us)
                 e.turn_early.append(o.early > 0)
                 e.turn_early_firings.append(o.early)
                 e.turn_source.append(None if o.final is None else o.final.source)
                 e.turn_latency_us.append(o.latency_us)
                 e.turn_observe_us.append(o.observe_us)
             for q in m.pause_probes:
-                o2 = replay_pause(fr.endpoint, voiced, q.pause_start_s, q.pause_end_s, _window(clip, q.window_start_s, q.window_end_s), policy, fb, rp)
+                o2 = replay_pause(fr.endpoint, voiced, q.pause_start_s, q.pause_end_s,
+                                  _window(clip, q.window_start_s, q.window_end_s), policy, fb, rp)
                 e.pause_false_cut.append(o2.false_cut)
                 e.pause_pre_firings.append(o2.pre_pause)
         if m.user_pauses and dense:
@@ -199,7 +202,8 @@ def clip_events(
     def onset_head(head: str, onsets: list[float], score: np.ndarray | None, mask: np.ndarray | None,
                    firings: Callable[[np.ndarray, int, int, EvaluationPolicy], np.ndarray],
                    window_us: tuple[int, int]) -> tuple[int, list[int], int] | None:
-        """(onsets in the region, matched latencies, firings) of the yield or backchannel head; None if it takes no part."""
+        """(onsets in the region, matched latencies, firings) of the yield or backchannel head; None if it takes no
+        part."""
         if not takes_part(onsets, score, mask):
             return None
         if score is None:
@@ -234,7 +238,8 @@ def evidence_row(ev: ClipEvidence) -> dict[str, Any]:
                     {"early_firings": k, "final": s, "latency_ms": ms(lt), "observed_after_end_ms": ms(o)}
                     for k, s, lt, o in zip(e.turn_early_firings, e.turn_source, e.turn_latency_us, e.turn_observe_us)
                 ],
-                "pauses": [{"false_cut": fc, "pre_pause_firings": k} for fc, k in zip(e.pause_false_cut, e.pause_pre_firings)],
+                "pauses": [{"false_cut": fc, "pre_pause_firings": k}
+                           for fc, k in zip(e.pause_false_cut, e.pause_pre_firings)],
             }
         row["dense"] = {"user_pauses": ev.dense_pauses, "firings_in_pauses": ev.dense_firings_in_pauses,
                         "filler_pauses": ev.filler_pauses, "filler_floor_takings": ev.filler_floor_takings}  # fmt: skip
@@ -242,7 +247,8 @@ def evidence_row(ev: ClipEvidence) -> dict[str, Any]:
         row["yield"] = {"onsets": ev.yield_onsets, "matched_latency_ms": [ms(x) for x in ev.yield_latency_us],
                         "firings": ev.yield_firings, "region_s": ev.yield_region_us / 1e6}  # fmt: skip
     if ev.has_backchannel:
-        row["backchannel"] = {"onsets": ev.backchannel_onsets, "matched_latency_ms": [ms(x) for x in ev.backchannel_latency_us],
+        row["backchannel"] = {"onsets": ev.backchannel_onsets,
+                              "matched_latency_ms": [ms(x) for x in ev.backchannel_latency_us],
                               "firings": ev.backchannel_firings, "listen_s": ev.listen_us / 1e6}  # fmt: skip
     return row
 
@@ -304,7 +310,9 @@ def endpoint_summary(evs: Sequence[ClipEvidence], mode: str, policy: EvaluationP
             **share(miss, n_elig),
         },
         "pause_probes": len(pf),
-        "pause_false_endpoints": {**share(sum(pf), len(pf)), **{"per_hour": per_hour(sum(pf), ref_us)["per_hour"], "reference_hours": ref_us / HOUR_US}},
+        "pause_false_endpoints": {**share(sum(pf), len(pf)),
+                                  **{"per_hour": per_hour(sum(pf), ref_us)["per_hour"],
+                                     "reference_hours": ref_us / HOUR_US}},
         "pause_pre_pause_firings": sum(pre),
     }
 
@@ -353,7 +361,8 @@ def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> dict[str
         out["yield"] = {**sec, "false_events": per_hour(fired - hits, sum(e.yield_region_us for e in evs))}
     if any(e.has_backchannel for e in evs):
         sec, _hits, fired = _onset_section(BACKCHANNEL_WINDOW_US, "recall",
-                                           ((e.backchannel_onsets, e.backchannel_latency_us, e.backchannel_firings) for e in evs))
+                                           ((e.backchannel_onsets, e.backchannel_latency_us, e.backchannel_firings)
+                                            for e in evs))
         out["backchannel"] = {**sec, "acknowledgment_rate": per_hour(fired, sum(e.listen_us for e in evs))}
     out["onsets_outside_event_region"] = sum(e.onsets_outside_region for e in evs)
     return out

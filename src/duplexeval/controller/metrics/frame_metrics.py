@@ -85,7 +85,8 @@ class FrameAccumulator:
             out["state"] = None
         for h in HEADS:
             if not self.head_scores[h]:
-                out[h] = None if not self.head_missing[h] else {"reason": f"{self.head_missing[h]} clip(s) have a score or a label but not both"}
+                out[h] = None if not self.head_missing[h] else {"reason": f"{self.head_missing[h]} clip(s) have a "
+                                                                          "score or a label but not both"}
                 continue
             s = np.concatenate(self.head_scores[h])
             y = np.concatenate(self.head_labels[h])

@@ -58,7 +58,8 @@ class EndpointReplayer:
     checks this against a frame-by-frame state machine.
     """
 
-    def __init__(self, score: np.ndarray, voiced: np.ndarray, policy: EvaluationPolicy, above: np.ndarray | None = None) -> None:
+    def __init__(self, score: np.ndarray, voiced: np.ndarray, policy: EvaluationPolicy,
+                 above: np.ndarray | None = None) -> None:
         if above is None:
             above = np.asarray(score, dtype=float) >= float(policy.endpoint_threshold)
         voiced = np.asarray(voiced, dtype=bool)

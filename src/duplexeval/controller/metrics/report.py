@@ -49,7 +49,8 @@ def run_clips(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[Cli
 
 
 def evaluate(
-    data: ControllerData, policy: EvaluationPolicy, *, data_label: str | None = None, evidence: list[ClipEvidence] | None = None
+    data: ControllerData, policy: EvaluationPolicy, *, data_label: str | None = None,
+    evidence: list[ClipEvidence] | None = None
 ) -> dict[str, Any]:
     """The full JSON report for a loaded data folder under a policy (per-clip evidence appended to ``evidence``)."""
     evs, frames = run_clips(data.iter_clips(), policy)
@@ -103,7 +104,8 @@ def format_report(rep: dict[str, Any]) -> str:
     for h in ("endpoint", "yield", "backchannel"):
         r = fm.get(h)
         if r and "scored" in r:
-            lines.append(f"  {h:<11} ROC-AUC {_num(r['roc_auc'])}  AP {_num(r['average_precision'])}  ({r['positives']} pos / {r['scored']} frames)")
+            lines.append(f"  {h:<11} ROC-AUC {_num(r['roc_auc'])}  AP {_num(r['average_precision'])}  "
+                         f"({r['positives']} pos / {r['scored']} frames)")
     em = rep["event_metrics"]
     if "endpoint" in em:
         for mode in ("head_only", "fallback_on"):
@@ -112,28 +114,31 @@ def format_report(rep: dict[str, Any]) -> str:
             lat = e["latency"]
             lines.append(
                 f" {star}endpoint[{mode}] latency mean {_ms(lat['mean_ms'])} median {_ms(lat['median_ms'], lat['n'])} "
-                f"p90 {_ms(lat['p90_ms'], lat['n'])} (n={lat['n']}); early {_pct(e['early_cutin'])}; none {_pct(e['no_endpoint'])}; "
-                f"miss<=1.2s {_pct(e['miss_within_deadline'])} ({e['miss_within_deadline']['censored']} censored); "
-                f"head {_pct(e['head'])} fallback {_pct(e['fallback'])}; "
-                f"pause false {_pct(e['pause_false_endpoints'])} = {_rate(e['pause_false_endpoints']['per_hour'])}"
+                f"p90 {_ms(lat['p90_ms'], lat['n'])} (n={lat['n']}); early {_pct(e['early_cutin'])}; none "
+                f"{_pct(e['no_endpoint'])}; miss<=1.2s {_pct(e['miss_within_deadline'])} "
+                f"({e['miss_within_deadline']['censored']} censored); head {_pct(e['head'])} fallback "
+                f"{_pct(e['fallback'])}; pause false {_pct(e['pause_false_endpoints'])} = "
+                f"{_rate(e['pause_false_endpoints']['per_hour'])}"
             )
         d = em["dense_scan"]
         if d["user_pauses"]:
             lines.append(
                 f"  dense scan: false endpoints {_rate(d['false_endpoints']['per_hour'])}, "
-                f"filler floor-takings {_rate(d['filler_floor_takings']['per_hour'])} ({d['filler_floor_takings']['count']})"
+                f"filler floor-takings {_rate(d['filler_floor_takings']['per_hour'])} "
+                f"({d['filler_floor_takings']['count']})"
             )
     if "yield" in em:
         y = em["yield"]
         lines.append(
-            f"  yield detection {_pct(y['detection'])}, median latency {_ms(y['latency']['median_ms'], y['latency']['n'])}, "
-            f"false events {_rate(y['false_events']['per_hour'])}"
+            f"  yield detection {_pct(y['detection'])}, median latency "
+            f"{_ms(y['latency']['median_ms'], y['latency']['n'])}, false events {_rate(y['false_events']['per_hour'])}"
         )
     if "backchannel" in em:
         b = em["backchannel"]
         lines.append(
-            f"  backchannel recall {_pct(b['recall'])}, median latency {_ms(b['latency']['median_ms'], b['latency']['n'])}, "
-            f"acknowledgments {_rate(b['acknowledgment_rate']['per_hour'])} per LISTEN hour"
+            f"  backchannel recall {_pct(b['recall'])}, median latency "
+            f"{_ms(b['latency']['median_ms'], b['latency']['n'])}, acknowledgments "
+            f"{_rate(b['acknowledgment_rate']['per_hour'])} per LISTEN hour"
         )
     if "endpoint" in em:
         lines.append(f"  * = the primary endpoint mode ({em['endpoint']['primary_mode']}, from the evaluation policy): "

@@ -4,7 +4,8 @@ frame level (dB), and the same endpointer on Silero VAD probabilities.
 Both answer "how long has the user been silent?": endpoint score = silence_s / timeout_s, capped at 1, and 0
 until the user has spoken since the reset; so the replay threshold sets the effective timeout
 (threshold * timeout_s). Yield score = the user's current voiced run / barge_in_s, capped at 1, while the agent
-plays audio, else 0 (a barge-in detector); backchannel score is always 0 (neither baseline acknowledges). State probabilities are one-hot:
+plays audio, else 0 (a barge-in detector); backchannel score is always 0 (neither baseline acknowledges). State
+probabilities are one-hot:
 SPEAK while the agent plays audio, LISTEN while the user speaks, HOLD in a user silence shorter than the
 timeout, LISTEN after it.
 """
@@ -93,7 +94,8 @@ class SilenceTimeoutController:
 
     def config(self) -> dict[str, Any]:
         """Settings, recorded with the scores."""
-        return {"baseline": "silence", "timeout_s": self.timeout_s, "gate_db": self.gate_db, "barge_in_s": self.barge_in_s}
+        return {"baseline": "silence", "timeout_s": self.timeout_s, "gate_db": self.gate_db,
+                "barge_in_s": self.barge_in_s}
 
     def reset(self) -> None:
         self._t = SilenceTracker(self.timeout_s, self.barge_in_s)
@@ -125,7 +127,8 @@ class SileroController:
         _check(self.timeout_s, "timeout_s")
         _check(self.barge_in_s, "barge_in_s")
         if not 0.0 <= self.neg_threshold <= self.threshold <= 1.0:
-            raise InputError(f"silero baseline: need 0 <= neg_threshold <= threshold <= 1, got {self.neg_threshold}, {self.threshold}")
+            raise InputError(f"silero baseline: need 0 <= neg_threshold <= threshold <= 1, got {self.neg_threshold}, "
+                             f"{self.threshold}")
         self._vad = StreamingVad(load_vad())
         self.reset()
 

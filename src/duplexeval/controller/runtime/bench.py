@@ -134,14 +134,16 @@ def bench(ctl: Any, prefill: int = 64, updates: int = 200, repeats: int = 3, see
             "per_repeat_median": [q(np.asarray(r, dtype=np.float64) / 1e6, 0.5) for r in times_ns],
             "rule": "quantile rule: ceil(q*N)-th smallest of all timed updates",
         },
-        "device_event_time_ms": {"value": None, "note": "CPU run: no CUDA event time (spec 002 reports it separately on GPU)"},
+        "device_event_time_ms": {"value": None, "note": "CPU run: no CUDA event time (spec 002 reports it "
+                                                        "separately on GPU)"},
         "weight_bytes": {"value": wb, "source": wb_how},
         "peak_memory": {
             "python_heap_bytes": int(peak - base),
             "python_heap_note": "tracemalloc peak above the pre-update level during one untimed repeat of updates; "
             "native allocations (onnxruntime, torch, BLAS) are not seen",
             "process_rss_high_water_bytes": _peak_rss_bytes(),
-            "process_rss_note": "ru_maxrss: the whole process since start (interpreter, libraries, data), not the controller alone",
+            "process_rss_note": "ru_maxrss: the whole process since start (interpreter, libraries, data), not the "
+                                "controller alone",
         },
         "recurrent_state_bytes": {"value": sb, "source": sb_how},
         "environment": {"python": platform.python_version(), "machine": platform.machine(),
@@ -165,5 +167,6 @@ def format_bench(rep: dict[str, Any]) -> str:
         f"  weight bytes:          {b(rep['weight_bytes']['value'])}  [{rep['weight_bytes']['source']}]",
         f"  peak Python heap:      {b(rep['peak_memory']['python_heap_bytes'])}  [tracemalloc, updates only]",
         f"  process RSS peak:      {b(rep['peak_memory']['process_rss_high_water_bytes'])}  [whole process]",
-        f"  recurrent-state bytes: {b(rep['recurrent_state_bytes']['value'])}  [{rep['recurrent_state_bytes']['source']}]",
+        f"  recurrent-state bytes: {b(rep['recurrent_state_bytes']['value'])}  "
+        f"[{rep['recurrent_state_bytes']['source']}]",
     ])  # fmt: skip

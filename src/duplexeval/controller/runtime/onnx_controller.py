@@ -17,7 +17,8 @@ from duplexeval.jsonio import sha256_file
 
 _FIXED = ("user", "agent", "prev_state")
 _HEADS = ("state_probs", "endpoint", "yield", "backchannel")
-_DTYPES = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(double)": np.float64}
+_DTYPES = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int32)": np.int32,
+           "tensor(double)": np.float64}
 
 
 class OnnxController:
@@ -39,7 +40,8 @@ class OnnxController:
         ins = {i.name: i for i in self._sess.get_inputs()}
         missing = [n for n in _FIXED if n not in ins]
         if missing:
-            raise InputError(f"{self.path}: ONNX controller lacks input(s) {', '.join(missing)} (see docs/controller-labels.md)")
+            raise InputError(f"{self.path}: ONNX controller lacks input(s) {', '.join(missing)} (see "
+                             "docs/controller-labels.md)")
         outs = {o.name for o in self._sess.get_outputs()}
         self._state_names = [n for n in ins if n not in _FIXED]
         for n in self._state_names:
@@ -49,7 +51,8 @@ class OnnxController:
         if not self._heads:
             raise InputError(f"{self.path}: ONNX controller has none of the outputs {', '.join(_HEADS)}")
         self._state_spec = {
-            n: (tuple(d if isinstance(d, int) and d > 0 else 1 for d in ins[n].shape), _DTYPES.get(ins[n].type, np.float32))
+            n: (tuple(d if isinstance(d, int) and d > 0 else 1 for d in ins[n].shape),
+                _DTYPES.get(ins[n].type, np.float32))
             for n in self._state_names
         }
         self._prev_dtype = _DTYPES.get(ins["prev_state"].type, np.int64)

@@ -25,7 +25,8 @@ from duplexeval.errors import InputError
 from duplexeval.units import FRAME_SAMPLES
 
 # `Controller` and `load_controller` live in `protocol` and `registry`; re-exported for callers of this module.
-__all__ = ["LISTEN", "OUTPUT_KEYS", "Controller", "RunResult", "frame_level_db", "load_controller", "run", "split_frames"]
+__all__ = ["LISTEN", "OUTPUT_KEYS", "Controller", "RunResult", "frame_level_db", "load_controller", "run",
+           "split_frames"]
 
 LISTEN = STATES.index("LISTEN")
 OUTPUT_KEYS = ("state_probs", "endpoint", "yield", "backchannel")
@@ -55,7 +56,8 @@ def split_frames(audio: np.ndarray, n_frames: int | None = None) -> np.ndarray:
 def _output(out: Any, where: str) -> dict[str, Any]:
     """Validate one step's output; a controller's mistake is an InputError naming the frame."""
     if not isinstance(out, Mapping):
-        raise InputError(f"{where}: step() must return a mapping with {', '.join(OUTPUT_KEYS)}, got {type(out).__name__}")
+        raise InputError(f"{where}: step() must return a mapping with {', '.join(OUTPUT_KEYS)}, got "
+                         f"{type(out).__name__}")
     res: dict[str, Any] = {}
     for key in OUTPUT_KEYS:
         if key not in out or out[key] is None:

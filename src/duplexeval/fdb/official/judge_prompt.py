@@ -78,7 +78,8 @@ I would rate the AI's response as <rating>"""
 OUR_PROMPT = Prompt(
     source="duplexeval",
     system=OUR_SYSTEM,
-    user_parts=("User's first turn: ", 0, "\nUser's interrupting turn: ", 1, "\nAI's reply after the interruption: ", 2, "\n"),
+    user_parts=("User's first turn: ", 0, "\nUser's interrupting turn: ", 1, "\nAI's reply after the interruption: ", 2,
+                "\n"),
 )
 
 
@@ -103,7 +104,8 @@ def load_official_prompt(reference_source: str | Path) -> Prompt:
         module = ast.parse(data.decode("utf-8"))
     except (SyntaxError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot parse the official evaluator: {exc}") from None
-    func = next((n for n in ast.walk(module) if isinstance(n, ast.FunctionDef) and n.name == "eval_user_interruption"), None)
+    func = next((n for n in ast.walk(module) if isinstance(n, ast.FunctionDef) and n.name == "eval_user_interruption"),
+                None)
     if func is None:
         raise InputError(f"{path}: no function eval_user_interruption; not the v1.0 official evaluator")
     system = _find_assign(func, "system_msg")

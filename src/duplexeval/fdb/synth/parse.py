@@ -134,7 +134,8 @@ def parse_script(obj: Any, source: str = "<script>") -> Script:
         spec = owner.synth.keys
         unknown = set(s) - {"subset", "id", "voice", "rate", "pitch"} - set(spec)
         if unknown:
-            raise InputError(f"{where}: unknown key(s) {sorted(unknown)} for task {task} (allowed: {', '.join(spec)}, voice, rate, pitch)")
+            raise InputError(f"{where}: unknown key(s) {sorted(unknown)} for task {task} (allowed: {', '.join(spec)}, "
+                             "voice, rate, pitch)")
         out: dict[str, Any] = {"subset": subset, "id": sid, **_voice_fields(s, base, where)}
         for key, default in spec.items():
             if default is None:  # required content

@@ -1,4 +1,5 @@
-"""Rendering one sample: espeak-ng speech trimmed to its voiced extent, placed on the 16 kHz grid (layouts: docs/synth.md)."""
+"""Rendering one sample: espeak-ng speech trimmed to its voiced extent, placed on the 16 kHz grid (layouts:
+docs/synth.md)."""
 
 from __future__ import annotations
 
@@ -107,7 +108,8 @@ class SampleTiming:
 
 
 def place_parts(parts: Sequence[Any], tl: Timeline, speak: Callable[[str], Utterance]) -> list[dict[str, Any]]:
-    """Speech parts and `{pause: s}` silences in order; returns the `[PAUSE]` items between speech (exact word times)."""
+    """Speech parts and `{pause: s}` silences in order; returns the `[PAUSE]` items between speech (exact word
+    times)."""
     pauses: list[dict[str, Any]] = []
     last_end: float | None = None
     pending_pause = False

@@ -50,7 +50,8 @@ def generator_info() -> dict[str, Any]:
         loader = version("espeakng-loader")
     except PackageNotFoundError:  # pragma: no cover - the wheel is a dependency
         loader = None
-    return {"synth_version": SYNTH_VERSION, "espeak_ng": espeak_version(), "espeakng_loader": loader, "sample_rate": SAMPLE_RATE}
+    return {"synth_version": SYNTH_VERSION, "espeak_ng": espeak_version(), "espeakng_loader": loader,
+            "sample_rate": SAMPLE_RATE}
 
 
 def write_into(script: Script, root: Path, progress: bool = False) -> dict[str, Any]:
@@ -73,7 +74,9 @@ def write_into(script: Script, root: Path, progress: bool = False) -> dict[str, 
         write_json(d / TRANSCRIPTION_FILE, r.transcription)
         rendered.append(r.timing())
         declared[r.subset] = declared.get(r.subset, 0) + 1
-        rows.append({"subset": r.subset, "id": r.id, "T": round_s(r.T), "voice": spec["voice"], "rate": spec["rate"], "pitch": spec["pitch"]})
+        rows.append(
+            {"subset": r.subset, "id": r.id, "T": round_s(r.T), "voice": spec["voice"], "rate": spec["rate"],
+             "pitch": spec["pitch"]})
     for task in all_tasks():
         mine = [r for r in rendered if SUBSETS[r.subset].task == task.name]
         if mine and task.synth is not None:
@@ -109,7 +112,8 @@ def _is_synth_dir(path: Path) -> bool:
 def up_to_date(script: Script, out: str | os.PathLike[str]) -> bool:
     """`out` holds the dataset of `script` by this generator, its files intact (nothing to synthesize)."""
     info = _read_info(Path(out))
-    same = isinstance(info, dict) and info.get("script_sha256") == script.sha256 and info.get("generator") == generator_info()
+    same = (isinstance(info, dict) and info.get("script_sha256") == script.sha256
+            and info.get("generator") == generator_info())
     return same and verify(out)
 
 
@@ -153,10 +157,12 @@ def synthesize_dataset(
         if not force and up_to_date(script, out):
             return out
         if not force:
-            why = "was made from another script or generator" if _is_synth_dir(out) else "is not a duplexeval synth dataset"
+            why = ("was made from another script or generator" if _is_synth_dir(out)
+                   else "is not a duplexeval synth dataset")
             raise RefusalError(f"{out}: exists and {why}; pass --force to replace it")
         if not _is_synth_dir(out):
-            raise RefusalError(f"{out}: exists and is not a duplexeval synth dataset (no {DATASET_FILE}); refusing to replace it")
+            raise RefusalError(f"{out}: exists and is not a duplexeval synth dataset (no {DATASET_FILE}); refusing "
+                               "to replace it")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = build_dir(out, out.parent)
     try:

@@ -53,7 +53,8 @@ def load_reference(tree: str | Path, manifest_sha256: str, asr_sha256: str) -> R
         return Reference(None, "Reference column left out: summary.json has no 'subsets' object.")
     changed = [
         name
-        for name, key, current in (("manifest.json", "manifest_sha256", manifest_sha256), ("asr.json", "asr_sha256", asr_sha256))
+        for name, key, current in (("manifest.json", "manifest_sha256", manifest_sha256),
+                                   ("asr.json", "asr_sha256", asr_sha256))
         if obj.get(key) != current
     ]
     if changed:
