@@ -17,8 +17,10 @@ if TYPE_CHECKING:  # duplexeval.cli imports this module
 
 def controller_evaluate(
     data: Path = typer.Argument(..., help="Controller data folder (dataset.json, clips.jsonl, frames/)."),
-    policy: Path | None = typer.Option(None, "--policy", help="Frozen policy JSON (default: spec 002 offline operating point)."),
-    mode: str | None = typer.Option(None, "--mode", help="Primary endpoint mode: head_only or fallback_on (overrides the policy)."),
+    policy: Path | None = typer.Option(None, "--policy", help="Frozen policy JSON (default: spec 002 offline "
+                                                              "operating point)."),
+    mode: str | None = typer.Option(None, "--mode", help="Primary endpoint mode: head_only or fallback_on (overrides "
+                                                         "the policy)."),
     json_out: Path | None = json_option("the JSON report"),
     rows: Path | None = typer.Option(None, "--rows", help="Write per-clip evidence (one JSON line per clip) here."),
     fail_under: list[str] | None = fail_under_option(),
@@ -31,7 +33,8 @@ def controller_evaluate(
     from duplexeval.controller.api import evaluate
     from duplexeval.controller.metrics.report import format_report
 
-    res = evaluate(data, policy=policy, mode=mode, json_out=None if json_to_stdout(json_out) else json_out, rows_out=rows)
+    res = evaluate(data, policy=policy, mode=mode, json_out=None if json_to_stdout(json_out) else json_out,
+                   rows_out=rows)
     rep = res.document
     if not json_to_stdout(json_out):
         typer.echo(format_report(dict(rep)))
@@ -44,15 +47,23 @@ def controller_evaluate(
 def controller_calibrate(
     dev: Path = typer.Argument(..., help="Development data folder with the candidate controller's outputs."),
     out: Path = typer.Option(..., "--out", help="Where to write the frozen policy JSON."),
-    base_policy: Path | None = typer.Option(None, "--base-policy", help="Policy whose non-threshold settings are kept."),
-    reference: Path | None = typer.Option(None, "--reference", help="Reference system's outputs on the same dev clips: its event rates become the targets."),
-    reference_policy: Path | None = typer.Option(None, "--reference-policy", help="Policy for the reference (default: spec 002 operating point)."),
-    pause_cutin_ceiling: float | None = typer.Option(None, "--pause-cutin-ceiling", help="Max share of pause probes with a false endpoint."),
-    yield_false_per_hour: float | None = typer.Option(None, "--yield-false-per-hour", help="Max yield false events per hour."),
-    backchannel_ack_per_hour: float | None = typer.Option(None, "--backchannel-ack-per-hour", help="Max acknowledgments per LISTEN hour."),
+    base_policy: Path | None = typer.Option(None, "--base-policy",
+                                            help="Policy whose non-threshold settings are kept."),
+    reference: Path | None = typer.Option(None, "--reference",
+                                          help="Reference system's outputs on the same dev clips: its event rates "
+                                               "become the targets."),
+    reference_policy: Path | None = typer.Option(None, "--reference-policy",
+                                                 help="Policy for the reference (default: spec 002 operating point)."),
+    pause_cutin_ceiling: float | None = typer.Option(None, "--pause-cutin-ceiling",
+                                                     help="Max share of pause probes with a false endpoint."),
+    yield_false_per_hour: float | None = typer.Option(None, "--yield-false-per-hour",
+                                                      help="Max yield false events per hour."),
+    backchannel_ack_per_hour: float | None = typer.Option(None, "--backchannel-ack-per-hour",
+                                                          help="Max acknowledgments per LISTEN hour."),
     grid: str = typer.Option("0.05:0.99:0.01", "--grid", help="Thresholds to try: start:stop:step or a comma list."),
     json_out: Path | None = json_option("the calibration table"),
-    force: bool = typer.Option(False, "--force", help="Replace a policy file calibrated from other data, targets or grid."),
+    force: bool = typer.Option(False, "--force", help="Replace a policy file calibrated from other data, "
+                                                      "targets or grid."),
 ) -> None:
     """Pick thresholds on development data by spec 002's rules and write a frozen policy for `evaluate`."""
     from duplexeval.controller.api import calibrate, threshold_grid
@@ -74,7 +85,8 @@ def controller_calibrate(
 def controller_compare(
     a: Path = typer.Argument(..., help="Data folder with controller A's outputs."),
     b: Path = typer.Argument(..., help="Data folder with controller B's outputs on the same clips."),
-    policy: Path | None = typer.Option(None, "--policy", help="Frozen policy for both (default: spec 002 operating point)."),
+    policy: Path | None = typer.Option(None, "--policy", help="Frozen policy for both (default: spec 002 "
+                                                              "operating point)."),
     policy_b: Path | None = typer.Option(None, "--policy-b", help="A separate frozen policy for B."),
     mode: str | None = typer.Option(None, "--mode", help="Endpoint mode for both: head_only or fallback_on."),
     json_out: Path | None = json_option("the comparison"),

@@ -20,17 +20,22 @@ if TYPE_CHECKING:  # duplexeval.cli imports this module
 
 
 # parameters several commands declare the same way
-_SPEC_HELP = ("NAME[:key=value,...]: silence or silero (also spelled baseline:NAME), an installed plugin's name, FILE.onnx, "
-              "or package.module:factory, e.g. silence:timeout_s=0.8; values are read as JSON when they parse.")
+_SPEC_HELP = ("NAME[:key=value,...]: silence or silero (also spelled baseline:NAME), an installed plugin's "
+              "name, FILE.onnx, or package.module:factory, e.g. silence:timeout_s=0.8; values are read as JSON "
+              "when they parse.")
 FORCE = typer.Option(False, "--force", help="Replace a non-empty --out folder made differently (the same command's "
                      "own data folder is written again).")
 
 
 def controller_label(
     out: Path = typer.Option(..., "--out", "-o", help="Data folder to write (dataset.json, clips.jsonl, frames/)."),
-    conversations: Path | None = typer.Option(None, "--conversations", help="Conversation manifest (JSONL or JSON list; docs/controller-labels.md)."),
-    fdb: Path | None = typer.Option(None, "--fdb", help="FDB v1.0 folder: bridge candor_turn_taking and candor_pause_handling."),
-    rule: list[str] | None = typer.Option(None, "--rule", help="Override a derivation rule, e.g. --rule max_pause_s=2.5 (repeatable)."),
+    conversations: Path | None = typer.Option(None, "--conversations",
+                                              help="Conversation manifest (JSONL or JSON list; "
+                                                   "docs/controller-labels.md)."),
+    fdb: Path | None = typer.Option(None, "--fdb", help="FDB v1.0 folder: bridge candor_turn_taking and "
+                                                        "candor_pause_handling."),
+    rule: list[str] | None = typer.Option(None, "--rule", help="Override a derivation rule, e.g. --rule "
+                                                               "max_pause_s=2.5 (repeatable)."),
     force: bool = FORCE,
 ) -> None:
     """Derive frame truth, masks and events (no controller scores) from conversations or the FDB CANDOR subsets."""

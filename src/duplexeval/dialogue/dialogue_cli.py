@@ -21,7 +21,8 @@ def dialogue_synth(
     out: Annotated[Path, typer.Option("--out", help="Where to write the case set (JSONL, a header line first).")],
     seed: Annotated[int, typer.Option("--seed", help="Generator seed: the same seed gives the same bytes.")] = 0,
     n_miu: Annotated[int, typer.Option("--n-miu", help="Number of machine-interrupts-user cases.")] = 400,
-    n_uim: Annotated[int, typer.Option("--n-uim", help="Number of user-interrupts-machine cases per reason (4 reasons).")] = 100,
+    n_uim: Annotated[
+        int, typer.Option("--n-uim", help="Number of user-interrupts-machine cases per reason (4 reasons).")] = 100,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace a case set made with another seed or size.")] = False,
 ) -> None:
@@ -35,17 +36,25 @@ def dialogue_synth(
 
 
 def dialogue_run(
-    cases: Annotated[Path, typer.Option("--cases", help="Case file: our JSONL, or the reproduction's tape JSON array.")],
-    system: Annotated[str, typer.Option("--system", help="NAME[:key=value,...]: half-duplex, eager, keyword, openai-chat, "
-                                                        "or module.path:Class, e.g. half-duplex:delay_ms=800.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder: decisions.jsonl and cases.jsonl are written here.")],
-    asr_chunk_ms: Annotated[int, typer.Option("--asr-chunk-ms", help="ASR delivery cadence in ms (0: each chunk at its end).")] = 640,
-    first_token_ms: Annotated[int, typer.Option("--first-token-ms", help="Delay before the first token of a response is heard, ms.")] = 300,
+    cases: Annotated[
+        Path, typer.Option("--cases", help="Case file: our JSONL, or the reproduction's tape JSON array.")],
+    system: Annotated[str, typer.Option("--system", help="NAME[:key=value,...]: half-duplex, eager, keyword, "
+                                                        "openai-chat, or module.path:Class, e.g. "
+                                                        "half-duplex:delay_ms=800.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder: decisions.jsonl and cases.jsonl are "
+                                                          "written here.")],
+    asr_chunk_ms: Annotated[int, typer.Option("--asr-chunk-ms", help="ASR delivery cadence in ms (0: each chunk "
+                                                                     "at its end).")] = 640,
+    first_token_ms: Annotated[int, typer.Option("--first-token-ms", help="Delay before the first token of a response "
+                                                                         "is heard, ms.")] = 300,
     per_token_ms: Annotated[int, typer.Option("--per-token-ms", help="Duration of each spoken token, ms.")] = 60,
-    endpoint_ms: Annotated[int, typer.Option("--endpoint-ms", help="End-of-speech detection delay, ms (VAD latency; 0 as in the paper).")] = 0,
-    horizon_ms: Annotated[int, typer.Option("--horizon-ms", help="How long a case runs after the end of user speech, ms.")] = 10000,
+    endpoint_ms: Annotated[int, typer.Option("--endpoint-ms", help="End-of-speech detection delay, ms (VAD latency; 0 "
+                                                                   "as in the paper).")] = 0,
+    horizon_ms: Annotated[int, typer.Option("--horizon-ms", help="How long a case runs after the end of "
+                                                                 "user speech, ms.")] = 10000,
     jobs: Annotated[int, jobs_option(None)] = 1,
-    force: Annotated[bool, typer.Option("--force", help="Replace a run of another system, case set or clock in --out.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace a run of another system, case set or clock in --out.")] = False,
     min_eligible: Annotated[float | None, typer.Option(
         "--min-eligible", min=0.0, max=1.0, metavar="FRACTION",
         help="Exit 1 unless every case family (MiU, UiM) has at least this share of cases the system did not fail "
@@ -66,8 +75,9 @@ def dialogue_score(
     run: Annotated[Path, typer.Argument(help="Run folder written by `duplexeval dialogue run`.")],
     judge: Annotated[str, typer.Option(
         "--judge", help="expected (offline, from the cases' labels) or openai:model=M,base_url=URL[,api_key_env=VAR,"
-                        "cache_dir=DIR,attempts=N,timeout_s=S] (defaults: OPENAI_API_KEY, $DUPLEXEVAL_CACHE/dialogue-http, "
-                        "3 requests per case before it counts as judge_error, 30 s per request).")] = "expected",
+                        "cache_dir=DIR,attempts=N,timeout_s=S] (defaults: OPENAI_API_KEY, "
+                        "$DUPLEXEVAL_CACHE/dialogue-http, 3 requests per case before it counts as judge_error, 30 s "
+                        "per request).")] = "expected",
     force: Annotated[bool, typer.Option("--force", help="Replace a dialogue.json judged by another judge "
                                                         "(it may hold paid-for verdicts).")] = False,
     fail_under: Annotated[list[str] | None, fail_under_option(annotated=True)] = None,
@@ -83,12 +93,14 @@ def dialogue_score(
 
     res = score(run, judge=judge, force=force)
     rep = res.document
-    print_report([dict(rep)], [str(rep.get("system"))], f"duplex dialogue (spec 004): {rep.get('system')}, judge {res.judge}")
+    print_report([dict(rep)], [str(rep.get("system"))], f"duplex dialogue (spec 004): {rep.get('system')}, "
+                                                        f"judge {res.judge}")
     gated("dialogue score", fail_under, fail_over, {"MiU": rep.get("MiU"), "UiM": rep.get("UiM")}, " in dialogue.json")
 
 
 def dialogue_demo(
-    out: Annotated[Path, typer.Option("--out", help="Folder for the case set and one run folder per baseline.")] = DEMO_OUT,
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for the case set and one run folder per baseline.")] = DEMO_OUT,
     seed: Annotated[int, typer.Option("--seed", help="Generator seed of the built-in case set.")] = 0,
     force: Annotated[bool, typer.Option("--force", help="Replace an earlier demo of another seed in --out.")] = False,
 ) -> None:
@@ -97,7 +109,8 @@ def dialogue_demo(
 
     t0 = time.perf_counter()
     run_demo(out, seed, force=force)
-    typer.echo(f"done in {time.perf_counter() - t0:.1f} s; runs in {out}/<system>/ (cases.jsonl, decisions.jsonl, dialogue.json)")
+    typer.echo(f"done in {time.perf_counter() - t0:.1f} s; runs in {out}/<system>/ (cases.jsonl, decisions.jsonl, "
+               "dialogue.json)")
 
 
 def dialogue_compare(
@@ -122,7 +135,8 @@ def dialogue_compare(
         typer.echo(f"signature B: {art['signatures']['b']}")
     else:
         emit_json(json_out, dict(art))
-    gated("dialogue compare", fail_under, fail_over, {"MiU": art.get("MiU"), "UiM": art.get("UiM")}, " in the comparison")
+    gated("dialogue compare", fail_under, fail_over, {"MiU": art.get("MiU"), "UiM": art.get("UiM")},
+          " in the comparison")
 
 
 def register(apps: CliApps) -> None:

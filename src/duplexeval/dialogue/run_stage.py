@@ -123,7 +123,8 @@ def _check_overwrite(out_dir: Path, sig: Signature, force: bool) -> bool:
     if compact == sig.compact():
         return False
     if not force:
-        raise RefusalError(f"{out_dir}: holds another run ({compact or 'unreadable cases.jsonl'}); use --force to replace it, or another --out")
+        raise RefusalError(f"{out_dir}: holds another run ({compact or 'unreadable cases.jsonl'}); use --force to "
+                           "replace it, or another --out")
     return True
 
 
@@ -158,8 +159,8 @@ def run(cases: CaseSet, system: str, params: dict[str, str], clock: Clock, out_d
             lines.append(dec)
     finally:
         ex.close()
-    body = {"system": system, "system_settings": settings, "clock": clock.settings(), "cases_file": Path(cases.path).name,
-            "n_cases": len(cases.cases)}
+    body = {"system": system, "system_settings": settings, "clock": clock.settings(),
+            "cases_file": Path(cases.path).name, "n_cases": len(cases.cases)}
     dec_head = {**header(DECISIONS_KIND, SCHEMA, sig, {"cases": cases.sha256}), **body}
     atomic_write_text(out_dir / DECISIONS_FILE, dumps_line(dec_head) + "".join(lines))
     case_head = {**header(CASES_KIND, SCHEMA, sig, {"cases": cases.sha256}), **body, "failures": failures}

@@ -40,14 +40,16 @@ def _parse_grid(text: str | None, flag: str, default: tuple[float, ...] | None) 
             if not vals or not all(math.isfinite(v) for v in vals):
                 raise ValueError
     except ValueError:
-        raise InputError(f"{flag}: expected 'start:stop:step' (step > 0) or a comma list of finite numbers, got {text!r}") from None
+        raise InputError(f"{flag}: expected 'start:stop:step' (step > 0) or a comma list of finite numbers, "
+                         f"got {text!r}") from None
     return tuple(vals)
 
 
 def _grids(thresholds: str | None, action_delays: str | None, timeouts: str | None) -> dict[str, Any]:
     """The three grid flags as the API's sequences (None keeps eot-bench's grid)."""
-    return {"thresholds": _parse_grid(thresholds, "--thresholds", None), "action_delays":
-            _parse_grid(action_delays, "--action-delays", None), "timeouts": _parse_grid(timeouts, "--timeouts", None)}  # fmt: skip
+    return {"thresholds": _parse_grid(thresholds, "--thresholds", None),
+            "action_delays": _parse_grid(action_delays, "--action-delays", None),
+            "timeouts": _parse_grid(timeouts, "--timeouts", None)}  # fmt: skip
 
 
 _PAIRS_HELP = ("CSV (header true_turn_end_s,detector_commit_s[,id][,conversation]) or JSONL file of pairs; "
@@ -57,7 +59,8 @@ _PAIRS_HELP = ("CSV (header true_turn_end_s,detector_commit_s[,id][,conversation
 def eot_score(
     pairs: Path = typer.Argument(..., help=_PAIRS_HELP),
     json_out: Path | None = json_option("the JSON report"),
-    rows_out: Path | None = typer.Option(None, "--rows", help="Write one JSON line per pair (what it contributed) here."),
+    rows_out: Path | None = typer.Option(None, "--rows",
+                                         help="Write one JSON line per pair (what it contributed) here."),
     show_pairs: bool = typer.Option(False, "--show-pairs", help="Also print one line per pair."),
     bands: str = typer.Option("300,600,1200", "--bands", help="Comma-separated hang latency bands in ms."),
     tolerance_ms: int = typer.Option(50, "--tolerance-ms", help="Early-commit slack before a false cutoff, ms."),
@@ -78,8 +81,8 @@ def eot_score(
         raise InputError(f"--bands: expected comma-separated integers in ms, got {bands!r}") from None
     if any(b < 0 for b in band_list):
         raise InputError(f"--bands: bands must be non-negative, got {bands!r}")
-    res = score(pairs, bands=band_list, tolerance_ms=tolerance_ms, json_out=None if json_to_stdout(json_out) else json_out,
-                rows_out=rows_out)  # fmt: skip
+    res = score(pairs, bands=band_list, tolerance_ms=tolerance_ms,
+                json_out=None if json_to_stdout(json_out) else json_out, rows_out=rows_out)  # fmt: skip
     if not json_to_stdout(json_out):
         typer.echo(format_report(res.document, res.rows if show_pairs else None))
     else:
@@ -93,21 +96,29 @@ def eot_predict(
     detector: str = typer.Option(..., "--detector", "-d", help="NAME[:key=value,...]: silence, silero, smart-turn, or "
                                  "module.path:Class (predict_batch(items) -> list[float]), e.g. silero:window_ms=300; "
                                  "values are read as JSON when they parse."),
-    spans: Path = typer.Option(..., "--spans", help="Span set: eot-bench parquet/JSONL rows, an FDB v1.0 folder, a conversation manifest (.jsonl) or a synth script (.yaml)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Predictions file (.parquet); the same rows are written as .jsonl next to it."),
+    spans: Path = typer.Option(..., "--spans", help="Span set: eot-bench parquet/JSONL rows, an FDB v1.0 folder, a "
+                                                    "conversation manifest (.jsonl) or a synth script (.yaml)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Predictions file (.parquet); the same rows are written as "
+                                                      ".jsonl next to it."),
     source: str = typer.Option("auto", "--source", help="auto, eot-bench, fdb, conversations or synth."),
-    step: float = typer.Option(0.1, "--step", help="Seconds between scored times inside a silence span (eot-bench: 0.1)."),
-    transcript_lag: float = typer.Option(0.5, "--transcript-lag", help="Words are visible this many seconds after they end (eot-bench: 0.5)."),
-    only_at: str | None = typer.Option(None, "--only-at", help="Score only at these silences, comma list in s (e.g. 0.2 for a score-point model)."),
+    step: float = typer.Option(0.1, "--step", help="Seconds between scored times inside a silence span "
+                                                   "(eot-bench: 0.1)."),
+    transcript_lag: float = typer.Option(0.5, "--transcript-lag",
+                                         help="Words are visible this many seconds after they end (eot-bench: 0.5)."),
+    only_at: str | None = typer.Option(None, "--only-at", help="Score only at these silences, comma list in s (e.g. "
+                                                               "0.2 for a score-point model)."),
     batch_size: int = typer.Option(16, "--batch-size", help="Items per predict_batch call."),
     jobs: int = jobs_option(1, "Local worker processes (one turn per task)", ray=True),
-    force: bool = typer.Option(False, "--force", help="Redo the predictions even when the file there was made the same way, "
-                                                      "or replace one made from other spans, detector or settings."),
-    progress: bool | None = typer.Option(None, "--progress/--no-progress", help="Show a progress bar (default: when stderr is a terminal)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (as every stage's -q; same as --no-progress)."),
+    force: bool = typer.Option(False, "--force", help="Redo the predictions even when the file there was made "
+                                                      "the same way, or replace one made from other spans, detector "
+                                                      "or settings."),
+    progress: bool | None = typer.Option(None, "--progress/--no-progress",
+                                         help="Show a progress bar (default: when stderr is a terminal)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (as every stage's -q; same as "
+                                                            "--no-progress)."),
     executor_spec: ExecutorSpec = DEFAULT_EXECUTOR,
 ) -> None:
-    """Causal predictions at every grid time of every silence span, in eot-bench's columns; resumes an interrupted run."""
+    """Causal predictions at every grid time of every silence span, in eot-bench's columns; resumes an interrupted run."""  # noqa: E501 - typer prints this line as the summary
     from duplexeval.eot.api import predict
     from duplexeval.eot.sources import load_span_set
     from duplexeval.eot.spans import span_set_summary
@@ -117,13 +128,15 @@ def eot_predict(
     ss = load_span_set(spans, source)
     info = span_set_summary(ss)
     skipped = ", ".join(f"{k} {v}" for k, v in info["skipped"].items()) or "none"
-    typer.echo(f"spans: {info['n_turns']} turns, {info['n_hold_spans']} hold + {info['n_eot_spans']} eot spans (skipped: {skipped})")
+    typer.echo(f"spans: {info['n_turns']} turns, {info['n_hold_spans']} hold + {info['n_eot_spans']} eot spans "
+               f"(skipped: {skipped})")
     r = predict(ss, detector=detector, out=out, step=step, transcript_lag=transcript_lag, only_at=grid_at or (),
                 batch_size=batch_size, jobs=jobs, force=force, progress=False if quiet else progress,
                 executor=executor_spec)  # fmt: skip
     if r.up_to_date:
-        typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} rows, {r.n_scored} scored: up to date (made from the "
-                   "same spans, detector and settings; --force redoes it) -> " + ", ".join(str(f) for f in r.paths))
+        typer.echo(f"predict: {r.n_turns} turns, {r.n_predictions} rows, {r.n_scored} scored: up to date "
+                   "(made from the same spans, detector and settings; --force redoes it) -> "
+                   + ", ".join(str(f) for f in r.paths))
     else:
         rate = r.n_scored / r.elapsed_s if r.elapsed_s > 0 else float("inf")
         resumed = f", {r.resumed_turns} turns resumed from the journal" if r.resumed_turns else ""
@@ -141,29 +154,39 @@ _MODE_HELP = "max (a span's largest p_eot; streaming detectors) or score_point (
 
 
 def eot_sweep(
-    predictions: Path = typer.Argument(..., help="Predictions (.parquet or .jsonl) in eot-bench's columns, ours or eot-bench's own."),
-    out: Path | None = typer.Option(None, "--out", help="Folder for summary.json, sweep.parquet, pareto.png, operating_points.png."),
+    predictions: Path = typer.Argument(..., help="Predictions (.parquet or .jsonl) in eot-bench's columns, ours or "
+                                                 "eot-bench's own."),
+    out: Path | None = typer.Option(None, "--out", help="Folder for summary.json, sweep.parquet, pareto.png, "
+                                                        "operating_points.png."),
     score_mode: str = typer.Option("max", "--score-mode", help=_MODE_HELP),
-    score_point: float | None = typer.Option(None, "--score-point", help="The score point in seconds of silence (score_point mode)."),
-    thresholds: str | None = typer.Option(None, "--thresholds", help="start:stop:step or a comma list (default 0:1:0.01)."),
+    score_point: float | None = typer.Option(None, "--score-point",
+                                             help="The score point in seconds of silence (score_point mode)."),
+    thresholds: str | None = typer.Option(None, "--thresholds",
+                                          help="start:stop:step or a comma list (default 0:1:0.01)."),
     action_delays: str | None = typer.Option(None, "--action-delays", help="Default 0.2:1.0:0.1 s."),
     timeouts: str | None = typer.Option(None, "--timeouts", help="Default 1.0:3.5:0.5 s."),
     min_hold: float = typer.Option(0.2, "--min-hold", help="Shortest hold span kept, s (inclusive)."),
     max_hold: float = typer.Option(5.0, "--max-hold", help="Longest hold span kept, s (inclusive)."),
-    bootstrap: bool = typer.Option(True, "--bootstrap/--no-bootstrap", help="Turn-level bootstrap intervals on every operating point."),
-    selection_aware: bool = typer.Option(True, "--selection-aware/--no-selection-aware", help="Also the interval that re-picks the policy per resample."),
-    selection_max_turns: int = typer.Option(2000, "--selection-max-turns", help="Skip the selection-aware interval above this many turns (memory)."),
-    bootstrap_max_turns: int = typer.Option(20000, "--bootstrap-max-turns", help="Skip every interval above this many turns (the 2000 x turns index matrix)."),
+    bootstrap: bool = typer.Option(True, "--bootstrap/--no-bootstrap",
+                                   help="Turn-level bootstrap intervals on every operating point."),
+    selection_aware: bool = typer.Option(True, "--selection-aware/--no-selection-aware",
+                                         help="Also the interval that re-picks the policy per resample."),
+    selection_max_turns: int = typer.Option(2000, "--selection-max-turns",
+                                            help="Skip the selection-aware interval above this many turns (memory)."),
+    bootstrap_max_turns: int = typer.Option(20000, "--bootstrap-max-turns",
+                                            help="Skip every interval above this many turns (the 2000 x turns "
+                                                 "index matrix)."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write pareto.png and operating_points.png."),
-    force: bool = typer.Option(False, "--force", help="Replace a summary in --out made from other predictions or settings."),
+    force: bool = typer.Option(False, "--force", help="Replace a summary in --out made from other predictions "
+                                                      "or settings."),
 ) -> None:
     """eot-bench's threshold x action-delay x timeout sweep with operating points, VAD baseline and turn intervals."""
     from duplexeval.eot.api import sweep
     from duplexeval.eot.sweep_report import format_summary
 
     res = sweep(predictions, out=out, score_mode=score_mode, score_point=score_point,
-                **_grids(thresholds, action_delays, timeouts), min_hold=min_hold, max_hold=max_hold, bootstrap=bootstrap,
-                selection_aware=selection_aware, selection_max_turns=selection_max_turns,
+                **_grids(thresholds, action_delays, timeouts), min_hold=min_hold, max_hold=max_hold,
+                bootstrap=bootstrap, selection_aware=selection_aware, selection_max_turns=selection_max_turns,
                 bootstrap_max_turns=bootstrap_max_turns, plots=plots, force=force)  # fmt: skip
     for note in res.notes:
         typer.echo(note, err=True)
@@ -176,9 +199,13 @@ def eot_compare(
     b: Path = typer.Argument(..., help="Predictions of detector B on the same spans."),
     json_out: Path | None = json_option("the comparison (compare.json)"),
     score_mode: str = typer.Option("max", "--score-mode", help=_MODE_HELP),
-    score_point: float | None = typer.Option(None, "--score-point", help="The score point in seconds (score_point mode)."),
-    score_mode_b: str | None = typer.Option(None, "--score-mode-b", help="B's own score mode (default: --score-mode), e.g. a score-point model against a streaming one."),
-    score_point_b: float | None = typer.Option(None, "--score-point-b", help="B's score point in seconds (default: --score-point)."),
+    score_point: float | None = typer.Option(None, "--score-point",
+                                             help="The score point in seconds (score_point mode)."),
+    score_mode_b: str | None = typer.Option(None, "--score-mode-b",
+                                            help="B's own score mode (default: --score-mode), e.g. a score-point model "
+                                                 "against a streaming one."),
+    score_point_b: float | None = typer.Option(None, "--score-point-b",
+                                               help="B's score point in seconds (default: --score-point)."),
     min_hold: float = typer.Option(0.2, "--min-hold", help="Shortest hold span kept, s."),
     max_hold: float = typer.Option(5.0, "--max-hold", help="Longest hold span kept, s."),
     fail_under: list[str] | None = fail_under_option(),
@@ -220,7 +247,8 @@ def eot_demo(
 
 def eot_check(
     spec: str = typer.Argument(..., metavar="SPEC", help="The detector: NAME[:key=value,...] or module.path:Class "
-                                                         "(a module in the current folder is found), e.g. silero:window_ms=300."),
+                                                         "(a module in the current folder is found), e.g. "
+                                                         "silero:window_ms=300."),
 ) -> None:
     """A detector's scores on two short espeak-ng turns: at each pause (hold) and at the true end of turn.
 
@@ -232,7 +260,8 @@ def eot_check(
     for line in res.lines:
         typer.echo(line)
     found = list(res.warnings)
-    finish("eot check", Status(1, "; ".join(found)) if found else Status(0, "its scores react to the audio (no warning)"))
+    finish("eot check",
+           Status(1, "; ".join(found)) if found else Status(0, "its scores react to the audio (no warning)"))
 
 
 def register(apps: CliApps) -> None:

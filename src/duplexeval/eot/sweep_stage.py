@@ -55,7 +55,8 @@ def sweep(
         typer.echo(warning, err=True)
     res = compute(preds, cfg)
     summary = build_summary(res, preds, sha, bootstrap=bootstrap, selection_aware=selection_aware,
-                            selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns)  # fmt: skip
+                            selection_max_turns=selection_max_turns,
+                            bootstrap_max_turns=bootstrap_max_turns)  # fmt: skip
     if warning:
         summary["notes"] = [warning]
     if out is not None:

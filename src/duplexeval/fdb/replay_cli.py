@@ -22,8 +22,9 @@ def replay_command(
     res = replay(tree, check=check)
     same = res.replayed - len(res.changed)
     verb = "checked" if check else "replayed"
-    typer.echo(f"replay: {verb} {_samples(res.replayed)} from their traces: {same} identical, {len(res.changed)} changed"
-               f"{'' if not res.skipped else f', {res.skipped} without a trace left as they are'}; "
+    typer.echo(f"replay: {verb} {_samples(res.replayed)} from their traces: {same} identical, "
+               f"{len(res.changed)} "
+               f"changed{'' if not res.skipped else f', {res.skipped} without a trace left as they are'}; "
                f"manifest.json {'changed' if res.manifest_changed else 'identical'} -> {res.tree}")
     for key, files in res.changed.items():
         typer.echo(f"  {key}: {', '.join(files)}")

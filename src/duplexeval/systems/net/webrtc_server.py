@@ -132,7 +132,8 @@ class WebRtcServerSession:
                 action()
 
     def input_audio(self, seconds: float) -> None:
-        """An input packet arrived: the input clock's rule, as `ServerSession.input_audio` (`input_clock.InputClock`)."""
+        """An input packet arrived: the input clock's rule, as `ServerSession.input_audio`
+        (`input_clock.InputClock`)."""
         self._tasks += self.clock.heard(seconds)
 
     async def _fault(self, kind: str, s: float) -> None:

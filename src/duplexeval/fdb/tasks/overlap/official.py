@@ -387,7 +387,8 @@ class OverlapOfficial(OfficialRules):
 
     def rules_note(self, rules: Mapping[str, Any]) -> str | None:
         overlap = rules.get("overlap")
-        return f"reproduces {overlap['reproduces']}" if isinstance(overlap, Mapping) and "reproduces" in overlap else None
+        return (f"reproduces {overlap['reproduces']}" if isinstance(overlap, Mapping) and "reproduces" in overlap
+                else None)
 
     def signature_components(self, options: Mapping[str, Any], info: dict[str, Any] | None) -> tuple[Component, ...]:
         if info is None:
