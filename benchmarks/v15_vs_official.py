@@ -356,11 +356,12 @@ def run_ours(tree: Path, judge_url: str, silero_name: str,
     """`fdb evaluate` (the stage: official rules through the task package, the behaviour judge) on the FDB tree made
     from `tree`; the results of every subset and the stage's wall time (the tree is prepared first, untimed here)."""
     from duplexeval.fdb.official import evaluate
+    from duplexeval.fdb.official.judge_config import JudgeConfig
 
     out = stage_tree(tree) if (stage_tree(tree) / "asr.json").is_file() else prepare_ours(tree)[0]
     t0 = time.perf_counter()
-    summary = evaluate(out, subsets=[s for s in subsets if (tree / s).is_dir()], judge="openai", progress=False,
-                       base_url=judge_url, api_key_env="",
+    summary = evaluate(out, subsets=[s for s in subsets if (tree / s).is_dir()], progress=False,
+                       judge=JudgeConfig(base_url=judge_url, api_key_env=""),
                        options={"silero": silero_name, "behavior_prompt": os.environ["FDB15_PROMPT"]})
     took = time.perf_counter() - t0
     return {s: as_result(b) for s, b in summary["subsets"].items()}, took

@@ -28,6 +28,7 @@ Speed, without changing a single segment:
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import threading
@@ -363,19 +364,21 @@ def _threaded(fn: Callable[[Any], Any], items: Sequence[Any], jobs: int) -> list
         return list(pool.map(fn, items))
 
 
-def _read(path: Path) -> np.ndarray:
-    """A 16 kHz mono file: PCM16 as int16 samples (exact, half the memory), any other encoding as float32."""
+def _read(path: Path | bytes) -> np.ndarray:
+    """A 16 kHz mono file (or the bytes of one): PCM16 as int16 samples (exact, half the memory), any other encoding
+    as float32."""
     import soundfile as sf
 
-    with sf.SoundFile(str(path)) as f:
+    with sf.SoundFile(io.BytesIO(path) if isinstance(path, bytes) else str(path)) as f:
         data = f.read(dtype="int16" if f.subtype == "PCM_16" else "float32", always_2d=True)
         sr = f.samplerate
     if sr != 16000 or data.shape[1] != 1:
-        raise ValueError(f"{path}: expected mono 16 kHz, got {data.shape[1]} channels at {sr} Hz")
+        where = "<memory>" if isinstance(path, bytes) else path
+        raise ValueError(f"{where}: expected mono 16 kHz, got {data.shape[1]} channels at {sr} Hz")
     return np.ascontiguousarray(data[:, 0])
 
 
-def _segment_group(group: Sequence[tuple[Path, int | None]]) -> list[Segments]:
+def _segment_group(group: Sequence[tuple[Path | bytes, int | None]]) -> list[Segments]:
     audios = [_read(p) for p, _ in group]
     return batch_segments(load_vad(), audios, [lim for _, lim in group], SCORER_SETTINGS)
 
@@ -457,12 +460,12 @@ def probs_files(paths: Sequence[Path], jobs: int | None = None, batch: int = BAT
 
 
 def segment_files(
-    paths: Sequence[Path],
+    paths: Sequence[Path | bytes],
     jobs: int | None = None,
     batch: int = BATCH_FILES,
     limits: Sequence[int | None] | None = None,
 ) -> list[Segments]:
-    """VAD segments (16 kHz sample indices, end exclusive) of each file, in order.
+    """VAD segments (16 kHz sample indices, end exclusive) of each file (a path, or a WAV file's bytes), in order.
 
     With `limits`, file k only gets its segments that start at or before sample `limits[k]`.
     """

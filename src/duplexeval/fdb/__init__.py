@@ -1,43 +1,82 @@
-"""Full-Duplex-Bench v1.0: the tree every stage shares, and the stages that read and write it.
+"""Full-Duplex-Bench v1.0 and v1.5: the tree every stage shares, the stages that read and write it, and their API.
 
-The Python API of each stage, in pipeline order (each is the function its CLI command calls). The
-first three are functions of the stage modules of the same name; the last three are re-exported
-here and import their heavy modules on first call, so ``import duplexeval.fdb`` stays cheap:
+The public Python API is this package (the functions live in `fdb.api`); in pipeline order, each is what its
+`duplexeval fdb` command runs, with the command's defaults:
 
-- ``synth.synthesize_dataset(script, out)`` -> the dataset folder (espeak-ng stimuli from a script)
-- ``export_stage.export(system, dataset, out)`` -> ExportResult (drive a system: a System or ``NAME[:k=v]``)
-- ``import_stage.import_outputs(dataset, outputs, out)`` -> ExportResult (outputs made elsewhere)
-- ``asr(tree)`` -> StageResult (word timestamps: output.json files and asr.json)
-- ``evaluate(tree)`` -> the summary.json dict (official v1.0 rules, reference column)
-- ``score(tree)`` -> UnifiedResult (unified.json + unified-samples.jsonl)
+- ``synthesize(script, out)`` -> SynthesizeResult (espeak-ng stimuli from a script, or "demo")
+- ``export(system, dataset, out)`` -> ExportResult (drive a system: a System or ``NAME[:k=v]``)
+- ``import_outputs(dataset, outputs, out)`` -> ExportResult (outputs made elsewhere)
+- ``asr(tree)`` -> AsrResult (word timestamps: output.json files and asr.json)
+- ``evaluate(tree)`` -> EvaluateResult (official rules -> summary.json; ``judge=JudgeConfig(...)`` asks a judge)
+- ``score(tree)`` -> ScoreResult (unified rules -> unified.json + unified-samples.jsonl)
+- ``compare(trees)`` -> CompareResult (paired differences B - A -> compare.json)
+- ``replay(tree)`` -> ReplayResult (network samples rebuilt from their wire traces)
+
+``score_samples(samples)`` scores `Sample` records held in memory by the unified rules; ``read_manifest``,
+``read_asr``, ``read_words``, ``read_trace``, ``read_summary``, ``read_unified`` and ``read_comparison`` load what
+the stages wrote. The names are loaded from `fdb.api` on first use and each verb imports its stage when it runs, so
+``import duplexeval.fdb`` (which every ``duplexeval fdb`` command does) stays as cheap as before the API.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from pathlib import Path
+if TYPE_CHECKING:  # the names below, for type checkers; at run time `__getattr__` loads them on first use
+    from duplexeval.fdb.api import (
+        AsrResult,
+        CompareResult,
+        Comparison,
+        ComparisonFile,
+        EvaluateResult,
+        ExportResult,
+        JudgeConfig,
+        OfficialSubset,
+        PairedSubset,
+        ReplayResult,
+        Sample,
+        ScoreResult,
+        SynthesizeResult,
+        UnifiedFile,
+        UnifiedSample,
+        UnifiedSubset,
+        asr,
+        compare,
+        evaluate,
+        export,
+        import_outputs,
+        read_asr,
+        read_comparison,
+        read_manifest,
+        read_summary,
+        read_trace,
+        read_unified,
+        read_words,
+        replay,
+        score,
+        score_samples,
+        synthesize,
+    )
 
-__all__ = ["asr", "evaluate", "score"]
+__all__ = [
+    "synthesize", "export", "import_outputs", "asr", "evaluate", "score", "compare", "replay", "score_samples",
+    "read_manifest", "read_asr", "read_words", "read_trace", "read_summary", "read_unified", "read_comparison",
+    "JudgeConfig", "Sample", "SynthesizeResult", "ExportResult", "AsrResult", "EvaluateResult", "OfficialSubset",
+    "ScoreResult", "UnifiedSubset", "UnifiedSample", "UnifiedFile", "CompareResult", "Comparison", "PairedSubset",
+    "ComparisonFile", "ReplayResult",
+]
 
 
-def asr(tree: str | Path, **kwargs: Any) -> Any:
-    """Transcribe every eligible sample of `tree` (default backend whisper-align; see docs/asr.md)."""
-    from duplexeval.fdb.asr_stage import asr as _asr
+def __getattr__(name: str) -> Any:
+    """A public name of `fdb.api`, loaded on first use (and kept, so later lookups are plain attribute reads)."""
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from duplexeval.fdb import api
 
-    return _asr(tree, **kwargs)
-
-
-def evaluate(tree: str | Path, **kwargs: Any) -> Any:
-    """Apply the official v1.0 rules to `tree`; writes and returns summary.json (see docs/official.md)."""
-    from duplexeval.fdb.official.run import evaluate as _evaluate
-
-    return _evaluate(tree, **kwargs)
+    value = getattr(api, name)
+    globals()[name] = value
+    return value
 
 
-def score(tree_path: str | Path, **kwargs: Any) -> Any:
-    """Score a tree with the unified rules of spec 000 (see duplexeval.fdb.unified)."""
-    from duplexeval.fdb.unified import score as _score
-
-    return _score(tree_path, **kwargs)
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -10,7 +10,6 @@ from rich.console import Console
 from rich.table import Table
 
 from duplexeval.cli_options import emit_json, json_option, json_to_stdout
-from duplexeval.errors import RefusalError
 from duplexeval.exits import (
     Gate,
     Status,
@@ -25,7 +24,6 @@ from duplexeval.exits import (
 )
 from duplexeval.fdb.compare_text import metric_cells, pairing_line
 from duplexeval.jsonio import write_json
-from duplexeval.reruns import check_replace, read_header
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -76,13 +74,13 @@ def compare_command(
     Gates judge each difference B - A (its point estimate) as SUBSET.METRIC, e.g. a regression gate
     --fail-under candor_turn_taking.response_rate_1s=-0.05 (B may lose at most 5 points) or
     --fail-over candor_turn_taking.response_latency_s=0.2 (B's median latency at most 200 ms slower)."""
-    from duplexeval.fdb.compare_stage import compare
+    from duplexeval.fdb.compare_stage import check_out, compare
 
     gates = parse_gates(fail_under, fail_over)
     result = compare(trees, allow_different_asr=allow_different_asr).to_json()
     status = compare_status(result, gates, min_eligible)
     if not no_write:
-        _check_out(out, result, force)
+        check_out(out, result, force)
         write_json(out, result)  # an OS error is already one InputError line naming the file
     emit_json(json_out, result)
     if not json_to_stdout(json_out):
@@ -90,17 +88,6 @@ def compare_command(
         if not no_write:
             typer.echo(f"wrote {out}")
     finish("compare", status)
-
-
-def _check_out(out: Path, result: dict[str, Any], force: bool) -> None:
-    """The rule for every result (duplexeval.overwrite), with the trees named when they are what differs."""
-    old = read_header(out)
-    if old and not force and old.get("kind") == result["kind"]:
-        was, now = ([t.get("path") for t in r.get("trees") or ()] for r in (old, result))
-        if was != now:
-            raise RefusalError(f"{out}: exists and compares other trees (there: {', '.join(map(str, was))}; "
-                               f"now: {', '.join(map(str, now))}); pass --force to replace it (or write elsewhere with --out)")
-    check_replace(out, result, force)
 
 
 def compare_status(result: dict[str, Any], gates: list[Gate], min_eligible: float | None) -> Status:

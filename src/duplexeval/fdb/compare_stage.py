@@ -22,6 +22,7 @@ from duplexeval.fdb.results import ScoredTree, load_scored
 from duplexeval.fdb.signatures import compare_signature
 from duplexeval.fdb.tasks import MetricSpec, get_task, task_of
 from duplexeval.fdb.tree import SUBSETS
+from duplexeval.reruns import check_replace, read_header
 from duplexeval.signature import Signature
 
 COMPARE_KIND = "duplexeval.fdb.compare"
@@ -42,25 +43,45 @@ def _scaled(d: paired.PairedDifference, per_second: int) -> paired.PairedDiffere
     return paired.PairedDifference(s(d.a), s(d.b), s(d.diff), iv, d.n_pairs, d.reason, d.skipped)
 
 
-def compare_metric(spec: MetricSpec, rows_a: Sequence[Row], rows_b: Sequence[Row]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PairedMetric:
+    """One compared metric: its kind (share, ratio, median), B - A with its paired interval, and for a share both
+    counts and McNemar's test, for a median whether each side's median was reached; `to_json()` is compare.json's."""
+
+    kind: str
+    difference: paired.PairedDifference
+    count_a: int | None = None
+    count_b: int | None = None
+    mcnemar: paired.McNemar | None = None
+    a_reached: bool | None = None
+    b_reached: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, **self.difference.to_json()}
+        if self.kind == "share":
+            out["count_a"], out["count_b"] = self.count_a, self.count_b
+            out["mcnemar"] = None if self.mcnemar is None else self.mcnemar.to_json()
+        elif self.kind != "ratio":
+            out["a_reached"], out["b_reached"] = self.a_reached, self.b_reached
+        return out
+
+
+def compare_metric(spec: MetricSpec, rows_a: Sequence[Row], rows_b: Sequence[Row]) -> PairedMetric:
     """One metric over aligned pairs of rows: A, B, B - A with its interval, pairs, and McNemar for a share."""
     va = [spec.value(r) for r in rows_a]
     vb = [spec.value(r) for r in rows_b]
-    out: dict[str, Any] = {"kind": spec.kind}
     if spec.kind == "share":
         d = paired.paired_mean_difference([float(x) for x in va], [float(x) for x in vb])
-        out.update(d.to_json())
-        out["count_a"], out["count_b"] = sum(map(bool, va)), sum(map(bool, vb))
-        out["mcnemar"] = paired.mcnemar_exact([bool(x) for x in va], [bool(x) for x in vb]).to_json() if va else None
-    elif spec.kind == "ratio":
-        d = paired.paired_ratio_difference([x[0] for x in va], [x[1] for x in va], [x[0] for x in vb], [x[1] for x in vb])
-        out.update(d.to_json())
-    else:
-        d = _scaled(paired.paired_quantile_difference(va, vb, 0.5), spec.per_second)
-        out.update(d.to_json())
-        out["a_reached"] = None if not va else d.a is not None  # a median on +inf is not reached
-        out["b_reached"] = None if not vb else d.b is not None
-    return out
+        mcnemar = paired.mcnemar_exact([bool(x) for x in va], [bool(x) for x in vb]) if va else None
+        return PairedMetric(spec.kind, d, sum(map(bool, va)), sum(map(bool, vb)), mcnemar)
+    if spec.kind == "ratio":
+        d = paired.paired_ratio_difference([x[0] for x in va], [x[1] for x in va],
+                                           [x[0] for x in vb], [x[1] for x in vb])
+        return PairedMetric(spec.kind, d)
+    d = _scaled(paired.paired_quantile_difference(va, vb, 0.5), spec.per_second)
+    # a median on +inf is not reached
+    return PairedMetric(spec.kind, d, a_reached=None if not va else d.a is not None,
+                        b_reached=None if not vb else d.b is not None)
 
 
 def _context(block: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -96,7 +117,7 @@ def compare_subset(subset: str, a: ScoredTree, b: ScoredTree) -> dict[str, Any]:
         "eligible_b": sum(1 for r in rb.values() if r["eligible"]),
         "eligible_both": len(both),
     }  # fmt: skip
-    metrics: dict[str, Any] = {}
+    metrics: dict[str, PairedMetric] = {}
     paired_ids = both
     if gate is not None:
         ex_a = {i for i in both if gate.value(ra[i])}
@@ -170,8 +191,9 @@ def check_comparable(a: ScoredTree, b: ScoredTree, allow_different_asr: bool = F
 
 
 @dataclass
-class CompareResult:
-    """compare.json as an object; `to_json()` is the file (header first)."""
+class CompareFile:
+    """compare.json as an object; `to_json()` is the file (header first). Each subset block's `metrics` holds the
+    typed `PairedMetric` values, written as their JSON."""
 
     trees: list[ScoredTree]
     comparisons: list[dict[str, Any]]
@@ -193,11 +215,18 @@ class CompareResult:
                 for k, t in enumerate(self.trees)
             ],
             "notes": self.notes,
-            "comparisons": self.comparisons,
+            "comparisons": [comparison_json(c) for c in self.comparisons],
         }
 
 
-def compare(trees: Sequence[str | Path | ScoredTree], allow_different_asr: bool = False) -> CompareResult:
+def comparison_json(comparison: dict[str, Any]) -> dict[str, Any]:
+    """One comparison (`a`, `b`, `subsets`) as compare.json holds it: each metric's JSON in place of its value."""
+    subsets = {name: {**block, "metrics": {k: m.to_json() for k, m in block["metrics"].items()}}
+               for name, block in comparison["subsets"].items()}
+    return {**comparison, "subsets": subsets}
+
+
+def compare(trees: Sequence[str | Path | ScoredTree], allow_different_asr: bool = False) -> CompareFile:
     """Compare every tree to the first (B - A with A the first tree)."""
     if len(trees) < 2:
         raise InputError("compare: give at least two trees")
@@ -215,4 +244,17 @@ def compare(trees: Sequence[str | Path | ScoredTree], allow_different_asr: bool 
         }
         comparisons.append({"a": 0, "b": k, "subsets": subsets})
     inputs = {f"{k}:unified.json": t.unified_sha256 for k, t in enumerate(loaded)}
-    return CompareResult(loaded, comparisons, compare_signature(base.signature, inputs), notes)
+    return CompareFile(loaded, comparisons, compare_signature(base.signature, inputs), notes)
+
+
+def check_out(out: Path, result: dict[str, Any], force: bool) -> None:
+    """Before compare.json is written to `out`: the rule for every result (`reruns.check_replace`), with the trees
+    named when they are what differs."""
+    old = read_header(out)
+    if old and not force and old.get("kind") == result["kind"]:
+        was, now = ([t.get("path") for t in r.get("trees") or ()] for r in (old, result))
+        if was != now:
+            raise RefusalError(f"{out}: exists and compares other trees (there: {', '.join(map(str, was))}; "
+                               f"now: {', '.join(map(str, now))}); "
+                               "pass --force to replace it (or write elsewhere with --out)")
+    check_replace(out, result, force)

@@ -7,17 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from duplexeval.errors import InputError, RefusalError
 from duplexeval.exits import eligibility, finish
-from duplexeval.jsonio import read_json
-from duplexeval.reruns import read_header
 from duplexeval.specs import known_params, parse_spec, typed_params
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
 
-BACKCHANNEL_RULES = ("2025-06", "2026-02")
-SUMMARY_FILE = "summary.json"
 # `--judge openai:k=v,...`: the parameters and their defaults (the official run's model, seed and endpoint).
 JUDGE_DEFAULTS: dict[str, Any] = {"model": "gpt-4-turbo", "base_url": "https://api.openai.com/v1",
                                   "api_key_env": "OPENAI_API_KEY", "seed": 0, "timeout_s": 60.0}
@@ -69,34 +64,30 @@ def evaluate_command(
              "(default: at least one in every subset; 0: never)."),
 ) -> None:
     """Reproduce the official Full-Duplex-Bench v1.0 evaluator rules and write TREE/summary.json."""
-    from duplexeval.fdb.official import evaluate
-    from duplexeval.fdb.official.judge import check_timeout
+    from duplexeval.fdb.api import evaluate
+    from duplexeval.fdb.official.judge_config import JudgeConfig
     from duplexeval.fdb.tree import tree_audio_s
     from duplexeval.progress import StageClock
 
     clock = StageClock("evaluate")
     judge_name, j = judge_settings(judge)
-    check_timeout(j["timeout_s"])
-    if backchannel_rules not in BACKCHANNEL_RULES:
-        raise InputError(f"--backchannel-rules {backchannel_rules!r}: expected one of {', '.join(BACKCHANNEL_RULES)}")
-    if not force:
-        check_own_settings(tree, judge_name, j["model"], backchannel_rules, subset, {"behavior_model": behavior_model})
-    summary = evaluate(
+    config = None if judge_name == "none" else JudgeConfig(
+        model=j["model"], base_url=j["base_url"], api_key_env=j["api_key_env"], seed=j["seed"], timeout_s=j["timeout_s"],
+        reference_source=str(reference_source) if reference_source else None)
+    result = evaluate(
         tree,
         subsets=list(subset) if subset else None,
-        judge=judge_name,
+        judge=config,
         icc_gt=icc_gt,
         backchannel_rules=backchannel_rules,
-        options={"silero": silero, "silero_model": str(silero_model) if silero_model else None,
-                 "behavior_prompt": str(behavior_prompt) if behavior_prompt else None, "behavior_model": behavior_model},
+        silero=silero,
+        silero_model=silero_model,
+        behavior_prompt=behavior_prompt,
+        behavior_model=behavior_model,
+        force=force,
         progress=not quiet,
-        model=j["model"],
-        base_url=j["base_url"],
-        api_key_env=j["api_key_env"],
-        seed=j["seed"],
-        timeout_s=j["timeout_s"],
-        reference_source=str(reference_source) if reference_source else None,
     )
+    summary = result.to_json()
     for line in format_summary(summary):
         typer.echo(line)
     typer.echo(f"wrote {tree / 'summary.json'}")
@@ -104,38 +95,6 @@ def evaluate_command(
         clock.say(tree_audio_s(tree))
     counts = {name: (sub["n_evaluated"], sub["counts"]["selected"]) for name, sub in summary["subsets"].items()}
     finish("evaluate", eligibility(counts, min_eligible, "evaluated"))
-
-
-def check_own_settings(tree: Path, judge: str, model: str, backchannel_rules: str, subsets: list[str] | None,
-                       options: dict[str, Any] | None = None) -> None:
-    """Before any work (or judge spending): refuse to replace a TREE/summary.json made with other settings of this
-    stage (docs/cli.md section 4). One made from earlier files of the same tree is replaced: those files are gone.
-    A judge block naming its `model_option` was asked with that task option's model, not --judge's."""
-    from duplexeval.fdb.tree import load_manifest
-
-    path = tree / SUMMARY_FILE
-    old = read_header(path)
-    if not old:
-        if old is not None:
-            raise RefusalError(f"{path}: exists and is not a summary.json duplexeval wrote; pass --force to replace it")
-        return
-    full = read_json(path)
-    blocks = [sub.get("judge") or {} for sub in (full.get("subsets") or {}).values()]
-    judged = next((b for b in blocks if b.get("mode") not in (None, "none")), None)
-    if judged is not None and judged.get("model_option") in (options or {}):
-        model = str((options or {})[judged["model_option"]])
-    was = "none" if judged is None else f"{judged.get('mode')} (model {judged.get('model')})"
-    now = "none" if judge == "none" else f"{judge} (model {model})"
-    chosen = sorted(subsets) if subsets else sorted({e.subset for e in load_manifest(tree)[0].samples})
-    diffs = [
-        ("judge", was, now) if (judged is None) != (judge == "none") or (judged and judged.get("model") != model) else None,
-        ("backchannel rules", (full.get("rules") or {}).get("backchannel_rules"), backchannel_rules),
-        ("subsets", ", ".join(sorted(full.get("subsets") or {})), ", ".join(chosen)),
-    ]
-    for d in diffs:
-        if d is not None and d[1] != d[2]:
-            raise RefusalError(f"{path}: exists and was made with other settings ({d[0]}: {d[1]} there, {d[2]} now); "
-                               "pass --force to replace it")
 
 
 def _fmt(x: Any) -> str:

@@ -14,7 +14,7 @@ from duplexeval.exits import eligibility, finish, min_eligible_option
 
 if TYPE_CHECKING:  # the stage modules load numpy and pydantic: imported when a command runs, not for --help
     from duplexeval.cli import CliApps  # (and duplexeval.cli imports this module)
-    from duplexeval.fdb.tree_writer import ExportResult
+    from duplexeval.fdb.tree_writer import TreeWritten
     from duplexeval.progress import StageClock
 
 # What to do about each ineligibility reason (a reason without an entry gets the generic hint).
@@ -56,7 +56,7 @@ def ineligible_lines(tree: Path, outputs: Path | None = None) -> list[str]:
     return lines
 
 
-def _finish(kind: str, result: ExportResult, clock: StageClock, quiet: bool, min_eligible: float | None) -> None:
+def _finish(kind: str, result: TreeWritten, clock: StageClock, quiet: bool, min_eligible: float | None) -> None:
     """The timing line (every sample this run made, faults included; none when some were reused, since
     their time is not in this run's) and the status line with the --min-eligible rule."""
     from duplexeval.fdb.tree import tree_audio_s
@@ -67,7 +67,7 @@ def _finish(kind: str, result: ExportResult, clock: StageClock, quiet: bool, min
     finish(kind, eligibility(counts, min_eligible))
 
 
-def _summary(kind: str, result: ExportResult, outputs: Path | None = None) -> None:
+def _summary(kind: str, result: TreeWritten, outputs: Path | None = None) -> None:
     sel = sum(c["selected"] for c in result.counts.values())
     elig = sum(c["eligible"] for c in result.counts.values())
     typer.echo(f"{kind}: {elig}/{sel} samples eligible ({result.ran} run, {result.reused} reused) -> {result.tree}")

@@ -36,7 +36,7 @@ from duplexeval.fdb.selection import (
     select_samples,
 )
 from duplexeval.fdb.tree import SampleEntry
-from duplexeval.fdb.tree_writer import ExportResult, build_samples, finish_run, open_journal, unfinished
+from duplexeval.fdb.tree_writer import TreeWritten, build_samples, finish_run, open_journal, unfinished
 from duplexeval.jsonio import make_output_dir, sha256_file
 from duplexeval.progress import progress_bar
 from duplexeval.systems.base import System
@@ -94,7 +94,7 @@ def export(
     concurrency: int = 1,
     executor: ExecutorSpec | None = None,
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
-) -> ExportResult:
+) -> TreeWritten:
     """Drive `system` (a System or a `NAME[:k=v,...]` spec) over `dataset` and write the tree `out`.
 
     `concurrency` > 1 runs that many sessions at once on one event loop (network systems spend most of

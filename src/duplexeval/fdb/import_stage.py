@@ -45,7 +45,7 @@ from duplexeval.fdb.tree_writer import (
     REASON_BAD_OUTPUT,
     REASON_LENGTH,
     REASON_MISSING_OUTPUT,
-    ExportResult,
+    TreeWritten,
     build_samples,
     copy_annotation,
     copy_inputs,
@@ -212,7 +212,7 @@ def import_outputs(
     progress: bool = True,
     channel: int | str | None = None,
     ignore_output_json: bool = False,
-) -> ExportResult:
+) -> TreeWritten:
     """Build the tree `out` from the dataset's annotations and the `output.wav` files under `outputs`.
 
     `channel` says which channel of a multi-channel output.wav is the model's (a 0-based number or

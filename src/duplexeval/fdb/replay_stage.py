@@ -35,7 +35,7 @@ from duplexeval.systems.net.trace import NET_REASONS, SYSTEM_ERROR, TRACE_JSONL,
 
 
 @dataclass
-class ReplayResult:
+class ReplayTally:
     """What a replay found: per sample key, `same` or the names of the files that changed."""
 
     tree: Path
@@ -98,11 +98,11 @@ def _replay_sample(sdir: Path, scratch: Path) -> tuple[SampleEntry, dict[str, by
     return entry, out
 
 
-def replay(tree: str | Path, check: bool = False) -> ReplayResult:
+def replay(tree: str | Path, check: bool = False) -> ReplayTally:
     """Rebuild (or with `check`, verify) every network sample of `tree` from its trace."""
     tree = Path(tree)
     manifest, _ = load_manifest(tree)
-    result = ReplayResult(tree)
+    result = ReplayTally(tree)
     entries: list[SampleEntry] = []
     with tempfile.TemporaryDirectory(prefix="duplexeval-replay-") as tmp:
         for i, e in enumerate(manifest.samples):

@@ -55,6 +55,29 @@ class ScoredTree:
         return next((e for e in self.manifest.samples if e.subset == subset and e.id == sample_id), None)
 
 
+def read_unified_json(path: Path) -> tuple[dict[str, Any], str]:
+    """unified.json (kind and schema_version checked) and the SHA-256 of its bytes."""
+    raw, digest = read_json_hashed(path)
+    return check_kind(raw, UNIFIED_KIND, path, UNIFIED_SCHEMA_VERSION), digest
+
+
+def check_unified_body(unified: dict[str, Any], path: Path) -> None:
+    """unified.json has its `signature` and `subsets` objects."""
+    if not isinstance(unified.get("signature"), dict) or not isinstance(unified.get("subsets"), dict):
+        raise InputError(f"{path}: has no 'signature' or 'subsets' object")
+
+
+def read_unified_rows(path: Path) -> tuple[dict[str, dict[str, dict[str, Any]]], str]:
+    """unified-samples.jsonl as `rows[subset][sample_id]`, and the SHA-256 of its text."""
+    text = read_text(path)
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
+    for lineno, row in json_lines(text, path):
+        if not isinstance(row, dict) or not isinstance(row.get("subset"), str) or not isinstance(row.get("sample_id"), str):
+            raise InputError(f"{path}: line {lineno}: expected an object with 'subset' and 'sample_id'")
+        rows.setdefault(row["subset"], {})[row["sample_id"]] = row
+    return rows, sha256_bytes(text.encode("utf-8"))
+
+
 def load_scored(tree: str | Path) -> ScoredTree:
     """Load and check a scored tree; one-line refusals name the file and what to rerun."""
     root = Path(tree)
@@ -65,23 +88,16 @@ def load_scored(tree: str | Path) -> ScoredTree:
     upath = root / UNIFIED_FILE
     if not upath.is_file():
         raise RefusalError(f"{upath}: no unified.json; run `duplexeval fdb score {root}` first")
-    raw, unified_sha = read_json_hashed(upath)
-    unified = check_kind(raw, UNIFIED_KIND, upath, UNIFIED_SCHEMA_VERSION)
+    unified, unified_sha = read_unified_json(upath)
     for name, key, current in (("manifest.json", "manifest_sha256", msha), ("asr.json", "asr_sha256", asha)):
         if unified.get(key) != current:
             raise RefusalError(f"{upath}: made from another {name} than the tree holds now; rerun `duplexeval fdb score {root}`")
-    if not isinstance(unified.get("signature"), dict) or not isinstance(unified.get("subsets"), dict):
-        raise InputError(f"{upath}: has no 'signature' or 'subsets' object")
+    check_unified_body(unified, upath)
     rpath = root / UNIFIED_SAMPLES_FILE
     if not rpath.is_file():
         raise RefusalError(f"{rpath}: file not found; rerun `duplexeval fdb score {root}`")
-    text = read_text(rpath)
-    rows: dict[str, dict[str, dict[str, Any]]] = {}
-    for lineno, row in json_lines(text, rpath):
-        if not isinstance(row, dict) or not isinstance(row.get("subset"), str) or not isinstance(row.get("sample_id"), str):
-            raise InputError(f"{rpath}: line {lineno}: expected an object with 'subset' and 'sample_id'")
-        rows.setdefault(row["subset"], {})[row["sample_id"]] = row
+    rows, rows_sha = read_unified_rows(rpath)
     for e in manifest.samples:
         if get_task(e.task).scored and e.id not in rows.get(e.subset, {}):
             raise RefusalError(f"{rpath}: sample {e.key} has no row; rerun `duplexeval fdb score {root}`")
-    return ScoredTree(root, manifest, msha, asr, asha, unified, unified_sha, sha256_bytes(text.encode("utf-8")), rows)
+    return ScoredTree(root, manifest, msha, asr, asha, unified, unified_sha, rows_sha, rows)

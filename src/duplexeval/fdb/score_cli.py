@@ -21,7 +21,6 @@ from duplexeval.exits import (
     min_eligible_option,
     parse_gates,
 )
-from duplexeval.jsonio import write_json
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -53,12 +52,13 @@ def score_command(
     from duplexeval.fdb.tree import tree_audio_s
     from duplexeval.fdb.unified import score
     from duplexeval.fdb.unified.report import load_reference, render
+    from duplexeval.fdb.unified.sensitivity import analyse_tree
     from duplexeval.progress import StageClock, table_console
 
     gates = parse_gates(fail_under, fail_over)
     clock = StageClock("score")
     result = score(tree, write=not no_write, jobs=jobs or None, executor=executor_spec)
-    sens = _sensitivity(tree, not no_write, jobs) if sensitivity else None
+    sens = analyse_tree(tree, not no_write, jobs or None) if sensitivity else None
     u = result.to_json()
     emit_json(json_out, u if sens is None else {"unified": u, "sensitivity": sens.to_json()})
     status = combine(eligibility(unified_counts(u), min_eligible),
@@ -84,21 +84,6 @@ def unified_values(u: dict[str, Any]) -> dict[str, float | None]:
 def unified_counts(u: dict[str, Any]) -> dict[str, tuple[int, int]]:
     """(eligible, selected) per subset of unified.json, for --min-eligible."""
     return {name: (sub["counts"]["eligible"], sub["counts"]["selected"]) for name, sub in u["subsets"].items()}
-
-
-SENSITIVITY_FILE = "unified-sensitivity.json"
-
-
-def _sensitivity(tree: Path, write: bool, jobs: int) -> Any:
-    """Run the sweep on the tree and write TREE/unified-sensitivity.json (atomically) when `write`."""
-    from duplexeval.fdb.unified.load import load_tree
-    from duplexeval.fdb.unified.sensitivity import analyse
-
-    sens = analyse(load_tree(tree), jobs or None)
-    if write:
-        path = tree / SENSITIVITY_FILE
-        write_json(path, sens.to_json())  # an OS error is already one InputError line naming the file
-    return sens
 
 
 def register(apps: CliApps) -> None:

@@ -45,7 +45,7 @@ P = TypeVar("P")  # what a stage's `key_of` hands its `make` along with the inpu
 
 
 @dataclass
-class ExportResult:
+class TreeWritten:
     """What a run wrote: the tree, the manifest hash, per-subset counts and how much was reused."""
 
     tree: Path
@@ -255,13 +255,13 @@ def build_samples(
 
 
 def finish_run(out: Path, ds: DatasetLike, entries: list[SampleEntry], system: dict[str, Any], section: str,
-               info: dict[str, Any], limit: int | None, ran: int, reused: int) -> ExportResult:
+               info: dict[str, Any], limit: int | None, ran: int, reused: int) -> TreeWritten:
     """Write the manifest with `system` and a `section` of `info` plus the selection and counts."""
     counts = counts_of(entries)
     order = subset_order()
     selection = {"subsets": sorted({e.subset for e in entries}, key=order.index), "limit": limit}
     extra = {"system": system, section: {**info, "selection": selection, "counts": counts}}
-    return ExportResult(out, finish_tree(out, ds, entries, extra), counts, ran, reused)
+    return TreeWritten(out, finish_tree(out, ds, entries, extra), counts, ran, reused)
 
 
 def finish_tree(out: Path, ds: DatasetLike, entries: list[SampleEntry], extra: dict[str, Any]) -> str:

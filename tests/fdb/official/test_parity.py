@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 from duplexeval.fdb.official import evaluate
+from duplexeval.fdb.official.judge_config import JudgeConfig
 from tests.helpers.fdb import FixtureSample, interrupt_ann, pause_ann, place, turn_ann, write_tree
 
 REF = os.environ.get("FDB_REFERENCE_SOURCE")
@@ -113,8 +114,8 @@ def test_pause_turn_taking_interruption_match_the_official_scripts(tmp_path, mon
     monkeypatch.setenv("PARITY_KEY", "k")
     script = [("fn", lambda body: fake_rating(body["messages"][1]["content"]))] * 100
     with ScriptedServer(script) as srv:
-        ours = evaluate(root, judge="openai", progress=False, base_url=srv.url, api_key_env="PARITY_KEY",
-                        reference_source=REF)
+        ours = evaluate(root, judge=JudgeConfig(base_url=srv.url, api_key_env="PARITY_KEY", reference_source=REF),
+                        progress=False)
     ours_msgs = {r["body"]["messages"][1]["content"]: r["body"]["messages"] for r in srv.requests}
 
     out = printed(load("eval_pause_handling").eval_pause_handling, str(copy / PAUSE))
@@ -242,8 +243,8 @@ def test_official_example_data(tmp_path, monkeypatch):
     for var in ("http_proxy", "HTTP_PROXY"):
         monkeypatch.delenv(var, raising=False)
     with ScriptedServer([("good", GOOD)]) as srv:
-        ours = evaluate(root, judge="openai", progress=False, base_url=srv.url, api_key_env="PARITY_KEY",
-                        reference_source=REF)
+        ours = evaluate(root, judge=JudgeConfig(base_url=srv.url, api_key_env="PARITY_KEY", reference_source=REF),
+                        progress=False)
     s = ours["subsets"]
     assert s[TT]["metrics"]["Average take turn"]["value"] == 1.0
     assert s[TT]["metrics"]["Average latency"]["value"] == pytest.approx(1.35, abs=1e-9)

@@ -2,31 +2,34 @@
 
 `evaluate(tree, ...)` writes TREE/summary.json. Each task's rule lives in its package (`fdb.tasks.<task>`);
 here are the stage (`run`), summary.json (`summary`), the shared take-turn rule (`rules`), the printed numbers
-(`metric`) and the judge client (`judge`). See docs/official.md for every rule and quirk.
+(`metric`), the judge client (`judge`) and its settings (`judge_config`). See docs/official.md for every rule and
+quirk. This package imports its stage on first call, so `fdb.official.judge_config` stays cheap to import.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from duplexeval.fdb.official.run import evaluate as _evaluate
-
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
+
+    from duplexeval.fdb.official.judge_config import JudgeConfig
 
 
 def evaluate(
     tree: str | Path,
-    subsets: list[str] | None = None,
-    judge: str = "none",
+    *,
+    subsets: Sequence[str] | None = None,
+    judge: JudgeConfig | None = None,
     icc_gt: str | Path | None = None,
     backchannel_rules: str = "2025-06",
-    progress: bool = True,
     options: Mapping[str, Any] | None = None,
-    **judge_opts: Any,
+    progress: bool = True,
 ) -> dict[str, Any]:
-    """Apply the official rules to a transcribed tree and write TREE/summary.json (see run.evaluate); `options` are
-    the other tasks' own options (`official_options()`)."""
+    """Apply the official rules to a transcribed tree and write TREE/summary.json (see run.evaluate); `judge` None
+    asks no judge; `options` are the other tasks' own options (`official_options()`)."""
+    from duplexeval.fdb.official.run import evaluate as _evaluate
+
     options = {"icc_gt": icc_gt, "backchannel_rules": backchannel_rules, **(options or {})}
-    return _evaluate(tree, subsets, judge, options, progress, **judge_opts)
+    return _evaluate(tree, subsets=subsets, judge=judge, options=options, progress=progress)

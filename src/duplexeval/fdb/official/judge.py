@@ -26,6 +26,14 @@ from duplexeval.chat_http import (  # re-exported: the old home of the HTTP clie
     secret_variants,
 )
 from duplexeval.errors import InputError
+from duplexeval.fdb.official.judge_config import (
+    DEFAULT_API_KEY_ENV,
+    DEFAULT_BASE_URL,
+    MAX_ATTEMPTS,
+    OFFICIAL_MODEL,
+    OFFICIAL_SEED,
+    JudgeConfig,
+)
 from duplexeval.fdb.official.judge_prompt import (  # re-exported: the old home of the prompt (one release)
     OFFICIAL_EVALUATOR_PATHS,
     OUR_PROMPT,
@@ -66,11 +74,6 @@ __all__ = [
     "secret_variants",
 ]
 
-OFFICIAL_MODEL = "gpt-4-turbo"
-OFFICIAL_SEED = 0
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
-MAX_ATTEMPTS = 3
 JUDGE_LOG = "judge-log.jsonl"
 RATING_FILE = "rating.json"
 
@@ -92,19 +95,6 @@ class Rating:
             "retries": max(0, self.attempts - 1),
             "error": self.error,
         }
-
-
-@dataclass
-class JudgeConfig:
-    """How the judge runs; the key itself is read from the environment variable `api_key_env`."""
-
-    model: str = OFFICIAL_MODEL
-    base_url: str = DEFAULT_BASE_URL
-    api_key_env: str = DEFAULT_API_KEY_ENV
-    seed: int = OFFICIAL_SEED
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    max_attempts: int = MAX_ATTEMPTS
-    reference_source: str | None = None
 
 
 def check_timeout(timeout_s: object) -> float:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.official.judge import JudgeConfig
+from duplexeval.fdb.official.judge_config import JudgeConfig
 from duplexeval.fdb.official.metric import NEEDS_JUDGE, needs_judge
 from duplexeval.fdb.official.rules import TURN_DURATION_THRESHOLD_S, TURN_NUM_WORDS_THRESHOLD
 from duplexeval.fdb.official.summary import (
@@ -68,21 +68,22 @@ def _base_counts(subset: str, manifest: Manifest, entries: Sequence[SampleEntry]
 
 def evaluate(
     tree: str | Path,
+    *,
     subsets: Sequence[str] | None = None,
-    judge: str = "none",
+    judge: JudgeConfig | None = None,
     options: Mapping[str, Any] | None = None,
     progress: bool = True,
-    **judge_opts: Any,
 ) -> dict[str, Any]:
     """Apply the official rules to every eligible, transcribed sample; write and return summary.json.
 
-    `options` are the tasks' own options (`official_options()` lists them with their defaults); `judge_opts`
-    are JudgeConfig fields: model, base_url, api_key_env, seed, timeout_s, max_attempts, reference_source.
+    `options` are the tasks' own options (`official_options()` lists them with their defaults); `judge` is how the
+    OpenAI-compatible judge runs (None: no judge, the ratings stay empty and say so).
     """
     tree = Path(tree)
     say = status_lines("evaluate", progress)
-    if judge not in JUDGES:
-        raise InputError(f"--judge {judge!r}: expected one of {', '.join(JUDGES)}")
+    if judge is not None and not isinstance(judge, JudgeConfig):
+        raise TypeError(f"evaluate: judge must be a JudgeConfig or None, got {type(judge).__name__}")
+    mode = "none" if judge is None else "openai"
     known = official_options()
     unknown_options = sorted(set(options or {}) - set(known))
     if unknown_options:
@@ -105,16 +106,13 @@ def evaluate(
         chosen = [s for s in manifest.subsets() if s in chosen]
     else:
         chosen = manifest.subsets()
-    unknown = set(judge_opts) - set(JudgeConfig.__dataclass_fields__)
-    if unknown:
-        raise InputError(f"unknown judge option(s): {', '.join(sorted(unknown))}")
-    config = JudgeConfig(**{k: v for k, v in judge_opts.items() if v is not None})
+    config = judge if judge is not None else JudgeConfig()
 
     # Every chosen subset's rule prepares before any is evaluated: what it needs is checked before any work (or
     # judge spending) is done, and work it can start early (CPU in threads) overlaps the others' judge waits.
     contexts: dict[str, OfficialContext] = {}
     for subset in chosen:
-        ctx = OfficialContext(tree, subset, manifest, asr, opts, judge, config, [], say)
+        ctx = OfficialContext(tree, subset, manifest, asr, opts, mode, config, [], say)
         ctx.prepared = task_of(subset).official.prepare(ctx, manifest.by_subset(subset))
         contexts[subset] = ctx
 

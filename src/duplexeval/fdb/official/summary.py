@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.artifacts import header
+from duplexeval.errors import RefusalError
 from duplexeval.fdb.official.metric import Metric
 from duplexeval.fdb.signatures import summary_signature, tree_inputs
-from duplexeval.fdb.tree import SUMMARY_FILE
-from duplexeval.jsonio import write_json
+from duplexeval.fdb.tree import SUMMARY_FILE, load_manifest
+from duplexeval.jsonio import read_json, write_json
+from duplexeval.reruns import read_header
 from duplexeval.signature import Component
 
 SUMMARY_KIND = "duplexeval.fdb.summary"
@@ -79,3 +81,33 @@ def build_summary(manifest_sha256: str, asr_sha256: str, rules: dict[str, Any], 
 def write_summary(tree: str | Path, summary: dict[str, Any]) -> str:
     """Write TREE/summary.json atomically; returns its SHA-256."""
     return write_json(Path(tree) / SUMMARY_FILE, summary)
+
+
+def check_own_settings(tree: Path, judge: str, model: str, backchannel_rules: str, subsets: list[str] | None,
+                       options: dict[str, Any] | None = None) -> None:
+    """Before any work (or judge spending): refuse to replace a TREE/summary.json made with other settings of this
+    stage (docs/cli.md section 4). One made from earlier files of the same tree is replaced: those files are gone.
+    A judge block naming its `model_option` was asked with that task option's model, not --judge's."""
+    path = tree / SUMMARY_FILE
+    old = read_header(path)
+    if not old:
+        if old is not None:
+            raise RefusalError(f"{path}: exists and is not a summary.json duplexeval wrote; pass --force to replace it")
+        return
+    full = read_json(path)
+    blocks = [sub.get("judge") or {} for sub in (full.get("subsets") or {}).values()]
+    judged = next((b for b in blocks if b.get("mode") not in (None, "none")), None)
+    if judged is not None and judged.get("model_option") in (options or {}):
+        model = str((options or {})[judged["model_option"]])
+    was = "none" if judged is None else f"{judged.get('mode')} (model {judged.get('model')})"
+    now = "none" if judge == "none" else f"{judge} (model {model})"
+    chosen = sorted(subsets) if subsets else sorted({e.subset for e in load_manifest(tree)[0].samples})
+    diffs = [
+        ("judge", was, now) if (judged is None) != (judge == "none") or (judged and judged.get("model") != model) else None,
+        ("backchannel rules", (full.get("rules") or {}).get("backchannel_rules"), backchannel_rules),
+        ("subsets", ", ".join(sorted(full.get("subsets") or {})), ", ".join(chosen)),
+    ]
+    for d in diffs:
+        if d is not None and d[1] != d[2]:
+            raise RefusalError(f"{path}: exists and was made with other settings ({d[0]}: {d[1]} there, {d[2]} now); "
+                               "pass --force to replace it")

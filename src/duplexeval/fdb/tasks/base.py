@@ -186,7 +186,8 @@ class UnifiedRules(Generic[InputT, RowT]):
         raise NotImplementedError
 
     def aggregate(self, rows: Sequence[RowT], counts: dict[str, Any]) -> dict[str, Any]:
-        """The unified.json block of one subset from its eligible rows and base counts."""
+        """The unified.json block of one subset from its eligible rows and base counts; its `metrics` made with
+        `unified.aggregate.metrics_json`, which keeps the typed values for the Python API (`ScoreResult`)."""
         raise NotImplementedError
 
     def sensitivity(self, loaded: Any, jobs: int | None) -> Any:

@@ -8,6 +8,7 @@ per-task parts are looked up by name in `duplexeval.fdb.tasks` (`UnifiedRules`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,8 @@ from duplexeval.fdb.tree import (
     UNIFIED_SAMPLES_FILE,
 )
 from duplexeval.fdb.unified import vad_remote
-from duplexeval.fdb.unified.aggregate import subset_block
-from duplexeval.fdb.unified.load import LoadedTree, load_tree
+from duplexeval.fdb.unified.aggregate import MetricsJson, subset_block
+from duplexeval.fdb.unified.load import LoadedSample, load_tree
 from duplexeval.jsonio import atomic_write_text, dumps_line, write_json
 from duplexeval.vad import SCORER_SETTINGS
 from duplexeval.vad import vad_signature as vad_signature_of
@@ -34,16 +35,24 @@ DEFINITIONS = UnifiedRules.definitions  # "fdb-v1.0-unified-4": the v1.0 tasks' 
 UNIFIED_KIND = "duplexeval.fdb.unified"
 UNIFIED_SCHEMA_VERSION = 2  # 2: the artifact header (kind, schema_version, duplexeval, signature, inputs)
 
-__all__ = ["DEFINITIONS", "UNIFIED_KIND", "UNIFIED_SCHEMA_VERSION", "UnifiedResult", "score", "vad_signature"]
+__all__ = ["DEFINITIONS", "UNIFIED_KIND", "UNIFIED_SCHEMA_VERSION", "Scored", "UnifiedResult", "rows_and_blocks",
+           "score", "typed_metrics", "unified_json", "vad_signature"]
 
 
 @dataclass
 class UnifiedResult:
-    """The scorer's output: `to_json()` is unified.json, `rows` the lines of unified-samples.jsonl."""
+    """The scorer's output: `to_json()` is unified.json, `rows` the lines of unified-samples.jsonl.
 
-    tree: Path
+    `metrics[subset][name]` is each metric as its typed `stats` value (what unified.json's `metrics` holds the JSON
+    of; a plugin task whose aggregate wrote JSON has none there), `task_rows` each row's task record (`UnifiedRules.
+    score`'s row; None for a sample not scored), in the order of `rows`.
+    """
+
+    tree: Path | None
     unified: dict[str, Any]
     rows: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    task_rows: list[Any] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return self.unified
@@ -54,6 +63,10 @@ class UnifiedResult:
 
     def subset(self, name: str) -> dict[str, Any]:
         return self.unified["subsets"][name]
+
+
+# What the VAD step is handed: (audio, last 16 kHz sample needed or None) per sample, in order; it returns segments.
+SegmentFn = Callable[[list[tuple[Path, int | None]]], list[Any]]
 
 
 def vad_signature() -> dict[str, Any]:
@@ -77,22 +90,41 @@ def _segments(files: list[tuple[Path, int | None]], segmenter: Segmenter | None,
     return vad_batched.segment_files(paths, jobs, limits=limits)
 
 
-def _rows_and_blocks(loaded: LoadedTree, segmenter: Segmenter | None, jobs: int | None,
-                     executor: ExecutorSpec | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Per-sample rows (unified-samples.jsonl) and per-subset blocks (unified.json), in canonical order."""
-    tasks = {ls.entry.task: get_task(ls.entry.task) for ls in loaded.samples}
+@dataclass
+class Scored:
+    """What `rows_and_blocks` makes: unified.json's subset blocks (JSON), the typed metrics, the rows and task rows."""
+
+    blocks: dict[str, Any]
+    metrics: dict[str, dict[str, Any]]
+    rows: list[dict[str, Any]]
+    task_rows: list[Any]
+
+
+def typed_metrics(block: dict[str, Any]) -> dict[str, Any]:
+    """The typed `stats` values of a task block's metrics (`aggregate.metrics_json` keeps them); {} for a block
+    whose metrics were written as plain JSON (a plugin task that builds its own)."""
+    metrics = block.get("metrics")
+    return dict(metrics.typed) if isinstance(metrics, MetricsJson) else {}
+
+
+def rows_and_blocks(samples: list[LoadedSample], declared: Mapping[str, int], segment: SegmentFn) -> Scored:
+    """Per-sample rows (unified-samples.jsonl) and per-subset blocks (unified.json), in canonical order; `segment`
+    gives the VAD segments of the samples whose task asks for them (`UnifiedRules.vad`)."""
+    tasks = {ls.entry.task: get_task(ls.entry.task) for ls in samples}
     wanted = [(ls, tasks[ls.entry.task].unified.vad(ls.input))  # type: ignore[union-attr]
-              for ls in loaded.samples if ls.input is not None]
+              for ls in samples if ls.input is not None]
     vad = [(ls, want) for ls, want in wanted if want is not None]
-    segs = _segments([want for _, want in vad], segmenter, jobs, executor) if vad else []
+    segs = segment([want for _, want in vad]) if vad else []
     if len(segs) != len(vad):
         raise ValueError(f"segmenter returned {len(segs)} segment lists for {len(vad)} outputs")
     seg_of = {id(ls): s for (ls, _), s in zip(vad, segs)}
 
     blocks: dict[str, Any] = {}
+    typed: dict[str, dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []
+    task_rows: list[Any] = []
     for subset in SUBSETS:
-        members = [ls for ls in loaded.samples if ls.entry.subset == subset]
+        members = [ls for ls in samples if ls.entry.subset == subset]
         if not members:
             continue
         name = SUBSETS[subset].task
@@ -115,9 +147,32 @@ def _rows_and_blocks(loaded: LoadedTree, segmenter: Segmenter | None, jobs: int 
             if row is not None:
                 out.update(row.to_json())
             rows.append(out)
-        blocks[subset] = subset_block(subset, [ls.entry for ls in members], scored,
-                                      loaded.manifest.declared.get(subset))
-    return blocks, rows
+            task_rows.append(row)
+        blocks[subset] = block = subset_block(subset, [ls.entry for ls in members], scored, declared.get(subset))
+        metrics = typed_metrics(block)
+        if metrics:
+            typed[subset] = metrics
+    return Scored(blocks, typed, rows, task_rows)
+
+
+INJECTED_VAD = {"package": "injected", "note": "segments supplied by the caller"}
+
+
+def unified_json(made: Scored, samples: list[LoadedSample], backend: Mapping[str, Any], vad: Mapping[str, Any],
+                 manifest_sha256: str, asr_sha256: str) -> dict[str, Any]:
+    """The unified.json object: the header, the rule sets applied, the input hashes, the VAD and the subset blocks."""
+    scored = {get_task(ls.entry.task) for ls in samples}
+    names = sorted({t.unified.definitions for t in scored if t.unified is not None}) or [DEFINITIONS]
+    definitions = "+".join(names)  # the rule sets applied (a v1.0 tree: DEFINITIONS)
+    sig = unified_signature(definitions, backend, vad, manifest_sha256, asr_sha256)
+    return {
+        **header(UNIFIED_KIND, UNIFIED_SCHEMA_VERSION, sig, tree_inputs(manifest_sha256, asr_sha256)),
+        "definitions": definitions,
+        "manifest_sha256": manifest_sha256,
+        "asr_sha256": asr_sha256,
+        "vad": dict(vad),
+        "subsets": made.blocks,
+    }
 
 
 def score(
@@ -134,25 +189,14 @@ def score(
     `executor` (kind ray) runs the VAD on Ray instead, with the same segments.
     """
     loaded = load_tree(tree)
-    blocks, rows = _rows_and_blocks(loaded, segmenter, jobs, executor)
+    made = rows_and_blocks(loaded.samples, loaded.manifest.declared,
+                           lambda files: _segments(files, segmenter, jobs, executor))
     if segmenter is None:
         vad = vad_signature()
     else:
-        vad = getattr(segmenter, "signature", {"package": "injected", "note": "segments supplied by the caller"})
-
-    scored = {get_task(ls.entry.task) for ls in loaded.samples}
-    names = sorted({t.unified.definitions for t in scored if t.unified is not None}) or [DEFINITIONS]
-    definitions = "+".join(names)  # the rule sets applied (a v1.0 tree: DEFINITIONS)
-    sig = unified_signature(definitions, loaded.asr.backend, vad, loaded.manifest_sha256, loaded.asr_sha256)
-    unified = {
-        **header(UNIFIED_KIND, UNIFIED_SCHEMA_VERSION, sig, tree_inputs(loaded.manifest_sha256, loaded.asr_sha256)),
-        "definitions": definitions,
-        "manifest_sha256": loaded.manifest_sha256,
-        "asr_sha256": loaded.asr_sha256,
-        "vad": vad,
-        "subsets": blocks,
-    }
-    result = UnifiedResult(loaded.root, unified, rows)
+        vad = getattr(segmenter, "signature", INJECTED_VAD)
+    unified = unified_json(made, loaded.samples, loaded.asr.backend, vad, loaded.manifest_sha256, loaded.asr_sha256)
+    result = UnifiedResult(loaded.root, unified, made.rows, made.metrics, made.task_rows)
     if write:
         for name in (UNIFIED_FILE, UNIFIED_SAMPLES_FILE):
             path = loaded.root / name

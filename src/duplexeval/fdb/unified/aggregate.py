@@ -39,9 +39,18 @@ def latency(values: Sequence[float], per_second: int) -> stats.Latency:
     return stats.Latency.of(values, per_second)
 
 
-def metrics_json(metrics: dict[str, Any]) -> dict[str, Any]:
-    """The unified.json `metrics` object: each typed value's one JSON shape, in order."""
-    return {name: value.to_json() for name, value in metrics.items()}
+class MetricsJson(dict[str, Any]):
+    """The unified.json `metrics` object (a plain dict of each value's JSON, so it is written as one) that keeps the
+    typed `stats` values it was made from in `typed`: the Python API hands those out, the files get the JSON."""
+
+    typed: dict[str, Any]
+
+
+def metrics_json(metrics: dict[str, Any]) -> MetricsJson:
+    """The unified.json `metrics` object: each typed value's one JSON shape, in order (the values kept in `.typed`)."""
+    out = MetricsJson((name, value.to_json()) for name, value in metrics.items())
+    out.typed = dict(metrics)
+    return out
 
 
 def base_counts(entries: Sequence[SampleEntry], declared: int | None) -> dict[str, Any]:

@@ -6,13 +6,17 @@ metrics is the one built in); this module finds the task that offers one and run
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from duplexeval.errors import InputError
 from duplexeval.fdb.tasks import all_tasks
-from duplexeval.fdb.unified.load import LoadedTree
+from duplexeval.fdb.unified.load import LoadedTree, load_tree
+from duplexeval.jsonio import write_json
+
+SENSITIVITY_FILE = "unified-sensitivity.json"
 
 
 def analyse(loaded: LoadedTree, jobs: int | None = None) -> Any:
@@ -25,6 +29,14 @@ def analyse(loaded: LoadedTree, jobs: int | None = None) -> Any:
         raise InputError(f"{loaded.root}: several tasks have a sensitivity analysis ({', '.join(n for n, _ in found)}); "
                          "unified-sensitivity.json holds one")
     return found[0][1]
+
+
+def analyse_tree(tree: str | Path, write: bool = True, jobs: int | None = None) -> Any:
+    """`analyse` of a tree (`fdb score --sensitivity`), written to TREE/unified-sensitivity.json when `write`."""
+    sens = analyse(load_tree(tree), jobs or None)
+    if write:
+        write_json(Path(tree) / SENSITIVITY_FILE, sens.to_json())  # an OS error is already one InputError line
+    return sens
 
 
 def render(sens: Any, console: Console | None = None) -> None:

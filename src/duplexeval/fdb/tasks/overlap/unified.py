@@ -39,7 +39,7 @@ from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, Unif
 from duplexeval.fdb.tasks.overlap.annotation import CLEAN_OUTPUT_JSON, NAME, TAG_FILE
 from duplexeval.fdb.tasks.overlap.behavior import LABELS, TRANSCRIPTS, parse_reply, transcripts_sha256
 from duplexeval.fdb.tasks.overlap.scenarios import SCENARIOS
-from duplexeval.fdb.unified.aggregate import coverage
+from duplexeval.fdb.unified.aggregate import coverage, metrics_json
 from duplexeval.fdb.verified import parse_json
 from duplexeval.jsonio import read_json
 from duplexeval.paired import mcnemar_exact, paired_quantile_difference
@@ -203,7 +203,7 @@ def aggregate(rows: Sequence[OverlapRow], selected: int, not_scored: Mapping[str
                                           len(judged), selected - len(judged), selected)
         out["confusion"] = {c: dict(Counter(r.judge_label for r in judged if r.behaviour == c)) for c in CLASSES}
         out["counts"]["judge_failed"] = failed
-    out["metrics"] = {k: v.to_json() for k, v in m.items()}
+    out["metrics"] = metrics_json(m)
     out["kinds"] = {k: type(v).__name__ for k, v in m.items()}
     return out
 
