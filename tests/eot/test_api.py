@@ -86,6 +86,8 @@ def test_score_pairs_in_memory_gives_stats_values():
     assert isinstance(grouped.false_cutoff, Estimate) and grouped.false_cutoff.value == pytest.approx(1 / 3)
     with pytest.raises(InputError, match="--tolerance-ms must be non-negative"):
         eot.score_pairs([EOTPair(1.0, 1.0)], tolerance_ms=-1)
+    with pytest.raises(TypeError, match="score_pairs"):  # spec 003's score(pairs) moved to duplexeval.eot.pairs
+        eot.score([EOTPair(1.0, 1.0)])  # type: ignore[arg-type]
 
 
 def test_score_writes_what_the_command_writes(tmp_path, capsys):

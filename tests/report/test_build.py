@@ -294,10 +294,10 @@ def test_dialogue_and_controller_demos_get_pages_like_the_fdb_one(tmp_path: Path
     card = data["items"]["c-miu-0001"]
     assert [who for who, _ in card["chats"]] == ["half-duplex", "eager", "keyword"]
     assert re.search(r'id="d1-miu-0001" data-sys="1" data-outcome="mid" data-verdict="(ok|bad)"', page)
-    from duplexeval.dialogue.compare_stage import comparison_artifact
+    from duplexeval.dialogue import compare_stage
     from duplexeval.jsonio import write_json
 
-    write_json(tmp_path / "dcmp.json", comparison_artifact(runs[0], runs[2]))
+    write_json(tmp_path / "dcmp.json", compare_stage.compare(runs[0], runs[2]))
     one = render_html([tmp_path / "dcmp.json"])
     assert "keyword against half-duplex" in one and "difference from half-duplex" in one and 'class="forest"' in one
 

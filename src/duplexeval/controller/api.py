@@ -439,12 +439,12 @@ def compare(
 ) -> CompareResult:
     """`controller compare A B`: differences B - A with a conversation-grouped paired bootstrap (same clips, labels and
     groups required); `policy_b` None: B under A's policy. Writes the comparison to `json_out` if given."""
-    from duplexeval.controller.metrics.compare import comparison_artifact
+    from duplexeval.controller.metrics import compare as compare_metrics
     from duplexeval.jsonio import write_json
 
     pa = policy_of(policy, mode)
     pb = policy_of(policy_b, mode) if policy_b is not None else pa
-    doc = comparison_artifact(a, b, read_data(a), read_data(b), pa, pb)
+    doc = compare_metrics.compare(a, b, read_data(a), read_data(b), pa, pb)
     written: tuple[Path, ...] = ()
     if json_out is not None:
         write_json(json_out, doc)

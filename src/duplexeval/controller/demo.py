@@ -13,7 +13,7 @@ from duplexeval.controller.format.data import load_data, write_data
 from duplexeval.controller.format.policy import EvaluationPolicy
 from duplexeval.controller.labels.conversations import write_conversations
 from duplexeval.controller.labels.sources import conversation_clips, read_manifest
-from duplexeval.controller.metrics.compare import comparison_artifact, format_comparison
+from duplexeval.controller.metrics.compare import compare, format_comparison
 from duplexeval.controller.metrics.report import evaluate, format_report
 from duplexeval.controller.runtime.baselines import make
 from duplexeval.errors import RefusalError
@@ -67,7 +67,7 @@ def run_demo(out: str | Path, n: int = 4, exchanges: int = 4, seed: int = 0, for
         reports[name] = rep
         folders[name] = data
     a, b = DEMO_BASELINES  # the same file as `controller compare data-silence data-silero --json compare.json` in OUT
-    comparison = comparison_artifact(f"data-{a}", f"data-{b}", folders[a], folders[b], policy, policy)
+    comparison = compare(f"data-{a}", f"data-{b}", folders[a], folders[b], policy, policy)
     write_json(out / "compare.json", comparison)
     return DemoResult(out, manifest, reports, comparison, time.perf_counter() - t0)
 

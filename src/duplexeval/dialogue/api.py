@@ -236,10 +236,10 @@ def _dialogue_score(doc: Mapping[str, Any], path: Path, paths: tuple[Path, ...] 
 def compare(run_a: str | Path, run_b: str | Path, *, json_out: str | Path | None = None) -> CompareResult:
     """`dialogue compare RUN_A RUN_B`: B - A on the same cases with a paired bootstrap interval and McNemar's exact
     test; writes the comparison to `json_out` if given."""
-    from duplexeval.dialogue.compare_stage import comparison_artifact
+    from duplexeval.dialogue import compare_stage
     from duplexeval.jsonio import write_json
 
-    doc = comparison_artifact(Path(run_a), Path(run_b))
+    doc = compare_stage.compare(Path(run_a), Path(run_b))
     written: tuple[Path, ...] = ()
     if json_out is not None:
         write_json(json_out, doc)

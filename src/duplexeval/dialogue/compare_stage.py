@@ -91,7 +91,7 @@ def format_comparison(label_a: str, label_b: str, cmp: dict[str, Any]) -> list[s
     return lines
 
 
-def comparison_artifact(run_a: Path, run_b: Path) -> dict[str, Any]:
+def compare(run_a: Path, run_b: Path) -> dict[str, Any]:
     """The comparison with the header and both runs' signatures (a number is only comparable with its signature)."""
     sigs = {}
     for key, run in (("a", run_a), ("b", run_b)):

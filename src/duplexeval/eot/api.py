@@ -294,6 +294,9 @@ def score(
     from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_file, write_json
     from duplexeval.stats import Latency
 
+    if not isinstance(pairs, (str, Path)):
+        raise TypeError("eot.score reads a pairs file; score EOTPair values in memory with eot.score_pairs "
+                        "(spec 003's dict-returning score is duplexeval.eot.pairs.score)")
     band_list = _check_bands(bands, tolerance_ms)
     rows = read_pair_rows(pairs)
     plist = [r.pair for r in rows]

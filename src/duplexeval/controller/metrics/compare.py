@@ -218,8 +218,8 @@ def paired_bootstrap(
     }
 
 
-def comparison_artifact(a: str | Path, b: str | Path, da: ControllerData, db: ControllerData,
-                        pa: EvaluationPolicy, pb: EvaluationPolicy) -> dict[str, Any]:
+def compare(a: str | Path, b: str | Path, da: ControllerData, db: ControllerData,
+            pa: EvaluationPolicy, pb: EvaluationPolicy) -> dict[str, Any]:
     """The compare file (header first) of two data folders on the same clips: what `controller compare --json` and
     `controller demo` write; `a` and `b` are the labels recorded for the two sides (their paths)."""
     ja = [{k: v for k, v in c.to_json().items() if k != "extra"} for c in da.clips]
