@@ -60,7 +60,10 @@ class Harness:
         self.step = 0
 
     def run(self, args: list[str], ok: tuple[int, ...] = (0,), what: str | None = None) -> int:
-        """One command of this revision (`python -m duplexeval ARGS` unless ARGS starts with '-c'); its log in BASE/logs."""
+        """One command of this revision (`python -m duplexeval ARGS` unless ARGS starts with '-c').
+
+        Its log goes to BASE/logs.
+        """
         self.step += 1
         argv = [sys.executable, *(args if args[0] == "-c" else ["-m", "duplexeval", *args])]
         name = what or " ".join(args)
