@@ -18,6 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from duplexeval.controller.kinds import BENCH_KIND, COMPARE_KIND, COMPARE_SCHEMA, REPORT_KIND, REPORT_SCHEMA
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.results import artifact, frozen, metrics_of, read_artifact
 
@@ -30,13 +31,7 @@ if TYPE_CHECKING:  # the stage types; importing them at the top would load numpy
     from duplexeval.results import Metric
     from duplexeval.signature import Signature
 
-REPORT_KIND = "duplexeval.controller.report"
-REPORT_SCHEMA = 3
-COMPARE_KIND = "duplexeval.controller.compare"
-COMPARE_SCHEMA = 2
-BENCH_KIND = "duplexeval.controller.bench"
-DEFAULT_GRID = "0.05:0.99:0.01"  # `controller calibrate --grid`'s default
-FDB_SUBSETS = ["candor_turn_taking", "candor_pause_handling"]
+DEFAULT_GRID = "0.05:0.99:0.01"  # `controller calibrate --grid`'s default (the command reads it from here)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -193,7 +188,9 @@ def _source_info(conversations: str | Path | None, fdb: str | Path | None) -> di
         raise InputError("give exactly one of --conversations MANIFEST or --fdb DATASET")
     if conversations is not None:
         return {"conversations": str(conversations)}
-    return {"fdb": str(fdb), "fdb_subsets": list(FDB_SUBSETS)}
+    from duplexeval.controller.labels.fdb_bridge import BRIDGED_SUBSETS
+
+    return {"fdb": str(fdb), "fdb_subsets": list(BRIDGED_SUBSETS)}
 
 
 def _clips(conversations: str | Path | None, fdb: str | Path | None, controller: Controller | None, rules: LabelRules,

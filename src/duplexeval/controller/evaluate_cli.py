@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from duplexeval.cli_options import emit_json, json_option, json_to_stdout
+from duplexeval.controller.api import DEFAULT_GRID
 from duplexeval.exits import Status, fail_over_option, fail_under_option, finish, gated, parse_gates
 
 if TYPE_CHECKING:  # duplexeval.cli imports this module
@@ -60,7 +61,7 @@ def controller_calibrate(
                                                       help="Max yield false events per hour."),
     backchannel_ack_per_hour: float | None = typer.Option(None, "--backchannel-ack-per-hour",
                                                           help="Max acknowledgments per LISTEN hour."),
-    grid: str = typer.Option("0.05:0.99:0.01", "--grid", help="Thresholds to try: start:stop:step or a comma list."),
+    grid: str = typer.Option(DEFAULT_GRID, "--grid", help="Thresholds to try: start:stop:step or a comma list."),
     json_out: Path | None = json_option("the calibration table"),
     force: bool = typer.Option(False, "--force", help="Replace a policy file calibrated from other data, "
                                                       "targets or grid."),

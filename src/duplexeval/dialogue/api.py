@@ -16,6 +16,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from duplexeval.dialogue.kinds import CASES_KIND as CASES_KIND
+from duplexeval.dialogue.kinds import COMPARE_KIND, JUDGEMENTS_KIND, REPORT_KIND, SCHEMA
+from duplexeval.dialogue.kinds import DECISIONS_KIND as DECISIONS_KIND
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.results import artifact, frozen, metrics_of, read_artifact
 
@@ -27,12 +30,6 @@ if TYPE_CHECKING:  # the stage types; importing them at the top would load numpy
     from duplexeval.signature import Signature
     from duplexeval.stats import Share
 
-CASES_KIND = "duplexeval.dialogue.cases"
-DECISIONS_KIND = "duplexeval.dialogue.decisions"
-JUDGEMENTS_KIND = "duplexeval.dialogue.judgements"
-REPORT_KIND = "duplexeval.dialogue.report"
-COMPARE_KIND = "duplexeval.dialogue.compare"
-SCHEMA = 1
 
 # `judge="openai:k=v,..."`: each parameter, the keyword of `make_judge` it sets and how its text is read.
 JUDGE_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.artifacts import check_kind, header
+from duplexeval.dialogue.kinds import COMPARE_KIND, JUDGEMENTS_KIND, SCHEMA
 from duplexeval.dialogue.metrics import END, MID, MISS
-from duplexeval.dialogue.run_stage import SCHEMA
-from duplexeval.dialogue.score_stage import JUDGEMENTS_FILE, JUDGEMENTS_KIND
+from duplexeval.dialogue.score_stage import JUDGEMENTS_FILE
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.jsonio import json_lines, read_json, read_text, sha256_file
 from duplexeval.paired import mcnemar_exact, paired_mean_difference
@@ -46,7 +46,6 @@ def proper_by_case(run_dir: Path) -> tuple[dict[str, Any], dict[str, tuple[str, 
     return head, out
 
 
-COMPARE_KIND = "duplexeval.dialogue.compare"
 
 
 def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:

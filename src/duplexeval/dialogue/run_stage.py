@@ -14,6 +14,7 @@ from typing import Any
 from duplexeval.artifacts import header
 from duplexeval.dialogue.baselines import KIND, make_manager, manager_settings
 from duplexeval.dialogue.cases import MiUCase, UiMCase
+from duplexeval.dialogue.kinds import CASES_KIND, DECISIONS_KIND, SCHEMA
 from duplexeval.dialogue.load import CaseSet
 from duplexeval.dialogue.rows import decision_text, error_row, miu_row, uim_row
 from duplexeval.dialogue.simulator import Clock, simulate
@@ -30,9 +31,6 @@ from duplexeval.plugins import returned
 from duplexeval.signature import Component, Signature
 
 DEFINITIONS = "dialogue-spec004-2"
-DECISIONS_KIND = "duplexeval.dialogue.decisions"
-CASES_KIND = "duplexeval.dialogue.cases"
-SCHEMA = 1
 DECISIONS_FILE = "decisions.jsonl"
 CASES_FILE = "cases.jsonl"
 

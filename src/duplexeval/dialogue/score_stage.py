@@ -10,8 +10,9 @@ from rich.table import Table
 
 from duplexeval.artifacts import check_kind, header
 from duplexeval.dialogue.judges import Judge, Verdict
+from duplexeval.dialogue.kinds import CASES_KIND, JUDGEMENTS_KIND, REPORT_KIND, SCHEMA
 from duplexeval.dialogue.metrics import NOTE, MiUItem, UiMItem, miu_metrics, uim_metrics
-from duplexeval.dialogue.run_stage import CASES_FILE, CASES_KIND, SCHEMA
+from duplexeval.dialogue.run_stage import CASES_FILE
 from duplexeval.errors import InputError
 from duplexeval.jsonio import (
     atomic_write_text,
@@ -25,8 +26,6 @@ from duplexeval.progress import table_console
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
-REPORT_KIND = "duplexeval.dialogue.report"
-JUDGEMENTS_KIND = "duplexeval.dialogue.judgements"
 REPORT_FILE = "dialogue.json"
 JUDGED_MIU = ("PIR_mid", "PRR_mid", "precision")
 JUDGED_UIM = ("PRR_noise", "PRR_denial", "PRR_affirmation", "PRR_shift", "PRRavg")

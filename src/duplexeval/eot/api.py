@@ -15,6 +15,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from duplexeval.eot.kinds import (
+    COMPARE_KIND,
+    COMPARE_SCHEMA,
+    REPORT_KIND,
+    REPORT_SCHEMA,
+    SWEEP_FILES,
+    SWEEP_KIND,
+    SWEEP_SCHEMA,
+)
 from duplexeval.eot.pairs import DEFAULT_LATENCY_BANDS_MS, DEFAULT_TOLERANCE_MS, EOTPair
 from duplexeval.errors import InputError
 from duplexeval.results import Artifact, artifact, frozen, metric, metrics_of, read_artifact
@@ -31,13 +40,6 @@ if TYPE_CHECKING:  # the stage types; importing them at the top would load numpy
     from duplexeval.signature import Signature
     from duplexeval.stats import Estimate, Latency
 
-REPORT_KIND = "duplexeval.eot.report"
-REPORT_SCHEMA = 2
-SWEEP_KIND = "duplexeval.eot.sweep"
-SWEEP_SCHEMA = 1
-COMPARE_KIND = "duplexeval.eot.compare"
-COMPARE_SCHEMA = 1
-SWEEP_FILES = ("summary.json", "sweep.parquet", "pareto.png", "operating_points.png")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ from rich.table import Table
 from duplexeval import paired
 from duplexeval.artifacts import header
 from duplexeval.eot import intervals as iv
+from duplexeval.eot.kinds import COMPARE_KIND
+from duplexeval.eot.kinds import COMPARE_SCHEMA as SCHEMA_VERSION
 from duplexeval.eot.predictions import Predictions, mode_warning
 from duplexeval.eot.sweep_engine import (
     CUTOFF_BUDGETS,
@@ -31,9 +33,6 @@ from duplexeval.errors import InputError
 from duplexeval.signature import Signature
 from duplexeval.stats import NO_DATA
 from duplexeval.units import US_PER_S
-
-COMPARE_KIND = "duplexeval.eot.compare"
-SCHEMA_VERSION = 1
 
 
 def _keys(p: Predictions) -> np.ndarray:

@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
 
 DEMO_OUT = Path("duplexeval-eot-demo")
-SWEEP_FILES = ("summary.json", "sweep.parquet", "pareto.png", "operating_points.png")
 
 
 def _parse_grid(text: str | None, flag: str, default: tuple[float, ...] | None) -> tuple[float, ...] | None:

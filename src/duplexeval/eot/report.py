@@ -19,6 +19,8 @@ import numpy as np
 
 from duplexeval import stats
 from duplexeval.artifacts import header
+from duplexeval.eot.kinds import REPORT_KIND
+from duplexeval.eot.kinds import REPORT_SCHEMA as SCHEMA_VERSION
 from duplexeval.eot.pairs import (
     DEFAULT_LATENCY_BANDS_MS,
     DEFAULT_TOLERANCE_MS,
@@ -29,8 +31,6 @@ from duplexeval.eot.pairs import (
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import NO_DATA, NOT_REACHED, Quantile, Share
 
-REPORT_KIND = "duplexeval.eot.report"
-SCHEMA_VERSION = 2
 DEFINITIONS = "eot-pairs-spec003-1"
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95)
 

@@ -20,6 +20,8 @@ from rich.table import Table
 from duplexeval import stats
 from duplexeval.artifacts import header
 from duplexeval.eot import intervals as iv
+from duplexeval.eot.kinds import SWEEP_KIND
+from duplexeval.eot.kinds import SWEEP_SCHEMA as SCHEMA_VERSION
 from duplexeval.eot.pairs import DEFAULT_LATENCY_BANDS_MS, DEFAULT_TOLERANCE_MS
 from duplexeval.eot.predictions import Predictions
 from duplexeval.eot.report import build_report
@@ -46,9 +48,7 @@ from duplexeval.jsonio import atomic_write_bytes
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
-SWEEP_KIND = "duplexeval.eot.sweep"
 SWEEP_DEFINITIONS = "eot-bench-sweep-1"
-SCHEMA_VERSION = 1
 
 
 @dataclass

@@ -11,11 +11,11 @@ from typing import Any
 
 import typer
 
+from duplexeval.eot.kinds import SWEEP_KIND
 from duplexeval.eot.plots import plot_operating_points, plot_pareto
 from duplexeval.eot.predictions import mode_warning, read_predictions
 from duplexeval.eot.sweep_engine import SweepConfig
 from duplexeval.eot.sweep_report import (
-    SWEEP_KIND,
     build_summary,
     compute,
     detector_name,

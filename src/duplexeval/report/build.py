@@ -15,12 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.artifacts import check_kind
-from duplexeval.controller.metrics.compare import COMPARE_KIND as CONTROLLER_COMPARE
-from duplexeval.controller.metrics.compare import COMPARE_SCHEMA_VERSION as CONTROLLER_COMPARE_SCHEMA
-from duplexeval.controller.metrics.report import REPORT_SCHEMA_VERSION as CONTROLLER_SCHEMA
-from duplexeval.dialogue.run_stage import SCHEMA as DIALOGUE_SCHEMA
-from duplexeval.eot.compare_stage import SCHEMA_VERSION as EOT_COMPARE_SCHEMA
-from duplexeval.eot.sweep_report import SCHEMA_VERSION as SWEEP_SCHEMA
+from duplexeval.controller.kinds import COMPARE_KIND as CONTROLLER_COMPARE
+from duplexeval.controller.kinds import COMPARE_SCHEMA as CONTROLLER_COMPARE_SCHEMA
+from duplexeval.controller.kinds import REPORT_KIND as CONTROLLER_REPORT
+from duplexeval.controller.kinds import REPORT_SCHEMA as CONTROLLER_SCHEMA
+from duplexeval.dialogue.kinds import COMPARE_KIND as DIALOGUE_COMPARE
+from duplexeval.dialogue.kinds import REPORT_KIND as DIALOGUE_REPORT
+from duplexeval.dialogue.kinds import SCHEMA as DIALOGUE_SCHEMA
+from duplexeval.eot.kinds import COMPARE_KIND as EOT_COMPARE
+from duplexeval.eot.kinds import COMPARE_SCHEMA as EOT_COMPARE_SCHEMA
+from duplexeval.eot.kinds import REPORT_KIND as EOT_REPORT
+from duplexeval.eot.kinds import SWEEP_KIND as EOT_SWEEP
+from duplexeval.eot.kinds import SWEEP_SCHEMA
 from duplexeval.errors import InputError
 from duplexeval.fdb.compare_stage import COMPARE_SCHEMA_VERSION
 from duplexeval.fdb.results import ScoredTree, load_scored
@@ -32,9 +38,7 @@ from duplexeval.jsonio import atomic_write_text, read_json
 from duplexeval.report import other_pages
 from duplexeval.report.clips import OGG_MIME
 from duplexeval.report.controller_page import controller_body, load_controller
-from duplexeval.report.dialogue_page import COMPARE_KIND as DIALOGUE_COMPARE
 from duplexeval.report.dialogue_page import REPORT_FILE as DIALOGUE_FILE
-from duplexeval.report.dialogue_page import REPORT_KIND as DIALOGUE_REPORT
 from duplexeval.report.dialogue_page import compare_file_body as dialogue_compare_body
 from duplexeval.report.dialogue_page import dialogue_body, load_run
 from duplexeval.report.eot_pages import compare_body, eot_summary, sweep_body
@@ -55,10 +59,6 @@ from duplexeval.report.page import document, esc
 from duplexeval.report.samples import Lineup, fdb_items
 from duplexeval.report.svg import COLORS
 
-CONTROLLER_REPORT = "duplexeval.controller.report"
-EOT_REPORT = "duplexeval.eot.report"
-EOT_SWEEP = "duplexeval.eot.sweep"
-EOT_COMPARE = "duplexeval.eot.compare"
 FDB_COMPARE = "duplexeval.fdb.compare"
 FILE_KINDS = (CONTROLLER_REPORT, CONTROLLER_COMPARE, EOT_REPORT, EOT_SWEEP, EOT_COMPARE, FDB_COMPARE, DIALOGUE_REPORT,
               DIALOGUE_COMPARE)

@@ -11,8 +11,9 @@ from typing import Any
 
 from duplexeval.artifacts import check_kind
 from duplexeval.dialogue.compare_stage import compare_runs
-from duplexeval.dialogue.run_stage import CASES_FILE, CASES_KIND, SCHEMA
-from duplexeval.dialogue.score_stage import JUDGEMENTS_FILE, JUDGEMENTS_KIND
+from duplexeval.dialogue.kinds import CASES_KIND, JUDGEMENTS_KIND, REPORT_KIND, SCHEMA
+from duplexeval.dialogue.run_stage import CASES_FILE
+from duplexeval.dialogue.score_stage import JUDGEMENTS_FILE
 from duplexeval.errors import DuplexEvalError, InputError
 from duplexeval.jsonio import json_lines, read_text
 from duplexeval.report.explorer import Item, Verdict, explorer_html
@@ -21,7 +22,6 @@ from duplexeval.report.page import esc, signature_line, table
 from duplexeval.report.samples import field_label, field_text
 
 REPORT_FILE = "dialogue.json"
-REPORT_KIND = "duplexeval.dialogue.report"
 
 # (family, metric, label, better) of the forest plot
 HEADLINE: tuple[tuple[str, str, str, int], ...] = (
@@ -209,7 +209,6 @@ def case_items(runs: Sequence[Run], labels: Sequence[str]) -> list[Item]:
     return [i for _, i in items]
 
 
-COMPARE_KIND = "duplexeval.dialogue.compare"
 
 
 def compare_file_body(label: str, cmp: dict[str, Any], colors: Sequence[str]) -> str:

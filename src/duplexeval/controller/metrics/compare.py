@@ -20,6 +20,8 @@ import numpy as np
 from duplexeval.artifacts import header
 from duplexeval.controller.format.data import ControllerData
 from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.controller.kinds import COMPARE_KIND
+from duplexeval.controller.kinds import COMPARE_SCHEMA as COMPARE_SCHEMA_VERSION
 from duplexeval.controller.metrics.events import HOUR_US, ClipEvidence
 from duplexeval.controller.metrics.frame_metrics import macro_f1_from_confusion
 from duplexeval.controller.metrics.report import run_clips, signature
@@ -28,9 +30,6 @@ from duplexeval.jsonio import sha256_file
 from duplexeval.paired import from_resamples
 from duplexeval.progress import text_table
 from duplexeval.stats import NO_DATA, bootstrap_indices
-
-COMPARE_KIND = "duplexeval.controller.compare"
-COMPARE_SCHEMA_VERSION = 2  # 2: the artifact header (duplexeval, signature, inputs)
 
 # name -> (numerator column, denominator column, scale); ratios of sums over resampled groups
 _COLS = (

@@ -8,16 +8,14 @@ from typing import Any
 from duplexeval.artifacts import header
 from duplexeval.controller.format.data import Clip, ControllerData
 from duplexeval.controller.format.policy import EvaluationPolicy
+from duplexeval.controller.kinds import REPORT_KIND
+from duplexeval.controller.kinds import REPORT_SCHEMA as REPORT_SCHEMA_VERSION
 from duplexeval.controller.metrics.events import ClipEvidence, aggregate, clip_events
 from duplexeval.controller.metrics.frame_metrics import FrameAccumulator
 from duplexeval.jsonio import dumps, sha256_bytes, sha256_file
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
-REPORT_KIND = "duplexeval.controller.report"
-# 2: the artifact header (duplexeval, signature, inputs) replaces duplexeval_version;
-# 3: shares in the one stats.Share shape (value, count, n, interval), no longer count, n, rate, wilson95
-REPORT_SCHEMA_VERSION = 3
 DEFINITIONS = "controller-spec002-1"
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.controller.format.data import STATES
+from duplexeval.controller.kinds import BENCH_KIND
 from duplexeval.controller.runtime.registry import controller_config
 from duplexeval.errors import InputError
 from duplexeval.plugins import call_bounded, call_timeout_s, unwrap
@@ -120,7 +121,7 @@ def bench(ctl: Any, prefill: int = 64, updates: int = 200, repeats: int = 3, see
     import onnxruntime
 
     return {
-        "kind": "duplexeval.controller.bench",
+        "kind": BENCH_KIND,
         "schema_version": 1,
         "controller": getattr(raw, "name", type(raw).__name__),
         "controller_config": controller_config(ctl),
