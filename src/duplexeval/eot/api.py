@@ -161,6 +161,26 @@ def _pair_score(doc: Mapping[str, Any], latency: Latency, rows: Sequence[Mapping
                      tuple(frozen(r) for r in rows), paths)  # fmt: skip
 
 
+def _scored(
+    plist: list[EOTPair],
+    ids: Sequence[str | None],
+    convs: Sequence[str | None] | None,
+    band_list: list[int],
+    tolerance_ms: int,
+    *,
+    source: str | None = None,
+    inputs: Mapping[str, str] | None = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]], Latency]:
+    """Spec 003's report, the per-pair rows and the signed latencies of pairs from a file (`score`) or your own."""
+    from duplexeval.eot.pairs import latency_s
+    from duplexeval.eot.report import build_report, pair_rows
+    from duplexeval.stats import Latency
+
+    doc = build_report(plist, ids=ids, conversations=convs, latency_bands_ms=band_list, tolerance_ms=tolerance_ms,
+                       source=source, inputs=inputs)  # fmt: skip
+    return doc, pair_rows(plist, ids, convs, band_list, tolerance_ms), Latency.of([latency_s(p) for p in plist])
+
+
 def score_pairs(
     pairs: Iterable[EOTPair],
     *,
@@ -170,17 +190,12 @@ def score_pairs(
     tolerance_ms: int = DEFAULT_TOLERANCE_MS,
 ) -> PairScore:
     """Score (true end, commit) pairs of your own in memory, as `eot score` does a file (a never-fired commit: +inf)."""
-    from duplexeval.eot.pairs import latency_s
-    from duplexeval.eot.report import build_report, pair_rows
-    from duplexeval.stats import Latency
-
     band_list = _check_bands(bands, tolerance_ms)
     plist = list(pairs)
     id_list = list(ids) if ids is not None else [None] * len(plist)
     convs = list(conversations) if conversations is not None and any(c is not None for c in conversations) else None
-    doc = build_report(plist, ids=id_list, conversations=convs, latency_bands_ms=band_list, tolerance_ms=tolerance_ms)
-    rows = pair_rows(plist, id_list, convs, band_list, tolerance_ms)
-    return _pair_score(doc, Latency.of([latency_s(p) for p in plist]), rows)
+    doc, rows, latency = _scored(plist, id_list, convs, band_list, tolerance_ms)
+    return _pair_score(doc, latency, rows)
 
 
 def sweep_config(
@@ -291,10 +306,7 @@ def score(
 ) -> PairScore:
     """`eot score PAIRS`: read a pairs file (CSV or JSONL), score it and write the report / per-pair rows if asked."""
     from duplexeval.eot.io import read_pair_rows
-    from duplexeval.eot.pairs import latency_s
-    from duplexeval.eot.report import build_report, pair_rows
     from duplexeval.jsonio import atomic_write_text, dumps_line, sha256_file, write_json
-    from duplexeval.stats import Latency
 
     if not isinstance(pairs, (str, Path)):
         raise TypeError("eot.score reads a pairs file; score EOTPair values in memory with eot.score_pairs "
@@ -304,9 +316,8 @@ def score(
     plist = [r.pair for r in rows]
     ids = [r.id for r in rows]
     convs = [r.conversation for r in rows] if any(r.conversation is not None for r in rows) else None
-    doc = build_report(plist, ids=ids, conversations=convs, latency_bands_ms=band_list, tolerance_ms=tolerance_ms,
-                       source=str(pairs), inputs={"pairs": sha256_file(pairs)})  # fmt: skip
-    prow = pair_rows(plist, ids, convs, band_list, tolerance_ms)
+    doc, prow, latency = _scored(plist, ids, convs, band_list, tolerance_ms, source=str(pairs),
+                                 inputs={"pairs": sha256_file(pairs)})  # fmt: skip
     written: list[Path] = []
     if json_out is not None:
         write_json(json_out, doc)
@@ -314,7 +325,7 @@ def score(
     if rows_out is not None:
         atomic_write_text(rows_out, "".join(dumps_line(r) for r in prow))
         written.append(Path(rows_out))
-    return _pair_score(doc, Latency.of([latency_s(p) for p in plist]), prow, tuple(written), pairs)
+    return _pair_score(doc, latency, prow, tuple(written), pairs)
 
 
 def predict(
