@@ -41,6 +41,7 @@ from duplexeval.fdb.tasks.overlap.silero import SileroChoice
 from duplexeval.fdb.transcript import parse_output_json
 from duplexeval.fdb.verified import parse_json
 from duplexeval.jsonio import read_json, write_json
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas import validate
 from duplexeval.signature import Component
 from duplexeval.units import SAMPLE_RATE
@@ -242,7 +243,7 @@ def evaluate_subset(subset: str, sdir: Path, silero: SileroChoice, judge: Behavi
 
 def result_json(res: SubsetResult) -> dict[str, Any]:
     """The subset's results as plain JSON (per-sample objects in the official shapes)."""
-    return json.loads(json.dumps({
+    out: JsonObject = json.loads(json.dumps({
         "subset": res.subset,
         "samples": {r.id: {"general_split": r.split.official_json() if r.split else None,
                            "latency_intervals": r.intervals,
@@ -255,6 +256,7 @@ def result_json(res: SubsetResult) -> dict[str, Any]:
         "skipped_tests": [s.__dict__ for s in res.skipped_tests],
         "notes": res.notes,
     }))
+    return out
 
 
 # ------------------------------------------------------------------------------------------ the `fdb evaluate` rule
