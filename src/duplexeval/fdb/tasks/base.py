@@ -33,8 +33,12 @@ from duplexeval.schemas.fdb_names import INPUT_WAV, OUTPUT_JSON, OUTPUT_WAV, Sub
 from duplexeval.signature import Component
 
 if TYPE_CHECKING:  # types only: the stages import this module
+    import numpy as np
+
     from duplexeval.fdb.official.judge_config import JudgeConfig
     from duplexeval.fdb.official.metric import Metric
+    from duplexeval.fdb.synth.parse import SampleSpec
+    from duplexeval.fdb.synth.render import SampleTiming, Timeline, Utterance
     from duplexeval.fdb.tree import AsrRecord, Manifest, SampleEntry
 
 InputT = TypeVar("InputT")
@@ -421,15 +425,24 @@ class SynthRecipe:
     keys: Mapping[str, Any] = {}
     parts_need_pause: bool = False
 
-    def render(self, spec: Mapping[str, Any], tl: Any, speak: Callable[[str], Any]) -> tuple[Any, dict[str, Any]]:
-        """Place the sample's speech on the timeline `tl` (`fdb.synth.render.Timeline`) after the lead silence,
-        `speak(text)` giving each utterance; returns (annotation JSON or None, {extra wav name: audio})."""
+    def render(self, spec: SampleSpec, tl: Timeline, speak: Callable[[str], Utterance]) -> Rendered:
+        """Place the sample's speech on the timeline `tl` after the lead silence, `speak(text)` giving each
+        utterance (`spec.text(key)`, `spec.seconds(key)`, `spec.parts`: its values of `keys`)."""
         raise NotImplementedError
 
-    def dataset_files(self, rendered: Sequence[Any]) -> dict[str, Any]:
-        """Files beside the samples made from the task's rendered samples (`fdb.synth.render.SampleTiming`:
-        subset, id, T, word times); {name: JSON object}."""
+    def dataset_files(self, rendered: Sequence[SampleTiming]) -> dict[str, JsonObject]:
+        """Files beside the samples made from the task's rendered samples (subset, id, T, word times); {name: the
+        JSON object written}."""
         return {}
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What a recipe made of one sample: its annotation file's JSON (None: the task has none) and any extra WAVs
+    ({file name: 16 kHz float32 audio})."""
+
+    annotation: list[JsonObject] | None = None
+    extra_wavs: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -481,4 +494,5 @@ __all__ = [
     "MetricSpec", "OfficialContext", "OfficialOutcome", "OfficialRules", "OpenedSample", "PairedSpec", "Ready",
     "RenderRules", "SampleFile", "SampleLayout", "Session", "SubsetInfo", "SynthRecipe", "Task", "UnifiedRules",
     "one_output_layout", "time_units",
+    "JsonRecord", "NotEvaluated", "Rendered", "SummaryRow",
 ]
