@@ -178,9 +178,10 @@ def asr(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND,
 
     def finish(t: SampleTask, rec: AsrSample) -> None:
         records[t.key] = rec
-        ok = rec.status == "ok" and isinstance(rec.output_json, str)
-        journal.write_entry(t.key, t.wav_sha256, {OUTPUT_JSON: rec.output_json, **rec.extra.get(TRANSCRIPTS_KEY, {})}
-                            if ok else {}, rec.to_json())
+        digest = rec.output_json
+        vouched = ({OUTPUT_JSON: digest, **rec.extra.get(TRANSCRIPTS_KEY, {})}
+                   if rec.status == "ok" and isinstance(digest, str) else {})
+        journal.write_entry(t.key, t.wav_sha256, vouched, rec.to_json())
 
     # In this process the backend built above is reused; workers build their own from the spec.
     in_process = not on_ray and (jobs == 1 or len(todo) <= 1)

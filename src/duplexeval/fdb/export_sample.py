@@ -29,7 +29,7 @@ from duplexeval.fdb.protocols import SampleKey, SampleLike
 from duplexeval.fdb.sample_trace import EXPORT_TRACE_KIND, TRACE_FILE, Trace, TraceHead, write_trace
 from duplexeval.fdb.tasks import ASR, Session, task_of
 from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
-from duplexeval.fdb.tree_writer import copy_annotation, copy_inputs, source_path
+from duplexeval.fdb.tree_writer import SystemRecord, copy_annotation, copy_inputs, source_path
 from duplexeval.jsonio import sha256_file
 from duplexeval.jsontypes import JsonObject
 from duplexeval.plugins import call, json_value, returned
@@ -62,7 +62,7 @@ def system_label(system: System | str) -> str:
     return name if isinstance(name, str) else type(system).__name__
 
 
-def system_json(system: System, label: str | None = None) -> JsonObject:
+def system_json(system: System, label: str | None = None) -> SystemRecord:
     """The system as the run record and manifest name it: name, parameters (plain JSON), version (a string)."""
     who = label or system_label(system)
     name = returned("system", who, "name", getattr(system, "name", None), str, "a string")
@@ -70,7 +70,7 @@ def system_json(system: System, label: str | None = None) -> JsonObject:
                       "a dict of its parameters")
     version = returned("system", who, "version", call("system", who, "version", system.version), str,
                        "a version string")
-    return {"name": name, "params": json_value("system", who, "params", params), "version": version}
+    return SystemRecord(name, json_value("system", who, "params", params), version)
 
 
 @dataclass
