@@ -19,14 +19,20 @@ def read_audio_channels(path: str | os.PathLike[str], raw: bytes | None = None) 
     """Read a sound file as float32 (frames, channels) with its own sample rate; InputError naming the file.
 
     `raw`: the file's bytes when the caller has read them already (a hash-checked read); decoded from memory."""
-    path = Path(path)
+    return _decode(Path(path), raw, pcm16_as_int16=False)
+
+
+def _decode(path: Path, raw: bytes | None, pcm16_as_int16: bool) -> tuple[np.ndarray, int]:
+    """(frames, channels) samples and rate: float32, or int16 for a PCM16 file when `pcm16_as_int16`."""
     if raw is None and not path.exists():  # libsndfile says only "System error" for a missing file
         raise InputError(f"{path}: file not found")
     short = wav_truncation(raw) if raw is not None else _wav_truncation_of(path)
     if short is not None:
         raise InputError(f"{path}: {short}")
     try:
-        data, sr = sf.read(io.BytesIO(raw) if raw is not None else str(path), dtype="float32", always_2d=True)
+        with sf.SoundFile(io.BytesIO(raw) if raw is not None else str(path)) as f:  # what sf.read does
+            dtype = "int16" if pcm16_as_int16 and f.subtype == "PCM_16" else "float32"
+            data, sr = f.read(dtype=dtype, always_2d=True), f.samplerate
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except (RuntimeError, sf.LibsndfileError, OSError) as exc:
@@ -34,6 +40,16 @@ def read_audio_channels(path: str | os.PathLike[str], raw: bytes | None = None) 
     if data.shape[1] == 0:
         raise InputError(f"{path}: audio has no channels")
     return data, int(sr)
+
+
+def read_audio_16k_stored(path: str | os.PathLike[str], raw: bytes | None = None) -> np.ndarray:
+    """A mono 16 kHz file's samples exactly as stored, for the VAD: int16 for PCM16 (x / 32768 is the float
+    `read_audio` gives, in half the memory), float32 for any other encoding; `raw` as above. Never resampled: a
+    file at another rate or with more than one channel is an InputError naming it."""
+    data, sr = _decode(Path(path), raw, pcm16_as_int16=True)
+    if sr != SAMPLE_RATE or data.shape[1] != 1:
+        raise InputError(f"{path}: expected mono {SAMPLE_RATE // 1000} kHz, got {data.shape[1]} channels at {sr} Hz")
+    return np.ascontiguousarray(data[:, 0])
 
 
 _UNKNOWN_SIZES = (0, 0xFFFFFFFF)  # a streaming writer's "size not known" (and RF64's placeholder)
