@@ -22,10 +22,9 @@ def test_labels_recover_the_script(index):
         words = c.user_words if who == "user" else c.agent_words
         return min(w[1] for w in words if w[1] >= start - 1e-6)
 
-    barge = [first_word("user", s["start_s"]) for s in c.script if s["kind"] == "barge_in"]
-    agent_bc = [first_word("agent", s["start_s"]) for s in c.script
-                if s["kind"] == "backchannel" and s["who"] == "agent"]
-    user_bc = [first_word("user", s["start_s"]) for s in c.script if s["kind"] == "backchannel" and s["who"] == "user"]
+    barge = [first_word("user", s.start_s) for s in c.script if s.kind == "barge_in"]
+    agent_bc = [first_word("agent", s.start_s) for s in c.script if s.kind == "backchannel" and s.who == "agent"]
+    user_bc = [first_word("user", s.start_s) for s in c.script if s.kind == "backchannel" and s.who == "user"]
     assert lab.yield_onsets == pytest.approx(barge)
     assert lab.backchannel_onsets == pytest.approx(agent_bc)
     assert ([v.start_s for v in lab.vocalizations if v.speaker == "user" and v.kind == "backchannel"]
