@@ -64,7 +64,11 @@ class StepScores:
 
     def get(self, key: str) -> np.ndarray | float | None:
         """A head by its output key (``yield`` is ``yield_``)."""
-        return getattr(self, "yield_" if key == "yield" else key)
+        if key == "state_probs":
+            return self.state_probs
+        if key == "endpoint":
+            return self.endpoint
+        return self.yield_ if key == "yield" else self.backchannel
 
 
 def _output(out: Any, where: str) -> StepScores:
