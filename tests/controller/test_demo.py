@@ -30,14 +30,14 @@ def test_labels_recover_the_script(index):
     assert ([v.start_s for v in lab.vocalizations if v.speaker == "user" and v.kind == "backchannel"]
             == pytest.approx(user_bc))
     # every agent reply follows a user turn end: one turn probe each
-    assert len(lab.turn_probes) == sum(1 for s in c.script if s["kind"] == "agent_turn")
-    assert len(lab.pause_probes) >= sum(1 for s in c.script if s["kind"] == "user_turn") - len(lab.turn_probes)
+    assert len(lab.turn_probes) == sum(1 for s in c.script if s.kind == "agent_turn")
+    assert len(lab.pause_probes) >= sum(1 for s in c.script if s.kind == "user_turn") - len(lab.turn_probes)
     assert 25.0 < c.duration_s < 60.0
 
 
 def test_conversations_vary_voice_and_rate():
     cs = [make_conversation(i, seed=0) for i in range(4)]
-    voices = {(s["voice"], s["rate"]) for c in cs for s in c.script}
+    voices = {(s.voice, s.rate) for c in cs for s in c.script}
     assert len({v for v, _ in voices}) >= 3 and len({r for _, r in voices}) >= 4
     again = make_conversation(1, seed=0)
     assert (again.user_audio == cs[1].user_audio).all() and again.script == cs[1].script
