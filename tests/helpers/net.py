@@ -74,7 +74,9 @@ class Case:
         return self.reasons - {INPUT_PACING_LATE}
 
     def records(self, **match: Any) -> list[dict[str, Any]]:
-        return [r for r in self.trace.wire.records if all(r.get(k) == v for k, v in match.items())]
+        """The trace's records as their JSON lines, those whose fields equal `match`."""
+        rows = [r.to_json() for r in self.trace.wire.records]
+        return [r for r in rows if all(r.get(k) == v for k, v in match.items())]
 
     def items(self) -> list[Any]:
         return received_items(self.trace.wire.records, self.trace.wire.pcm())

@@ -210,9 +210,9 @@ def _session_outcome(trace: SessionTrace, sdir: Path, T: float,
     files = wire.write(sdir, T, prefix)
     written = load_trace(sdir, prefix)
     stall_s = float(wire.settings.get("stall_s", 10.0))
-    items, reasons, network, write_wav = network_outcome(written.records, written.pcm, T, stall_s, trace.error)
-    input_json["max_send_lateness_s"] = network["max_send_lateness_s"]
-    return items, reasons, input_json, network, write_wav, files
+    out = network_outcome(written.records, written.pcm, T, stall_s, trace.error)
+    input_json["max_send_lateness_s"] = out.summary.max_send_lateness_s
+    return out.items, out.reasons, input_json, out.summary.to_json(), out.write_wav, files
 
 
 def further_session(sdir: Path, session: Session, T: float, n: int, input_sha256: str, input_len: int,

@@ -119,9 +119,9 @@ def test_every_fault_gets_its_reason(cases: dict[str, Case], name: str, reasons:
     if name == "no-rtvi":
         assert not c.records(type="client-ready") and c.records(dir="send", type="audio")
     if name == "malformed":
-        assert "not a pipecat Frame" in c.verdict.detail["first_problem"]["what"]
+        assert "not a pipecat Frame" in c.verdict.first_problem.what
     if name == "error":
-        assert "fault injection" in c.verdict.detail["first_problem"]["what"]
+        assert "fault injection" in c.verdict.first_problem.what
 
 
 def test_a_single_client_server_refuses_the_second_connection() -> None:
@@ -137,5 +137,5 @@ def test_a_single_client_server_refuses_the_second_connection() -> None:
         traces = asyncio.run(both())
     reasons = sorted(tuple(verdict(t.wire.records, 2.0, 3.0).reasons) for t in traces)
     assert reasons[0] in ((), ("input_pacing_late",))
-    closed = [r for t in traces for r in t.wire.records if r.get("event") == "closed" and r.get("by") == "server"]
+    closed = [r.to_json() for t in traces for r in t.wire.records if r.event == "closed" and r.get("by") == "server"]
     assert len(closed) == 1 and closed[0]["code"] == 1013

@@ -54,7 +54,7 @@ def _truncates(c: Case) -> list[dict]:
 
 def _final_played(c: Case, item_id: str) -> int:
     """16 kHz samples of `item_id` that the offline playout of the trace played."""
-    recs = c.trace.wire.records
+    recs = c.records()
     items = c.items()
     pl = playout(items, round(c.T * 16000), c.T)
     audio_recs = [r for r in recs if r["dir"] == "recv" and "audio" in r]
@@ -68,7 +68,7 @@ def _final_played(c: Case, item_id: str) -> int:
 def test_truncate_offsets_are_the_played_samples_not_the_wall_clock(sessions: dict[str, Case], name: str) -> None:
     c = sessions[name]
     assert c.reasons_without_pacing() == set(), c.verdict
-    session_truncates = c.trace.wire.records  # the client recorded what it sent
+    session_truncates = c.records()  # the client recorded what it sent
     sent = [r for r in session_truncates if r["dir"] == "send" and r["type"] == "conversation.item.truncate"]
     assert len(sent) == 1
     got = [e for e in c.server.events if e["event"] == "truncate"]

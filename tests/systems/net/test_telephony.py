@@ -190,7 +190,7 @@ def test_other_codecs_and_rates(cases: dict[str, Case]) -> None:
 def test_every_fault_and_bad_input_gets_its_reason(faults: dict[str, Case], name: str, reasons: set[str]) -> None:
     c = faults[name]
     assert c.reasons_without_pacing() == reasons
-    what = (c.verdict.detail.get("first_problem") or {}).get("what") or ""
+    what = (c.verdict.first_problem.what if c.verdict.first_problem is not None else None) or ""
     expect = {"bad-base64": "media: bad base64", "wrong-codec-plivo": "wrong codec 'audio/x-l16'",
               "wrong-codec-exotel": "odd-length L16", "wrong-codec-twilio": "a binary frame",
               "malformed": "not JSON", "oversize": "size bound", "error": "fault injection"}.get(name)

@@ -41,7 +41,8 @@ class RtcCase:
     server: Any = None
 
     def records(self, **match: Any) -> list[dict[str, Any]]:
-        return [r for r in self.trace.wire.records if all(r.get(k) == v for k, v in match.items())]
+        rows = [r.to_json() for r in self.trace.wire.records]
+        return [r for r in rows if all(r.get(k) == v for k, v in match.items())]
 
 
 def _run(cases: list[RtcCase]) -> dict[str, RtcCase]:

@@ -26,6 +26,7 @@ from duplexeval.systems.base import ProtocolViolation, SampleInfo
 from duplexeval.systems.net.live import LivePlayout, played_ms
 from duplexeval.systems.net.pcm import StreamResampler, b64decode_pcm, b64encode, json_message
 from duplexeval.systems.net.session import HandshakeAborted, NetSession, NetSystem, with_query
+from duplexeval.systems.net.trace import TraceRecord
 from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 DIALECTS = ("ga", "beta")
@@ -148,30 +149,30 @@ class RealtimeSession(NetSession):
     def _spawn_send(self, kind: str, payload: dict[str, Any]) -> None:
         self._tasks.append(asyncio.get_running_loop().create_task(self.send(kind, json.dumps(payload))))
 
-    def on_message(self, rec: dict[str, Any], data: str | bytes) -> None:
+    def on_message(self, rec: TraceRecord, data: str | bytes) -> None:
         msg = json_message(data, "type")
         kind = msg["type"]
-        rec["type"] = kind
+        rec.kind = kind
         for key in ("item_id", "response_id"):
             if isinstance(msg.get(key), str):
-                rec[key] = msg[key][:80]
+                rec.fields[key] = msg[key][:80]
         d = self.system.dialect
         other = "beta" if d == "ga" else "ga"
         if kind == "session.created":
             self.signal("session.created", rec)
         elif kind == "session.updated":
             self.in_rate, self.out_rate = granted_rates(d, msg.get("session"))
-            rec["granted_rates"] = [self.in_rate, self.out_rate]
+            rec.fields["granted_rates"] = [self.in_rate, self.out_rate]
             self.signal("session.updated", rec)
         elif kind == "error":
             err: dict[str, Any] = msg["error"] if isinstance(msg.get("error"), dict) else {}
-            rec["code"] = str(err.get("code"))[:80] if err.get("code") is not None else None
+            rec.fields["code"] = str(err.get("code"))[:80] if err.get("code") is not None else None
             self.server_error(rec, str(err.get("message", "")))
         elif kind == AUDIO_DELTA[d]:
             pcm = b64decode_pcm(msg.get("delta"), kind)
             item = str(msg.get("item_id", ""))
             self.output_audio(rec, pcm, self.out_rate)
-            self.live.add(item, pcm, self.out_rate, float(rec["t"]))
+            self.live.add(item, pcm, self.out_rate, float(rec.t))
             self.last_audio_item = item
         elif kind == AUDIO_DONE[d]:
             self.audio_done.add(str(msg.get("item_id", "")))
@@ -186,22 +187,22 @@ class RealtimeSession(NetSession):
         elif kind == "response.done":
             done: dict[str, Any] = msg["response"] if isinstance(msg.get("response"), dict) else {}
             rid = str(done.get("id", ""))
-            rec["status"] = str(done.get("status"))[:40]
+            rec.fields["status"] = str(done.get("status"))[:40]
             self.signal(f"response.done {rid}", rec)
             if self.active_response == rid:
                 self.active_response = None
         elif kind == "input_audio_buffer.speech_started":
             self._barge_in(rec)
         elif kind == "input_audio_buffer.speech_stopped":
-            t = float(rec["t"])
+            t = float(rec.t)
             if self.system.turn_detection != "none" and not self.live.busy(t):
                 if not self.system.create_response:
                     self._spawn_send("response.create", create_event())
                 self.expect("response")
 
-    def _barge_in(self, rec: dict[str, Any]) -> None:
+    def _barge_in(self, rec: TraceRecord) -> None:
         """speech_started: stop playback now, truncate what was played, cancel if the server will not."""
-        t = float(rec["t"])
+        t = float(rec.t)
         self.signal("response", rec)  # the user spoke again: no response is owed for the last turn
         # the item being heard: its audio is still queued, or more of it is on the way (a playback underrun)
         last = self.last_audio_item

@@ -280,15 +280,15 @@ class WebRtcSession(NetSession):
             t = self.wire.mono_to_t(mono)
             pcm48 = mono_pcm16(frame)
             rec = self.wire.recv(t, "audio", len(pcm48))
-            rec["rtp_ts"] = int(frame.pts) if frame.pts is not None else None
+            rec.fields["rtp_ts"] = int(frame.pts) if frame.pts is not None else None
             held = self.jb.held(int(frame.pts)) if frame.pts is not None else None
             if held is not None:  # the packet's arrival, the jitter buffer's hold, the decoder's time
                 arrived, released = held
-                rec["jb_s"] = round(released - arrived, 6)
-                rec["decode_s"] = round(mono - released, 6)
+                rec.fields["jb_s"] = round(released - arrived, 6)
+                rec.fields["decode_s"] = round(mono - released, 6)
                 self._held.append(released - arrived)
             if frame.sample_rate != OPUS_RATE:
-                rec["violation"] = f"audio at {frame.sample_rate} Hz, Opus decodes at {OPUS_RATE}"
+                rec.violation = f"audio at {frame.sample_rate} Hz, Opus decodes at {OPUS_RATE}"
                 continue
             pcm = self.to16k(pcm48)
             if not self._streaming:
@@ -298,10 +298,10 @@ class WebRtcSession(NetSession):
                 media_s = float(frame.pts) / OPUS_RATE
                 self._offset = min(self._offset, t - media_s)
             if int(np.abs(np.frombuffer(pcm, dtype="<i2")).max(initial=0)) <= SILENT_PEAK:
-                rec["silent"] = len(pcm) // 2
+                rec.fields["silent"] = len(pcm) // 2
             else:
                 if frame.pts is not None:
-                    rec["play_t"] = round(max(t, self._offset + media_s), 6)
+                    rec.play_t = round(max(t, self._offset + media_s), 6)
                 self.output_audio(rec, pcm, INPUT_SAMPLE_RATE)
 
     def _dc_message(self, data: str | bytes) -> None:
@@ -313,7 +313,7 @@ class WebRtcSession(NetSession):
             if isinstance(data, bytes):
                 raise ProtocolViolation("a binary data channel message (pipecat's are JSON text)")
             if data.startswith("ping"):
-                rec["type"] = "ping"
+                rec.kind = "ping"
                 return
             try:
                 obj = json.loads(data)
@@ -321,13 +321,13 @@ class WebRtcSession(NetSession):
                 raise ProtocolViolation("a data channel message that is not JSON") from None
             if isinstance(obj, dict) and obj.get("type") == "signalling":
                 inner: dict[str, Any] = obj["message"] if isinstance(obj.get("message"), dict) else {}
-                rec["type"] = f"signalling.{str(inner.get('type'))[:40]}"
+                rec.kind = f"signalling.{str(inner.get('type'))[:40]}"
                 if inner.get("type") == "peerLeft" and isinstance(self.receiver, _Link):
                     self.receiver.lost("peerLeft")
                 return
             rtvi_message(self, rec, obj)
         except ProtocolViolation as exc:
-            rec["violation"] = str(exc)
+            rec.violation = str(exc)
 
     def _summarise(self) -> None:
         from duplexeval.systems.net.webrtc_media import JB_CAPACITY, JB_PREFETCH

@@ -19,6 +19,7 @@ from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net.pcm import StreamResampler, json_message
 from duplexeval.systems.net.server import ServerSession, resample_pcm16
 from duplexeval.systems.net.session import NetSession, NetSystem, with_query
+from duplexeval.systems.net.trace import TraceRecord
 from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 RATES = (8000, 16000, 22050, 24000, 44100, 48000)
@@ -34,13 +35,13 @@ class WsPcmSession(NetSession):
     def encode_input(self, frame: bytes) -> tuple[str, str | bytes]:
         return "audio", self.resample(frame)
 
-    def on_message(self, rec: dict[str, Any], data: str | bytes) -> None:
+    def on_message(self, rec: TraceRecord, data: str | bytes) -> None:
         if isinstance(data, bytes):
-            rec["type"] = "audio"
+            rec.kind = "audio"
             self.output_audio(rec, data, self.system.rate)
             return
         msg = json_message(data, "type")
-        rec["type"] = msg["type"]
+        rec.kind = msg["type"]
         if msg["type"] == "clear":
             self.clear_queue(rec, reason="server clear")
         elif msg["type"] == "error":
