@@ -171,7 +171,7 @@ def write_sample(head: TraceHead, sdir: Path, sample: SampleKey, items: list[Rec
         files = {OUTPUT_WAV: write_wav_pcm16(wav, pl.audio, SAMPLE_RATE), **files}
     elif wav.exists():
         wav.unlink()
-    summary: dict[str, Any] = {"clock": clock, **pl.stats, "error": error}
+    summary: dict[str, Any] = {"clock": clock, **pl.stats.to_json(), "error": error}
     if network is not None:
         summary["network"] = _network_summary(network)
     if more:
@@ -181,7 +181,7 @@ def write_sample(head: TraceHead, sdir: Path, sample: SampleKey, items: list[Rec
         "input": input_json,
         "playout_policy": PLAYOUT_POLICY,
         "items": placements_json(items, pl),
-        "playout": pl.stats,
+        "playout": pl.stats.to_json(),
         "error": error,
         "error_at_s": error_at_s,
     }
@@ -228,11 +228,11 @@ def further_session(sdir: Path, session: Session, T: float, n: int, input_sha256
         files = {session.output: write_wav_pcm16(wav, pl.audio, SAMPLE_RATE), **files}
     elif wav.exists():
         wav.unlink()
-    summary: dict[str, Any] = {"source": session.source, "T": T, "clock": clock, **pl.stats, "error": error,
+    summary: dict[str, Any] = {"source": session.source, "T": T, "clock": clock, **pl.stats.to_json(), "error": error,
                                "reasons": sorted(set(reasons))}
     details: dict[str, Any] = {"source": session.source, "T": T, "n_samples": n, "input_sha256": input_sha256,
                                "input_samples_16k": input_len, "input": input_json, "items": placements_json(items, pl),
-                               "playout": pl.stats, "error": error, "error_at_s": error_at_s}
+                               "playout": pl.stats.to_json(), "error": error, "error_at_s": error_at_s}
     if network is not None:
         summary["network"] = _network_summary(network)
         details["network"] = network

@@ -16,6 +16,7 @@ import numpy as np
 from duplexeval import __version__
 from duplexeval.audio import from_pcm16, to_pcm16
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import CLEAR_QUEUE, ControlEvent, OutputChunk, Received, SampleInfo
 from duplexeval.systems.listener import VAD_FRAME_S, FrameProbs, Onset, UserSpeech, energy_prob
 from duplexeval.tts import espeak_version, synthesize
@@ -181,7 +182,7 @@ class _Baseline:
     name: ClassVar[str]
     _session: ClassVar[type]
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         return asdict(self)  # type: ignore[call-overload]
 
     def version(self) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from duplexeval.audio import audio_library_versions
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net.chunked import CHUNK_MS, ChunkedSession
 from duplexeval.systems.net.pipecat_ws_wire import (
@@ -49,7 +50,7 @@ class PipecatWsSession(ChunkedSession):
 
     async def handshake(self) -> None:
         if self.system.client_ready:
-            async def send_ready(msg: dict[str, Any]) -> None:
+            async def send_ready(msg: JsonObject) -> None:
                 await self.send("client-ready", message_frame(msg))
 
             await ready_handshake(self, send_ready, self.system.wait_ready, self.system.ready_timeout_s)

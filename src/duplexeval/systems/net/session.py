@@ -40,6 +40,7 @@ import websockets
 
 from duplexeval import __version__, redaction
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import (
     CLEAR_QUEUE,
     ControlEvent,
@@ -128,7 +129,7 @@ class NetSystem:
     max_sessions_per_url: int = 0  # sessions at once on one replica; 0 = the protocol's default
     replica_retries: int = 2  # a sample whose replica failed runs again on another one at most this often
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         return asdict(self)
 
     def version(self) -> str:
@@ -252,7 +253,7 @@ class _OnReplica:
         self.system, self.lease, self.attempt = system, lease, attempt
         self.name = system.name
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         return self.system.params()
 
     def version(self) -> str:

@@ -30,7 +30,7 @@ import asyncio
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from duplexeval.audio import audio_library_versions
 from duplexeval.systems.base import ProtocolViolation, SampleInfo
@@ -79,11 +79,11 @@ class TelephonySession(ChunkedSession):
         first = self.msgs.first()
         kinds = ["connected", "start"] if len(first) == 2 else ["start"]
         for kind, msg in zip(kinds, first):
-            fields: dict[str, Any] = {}
             if kind == "start":
-                fields = {"stream": self.ids.stream, "call": self.ids.call, "codec": self.codec, "rate": self.rate,
-                          "params": sorted(self.system.param)}  # parameter names only, never values
-            await self.send(kind, msg, **fields)
+                await self.send(kind, msg, stream=self.ids.stream, call=self.ids.call, codec=self.codec, rate=self.rate,
+                                params=sorted(self.system.param))  # parameter names only, never values
+            else:
+                await self.send(kind, msg)
 
     async def open(self) -> None:
         await super().open()

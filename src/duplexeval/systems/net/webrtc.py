@@ -56,6 +56,7 @@ import numpy as np
 
 from duplexeval import __version__
 from duplexeval.audio import audio_library_versions
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import ProtocolViolation, SampleInfo
 from duplexeval.systems.net.pcm import StreamResampler
 from duplexeval.systems.net.pipecat_ws import ready_handshake, rtvi_message
@@ -127,7 +128,7 @@ class WebRtcSession(NetSession):
         self._offset = float("inf")  # min over frames of receipt - media time (the playout clock's anchor)
 
     # ---------------------------------------------------------- connection
-    async def _post_offer(self, sdp: str) -> dict[str, Any]:
+    async def _post_offer(self, sdp: str) -> JsonObject:
         import aiohttp
 
         url = self.system.url
@@ -160,7 +161,7 @@ class WebRtcSession(NetSession):
             break
         raise SessionOpenFailed(f"connect_failed: {last}", self.wire)
 
-    def _answer(self, raw: bytes) -> dict[str, Any]:
+    def _answer(self, raw: bytes) -> JsonObject:
         try:
             ans = json.loads(raw)
         except json.JSONDecodeError:
@@ -232,7 +233,7 @@ class WebRtcSession(NetSession):
 
     async def handshake(self) -> None:
         if self.system.client_ready:
-            async def send_ready(msg: dict[str, Any]) -> None:
+            async def send_ready(msg: JsonObject) -> None:
                 await self.send("client-ready", json.dumps(msg))
 
             await ready_handshake(self, send_ready, self.system.wait_ready, self.system.ready_timeout_s)
@@ -320,7 +321,7 @@ class WebRtcSession(NetSession):
             except json.JSONDecodeError:
                 raise ProtocolViolation("a data channel message that is not JSON") from None
             if isinstance(obj, dict) and obj.get("type") == "signalling":
-                inner: dict[str, Any] = obj["message"] if isinstance(obj.get("message"), dict) else {}
+                inner: JsonObject = obj["message"] if isinstance(obj.get("message"), dict) else {}
                 rec.kind = f"signalling.{str(inner.get('type'))[:40]}"
                 if inner.get("type") == "peerLeft" and isinstance(self.receiver, _Link):
                     self.receiver.lost("peerLeft")
@@ -330,15 +331,10 @@ class WebRtcSession(NetSession):
             rec.violation = str(exc)
 
     def _summarise(self) -> None:
-        from duplexeval.systems.net.webrtc_media import JB_CAPACITY, JB_PREFETCH
+        from duplexeval.systems.net.webrtc_media import JB_CAPACITY, JB_PREFETCH, HoldStats
 
-        held = np.asarray(self._held) if self._held else None
-        stats: dict[str, Any] = {"capacity": JB_CAPACITY, "prefetch": JB_PREFETCH, "ptime_ms": 20,
-                                 "frames": len(self._held)}
-        if held is not None:
-            stats.update(held_median_s=round(float(np.median(held)), 6),
-                         held_p90_s=round(float(np.quantile(held, 0.9)), 6), held_max_s=round(float(held.max()), 6))
-        self.wire.meta("jitter_buffer", **stats)
+        self.wire.meta("jitter_buffer", capacity=JB_CAPACITY, prefetch=JB_PREFETCH, ptime_ms=20,
+                       **HoldStats.of(self._held).to_json())
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 from urllib.parse import parse_qs, urlsplit
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net.pcm import StreamResampler, json_message
 from duplexeval.systems.net.server import ServerSession, resample_pcm16
@@ -104,7 +105,7 @@ class WsPcmServerSession(ServerSession):
         for off in range(0, len(pcm), step):
             self.deliver(at_s, pcm[off : off + step])
 
-    def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
+    def on_clear(self, at_s: float, detail: JsonObject) -> None:
         self.deliver(at_s, json.dumps({"type": "clear"}))
 
     def error_message(self, text: str) -> str | bytes:
