@@ -96,7 +96,7 @@ async def _run(case: Case, url: str) -> None:
         loop = asyncio.get_running_loop()
         loop.call_later(case.block_at_s, time.sleep, 0.3)
     case.trace = await run_session_async(system, pcm, SampleInfo("candor_turn_taking", case.name, case.T, pcm.shape[0]))
-    stall_s = float(case.trace.wire.settings["stall_s"])
+    stall_s = float(case.trace.wire.settings.stall_s)
     case.verdict = verdict(case.trace.wire.records, case.T, stall_s)
 
 

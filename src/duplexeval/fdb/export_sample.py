@@ -209,7 +209,7 @@ def _session_outcome(trace: SessionTrace, sdir: Path, T: float,
         return trace.items, reasons, input_json, None, trace.error is None, {}
     files = wire.write(sdir, T, prefix)
     written = load_trace(sdir, prefix)
-    stall_s = float(wire.settings.get("stall_s", 10.0))
+    stall_s = float(wire.settings.stall_s)
     out = network_outcome(written.records, written.pcm, T, stall_s, trace.error)
     input_json["max_send_lateness_s"] = out.summary.max_send_lateness_s
     return out.items, out.reasons, input_json, out.summary.to_json(), out.write_wav, files

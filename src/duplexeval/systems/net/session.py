@@ -51,7 +51,7 @@ from duplexeval.systems.base import (
 )
 from duplexeval.systems.net.phases import planner
 from duplexeval.systems.net.replicas import REPLICA_FAILURES, Lease, ReplicaRetry, replica_pool, split_urls
-from duplexeval.systems.net.trace import TraceRecord, WireTrace, how_it_ended, verdict
+from duplexeval.systems.net.trace import TraceRecord, TraceSettings, WireTrace, how_it_ended, verdict
 from duplexeval.systems.net.transport import (
     DEFAULT_MAX_SIZE,
     ConnectFailed,
@@ -271,8 +271,8 @@ class NetSession:
         self.info = info
         redaction.register(*system.secrets())  # whatever process runs the session knows what to redact
         redaction.register_headers(system.headers())
-        settings = {"protocol": system.protocol, "stall_s": system.stall_s, "drain_s": system.drain_s,
-                    "session_extra_s": system.session_extra_s, "max_size": system.max_size}
+        settings = TraceSettings(system.protocol, system.stall_s, system.drain_s, system.session_extra_s,
+                                 system.max_size)
         self.wire = WireTrace(system.protocol, settings)
         self.clock = TraceClock(self.wire)
         self.ws: Any = None

@@ -164,12 +164,27 @@ class TraceRecord:
                    nbytes if isinstance(nbytes, int) and not isinstance(nbytes, bool) else None, rest)
 
 
+@dataclass(frozen=True)
+class TraceSettings:
+    """The session's bounds, as the trace header's `settings` records them (replay reads `stall_s` back)."""
+
+    protocol: str
+    stall_s: float
+    drain_s: float
+    session_extra_s: float
+    max_size: int
+
+    def to_json(self) -> JsonObject:
+        return {"protocol": self.protocol, "stall_s": self.stall_s, "drain_s": self.drain_s,
+                "session_extra_s": self.session_extra_s, "max_size": self.max_size}
+
+
 class WireTrace:
     """Records of one session on a monotonic clock; times become input-timeline seconds once input starts."""
 
-    def __init__(self, protocol: str, settings: JsonObject) -> None:
+    def __init__(self, protocol: str, settings: TraceSettings) -> None:
         self.protocol = protocol
-        self.settings = dict(settings)
+        self.settings = settings
         self.records: list[TraceRecord] = []
         self._pcm = bytearray()
         self.origin: float | None = None  # monotonic time of input slot 0
@@ -217,7 +232,7 @@ class WireTrace:
     # -- files
     def header(self, T: float, pcm_name: str = TRACE_PCM) -> JsonObject:
         return {**header(TRACE_KIND, TRACE_SCHEMA), "protocol": self.protocol, "T": _r6(T),
-                "settings": self.settings, "pcm": pcm_name}
+                "settings": self.settings.to_json(), "pcm": pcm_name}
 
     def lines(self, T: float, pcm_name: str = TRACE_PCM) -> str:
         out = [dumps_line(self.header(T, pcm_name))]
