@@ -198,7 +198,7 @@ class Refusal(Exception):
 
 def _merge(current: JsonObject, patch: JsonObject) -> JsonObject:
     """`patch` merged into `current` as session.update merges (objects key by key, anything else replaced)."""
-    out = json.loads(json.dumps(current))
+    out: JsonObject = json.loads(json.dumps(current))
     for key, value in patch.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = _merge(out[key], value)
@@ -479,7 +479,7 @@ def _reject_constant(name: str) -> float:
 
 def _admission(config: JsonObject) -> JsonObject:
     """The fields fixed once the session is open (all but the output modalities and turn detection)."""
-    out = json.loads(json.dumps(config))
+    out: JsonObject = json.loads(json.dumps(config))
     out.pop("output_modalities", None)
     out.get("audio", {}).get("input", {}).pop("turn_detection", None)
     return out
