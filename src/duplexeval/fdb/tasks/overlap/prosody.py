@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.errors import RefusalError
+from duplexeval.jsontypes import JsonObject
 
 PITCH_TIME_STEP_S = 0.01
 PITCH_FLOOR_HZ = 50.0
@@ -47,7 +48,7 @@ def _parselmouth() -> Any:
     return parselmouth
 
 
-def praat_signature() -> dict[str, Any]:
+def praat_signature() -> JsonObject:
     """Which Praat computed the prosody numbers."""
     pm = _parselmouth()
     return {"name": "praat", "package": PACKAGE, "version": importlib.metadata.version(PACKAGE),
