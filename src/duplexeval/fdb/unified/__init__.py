@@ -62,7 +62,8 @@ class UnifiedResult:
         return "".join(dumps_line(r) for r in self.rows)
 
     def subset(self, name: str) -> dict[str, Any]:
-        return self.unified["subsets"][name]
+        subset: dict[str, Any] = self.unified["subsets"][name]
+        return subset
 
 
 # What the VAD step is handed: (audio, last 16 kHz sample needed or None) per sample, in order; it returns segments.
