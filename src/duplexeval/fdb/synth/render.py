@@ -90,7 +90,7 @@ class RenderedSample:
 
     @property
     def T(self) -> float:
-        return self.audio.shape[0] / SAMPLE_RATE
+        return len(self.audio) / SAMPLE_RATE
 
     def timing(self) -> SampleTiming:
         """The sample's length and word times, without its audio."""

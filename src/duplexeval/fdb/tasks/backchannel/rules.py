@@ -157,7 +157,7 @@ def resample_gt(gt: Sequence[float], n: int) -> np.ndarray:
     hi = np.searchsorted(x_gt, x).clip(1, len(x_gt) - 1)
     lo = hi - 1
     slope = (y[hi] - y[lo]) / (x_gt[hi] - x_gt[lo])
-    return slope * (x - x_gt[lo]) + y[lo]
+    return np.asarray(slope * (x - x_gt[lo]) + y[lo])
 
 
 def jsd(backchannels: Sequence[Segment], duration_s: float, gt: Sequence[float]) -> float:

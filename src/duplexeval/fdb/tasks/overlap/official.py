@@ -245,7 +245,7 @@ def evaluate_subset(subset: str, sdir: Path, silero: SileroChoice, judge: Behavi
 
 def result_json(res: SubsetResult) -> JsonObject:
     """The subset's results as plain JSON (per-sample objects in the official shapes)."""
-    return json.loads(json.dumps({
+    out: JsonObject = json.loads(json.dumps({
         "subset": res.subset,
         "samples": {r.id: {"general_split": r.split.official_json() if r.split else None,
                            "latency_intervals": r.intervals,
@@ -258,6 +258,7 @@ def result_json(res: SubsetResult) -> JsonObject:
         "skipped_tests": [s.__dict__ for s in res.skipped_tests],
         "notes": res.notes,
     }))
+    return out
 
 
 # ------------------------------------------------------------------------------------------ the `fdb evaluate` rule

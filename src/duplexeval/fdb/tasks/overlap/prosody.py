@@ -98,7 +98,7 @@ def rms_dbfs(x: np.ndarray, sr: int) -> np.ndarray:
     frames = np.lib.stride_tricks.sliding_window_view(y, hop)[::hop].T  # (frame, n_frames), librosa's layout
     power = np.mean(np.abs(frames) ** 2, axis=-2, keepdims=True)
     rms = np.maximum(np.sqrt(power).squeeze(0), RMS_FLOOR)
-    return (20.0 * np.log10(rms)).astype(np.float32)
+    return np.asarray(20.0 * np.log10(rms), dtype=np.float32)
 
 
 def intensity_stats(x: np.ndarray, sr: int) -> Stats:
