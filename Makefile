@@ -1,8 +1,9 @@
 # Two commands do all the set-up on a fresh machine with Python 3.11:
 #   make demo   - the main job: `duplexeval demo` on the built-in data
-#   make test   - the test suite (everything; what CI runs)
+#   make test   - the test suite (everything; what CI runs), on 2 workers (pytest-xdist, one test file per worker
+#                 at a time: a file's module fixtures are built once)
 # and one for the edit loop:
-#   make test-fast - the suite without the slow end-to-end tests (marked `slow`), on 2 workers (pytest-xdist)
+#   make test-fast - the same without the slow end-to-end tests (marked `slow`)
 PYTHON ?= python3.11
 VENV ?= .venv
 STAMP := $(VENV)/.installed
@@ -33,7 +34,7 @@ demo: $(STAMP)
 	$(VENV)/bin/duplexeval demo
 
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile
 
 test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not slow" -n 2 --dist loadfile
