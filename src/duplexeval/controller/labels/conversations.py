@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import soundfile as sf
+import soundfile as sf  # writes stereo WAVs (audio.py writes mono PCM16 only); reads no file
 
 from duplexeval.audio import to_pcm16
 from duplexeval.controller.labels.derive import Activity
