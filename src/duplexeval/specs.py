@@ -12,12 +12,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import TypeVar
+from typing import Any
 
 from duplexeval.errors import InputError
 from duplexeval.jsontypes import JsonObject
-
-T = TypeVar("T")
 
 # `group.name` fills a dict-valued parameter (telephony's param.NAME)
 _KEY = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)?"
@@ -87,9 +85,9 @@ def known_params(flag: str, spec: str, params: Mapping[str, str], known: Iterabl
 
 
 def typed_params(flag: str, spec: str, params: Mapping[str, str],
-                 kinds: Mapping[str, Callable[[str], T]]) -> dict[str, T]:
+                 kinds: Mapping[str, Callable[[str], Any]]) -> dict[str, Any]:
     """Each raw value read by its key's type (`int`, `float`, `str`, `Path`...): one line naming the key otherwise."""
-    out: dict[str, T] = {}
+    out: dict[str, Any] = {}
     for key, value in params.items():
         kind = kinds[key]
         try:
