@@ -38,6 +38,7 @@ from duplexeval.fdb.tasks import (
 from duplexeval.fdb.tasks.base import time_units
 from duplexeval.fdb.unified.aggregate import coverage, latency, metrics_json, share
 from duplexeval.fdb.unified.load import fmt_s, in_window, sample_words
+from duplexeval.fdb.unified.rows import SampleRow
 from duplexeval.report import figures
 from duplexeval.schemas.base import OpenRecord
 from duplexeval.schemas.fdb import AnnotationList, Timestamp
@@ -88,10 +89,19 @@ class AnswerRow:
             return None
         return self.first_word_us - self.end_us
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def latency_s(self) -> float | None:
         lat = self.latency_us
-        return {"question_end_s": self.end_us / 1e6, "answered": lat is not None,
-                "latency_s": None if lat is None else lat / 1e6}
+        return None if lat is None else lat / 1e6
+
+    def to_json(self) -> dict[str, Any]:
+        return {"question_end_s": self.end_us / 1e6, "answered": self.latency_us is not None,
+                "latency_s": self.latency_s}
+
+    @classmethod
+    def from_json(cls, js: dict[str, Any]) -> AnswerRow:
+        end_us, lat = to_us(js["question_end_s"]), js["latency_s"]
+        return cls(end_us, None if lat is None else end_us + to_us(lat))
 
 
 class AnswerUnified(UnifiedRules[QuestionInput, AnswerRow]):
@@ -107,6 +117,9 @@ class AnswerUnified(UnifiedRules[QuestionInput, AnswerRow]):
     def score(self, inp: QuestionInput, segments: Sequence[tuple[int, int]] | None) -> AnswerRow:
         after = [w.start_us for w in inp.words if w.start_us >= inp.end_us]
         return AnswerRow(inp.end_us, min(after, default=None))
+
+    def row_from_json(self, js: dict[str, Any]) -> AnswerRow:
+        return AnswerRow.from_json(js)
 
     def aggregate(self, rows: Sequence[AnswerRow], counts: dict[str, Any]) -> dict[str, Any]:
         n, sel, unk = counts["eligible"], counts["selected"], counts["ineligible"]
@@ -135,26 +148,27 @@ class AnswerOfficial(OfficialRules):
         return OfficialOutcome(done, {"Answered": plain_mean([s.answered for s in done], NO_SAMPLES)})
 
 
-class AnswerRender(RenderRules):
+class AnswerRender(RenderRules[AnswerRow]):
     bad = frozenset({"no_answer"})
 
-    def outcome_key(self, row: dict[str, Any]) -> str:
-        return "answered" if row["answered"] else "no_answer"
+    def outcome_key(self, row: AnswerRow) -> str:
+        return "answered" if row.latency_s is not None else "no_answer"
 
-    def why(self, row: dict[str, Any]) -> str:
-        return f"answered after {row['latency_s']:.2f} s" if row["answered"] else "no answer after the question"
+    def why(self, row: AnswerRow) -> str:
+        return f"answered after {row.latency_s:.2f} s" if row.latency_s is not None else "no answer after the question"
 
-    def severity(self, row: dict[str, Any]) -> tuple[int, float]:
-        return (2, -float(row["latency_s"])) if row["answered"] else (0, 0.0)
+    def severity(self, row: AnswerRow) -> tuple[int, float]:
+        return (2, -row.latency_s) if row.latency_s is not None else (0, 0.0)
 
-    def outcome(self, row: dict[str, Any]) -> str:
-        return "answered" if row["answered"] else "no answer"
+    def outcome(self, row: AnswerRow) -> str:
+        return "answered" if row.latency_s is not None else "no answer"
 
     def marks(self, record: Any) -> tuple[list[Mark], list[Any]]:
         return [Mark("Q", record.end, "#00838f")], []
 
-    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[Figure]:
-        curve = [(label, [r["latency_s"] for r in rows if r["eligible"]]) for label, rows in series]
+    def figures(self, series: Sequence[tuple[str, Sequence[SampleRow[AnswerRow]]]],
+                colors: Sequence[str]) -> list[Figure]:
+        curve = [(label, [r.row.latency_s for r in rows if r.row is not None]) for label, rows in series]
         svg = figures.response_curve("questions answered", curve, colors=colors, xlabel="seconds after the question")
         return [Figure(svg, "share of the samples answered by t")]
 
@@ -167,9 +181,9 @@ class QuestionSynth(SynthRecipe):
         return [{"text": spec["text"], "timestamp": [round_s(placed[0][1]), round_s(placed[-1][2])]}], {}
 
 
-PAIRED = PairedSpec((
-    MetricSpec("answered_rate", "share", lambda r: r["answered"]),
-    MetricSpec("answer_latency_s", "median", lambda r: time_units(r["latency_s"], US_PER_S), US_PER_S),
+PAIRED = PairedSpec[AnswerRow]((
+    MetricSpec("answered_rate", "share", lambda r: r.latency_us is not None),
+    MetricSpec("answer_latency_s", "median", lambda r: time_units(r.latency_us), US_PER_S),
 ))
 
 TASK = Task(

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover - types only: these modules load numpy, py
     from duplexeval.fdb.selection import DatasetArg
     from duplexeval.fdb.tree import AsrRecord, Manifest
     from duplexeval.fdb.unified import UnifiedResult
+    from duplexeval.fdb.unified.rows import SampleRow
     from duplexeval.signature import Signature
     from duplexeval.stats import Share
     from duplexeval.systems.base import System
@@ -126,8 +127,8 @@ class UnifiedSubset:
 
 @dataclass(frozen=True)
 class UnifiedSample:
-    """One row of unified-samples.jsonl: the sample, its eligibility, the task's fields (`fields`, as written) and,
-    when scored in this process, the task's own row record (`row`; None from a file or for a sample not scored)."""
+    """One row of unified-samples.jsonl: the sample, its eligibility, the task's fields (`fields`, as written) and
+    the task's own row record (`row`, `UnifiedRules.score`'s; None for a sample not scored)."""
 
     subset: str
     sample_id: str
@@ -417,15 +418,16 @@ def _score_result(res: UnifiedResult, unified: Path | None, samples_file: Path |
         kinds = dict(task.unified.metric_kinds) if task.unified is not None else {}
         subsets[name] = UnifiedSubset(block["task"], block["counts"], block.get("coverage"),
                                       res.metrics.get(name, {}), kinds)
-    samples = tuple(_sample_row(r, row) for r, row in zip(res.rows, res.task_rows))
+    samples = tuple(_sample_row(r) for r in res.rows)
     return ScoreResult(res.tree, unified, samples_file, Signature.from_json(u["signature"]), u["definitions"], subsets,
-                       samples, raw=u, raw_rows=tuple(res.rows))
+                       samples, raw=u, raw_rows=tuple(r.to_json() for r in res.rows))
 
 
-def _sample_row(r: Mapping[str, Any], row: Any = None) -> UnifiedSample:
-    head = ("subset", "sample_id", "task", "eligible", "reasons")
-    return UnifiedSample(r["subset"], r["sample_id"], r["task"], bool(r["eligible"]), tuple(r["reasons"]),
-                         {k: v for k, v in r.items() if k not in head}, row)
+def _sample_row(r: SampleRow[Any]) -> UnifiedSample:
+    from duplexeval.fdb.unified.rows import HEAD
+
+    return UnifiedSample(r.subset, r.sample_id, r.task, r.eligible, r.reasons,
+                         {k: v for k, v in r.to_json().items() if k not in HEAD}, r.row)
 
 
 def score(

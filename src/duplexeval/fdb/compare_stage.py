@@ -21,6 +21,7 @@ from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.results import ScoredTree, load_scored
 from duplexeval.fdb.signatures import compare_signature
 from duplexeval.fdb.tasks import MetricSpec, get_task, task_of
+from duplexeval.fdb.tasks.base import RowT
 from duplexeval.fdb.tree import SUBSETS
 from duplexeval.reruns import check_replace, read_header
 from duplexeval.signature import Signature
@@ -28,8 +29,6 @@ from duplexeval.signature import Signature
 COMPARE_KIND = "duplexeval.fdb.compare"
 COMPARE_SCHEMA_VERSION = 1
 COMPARE_FILE = "compare.json"
-
-Row = dict[str, Any]
 
 
 def _scaled(d: paired.PairedDifference, per_second: int) -> paired.PairedDifference:
@@ -66,8 +65,8 @@ class PairedMetric:
         return out
 
 
-def compare_metric(spec: MetricSpec, rows_a: Sequence[Row], rows_b: Sequence[Row]) -> PairedMetric:
-    """One metric over aligned pairs of rows: A, B, B - A with its interval, pairs, and McNemar for a share."""
+def compare_metric(spec: MetricSpec[RowT], rows_a: Sequence[RowT], rows_b: Sequence[RowT]) -> PairedMetric:
+    """One metric over aligned pairs of task rows: A, B, B - A with its interval, pairs, and McNemar for a share."""
     va = [spec.value(r) for r in rows_a]
     vb = [spec.value(r) for r in rows_b]
     if spec.kind == "share":
@@ -108,13 +107,20 @@ def compare_subset(subset: str, a: ScoredTree, b: ScoredTree) -> dict[str, Any]:
     task = task_of(subset)
     assert task.paired is not None  # only subsets of compared tasks are compared
     gate = task.paired.gate
-    ra, rb = a.rows.get(subset, {}), b.rows.get(subset, {})
-    common = [i for i in ra if i in rb]
-    both = [i for i in common if ra[i]["eligible"] and rb[i]["eligible"]]
+    sa, sb = a.rows.get(subset, {}), b.rows.get(subset, {})
+    common = [i for i in sa if i in sb]
+    # the task rows of the samples scored in both (eligible in both)
+    ra = {i: sa[i].row for i in common if sa[i].row is not None}
+    rb = {i: sb[i].row for i in common if sb[i].row is not None}
+    both = [i for i in common if sa[i].eligible and sb[i].eligible]
+    missing = next((i for i in both if i not in ra or i not in rb), None)
+    if missing is not None:
+        raise InputError(f"compare: sample {subset}/{missing}: eligible but not scored in "
+                         f"{a.root if missing not in ra else b.root}; rerun `duplexeval fdb score`")
     pairing: dict[str, Any] = {
-        "selected_a": len(ra), "selected_b": len(rb), "selected_both": len(common),
-        "eligible_a": sum(1 for r in ra.values() if r["eligible"]),
-        "eligible_b": sum(1 for r in rb.values() if r["eligible"]),
+        "selected_a": len(sa), "selected_b": len(sb), "selected_both": len(common),
+        "eligible_a": sum(1 for r in sa.values() if r.eligible),
+        "eligible_b": sum(1 for r in sb.values() if r.eligible),
         "eligible_both": len(both),
     }  # fmt: skip
     metrics: dict[str, PairedMetric] = {}

@@ -26,6 +26,7 @@ from duplexeval.fdb.tree import (
 from duplexeval.fdb.unified import vad_remote
 from duplexeval.fdb.unified.aggregate import MetricsJson, subset_block
 from duplexeval.fdb.unified.load import LoadedSample, load_tree
+from duplexeval.fdb.unified.rows import SampleRow
 from duplexeval.jsonio import atomic_write_text, dumps_line, write_json
 from duplexeval.vad import SCORER_SETTINGS
 from duplexeval.vad import vad_signature as vad_signature_of
@@ -41,25 +42,24 @@ __all__ = ["DEFINITIONS", "UNIFIED_KIND", "UNIFIED_SCHEMA_VERSION", "Scored", "U
 
 @dataclass
 class UnifiedResult:
-    """The scorer's output: `to_json()` is unified.json, `rows` the lines of unified-samples.jsonl.
+    """The scorer's output: `to_json()` is unified.json, `rows` the lines of unified-samples.jsonl (each with its
+    task's row record, `UnifiedRules.score`'s; None for a sample not scored).
 
     `metrics[subset][name]` is each metric as its typed `stats` value (what unified.json's `metrics` holds the JSON
-    of; a plugin task whose aggregate wrote JSON has none there), `task_rows` each row's task record (`UnifiedRules.
-    score`'s row; None for a sample not scored), in the order of `rows`.
+    of; a plugin task whose aggregate wrote JSON has none there).
     """
 
     tree: Path | None
     unified: dict[str, Any]
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[SampleRow[Any]] = field(default_factory=list)
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
-    task_rows: list[Any] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return self.unified
 
     def samples_jsonl(self) -> str:
         """unified-samples.jsonl text: one compact JSON object per selected sample of the scored subsets."""
-        return "".join(dumps_line(r) for r in self.rows)
+        return "".join(dumps_line(r.to_json()) for r in self.rows)
 
     def subset(self, name: str) -> dict[str, Any]:
         return self.unified["subsets"][name]
@@ -93,12 +93,11 @@ def _segments(files: list[tuple[Path, int | None]], segmenter: Segmenter | None,
 
 @dataclass
 class Scored:
-    """What `rows_and_blocks` makes: unified.json's subset blocks (JSON), the typed metrics, the rows and task rows."""
+    """What `rows_and_blocks` makes: unified.json's subset blocks (JSON), the typed metrics and the rows."""
 
     blocks: dict[str, Any]
     metrics: dict[str, dict[str, Any]]
-    rows: list[dict[str, Any]]
-    task_rows: list[Any]
+    rows: list[SampleRow[Any]]
 
 
 def typed_metrics(block: dict[str, Any]) -> dict[str, Any]:
@@ -122,8 +121,7 @@ def rows_and_blocks(samples: list[LoadedSample], declared: Mapping[str, int], se
 
     blocks: dict[str, Any] = {}
     typed: dict[str, dict[str, Any]] = {}
-    rows: list[dict[str, Any]] = []
-    task_rows: list[Any] = []
+    rows: list[SampleRow[Any]] = []
     for subset in SUBSETS:
         members = [ls for ls in samples if ls.entry.subset == subset]
         if not members:
@@ -138,22 +136,12 @@ def rows_and_blocks(samples: list[LoadedSample], declared: Mapping[str, int], se
             if ls.input is not None:
                 row = rules.score(ls.input, seg_of.get(id(ls)))
                 scored.append(row)
-            out = {
-                "subset": subset,
-                "sample_id": ls.entry.id,
-                "task": name,
-                "eligible": ls.entry.eligible,
-                "reasons": list(ls.entry.reasons),
-            }
-            if row is not None:
-                out.update(row.to_json())
-            rows.append(out)
-            task_rows.append(row)
+            rows.append(SampleRow(subset, ls.entry.id, name, ls.entry.eligible, tuple(ls.entry.reasons), row))
         blocks[subset] = block = subset_block(subset, [ls.entry for ls in members], scored, declared.get(subset))
         metrics = typed_metrics(block)
         if metrics:
             typed[subset] = metrics
-    return Scored(blocks, typed, rows, task_rows)
+    return Scored(blocks, typed, rows)
 
 
 INJECTED_VAD = {"package": "injected", "note": "segments supplied by the caller"}
@@ -197,7 +185,7 @@ def score(
     else:
         vad = getattr(segmenter, "signature", INJECTED_VAD)
     unified = unified_json(made, loaded.samples, loaded.asr.backend, vad, loaded.manifest_sha256, loaded.asr_sha256)
-    result = UnifiedResult(loaded.root, unified, made.rows, made.metrics, made.task_rows)
+    result = UnifiedResult(loaded.root, unified, made.rows, made.metrics)
     if write:
         for name in (UNIFIED_FILE, UNIFIED_SAMPLES_FILE):
             path = loaded.root / name

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from duplexeval import stats
 from duplexeval.fdb.tasks import MetricSpec, get_task
@@ -86,18 +86,30 @@ def response_metrics(latencies_us: Sequence[int | None], no_response: int, n: in
     return out
 
 
-def response_specs(response: str, no_response: str) -> tuple[MetricSpec, ...]:
-    """What `fdb compare` pairs of the RESPONSE_KINDS metrics, for rows whose `outcome` is `response` (with
-    `latency_s`) or `no_response`."""
+class Responding(Protocol):
+    """A row with a response: its outcome and, for a response, the latency in µs."""
 
-    def within(k: int) -> Callable[[dict[str, Any]], bool]:
-        return lambda r: (r["outcome"] == response and r["latency_s"] is not None
-                          and time_units(r["latency_s"], US_PER_S) <= k * US_PER_S)
+    @property
+    def outcome(self) -> str: ...
+
+    @property
+    def latency_us(self) -> int | None: ...
+
+
+R = TypeVar("R", bound=Responding)
+
+
+def response_specs(response: str, no_response: str) -> tuple[MetricSpec[R], ...]:
+    """What `fdb compare` pairs of the RESPONSE_KINDS metrics, for rows whose `outcome` is `response` (with
+    `latency_us`) or `no_response`."""
+
+    def within(k: int) -> Callable[[R], bool]:
+        return lambda r: r.outcome == response and r.latency_us is not None and r.latency_us <= k * US_PER_S
 
     return (
-        *(MetricSpec(f"response_rate_{k}s", "share", within(k)) for k in RESPONSE_KS),
-        MetricSpec("no_response_rate", "share", lambda r: r["outcome"] == no_response),
-        MetricSpec("response_latency_s", "median", lambda r: time_units(r["latency_s"], US_PER_S), US_PER_S),
+        *(MetricSpec[R](f"response_rate_{k}s", "share", within(k)) for k in RESPONSE_KS),
+        MetricSpec[R]("no_response_rate", "share", lambda r: r.outcome == no_response),
+        MetricSpec[R]("response_latency_s", "median", lambda r: time_units(r.latency_us), US_PER_S),
     )
 
 

@@ -86,7 +86,7 @@ def score_memory(samples: Sequence[MemorySample | SampleEntry], declared: Mappin
                          "(or which is not eligible)")
     vad = INJECTED_VAD if given else vad_signature()
     return UnifiedResult(None, unified_json(made, loaded, CALLER_ASR, vad, NO_FILE, NO_FILE), made.rows,
-                         made.metrics, made.task_rows)
+                         made.metrics)
 
 
 __all__ = ["CALLER_ASR", "MEMORY", "NO_FILE", "MemorySample", "score_memory"]

@@ -28,8 +28,9 @@ from duplexeval.fdb.unified.aggregate import (
     share,
 )
 from duplexeval.fdb.unified.load import check_wav, fmt_s, sample_words
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas.fdb_names import ASR_FILE, OUTPUT_WAV
-from duplexeval.units import Span
+from duplexeval.units import Span, to_us
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,19 @@ class InterruptionRow:
     def exercised(self) -> bool:
         return self.outcome != NOT_EXERCISED
 
+    @property
+    def stop_s(self) -> float | None:
+        return None if self.stop_ticks is None else self.stop_ticks / TICKS_PER_S
+
+    @property
+    def latency_s(self) -> float | None:
+        return None if self.latency_us is None else self.latency_us / 1e6
+
+    @property
+    def interruption_ticks(self) -> int:
+        """[S, R]'s length in ticks."""
+        return (self.R_us - self.S_us) * TICKS_PER_US
+
     def to_json(self) -> dict[str, Any]:
         return {
             "outcome": self.outcome,
@@ -90,16 +104,37 @@ class InterruptionRow:
             "speech_at_onset": self.speech_at_onset,
             "speech_at_end": self.speech_at_end,
             "speech_before_onset": self.speech_before_onset,
-            "stop_s": None if self.stop_ticks is None else self.stop_ticks / TICKS_PER_S,
+            "stop_s": self.stop_s,
             "speech_in_interruption_s": self.speech_in_interruption_ticks / TICKS_PER_S,
             "interruption_s": (self.R_us - self.S_us) / 1e6,
             "restarts": self.restarts,
             "first_word_s": None if self.first_word_us is None else self.first_word_us / 1e6,
-            "latency_s": None if self.latency_us is None else self.latency_us / 1e6,
+            "latency_s": self.latency_s,
             "observable_s": (self.T_us - self.R_us) / 1e6,
             "n_words": self.n_words,
             "vad_segments": [[s / 16000, e / 16000] for s, e in self.segments],
         }
+
+    @classmethod
+    def from_json(cls, js: JsonObject) -> InterruptionRow:
+        """The row back from its unified-samples.jsonl fields (the inverse of `to_json`)."""
+        stop, first, lat = js["stop_s"], js["first_word_s"], js["latency_s"]
+        return cls(
+            outcome=str(js["outcome"]),
+            S_us=to_us(js["S"]),
+            R_us=to_us(js["R"]),
+            T_us=to_us(js["T"]),
+            speech_at_onset=bool(js["speech_at_onset"]),
+            speech_at_end=bool(js["speech_at_end"]),
+            speech_before_onset=bool(js["speech_before_onset"]),
+            stop_ticks=None if stop is None else round(float(stop) * TICKS_PER_S),
+            speech_in_interruption_ticks=round(float(js["speech_in_interruption_s"]) * TICKS_PER_S),
+            restarts=int(js["restarts"]),
+            first_word_us=None if first is None else to_us(first),
+            latency_us=None if lat is None else to_us(lat),
+            n_words=int(js["n_words"]),
+            segments=tuple((round(float(a) * 16000), round(float(b) * 16000)) for a, b in js["vad_segments"]),
+        )
 
 
 def r_limit_sample(R_us: int) -> int:
@@ -244,6 +279,9 @@ class InterruptionUnified(UnifiedRules[InterruptionInput, InterruptionRow]):
     def score(self, inp: InterruptionInput, segments: Sequence[tuple[int, int]] | None) -> InterruptionRow:
         return score_interruption(inp, segments or ())
 
+    def row_from_json(self, js: JsonObject) -> InterruptionRow:
+        return InterruptionRow.from_json(js)
+
     def aggregate(self, rows: Sequence[InterruptionRow], counts: dict[str, Any]) -> dict[str, Any]:
         return interruption_block(rows, counts)
 
@@ -253,19 +291,16 @@ class InterruptionUnified(UnifiedRules[InterruptionInput, InterruptionRow]):
         return analyse(loaded, jobs)
 
 
-def _ticks(x: float | None) -> float:
-    return time_units(x, TICKS_PER_S)
-
-
-EXERCISED = MetricSpec("exercised_rate", "share", lambda r: r["outcome"] != NOT_EXERCISED)
-PAIRED = PairedSpec(
+EXERCISED = MetricSpec[InterruptionRow]("exercised_rate", "share", lambda r: r.exercised)
+RESPONSE_SPECS: tuple[MetricSpec[InterruptionRow], ...] = response_specs(RESPONSE, NO_RESPONSE)
+PAIRED = PairedSpec[InterruptionRow](
     (  # over samples exercised in both (exercised_rate, the gate, over eligible in both)
-        MetricSpec("speaking_at_end_rate", "share", lambda r: r["outcome"] == SPEAKING_AT_END),
-        *response_specs(RESPONSE, NO_RESPONSE),
-        MetricSpec("stop_latency_s", "median", lambda r: _ticks(r["stop_s"]), TICKS_PER_S),
+        MetricSpec("speaking_at_end_rate", "share", lambda r: r.outcome == SPEAKING_AT_END),
+        *RESPONSE_SPECS,
+        MetricSpec("stop_latency_s", "median", lambda r: time_units(r.stop_ticks), TICKS_PER_S),
         MetricSpec("speech_s_per_interruption_s", "ratio",
-                   lambda r: (_ticks(r["speech_in_interruption_s"]), _ticks(r["interruption_s"]))),
-        MetricSpec("restart_rate", "share", lambda r: r["restarts"] > 0),
+                   lambda r: (time_units(r.speech_in_interruption_ticks), time_units(r.interruption_ticks))),
+        MetricSpec("restart_rate", "share", lambda r: r.restarts > 0),
     ),
     gate=EXERCISED,
     over="samples exercised in both (exercised_rate: eligible in both)",

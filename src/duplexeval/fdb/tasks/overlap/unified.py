@@ -42,6 +42,7 @@ from duplexeval.fdb.tasks.overlap.scenarios import SCENARIOS
 from duplexeval.fdb.unified.aggregate import coverage, metrics_json
 from duplexeval.fdb.verified import parse_json
 from duplexeval.jsonio import read_json
+from duplexeval.jsontypes import JsonObject
 from duplexeval.paired import mcnemar_exact, paired_quantile_difference
 from duplexeval.schemas.fdb_names import OUTPUT_WAV
 from duplexeval.units import US_PER_S, to_us
@@ -109,13 +110,31 @@ class OverlapRow:
             "subset": self.subset, "id": self.id, "T": self.T_us / 1e6,
             "overlap": [self.on_us / 1e6, self.off_us / 1e6],
             "speaking_at_onset": self.speaking_at_onset, "speaking_at_end": self.speaking_at_end,
-            "stop_latency_s": None if self.stop_us is None else self.stop_us / 1e6, "stop_reached": self.stop_reached,
+            "stop_latency_s": self.stop_latency_s, "stop_reached": self.stop_reached,
             "response_latency_s": None if self.response_us is None else self.response_us / 1e6,
             "response_reached": self.response_reached, "post_overlap_words": self.post_words,
             "resume_overlap": self.resume_overlap, "behaviour": self.behaviour,
             "behaviour_as_label": AS_JUDGE_LABEL[self.behaviour], "expected": self.expected, "good": self.good,
             "judge_tags": None if self.judge_tags is None else list(self.judge_tags), "judge_error": self.judge_error,
         }
+
+    @property
+    def stop_latency_s(self) -> float | None:
+        return None if self.stop_us is None else self.stop_us / 1e6
+
+    @classmethod
+    def from_json(cls, js: JsonObject) -> OverlapRow:
+        """The row back from its unified-samples.jsonl fields (the inverse of `to_json`)."""
+        on, off = js["overlap"]
+        stop, response, tags = js["stop_latency_s"], js["response_latency_s"], js["judge_tags"]
+        overlap = js["resume_overlap"]
+        return cls(str(js["subset"]), str(js["id"]), to_us(js["T"]), to_us(on), to_us(off),
+                   bool(js["speaking_at_onset"]), bool(js["speaking_at_end"]),
+                   None if stop is None else to_us(stop), bool(js["stop_reached"]),
+                   None if response is None else to_us(response), bool(js["response_reached"]),
+                   int(js["post_overlap_words"]), None if overlap is None else float(overlap), str(js["behaviour"]),
+                   None if tags is None else tuple(str(t) for t in tags),
+                   None if js["judge_error"] is None else str(js["judge_error"]))
 
 
 def _ticks_to_us(t: int) -> int:
@@ -299,26 +318,29 @@ class OverlapUnified(UnifiedRules[OverlapInput, OverlapRow]):
         return score(inp.subset, inp.id, inp.T_us, inp.on_us, inp.off_us, segments or [], inp.words, inp.clean_words,
                      STOP_SILENCE_MS, inp.judge_tags, inp.judge_error)
 
+    def row_from_json(self, js: JsonObject) -> OverlapRow:
+        return OverlapRow.from_json(js)
+
     def aggregate(self, rows: Sequence[OverlapRow], counts: dict[str, Any]) -> dict[str, Any]:
         block = aggregate(rows, counts["selected"], {})
         return {"task": NAME, "counts": {**counts, **{k: v for k, v in block["counts"].items() if k not in counts}},
                 "coverage": coverage(counts), **{k: v for k, v in block.items() if k != "counts"}}
 
 
-def _stop_units(r: dict[str, Any]) -> float:
-    return time_units(r["stop_latency_s"] if r["stop_reached"] else None, US_PER_S)
+def _stop_units(r: OverlapRow) -> float:
+    return time_units(r.stop_us if r.stop_reached else None)
 
 
-def _response_units(r: dict[str, Any]) -> float:
-    return time_units(r["response_latency_s"] if r["response_reached"] else None, US_PER_S)
+def _response_units(r: OverlapRow) -> float:
+    return time_units(r.response_us if r.response_reached else None)
 
 
-PAIRED = PairedSpec((
-    MetricSpec("good_rate", "share", lambda r: bool(r["good"])),
-    MetricSpec("responded_rate", "share", lambda r: r["behaviour"] == RESPONDED),
-    MetricSpec("continued_rate", "share", lambda r: r["behaviour"] == CONTINUED),
-    MetricSpec("silent_rate", "share", lambda r: r["behaviour"] == SILENT),
-    MetricSpec("speaking_at_onset_rate", "share", lambda r: bool(r["speaking_at_onset"])),
-    MetricSpec("stop_latency_s", "median", _stop_units, US_PER_S, lambda r: bool(r["speaking_at_onset"])),
-    MetricSpec("response_latency_s", "median", _response_units, US_PER_S, lambda r: not r["speaking_at_end"]),
+PAIRED = PairedSpec[OverlapRow]((
+    MetricSpec("good_rate", "share", lambda r: r.good),
+    MetricSpec("responded_rate", "share", lambda r: r.behaviour == RESPONDED),
+    MetricSpec("continued_rate", "share", lambda r: r.behaviour == CONTINUED),
+    MetricSpec("silent_rate", "share", lambda r: r.behaviour == SILENT),
+    MetricSpec("speaking_at_onset_rate", "share", lambda r: r.speaking_at_onset),
+    MetricSpec("stop_latency_s", "median", _stop_units, US_PER_S, lambda r: r.speaking_at_onset),
+    MetricSpec("response_latency_s", "median", _response_units, US_PER_S, lambda r: not r.speaking_at_end),
 ))

@@ -23,7 +23,8 @@ from duplexeval.fdb.unified.aggregate import (
     share,
 )
 from duplexeval.fdb.unified.load import sample_words
-from duplexeval.units import Span
+from duplexeval.jsontypes import JsonObject
+from duplexeval.units import Span, to_us
 
 
 @dataclass(frozen=True)
@@ -52,16 +53,38 @@ class TurnRow:
     latency_us: int | None
     n_words: int
 
+    @property
+    def E(self) -> float:
+        return self.E_us / 1e6
+
+    @property
+    def first_word_s(self) -> float | None:
+        return None if self.first_word_us is None else self.first_word_us / 1e6
+
+    @property
+    def latency_s(self) -> float | None:
+        return None if self.latency_us is None else self.latency_us / 1e6
+
     def to_json(self) -> dict[str, Any]:
         return {
             "outcome": self.outcome,
-            "E": self.E_us / 1e6,
+            "E": self.E,
             "T": self.T_us / 1e6,
-            "first_word_s": None if self.first_word_us is None else self.first_word_us / 1e6,
-            "latency_s": None if self.latency_us is None else self.latency_us / 1e6,
+            "first_word_s": self.first_word_s,
+            "latency_s": self.latency_s,
             "observable_s": (self.T_us - self.E_us) / 1e6,
             "n_words": self.n_words,
         }
+
+    @classmethod
+    def from_json(cls, js: JsonObject) -> TurnRow:
+        """The row back from its unified-samples.jsonl fields (the inverse of `to_json`)."""
+        return cls(str(js["outcome"]), to_us(js["E"]), to_us(js["T"]), _us(js["first_word_s"]), _us(js["latency_s"]),
+                   int(js["n_words"]))
+
+
+def _us(seconds: float | None) -> int | None:
+    return None if seconds is None else to_us(seconds)
 
 
 def score_turn(inp: TurnInput) -> TurnRow:
@@ -103,11 +126,15 @@ class TurnUnified(UnifiedRules[TurnInput, TurnRow]):
     def score(self, inp: TurnInput, segments: Sequence[tuple[int, int]] | None) -> TurnRow:
         return score_turn(inp)
 
+    def row_from_json(self, js: JsonObject) -> TurnRow:
+        return TurnRow.from_json(js)
+
     def aggregate(self, rows: Sequence[TurnRow], counts: dict[str, Any]) -> dict[str, Any]:
         return turn_block(rows, counts)
 
 
-PAIRED = PairedSpec((
-    MetricSpec("early_start_rate", "share", lambda r: r["outcome"] == EARLY_START),
-    *response_specs(RESPONSE, NO_RESPONSE),
+RESPONSE_SPECS: tuple[MetricSpec[TurnRow], ...] = response_specs(RESPONSE, NO_RESPONSE)
+PAIRED = PairedSpec[TurnRow]((
+    MetricSpec("early_start_rate", "share", lambda r: r.outcome == EARLY_START),
+    *RESPONSE_SPECS,
 ))
