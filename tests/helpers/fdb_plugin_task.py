@@ -36,7 +36,7 @@ from duplexeval.fdb.tasks import (
     one_output_layout,
 )
 from duplexeval.fdb.tasks.base import time_units
-from duplexeval.fdb.unified.aggregate import coverage, latency, metrics_json, share
+from duplexeval.fdb.unified.aggregate import Block, Counts, latency, share
 from duplexeval.fdb.unified.load import fmt_s, in_window, sample_words
 from duplexeval.fdb.unified.rows import SampleRow
 from duplexeval.report import figures
@@ -121,14 +121,13 @@ class AnswerUnified(UnifiedRules[QuestionInput, AnswerRow]):
     def row_from_json(self, js: dict[str, Any]) -> AnswerRow:
         return AnswerRow.from_json(js)
 
-    def aggregate(self, rows: Sequence[AnswerRow], counts: dict[str, Any]) -> dict[str, Any]:
-        n, sel, unk = counts["eligible"], counts["selected"], counts["ineligible"]
+    def aggregate(self, rows: Sequence[AnswerRow], counts: Counts) -> Block:
+        n, sel, unk = counts.eligible, counts.selected, counts.ineligible
         lat = [float("inf") if r.latency_us is None else r.latency_us for r in rows]
-        metrics = {
+        return Block(NAME, counts, {
             "answered_rate": share(sum(1 for r in rows if r.latency_us is not None), n, unk, sel),
             "answer_latency_s": latency(lat, US_PER_S),
-        }
-        return {"task": NAME, "counts": counts, "coverage": coverage(counts), "metrics": metrics_json(metrics)}
+        })
 
 
 @dataclass(frozen=True)

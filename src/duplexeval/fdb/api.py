@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover - types only: these modules load numpy, py
     from duplexeval.fdb.selection import DatasetArg
     from duplexeval.fdb.tree import AsrRecord, Manifest
     from duplexeval.fdb.unified import UnifiedResult
+    from duplexeval.fdb.unified.aggregate import Counts, UnifiedMetric
     from duplexeval.fdb.unified.rows import SampleRow
     from duplexeval.signature import Signature
     from duplexeval.stats import Share
@@ -116,12 +117,13 @@ class EvaluateResult:
 @dataclass(frozen=True)
 class UnifiedSubset:
     """One subset scored by the unified rules: task, counts, coverage (eligible / selected) and each metric as its
-    typed `stats` value (`kinds` names every metric's kind, as `UnifiedRules.metric_kinds` declares it)."""
+    typed `stats` value (`kinds` names every metric's kind, as `UnifiedRules.metric_kinds` declares it): the block
+    the task's aggregate made, whose JSON is unified.json's."""
 
     task: str
-    counts: Mapping[str, Any]
+    counts: Counts
     coverage: float | None
-    metrics: Mapping[str, Any]
+    metrics: Mapping[str, UnifiedMetric]
     kinds: Mapping[str, type]
 
 
@@ -413,11 +415,10 @@ def _score_result(res: UnifiedResult, unified: Path | None, samples_file: Path |
 
     u = res.to_json()
     subsets = {}
-    for name, block in u["subsets"].items():
-        task = get_task(block["task"])
+    for name, block in res.blocks.items():
+        task = get_task(block.task)
         kinds = dict(task.unified.metric_kinds) if task.unified is not None else {}
-        subsets[name] = UnifiedSubset(block["task"], block["counts"], block.get("coverage"),
-                                      res.metrics.get(name, {}), kinds)
+        subsets[name] = UnifiedSubset(block.task, block.counts, block.coverage, dict(block.metrics), kinds)
     samples = tuple(_sample_row(r) for r in res.rows)
     return ScoreResult(res.tree, unified, samples_file, Signature.from_json(u["signature"]), u["definitions"], subsets,
                        samples, raw=u, raw_rows=tuple(r.to_json() for r in res.rows))

@@ -33,6 +33,7 @@ from duplexeval.signature import Component
 
 if TYPE_CHECKING:  # types only: the stages import this module
     from duplexeval.fdb.tree import AsrRecord, Manifest, SampleEntry
+    from duplexeval.fdb.unified.aggregate import Block, Counts
     from duplexeval.fdb.unified.rows import SampleRow
     from duplexeval.jsontypes import JsonObject
 
@@ -192,9 +193,9 @@ class UnifiedRules(Generic[InputT, RowT]):
         are ignored): what `fdb compare` and the report read."""
         raise NotImplementedError
 
-    def aggregate(self, rows: Sequence[RowT], counts: dict[str, Any]) -> dict[str, Any]:
-        """The unified.json block of one subset from its eligible rows and base counts; its `metrics` made with
-        `unified.aggregate.metrics_json`, which keeps the typed values for the Python API (`ScoreResult`)."""
+    def aggregate(self, rows: Sequence[RowT], counts: Counts) -> Block:
+        """The block of one subset from its eligible rows and base counts (`unified.aggregate.Block`: its typed
+        metrics are what the Python API's `ScoreResult` hands out, its `to_json()` is unified.json's block)."""
         raise NotImplementedError
 
     def sensitivity(self, loaded: Any, jobs: int | None) -> Any:

@@ -26,11 +26,11 @@ from duplexeval.fdb.tasks.interruption import unified as intr
 from duplexeval.fdb.tasks.interruption.annotation import NAME
 from duplexeval.fdb.tasks.interruption.unified import InterruptionInput, interruption_block
 from duplexeval.fdb.unified import DEFINITIONS, vad_signature
-from duplexeval.fdb.unified.aggregate import base_counts
+from duplexeval.fdb.unified.aggregate import Counts, base_counts
 from duplexeval.fdb.unified.load import LoadedTree
 from duplexeval.schemas.fdb_names import SUBSETS
 from duplexeval.signature import Component, Signature
-from duplexeval.stats import NOT_REACHED
+from duplexeval.stats import NOT_REACHED, Latency, Share
 from duplexeval.vad import SCORER_SETTINGS, VadSettings, timestamps_from_probs
 from duplexeval.vad_batched import CHECK_EVERY, WINDOW, settled
 
@@ -106,7 +106,7 @@ class EdgeRow:
         }
 
 
-def settings_grid() -> list[Any]:
+def settings_grid() -> list[VadSettings]:
     """The VadSettings of the sweep (scorer settings with the threshold and minimum silence varied)."""
     return [replace(SCORER_SETTINGS, threshold=t, min_silence_ms=m) for t in THRESHOLDS for m in MIN_SILENCES_MS]
 
@@ -136,26 +136,28 @@ def segments_up_to_r(probs: np.ndarray, inp: InterruptionInput, settings: VadSet
     return [(int(s), int(e)) for s, e in timestamps_from_probs(probs, inp.n_samples, settings) if s <= limit]
 
 
-def _setting_row(subset: str, settings: Any, headline: bool, rows: list[intr.InterruptionRow],
-                 counts: dict[str, Any]) -> SettingRow:
+def _setting_row(subset: str, settings: VadSettings, headline: bool, rows: list[intr.InterruptionRow],
+                 counts: Counts) -> SettingRow:
     block = interruption_block(rows, counts)
-    c, m = block["counts"], block["metrics"]
+    c, m = block.counts, block.metrics
     rr, stop, rs = m["response_rate_2s"], m["stop_latency_s"], m["restart_rate"]
+    assert isinstance(rr, Share) and isinstance(stop, Latency) and isinstance(rs, Share)  # the task's metric kinds
+    median = stop.quantile(0.5)
     return SettingRow(
         subset=subset,
         threshold=settings.threshold,
         min_silence_ms=int(settings.min_silence_ms),
         headline=headline,
-        eligible=c["eligible"],
-        exercised=c["exercised"],
-        not_exercised=c[intr.NOT_EXERCISED],
-        speaking_at_end=c[intr.SPEAKING_AT_END],
-        response_rate_2s=rr["value"],
-        response_2s_count=rr["count"],
-        stop_latency_median_s=stop["median"],
-        stop_latency_median_reached=stop["median_reached"],
-        restart_rate=rs["value"],
-        restart_count=rs["count"],
+        eligible=c.eligible,
+        exercised=c.count("exercised"),
+        not_exercised=c.count(intr.NOT_EXERCISED),
+        speaking_at_end=c.count(intr.SPEAKING_AT_END),
+        response_rate_2s=rr.value,
+        response_2s_count=rr.count,
+        stop_latency_median_s=None if median.value is None else median.value / stop.scale,
+        stop_latency_median_reached=median.reached if stop.n else None,
+        restart_rate=rs.value,
+        restart_count=rs.count,
     )
 
 
@@ -163,7 +165,7 @@ def sweep(
     subset: str,
     inputs: Sequence[tuple[str, InterruptionInput]],
     probs: Sequence[np.ndarray],
-    counts: dict[str, Any],
+    counts: Counts,
 ) -> tuple[list[SettingRow], list[EdgeRow]]:
     """Pure: the per-setting table and the per-sample edge rows of one interruption subset.
 

@@ -20,9 +20,10 @@ from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, Unif
 from duplexeval.fdb.tasks.interruption.annotation import NAME, interrupt_us
 from duplexeval.fdb.unified.aggregate import (
     RESPONSE_KINDS,
-    coverage,
+    Block,
+    Counts,
+    UnifiedMetric,
     latency,
-    metrics_json,
     response_metrics,
     response_specs,
     share,
@@ -198,19 +199,18 @@ def score_interruption(inp: InterruptionInput, segments: Sequence[tuple[int, int
     )
 
 
-def interruption_block(rows: Sequence[InterruptionRow], counts: dict[str, Any]) -> dict[str, Any]:
+def interruption_block(rows: Sequence[InterruptionRow], counts: Counts) -> Block:
     """Interruption metrics: exercised_rate over eligible, everything else over exercised samples.
 
     Unknown outcomes in the selected bounds: the ineligible, plus not_exercised for all but exercised_rate.
     """
-    n_elig, sel, inel = counts["eligible"], counts["selected"], counts["ineligible"]
+    n_elig, sel, inel = counts.eligible, counts.selected, counts.ineligible
     oc = Counter(r.outcome for r in rows)
     ex = [r for r in rows if r.exercised]
     n_ex = len(ex)
     unk = inel + oc[NOT_EXERCISED]
-    counts = dict(counts, exercised=n_ex, **{o: oc[o] for o in INTERRUPTION_OUTCOMES})
     lat = [r.latency_us for r in ex]
-    metrics: dict[str, Any] = {
+    metrics: dict[str, UnifiedMetric] = {
         "exercised_rate": share(n_ex, n_elig, inel, sel),
         "speaking_at_end_rate": share(oc[SPEAKING_AT_END], n_ex, unk, sel),
     }
@@ -224,13 +224,8 @@ def interruption_block(rows: Sequence[InterruptionRow], counts: dict[str, Any]) 
         TICKS_PER_S,
     )
     metrics["restart_rate"] = share(sum(1 for r in ex if r.restarts > 0), n_ex, unk, sel)
-    return {
-        "task": NAME,
-        "counts": counts,
-        "coverage": coverage(counts),
-        "min_observable_s": min(((r.T_us - r.R_us) / 1e6 for r in rows), default=None),
-        "metrics": metrics_json(metrics),
-    }
+    return Block(NAME, counts.adding(exercised=n_ex, **{o: oc[o] for o in INTERRUPTION_OUTCOMES}), metrics,
+                 observable=True, min_observable_s=min(((r.T_us - r.R_us) / 1e6 for r in rows), default=None))
 
 
 def parse_interruption(s: OpenedSample) -> InterruptionInput:
@@ -282,7 +277,7 @@ class InterruptionUnified(UnifiedRules[InterruptionInput, InterruptionRow]):
     def row_from_json(self, js: JsonObject) -> InterruptionRow:
         return InterruptionRow.from_json(js)
 
-    def aggregate(self, rows: Sequence[InterruptionRow], counts: dict[str, Any]) -> dict[str, Any]:
+    def aggregate(self, rows: Sequence[InterruptionRow], counts: Counts) -> Block:
         return interruption_block(rows, counts)
 
     def sensitivity(self, loaded: Any, jobs: int | None) -> Any:

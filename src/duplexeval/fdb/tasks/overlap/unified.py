@@ -39,7 +39,7 @@ from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, Unif
 from duplexeval.fdb.tasks.overlap.annotation import CLEAN_OUTPUT_JSON, NAME, TAG_FILE
 from duplexeval.fdb.tasks.overlap.behavior import LABELS, TRANSCRIPTS, parse_reply, transcripts_sha256
 from duplexeval.fdb.tasks.overlap.scenarios import SCENARIOS
-from duplexeval.fdb.unified.aggregate import coverage, metrics_json
+from duplexeval.fdb.unified.aggregate import Block, Counts, UnifiedMetric
 from duplexeval.fdb.verified import parse_json
 from duplexeval.jsonio import read_json
 from duplexeval.jsontypes import JsonObject
@@ -197,12 +197,30 @@ def _latency(vals: Sequence[int | None], reached: Sequence[bool]) -> stats.Laten
     return stats.Latency.of([float(v) if r and v is not None else float("inf") for v, r in zip(vals, reached)], 1e6)
 
 
-def aggregate(rows: Sequence[OverlapRow], selected: int, not_scored: Mapping[str, int]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class OverlapBlock(Block):
+    """A v1.5 subset's block: besides the metrics, our class against the judge's label (`confusion`, None without a
+    judge) before them and each metric's kind (`kinds`) after them."""
+
+    confusion: Mapping[str, Mapping[str, int]] | None = None
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"task": self.task, "counts": self.counts.to_json(), "coverage": self.coverage}
+        if self.confusion is not None:
+            out["confusion"] = {c: dict(by) for c, by in self.confusion.items()}
+        out["metrics"] = self.metrics_json()
+        out["kinds"] = {k: type(v).__name__ for k, v in self.metrics.items()}
+        return out
+
+
+def aggregate(rows: Sequence[OverlapRow], counts: Counts, not_scored: Mapping[str, int] | None = None) -> OverlapBlock:
     """A subset's block: counts, Wilson shares with bounds over every selected sample, latencies, agreement."""
     n = len(rows)
+    selected = counts.selected
     unknown = selected - n  # selected but not scored (ineligible, no transcript): the bounds' worst cases
-    out: dict[str, Any] = {"counts": {"selected": selected, "scored": n, "not_scored": dict(not_scored)}}
-    m: dict[str, Any] = {}
+    counts = counts.adding(scored=n, not_scored=dict(not_scored or {}))
+    confusion = None
+    m: dict[str, UnifiedMetric] = {}
     m["speaking_at_onset_rate"] = stats.Share(sum(r.speaking_at_onset for r in rows), n, unknown, selected)
     ex = [r for r in rows if r.speaking_at_onset]
     m["stop_latency_s"] = _latency([r.stop_us for r in ex], [r.stop_reached for r in ex])
@@ -220,11 +238,9 @@ def aggregate(rows: Sequence[OverlapRow], selected: int, not_scored: Mapping[str
                                                  failed + unknown, selected)
         m["agreement_rate"] = stats.Share(sum(AS_JUDGE_LABEL[r.behaviour] == r.judge_label for r in judged),
                                           len(judged), selected - len(judged), selected)
-        out["confusion"] = {c: dict(Counter(r.judge_label for r in judged if r.behaviour == c)) for c in CLASSES}
-        out["counts"]["judge_failed"] = failed
-    out["metrics"] = metrics_json(m)
-    out["kinds"] = {k: type(v).__name__ for k, v in m.items()}
-    return out
+        confusion = {c: dict(Counter(str(r.judge_label) for r in judged if r.behaviour == c)) for c in CLASSES}
+        counts = counts.adding(judge_failed=failed)
+    return OverlapBlock(NAME, counts, m, confusion=confusion)
 
 
 def compare(a: Sequence[OverlapRow], b: Sequence[OverlapRow]) -> dict[str, Any]:
@@ -321,10 +337,8 @@ class OverlapUnified(UnifiedRules[OverlapInput, OverlapRow]):
     def row_from_json(self, js: JsonObject) -> OverlapRow:
         return OverlapRow.from_json(js)
 
-    def aggregate(self, rows: Sequence[OverlapRow], counts: dict[str, Any]) -> dict[str, Any]:
-        block = aggregate(rows, counts["selected"], {})
-        return {"task": NAME, "counts": {**counts, **{k: v for k, v in block["counts"].items() if k not in counts}},
-                "coverage": coverage(counts), **{k: v for k, v in block.items() if k != "counts"}}
+    def aggregate(self, rows: Sequence[OverlapRow], counts: Counts) -> OverlapBlock:
+        return aggregate(rows, counts)
 
 
 def _stop_units(r: OverlapRow) -> float:

@@ -13,11 +13,7 @@ from typing import Any
 from duplexeval import stats
 from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, UnifiedRules, time_units
 from duplexeval.fdb.tasks.pause.annotation import NAME, pauses_us
-from duplexeval.fdb.unified.aggregate import (
-    coverage,
-    metrics_json,
-    share,
-)
+from duplexeval.fdb.unified.aggregate import Block, Counts, UnifiedMetric, share
 from duplexeval.fdb.unified.load import sample_words
 from duplexeval.jsontypes import JsonObject
 from duplexeval.units import US_PER_S, Span, to_us
@@ -155,15 +151,14 @@ def score_pause(inp: PauseInput) -> PauseRow:
     )
 
 
-def pause_block(rows: Sequence[PauseRow], counts: dict[str, Any]) -> dict[str, Any]:
+def pause_block(rows: Sequence[PauseRow], counts: Counts) -> Block:
     """Pause-handling metrics over eligible samples; pooled ratios over their pauses and pause seconds."""
-    n, sel, unk = counts["eligible"], counts["selected"], counts["ineligible"]
-    counts = dict(counts, pauses=sum(r.n_pauses for r in rows))
+    n, sel, unk = counts.eligible, counts.selected, counts.ineligible
 
     def flag(name: str) -> stats.Share:
         return share(sum(1 for r in rows if getattr(r, name)), n, unk, sel)
 
-    metrics = {
+    metrics: dict[str, UnifiedMetric] = {
         "pause_intrusion_rate": flag("pause_intrusion"),
         "pause_intrusion_per_pause": stats.pooled_count([r.pauses_intruded for r in rows], [r.n_pauses for r in rows]),
         "intrusion_s_per_pause_s": stats.pooled_seconds([r.covered_us for r in rows], [r.pause_us for r in rows],
@@ -173,7 +168,7 @@ def pause_block(rows: Sequence[PauseRow], counts: dict[str, Any]) -> dict[str, A
         "carry_in_rate": flag("carry_in"),
         "any_speech_rate": flag("any_speech"),
     }
-    return {"task": NAME, "counts": counts, "coverage": coverage(counts), "metrics": metrics_json(metrics)}
+    return Block(NAME, counts.adding(pauses=sum(r.n_pauses for r in rows)), metrics)
 
 
 class PauseUnified(UnifiedRules[PauseInput, PauseRow]):
@@ -199,7 +194,7 @@ class PauseUnified(UnifiedRules[PauseInput, PauseRow]):
     def row_from_json(self, js: JsonObject) -> PauseRow:
         return PauseRow.from_json(js)
 
-    def aggregate(self, rows: Sequence[PauseRow], counts: dict[str, Any]) -> dict[str, Any]:
+    def aggregate(self, rows: Sequence[PauseRow], counts: Counts) -> Block:
         return pause_block(rows, counts)
 
 

@@ -16,8 +16,9 @@ from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, Unif
 from duplexeval.fdb.tasks.turn_taking.annotation import NAME, turn_end_us
 from duplexeval.fdb.unified.aggregate import (
     RESPONSE_KINDS,
-    coverage,
-    metrics_json,
+    Block,
+    Counts,
+    UnifiedMetric,
     response_metrics,
     response_specs,
     share,
@@ -97,21 +98,15 @@ def score_turn(inp: TurnInput) -> TurnRow:
     return TurnRow(RESPONSE, inp.E_us, inp.T_us, first, first - inp.E_us, len(inp.words))
 
 
-def turn_block(rows: Sequence[TurnRow], counts: dict[str, Any]) -> dict[str, Any]:
+def turn_block(rows: Sequence[TurnRow], counts: Counts) -> Block:
     """Turn-taking metrics over eligible samples; a sample without a response has latency +inf."""
-    n, sel, unk = counts["eligible"], counts["selected"], counts["ineligible"]
+    n, sel, unk = counts.eligible, counts.selected, counts.ineligible
     oc = Counter(r.outcome for r in rows)
-    counts = dict(counts, **{o: oc[o] for o in TURN_OUTCOMES})
     lat = [r.latency_us for r in rows]
-    metrics: dict[str, Any] = {"early_start_rate": share(oc[EARLY_START], n, unk, sel)}
+    metrics: dict[str, UnifiedMetric] = {"early_start_rate": share(oc[EARLY_START], n, unk, sel)}
     metrics.update(response_metrics(lat, oc[NO_RESPONSE], n, unk, sel))
-    return {
-        "task": NAME,
-        "counts": counts,
-        "coverage": coverage(counts),
-        "min_observable_s": min(((r.T_us - r.E_us) / 1e6 for r in rows), default=None),
-        "metrics": metrics_json(metrics),
-    }
+    return Block(NAME, counts.adding(**{o: oc[o] for o in TURN_OUTCOMES}), metrics, observable=True,
+                 min_observable_s=min(((r.T_us - r.E_us) / 1e6 for r in rows), default=None))
 
 
 class TurnUnified(UnifiedRules[TurnInput, TurnRow]):
@@ -129,7 +124,7 @@ class TurnUnified(UnifiedRules[TurnInput, TurnRow]):
     def row_from_json(self, js: JsonObject) -> TurnRow:
         return TurnRow.from_json(js)
 
-    def aggregate(self, rows: Sequence[TurnRow], counts: dict[str, Any]) -> dict[str, Any]:
+    def aggregate(self, rows: Sequence[TurnRow], counts: Counts) -> Block:
         return turn_block(rows, counts)
 
 
