@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duplexeval.fdb.official.judge_config import JudgeConfig
+from duplexeval.jsontypes import JsonObject
 
 if TYPE_CHECKING:  # pragma: no cover - types only: these modules load numpy, pydantic and the stages
     import numpy as np
 
     from duplexeval.asr.base import Backend
     from duplexeval.executors import ExecutorSpec
-    from duplexeval.fdb.compare_stage import PairedMetric
+    from duplexeval.fdb.compare_stage import PairedMetric, Pairing, TreeContext
     from duplexeval.fdb.official.metric import Metric
     from duplexeval.fdb.sample_trace import Trace
     from duplexeval.fdb.selection import DatasetArg
@@ -109,7 +110,7 @@ class EvaluateResult:
     subsets: Mapping[str, OfficialSubset]
     raw: Mapping[str, Any] = field(repr=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """summary.json as written."""
         return dict(self.raw)
 
@@ -158,7 +159,7 @@ class ScoreResult:
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
     raw_rows: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """unified.json as written (or as it would be)."""
         return dict(self.raw)
 
@@ -191,7 +192,7 @@ class UnifiedFile:
     samples: tuple[UnifiedSample, ...]
     raw: Mapping[str, Any] = field(repr=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """unified.json as read."""
         return dict(self.raw)
 
@@ -199,12 +200,13 @@ class UnifiedFile:
 @dataclass(frozen=True)
 class PairedSubset:
     """One subset of a comparison: its task, how the samples paired (`pairing`, `pairs_over`), each tree's context
-    (coverage, counts, selected bounds) and each metric's paired difference B - A."""
+    (`context["a"]`, `["b"]`: coverage, counts, selected bounds; None without a block) and each metric's paired
+    difference B - A."""
 
     task: str
-    pairing: Mapping[str, Any]
+    pairing: Pairing
     pairs_over: str
-    context: Mapping[str, Any]
+    context: Mapping[str, TreeContext | None]
     metrics: Mapping[str, PairedMetric]
 
 
@@ -229,7 +231,7 @@ class CompareResult:
     comparisons: tuple[Comparison, ...]
     raw: Mapping[str, Any] = field(repr=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """compare.json as written (or as it would be)."""
         return dict(self.raw)
 
@@ -250,7 +252,7 @@ class ComparisonFile:
     metrics: tuple[Mapping[str, Any], ...]
     raw: Mapping[str, Any] = field(repr=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """compare.json as read."""
         return dict(self.raw)
 
@@ -477,9 +479,9 @@ def compare(
         check_out(path, raw, force)
         write_json(path, raw)  # an OS error is already one InputError line naming the file
     comparisons = tuple(
-        Comparison(c["a"], c["b"], {name: PairedSubset(b["task"], b["pairing"], b["pairs_over"], b["context"],
-                                                       dict(b["metrics"]))
-                                    for name, b in c["subsets"].items()})
+        Comparison(c.a, c.b, {name: PairedSubset(b.task, b.pairing, b.pairs_over, {"a": b.context_a, "b": b.context_b},
+                                                 dict(b.metrics))
+                              for name, b in c.subsets.items()})
         for c in made.comparisons)
     return CompareResult(path, made.signature, tuple(t.root for t in made.trees), tuple(made.notes), comparisons, raw)
 

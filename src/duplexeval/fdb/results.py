@@ -27,6 +27,7 @@ from duplexeval.fdb.unified import UNIFIED_KIND, UNIFIED_SCHEMA_VERSION
 from duplexeval.fdb.unified.rows import SampleRow
 from duplexeval.fdb.verified import read_json_hashed
 from duplexeval.jsonio import json_lines, read_text, sha256_bytes
+from duplexeval.jsontypes import JsonObject
 from duplexeval.signature import Signature
 
 
@@ -39,7 +40,7 @@ class ScoredTree:
     manifest_sha256: str
     asr: AsrRecord
     asr_sha256: str
-    unified: dict[str, Any]
+    unified: JsonObject
     unified_sha256: str
     rows_sha256: str
     rows: dict[str, dict[str, SampleRow[Any]]] = field(default_factory=dict)
@@ -56,13 +57,13 @@ class ScoredTree:
         return next((e for e in self.manifest.samples if e.subset == subset and e.id == sample_id), None)
 
 
-def read_unified_json(path: Path) -> tuple[dict[str, Any], str]:
+def read_unified_json(path: Path) -> tuple[JsonObject, str]:
     """unified.json (kind and schema_version checked) and the SHA-256 of its bytes."""
     raw, digest = read_json_hashed(path)
     return check_kind(raw, UNIFIED_KIND, path, UNIFIED_SCHEMA_VERSION), digest
 
 
-def check_unified_body(unified: dict[str, Any], path: Path) -> None:
+def check_unified_body(unified: JsonObject, path: Path) -> None:
     """unified.json has its `signature` and `subsets` objects."""
     if not isinstance(unified.get("signature"), dict) or not isinstance(unified.get("subsets"), dict):
         raise InputError(f"{path}: has no 'signature' or 'subsets' object")

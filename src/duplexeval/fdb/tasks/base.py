@@ -25,15 +25,18 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from duplexeval.fdb.sample import OpenedSample
 from duplexeval.schemas.fdb_names import INPUT_WAV, OUTPUT_JSON, OUTPUT_WAV, SubsetInfo
 from duplexeval.signature import Component
 
 if TYPE_CHECKING:  # types only: the stages import this module
+    from rich.console import Console
+
     from duplexeval.fdb.tree import AsrRecord, Manifest, SampleEntry
     from duplexeval.fdb.unified.aggregate import Block, Counts
+    from duplexeval.fdb.unified.load import LoadedTree
     from duplexeval.fdb.unified.rows import SampleRow
     from duplexeval.jsontypes import JsonObject
 
@@ -166,6 +169,14 @@ class AsrRules:
         return 0.0
 
 
+class Analysis(Protocol):
+    """A task's sensitivity analysis: `to_json()` is unified-sensitivity.json, `render` prints it."""
+
+    def to_json(self) -> JsonObject: ...
+
+    def render(self, console: Console | None = None) -> None: ...
+
+
 class UnifiedRules(Generic[InputT, RowT]):
     """The unified rules of a scored task: parse, the VAD it needs, the per-sample row and the subset block.
 
@@ -198,7 +209,7 @@ class UnifiedRules(Generic[InputT, RowT]):
         metrics are what the Python API's `ScoreResult` hands out, its `to_json()` is unified.json's block)."""
         raise NotImplementedError
 
-    def sensitivity(self, loaded: Any, jobs: int | None) -> Any:
+    def sensitivity(self, loaded: LoadedTree, jobs: int | None) -> Analysis | None:
         """An optional analysis of how the metrics depend on the scorer's settings (`fdb score --sensitivity`);
         None when the task has none."""
         return None
@@ -458,7 +469,8 @@ class Task:
 
 
 __all__ = [
-    "ASR", "DATASET", "EVALUATE", "EXPORT", "HIGHER", "LOWER", "NEITHER", "STAGES", "AsrRules", "Band", "DatasetFile",
+    "ASR", "DATASET", "EVALUATE", "EXPORT", "HIGHER", "LOWER", "NEITHER", "STAGES", "Analysis", "AsrRules", "Band",
+    "DatasetFile",
     "DatasetRules", "Figure", "Headline", "Mark",
     "MetricSpec", "OfficialContext", "OfficialOutcome", "OfficialRules", "OpenedSample", "PairedSpec", "Ready",
     "RenderRules", "SampleFile", "SampleLayout", "Session", "SubsetInfo", "SynthRecipe", "Task", "UnifiedRules",

@@ -14,7 +14,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from rich.console import Console
@@ -28,6 +27,7 @@ from duplexeval.fdb.tasks.interruption.unified import InterruptionInput, interru
 from duplexeval.fdb.unified import DEFINITIONS, vad_signature
 from duplexeval.fdb.unified.aggregate import Counts, base_counts
 from duplexeval.fdb.unified.load import LoadedTree
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas.fdb_names import SUBSETS
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import NOT_REACHED, Latency, Share
@@ -61,7 +61,7 @@ class SettingRow:
     restart_rate: float | None
     restart_count: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "subset": self.subset,
             "threshold": self.threshold,
@@ -93,7 +93,7 @@ class EdgeRow:
     headline_outcome: str
     outcomes: dict[str, int]  # outcome -> number of settings giving it
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "subset": self.subset,
             "sample_id": self.sample_id,
@@ -208,16 +208,33 @@ def sweep(
     return table, edges
 
 
-@dataclass
+@dataclass(frozen=True)
 class Sensitivity:
-    """The sensitivity analysis of a tree: the table, the per-sample rows and what made them."""
+    """The sensitivity analysis of a tree: the table, the per-sample rows and what made them (the VAD's signature
+    JSON and the analysis's `Signature`); `to_json()` is unified-sensitivity.json."""
 
     table: list[SettingRow]
     edges: list[EdgeRow]
-    body: dict[str, Any]
+    vad: JsonObject
+    signature: Signature
 
-    def to_json(self) -> dict[str, Any]:
-        return self.body
+    @property
+    def near_edge(self) -> int:
+        """Samples whose S lies within EDGE_MS of a headline segment edge."""
+        return sum(1 for r in self.edges if r.near_edge)
+
+    def to_json(self) -> JsonObject:
+        sig = self.signature
+        return {
+            **artifacts.header(KIND, SCHEMA_VERSION, signature=sig, inputs=sig.inputs),
+            "vad": self.vad,
+            "grid": {"thresholds": list(THRESHOLDS), "min_silence_ms": list(MIN_SILENCES_MS), "edge_ms": EDGE_MS,
+                     "fixed": "min speech 250 ms, no padding, neg_threshold = threshold - 0.15, whole-file scans"},
+            "headline": "threshold 0.5, min silence 100 ms (spec 000); unified.json keeps it",
+            "settings": [r.to_json() for r in self.table],
+            "samples": [r.to_json() for r in self.edges],
+            "near_edge": self.near_edge,
+        }
 
     def render(self, console: Console | None = None) -> None:
         render(self, console)
@@ -241,21 +258,10 @@ def analyse(loaded: LoadedTree, jobs: int | None = None) -> Sensitivity:
         edges += e
     vad = vad_signature()
     vad.pop("scan", None)
-    sig = signature(loaded, vad)
-    body = {
-        **artifacts.header(KIND, SCHEMA_VERSION, signature=sig, inputs=sig.inputs),
-        "vad": vad,
-        "grid": {"thresholds": list(THRESHOLDS), "min_silence_ms": list(MIN_SILENCES_MS), "edge_ms": EDGE_MS,
-                 "fixed": "min speech 250 ms, no padding, neg_threshold = threshold - 0.15, whole-file scans"},
-        "headline": "threshold 0.5, min silence 100 ms (spec 000); unified.json keeps it",
-        "settings": [r.to_json() for r in table],
-        "samples": [r.to_json() for r in edges],
-        "near_edge": sum(1 for r in edges if r.near_edge),
-    }
-    return Sensitivity(table, edges, body)
+    return Sensitivity(table, edges, vad, signature(loaded, vad))
 
 
-def signature(loaded: LoadedTree, vad: dict[str, Any]) -> Signature:
+def signature(loaded: LoadedTree, vad: JsonObject) -> Signature:
     """Definitions, the ASR that made the transcripts, the VAD model and the swept grid, and the input hashes."""
     grid = {"t": f"{THRESHOLDS[0]}-{THRESHOLDS[-1]}", "s": f"{MIN_SILENCES_MS[0]}-{MIN_SILENCES_MS[-1]}", "p": 0,
             "edge": EDGE_MS}
@@ -312,4 +318,4 @@ def render(sens: Sensitivity, console: Console | None = None) -> None:
         f"Shares: not_exercised over eligible, the rest over exercised. {NOT_REACHED} = the median sample "
         "never stopped."
     )
-    console.print(sens.body["signature"]["compact"], markup=False, highlight=False)
+    console.print(sens.signature.compact(), markup=False, highlight=False)

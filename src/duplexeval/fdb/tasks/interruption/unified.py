@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from duplexeval import stats
 from duplexeval.errors import InputError, RefusalError
@@ -32,6 +32,10 @@ from duplexeval.fdb.unified.load import check_wav, fmt_s, sample_words
 from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas.fdb_names import ASR_FILE, OUTPUT_WAV
 from duplexeval.units import Span, to_us
+
+if TYPE_CHECKING:
+    from duplexeval.fdb.tasks.interruption.sensitivity import Sensitivity
+    from duplexeval.fdb.unified.load import LoadedTree
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,7 @@ class InterruptionRow:
         """[S, R]'s length in ticks."""
         return (self.R_us - self.S_us) * TICKS_PER_US
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "outcome": self.outcome,
             "S": self.S_us / 1e6,
@@ -280,7 +284,7 @@ class InterruptionUnified(UnifiedRules[InterruptionInput, InterruptionRow]):
     def aggregate(self, rows: Sequence[InterruptionRow], counts: Counts) -> Block:
         return interruption_block(rows, counts)
 
-    def sensitivity(self, loaded: Any, jobs: int | None) -> Any:
+    def sensitivity(self, loaded: LoadedTree, jobs: int | None) -> Sensitivity:
         from duplexeval.fdb.tasks.interruption.sensitivity import analyse
 
         return analyse(loaded, jobs)

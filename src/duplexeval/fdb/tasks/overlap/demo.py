@@ -24,6 +24,7 @@ from duplexeval.fdb.tasks.overlap import synth
 from duplexeval.fdb.tasks.overlap.scenarios import SCENARIOS, SUBSET_ORDER
 from duplexeval.fdb.unified import score
 from duplexeval.jsonio import read_json, sha256_file
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas.fdb_names import SUMMARY_FILE, UNIFIED_FILE
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
@@ -100,7 +101,7 @@ def run(out: str | Path, systems: Sequence[str] = DEMO_SYSTEMS, say: Callable[[s
     return V15Demo(data, runs)
 
 
-def _cell(m: dict[str, Any] | None, key: str) -> str:
+def _cell(m: JsonObject | None, key: str) -> str:
     if not m:
         return NO_DATA
     if "count" in m:

@@ -30,7 +30,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from duplexeval import stats
 from duplexeval.asr.base import Word
@@ -105,7 +104,7 @@ class OverlapRow:
     def judge_label(self) -> str | None:
         return self.judge_tags[0] if self.judge_tags else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "subset": self.subset, "id": self.id, "T": self.T_us / 1e6,
             "overlap": [self.on_us / 1e6, self.off_us / 1e6],
@@ -243,11 +242,11 @@ def aggregate(rows: Sequence[OverlapRow], counts: Counts, not_scored: Mapping[st
     return OverlapBlock(NAME, counts, m, confusion=confusion)
 
 
-def compare(a: Sequence[OverlapRow], b: Sequence[OverlapRow]) -> dict[str, Any]:
+def compare(a: Sequence[OverlapRow], b: Sequence[OverlapRow]) -> JsonObject:
     """Two systems on one scenario, paired by sample id (scored in both): McNemar on `good`, latency differences."""
     by_b = {r.id: r for r in b}
     pairs = [(r, by_b[r.id]) for r in a if r.id in by_b]
-    out: dict[str, Any] = {"pairs": len(pairs), "only_a": len(a) - len(pairs), "only_b": len(b) - len(pairs)}
+    out: JsonObject = {"pairs": len(pairs), "only_a": len(a) - len(pairs), "only_b": len(b) - len(pairs)}
     out["good_rate"] = {"a": stats.Share(sum(x.good for x, _ in pairs), len(pairs)).to_json(),
                         "b": stats.Share(sum(y.good for _, y in pairs), len(pairs)).to_json(),
                         "mcnemar": mcnemar_exact([x.good for x, _ in pairs], [y.good for _, y in pairs]).to_json()}

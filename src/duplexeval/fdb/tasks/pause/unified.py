@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from duplexeval import stats
 from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, UnifiedRules, time_units
@@ -46,7 +45,7 @@ class PauseRow:
     pauses: tuple[tuple[int, int], ...]
     n_words: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The spec's per-sample fields for unified-samples.jsonl (times in seconds)."""
         return {
             "pause_intrusion": self.pause_intrusion,

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from duplexeval import stats
 from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, UnifiedRules
@@ -66,7 +65,7 @@ class TurnRow:
     def latency_s(self) -> float | None:
         return None if self.latency_us is None else self.latency_us / 1e6
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "outcome": self.outcome,
             "E": self.E,
