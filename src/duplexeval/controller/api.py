@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from duplexeval.controller.kinds import BENCH_KIND, COMPARE_KIND, COMPARE_SCHEMA, REPORT_KIND, REPORT_SCHEMA
 from duplexeval.errors import InputError, RefusalError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.results import artifact, frozen, metrics_of, read_artifact
 
 if TYPE_CHECKING:  # the stage types; importing them at the top would load numpy, onnxruntime and the controllers
@@ -290,10 +291,12 @@ def run(
     rules: Mapping[str, float] | None = None,
     force: bool = False,
     executor: ExecutorSpec | None = None,
+    info: JsonObject | None = None,
 ) -> DataFolder:
     """`controller run`: a streaming controller (`NAME[:key=value,...]`, FILE.onnx or `module:factory`) over two-channel
     audio (state/yield teacher-forced, endpoint/backchannel with LISTEN forced), its scores written with the derived
-    labels into `out`; with a Ray executor, one conversation per task."""
+    labels into `out`; with a Ray executor, one conversation per task. `info`: what dataset.json records about how
+    the folder was made (default: the source, the controller spec and config, the label rules)."""
     from duplexeval.controller.format.data import write_data
     from duplexeval.controller.runtime.registry import controller_config
     from duplexeval.controller.runtime.runner import load_controller
@@ -304,8 +307,9 @@ def run(
     ctl = load_controller(name, opts)
     lr = label_rules(rules)
     cfg = controller_config(ctl)
-    info = {**_source_info(conversations, fdb), "controller": name, "controller_config": cfg,
-            "label_rules": lr.to_json()}
+    if info is None:
+        info = {**_source_info(conversations, fdb), "controller": name, "controller_config": cfg,
+                "label_rules": lr.to_json()}
     _check_out(Path(out), force, info)
     remote = (name, opts, executor) if executor is not None and executor.kind != "local" else None
     write_data(out, _clips(conversations, fdb, ctl, lr, remote), info=info)
@@ -325,16 +329,18 @@ def evaluate(
     mode: str | None = None,
     json_out: str | Path | None = None,
     rows_out: str | Path | None = None,
+    label: str | None = None,
 ) -> ControllerReport:
     """`controller evaluate DATA`: frame metrics and replayed event metrics of a controller's outputs under a frozen
-    policy (default: spec 002's offline operating point); writes the report / per-clip rows if asked."""
+    policy (default: spec 002's offline operating point); writes the report / per-clip rows if asked (`label`: the
+    report's name for the data, by default its path)."""
     from duplexeval.controller.metrics.events import evidence_row
     from duplexeval.controller.metrics.report import evaluate as evaluate_report
     from duplexeval.jsonio import atomic_write_text, dumps_line, write_json
 
     pol = policy_of(policy, mode)
     evs: list[Any] = []
-    doc = evaluate_report(read_data(data), pol, evidence=evs)
+    doc = evaluate_report(read_data(data), pol, data_label=label, evidence=evs)
     rows = [evidence_row(e) for e in evs]
     written: list[Path] = []
     if json_out is not None:
@@ -433,15 +439,18 @@ def compare(
     policy_b: str | Path | EvaluationPolicy | None = None,
     mode: str | None = None,
     json_out: str | Path | None = None,
+    labels: tuple[str, str] | None = None,
 ) -> CompareResult:
     """`controller compare A B`: differences B - A with a conversation-grouped paired bootstrap (same clips, labels and
-    groups required); `policy_b` None: B under A's policy. Writes the comparison to `json_out` if given."""
+    groups required); `policy_b` None: B under A's policy. Writes the comparison to `json_out` if given (`labels`:
+    its names for the two sides, by default their paths)."""
     from duplexeval.controller.metrics import compare as compare_metrics
     from duplexeval.jsonio import write_json
 
     pa = policy_of(policy, mode)
     pb = policy_of(policy_b, mode) if policy_b is not None else pa
-    doc = compare_metrics.compare(a, b, read_data(a), read_data(b), pa, pb)
+    la, lb = labels if labels is not None else (a, b)
+    doc = compare_metrics.compare(la, lb, read_data(a), read_data(b), pa, pb)
     written: tuple[Path, ...] = ()
     if json_out is not None:
         write_json(json_out, doc)

@@ -7,14 +7,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from duplexeval.controller.format.data import load_data, write_data
+from duplexeval import controller
+from duplexeval.controller.api import CompareResult, ControllerReport
 from duplexeval.controller.format.policy import EvaluationPolicy
 from duplexeval.controller.labels.conversations import write_conversations
-from duplexeval.controller.labels.sources import conversation_clips, read_manifest
-from duplexeval.controller.metrics.compare import compare, format_comparison
-from duplexeval.controller.metrics.report import evaluate, format_report
+from duplexeval.controller.metrics.compare import format_comparison
+from duplexeval.controller.metrics.report import format_report
 from duplexeval.controller.runtime.baselines import make
 from duplexeval.errors import RefusalError
 from duplexeval.jsonio import write_json
@@ -27,17 +26,18 @@ DEMO_KIND = "duplexeval.controller.demo"
 
 @dataclass
 class DemoResult:
-    """Paths written and the reports (for printing and tests)."""
+    """Paths written and what the API returned (for printing and tests)."""
 
     out: Path
     manifest: Path
-    reports: dict[str, dict[str, Any]]
-    comparison: dict[str, Any]
+    reports: dict[str, ControllerReport]
+    comparison: CompareResult
     seconds: float
 
 
 def run_demo(out: str | Path, n: int = 4, exchanges: int = 4, seed: int = 0, force: bool = False) -> DemoResult:
-    """Make the conversations, write one data folder per baseline, evaluate both, compare B = silero vs A = silence."""
+    """Make the conversations, then with the family's API (`duplexeval.controller`, an example of it): run each
+    baseline into its data folder, evaluate both, compare B = silero vs A = silence."""
     t0 = time.perf_counter()
     out = Path(out)
     record = {"kind": DEMO_KIND, "settings": {"conversations": n, "exchanges": exchanges, "seed": seed}}
@@ -51,24 +51,17 @@ def run_demo(out: str | Path, n: int = 4, exchanges: int = 4, seed: int = 0, for
                                f"{record['settings']} now); pass --force to replace it")
     write_json(out / DEMO_RECORD, record)
     manifest = write_conversations(out / "conversations", n, seed=seed, exchanges=exchanges)
-    convs = list(read_manifest(manifest))
     policy = EvaluationPolicy()
-    reports: dict[str, dict[str, Any]] = {}
-    folders = {}
+    reports: dict[str, ControllerReport] = {}
     for name in DEMO_BASELINES:
-        ctl = make(name)
-        folder = out / f"data-{name}"
-        write_data(folder, conversation_clips(convs, ctl),
-                   info={"controller": f"baseline:{name}", "controller_config": ctl.config(),
-                         "conversations": str(manifest.relative_to(out))})  # fmt: skip
-        data = load_data(folder)
-        rep = evaluate(data, policy, data_label=f"data-{name}")
-        write_json(out / f"report-{name}.json", rep)
-        reports[name] = rep
-        folders[name] = data
+        info = {"controller": f"baseline:{name}", "controller_config": make(name).config(),
+                "conversations": str(manifest.relative_to(out))}  # fmt: skip
+        controller.run(controller=name, out=out / f"data-{name}", conversations=manifest, force=True, info=info)
+        reports[name] = controller.evaluate(out / f"data-{name}", policy=policy, json_out=out / f"report-{name}.json",
+                                            label=f"data-{name}")  # fmt: skip
     a, b = DEMO_BASELINES  # the same file as `controller compare data-silence data-silero --json compare.json` in OUT
-    comparison = compare(f"data-{a}", f"data-{b}", folders[a], folders[b], policy, policy)
-    write_json(out / "compare.json", comparison)
+    comparison = controller.compare(out / f"data-{a}", out / f"data-{b}", policy=policy, json_out=out / "compare.json",
+                                    labels=(f"data-{a}", f"data-{b}"))  # fmt: skip
     return DemoResult(out, manifest, reports, comparison, time.perf_counter() - t0)
 
 
@@ -77,9 +70,10 @@ def format_demo(res: DemoResult) -> str:
     lines = []
     for name, rep in res.reports.items():
         lines.append(f"=== baseline:{name}")
-        lines.append(format_report(rep))
-    ev = res.comparison["event_metrics"]
-    lines.append(f"=== compare: {res.comparison['b']['path']} - {res.comparison['a']['path']} "
+        lines.append(format_report(rep.document))
+    doc = res.comparison.document
+    ev = doc["event_metrics"]
+    lines.append(f"=== compare: {doc['b']['path']} - {doc['a']['path']} "
                  f"({ev['groups']} conversations, paired bootstrap 95% CI)")  # fmt: skip
     lines.append(format_comparison(ev["metrics"]))
     lines.append(f"wrote {res.out} in {res.seconds:.1f} s")

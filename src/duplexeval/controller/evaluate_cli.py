@@ -38,7 +38,7 @@ def controller_evaluate(
                    rows_out=rows)
     rep = res.document
     if not json_to_stdout(json_out):
-        typer.echo(format_report(dict(rep)))
+        typer.echo(format_report(rep))
     else:
         emit_json(json_out, dict(rep))
     gated("controller evaluate", fail_under, fail_over, {"frame": rep["frame_metrics"], "event": rep["event_metrics"]},

@@ -378,10 +378,12 @@ def sweep(
     selection_max_turns: int = 2000,
     bootstrap_max_turns: int = 20000,
     plots: bool = True,
+    title: str = "",
     force: bool = False,
 ) -> SweepSummary:
     """`eot sweep PREDICTIONS`: eot-bench's threshold x action-delay x timeout sweep; with `out`, writes summary.json,
-    sweep.parquet and (with `plots`) pareto.png and operating_points.png there."""
+    sweep.parquet and (with `plots`) pareto.png and operating_points.png there (`title`: the plots' title, by
+    default the detector's name)."""
     from duplexeval.eot import sweep_stage
 
     cfg = sweep_config(score_mode=score_mode, score_point=score_point, thresholds=thresholds,
@@ -389,7 +391,7 @@ def sweep(
     doc = sweep_stage.sweep(Path(predictions), None if out is None else Path(out), cfg, force=force,
                             bootstrap=bootstrap, selection_aware=selection_aware,
                             selection_max_turns=selection_max_turns, bootstrap_max_turns=bootstrap_max_turns,
-                            plots=plots, echo=None)
+                            plots=plots, echo=None, title=title)
     written: tuple[Path, ...] = ()
     if out is not None:
         written = tuple(Path(out) / f for f in SWEEP_FILES if plots or not f.endswith(".png"))

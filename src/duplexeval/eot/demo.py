@@ -8,17 +8,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from duplexeval.eot.compare_stage import compare, format_compare
+from duplexeval import eot
+from duplexeval.eot.api import SweepSummary
+from duplexeval.eot.compare_stage import format_compare
 from duplexeval.eot.detectors import smart_turn_available
-from duplexeval.eot.predict_stage import PredictSettings, predict
-from duplexeval.eot.predictions import read_predictions
 from duplexeval.eot.sources import span_set_from_script
 from duplexeval.eot.spans import SpanSet, span_set_summary
-from duplexeval.eot.sweep_engine import SweepConfig
-from duplexeval.eot.sweep_stage import sweep
-from duplexeval.executors import ExecutorSpec
+from duplexeval.eot.sweep_report import format_summary
 from duplexeval.fdb.synth import parse_script
-from duplexeval.jsonio import sha256_file, write_json
+from duplexeval.jsonio import write_json
 from duplexeval.reruns import check_replace
 
 VOICES = [("en-us", 160, 50), ("en-gb", 170, 40), ("en-us+f3", 165, 60), ("en-gb-x-rp", 145, 50)]
@@ -59,39 +57,39 @@ def demo_spans() -> SpanSet:
     return span_set_from_script(parse_script(demo_script(), "<eot demo script>"), "<eot demo script>")
 
 
-def run_demo(out: Path, force: bool = False, echo: Callable[[str], Any] = print, jobs: int = 1) -> dict[str, Any]:
-    """Predict, sweep and compare; returns the summaries (also written under ``out``). A rerun finds its own
-    files and redoes only the cheap steps; files of other settings there are refused unless `force`."""
+def run_demo(out: Path, force: bool = False, echo: Callable[[str], Any] = print,
+             jobs: int = 1) -> dict[str, SweepSummary]:  # fmt: skip
+    """Predict, sweep and compare with the family's API (`duplexeval.eot`, an example of it); returns the sweeps
+    (also written under ``out``). A rerun finds its own files and redoes only the cheap steps; files of other
+    settings there are refused unless `force`."""
     t0 = time.monotonic()
     spans = demo_spans()
     info = span_set_summary(spans)
     echo(f"eot demo: {info['n_turns']} espeak-ng turns, {info['n_hold_spans']} hold + {info['n_eot_spans']} eot spans")
     out.mkdir(parents=True, exist_ok=True)
-    runs: list[tuple[str, dict[str, Any], PredictSettings, SweepConfig]] = [
-        ("silence", {}, PredictSettings(), SweepConfig()),
-        ("silero", {}, PredictSettings(), SweepConfig()),
-    ]
+    # (detector, the silences it is scored at, the sweep's score mode and point)
+    runs: list[tuple[str, tuple[float, ...], str, float | None]] = [("silence", (), "max", None),
+                                                                   ("silero", (), "max", None)]  # fmt: skip
     why = smart_turn_available()
     if why is None:
-        runs.append(
-            ("smart-turn", {}, PredictSettings(only_at=(0.2,)),
-             SweepConfig(score_mode="score_point", score_point_s=0.2)))
+        runs.append(("smart-turn", (0.2,), "score_point", 0.2))
     else:
         echo(f"smart-turn skipped: {why}")
-    summaries: dict[str, Any] = {}
-    for name, opts, st, cfg in runs:
+    summaries: dict[str, SweepSummary] = {}
+    for name, only_at, mode, point in runs:
         pred_path = out / f"{name}.parquet"
-        r = predict(spans, name, opts, pred_path, settings=st, executor=ExecutorSpec(jobs=jobs), force=force,
-                    progress=False)
+        r = eot.predict(spans, detector=name, out=pred_path, only_at=only_at, jobs=jobs, force=force, progress=False)
         when = "up to date (made by an earlier demo run)" if r.up_to_date else f"in {r.elapsed_s:.1f} s"
         echo(f"{name}: {r.n_scored} predictions ({r.n_predictions} grid rows) {when}")
-        summaries[name] = sweep(pred_path, out / name, cfg, force=force, echo=echo,
-                                title=f"{name} on the eot demo turns")
-    a, b = read_predictions(out / "silence.parquet"), read_predictions(out / "silero.parquet")
-    cmp = compare(a, b, SweepConfig(), sha256_file(out / "silence.parquet"), sha256_file(out / "silero.parquet"),
-                  ("silence", "silero"))
-    check_replace(out / "compare.json", cmp, force)
-    write_json(out / "compare.json", cmp)
-    echo(format_compare(cmp))
+        title = f"{name} on the eot demo turns"
+        res = eot.sweep(pred_path, out=out / name, score_mode=mode, score_point=point, force=force, title=title)
+        for note in res.notes:
+            echo(note)
+        echo(format_summary(res.document, title))
+        summaries[name] = res
+    cmp = eot.compare(out / "silence.parquet", out / "silero.parquet")
+    check_replace(out / "compare.json", cmp.document, force)
+    write_json(out / "compare.json", dict(cmp.document))
+    echo(format_compare(cmp.document))
     echo(f"eot demo: done in {time.monotonic() - t0:.1f} s; files in {out}")
     return summaries

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from duplexeval.artifacts import header
@@ -92,7 +92,7 @@ def _num(v: float | None) -> str:
     return NO_DATA if v is None else f"{v:.3f}"
 
 
-def format_report(rep: dict[str, Any]) -> str:
+def format_report(rep: Mapping[str, Any]) -> str:
     """A compact text summary of a report."""
     lines = [f"controller report: {rep['data']['clips']} clips, {rep['data']['groups']} groups"]
     fm = rep["frame_metrics"]
