@@ -130,14 +130,14 @@ def build_tree(root: Path, counts: dict[str, int], seed: int = 0) -> Path:
             d.mkdir(parents=True, exist_ok=True)
             write_wav_pcm16(d / "input.wav", st.input)
             write_wav_pcm16(d / "clean_input.wav", st.clean_input)
-            write_wav_pcm16(d / "output.wav", out["output"])
-            write_wav_pcm16(d / "clean_output.wav", out["clean_output"])
-            write_json(d / "metadata.json", st.metadata)
+            write_wav_pcm16(d / "output.wav", out.output)
+            write_wav_pcm16(d / "clean_output.wav", out.clean_output)
+            write_json(d / "metadata.json", st.metadata.to_json())
             inp, clean_inp = synth.input_transcripts(st)
             write_json(d / "input.json", inp)
             write_json(d / "clean_input.json", clean_inp)
-            write_json(d / "output.json", out["output_json"])
-            write_json(d / "clean_output.json", out["clean_output_json"])
+            write_json(d / "output.json", out.output_json)
+            write_json(d / "clean_output.json", out.clean_output_json)
     return root
 
 

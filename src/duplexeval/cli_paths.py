@@ -108,7 +108,7 @@ def roles(command: Command, params: list[Any], values: dict[str, Any], is_path: 
             for p in paths:
                 folder = name in folders
                 outputs.append(Output(label, p, folder, folders.get(name)))
-                outputs += [Output(label, c, beside=p) for c in companions.get(name, lambda _p: [])(p)]
+                outputs += [Output(label, c, beside=p) for c in (companions[name](p) if name in companions else [])]
         else:
             inputs += [Input(label, p, owned.get(name)) for p in paths]
     return outputs, inputs

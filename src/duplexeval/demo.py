@@ -31,6 +31,7 @@ from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.tree import ASR_FILE, MANIFEST_FILE, SUBSETS, subset_order
 from duplexeval.fdb.unified import score
 from duplexeval.jsonio import read_json, sha256_file
+from duplexeval.jsontypes import JsonObject
 from duplexeval.progress import table_console
 from duplexeval.report.build import ReportOptions, write_report
 from duplexeval.stats import NO_DATA, NOT_REACHED
@@ -136,7 +137,8 @@ def _asr_is_current(tree: Path) -> bool:
     if not asr.is_file():
         return False
     try:
-        return read_json(asr).get("manifest_sha256") == sha256_file(tree / MANIFEST_FILE)
+        done: JsonObject = read_json(asr)
+        return done.get("manifest_sha256") == sha256_file(tree / MANIFEST_FILE)
     except Exception:  # noqa: BLE001 - unreadable: transcribe again
         return False
 

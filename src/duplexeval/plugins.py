@@ -21,7 +21,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from duplexeval.errors import DuplexEvalError, InputError, clip
 
@@ -162,7 +162,7 @@ def returned(kind: str, spec: str, method: str, value: Any, expect: type | tuple
     return value
 
 
-def json_value(kind: str, spec: str, method: str, value: Any) -> Any:
+def json_value(kind: str, spec: str, method: str, value: R) -> R:
     """`value` when it is plain JSON (dicts with string keys, lists, strings, finite numbers, booleans, null)."""
     problem = _not_json(value)
     if problem is not None:
@@ -237,9 +237,10 @@ class Guarded:
         return self._obj
 
 
-def guard(obj: Any, kind: str, spec: str) -> Any:
+def guard(obj: R, kind: str, spec: str) -> R:
     """`obj` with every method call guarded (``Guarded``); an object already guarded is returned as it is."""
-    return obj if isinstance(obj, Guarded) else Guarded(obj, kind, spec)
+    # a Guarded stands in for the object (same methods and attributes, isinstance holds): typed as the object
+    return obj if isinstance(obj, Guarded) else cast(R, Guarded(obj, kind, spec))
 
 
 def unwrap(obj: Any) -> tuple[Any, str, str]:

@@ -85,7 +85,7 @@ class Speech:
 
     @property
     def duration_s(self) -> float:
-        return self.audio.shape[0] / self.sample_rate
+        return len(self.audio) / self.sample_rate
 
 
 class _Engine:

@@ -57,7 +57,7 @@ def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
     console = Console(record=True, width=220)
     reports = run_demo(out, 0, console)
-    return out, dict(zip(("half-duplex", "eager", "keyword"), reports)), console.export_text()
+    return out, dict(zip(("half-duplex", "eager", "keyword"), (r.document for r in reports))), console.export_text()
 
 
 def test_demo_known_answers(demo):

@@ -6,7 +6,7 @@ the path of a child process) and runs every stage on it, with no change anywhere
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -14,7 +14,8 @@ from duplexeval import stats
 from duplexeval.errors import InputError
 from duplexeval.fdb.dataset import check_span
 from duplexeval.fdb.official.metric import NO_SAMPLES, plain_mean
-from duplexeval.fdb.synth.render import round_s
+from duplexeval.fdb.synth.parse import SampleSpec
+from duplexeval.fdb.synth.render import Timeline, Utterance, round_s
 from duplexeval.fdb.tasks import (
     HIGHER,
     DatasetRules,
@@ -35,7 +36,7 @@ from duplexeval.fdb.tasks import (
     UnifiedRules,
     one_output_layout,
 )
-from duplexeval.fdb.tasks.base import time_units
+from duplexeval.fdb.tasks.base import Rendered, time_units
 from duplexeval.fdb.unified.aggregate import Block, Counts, latency, share
 from duplexeval.fdb.unified.load import fmt_s, in_window, sample_words
 from duplexeval.fdb.unified.rows import SampleRow
@@ -175,9 +176,9 @@ class AnswerRender(RenderRules[AnswerRow]):
 class QuestionSynth(SynthRecipe):
     keys = {"text": None, "lead": 0.2, "tail": 6.0}
 
-    def render(self, spec: Mapping[str, Any], tl: Any, speak: Callable[[str], Any]) -> tuple[Any, dict[str, Any]]:
-        placed = tl.speech(speak(spec["text"]))
-        return [{"text": spec["text"], "timestamp": [round_s(placed[0][1]), round_s(placed[-1][2])]}], {}
+    def render(self, spec: SampleSpec, tl: Timeline, speak: Callable[[str], Utterance]) -> Rendered:
+        placed = tl.speech(speak(spec.text("text")))
+        return Rendered([{"text": spec.text("text"), "timestamp": [round_s(placed[0][1]), round_s(placed[-1][2])]}])
 
 
 PAIRED = PairedSpec[AnswerRow]((

@@ -95,7 +95,7 @@ class WhisperAlignBackend:
         self._model_dir: Path | None = None
         self._files: dict[str, str] | None = None
         self._whisper: Any = None
-        self._aligner: Any = None
+        self._aligner: Aligner | None = None
         self._signature: dict[str, Any] | None = None
         self.last_stats: dict[str, int] = {}
 
@@ -214,6 +214,7 @@ class WhisperAlignBackend:
         stats = {"regions": 0, "words": 0, "unaligned": 0, "second_passes": 0}
         regions = speech_regions(audio, self.regions)
         if self.align:  # one Whisper pass over all regions; the aligner then fixes every time
+            assert self._aligner is not None  # load() made it
             self._aligner.reset()  # same sample, same times, whatever the process did before
             per_region = self.whisper_regions(audio, regions)
             if len(regions) > 1:  # a run of "yeah"s can come out one short: give an empty region its own pass
@@ -242,6 +243,7 @@ class WhisperAlignBackend:
 
     def _align(self, clip: np.ndarray, ww: list[tuple[str, float, float]]) -> list[tuple[float, float] | None]:
         """Forced-alignment spans of Whisper's words in `clip` (their readings; Whisper's times as hints)."""
+        assert self._aligner is not None  # load() made it
         return self._aligner.align(clip, [readings(t) for t, _, _ in ww], hints=[(s, e) for _, s, e in ww])
 
     def _aligned_times(self, clip: np.ndarray,

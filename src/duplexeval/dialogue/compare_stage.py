@@ -8,6 +8,7 @@ out of the pairs and counted.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
     return out
 
 
-def format_comparison(label_a: str, label_b: str, cmp: dict[str, Any]) -> list[str]:
+def format_comparison(label_a: str, label_b: str, cmp: Mapping[str, Any]) -> list[str]:
     """One line per family: B - A [interval] (pairs), McNemar discordant counts and p."""
     lines = []
     for family in ("MiU", "UiM"):

@@ -93,7 +93,7 @@ def dialogue_score(
 
     res = score(run, judge=judge, force=force)
     rep = res.document
-    print_report([dict(rep)], [str(rep.get("system"))], f"duplex dialogue (spec 004): {rep.get('system')}, "
+    print_report([rep], [str(rep.get("system"))], f"duplex dialogue (spec 004): {rep.get('system')}, "
                                                         f"judge {res.judge}")
     gated("dialogue score", fail_under, fail_over, {"MiU": rep.get("MiU"), "UiM": rep.get("UiM")}, " in dialogue.json")
 
@@ -129,7 +129,7 @@ def dialogue_compare(
 
     art = compare(run_a, run_b, json_out=None if json_to_stdout(json_out) else json_out).document
     if not json_to_stdout(json_out):
-        for line in format_comparison(str(run_a), str(run_b), dict(art)):
+        for line in format_comparison(str(run_a), str(run_b), art):
             typer.echo(line)
         typer.echo(f"signature A: {art['signatures']['a']}")
         typer.echo(f"signature B: {art['signatures']['b']}")

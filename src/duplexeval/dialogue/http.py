@@ -135,9 +135,8 @@ class CachedChat:
             obj = json.loads(self._cache_file(sha).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if isinstance(obj, dict) and obj.get("request_sha256") == sha and isinstance(obj.get("content"), str):
-            return obj["content"]
-        return None
+        content = obj.get("content") if isinstance(obj, dict) and obj.get("request_sha256") == sha else None
+        return content if isinstance(content, str) else None
 
     def ask(self, payload: dict[str, Any], accept: Callable[[str], T | None], tag: dict[str, Any]) -> Answer[T]:
         """Send `payload` (the model is added) up to `max_attempts` times until `accept` parses a reply."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,7 @@ def score(run_dir: Path, judge: Judge) -> dict[str, Any]:
 # The printed table
 
 
-def fmt_share(js: dict[str, Any] | None) -> str:
+def fmt_share(js: Mapping[str, Any] | None) -> str:
     """A share cell: 'value [lo, hi] (count/n)', '-' when empty."""
     if not js or js.get("value") is None:
         return f"{NO_DATA} (0/{js.get('n', 0)})" if js else NO_DATA
@@ -135,7 +136,7 @@ def fmt_share(js: dict[str, Any] | None) -> str:
     return f"{js['value']:.3f} [{iv[0]:.3f}, {iv[1]:.3f}] ({js['count']}/{js['n']})"
 
 
-def fmt_value(js: dict[str, Any] | None) -> str:
+def fmt_value(js: Mapping[str, Any] | None) -> str:
     """A value with its interval (precision, PRRavg)."""
     if not js or js.get("value") is None:
         return NO_DATA
@@ -146,7 +147,7 @@ def fmt_value(js: dict[str, Any] | None) -> str:
     return f"{js['value']:.3f} [{iv[0]:.3f}, {iv[1]:.3f}]{n}"
 
 
-def fmt_fted(js: dict[str, Any] | None) -> str:
+def fmt_fted(js: Mapping[str, Any] | None) -> str:
     """FTED cell: mean / p50 [95%] / p90 (responded/n); 'n/r' for a quantile that is not reached."""
     if not js or not js.get("n"):
         return NO_DATA
@@ -159,7 +160,7 @@ def fmt_fted(js: dict[str, Any] | None) -> str:
             f"({js['responded']}/{js['n']})")
 
 
-def table_rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
+def table_rows(report: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """(family, metric, cell) for every number of one report."""
     rows: list[tuple[str, str, str]] = []
     m = report.get("MiU")
@@ -180,7 +181,7 @@ def table_rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
-def render(reports: list[dict[str, Any]], labels: list[str], title: str) -> Any:
+def render(reports: Sequence[Mapping[str, Any]], labels: Sequence[str], title: str) -> Any:
     """A rich Table: one column per report; rows are metrics."""
     table = Table(title=title)
     table.add_column("family", style="bold")
@@ -195,7 +196,8 @@ def render(reports: list[dict[str, Any]], labels: list[str], title: str) -> Any:
     return table
 
 
-def print_report(reports: list[dict[str, Any]], labels: list[str], title: str, console: Any | None = None) -> None:
+def print_report(reports: Sequence[Mapping[str, Any]], labels: Sequence[str], title: str,
+                 console: Any | None = None) -> None:
     """Table, the paper's numbers marked secondary, the definitions note, and the signature line(s)."""
     console = console or table_console()
     console.print(render(reports, labels, title))

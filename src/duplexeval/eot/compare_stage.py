@@ -164,4 +164,5 @@ def format_compare(c: Mapping[str, Any]) -> str:
     pr = c["pairing"]
     con.print(f"paired on {pr['common_spans']} common spans ({pr['only_in_a']} only in A, {pr['only_in_b']} only in B "
               "are left out)")
-    return buf.getvalue().rstrip("\n") + "\n" + c["signature"]["compact"]
+    compact: str = c["signature"]["compact"]
+    return buf.getvalue().rstrip("\n") + "\n" + compact

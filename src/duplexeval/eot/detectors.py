@@ -187,7 +187,8 @@ def _load_features(path: Path) -> Callable[..., np.ndarray]:
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.compute_whisper_log_mel_features
+    features: Callable[..., np.ndarray] = mod.compute_whisper_log_mel_features
+    return features
 
 
 class SmartTurnDetector:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -210,7 +210,7 @@ def _from_arrow(table: Any, source: str, meta: Mapping[str, Any] | None) -> Pred
             if t["language"].null_count
             else np.asarray(t["language"].cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object))
     bad_label = ~np.isin(labels, LABELS)
-    checks = [
+    checks: list[tuple[np.ndarray, Callable[[int], str]]] = [
         (np.flatnonzero(bad_label), lambda k: f"label must be 'hold' or 'eot', got {labels[k]!r}"),
         (np.flatnonzero(np.asarray([len(x) == 0 for x in ids])), lambda k: "id must be a non-empty string"),
         (np.flatnonzero((si < 0) | (si > _MAX_SPAN_INDEX)),

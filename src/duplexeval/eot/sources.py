@@ -253,8 +253,8 @@ def span_set_from_script(script: Any, where: str) -> SpanSet:
     skipped: dict[str, int] = {}
     turns: list[SpanTurn] = []
     for spec in script.samples:
-        owner = task_of(spec["subset"])
-        key = f"{spec['subset']}/{spec['id']}"
+        owner = task_of(spec.subset)
+        key = f"{spec.subset}/{spec.id}"
         if owner.annotation not in (PauseAnnotation, TurnAnnotation):
             _bump(skipped, f"task_{owner.name}")
             continue

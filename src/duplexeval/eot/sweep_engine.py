@@ -353,14 +353,14 @@ class Sweep:
 
     @property
     def is_model(self) -> np.ndarray:
-        return self.policy_type == "model"
+        return np.asarray(self.policy_type == "model")
 
     def __len__(self) -> int:
         return int(self.threshold.size)
 
 
 def _us(x: np.ndarray | float) -> np.ndarray:
-    return np.rint(np.asarray(x, dtype=float) * US_PER_S).astype(np.int64)
+    return np.asarray(np.rint(np.asarray(x, dtype=float) * US_PER_S), dtype=np.int64)
 
 
 def policy_grid(cfg: SweepConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -13,7 +13,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -27,10 +26,12 @@ from duplexeval.fdb.tree import (
     MANIFEST_FILE,
     OUTPUT_JSON,
     OUTPUT_WAV,
+    AsrSample,
     load_asr,
     load_manifest,
 )
 from duplexeval.jsonio import read_json, sha256_file
+from duplexeval.jsontypes import JsonObject
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import Quantile
 
@@ -108,7 +109,7 @@ class SampleComparison:
     def first_onset_diff(self) -> float | None:
         return None if self.first_a is None or self.first_b is None else self.first_b - self.first_a
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         al = self.alignment
         diffs = self.matched_onset_diffs
         return {
@@ -143,7 +144,8 @@ def compare_words(key: str, a: Sequence[Word], b: Sequence[Word]) -> SampleCompa
     return SampleComparison(key, len(a), len(b), al, first_a, first_b, diffs)
 
 
-def _summary(rows: Sequence[SampleComparison]) -> dict[str, Any]:
+def _summary(rows: Sequence[SampleComparison]) -> JsonObject:
+    """The comparison's `summary` block, as written."""
     first = [r.first_onset_diff for r in rows if r.first_onset_diff is not None]
     absf = [abs(x) for x in first]
     matched = [x for r in rows for x in r.matched_onset_diffs]
@@ -179,7 +181,7 @@ def _words(tree: Path, key: str) -> list[Word]:
         raise InputError(f"{path}: sample {key}: asr.json says ok but output.json is missing") from None
 
 
-def asr_component(backend: dict[str, Any], label: str) -> Component:
+def asr_component(backend: JsonObject, label: str) -> Component:
     """The signature component of one transcript set: backend name and its model hash (when recorded)."""
     model = backend.get("model")
     sha = model.get("sha256") if isinstance(model, dict) and isinstance(model.get("sha256"), str) else None
@@ -187,7 +189,7 @@ def asr_component(backend: dict[str, Any], label: str) -> Component:
     return Component(label, name + (":imported" if backend.get("declared_by") else ""), sha)
 
 
-def _ok_samples(tree: Path) -> tuple[dict[str, Any], dict[str, str], str, dict[str, Any]]:
+def _ok_samples(tree: Path) -> tuple[dict[str, AsrSample], dict[str, str], str, JsonObject]:
     """(asr records of ok samples, output.wav sha256 per sample key from the manifest, backend name, backend)."""
     manifest, _ = load_manifest(tree)
     asr, _ = load_asr(tree)
@@ -220,7 +222,7 @@ class Comparison:
         }
         return Signature(DEFINITIONS, self.components, inputs)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         sig = self.signature()
         return {
             **artifacts.header(KIND, SCHEMA_VERSION, signature=sig, inputs=sig.inputs),

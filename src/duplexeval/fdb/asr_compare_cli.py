@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -27,7 +27,7 @@ def asr_compare_command(
     from duplexeval.fdb.asr_compare import compare_trees, render
 
     cmp = compare_trees(tree_a, tree_b)
-    body: dict[str, Any] = cmp.to_json()
+    body = cmp.to_json()
     emit_json(json_out, body)
     if json_to_stdout(json_out):
         return

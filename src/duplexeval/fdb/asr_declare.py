@@ -3,11 +3,10 @@ signature asr.json records for them (the user's declaration, never guessed)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from duplexeval import __version__
 from duplexeval.errors import InputError
 from duplexeval.fdb.tree import SUBSETS
+from duplexeval.jsontypes import JsonObject
 
 
 def parse_declare(declare: str | list[str] | tuple[str, ...] | None) -> dict[str, str]:
@@ -40,10 +39,11 @@ def declared_per_subset(declared: dict[str, str], subsets: list[str]) -> dict[st
     return per
 
 
-def import_signature(per_subset: dict[str, str]) -> dict[str, Any]:
-    """The backend signature of imported transcripts: the declared name(s), the source, the checks applied."""
+def import_signature(per_subset: dict[str, str]) -> JsonObject:
+    """The backend signature of imported transcripts (asr.json's `backend`, as written): the declared name(s), the
+    source, the checks applied."""
     names = sorted(set(per_subset.values()))
-    sig: dict[str, Any] = {
+    sig: JsonObject = {
         "name": names[0] if len(names) == 1 else "; ".join(f"{s}={n}" for s, n in per_subset.items()),
         "source": "import",
         "declared_by": "user (--declare)",

@@ -20,9 +20,10 @@ from duplexeval.audio import read_audio, resample
 from duplexeval.errors import DuplexEvalError, InputError, clip
 from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.transcript import parse_output_json, transcript_bytes
-from duplexeval.fdb.tree import MANIFEST_FILE, OUTPUT_JSON, OUTPUT_WAV, TRANSCRIPTS_KEY
+from duplexeval.fdb.tree import MANIFEST_FILE, OUTPUT_JSON, OUTPUT_WAV, TRANSCRIPTS_KEY, AsrSample
 from duplexeval.fdb.verified import VerifyError, parse_json, read_verified, read_verified_json
 from duplexeval.jsonio import atomic_write_bytes, sha256_bytes
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas import validate
 from duplexeval.units import SAMPLE_RATE
 
@@ -65,20 +66,24 @@ def _read_cut(task: SampleTask) -> float:
     return rules.asr.start_s(record, task.T, path)
 
 
-def process_sample(backend: Backend | None, task: SampleTask) -> dict[str, Any]:
+def process_sample(backend: Backend | None, task: SampleTask) -> AsrSample:
     """Transcribe (or import) one sample; returns its asr.json record. Only sample-level failures are caught."""
-    rec: dict[str, Any] = {"status": "error", "output.json": None, "error": None, "audio_sha256": None, "cut_s": None}
+    status = "error"
+    digest: str | None = None
+    error: str | None = None
+    audio_sha: str | None = None
+    cut_s: float | None = None
+    found: JsonObject = {}  # what the record says of the transcript after its audio hash and cut, as written
     out_path = Path(task.dir) / OUTPUT_JSON
     try:
         wav = Path(task.dir) / OUTPUT_WAV
         try:
             audio = read_verified(wav, task.wav_sha256, None, MANIFEST_FILE)
         except VerifyError as exc:
-            rec["audio_sha256"] = exc.digest  # the hash of what was found, when something was
+            audio_sha = exc.digest  # the hash of what was found, when something was
             raise
-        rec["audio_sha256"] = task.wav_sha256
-        cut = _read_cut(task)
-        rec["cut_s"] = cut
+        audio_sha = task.wav_sha256
+        cut = cut_s = _read_cut(task)
         if task.generate:
             if backend is None:  # the stage builds a backend for every run that generates transcripts
                 raise RuntimeError("no ASR backend to transcribe with")
@@ -86,14 +91,14 @@ def process_sample(backend: Backend | None, task: SampleTask) -> dict[str, Any]:
             problem = check_words(words, task.T)
             if problem:
                 raise InputError(f"backend {backend.name!r} returned a bad time: {problem}")
-            digest = atomic_write_bytes(out_path, transcript_bytes(words))
+            written = atomic_write_bytes(out_path, transcript_bytes(words))
             stats = getattr(backend, "last_stats", {}) or {}
-            rec.update({"status": "ok", "output.json": digest, "n_words": len(words)})
+            status, digest, found["n_words"] = "ok", written, len(words)
             if "unaligned" in stats:
-                rec["unaligned_words"] = int(stats["unaligned"])
+                found["unaligned_words"] = int(stats["unaligned"])
             if task.more:
-                rec[TRANSCRIPTS_KEY] = {j: _transcribe_more(backend, Path(task.dir), a, sha, j)
-                                        for a, sha, j in task.more}
+                found[TRANSCRIPTS_KEY] = {j: _transcribe_more(backend, Path(task.dir), a, sha, j)
+                                          for a, sha, j in task.more}
         else:
             if not out_path.is_file():
                 raise InputError(f"{out_path}: no output.json to import")
@@ -102,18 +107,18 @@ def process_sample(backend: Backend | None, task: SampleTask) -> dict[str, Any]:
             problem = check_words(words, task.T, allow_null_end=True)
             if problem:
                 raise InputError(f"{out_path}: {problem}")
-            rec.update({"status": "ok", "output.json": sha256_bytes(data), "n_words": len(words),
-                        "null_ends": sum(1 for w in words if w.end is None),
-                        "words_before_cut": sum(1 for w in words if w.start < cut)})
+            status, digest = "ok", sha256_bytes(data)
+            found.update({"n_words": len(words), "null_ends": sum(1 for w in words if w.end is None),
+                          "words_before_cut": sum(1 for w in words if w.start < cut)})
             if task.more:
-                rec[TRANSCRIPTS_KEY] = {j: _import_more(Path(task.dir), a, sha, j) for a, sha, j in task.more}
+                found[TRANSCRIPTS_KEY] = {j: _import_more(Path(task.dir), a, sha, j) for a, sha, j in task.more}
     except DuplexEvalError as exc:
-        rec["error"] = f"sample {task.key}: {exc}"
+        error = f"sample {task.key}: {exc}"
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a backend crash (or sys.exit) fails this sample, the run goes on
-        rec["error"] = f"sample {task.key}: backend failed: {clip(f'{type(exc).__name__}: {exc}', 300)}"
-    if rec["status"] == "error" and task.generate:
+        error = f"sample {task.key}: backend failed: {clip(f'{type(exc).__name__}: {exc}', 300)}"
+    if status == "error" and task.generate:
         _remove_transcripts(task)  # never leave a transcript that asr.json does not vouch for
-    return rec
+    return AsrSample(status, digest, error, {"audio_sha256": audio_sha, "cut_s": cut_s, **found})
 
 
 def _remove_transcripts(task: SampleTask) -> None:
@@ -194,10 +199,9 @@ def load_backend(spec: BackendArg) -> Backend | None:
     return backend
 
 
-def lost_record(task: SampleTask, reason: str) -> dict[str, Any]:
+def lost_record(task: SampleTask, reason: str) -> AsrSample:
     """A sample whose worker died past the retries: recorded with the reason, never a transcript it did not vouch
     for."""
     if task.generate:
         _remove_transcripts(task)
-    return {"status": "error", "output.json": None, "error": f"sample {task.key}: {reason}",
-            "audio_sha256": None, "cut_s": None}
+    return AsrSample("error", None, f"sample {task.key}: {reason}", {"audio_sha256": None, "cut_s": None})

@@ -12,7 +12,6 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from duplexeval.artifacts import header
 from duplexeval.asr.base import Backend
@@ -39,6 +38,7 @@ from duplexeval.fdb.tree import (
     write_asr,
 )
 from duplexeval.fdb.verified import file_matches
+from duplexeval.jsontypes import JsonObject
 from duplexeval.plugins import call, json_value, returned
 from duplexeval.progress import progress_bar
 from duplexeval.reruns import check_replace
@@ -60,7 +60,7 @@ class StageResult:
     n_resumed: int
     errors: list[tuple[str, str]] = field(default_factory=list)
     asr_sha256: str = ""
-    backend: dict[str, Any] = field(default_factory=dict)
+    backend: JsonObject = field(default_factory=dict)  # the backend's signature, as asr.json holds it
 
     @property
     def failed(self) -> bool:
@@ -119,7 +119,7 @@ def asr(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND,
 
     # asr.json there already: this run's (same manifest, backend and settings) is finished or resumed (its failed
     # samples retried); another run's is refused (docs/cli.md section 4)
-    earlier: dict[str, dict[str, Any]] = {}
+    earlier: dict[str, AsrSample] = {}
     expected = {"kind": ASR_KIND, "signature": asr_signature(signature, manifest_sha).to_json(),
                 "inputs": {"manifest.json": manifest_sha}}
     if check_replace(tree / ASR_FILE, expected, force, elsewhere=None):
@@ -127,7 +127,7 @@ def asr(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND,
         if all(x.status == "ok" for x in old.samples.values()):
             n = len(old.samples)
             return StageResult(n, n, 0, n, [], old_sha, signature)
-        earlier = {k: x.to_json() for k, x in old.samples.items() if x.status == "ok"}
+        earlier = {k: x for k, x in old.samples.items() if x.status == "ok"}
 
     eligible = [s for s in manifest.samples if s.eligible]
     where = tree.resolve() if on_ray else tree  # Ray workers may run in another folder (or on another machine)
@@ -166,7 +166,7 @@ def asr(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND,
                 )
         journal.start()
 
-    records: dict[str, dict[str, Any]] = {}
+    records: dict[str, AsrSample] = {}
     todo: list[SampleTask] = []
     for t in tasks:
         rec = _resumed(journal, t) or _earlier(earlier.get(t.key), t)
@@ -176,11 +176,12 @@ def asr(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND,
             todo.append(t)
     n_resumed = len(records)
 
-    def finish(t: SampleTask, rec: dict[str, Any]) -> None:
+    def finish(t: SampleTask, rec: AsrSample) -> None:
         records[t.key] = rec
-        ok = rec.get("status") == "ok" and isinstance(rec.get("output.json"), str)
-        journal.write_entry(t.key, t.wav_sha256, {OUTPUT_JSON: rec["output.json"], **rec.get(TRANSCRIPTS_KEY, {})}
-                            if ok else {}, rec)
+        digest = rec.output_json
+        vouched = ({OUTPUT_JSON: digest, **rec.extra.get(TRANSCRIPTS_KEY, {})}
+                   if rec.status == "ok" and isinstance(digest, str) else {})
+        journal.write_entry(t.key, t.wav_sha256, vouched, rec.to_json())
 
     # In this process the backend built above is reused; workers build their own from the spec.
     in_process = not on_ray and (jobs == 1 or len(todo) <= 1)
@@ -202,7 +203,7 @@ def asr(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND,
             finally:
                 ex.close()
 
-    samples = {t.key: _asr_sample(records[t.key]) for t in tasks}
+    samples = {t.key: records[t.key] for t in tasks}
     errors = [(k, s.error or "") for k, s in samples.items() if s.status == "error"]
     n_ok = sum(1 for s in samples.values() if s.status == "ok")
     record = AsrRecord(
@@ -218,14 +219,14 @@ def asr(tree: str | os.PathLike[str], backend: str | Backend = DEFAULT_BACKEND,
     return StageResult(len(tasks), n_ok, len(errors), n_resumed, errors, asr_sha, signature)
 
 
-def backend_signature(backend: Backend, name: str) -> dict[str, Any]:
+def backend_signature(backend: Backend, name: str) -> JsonObject:
     """The backend's `signature()` (a dict of plain JSON: a plugin's is checked) plus the worker threads."""
     sig = returned("ASR backend", name, "signature", call("ASR backend", name, "signature", backend.signature), dict,
                    "a dict")
     return {**json_value("ASR backend", name, "signature", sig), "worker_threads": WORKER_THREADS}
 
 
-def _resumed(journal: ResumeJournal, t: SampleTask) -> dict[str, Any] | None:
+def _resumed(journal: ResumeJournal, t: SampleTask) -> AsrSample | None:
     """The finished record of a sample from an interrupted run, if the journal trusts it and it succeeded."""
     entry = journal.read_entry(t.key)
     if not journal.trusts(entry, t.key, t.wav_sha256, Path(t.dir)):
@@ -241,26 +242,27 @@ def _resumed(journal: ResumeJournal, t: SampleTask) -> dict[str, Any] | None:
         return None  # failed samples are retried on resume
     if entry.files.get(OUTPUT_JSON) != rec.get("output.json"):
         return None
-    return rec if _more_match(rec, t, entry.files.get) else None
+    sample = _asr_sample(rec)
+    return sample if _more_match(sample, t, entry.files.get) else None
 
 
-def _more_match(rec: dict[str, Any], t: SampleTask, vouched: Callable[[str], bool | str | None]) -> bool:
+def _more_match(rec: AsrSample, t: SampleTask, vouched: Callable[[str], bool | str | None]) -> bool:
     """Every further transcript of the task is in the record, each with the hash `vouched` gives for it (the journal
     entry's) or matching its file (`vouched` returns True)."""
-    more = rec.get(TRANSCRIPTS_KEY) or {}
+    more = rec.extra.get(TRANSCRIPTS_KEY) or {}
     if not isinstance(more, dict) or set(more) != {j for _, _, j in t.more}:
         return False
     return all(isinstance(sha, str) and (vouched(j) is True or vouched(j) == sha) for j, sha in more.items())
 
 
-def _earlier(rec: dict[str, Any] | None, t: SampleTask) -> dict[str, Any] | None:
+def _earlier(rec: AsrSample | None, t: SampleTask) -> AsrSample | None:
     """A sample the finished asr.json of this same run transcribed, while its audio and transcript are unchanged."""
-    if rec is None or rec.get("audio_sha256") != t.wav_sha256:
+    if rec is None or rec.extra.get("audio_sha256") != t.wav_sha256:
         return None
-    digest = rec.get("output.json")
+    digest = rec.output_json
     if not (isinstance(digest, str) and file_matches(Path(t.dir) / OUTPUT_JSON, digest)):
         return None
-    more = rec.get(TRANSCRIPTS_KEY) or {}
+    more = rec.extra.get(TRANSCRIPTS_KEY) or {}
     return rec if _more_match(rec, t, lambda j: isinstance(more, dict) and isinstance(more.get(j), str)
                               and file_matches(Path(t.dir) / j, more[j])) else None
 
@@ -270,6 +272,7 @@ def _more_transcripts(e: SampleEntry) -> tuple[tuple[str, str, str], ...]:
     return tuple((a, e.files.get(a, ""), j) for a, j in task_of(e.subset).layout.transcripts() if j != OUTPUT_JSON)
 
 
-def _asr_sample(rec: dict[str, Any]) -> AsrSample:
+def _asr_sample(rec: JsonObject) -> AsrSample:
+    """A journal entry's record (JSON, validated) as the sample's asr.json record."""
     extra = {k: v for k, v in rec.items() if k not in ("status", "output.json", "error")}
     return AsrSample(rec["status"], rec["output.json"], rec["error"], extra)

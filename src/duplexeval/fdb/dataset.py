@@ -19,6 +19,7 @@ from duplexeval.errors import InputError
 from duplexeval.fdb.tasks import DATASET, all_tasks, get_task, task_of
 from duplexeval.fdb.tree import SUBSETS, subset_order, validate_sample_id
 from duplexeval.jsonio import read_json, sha256_bytes
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas import validate
 from duplexeval.schemas.fdb import SynthDatasetFile
 from duplexeval.schemas.fdb_names import INPUT_WAV
@@ -68,7 +69,7 @@ class Dataset:
     kind: str  # the release ("fdb-v1.0", "fdb-v1.5", both joined by "+") or "synth"
     _samples: list[DatasetSample]
     files: dict[str, Path] = field(default_factory=dict)  # the tasks' checked files beside the samples (by name)
-    info: dict[str, Any] | None = None
+    info: JsonObject | None = None  # dataset.json as read (a synth set), None for a real release
 
     def samples(self, subset: str | None = None) -> list[DatasetSample]:
         """Samples in canonical subset order, ids in natural order; one subset if given."""

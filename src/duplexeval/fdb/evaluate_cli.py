@@ -12,6 +12,7 @@ from duplexeval.specs import known_params, parse_spec, typed_params
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
+    from duplexeval.jsontypes import JsonObject
 
 # `--judge openai:k=v,...`: the parameters and their defaults (the official run's model, seed and endpoint).
 JUDGE_DEFAULTS: dict[str, Any] = {"model": "gpt-4-turbo", "base_url": "https://api.openai.com/v1",
@@ -103,7 +104,7 @@ def _fmt(x: Any) -> str:
     return "null" if x is None else f"{x:.4f}"
 
 
-def format_summary(summary: dict[str, Any]) -> list[str]:
+def format_summary(summary: JsonObject) -> list[str]:
     """One line per metric, as `subset  name  value [± std]  (n)  note`."""
     from duplexeval.fdb.official.metric import NEEDS_JUDGE, needs_judge
     from duplexeval.fdb.tasks import get_task

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.executors import ExecutorSpec, ItemFailure, StatefulWork, make_executor
 from duplexeval.fdb.export_sample import export_one, resolve_system
 from duplexeval.fdb.protocols import SampleLike
-from duplexeval.fdb.tree_writer import open_journal, unfinished
+from duplexeval.fdb.tree_writer import TreeRun, open_journal, unfinished
 from duplexeval.jsonio import sha256_file
 from duplexeval.progress import progress_bar
 from duplexeval.systems.base import System
@@ -31,7 +30,7 @@ def _one(system: System, job: Job) -> None:
     export_one(system, sample, Path(out), run_sha, input_sha, call_timeout_s)
 
 
-def prepass(system: System | str, chosen: Sequence[SampleLike], out: Path, run: dict[str, Any], force: bool,
+def prepass(system: System | str, chosen: Sequence[SampleLike], out: Path, run: TreeRun, force: bool,
             progress: bool, executor: ExecutorSpec, label: str, call_timeout_s: float) -> int:
     """Run the samples this run has not finished (all of them with `force`) on `executor`; returns how many ran."""
     journal = open_journal(out, run, force)

@@ -10,10 +10,9 @@ byte, and `trace.json` records what was received, dropped and cropped.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -30,8 +29,9 @@ from duplexeval.fdb.protocols import SampleKey, SampleLike
 from duplexeval.fdb.sample_trace import EXPORT_TRACE_KIND, TRACE_FILE, Trace, TraceHead, write_trace
 from duplexeval.fdb.tasks import ASR, Session, task_of
 from duplexeval.fdb.tree import OUTPUT_JSON, OUTPUT_WAV, SampleEntry
-from duplexeval.fdb.tree_writer import copy_annotation, copy_inputs, source_path
+from duplexeval.fdb.tree_writer import SystemRecord, copy_annotation, copy_inputs, source_path
 from duplexeval.jsonio import sha256_file
+from duplexeval.jsontypes import JsonObject
 from duplexeval.plugins import call, json_value, returned
 from duplexeval.systems.base import SampleInfo, System
 from duplexeval.systems.net.trace import INPUT_PACING_LATE, SYSTEM_ERROR, WireTrace, load_trace, network_outcome
@@ -62,7 +62,7 @@ def system_label(system: System | str) -> str:
     return name if isinstance(name, str) else type(system).__name__
 
 
-def system_json(system: System, label: str | None = None) -> dict[str, Any]:
+def system_json(system: System, label: str | None = None) -> SystemRecord:
     """The system as the run record and manifest name it: name, parameters (plain JSON), version (a string)."""
     who = label or system_label(system)
     name = returned("system", who, "name", getattr(system, "name", None), str, "a string")
@@ -70,7 +70,7 @@ def system_json(system: System, label: str | None = None) -> dict[str, Any]:
                       "a dict of its parameters")
     version = returned("system", who, "version", call("system", who, "version", system.version), str,
                        "a version string")
-    return {"name": name, "params": json_value("system", who, "params", params), "version": version}
+    return SystemRecord(name, json_value("system", who, "params", params), version)
 
 
 @dataclass
@@ -150,7 +150,7 @@ async def run_sessions(system: System, prep: PreparedSample,
     return traces
 
 
-def _network_summary(network: dict[str, Any]) -> dict[str, Any]:
+def _network_summary(network: JsonObject) -> JsonObject:
     out = {k: network[k] for k in ("reasons", "post_window_errors", "max_send_lateness_s")}
     for key in ("discarded", "replica"):  # (only in traces that have them, so older trees replay unchanged)
         if key in network:
@@ -158,12 +158,119 @@ def _network_summary(network: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True)
+class SessionSummary:
+    """A further session in the sample's manifest entry (`export.sessions[output]`): its source and length, clock,
+    playout counts, error and reasons, and the network summary of a network system's session."""
+
+    source: str
+    T: float
+    clock: str
+    playout: JsonObject  # systems.playout's counts, as written
+    error: str | None
+    reasons: list[str]
+    network: JsonObject | None = None  # systems.net.trace.network_outcome's summary
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"source": self.source, "T": self.T, "clock": self.clock, **self.playout, "error": self.error,
+                           "reasons": sorted(set(self.reasons))}
+        if self.network is not None:
+            out["network"] = _network_summary(self.network)
+        return out
+
+
+@dataclass(frozen=True)
+class SessionDetails:
+    """A further session in trace.json (`sessions[output]`): its input (length, hashes, how it was sent), the items
+    received and where each was played, the playout counts, the error and the network summary."""
+
+    source: str
+    T: float
+    n_samples: int
+    input_sha256: str
+    input_samples_16k: int
+    input: JsonObject  # systems.runner's input record (and the wire's send lateness), as written
+    items: list[JsonObject]  # systems.playout.placements_json
+    playout: JsonObject
+    error: str | None
+    error_at_s: float | None
+    network: JsonObject | None = None
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"source": self.source, "T": self.T, "n_samples": self.n_samples,
+                           "input_sha256": self.input_sha256, "input_samples_16k": self.input_samples_16k,
+                           "input": self.input, "items": self.items, "playout": self.playout, "error": self.error,
+                           "error_at_s": self.error_at_s}
+        if self.network is not None:
+            out["network"] = self.network
+        return out
+
+
+@dataclass(frozen=True)
+class SessionWritten:
+    """A further session after `further_session`: the files it wrote, its manifest summary and trace details."""
+
+    files: dict[str, str]
+    summary: SessionSummary
+    details: SessionDetails
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    """The `export` block of a sample's manifest entry: clock, playout counts, error, the network summary and each
+    further session's summary."""
+
+    clock: str
+    playout: JsonObject
+    error: str | None
+    network: JsonObject | None
+    sessions: Mapping[str, SessionSummary]
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"clock": self.clock, **self.playout, "error": self.error}
+        if self.network is not None:
+            out["network"] = _network_summary(self.network)
+        if self.sessions:
+            out["sessions"] = {name: s.to_json() for name, s in self.sessions.items()}
+        return out
+
+
+@dataclass(frozen=True)
+class ExportDetails:
+    """An export trace.json's details between its head and result: the input record, the playout policy, the items
+    received and placed, the playout counts, the error, the wire's network record and each further session's."""
+
+    input: JsonObject
+    items: list[JsonObject]
+    playout: JsonObject
+    error: str | None
+    error_at_s: float | None
+    network: JsonObject | None
+    sessions: Mapping[str, SessionDetails]
+    playout_policy: str = PLAYOUT_POLICY
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {
+            "input": self.input,
+            "playout_policy": self.playout_policy,
+            "items": self.items,
+            "playout": self.playout,
+            "error": self.error,
+            "error_at_s": self.error_at_s,
+        }
+        if self.network is not None:
+            out["network"] = self.network
+        if self.sessions:
+            out["sessions"] = {name: d.to_json() for name, d in self.sessions.items()}
+        return out
+
+
 def write_sample(head: TraceHead, sdir: Path, sample: SampleKey, items: list[ReceivedItem], reasons: list[str],
-                 files: dict[str, str], error: str | None, error_at_s: float | None, input_json: dict[str, Any],
-                 clock: str, network: dict[str, Any] | None, write_wav: bool,
-                 more: dict[str, tuple[dict[str, Any], dict[str, Any]]] | None = None) -> SampleEntry:
+                 files: dict[str, str], error: str | None, error_at_s: float | None, input_json: JsonObject,
+                 clock: str, network: JsonObject | None, write_wav: bool,
+                 more: Mapping[str, SessionWritten] | None = None) -> SampleEntry:
     """Play out `items`, write output.wav (unless `write_wav` is False) and the journal trace.json last; `more` holds
-    each further session's (manifest summary, trace details), its output already written."""
+    each further session as written (its output already on disk)."""
     T, n = head.T, head.n_samples
     pl = playout(items, n, T)
     wav = sdir / OUTPUT_WAV
@@ -171,31 +278,19 @@ def write_sample(head: TraceHead, sdir: Path, sample: SampleKey, items: list[Rec
         files = {OUTPUT_WAV: write_wav_pcm16(wav, pl.audio, SAMPLE_RATE), **files}
     elif wav.exists():
         wav.unlink()
-    summary: dict[str, Any] = {"clock": clock, **pl.stats, "error": error}
-    if network is not None:
-        summary["network"] = _network_summary(network)
-    if more:
-        summary["sessions"] = {name: s for name, (s, _) in more.items()}
-    entry = SampleEntry(sample.subset, sample.id, T, not reasons, sorted(set(reasons)), files, {"export": summary})
-    details: dict[str, Any] = {
-        "input": input_json,
-        "playout_policy": PLAYOUT_POLICY,
-        "items": placements_json(items, pl),
-        "playout": pl.stats,
-        "error": error,
-        "error_at_s": error_at_s,
-    }
-    if network is not None:
-        details["network"] = network
-    if more:
-        details["sessions"] = {name: d for name, (_, d) in more.items()}
-    write_trace(sdir, Trace(EXPORT_TRACE_KIND, head, entry, details))
+    more = more or {}
+    summary = ExportSummary(clock, pl.stats, error, network, {name: m.summary for name, m in more.items()})
+    entry = SampleEntry(sample.subset, sample.id, T, not reasons, sorted(set(reasons)), files,
+                        {"export": summary.to_json()})
+    details = ExportDetails(input_json, placements_json(items, pl), pl.stats, error, error_at_s, network,
+                            {name: m.details for name, m in more.items()})
+    write_trace(sdir, Trace(EXPORT_TRACE_KIND, head, entry, details.to_json()))
     return entry
 
 
 def _session_outcome(trace: SessionTrace, sdir: Path, T: float,
                      prefix: str) -> tuple[
-                         list[ReceivedItem], list[str], dict[str, Any], dict[str, Any] | None, bool, dict[str, str]]:
+                         list[ReceivedItem], list[str], JsonObject, JsonObject | None, bool, dict[str, str]]:
     """(items, reasons, input record, network summary, write_wav, wire files) of one session: in-process from the
     received items, network from the wire trace as written (so `fdb replay` reproduces it exactly)."""
     wire: WireTrace | None = trace.wire
@@ -216,37 +311,30 @@ def _session_outcome(trace: SessionTrace, sdir: Path, T: float,
 
 
 def further_session(sdir: Path, session: Session, T: float, n: int, input_sha256: str, input_len: int,
-                    items: list[ReceivedItem], reasons: list[str], input_json: dict[str, Any],
-                    network: dict[str, Any] | None, write_wav: bool, files: dict[str, str], clock: str,
-                    error: str | None,
-                    error_at_s: float | None) -> tuple[dict[str, str], dict[str, Any], dict[str, Any]]:
-    """Play out a further session's items into `sdir/<output>` (unless `write_wav` is False); returns (files, manifest
-    summary, trace details). Export and replay share it, so a replay reproduces the export byte for byte."""
+                    items: list[ReceivedItem], reasons: list[str], input_json: JsonObject,
+                    network: JsonObject | None, write_wav: bool, files: dict[str, str], clock: str,
+                    error: str | None, error_at_s: float | None) -> SessionWritten:
+    """Play out a further session's items into `sdir/<output>` (unless `write_wav` is False); returns its files,
+    manifest summary and trace details. Export and replay share it, so a replay reproduces the export byte for
+    byte."""
     pl = playout(items, n, T)
     wav = sdir / session.output
     if write_wav:
         files = {session.output: write_wav_pcm16(wav, pl.audio, SAMPLE_RATE), **files}
     elif wav.exists():
         wav.unlink()
-    summary: dict[str, Any] = {"source": session.source, "T": T, "clock": clock, **pl.stats, "error": error,
-                               "reasons": sorted(set(reasons))}
-    details: dict[str, Any] = {"source": session.source, "T": T, "n_samples": n, "input_sha256": input_sha256,
-                               "input_samples_16k": input_len, "input": input_json, "items": placements_json(items, pl),
-                               "playout": pl.stats, "error": error, "error_at_s": error_at_s}
-    if network is not None:
-        summary["network"] = _network_summary(network)
-        details["network"] = network
-    return files, summary, details
+    summary = SessionSummary(session.source, T, clock, pl.stats, error, list(reasons), network)
+    details = SessionDetails(session.source, T, n, input_sha256, input_len, input_json, placements_json(items, pl),
+                             pl.stats, error, error_at_s, network)
+    return SessionWritten(files, summary, details)
 
 
-def _finish_further(m: PreparedSession, trace: SessionTrace,
-                    sdir: Path) -> tuple[dict[str, str], list[str], dict[str, Any], dict[str, Any]]:
-    """Write a further session's output (and wire trace); returns (files, reasons, manifest summary, trace details)."""
+def _finish_further(m: PreparedSession, trace: SessionTrace, sdir: Path) -> tuple[SessionWritten, list[str]]:
+    """Write a further session's output (and wire trace); returns it as written and its reasons."""
     items, reasons, input_json, network, write_wav, files = _session_outcome(trace, sdir, m.T, m.session.prefix)
-    files, summary, details = further_session(sdir, m.session, m.T, m.n, m.input_sha256, m.input_len, items, reasons,
-                                              input_json, network, write_wav, files, trace.clock, trace.error,
-                                              trace.error_at_s)
-    return files, reasons, summary, details
+    written = further_session(sdir, m.session, m.T, m.n, m.input_sha256, m.input_len, items, reasons, input_json,
+                              network, write_wav, files, trace.clock, trace.error, trace.error_at_s)
+    return written, reasons
 
 
 def finish_prepared(prep: PreparedSample, trace: SessionTrace | Sequence[SessionTrace], run_sha: str,
@@ -262,12 +350,12 @@ def finish_prepared(prep: PreparedSample, trace: SessionTrace | Sequence[Session
     copied, missing = copy_inputs(sample, sdir)
     files.update(copied)
     reasons += missing
-    more: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    more: dict[str, SessionWritten] = {}
     for m, t in zip(prep.more, traces[1:]):
-        m_files, m_reasons, m_summary, m_details = _finish_further(m, t, sdir)
-        files.update(m_files)
+        written, m_reasons = _finish_further(m, t, sdir)
+        files.update(written.files)
         reasons += m_reasons
-        more[m.session.output] = (m_summary, m_details)
+        more[m.session.output] = written
     head = TraceHead(run_sha, sample.subset, sample.id, prep.T, prep.n, input_sha, ann_sha, prep.input_len)
     first = traces[0]
     items, first_reasons, input_json, network, write_wav, wire_files = _session_outcome(first, sdir, prep.T, "")

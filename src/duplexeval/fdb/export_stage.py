@@ -36,7 +36,7 @@ from duplexeval.fdb.selection import (
     select_samples,
 )
 from duplexeval.fdb.tree import SampleEntry
-from duplexeval.fdb.tree_writer import TreeWritten, build_samples, finish_run, open_journal, unfinished
+from duplexeval.fdb.tree_writer import TreeRun, TreeWritten, build_samples, finish_run, open_journal, unfinished
 from duplexeval.jsonio import make_output_dir, sha256_file
 from duplexeval.progress import progress_bar
 from duplexeval.systems.base import System
@@ -113,7 +113,7 @@ def export(
     chosen = select_samples(ds, subsets, limit)
     out = make_output_dir(check_out_outside(Path(out), ds), "--out")
     sysj = system_json(system, system_label(system_arg))
-    run = {"tool": "export", "system": sysj, "dataset": dataset_identity(ds)}
+    run = TreeRun("export", sysj, dataset_identity(ds))
     wall = bool(getattr(system, "wall_clock", False))
     keys: dict[int, str] = {}
 

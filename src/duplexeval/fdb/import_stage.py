@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -45,6 +44,8 @@ from duplexeval.fdb.tree_writer import (
     REASON_BAD_OUTPUT,
     REASON_LENGTH,
     REASON_MISSING_OUTPUT,
+    SystemRecord,
+    TreeRun,
     TreeWritten,
     build_samples,
     copy_annotation,
@@ -53,6 +54,7 @@ from duplexeval.fdb.tree_writer import (
     source_path,
 )
 from duplexeval.jsonio import atomic_write_bytes, make_output_dir, sha256_bytes, sha256_file
+from duplexeval.jsontypes import JsonObject
 from duplexeval.units import SAMPLE_RATE
 
 LENGTH_TOLERANCE_SAMPLES = 1280  # one 80 ms frame at 16 kHz
@@ -114,12 +116,12 @@ def _refuse_multichannel(samples: Sequence[SampleKey], sources: list[Path]) -> N
 
 
 def _adopt(src: Path, sdir: Path, name: str, n: int, channel: int | str | None,
-           where: str) -> tuple[dict[str, str], list[str], dict[str, Any]]:
+           where: str) -> tuple[dict[str, str], list[str], JsonObject]:
     """One output made elsewhere, resampled to 16 kHz and fitted to n samples (within one frame), as `sdir/name`;
     returns (files, reasons, info)."""
     files: dict[str, str] = {}
     reasons: list[str] = []
-    info: dict[str, Any] = {"source_sha256": None, "source_sample_rate": None, "source_samples": None,
+    info: JsonObject = {"source_sha256": None, "source_sample_rate": None, "source_samples": None,
                             "length_fix_samples": None}
     if not src.is_file():
         return files, [REASON_MISSING_OUTPUT], info
@@ -177,7 +179,7 @@ def _import_one(sample: SampleLike, src: Path, out: Path, run_sha: str, src_sha:
             atomic_write_bytes(sdir / OUTPUT_JSON, data)
             info["output_json"] = True
             info["output_json_sha256"] = sha256_bytes(data)
-    sessions: dict[str, Any] = {}
+    sessions: dict[str, JsonObject] = {}
     for sess in layout.sessions()[1:]:  # the task's further outputs, beside output.wav
         n_m = n_samples_for(_length(source_path(sample, sess.source)))
         m_files, m_why, m_info = _adopt(src.parent / sess.output, sdir, sess.output, n_m, channel,
@@ -242,13 +244,13 @@ def import_outputs(
     if channel is None:
         _refuse_multichannel(chosen, sources)  # before anything is written
     make_output_dir(check_out_outside(out, ds), "--out")
-    params: dict[str, Any] = {"outputs": outputs.name, "label": name}
+    params: JsonObject = {"outputs": outputs.name, "label": name}  # the import's parameters, as the run names them
     if channel is not None:
         params["channel"] = channel
     if ignore_output_json:
         params["ignore_output_json"] = True
-    sysj = {"name": "import", "params": params, "version": f"duplexeval {__version__}"}
-    run = {"tool": "import", "system": sysj, "dataset": dataset_identity(ds)}
+    sysj = SystemRecord("import", params, f"duplexeval {__version__}")
+    run = TreeRun("import", sysj, dataset_identity(ds))
 
     def key_of(i: int) -> tuple[str, str]:
         src = sources[i]

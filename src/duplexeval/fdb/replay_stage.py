@@ -16,10 +16,9 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from duplexeval.errors import InputError, RefusalError
-from duplexeval.fdb.export_sample import further_session, write_sample
+from duplexeval.fdb.export_sample import SessionWritten, further_session, write_sample
 from duplexeval.fdb.sample_trace import TRACE_FILE, read_trace
 from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.tree import (
@@ -53,7 +52,7 @@ def _replay_sample(sdir: Path, scratch: Path) -> tuple[SampleEntry, dict[str, by
         raise InputError(f"{sdir / TRACE_FILE}: not the journal of a network export")
     old = trace.result
     outputs = [OUTPUT_WAV]
-    more: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    more: dict[str, SessionWritten] = {}
     more_reasons: list[str] = []
     files = {k: v for k, v in old.files.items() if k != OUTPUT_WAV}
     sessions = {s.output: s for s in task_of(old.subset).layout.sessions()[1:]}
@@ -75,13 +74,11 @@ def _replay_sample(sdir: Path, scratch: Path) -> tuple[SampleEntry, dict[str, by
         input_m = dict(d["input"], max_send_lateness_s=network_m["max_send_lateness_s"])
         old_m = ((old.extra or {}).get("export") or {}).get("sessions", {}).get(name, {})
         wire_m_files = {sess.prefix + w: old.files[sess.prefix + w] for w in wire_names if sess.prefix + w in old.files}
-        files_m, summary_m, details_m = further_session(scratch, sess, T_m, n_m, str(d["input_sha256"]),
-                                                        int(d["input_samples_16k"]), items_m, reasons_m, input_m,
-                                                        network_m, write_m, wire_m_files,
-                                                        str(old_m.get("clock", "wall")), d.get("error"),
-                                                        d.get("error_at_s"))
-        files.update(files_m)
-        more[name] = (summary_m, details_m)
+        written = further_session(scratch, sess, T_m, n_m, str(d["input_sha256"]), int(d["input_samples_16k"]),
+                                  items_m, reasons_m, input_m, network_m, write_m, wire_m_files,
+                                  str(old_m.get("clock", "wall")), d.get("error"), d.get("error_at_s"))
+        files.update(written.files)
+        more[name] = written
         more_reasons += reasons_m
         outputs.append(name)
     if more:

@@ -17,6 +17,7 @@ from duplexeval.errors import InputError
 from duplexeval.fdb.run_journal import JournalEntry
 from duplexeval.fdb.tree import SampleEntry, sample_key
 from duplexeval.jsonio import read_json, write_json
+from duplexeval.jsontypes import JsonObject
 
 TRACE_FILE = "trace.json"
 EXPORT_TRACE_KIND = "duplexeval.systems.trace"
@@ -24,13 +25,13 @@ IMPORT_TRACE_KIND = "duplexeval.fdb.import"
 TRACE_SCHEMA_VERSION = 1
 
 
-def entry_json(e: SampleEntry) -> dict[str, Any]:
+def entry_json(e: SampleEntry) -> JsonObject:
     """A manifest entry as a trace's `result` (its stage's details under `extra`, not spread)."""
     return {"subset": e.subset, "id": e.id, "T": e.T, "eligible": e.eligible, "reasons": e.reasons,
             "files": e.files, "extra": e.extra}
 
 
-def entry_from_json(obj: dict[str, Any]) -> SampleEntry:
+def entry_from_json(obj: JsonObject) -> SampleEntry:
     """The inverse of `entry_json`; KeyError / TypeError / ValueError on a result of the wrong shape."""
     return SampleEntry(obj["subset"], obj["id"], float(obj["T"]), bool(obj["eligible"]), list(obj["reasons"]),
                        dict(obj["files"]), dict(obj.get("extra", {})))
@@ -50,8 +51,8 @@ class TraceHead:
     annotation_sha256: str | None
     input_samples_16k: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"run_sha256": self.run_sha256, "subset": self.subset, "id": self.id, "T": self.T,
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"run_sha256": self.run_sha256, "subset": self.subset, "id": self.id, "T": self.T,
                                "n_samples": self.n_samples, "input_sha256": self.input_sha256}
         if self.input_samples_16k is not None:
             out["input_samples_16k"] = self.input_samples_16k
@@ -71,7 +72,7 @@ class Trace:
     kind: str
     head: TraceHead
     result: SampleEntry
-    details: dict[str, Any] = field(default_factory=dict)
+    details: JsonObject = field(default_factory=dict)  # the stage's keys between head and result, as written
     schema_version: int = TRACE_SCHEMA_VERSION
 
     @property
@@ -85,7 +86,7 @@ class Trace:
         h = self.head
         return JournalEntry(h.run_sha256, h.subset, h.id, h.input_sha256, self.result.files)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"kind": self.kind, "schema_version": self.schema_version, **self.head.to_json(), **self.details,
                 "result": entry_json(self.result)}
 

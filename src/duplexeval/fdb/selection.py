@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 from duplexeval.errors import InputError
 from duplexeval.fdb.dataset import load_dataset
 from duplexeval.fdb.protocols import DatasetLike, SampleLike, dataset_root
 from duplexeval.fdb.tree import subset_order, validate_sample_id, validate_subset
 from duplexeval.jsonio import sha256_file
+from duplexeval.jsontypes import JsonObject
 
 DatasetArg: TypeAlias = DatasetLike | str | os.PathLike[str]  # what `fdb export` / `fdb import` take as `dataset`
 
@@ -58,9 +60,18 @@ def check_out_outside(out: Path, ds: DatasetLike) -> Path:
     return out
 
 
-def dataset_identity(ds: DatasetLike) -> dict[str, Any]:
+@dataclass(frozen=True)
+class DatasetIdentity:
+    """The dataset a run read, as its run record names it: its name and its dataset.json's hash (None: none)."""
+
+    name: str
+    dataset_json_sha256: str | None
+
+    def to_json(self) -> JsonObject:
+        return {"name": self.name, "dataset_json_sha256": self.dataset_json_sha256}
+
+
+def dataset_identity(ds: DatasetLike) -> DatasetIdentity:
     """The dataset's name plus the hash of its dataset.json when it has one (no absolute paths)."""
-    ident: dict[str, Any] = {"name": ds.name}
     dj = (dataset_root(ds) or Path(".")) / "dataset.json"
-    ident["dataset_json_sha256"] = sha256_file(dj) if dj.is_file() else None
-    return ident
+    return DatasetIdentity(ds.name, sha256_file(dj) if dj.is_file() else None)

@@ -45,7 +45,7 @@ def asr_component(backend: Mapping[str, Any]) -> Component:
     model = backend.get("model")
     label = _model_label(model)
     model_hash = model.get("sha256") if isinstance(model, Mapping) else None
-    settings: dict[str, Any] = {"opts": _digest(backend.get("options"))[:8]} if backend.get("options") else {}
+    settings: dict[str, str | int] = {"opts": _digest(backend.get("options"))[:8]} if backend.get("options") else {}
     if "worker_threads" in backend:  # the model's and BLAS/OpenMP threads in every worker (executors.WORKER_THREADS)
         settings["thr"] = backend["worker_threads"]
     return Component("asr", f"{name}:{label}" if label else name, model_hash, settings, dict(backend))

@@ -11,6 +11,7 @@ from typing import Any
 
 from duplexeval.asr.base import Word
 from duplexeval.jsonio import dumps
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas import validate
 from duplexeval.schemas.fdb import OutputJson
 from duplexeval.units import US_PER_S, to_us
@@ -25,7 +26,7 @@ def parse_output_json(obj: Any, path: Path | str) -> list[Word]:
             for ch in rec.chunks]
 
 
-def transcript_json(words: list[Word]) -> dict[str, Any]:
+def transcript_json(words: list[Word]) -> JsonObject:
     """The official output.json object for a word list (word text without leading spaces)."""
     texts = [w.text.strip() for w in words]
     return {

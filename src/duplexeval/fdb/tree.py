@@ -17,6 +17,7 @@ from duplexeval.artifacts import check_kind
 from duplexeval.errors import DuplexEvalError, InputError, RefusalError
 from duplexeval.fdb.verified import read_json_hashed
 from duplexeval.jsonio import write_json
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas import is_safe_id, validate
 from duplexeval.schemas.fdb import AsrFile, ManifestFile, id_problem, subset_problem
 from duplexeval.schemas.fdb_names import (
@@ -75,7 +76,7 @@ class SampleEntry:
     eligible: bool
     reasons: list[str]
     files: dict[str, str]
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)  # the stages' own keys of the entry (export, import), as written
 
     @property
     def key(self) -> str:
@@ -93,8 +94,8 @@ class SampleEntry:
         """The sample's folder inside the tree (the id was validated on load)."""
         return Path(tree) / self.subset / self.id
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {
             "subset": self.subset,
             "id": self.id,
             "T": self.T,
@@ -113,10 +114,10 @@ class Manifest:
     dataset_name: str
     declared: dict[str, int]
     samples: list[SampleEntry]
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)  # the header and the run's keys (system, export ...), as written
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {
             "kind": MANIFEST_KIND,
             "schema_version": SCHEMA_VERSION,
             "dataset": {"name": self.dataset_name, "declared": dict(self.declared)},
@@ -201,15 +202,15 @@ class AsrSample:
     status: str  # "ok" | "error"
     output_json: str | None
     error: str | None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)  # the record's other keys (hashes, cut), as written
 
     @property
     def transcripts(self) -> dict[str, str]:
         more = self.extra.get(TRANSCRIPTS_KEY)
         return {str(k): v for k, v in more.items() if isinstance(v, str)} if isinstance(more, dict) else {}
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"status": self.status, "output.json": self.output_json, "error": self.error}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"status": self.status, "output.json": self.output_json, "error": self.error}
         out.update(self.extra)
         return out
 
@@ -219,12 +220,12 @@ class AsrRecord:
     """asr.json: which backend transcribed which sample, and the transcript hashes."""
 
     manifest_sha256: str
-    backend: dict[str, Any]
+    backend: JsonObject  # the backend's signature, as written
     samples: dict[str, AsrSample]
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)  # the header and any other keys, as written
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {k: self.extra[k] for k in HEADER_KEYS if k in self.extra}  # the header leads
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {k: self.extra[k] for k in HEADER_KEYS if k in self.extra}  # the header leads
         out.update({"manifest_sha256": self.manifest_sha256, "backend": self.backend})
         out.update({k: v for k, v in self.extra.items() if k not in HEADER_KEYS})
         out["samples"] = {k: self.samples[k].to_json() for k in self.samples}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.protocols import DatasetLike, SampleKey, SampleLike, dataset_root
@@ -28,7 +28,11 @@ from duplexeval.fdb.tree import (
     write_manifest,
 )
 from duplexeval.jsonio import atomic_write_bytes, sha256_bytes, sha256_file
+from duplexeval.jsontypes import JsonObject
 from duplexeval.progress import progress_bar
+
+if TYPE_CHECKING:  # types only (selection loads the dataset reader)
+    from duplexeval.fdb.selection import DatasetIdentity
 
 # the run record of export and import: what made this tree (tool, system, dataset)
 RUN_RECORD = ".duplexeval-export.json"
@@ -56,19 +60,44 @@ class TreeWritten:
     reused: int
 
 
-def open_journal(out: Path, run: dict[str, Any], force: bool) -> ResumeJournal:
+@dataclass(frozen=True)
+class SystemRecord:
+    """The system as the run record and manifest.json name it: its name, parameters (plain JSON) and version."""
+
+    name: str
+    params: JsonObject  # the system's own parameters, checked plain JSON
+    version: str
+
+    def to_json(self) -> JsonObject:
+        return {"name": self.name, "params": self.params, "version": self.version}
+
+
+@dataclass(frozen=True)
+class TreeRun:
+    """What identifies an export or import run (its journal's run record): the tool, the system, the dataset."""
+
+    tool: str
+    system: SystemRecord
+    dataset: DatasetIdentity
+
+    def to_json(self) -> JsonObject:
+        return {"tool": self.tool, "system": self.system.to_json(), "dataset": self.dataset.to_json()}
+
+
+def open_journal(out: Path, run: TreeRun, force: bool) -> ResumeJournal:
     """Refuse to write into a tree made by a different tool, system or dataset (unless forced), then record this run."""
-    journal = ResumeJournal(out / RUN_RECORD, run)
+    record = run.to_json()
+    journal = ResumeJournal(out / RUN_RECORD, record)
     old = journal.recorded_run()
     if old is not None:
         if not journal.is_this_run(old) and not force:
-            diff = [k for k in ("tool", "system", "dataset") if not isinstance(old, dict) or old.get(k) != run.get(k)]
+            diff = [k for k in ("tool", "system", "dataset") if not isinstance(old, dict) or old.get(k) != record[k]]
             raise RefusalError(
                 f"{out}: this tree was made by a different {' and '.join(diff) or 'run'}; "
                 f"use another --out or pass --force to overwrite it"
             )
     elif (out / MANIFEST_FILE).is_file() and not force:
-        raise RefusalError(f"{out}: has a manifest.json not written by `duplexeval fdb {run['tool']}`; "
+        raise RefusalError(f"{out}: has a manifest.json not written by `duplexeval fdb {run.tool}`; "
                            "use another --out or --force")
     journal.start()
     return journal
@@ -220,7 +249,7 @@ def declared_of(ds: DatasetLike, entries: list[SampleEntry]) -> dict[str, int]:
 
 def build_samples(
     out: Path,
-    run: dict[str, Any],
+    run: TreeRun,
     force: bool,
     progress: bool,
     samples: Sequence[SampleKey],
@@ -256,17 +285,17 @@ def build_samples(
     return entries, ran, reused
 
 
-def finish_run(out: Path, ds: DatasetLike, entries: list[SampleEntry], system: dict[str, Any], section: str,
-               info: dict[str, Any], limit: int | None, ran: int, reused: int) -> TreeWritten:
+def finish_run(out: Path, ds: DatasetLike, entries: list[SampleEntry], system: SystemRecord, section: str,
+               info: JsonObject, limit: int | None, ran: int, reused: int) -> TreeWritten:
     """Write the manifest with `system` and a `section` of `info` plus the selection and counts."""
     counts = counts_of(entries)
     order = subset_order()
     selection = {"subsets": sorted({e.subset for e in entries}, key=order.index), "limit": limit}
-    extra = {"system": system, section: {**info, "selection": selection, "counts": counts}}
+    extra = {"system": system.to_json(), section: {**info, "selection": selection, "counts": counts}}
     return TreeWritten(out, finish_tree(out, ds, entries, extra), counts, ran, reused)
 
 
-def finish_tree(out: Path, ds: DatasetLike, entries: list[SampleEntry], extra: dict[str, Any]) -> str:
+def finish_tree(out: Path, ds: DatasetLike, entries: list[SampleEntry], extra: JsonObject) -> str:
     """Write manifest.json (plus the tasks' files beside the samples) from the per-sample entries; returns its hash."""
     extra = dict(extra)
     extra.update(copy_dataset_files(ds, out))

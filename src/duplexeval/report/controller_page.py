@@ -10,7 +10,7 @@ own frozen policy: the same replay `controller evaluate` summed."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,9 +136,9 @@ def _diff(m: Any, unit: str) -> Estimate | None:
         return None
     ci = m.get("ci95")
     d = float(m["diff_b_minus_a"])
-    fmt = ((lambda v: f"{v * 100:+.1f} pts") if unit == "share"
-           else (lambda v: f"{v:+.0f} ms") if unit == "ms"
-           else (lambda v: f"{v:+.3f}"))
+    fmt: Callable[[float], str] = ((lambda v: f"{v * 100:+.1f} pts") if unit == "share"
+                                   else (lambda v: f"{v:+.0f} ms") if unit == "ms"
+                                   else (lambda v: f"{v:+.3f}"))
     txt = fmt(d) + (f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "")
     if m.get("resamples_skipped"):
         txt += f", {m['resamples_skipped']} resamples skipped"

@@ -93,8 +93,8 @@ def check_number(v: Any, where: str, name: str, lo: float = -MAX_TIME_S, hi: flo
     return v
 
 
-def number(lo: float, hi: float, *, lo_open: bool = False, integer: bool = False) -> Any:
-    """A JSON number field checked by `number_problem`; kept as written (an int stays an int, so messages quote it)."""
+def _checked(lo: float, hi: float, *, lo_open: bool = False, integer: bool = False) -> PlainValidator:
+    """The validator of a number field: `number_problem`, the value kept as written."""
 
     def check(v: Any) -> Any:
         bad = number_problem(v, lo, hi, lo_open=lo_open, integer=integer)
@@ -102,13 +102,18 @@ def number(lo: float, hi: float, *, lo_open: bool = False, integer: bool = False
             raise PydanticCustomError(bad[0], bad[1])
         return v
 
-    return Annotated[int if integer else float, PlainValidator(check)]
+    return PlainValidator(check)
 
 
-Time = number(-MAX_TIME_S, MAX_TIME_S)
+def number(lo: float, hi: float, *, lo_open: bool = False, integer: bool = False) -> Any:
+    """A JSON number field checked by `number_problem`; kept as written (an int stays an int, so messages quote it)."""
+    return Annotated[int if integer else float, _checked(lo, hi, lo_open=lo_open, integer=integer)]
+
+
+Time = Annotated[float, _checked(-MAX_TIME_S, MAX_TIME_S)]
 """A finite time in seconds within +-MAX_TIME_S (sign checked by the rule that uses it)."""
-NonNegTime = number(0.0, MAX_TIME_S)
-PositiveTime = number(0.0, MAX_TIME_S, lo_open=True)
+NonNegTime = Annotated[float, _checked(0.0, MAX_TIME_S)]
+PositiveTime = Annotated[float, _checked(0.0, MAX_TIME_S, lo_open=True)]
 Sha256 = Annotated[str, AfterValidator(_sha256)]
 Text = Annotated[str, AfterValidator(_no_control)]
 

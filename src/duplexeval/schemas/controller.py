@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeGuard
 
 from pydantic import Field, field_validator, model_validator
 
@@ -25,7 +25,7 @@ CLIP_KEYS = (
 )  # fmt: skip
 
 
-def is_clip_id(value: object) -> bool:
+def is_clip_id(value: object) -> TypeGuard[str]:
     """A clip id used as a file name: the whole string is letters, digits, '.', '_', '-' (no newline), no '..'."""
     return isinstance(value, str) and _CLIP_ID.fullmatch(value) is not None and ".." not in value
 

@@ -18,7 +18,9 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas.base import (
     MAX_TIME_S,
     OpenRecord,
@@ -68,7 +70,7 @@ class AnnotationList(RootModel[Any]):
         return f"{cls.file}[{i}]"
 
     @classmethod
-    def explain(cls, raw: Any, loc: tuple[Any, ...], err: dict[str, Any]) -> str | None:
+    def explain(cls, raw: Any, loc: tuple[Any, ...], err: ErrorDetails) -> str | None:
         if not loc or not isinstance(loc[0], int):
             return None
         i = loc[0]
@@ -127,7 +129,7 @@ class OutputJson(OpenRecord):
     chunks: list[Chunk]
 
     @classmethod
-    def explain(cls, raw: Any, loc: tuple[Any, ...], err: dict[str, Any]) -> str | None:
+    def explain(cls, raw: Any, loc: tuple[Any, ...], err: ErrorDetails) -> str | None:
         if loc == () or (loc == ("chunks",) and err["type"] == "missing"):
             return ("transcript must be a JSON object with 'text' and 'chunks'" if loc == ()
                     else "'chunks' must be a list")
@@ -303,7 +305,7 @@ class ManifestFile(OpenRecord):
         lambda raw, loc: _sample_label(raw, loc[1]) if len(loc) >= 2 and loc[0] == "samples" else None)
 
     @classmethod
-    def explain(cls, raw: Any, loc: tuple[Any, ...], err: dict[str, Any]) -> str | None:
+    def explain(cls, raw: Any, loc: tuple[Any, ...], err: ErrorDetails) -> str | None:
         if loc == ():
             return "manifest must be a JSON object"
         if loc[0] == "dataset" and len(loc) == 1:
@@ -365,7 +367,7 @@ class AsrFile(OpenRecord):
     """asr.json as a whole: the manifest it was made from, the backend, and one record per sample key."""
 
     manifest_sha256: Sha256
-    backend: dict[str, Any]
+    backend: JsonObject
     samples: dict[str, AsrSampleRecord]
 
     sample_depth: ClassVar[int] = 2
@@ -373,7 +375,7 @@ class AsrFile(OpenRecord):
         lambda raw, loc: f"sample {loc[1]}" if len(loc) >= 2 and loc[0] == "samples" else None)
 
     @classmethod
-    def explain(cls, raw: Any, loc: tuple[Any, ...], err: dict[str, Any]) -> str | None:
+    def explain(cls, raw: Any, loc: tuple[Any, ...], err: ErrorDetails) -> str | None:
         if loc == ():
             return "asr.json must be a JSON object"
         if loc[0] == "manifest_sha256":

@@ -202,6 +202,6 @@ def test_official_prompt_is_sent(tmp_path):
     with ScriptedServer([("good", GOOD)]) as srv:
         j = make_judge(tmp_path / "tree", srv.url, reference_source=str(ref))
         rate(j, tmp_path / "tree")
-    assert j.label == "official" and j.signature()["prompt"]["source"] == "official"
+    assert j.label == "official" and j.signature().prompt.source == "official"
     msgs = srv.requests[0]["body"]["messages"]
     assert msgs[0]["content"].startswith("Rate the reply") and "- second: wait, what time is it" in msgs[1]["content"]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb import synth as S
+from duplexeval.fdb.synth.parse import Voice
 from duplexeval.fdb.tasks.backchannel.synth import BC_EPSILON, BC_MIN_GAP_S, backchannel_gt
 
 SR = 16000
@@ -72,9 +73,10 @@ def test_script_duplicates_and_defaults():
         _script([TURN, TURN])
     sc = _script([PAUSE, TURN], defaults={"voice": "en-us+m3", "rate": 150})
     pause, turn = sc.samples  # canonical order: pause subsets first
-    assert (pause["voice"], pause["rate"], pause["pitch"]) == ("en-us+m3", 150, 50)
-    assert (turn["voice"], turn["rate"], turn["tail"], turn["partner_gap"]) == ("en-gb", 180, 8.0, 0.4)
-    assert pause["id"] == "1"  # YAML integers become folder names
+    assert pause.voice == Voice("en-us+m3", 150, 50)
+    assert (turn.voice.voice, turn.voice.rate, turn.seconds("tail"), turn.seconds("partner_gap")) == ("en-gb", 180, 8.0,
+                                                                                                     0.4)
+    assert pause.id == "1"  # YAML integers become folder names
 
 
 def test_script_hash_ignores_formatting(tmp_path):

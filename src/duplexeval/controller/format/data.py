@@ -137,7 +137,9 @@ class ClipFrames:
 
     def get(self, name: str) -> np.ndarray | None:
         """Array by its file name (``yield`` maps to the attribute ``yield_``)."""
-        return getattr(self, "yield_" if name == "yield" else name)
+        value = getattr(self, "yield_" if name == "yield" else name)
+        assert value is None or isinstance(value, np.ndarray), name
+        return value
 
     def score(self, head: str) -> np.ndarray | None:
         """The score array of a head in HEADS."""

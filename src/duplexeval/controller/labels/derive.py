@@ -279,7 +279,7 @@ def _raster(n_ticks: int, spans: list[tuple[float, float]]) -> np.ndarray:
 
 
 def _frame_major(ticks: np.ndarray, n_frames: int) -> np.ndarray:
-    return ticks.reshape(n_frames, TICKS_PER_FRAME).sum(axis=1) * 2 >= TICKS_PER_FRAME
+    return np.asarray(ticks.reshape(n_frames, TICKS_PER_FRAME).sum(axis=1) * 2 >= TICKS_PER_FRAME)
 
 
 def _stamp_mask(n_frames: int, a_s: float, b_s: float) -> np.ndarray:

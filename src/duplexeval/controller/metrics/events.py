@@ -228,7 +228,9 @@ def clip_events(
 
 def evidence_row(ev: ClipEvidence) -> dict[str, Any]:
     """One per-clip evidence row (for ``--rows``): what each probe and onset contributed, in ms."""
-    ms = lambda x: None if x is None else x / 1000.0  # noqa: E731
+    def ms(x: float | None) -> float | None:
+        return None if x is None else x / 1000.0
+
     row: dict[str, Any] = {"clip": ev.clip_id, "group": ev.group, "source": ev.source, "reference_s": ev.floor_us / 1e6}
     if ev.has_endpoint:
         for mode in MODES:

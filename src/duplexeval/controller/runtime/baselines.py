@@ -168,7 +168,8 @@ def _check(v: float, name: str) -> None:
         raise InputError(f"baseline: {name} must be > 0, got {v}")
 
 
-BASELINES = {"silence": SilenceTimeoutController, "silero": SileroController}
+BASELINES: dict[str, type[SilenceTimeoutController | SileroController]] = {
+    "silence": SilenceTimeoutController, "silero": SileroController}
 
 
 def make(name: str, **options: Any) -> SilenceTimeoutController | SileroController:

@@ -157,8 +157,13 @@ def bench(ctl: Any, prefill: int = 64, updates: int = 200, repeats: int = 3, see
 def format_bench(rep: dict[str, Any]) -> str:
     """A few lines for the terminal."""
     w = rep["wall_time_per_update_ms"]
-    f = lambda v: NO_DATA if v is None else f"{v:.3f} ms"  # noqa: E731
-    b = lambda v: NO_DATA if v is None else f"{v:,} B"  # noqa: E731
+
+    def f(v: float | None) -> str:
+        return NO_DATA if v is None else f"{v:.3f} ms"
+
+    def b(v: int | None) -> str:
+        return NO_DATA if v is None else f"{v:,} B"
+
     p = rep["protocol"]
     return "\n".join([
         f"controller bench: {rep['controller']} (batch 1, {p['prefill_frames']} prefill frames, "

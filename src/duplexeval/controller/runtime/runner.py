@@ -40,7 +40,7 @@ def frame_level_db(audio: np.ndarray, n_frames: int | None = None) -> np.ndarray
     frames = split_frames(audio, n_frames)
     ms = np.mean(np.square(frames, dtype=np.float64), axis=1)
     with np.errstate(divide="ignore"):
-        return (10.0 * np.log10(ms)).astype(np.float64)
+        return np.asarray(10.0 * np.log10(ms), dtype=np.float64)
 
 
 def split_frames(audio: np.ndarray, n_frames: int | None = None) -> np.ndarray:

@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from duplexeval.jsontypes import JsonObject
+
+if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Mapping, Sequence
     from pathlib import Path
 
@@ -26,7 +29,7 @@ def evaluate(
     backchannel_rules: str = "2025-06",
     options: Mapping[str, Any] | None = None,
     progress: bool = True,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Apply the official rules to a transcribed tree and write TREE/summary.json (see run.evaluate); `judge` None
     asks no judge; `options` are the other tasks' own options (`official_options()`)."""
     from duplexeval.fdb.official.run import evaluate as _evaluate

@@ -12,7 +12,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from duplexeval.chat_http import (  # re-exported: the old home of the HTTP client (one release)
     DEFAULT_TIMEOUT_S,
@@ -43,6 +42,7 @@ from duplexeval.fdb.official.judge_prompt import (  # re-exported: the old home 
     parse_reply,
 )
 from duplexeval.jsonio import append_text, dumps_line, sha256_bytes, write_json
+from duplexeval.jsontypes import JsonObject
 
 __all__ = [
     "DEFAULT_API_KEY_ENV",
@@ -63,8 +63,10 @@ __all__ = [
     "Exchange",
     "Judge",
     "JudgeConfig",
+    "JudgeSignature",
     "Prompt",
     "RateFn",
+    "RatedBlock",
     "check_timeout",
     "judge_label",
     "load_official_prompt",
@@ -87,7 +89,7 @@ class Rating:
     attempts: int
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "rating": self.rating,
             "analysis": self.analysis,
@@ -114,6 +116,44 @@ def judge_label(prompt: Prompt, model: str, seed: int) -> str:
     return f"{model} (duplexeval prompt)"
 
 
+@dataclass(frozen=True)
+class JudgeSignature:
+    """Everything that determines the interruption ratings (never the key): the start of the judge block."""
+
+    label: str
+    model: str
+    seed: int
+    base_url: str  # sanitized
+    prompt: Prompt
+    max_attempts: int
+
+    def to_json(self) -> JsonObject:
+        return {
+            "label": self.label,
+            "mode": "openai",
+            "model": self.model,
+            "seed": self.seed,
+            "base_url": self.base_url,
+            "prompt": self.prompt.to_json(),
+            "max_attempts": self.max_attempts,
+        }
+
+
+@dataclass(frozen=True)
+class RatedBlock:
+    """A judged subset's judge block: the judge's signature, then how many takeovers got a rating, how many got
+    none and how many needed more than one request."""
+
+    judge: JudgeSignature
+    rated: int
+    failed: int
+    retried_samples: int
+
+    def to_json(self) -> JsonObject:
+        return {**self.judge.to_json(), "rated": self.rated, "failed": self.failed,
+                "retried_samples": self.retried_samples}
+
+
 @dataclass
 class Judge:
     """Rates takeovers with up to `max_attempts` requests each; logs every exchange to the tree."""
@@ -138,19 +178,12 @@ class Judge:
     def label(self) -> str:
         return judge_label(self.prompt, self.config.model, self.config.seed)
 
-    def signature(self) -> dict[str, Any]:
+    def signature(self) -> JudgeSignature:
         """Everything that determines the ratings (never the key)."""
-        return {
-            "label": self.label,
-            "mode": "openai",
-            "model": self.config.model,
-            "seed": self.config.seed,
-            "base_url": sanitize_url(self.config.base_url),
-            "prompt": self.prompt.to_json(),
-            "max_attempts": self.config.max_attempts,
-        }
+        c = self.config
+        return JudgeSignature(self.label, c.model, c.seed, sanitize_url(c.base_url), self.prompt, c.max_attempts)
 
-    def payload(self, context: str, interrupt: str, response: str) -> dict[str, Any]:
+    def payload(self, context: str, interrupt: str, response: str) -> JsonObject:
         """The request body: model, one system and one user message, seed; default temperature (not sent)."""
         return {
             "model": self.config.model,
@@ -161,11 +194,11 @@ class Judge:
             "seed": self.config.seed,
         }
 
-    def _log(self, record: dict[str, Any]) -> None:
+    def _log(self, record: JsonObject) -> None:
         append_text(self.log_path, self.client.redact(dumps_line(record)), private=True)
 
     def log_run_start(self, subset: str) -> None:
-        self._log({"event": "run", "subset": subset, "judge": self.signature()})
+        self._log({"event": "run", "subset": subset, "judge": self.signature().to_json()})
 
     def rate(self, key: str, sample_dir: Path, context: str, interrupt: str, response: str) -> Rating:
         """Rate one takeover; reuse `rating.json` when it was made from the very same request."""

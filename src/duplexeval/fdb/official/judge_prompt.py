@@ -11,10 +11,10 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from duplexeval.errors import InputError
 from duplexeval.jsonio import sha256_bytes
+from duplexeval.jsontypes import JsonObject
 
 # Where the official evaluator lives in a checkout: v1.0 layout first, then HEAD's.
 OFFICIAL_EVALUATOR_PATHS = ("evaluation/eval_user_interruption.py", "v1_v1.5/evaluation/eval_user_interruption.py")
@@ -52,7 +52,7 @@ class Prompt:
         blob = json.dumps({"system": self.system, "user": list(self.user_parts)}, ensure_ascii=False)
         return sha256_bytes(blob.encode("utf-8"))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"source": self.source, "sha256": self.sha256, "file": self.file, "file_sha256": self.file_sha256}
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+
+from duplexeval.jsontypes import JsonObject
 
 NO_SAMPLES = "no evaluated sample: the official script divides by zero here"
 NOT_JUDGED = "not judged (--judge none): the official script always asks gpt-4-turbo"
@@ -30,7 +31,7 @@ class Metric:
     n: int
     note: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"value": self.value, "std": self.std, "n": self.n, "note": self.note}
 
 

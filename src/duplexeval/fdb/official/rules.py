@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from duplexeval.fdb.transcript import Word
+from duplexeval.jsontypes import JsonObject
 
 TURN_DURATION_THRESHOLD_S = 1  # `turn_duration_threshold`
 TURN_NUM_WORDS_THRESHOLD = 3  # `turn_num_words_threshold`
@@ -38,7 +39,7 @@ class TakeTurn:
             raise ValueError(f"no TOR: {self.crash}")
         return self.tor
 
-    def row(self, sample_id: str) -> dict[str, Any]:
+    def row(self, sample_id: str) -> JsonObject:
         """The fields every evaluated sample row starts with: id and this take-turn decision."""
         return {"id": sample_id, "evaluated": True, "tor": self.tor, "n_words": self.n_words, "span_s": self.span_s}
 
@@ -84,7 +85,15 @@ def latency_sample(turn: TakeTurn, reference_s: float) -> tuple[float | None, fl
     return raw, clamp_latency(raw)
 
 
-def crash_note(samples: Sequence[Any]) -> str | None:
+class _Decided(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def turn(self) -> TakeTurn: ...
+
+
+def crash_note(samples: Sequence[_Decided]) -> str | None:
     """If any sample would crash the official script, the note naming the first one."""
     for s in samples:
         if s.turn.crash:

@@ -13,9 +13,10 @@ from typing import Any
 
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.official.judge_config import JudgeConfig
-from duplexeval.fdb.official.metric import NEEDS_JUDGE, needs_judge
+from duplexeval.fdb.official.metric import NEEDS_JUDGE, Metric, needs_judge
 from duplexeval.fdb.official.rules import TURN_DURATION_THRESHOLD_S, TURN_NUM_WORDS_THRESHOLD
 from duplexeval.fdb.official.summary import (
+    SubsetCounts,
     SubsetSummary,
     build_summary,
     rules_block,
@@ -23,6 +24,7 @@ from duplexeval.fdb.official.summary import (
 )
 from duplexeval.fdb.sample import OpenedSample
 from duplexeval.fdb.tasks import OfficialContext, Ready, all_tasks, task_of
+from duplexeval.fdb.tasks.base import JsonRecord, NotEvaluated, SummaryRow
 from duplexeval.fdb.tree import (
     SUBSETS,
     AsrRecord,
@@ -32,38 +34,37 @@ from duplexeval.fdb.tree import (
     load_manifest,
     validate_subset,
 )
+from duplexeval.jsontypes import JsonObject
 from duplexeval.progress import status_lines
 from duplexeval.signature import Component
 
 JUDGES = ("none", "openai")
 
 
-def official_options() -> dict[str, Any]:
+def official_options() -> dict[str, object]:
     """Every registered task's official options with their defaults (`OfficialRules.options`)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for task in all_tasks():
         out.update(task.official.options)
     return out
 
 
-def _progress_value(m: Any) -> str:
+def _progress_value(m: Metric) -> str:
     """A metric in a progress line: 4 decimals (summary.json keeps full precision), `null` when empty."""
     if needs_judge(m.to_json()):
         return NEEDS_JUDGE
     return "null" if m.value is None else f"{m.value:.4f}"
 
 
-def _base_counts(subset: str, manifest: Manifest, entries: Sequence[SampleEntry]) -> dict[str, Any]:
+def _base_counts(subset: str, manifest: Manifest, entries: Sequence[SampleEntry]) -> SubsetCounts:
     reasons = Counter(r for e in entries if not e.eligible for r in e.reasons)
-    return {
-        "declared": manifest.declared.get(subset, SUBSETS[subset].declared),
-        "selected": len(entries),
-        "eligible": sum(1 for e in entries if e.eligible),
-        "ineligible": sum(1 for e in entries if not e.eligible),
-        "ineligible_reasons": dict(sorted(reasons.items())),
-        "asr_error": 0,
-        "evaluated": 0,
-    }
+    return SubsetCounts(
+        declared=manifest.declared.get(subset, SUBSETS[subset].declared),
+        selected=len(entries),
+        eligible=sum(1 for e in entries if e.eligible),
+        ineligible=sum(1 for e in entries if not e.eligible),
+        ineligible_reasons=dict(sorted(reasons.items())),
+    )
 
 
 def evaluate(
@@ -73,7 +74,7 @@ def evaluate(
     judge: JudgeConfig | None = None,
     options: Mapping[str, Any] | None = None,
     progress: bool = True,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Apply the official rules to every eligible, transcribed sample; write and return summary.json.
 
     `options` are the tasks' own options (`official_options()` lists them with their defaults); `judge` is how the
@@ -118,7 +119,7 @@ def evaluate(
         contexts[subset] = ctx
 
     results: dict[str, SubsetSummary] = {}
-    infos: dict[str, dict[str, Any]] = {}
+    infos: dict[str, JsonRecord] = {}
     for subset in chosen:
         entries = manifest.by_subset(subset)
         task = task_of(subset)
@@ -129,14 +130,14 @@ def evaluate(
         ready = _transcribed(tree, asr, entries, counts, rows)
         outcome = task.official.evaluate(ctx, ready)
         done, metrics, judge_block = outcome.done, outcome.metrics, outcome.judge
-        counts.update(outcome.counts)
+        counts.rule.update(outcome.counts)
         if outcome.rules_info is not None:
             infos[task.name] = outcome.rules_info
-        counts["evaluated"] = len(done)
-        rows.extend(s.to_json() for s in done)
+        counts.evaluated = len(done)
+        rows.extend(done)
         order = {e.id: i for i, e in enumerate(entries)}
-        rows.sort(key=lambda r: order[r["id"]])
-        results[subset] = SubsetSummary(task.name, counts, metrics, rows, judge_block, dict(outcome.extra))
+        rows.sort(key=lambda r: order[r.id])
+        results[subset] = SubsetSummary(task.name, counts, metrics, rows, judge_block, outcome.extra)
         say(f"{subset}: evaluated {len(done)}: " + ", ".join(f"{k} {_progress_value(m)}" for k, m in metrics.items()))
 
     rules = rules_block({"turn_duration_threshold_s": TURN_DURATION_THRESHOLD_S,
@@ -151,20 +152,20 @@ def evaluate(
     return summary
 
 
-def _transcribed(tree: Path, asr: AsrRecord, entries: Sequence[SampleEntry], counts: dict[str, Any],
-                 rows: list[dict[str, Any]]) -> Ready:
+def _transcribed(tree: Path, asr: AsrRecord, entries: Sequence[SampleEntry], counts: SubsetCounts,
+                 rows: list[SummaryRow]) -> Ready:
     """The eligible, transcribed samples with their words; the others become counted, not-evaluated rows."""
     ready: Ready = []
     for e in entries:
         if not e.eligible:
-            rows.append({"id": e.id, "evaluated": False, "reason": "ineligible: " + "; ".join(e.reasons)})
+            rows.append(NotEvaluated(e.id, "ineligible: " + "; ".join(e.reasons)))
             continue
         rec = asr.samples.get(e.key)
         if rec is None:
             raise RefusalError(f"{tree / 'asr.json'}: eligible sample {e.key} was not transcribed; rerun asr")
         if rec.status != "ok" or rec.output_json is None:
-            counts["asr_error"] += 1
-            rows.append({"id": e.id, "evaluated": False, "reason": f"asr error: {rec.error}"})
+            counts.asr_error += 1
+            rows.append(NotEvaluated(e.id, f"asr error: {rec.error}"))
             continue
         sample = OpenedSample(tree, e, rec, task_of(e.subset).annotation)
         sample.words, sample.text  # noqa: B018 - read and checked now, before any rule runs

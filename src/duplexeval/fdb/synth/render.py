@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from duplexeval.errors import InputError
+from duplexeval.fdb.synth.parse import Part, Pause, SampleSpec
 from duplexeval.fdb.tasks import task_of
+from duplexeval.jsontypes import JsonObject
 from duplexeval.tts import synthesize
 from duplexeval.units import SAMPLE_RATE
 
@@ -71,7 +72,7 @@ def round_s(x: float) -> float:
     return round(float(x), 6)
 
 
-def _transcription(words: list[Word]) -> list[dict[str, Any]]:
+def _transcription(words: list[Word]) -> list[JsonObject]:
     return [{"speaker": 0, "item": [{"text": w, "timestamp": [round_s(a), round_s(b)]} for w, a, b in words]}]
 
 
@@ -82,14 +83,14 @@ class RenderedSample:
     subset: str
     id: str
     audio: np.ndarray
-    annotation: list[dict[str, Any]] | None
-    transcription: list[dict[str, Any]]
+    annotation: list[JsonObject] | None  # the annotation file's JSON (None: the task has none)
+    transcription: list[JsonObject]  # transcription.json, as written
     words: list[Word]
     extra_wavs: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def T(self) -> float:
-        return self.audio.shape[0] / SAMPLE_RATE
+        return len(self.audio) / SAMPLE_RATE
 
     def timing(self) -> SampleTiming:
         """The sample's length and word times, without its audio."""
@@ -107,15 +108,15 @@ class SampleTiming:
     words: list[Word]
 
 
-def place_parts(parts: Sequence[Any], tl: Timeline, speak: Callable[[str], Utterance]) -> list[dict[str, Any]]:
+def place_parts(parts: Sequence[Part], tl: Timeline, speak: Callable[[str], Utterance]) -> list[JsonObject]:
     """Speech parts and `{pause: s}` silences in order; returns the `[PAUSE]` items between speech (exact word
-    times)."""
-    pauses: list[dict[str, Any]] = []
+    times), as pause.json holds them."""
+    pauses: list[JsonObject] = []
     last_end: float | None = None
     pending_pause = False
     for p in parts:
-        if isinstance(p, dict):
-            tl.silence(p["pause"])
+        if isinstance(p, Pause):
+            tl.silence(p.seconds)
             pending_pause = True
             continue
         placed = tl.speech(speak(p))
@@ -126,23 +127,23 @@ def place_parts(parts: Sequence[Any], tl: Timeline, speak: Callable[[str], Utter
     return pauses
 
 
-def render_sample(spec: dict[str, Any], where: str = "") -> RenderedSample:
+def render_sample(spec: SampleSpec, where: str = "") -> RenderedSample:
     """Build one sample's audio and annotations from its normalised spec (layouts in docs/synth.md): the lead
     silence, the task's recipe (`SynthRecipe.render`), the tail silence."""
-    recipe = task_of(spec["subset"]).synth
+    recipe = task_of(spec.subset).synth
     if recipe is None:
-        raise InputError(f"{where}: the task of subset {spec['subset']} cannot be synthesized")
-    v = (spec["voice"], spec["rate"], spec["pitch"])
+        raise InputError(f"{where}: the task of subset {spec.subset} cannot be synthesized")
+    v = spec.voice
     tl = Timeline()
-    tl.silence(spec["lead"])
-    annotation, extra = recipe.render(spec, tl, lambda text: speak(text, *v, where=where))
-    tl.silence(spec["tail"])
+    tl.silence(spec.seconds("lead"))
+    made = recipe.render(spec, tl, lambda text: speak(text, v.voice, v.rate, v.pitch, where=where))
+    tl.silence(spec.seconds("tail"))
     return RenderedSample(
-        subset=spec["subset"],
-        id=spec["id"],
+        subset=spec.subset,
+        id=spec.id,
         audio=tl.audio(),
-        annotation=annotation,
+        annotation=made.annotation,
         transcription=_transcription(tl.words),
         words=list(tl.words),
-        extra_wavs=extra,
+        extra_wavs=dict(made.extra_wavs),
     )

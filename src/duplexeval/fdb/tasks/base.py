@@ -28,17 +28,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from duplexeval.fdb.sample import OpenedSample
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas.fdb_names import INPUT_WAV, OUTPUT_JSON, OUTPUT_WAV, SubsetInfo
 from duplexeval.signature import Component
 
 if TYPE_CHECKING:  # types only: the stages import this module
+    import numpy as np
     from rich.console import Console
 
+    from duplexeval.fdb.official.judge_config import JudgeConfig
+    from duplexeval.fdb.official.metric import Metric
+    from duplexeval.fdb.synth.parse import SampleSpec
+    from duplexeval.fdb.synth.render import SampleTiming, Timeline, Utterance
     from duplexeval.fdb.tree import AsrRecord, Manifest, SampleEntry
     from duplexeval.fdb.unified.aggregate import Block, Counts
     from duplexeval.fdb.unified.load import LoadedTree
     from duplexeval.fdb.unified.rows import SampleRow
-    from duplexeval.jsontypes import JsonObject
 
 InputT = TypeVar("InputT")
 RowT = TypeVar("RowT")
@@ -215,6 +220,32 @@ class UnifiedRules(Generic[InputT, RowT]):
         return None
 
 
+class JsonRecord(Protocol):
+    """A typed record that becomes one JSON object of an artifact (`to_json()`, keys in the artifact's order)."""
+
+    def to_json(self) -> JsonObject: ...
+
+
+class SummaryRow(Protocol):
+    """One row of a subset's `samples` in summary.json: an evaluated sample of the task's rule, or `NotEvaluated`."""
+
+    @property
+    def id(self) -> str: ...
+
+    def to_json(self) -> JsonObject: ...
+
+
+@dataclass(frozen=True)
+class NotEvaluated:
+    """A selected sample the official rule did not evaluate, and why (counted, never dropped)."""
+
+    id: str
+    reason: str
+
+    def to_json(self) -> JsonObject:
+        return {"id": self.id, "evaluated": False, "reason": self.reason}
+
+
 @dataclass
 class OfficialContext:
     """What an official rule may use besides its samples: the tree, the run's options, and its `prepare` result."""
@@ -225,22 +256,26 @@ class OfficialContext:
     asr: AsrRecord
     options: Mapping[str, Any]  # every task's official options (`OfficialRules.options`), as given
     judge_mode: str  # "none" or "openai"
-    judge_config: Any  # fdb.official.judge.JudgeConfig
-    rows: list[dict[str, Any]]  # the subset's summary rows; a rule may add not-evaluated rows
+    judge_config: JudgeConfig
+    rows: list[SummaryRow]  # the subset's summary rows; a rule may add not-evaluated rows
     say: Callable[[str], None]
     prepared: Any = None
 
 
 @dataclass
 class OfficialOutcome:
-    """An official rule's result for one subset: evaluated samples, metrics and optional extra blocks."""
+    """An official rule's result for one subset: evaluated samples, metrics and optional extra blocks.
 
-    done: Sequence[Any]
-    metrics: dict[str, Any]
-    judge: dict[str, Any] | None = None
-    counts: dict[str, Any] = field(default_factory=dict)
-    rules_info: dict[str, Any] | None = None  # merged into the task's part of summary.json's rules block
-    extra: dict[str, Any] = field(default_factory=dict)  # further keys of the subset's block (before its samples)
+    `judge` is the subset's judge block, `counts` the rule's own counts (after the shared ones), `rules_info` what
+    the rule found out that its `rules_block` and `signature_components` report (the last outcome's), `extra` the
+    further keys of the subset's block (before its samples)."""
+
+    done: Sequence[SummaryRow]
+    metrics: Mapping[str, Metric]
+    judge: JsonRecord | None = None
+    counts: Mapping[str, int] = field(default_factory=dict)
+    rules_info: JsonRecord | None = None
+    extra: JsonRecord | None = None
 
 
 # every eligible, transcribed sample of a subset, its transcript read (words and text)
@@ -270,11 +305,11 @@ class OfficialRules:
         """The subset's evaluated samples and printed metrics."""
         raise NotImplementedError
 
-    def rules_block(self, options: Mapping[str, Any], info: dict[str, Any] | None) -> dict[str, Any]:
-        """The task's entries of summary.json's `rules` block (`info`: the last outcome's `rules_info`)."""
+    def rules_block(self, options: Mapping[str, Any], info: JsonRecord | None) -> JsonObject:
+        """The task's entries of summary.json's `rules` block, as written (`info`: the last outcome's `rules_info`)."""
         return {}
 
-    def signature_components(self, options: Mapping[str, Any], info: dict[str, Any] | None) -> tuple[Component, ...]:
+    def signature_components(self, options: Mapping[str, Any], info: JsonRecord | None) -> tuple[Component, ...]:
         """What else the numbers depend on, for summary.json's signature (a model and its hash, a library's
         version); `info` as for `rules_block`, None when none of the task's subsets was evaluated."""
         return ()
@@ -414,15 +449,24 @@ class SynthRecipe:
     keys: Mapping[str, Any] = {}
     parts_need_pause: bool = False
 
-    def render(self, spec: Mapping[str, Any], tl: Any, speak: Callable[[str], Any]) -> tuple[Any, dict[str, Any]]:
-        """Place the sample's speech on the timeline `tl` (`fdb.synth.render.Timeline`) after the lead silence,
-        `speak(text)` giving each utterance; returns (annotation JSON or None, {extra wav name: audio})."""
+    def render(self, spec: SampleSpec, tl: Timeline, speak: Callable[[str], Utterance]) -> Rendered:
+        """Place the sample's speech on the timeline `tl` after the lead silence, `speak(text)` giving each
+        utterance (`spec.text(key)`, `spec.seconds(key)`, `spec.parts`: its values of `keys`)."""
         raise NotImplementedError
 
-    def dataset_files(self, rendered: Sequence[Any]) -> dict[str, Any]:
-        """Files beside the samples made from the task's rendered samples (`fdb.synth.render.SampleTiming`:
-        subset, id, T, word times); {name: JSON object}."""
+    def dataset_files(self, rendered: Sequence[SampleTiming]) -> dict[str, JsonObject]:
+        """Files beside the samples made from the task's rendered samples (subset, id, T, word times); {name: the
+        JSON object written}."""
         return {}
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What a recipe made of one sample: its annotation file's JSON (None: the task has none) and any extra WAVs
+    ({file name: 16 kHz float32 audio})."""
+
+    annotation: list[JsonObject] | None = None
+    extra_wavs: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -475,4 +519,5 @@ __all__ = [
     "MetricSpec", "OfficialContext", "OfficialOutcome", "OfficialRules", "OpenedSample", "PairedSpec", "Ready",
     "RenderRules", "SampleFile", "SampleLayout", "Session", "SubsetInfo", "SynthRecipe", "Task", "UnifiedRules",
     "one_output_layout", "time_units",
+    "JsonRecord", "NotEvaluated", "Rendered", "SummaryRow",
 ]

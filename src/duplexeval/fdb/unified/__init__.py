@@ -62,7 +62,8 @@ class UnifiedResult:
 
     def subset(self, name: str) -> JsonObject:
         """A subset's block as unified.json holds it."""
-        return self.unified["subsets"][name]
+        subset: JsonObject = self.unified["subsets"][name]
+        return subset
 
 
 # What the VAD step is handed: (audio, last 16 kHz sample needed or None) per sample, in order; it returns segments.

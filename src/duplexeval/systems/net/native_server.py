@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from duplexeval.audio import from_pcm16
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import ProtocolViolation
 from duplexeval.systems.net import native_wire as nw
 from duplexeval.systems.net.frame_stream import FullDuplexOutput
@@ -195,7 +196,7 @@ class Refusal(Exception):
 
 
 def _merge(current: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    out = json.loads(json.dumps(current))
+    out: JsonObject = json.loads(json.dumps(current))
     for key, value in patch.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = _merge(out[key], value)
@@ -474,7 +475,7 @@ def _reject_constant(name: str) -> float:
 
 def _admission(config: dict[str, Any]) -> dict[str, Any]:
     """The fields fixed once the session is open (all but the output modalities and turn detection)."""
-    out = json.loads(json.dumps(config))
+    out: JsonObject = json.loads(json.dumps(config))
     out.pop("output_modalities", None)
     out.get("audio", {}).get("input", {}).pop("turn_detection", None)
     return out

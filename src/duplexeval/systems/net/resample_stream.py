@@ -73,4 +73,4 @@ class StreamResampler:
                 frames[:, p] = np.convolve(xe, sub, mode="valid")
             kept = y[self._phase :: self.down]
         self._phase = (self._phase - n_up) % self.down
-        return kept.astype(np.float32)
+        return np.asarray(kept, dtype=np.float32)

@@ -8,7 +8,7 @@ import pytest
 
 from duplexeval.errors import InputError
 from duplexeval.fdb.tasks.overlap import behavior
-from duplexeval.fdb.tasks.overlap.judge import JOURNAL, BehaviorJudge, JudgeSettings, label
+from duplexeval.fdb.tasks.overlap.judge import JOURNAL, BehaviorJudge, behavior_config, label
 from tests.helpers.judge import ScriptedServer
 
 KEY = "sk-v15-secret-key"
@@ -31,7 +31,7 @@ def prompt(tmp_path):
 
 
 def make(tmp_path, url, prompt, **kw):
-    return BehaviorJudge.create(JudgeSettings(base_url=url, api_key_env="V15_KEY", **kw), prompt, tmp_path)
+    return BehaviorJudge.create(behavior_config(base_url=url, api_key_env="V15_KEY", **kw), prompt, tmp_path)
 
 
 def test_request_shape_seed_schedule_and_bounded_attempts(tmp_path, prompt):
@@ -74,11 +74,11 @@ def test_rerun_reuses_the_tag_file_and_a_killed_run_reuses_the_journal(tmp_path,
     # the request (body, base URL, attempt bound) is what identifies an answer: a new judge for the same URL asks
     # nothing
     with ScriptedServer([("status", 500)]) as srv3:
-        j = BehaviorJudge.create(JudgeSettings(base_url=first_url, api_key_env="V15_KEY"), prompt, tmp_path)
+        j = BehaviorJudge.create(behavior_config(base_url=first_url, api_key_env="V15_KEY"), prompt, tmp_path)
         v = j.judge("x/s", tmp_path / "s", TRANSCRIPTS)
     assert v.reused and v.tags == ["C_RESUME"] and srv3.requests == []
     (tmp_path / "s" / behavior.TAG_FILE).unlink()  # killed between the answer and the file: the journal has it
-    j = BehaviorJudge.create(JudgeSettings(base_url=first_url, api_key_env="V15_KEY"), prompt, tmp_path)
+    j = BehaviorJudge.create(behavior_config(base_url=first_url, api_key_env="V15_KEY"), prompt, tmp_path)
     v = j.judge("x/s", tmp_path / "s", TRANSCRIPTS)
     assert v.reused and v.tags == ["C_RESUME"] and j.stats["requests"] == 0
     assert json.loads((tmp_path / "s" / behavior.TAG_FILE).read_text())["behaviour"] == ["C_RESUME"]

@@ -76,7 +76,7 @@ def test_synth_is_deterministic_and_its_timestamps_are_the_event(tmp_path):
     a = synth.make_stimulus("talking_to_other", 3, seed=5)
     b = synth.make_stimulus("talking_to_other", 3, seed=5)
     assert np.array_equal(a.input, b.input) and a.metadata == b.metadata
-    s, e = a.metadata["timestamps"]
+    s, e = a.metadata.timestamps
     diff = np.nonzero(a.input != a.clean_input)[0] / 16000
     assert diff.min() <= s + 0.02 and diff.max() >= e - 0.02  # the event is exactly what input adds to clean
     assert a.input.shape == a.clean_input.shape

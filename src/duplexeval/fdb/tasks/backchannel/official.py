@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,11 @@ from duplexeval import vad as vadmod
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.tasks.backchannel import rules as bc
 from duplexeval.fdb.tasks.backchannel.groundtruth import ICC_GT, ICC_GT_FILE, IccGroundTruth
-from duplexeval.fdb.tasks.base import OfficialContext, OfficialOutcome, OfficialRules, Ready
+from duplexeval.fdb.tasks.base import JsonRecord, NotEvaluated, OfficialContext, OfficialOutcome, OfficialRules, Ready
+from duplexeval.fdb.tree import SampleEntry
 from duplexeval.fdb.verified import parse_json, read_verified
 from duplexeval.jsonio import sha256_bytes
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas import validate
 from duplexeval.schemas.fdb_names import OUTPUT_WAV
 
@@ -35,8 +38,37 @@ BACKCHANNEL_LOOPS = {
     bc.RULES_2026_02: "HEAD loop (2026-02-22, d7336bd): every segment up to 3 s is a backchannel, whatever its class",
 }
 
-GroundTruth = tuple[dict[str, list[float]], dict[str, Any]]
-Loaded = list[tuple[Any, int]]  # (float32 audio, file rate) per output
+
+
+@dataclass(frozen=True)
+class IccGtSource:
+    """Where the ground-truth distributions came from (`--icc-gt` or the tree), the file's name and SHA-256."""
+
+    source: str
+    file: str
+    sha256: str
+
+    def to_json(self) -> JsonObject:
+        return {"source": self.source, "file": self.file, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class BackchannelInfo:
+    """What the backchannel rule ran with (its `rules_info`): the VAD, its rounding and assumed rate, the ground
+    truth's source; merged into summary.json's `rules.backchannel` after the rule's constants."""
+
+    vad: JsonObject  # vad.vad_signature, as written
+    icc_gt: IccGtSource
+    vad_rounding: str = "round(seconds, 1) as get_speech_timestamps(return_seconds=True)"
+    vad_sampling_rate_assumed: int = units.SAMPLE_RATE
+
+    def to_json(self) -> JsonObject:
+        return {"vad": self.vad, "vad_rounding": self.vad_rounding,
+                "vad_sampling_rate_assumed": self.vad_sampling_rate_assumed, "icc_gt": self.icc_gt.to_json()}
+
+
+GroundTruth = tuple[dict[str, list[float]], IccGtSource]
+Loaded = list[tuple[np.ndarray, int]]  # (float32 audio, file rate) per output
 
 
 def load_icc_gt(icc_gt: str | Path | None, tree: Path, recorded: object) -> GroundTruth:
@@ -54,10 +86,10 @@ def load_icc_gt(icc_gt: str | Path | None, tree: Path, recorded: object) -> Grou
     data = read_verified(path, expected, None, "manifest.json (icc_gt_distribution)")
     digest = sha256_bytes(data)
     gt = validate(parse_json(data, str(path)), IccGroundTruth, str(path)).distributions()
-    return gt, {"source": source, "file": path.name, "sha256": digest}
+    return gt, IccGtSource(source, path.name, digest)
 
 
-def read_output_raw(path: Path, key: str, raw: bytes | None = None) -> tuple[Any, int]:
+def read_output_raw(path: Path, key: str, raw: bytes | None = None) -> tuple[np.ndarray, int]:
     """output.wav samples as float32 at the file's own rate, as the official torchaudio load gives them.
 
     `raw`: the file's bytes when the caller has read (and hash-checked) them already; else the file is read."""
@@ -73,7 +105,7 @@ def read_output_raw(path: Path, key: str, raw: bytes | None = None) -> tuple[Any
     return np.ascontiguousarray(data[:, 0]), int(rate)
 
 
-def _vad(tree: Path, entries: Sequence[Any]) -> tuple[Loaded, list[list[bc.Segment]]]:
+def _vad(tree: Path, entries: Sequence[SampleEntry]) -> tuple[Loaded, list[list[bc.Segment]]]:
     """Hash-check and read each output.wav (in order: the first bad file is the one reported), then the VAD."""
     loaded = [read_output_raw(e.dir(tree) / OUTPUT_WAV, e.key,
                               read_verified(e.dir(tree) / OUTPUT_WAV, e.files.get(OUTPUT_WAV), e.key, "manifest.json"))
@@ -84,14 +116,14 @@ def _vad(tree: Path, entries: Sequence[Any]) -> tuple[Loaded, list[list[bc.Segme
 class VadAhead:
     """The VAD of a subset's outputs in a background thread; `result` gives what `_vad` would (or raises its error)."""
 
-    def __init__(self, tree: Path, entries: Sequence[Any]) -> None:
+    def __init__(self, tree: Path, entries: Sequence[SampleEntry]) -> None:
         self.keys = [e.key for e in entries]
         self._out: tuple[Loaded, list[list[bc.Segment]]] | None = None
         self._error: Exception | None = None
         self._thread = threading.Thread(target=self._run, args=(tree, list(entries)), daemon=True)
         self._thread.start()
 
-    def _run(self, tree: Path, entries: list[Any]) -> None:
+    def _run(self, tree: Path, entries: list[SampleEntry]) -> None:
         try:
             self._out = _vad(tree, entries)
         except Exception as exc:  # noqa: BLE001 - re-raised where the result is taken, as if computed there
@@ -122,7 +154,7 @@ class BackchannelOfficial(OfficialRules):
         if rules not in bc.BACKCHANNEL_RULES:
             raise InputError(f"--backchannel-rules {rules!r}: expected one of {', '.join(bc.BACKCHANNEL_RULES)}")
 
-    def prepare(self, ctx: OfficialContext, entries: Sequence[Any]) -> Prepared:
+    def prepare(self, ctx: OfficialContext, entries: Sequence[SampleEntry]) -> Prepared:
         """Load the ground truth before any work (or judge spending) is done; start the VAD of the outputs
         `evaluate` will take (eligible, transcribed, all-digit ids)."""
         if not any(e.eligible for e in entries):
@@ -137,8 +169,7 @@ class BackchannelOfficial(OfficialRules):
         digit = [(s.entry, s.words) for s in ready if s.entry.id.isdigit()]
         for e in (s.entry for s in ready):
             if not e.id.isdigit():
-                ctx.rows.append({"id": e.id, "evaluated": False, "reason": "id is not all digits: the official "
-                                                                           "script skips it"})
+                ctx.rows.append(NotEvaluated(e.id, "id is not all digits: the official script skips it"))
         extra = {"skipped_non_digit_id": len(ready) - len(digit)}
         if not digit:
             return OfficialOutcome([], bc.backchannel_metrics([]), counts=extra)
@@ -146,12 +177,7 @@ class BackchannelOfficial(OfficialRules):
         # loaded in `prepare` whenever there is an eligible sample
         assert prepared is not None and prepared.gt is not None
         gt, gt_info = prepared.gt
-        info = {
-            "vad": vadmod.vad_signature(vadmod.OFFICIAL_SETTINGS),
-            "vad_rounding": "round(seconds, 1) as get_speech_timestamps(return_seconds=True)",
-            "vad_sampling_rate_assumed": units.SAMPLE_RATE,
-            "icc_gt": gt_info,
-        }
+        info = BackchannelInfo(vadmod.vad_signature(vadmod.OFFICIAL_SETTINGS), gt_info)
         ctx.say(f"{subset}: VAD on {len(digit)} output(s), batched")
         ahead = prepared.ahead
         if ahead is not None and ahead.keys == [e.key for e, _ in digit]:
@@ -165,19 +191,19 @@ class BackchannelOfficial(OfficialRules):
                 done.append(bc.backchannel_sample(e.id, segments, words, len(audio), rate, gt.get(e.id), rules))
             except KeyError:
                 raise InputError(
-                    f"{gt_info['file']}: has no distribution for sample {e.key} (keys are folder ids)") from None
+                    f"{gt_info.file}: has no distribution for sample {e.key} (keys are folder ids)") from None
         return OfficialOutcome(done, bc.backchannel_metrics(done), counts=extra, rules_info=info)
 
-    def rules_block(self, options: Mapping[str, Any], info: dict[str, Any] | None) -> dict[str, Any]:
+    def rules_block(self, options: Mapping[str, Any], info: JsonRecord | None) -> JsonObject:
         rules = options.get("backchannel_rules", bc.RULES_2025_06)
-        block: dict[str, Any] = {
+        block: JsonObject = {
             "window_s": bc.WINDOW_S,
             "epsilon": bc.EPSILON,
             "time_threshold_s": bc.TIME_THRESHOLD_S,
             "no_backchannel_jsd": bc.NO_BACKCHANNEL_JSD,
         }
-        if info is not None:
-            block.update(info)
+        if isinstance(info, BackchannelInfo):
+            block.update(info.to_json())
         return {"backchannel_rules": rules, "backchannel_loop": BACKCHANNEL_LOOPS[rules], "backchannel": block}
 
     def rules_note(self, rules: Mapping[str, Any]) -> str | None:

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from duplexeval import vad as vadmod
-from duplexeval.fdb.official.metric import numpy_mean_std
+from duplexeval.fdb.official.metric import Metric, numpy_mean_std
 from duplexeval.fdb.transcript import Word
+from duplexeval.jsontypes import JsonObject
 from duplexeval.vad_batched import segment_audios
 
 WINDOW_S = 0.2  # `window_size`
@@ -156,7 +157,7 @@ def resample_gt(gt: Sequence[float], n: int) -> np.ndarray:
     hi = np.searchsorted(x_gt, x).clip(1, len(x_gt) - 1)
     lo = hi - 1
     slope = (y[hi] - y[lo]) / (x_gt[hi] - x_gt[lo])
-    return slope * (x - x_gt[lo]) + y[lo]
+    return np.asarray(slope * (x - x_gt[lo]) + y[lo])
 
 
 def jsd(backchannels: Sequence[Segment], duration_s: float, gt: Sequence[float]) -> float:
@@ -188,7 +189,7 @@ class BackchannelSample:
     frequency: float
     jsd: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "id": self.id,
             "evaluated": True,
@@ -229,7 +230,7 @@ TOR = "TOR"
 FREQUENCY = "Frequency"
 
 
-def backchannel_metrics(samples: Sequence[BackchannelSample]) -> dict[str, Any]:
+def backchannel_metrics(samples: Sequence[BackchannelSample]) -> dict[str, Metric]:
     """Mean and population std of JSD, TOR and frequency over all samples, as the script prints them."""
 
     return {

@@ -5,14 +5,15 @@ timing distribution over 0.2 s bins from the pauses of the speech, written as ic
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from duplexeval.fdb.synth.render import place_parts
+from duplexeval.fdb.synth.parse import SampleSpec
+from duplexeval.fdb.synth.render import SampleTiming, Timeline, Utterance, place_parts
 from duplexeval.fdb.tasks.backchannel.groundtruth import ICC_GT_FILE
-from duplexeval.fdb.tasks.base import SynthRecipe
+from duplexeval.fdb.tasks.base import Rendered, SynthRecipe
+from duplexeval.jsontypes import JsonObject
 
 BC_BIN_S = 0.2
 BC_MIN_GAP_S = 0.25
@@ -50,10 +51,10 @@ class BackchannelSynth(SynthRecipe):
 
     keys = {"parts": None, "lead": 0.2, "tail": 0.0}
 
-    def render(self, spec: Mapping[str, Any], tl: Any, speak: Callable[[str], Any]) -> tuple[Any, dict[str, Any]]:
-        place_parts(spec["parts"], tl, speak)
-        return None, {}
+    def render(self, spec: SampleSpec, tl: Timeline, speak: Callable[[str], Utterance]) -> Rendered:
+        place_parts(spec.parts, tl, speak)
+        return Rendered()
 
-    def dataset_files(self, rendered: Sequence[Any]) -> dict[str, Any]:
+    def dataset_files(self, rendered: Sequence[SampleTiming]) -> dict[str, JsonObject]:
         gt = {r.id: backchannel_gt(r.words, r.T) for r in rendered}
         return {ICC_GT_FILE: {k: gt[k] for k in sorted(gt, key=int)}}

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from duplexeval.fdb.official.judge import Judge, Rating
+from duplexeval.fdb.official.judge import Judge, RatedBlock, Rating
 from duplexeval.fdb.official.metric import NO_SAMPLES, NOT_JUDGED, Metric, null_metric, plain_mean
 from duplexeval.fdb.official.rules import NO_TAKEOVER, NOT_PRINTED, TakeTurn, crash_note, latency_sample, take_turn
 from duplexeval.fdb.official.summary import NOT_JUDGED as NOT_JUDGED_BLOCK
 from duplexeval.fdb.tasks.base import OfficialContext, OfficialOutcome, OfficialRules, Ready
 from duplexeval.fdb.transcript import Word
+from duplexeval.fdb.tree import SampleEntry
+from duplexeval.jsontypes import JsonObject
 
 AVERAGE_RATING = "Average rating"
 AVERAGE_TAKE_TURN = "Average take turn"
@@ -36,7 +37,7 @@ class InterruptionSample:
     latency_clamped_s: float | None
     judge: Rating | None = field(default=None)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             **self.turn.row(self.id),
             "interrupt_end_s": self.interrupt_end_s,
@@ -93,7 +94,7 @@ class InterruptionOfficial(OfficialRules):
 
     uses_judge = True
 
-    def prepare(self, ctx: OfficialContext, entries: Sequence[Any]) -> Judge | None:
+    def prepare(self, ctx: OfficialContext, entries: Sequence[SampleEntry]) -> Judge | None:
         """The judge (`--judge openai`), created before any subset is evaluated (a missing key fails first)."""
         return Judge.create(ctx.judge_config, ctx.tree) if ctx.judge_mode == "openai" else None
 
@@ -105,7 +106,7 @@ class InterruptionOfficial(OfficialRules):
                                             first.context, first.interrupt))
         judge: Judge | None = ctx.prepared
         if judge is None:
-            return OfficialOutcome(done, interruption_metrics(done, judged=False), judge=dict(NOT_JUDGED_BLOCK))
+            return OfficialOutcome(done, interruption_metrics(done, judged=False), judge=NOT_JUDGED_BLOCK)
         subset, say = ctx.subset, ctx.say
         judge.log_run_start(subset)
         takeovers = [(r.entry, s) for r, s in zip(ready, done) if s.turn.tor == 1]
@@ -113,10 +114,8 @@ class InterruptionOfficial(OfficialRules):
             say(f"{subset}: judging {e.id} ({i}/{len(takeovers)})")
             s.judge = judge.rate(e.key, e.dir(ctx.tree), s.context, s.interrupt, s.response_text)
         ratings = [s.judge for _, s in takeovers if s.judge is not None]
-        block = judge.signature()
-        block["rated"] = sum(1 for r in ratings if r.rating is not None)
-        block["failed"] = len(takeovers) - block["rated"]
-        block["retried_samples"] = sum(1 for r in ratings if r.attempts > 1)
+        rated = sum(1 for r in ratings if r.rating is not None)
+        block = RatedBlock(judge.signature(), rated, len(takeovers) - rated, sum(1 for r in ratings if r.attempts > 1))
         st = judge.stats
         say(f"{subset}: judge requests {st['requests']}, retries {st['retries']}, reused {st['reused']}, failed "
             f"{st['failed']}")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
-from duplexeval.fdb.synth.render import round_s
-from duplexeval.fdb.tasks.base import SynthRecipe
+from duplexeval.fdb.synth.parse import SampleSpec
+from duplexeval.fdb.synth.render import Timeline, Utterance, round_s
+from duplexeval.fdb.tasks.base import Rendered, SynthRecipe
 
 
 class InterruptionSynth(SynthRecipe):
@@ -14,17 +14,17 @@ class InterruptionSynth(SynthRecipe):
 
     keys = {"context": None, "interrupt": None, "lead": 0.2, "gap": 7.0, "tail": 15.0}
 
-    def render(self, spec: Mapping[str, Any], tl: Any, speak: Callable[[str], Any]) -> tuple[Any, dict[str, Any]]:
-        ctx = speak(spec["context"])
-        itr = speak(spec["interrupt"])
+    def render(self, spec: SampleSpec, tl: Timeline, speak: Callable[[str], Utterance]) -> Rendered:
+        ctx = speak(spec.text("context"))
+        itr = speak(spec.text("interrupt"))
         tl.speech(ctx)
-        tl.silence(spec["gap"])
+        tl.silence(spec.seconds("gap"))
         placed = tl.speech(itr)
         annotation = [
             {
-                "context": spec["context"],
-                "interrupt": spec["interrupt"],
+                "context": spec.text("context"),
+                "interrupt": spec.text("interrupt"),
                 "timestamp": [round_s(placed[0][1]), round_s(placed[-1][2])],
             }
         ]
-        return annotation, {"context.wav": ctx.audio, "interrupt.wav": itr.audio}
+        return Rendered(annotation, {"context.wav": ctx.audio, "interrupt.wav": itr.audio})

@@ -16,12 +16,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from duplexeval.asr.base import Word
 from duplexeval.fdb.tasks.overlap import prosody
+from duplexeval.jsontypes import JsonObject
 from duplexeval.units import SAMPLE_RATE
 from duplexeval.vad import VadSettings
 
@@ -157,8 +157,8 @@ class SampleSplit:
     pre_dur_s: float
     post_dur_s: float
 
-    def official_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def official_json(self) -> JsonObject:
+        out: JsonObject = {
             "pre": {} if self.pre is None else self.pre.official_json(),
             "post": {} if self.post is None else self.post.official_json(),
             "split_t": self.split_t,
@@ -219,7 +219,7 @@ class TrimmedMean:
     n: int  # values given (None and NaN excluded)
     n_used: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"value": self.value, "n": self.n, "n_used": self.n_used,
                 "rule": f"mean within [P{TRIM_PROPORTION * 100:g}, P{100 - TRIM_PROPORTION * 100:g}] when n >= {MIN_N}"}
 

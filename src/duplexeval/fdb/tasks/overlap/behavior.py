@@ -22,6 +22,7 @@ from typing import Any
 
 from duplexeval.errors import InputError
 from duplexeval.jsonio import sha256_bytes
+from duplexeval.jsontypes import JsonObject
 
 OFFICIAL_PROMPT_SHA256 = "19e5477dac9a9a1e11de126783a0b820b3ecb70db5e91181824fa944e1947977"
 OFFICIAL_PROMPT_PATHS = ("v1_v1.5/evaluation/instruction/behavior.txt", "evaluation/instruction/behavior.txt")
@@ -45,7 +46,7 @@ class BehaviorPrompt:
     def official(self) -> bool:
         return self.sha256 == OFFICIAL_PROMPT_SHA256
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"path": self.path, "sha256": self.sha256, "official": self.official}
 
 
@@ -76,25 +77,25 @@ def compact(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
-def user_message(transcripts: Mapping[str, Any]) -> str:
+def user_message(transcripts: Mapping[str, JsonObject]) -> str:
     """The script's user message: its frame (newlines and indentation included) around the four transcripts."""
     ic, inn, oc, on = (compact(transcripts[k]) for k, _ in TRANSCRIPTS)
     return (f'\n        {{\n            "input_clean": {ic},\n            "input_noisy": {inn},\n'
             f'            "output_clean": {oc},\n            "output_noisy": {on}\n        }}\n        ')
 
 
-def transcripts_sha256(transcripts: Mapping[str, Any]) -> str:
+def transcripts_sha256(transcripts: Mapping[str, JsonObject]) -> str:
     """What identifies the four transcripts a tag was made from (the SHA-256 of the user message they make)."""
     return sha256_bytes(user_message(transcripts).encode("utf-8"))
 
 
-def payload(prompt: BehaviorPrompt, transcripts: Mapping[str, Any], model: str, seed: int) -> dict[str, Any]:
+def payload(prompt: BehaviorPrompt, transcripts: Mapping[str, JsonObject], model: str, seed: int) -> JsonObject:
     """One request body: model, system and user message, seed (no temperature: the server's default)."""
     return {"model": model, "messages": [{"role": "system", "content": prompt.text},
                                          {"role": "user", "content": user_message(transcripts)}], "seed": seed}
 
 
-def extract(text: str, key: str = "behaviour") -> dict[str, Any] | None:
+def extract(text: str, key: str = "behaviour") -> JsonObject | None:
     """The script's rule: the first `{` that decodes to a JSON object holding `key`; None when there is none."""
     decoder = json.JSONDecoder()
     pos = text.find("{")
@@ -110,7 +111,7 @@ def extract(text: str, key: str = "behaviour") -> dict[str, Any] | None:
     return None
 
 
-def parse_reply(text: str) -> tuple[dict[str, Any] | None, list[str] | None, str | None]:
+def parse_reply(text: str) -> tuple[JsonObject | None, list[str] | None, str | None]:
     """(the object the script would save, its tags, why it is refused): tags must be a list of known labels."""
     obj = extract(text)
     if obj is None:

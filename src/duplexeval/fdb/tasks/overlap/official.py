@@ -22,7 +22,8 @@ from duplexeval.audio import read_audio, resample
 from duplexeval.errors import InputError
 from duplexeval.fdb.dataset import id_key
 from duplexeval.fdb.official.metric import Metric, null_metric
-from duplexeval.fdb.tasks.base import OfficialContext, OfficialOutcome, OfficialRules, Ready
+from duplexeval.fdb.official.summary import NOT_JUDGED as NOT_JUDGED_BLOCK
+from duplexeval.fdb.tasks.base import JsonRecord, OfficialContext, OfficialOutcome, OfficialRules, Ready
 from duplexeval.fdb.tasks.overlap import before_after, significance, timing
 from duplexeval.fdb.tasks.overlap import silero as silero_choice
 from duplexeval.fdb.tasks.overlap.annotation import INPUT_FILE, INTERVALS_FILE, METADATA_FILE, SPLIT_FILE, Metadata
@@ -35,12 +36,14 @@ from duplexeval.fdb.tasks.overlap.behavior import (
     official_ratios,
     rounded,
 )
-from duplexeval.fdb.tasks.overlap.judge import BehaviorJudge, JudgeSettings, Verdict
+from duplexeval.fdb.tasks.overlap.judge import BehaviorJudge, Verdict, behavior_config
 from duplexeval.fdb.tasks.overlap.prosody import praat_signature
 from duplexeval.fdb.tasks.overlap.silero import SileroChoice
 from duplexeval.fdb.transcript import parse_output_json
+from duplexeval.fdb.tree import SampleEntry
 from duplexeval.fdb.verified import parse_json
 from duplexeval.jsonio import read_json, write_json
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas import validate
 from duplexeval.signature import Component
 from duplexeval.units import SAMPLE_RATE
@@ -168,9 +171,9 @@ def evaluate_sample(d: Path, vad: SileroVad, utmos: Callable[[np.ndarray], float
     return _measure(s, cv, utmos)
 
 
-def transcripts(d: Path, read: Reader = read_file) -> dict[str, Any] | None:
+def transcripts(d: Path, read: Reader = read_file) -> dict[str, JsonObject] | None:
     """The four transcripts the judge reads, as loaded (None when one is missing: the script skips the sample)."""
-    out: dict[str, Any] = {}
+    out: dict[str, JsonObject] = {}
     for key, name in TRANSCRIPTS:
         p = d / name
         if not p.is_file():
@@ -240,9 +243,9 @@ def evaluate_subset(subset: str, sdir: Path, silero: SileroChoice, judge: Behavi
     return SubsetResult(subset, results, agg, ratios, tests, skipped, notes)
 
 
-def result_json(res: SubsetResult) -> dict[str, Any]:
+def result_json(res: SubsetResult) -> JsonObject:
     """The subset's results as plain JSON (per-sample objects in the official shapes)."""
-    return json.loads(json.dumps({
+    out: JsonObject = json.loads(json.dumps({
         "subset": res.subset,
         "samples": {r.id: {"general_split": r.split.official_json() if r.split else None,
                            "latency_intervals": r.intervals,
@@ -255,13 +258,14 @@ def result_json(res: SubsetResult) -> dict[str, Any]:
         "skipped_tests": [s.__dict__ for s in res.skipped_tests],
         "notes": res.notes,
     }))
+    return out
 
 
 # ------------------------------------------------------------------------------------------ the `fdb evaluate` rule
 
 NOT_JUDGED = f"not judged (--judge none): the official script always asks {OFFICIAL_MODEL}"
 NO_VALUE = "no sample has a value (the official log leaves the metric out)"
-OPTIONS: dict[str, Any] = {"silero": silero_choice.DEFAULT, "silero_model": None, "behavior_prompt": None,
+OPTIONS: dict[str, str | int | None] = {"silero": silero_choice.DEFAULT, "silero_model": None, "behavior_prompt": None,
                            "behavior_model": OFFICIAL_MODEL, "behavior_seed": OFFICIAL_FIRST_SEED}
 
 
@@ -271,7 +275,11 @@ class OfficialRow:
 
     result: SampleResult
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def id(self) -> str:
+        return self.result.id
+
+    def to_json(self) -> JsonObject:
         r = self.result
         return {"id": r.id, "evaluated": True, "general_split": r.split.official_json() if r.split else None,
                 "latency_intervals": r.intervals, "content_tag": r.verdict.saved if r.verdict else None,
@@ -303,6 +311,34 @@ def _metrics(res: SubsetResult, judged: bool) -> dict[str, Metric]:
     return out
 
 
+@dataclass(frozen=True)
+class OverlapExtra:
+    """A v1.5 subset's keys after its judge block: the paired tests run and skipped, notes, the logged tag ratios."""
+
+    tests: list[significance.PairedTest]
+    skipped_tests: list[significance.Skipped]
+    notes: list[str]
+    ratios_log: dict[str, float] | None
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"tests": [t.to_json() for t in self.tests],
+                           "skipped_tests": [vars(s) for s in self.skipped_tests], "notes": list(self.notes)}
+        if self.ratios_log is not None:
+            out["ratios_log"] = self.ratios_log
+        return out
+
+
+@dataclass(frozen=True)
+class OverlapInfo:
+    """What the v1.5 rules ran with (their `rules_info`): the Silero model and the Praat that measured prosody."""
+
+    silero: JsonObject
+    praat: JsonObject
+
+    def to_json(self) -> JsonObject:
+        return {"silero": self.silero, "praat": self.praat}
+
+
 class OverlapOfficial(OfficialRules):
     """The official v1.5 scripts' rules (behaviour judge, before/after, timing, paired t-test) per subset.
 
@@ -324,7 +360,7 @@ class OverlapOfficial(OfficialRules):
             raise InputError(f"--behavior-seed must be an integer, got {seed!r}")
 
     def prepare(self, ctx: OfficialContext,
-                entries: Sequence[Any]) -> tuple[silero_choice.SileroChoice, BehaviorJudge | None] | None:
+                entries: Sequence[SampleEntry]) -> tuple[silero_choice.SileroChoice, BehaviorJudge | None] | None:
         """The Silero model (found and named before any work) and, with `--judge openai`, the behaviour judge with
         the prompt read and its key found (before any request is paid for)."""
         if not any(e.eligible for e in entries):
@@ -333,13 +369,13 @@ class OverlapOfficial(OfficialRules):
         choice = silero_choice.choose(str(opts.get("silero", silero_choice.DEFAULT)), opts.get("silero_model"))
         if ctx.judge_mode == "none":
             return choice, None
-        source = opts.get("behavior_prompt") or getattr(ctx.judge_config, "reference_source", None)
+        source = opts.get("behavior_prompt") or ctx.judge_config.reference_source
         if source is None:
             raise InputError("the v1.5 behaviour judge needs the official prompt: give --reference-source (a "
                              "checkout of the official repository) or --behavior-prompt FILE (its text is CC BY-NC and "
                              "not shipped)")
         cfg = ctx.judge_config
-        settings = JudgeSettings(model=str(opts.get("behavior_model", OFFICIAL_MODEL)), base_url=cfg.base_url,
+        settings = behavior_config(model=str(opts.get("behavior_model", OFFICIAL_MODEL)), base_url=cfg.base_url,
                                  api_key_env=cfg.api_key_env, seed=int(opts.get("behavior_seed", OFFICIAL_FIRST_SEED)),
                                  timeout_s=float(cfg.timeout_s), max_attempts=int(cfg.max_attempts))
         return choice, BehaviorJudge.create(settings, load_prompt(source), ctx.tree)
@@ -364,36 +400,32 @@ class OverlapOfficial(OfficialRules):
                 write_json(d / SPLIT_FILE, r.split.official_json())
             if r.intervals is not None:
                 write_json(d / INTERVALS_FILE, r.intervals)
-        extra = {"tests": [t.to_json() for t in res.tests], "skipped_tests": [vars(s) for s in res.skipped_tests],
-                 "notes": list(res.notes)}
-        if res.ratios is not None:
-            extra["ratios_log"] = rounded(res.ratios)
-        judge_block = ({"label": judge.label, "mode": "openai", **judge.signature(), "model_option": "behavior_model",
-                        "stats": dict(judge.stats)}
-                       if judge is not None else {"label": "not judged", "mode": "none"})
-        info = {"silero": choice.signature(OFFICIAL_SETTINGS), "praat": praat_signature()}
+        extra = OverlapExtra(list(res.tests), list(res.skipped_tests), list(res.notes),
+                             rounded(res.ratios) if res.ratios is not None else None)
+        judge_block: JsonRecord = judge.block() if judge is not None else NOT_JUDGED_BLOCK
+        info = OverlapInfo(choice.signature(OFFICIAL_SETTINGS), praat_signature())
         return OfficialOutcome([OfficialRow(r) for r in res.samples], _metrics(res, judge is not None), judge_block,
                                counts={"judge_failed": sum(1 for r in res.samples if r.verdict is not None
                                                            and r.verdict.tags is None)},
                                rules_info=info, extra=extra)
 
-    def rules_block(self, options: Mapping[str, Any], info: dict[str, Any] | None) -> dict[str, Any]:
-        if info is None:  # no v1.5 subset evaluated: the v1.0 summaries keep their bytes
+    def rules_block(self, options: Mapping[str, Any], info: JsonRecord | None) -> JsonObject:
+        if not isinstance(info, OverlapInfo):  # no v1.5 subset evaluated: the v1.0 summaries keep their bytes
             return {}
         return {"overlap": {"reproduces": REPRODUCES,
                             "trim": "silero 0.5, min speech 60 ms, min silence 50 ms, pad 30 ms",
                             "timing_merge_gaps_s": {"user": timing.USER_MERGE_GAP_S, "model": timing.MODEL_MERGE_GAP_S},
-                            "aggregate": "mean within [P5, P95] when n >= 3", **info}}
+                            "aggregate": "mean within [P5, P95] when n >= 3", **info.to_json()}}
 
     def rules_note(self, rules: Mapping[str, Any]) -> str | None:
         overlap = rules.get("overlap")
         return (f"reproduces {overlap['reproduces']}" if isinstance(overlap, Mapping) and "reproduces" in overlap
                 else None)
 
-    def signature_components(self, options: Mapping[str, Any], info: dict[str, Any] | None) -> tuple[Component, ...]:
-        if info is None:
+    def signature_components(self, options: Mapping[str, Any], info: JsonRecord | None) -> tuple[Component, ...]:
+        if not isinstance(info, OverlapInfo):
             return ()
-        s, p = info["silero"], info["praat"]
+        s, p = info.silero, info.praat
         return (Component("silero", str(s["silero"]), str(s["model_sha256"]), {}, s),
                 Component("praat", str(p["praat"]), None, {}, p))
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.errors import RefusalError
+from duplexeval.jsontypes import JsonObject
 
 PITCH_TIME_STEP_S = 0.01
 PITCH_FLOOR_HZ = 50.0
@@ -47,7 +48,7 @@ def _parselmouth() -> Any:
     return parselmouth
 
 
-def praat_signature() -> dict[str, Any]:
+def praat_signature() -> JsonObject:
     """Which Praat computed the prosody numbers."""
     pm = _parselmouth()
     return {"name": "praat", "package": PACKAGE, "version": importlib.metadata.version(PACKAGE),
@@ -97,7 +98,7 @@ def rms_dbfs(x: np.ndarray, sr: int) -> np.ndarray:
     frames = np.lib.stride_tricks.sliding_window_view(y, hop)[::hop].T  # (frame, n_frames), librosa's layout
     power = np.mean(np.abs(frames) ** 2, axis=-2, keepdims=True)
     rms = np.maximum(np.sqrt(power).squeeze(0), RMS_FLOOR)
-    return (20.0 * np.log10(rms)).astype(np.float32)
+    return np.asarray(20.0 * np.log10(rms), dtype=np.float32)
 
 
 def intensity_stats(x: np.ndarray, sr: int) -> Stats:

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from duplexeval.jsontypes import JsonObject
+
 README_METRICS = ("utmosv2", "wpm", "mean_pitch", "std_pitch", "mean_intensity", "std_intensity")
 PAIRS = (("pre", "post"), ("clean", "post"))
 ZERO_MASKED = frozenset({"wpm", "speech_dur_s", "mean_pitch", "std_pitch", "std_intensity"})
@@ -59,7 +61,7 @@ class PairedTest:
     p_holm: float | None
     cohen_dz: float | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 

@@ -16,10 +16,10 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from duplexeval.errors import RefusalError
-from duplexeval.vad import MODEL_SHA256, SileroVad, model_path, vad_signature
+from duplexeval.jsontypes import JsonObject
+from duplexeval.vad import MODEL_SHA256, SileroVad, VadSettings, model_path, vad_signature
 
 V5 = "v5"
 V6_2 = "v6.2"
@@ -43,7 +43,7 @@ class SileroChoice:
     def load(self) -> SileroVad:
         return SileroVad(self.path, self.sha256)
 
-    def signature(self, settings: Any) -> dict[str, Any]:
+    def signature(self, settings: VadSettings) -> JsonObject:
         sig = vad_signature(settings)
         sig.update({"silero": self.name, "model_sha256": self.sha256, "source": self.source})
         if self.name == V5:

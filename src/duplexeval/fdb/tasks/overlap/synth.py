@@ -19,7 +19,6 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -35,6 +34,7 @@ from duplexeval.fdb.tasks.overlap.scenarios import (
     USER_INTERRUPTION,
 )
 from duplexeval.jsonio import make_output_dir, write_json
+from duplexeval.jsontypes import JsonObject
 from duplexeval.units import SAMPLE_RATE
 
 DATASET_FILE = "dataset.json"
@@ -85,14 +85,39 @@ EVENTS: dict[str, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True)
+class StimulusMetadata:
+    """A sample's metadata.json: the question, the overlap event's text and its exact [start, end] in seconds."""
+
+    context_text: str
+    current_turn_text: str
+    timestamps: tuple[float, float]
+
+    def to_json(self) -> JsonObject:
+        return {"context_text": self.context_text, "current_turn_text": self.current_turn_text,
+                "timestamps": list(self.timestamps)}
+
+
+@dataclass(frozen=True)
 class Stimulus:
-    """One sample's two inputs (float32, 16 kHz, same length) and its metadata.json object."""
+    """One sample's two inputs (float32, 16 kHz, same length) and its metadata.json record."""
 
     subset: str
     id: str
     input: np.ndarray
     clean_input: np.ndarray
-    metadata: dict[str, Any]
+    metadata: StimulusMetadata
+
+
+@dataclass(frozen=True)
+class ScriptedOutputs:
+    """A scripted system's answer to one stimulus: its policy, both outputs (float32, input length) and their exact
+    transcripts (official output.json objects)."""
+
+    policy: str
+    output: np.ndarray
+    clean_output: np.ndarray
+    output_json: JsonObject
+    clean_output_json: JsonObject
 
 
 def _speak(text: str, voice: tuple[str, int, int]) -> tts.Speech:
@@ -121,8 +146,7 @@ def make_stimulus(subset: str, index: int, seed: int = 0) -> Stimulus:
     noisy[ev_at:ev_at + ev.audio.shape[0]] += ev.audio * np.float32(10 ** (LEVEL_DB[subset] / 20))
     start = round(ev_at / SAMPLE_RATE + ev.words[0].start_s, 6)
     end = round(ev_at / SAMPLE_RATE + ev.words[-1].end_s, 6)
-    md = {"context_text": question, "current_turn_text": event_text, "timestamps": [start, end]}
-    return Stimulus(subset, str(index), noisy, clean, md)
+    return Stimulus(subset, str(index), noisy, clean, StimulusMetadata(question, event_text, (start, end)))
 
 
 def write_set(out: str | os.PathLike[str], counts: dict[str, int], seed: int = 0, name: str = "fdb-v1.5-synth") -> Path:
@@ -136,7 +160,7 @@ def write_set(out: str | os.PathLike[str], counts: dict[str, int], seed: int = 0
             d.mkdir(parents=True, exist_ok=True)
             write_wav_pcm16(d / INPUT_FILE, st.input)
             write_wav_pcm16(d / CLEAN_INPUT_FILE, st.clean_input)
-            write_json(d / METADATA_FILE, st.metadata)
+            write_json(d / METADATA_FILE, st.metadata.to_json())
             listing.append({"subset": subset, "id": st.id})
     write_json(root / DATASET_FILE, {"kind": DATASET_KIND, "name": name, "seed": seed,
                                      "espeak_ng": tts.espeak_version(),
@@ -185,23 +209,23 @@ def _place(buf: np.ndarray, sp: tts.Speech, at_s: float, cut_s: float | None = N
             if at_s + w.end_s <= end_s + 1e-9]
 
 
-def transcript(words: Sequence[tuple[str, float, float]]) -> dict[str, Any]:
+def transcript(words: Sequence[tuple[str, float, float]]) -> JsonObject:
     """An official-shape transcript object from exact word times."""
     ws = sorted(words, key=lambda w: w[1])
     return {"text": " ".join(w[0] for w in ws), "chunks": [{"text": w[0], "timestamp": [w[1], w[2]]} for w in ws]}
 
 
-def input_transcripts(st: Stimulus) -> tuple[dict[str, Any], dict[str, Any]]:
+def input_transcripts(st: Stimulus) -> tuple[JsonObject, JsonObject]:
     """Exact transcripts of input.wav and clean_input.wav (question words; plus the event's in input.wav)."""
-    q = _speak(st.metadata["context_text"], USER_VOICE)
-    ev = _speak(st.metadata["current_turn_text"], _voice(st.subset))
+    q = _speak(st.metadata.context_text, USER_VOICE)
+    ev = _speak(st.metadata.current_turn_text, _voice(st.subset))
     q_words = [(w.text, round(LEAD_S + w.start_s, 6), round(LEAD_S + w.end_s, 6)) for w in q.words]
-    t0 = st.metadata["timestamps"][0] - ev.words[0].start_s
+    t0 = st.metadata.timestamps[0] - ev.words[0].start_s
     ev_words = [(w.text, round(t0 + w.start_s, 6), round(t0 + w.end_s, 6)) for w in ev.words]
     return transcript(q_words + ev_words), transcript(q_words)
 
 
-def scripted_outputs(st: Stimulus, index: int, seed: int = 0) -> dict[str, Any]:
+def scripted_outputs(st: Stimulus, index: int, seed: int = 0) -> ScriptedOutputs:
     """A scripted system's `output.wav`/`clean_output.wav` (float32, input length) and their exact transcripts.
 
     The reply starts shortly after the question; on the overlap it then responds, continues, resumes after
@@ -209,10 +233,10 @@ def scripted_outputs(st: Stimulus, index: int, seed: int = 0) -> dict[str, Any]:
     """
     rng = np.random.default_rng([seed, 7, SUBSET_ORDER.index(st.subset), index])
     policy = POLICIES[int(rng.integers(len(POLICIES)))]
-    q_end = LEAD_S + _speak(st.metadata["context_text"], USER_VOICE).duration_s
+    q_end = LEAD_S + _speak(st.metadata.context_text, USER_VOICE).duration_s
     start = q_end + float(rng.uniform(0.4, 0.9))
     reply = _speak(REPLIES[int(rng.integers(len(REPLIES)))], ("en-us+m3", 175, 45))
-    on, off = (float(x) for x in st.metadata["timestamps"])
+    on, off = (float(x) for x in st.metadata.timestamps)
     n = st.input.shape[0]
     clean = np.zeros(st.clean_input.shape[0], dtype=np.float32)
     clean_words = _place(clean, reply, start)
@@ -231,5 +255,4 @@ def scripted_outputs(st: Stimulus, index: int, seed: int = 0) -> dict[str, Any]:
         noise = np.random.default_rng([seed, 8, index])
         out += np.asarray(noise.normal(0.0, 5e-4, n), dtype=np.float32)
         clean += np.asarray(noise.normal(0.0, 5e-4, clean.shape[0]), dtype=np.float32)
-    return {"policy": policy, "output": out, "clean_output": clean,
-            "output_json": transcript(words), "clean_output_json": transcript(clean_words)}
+    return ScriptedOutputs(policy, out, clean, transcript(words), transcript(clean_words))

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from duplexeval.fdb.official.metric import NO_SAMPLES, Metric, plain_mean
 from duplexeval.fdb.official.rules import TakeTurn, take_turn
 from duplexeval.fdb.tasks.base import OfficialContext, OfficialOutcome, OfficialRules, Ready
 from duplexeval.fdb.transcript import Word
+from duplexeval.jsontypes import JsonObject
 
 AVERAGE_TAKE_TURN = "Average take turn"
 
@@ -25,7 +25,7 @@ class PauseSample:
     id: str
     turn: TakeTurn
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {**self.turn.row(self.id), "null_last_end": self.turn.null_last_end}
 
 

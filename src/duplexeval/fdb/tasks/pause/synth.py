@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
-from duplexeval.fdb.synth.render import place_parts
-from duplexeval.fdb.tasks.base import SynthRecipe
+from duplexeval.fdb.synth.parse import SampleSpec
+from duplexeval.fdb.synth.render import Timeline, Utterance, place_parts
+from duplexeval.fdb.tasks.base import Rendered, SynthRecipe
 
 
 class PauseSynth(SynthRecipe):
@@ -15,5 +15,5 @@ class PauseSynth(SynthRecipe):
     keys = {"parts": None, "lead": 0.2, "tail": 0.0}
     parts_need_pause = True
 
-    def render(self, spec: Mapping[str, Any], tl: Any, speak: Callable[[str], Any]) -> tuple[Any, dict[str, Any]]:
-        return place_parts(spec["parts"], tl, speak), {}
+    def render(self, spec: SampleSpec, tl: Timeline, speak: Callable[[str], Utterance]) -> Rendered:
+        return Rendered(place_parts(spec.parts, tl, speak))

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from duplexeval.fdb.official.metric import NO_SAMPLES, Metric, null_metric, plain_mean
 from duplexeval.fdb.official.rules import NO_TAKEOVER, NOT_PRINTED, TakeTurn, crash_note, latency_sample, take_turn
 from duplexeval.fdb.tasks.base import OfficialContext, OfficialOutcome, OfficialRules, Ready
 from duplexeval.fdb.transcript import Word
+from duplexeval.jsontypes import JsonObject
 
 AVERAGE_TAKE_TURN = "Average take turn"
 AVERAGE_LATENCY = "Average latency"
@@ -29,7 +29,7 @@ class TurnTakingSample:
     latency_s: float | None  # raw, may be negative; None without a takeover
     latency_clamped_s: float | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             **self.turn.row(self.id),
             "turn_end_s": self.turn_end_s,

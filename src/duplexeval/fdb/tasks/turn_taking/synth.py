@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
-from duplexeval.fdb.synth.render import round_s
-from duplexeval.fdb.tasks.base import SynthRecipe
+from duplexeval.fdb.synth.parse import SampleSpec
+from duplexeval.fdb.synth.render import Timeline, Utterance, round_s
+from duplexeval.fdb.tasks.base import Rendered, SynthRecipe
 
 
 class TurnSynth(SynthRecipe):
@@ -14,7 +14,8 @@ class TurnSynth(SynthRecipe):
 
     keys = {"text": None, "lead": 0.2, "tail": 8.0, "partner_gap": 0.4}
 
-    def render(self, spec: Mapping[str, Any], tl: Any, speak: Callable[[str], Any]) -> tuple[Any, dict[str, Any]]:
-        placed = tl.speech(speak(spec["text"]))
+    def render(self, spec: SampleSpec, tl: Timeline, speak: Callable[[str], Utterance]) -> Rendered:
+        placed = tl.speech(speak(spec.text("text")))
         end = placed[-1][2]
-        return [{"text": "[TURN-TAKING]", "timestamp": [round_s(end), round_s(end + spec["partner_gap"])]}], {}
+        return Rendered([{"text": "[TURN-TAKING]",
+                          "timestamp": [round_s(end), round_s(end + spec.seconds("partner_gap"))]}])
