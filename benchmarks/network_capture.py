@@ -77,11 +77,11 @@ async def run(n: int, protocol: str, url: str, T: float, client: str) -> dict:
         pcm = inputs[i]
         tr = await run_session_async(system, pcm, SampleInfo("candor_turn_taking", str(i), T, pcm.shape[0]))
         v = verdict(tr.wire.records, T, 10.0)
-        sends = [r for r in tr.wire.records if r["dir"] == "send" and "slot_s" in r]
+        sends = [r.to_json() for r in tr.wire.records if r.dir == "send" and r.slot_s is not None]
         late = [r["t"] - r["slot_s"] for r in sends]
         return {"late": late, "seq": [r["seq"] for r in sends],
                 "dur": [r["t_done"] - r["t"] for r in sends if "t_done" in r], "reasons": v.reasons,
-                "recv": sum(1 for r in tr.wire.records if r["dir"] == "recv")}
+                "recv": sum(1 for r in tr.wire.records if r.dir == "recv")}
 
     results = await asyncio.gather(*(one(i) for i in range(n)))
     wall = time.monotonic() - t0

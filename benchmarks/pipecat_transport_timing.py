@@ -94,9 +94,10 @@ def measure(transport: str, n: int, concurrency: int) -> None:
     delays, resid, late = [], [], 0.0
     for tr in traces:  # one after another (concurrency 1): a session's sends lie within its own window
         origin = tr.wire.origin
-        late = max(late, max(r["t"] - r["slot_s"] for r in tr.wire.records if r["dir"] == "send" and "slot_s" in r))
+        sends = [r.to_json() for r in tr.wire.records if r.dir == "send" and r.slot_s is not None]
+        late = max(late, max(r["t"] - r["slot_s"] for r in sends))
         mine = [x for x in sent if origin - 1.0 <= x <= origin + T + 1.0]
-        for k, mono, rec in onsets(tr.wire.records, origin):
+        for k, mono, rec in onsets([r.to_json() for r in tr.wire.records], origin):
             if transport == "webrtc":  # the server logs each reply's first frame; match the latest before the receipt
                 before = [x for x in mine if x <= mono]
                 if not before:
@@ -122,7 +123,8 @@ def measure(transport: str, n: int, concurrency: int) -> None:
                  f"{max(r):5.1f} ms")
     print(line + f" (worst send lateness {late * 1000:.1f} ms)", flush=True)
     if transport == "webrtc":  # both receive jitter buffers: the client's (every frame's jb_s) and the bot's (uplink)
-        held = [float(r["jb_s"]) * 1000 for tr in traces for r in tr.wire.records if r["dir"] == "recv" and "jb_s" in r]
+        held = [float(r.fields["jb_s"]) * 1000 for tr in traces for r in tr.wire.records
+                if r.dir == "recv" and "jb_s" in r.fields]
         up = [x * 1000 for x in server.uplink_held]
         for side, xs in (("downlink (client)", held), ("uplink (bot)", up)):
             if xs:

@@ -205,7 +205,7 @@ def main() -> None:
     loaded = load_tree(root)
     t_load = time.perf_counter() - t0
     inter = [ls.input for ls in loaded.samples if isinstance(ls.input, InterruptionInput)]
-    paths = [i.wav_path for i in inter]
+    paths = [i.audio for i in inter]  # the samples' audio sources, as the scorer hands them to the VAD
     audio_s = sum(i.n_samples for i in inter) / SR
     t0, c0 = time.perf_counter(), time.process_time()
     # as the scorer does: each file scanned until its segments starting at or before R are final
@@ -242,7 +242,7 @@ def main() -> None:
     vad_batched.SKIP_LEADING_SILENCE = True
     frames_before_r = lead_before_r = 0
     for i in inter:
-        a = vad_batched._read(i.wav_path)
+        a = i.audio.read_16k()
         nz = np.flatnonzero(a)
         lead = int(nz[0]) // 512 if nz.size else -(-a.size // 512)
         before_r = r_limit_sample(i.R_us) // 512 + 1

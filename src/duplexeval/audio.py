@@ -15,25 +15,44 @@ from duplexeval.jsonio import atomic_write_bytes
 from duplexeval.units import SAMPLE_RATE
 
 
-def read_audio_channels(path: str | os.PathLike[str], raw: bytes | None = None) -> tuple[np.ndarray, int]:
+def read_audio_channels(path: str | os.PathLike[str], raw: bytes | None = None,
+                        where: str | None = None) -> tuple[np.ndarray, int]:
     """Read a sound file as float32 (frames, channels) with its own sample rate; InputError naming the file.
 
-    `raw`: the file's bytes when the caller has read them already (a hash-checked read); decoded from memory."""
-    path = Path(path)
+    `raw`: the file's bytes when the caller has read them already (a hash-checked read); decoded from memory.
+    `where`: what messages start with instead of the path (`PATH: sample SUBSET/ID`)."""
+    return _decode(Path(path), raw, pcm16_as_int16=False, where=where)
+
+
+def _decode(path: Path, raw: bytes | None, pcm16_as_int16: bool, where: str | None = None) -> tuple[np.ndarray, int]:
+    """(frames, channels) samples and rate: float32, or int16 for a PCM16 file when `pcm16_as_int16`."""
+    where = str(path) if where is None else where
     if raw is None and not path.exists():  # libsndfile says only "System error" for a missing file
-        raise InputError(f"{path}: file not found")
+        raise InputError(f"{where}: file not found")
     short = wav_truncation(raw) if raw is not None else _wav_truncation_of(path)
     if short is not None:
-        raise InputError(f"{path}: {short}")
+        raise InputError(f"{where}: {short}")
     try:
-        data, sr = sf.read(io.BytesIO(raw) if raw is not None else str(path), dtype="float32", always_2d=True)
+        with sf.SoundFile(io.BytesIO(raw) if raw is not None else str(path)) as f:  # what sf.read does
+            dtype = "int16" if pcm16_as_int16 and f.subtype == "PCM_16" else "float32"
+            data, sr = f.read(dtype=dtype, always_2d=True), f.samplerate
     except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
+        raise InputError(f"{where}: file not found") from None
     except (RuntimeError, sf.LibsndfileError, OSError) as exc:
-        raise InputError(f"{path}: cannot read audio: {' '.join(str(exc).split())}") from None
+        raise InputError(f"{where}: cannot read audio: {' '.join(str(exc).split())}") from None
     if data.shape[1] == 0:
-        raise InputError(f"{path}: audio has no channels")
+        raise InputError(f"{where}: audio has no channels")
     return data, int(sr)
+
+
+def read_audio_16k_stored(path: str | os.PathLike[str], raw: bytes | None = None) -> np.ndarray:
+    """A mono 16 kHz file's samples exactly as stored, for the VAD: int16 for PCM16 (x / 32768 is the float
+    `read_audio` gives, in half the memory), float32 for any other encoding; `raw` as above. Never resampled: a
+    file at another rate or with more than one channel is an InputError naming it."""
+    data, sr = _decode(Path(path), raw, pcm16_as_int16=True)
+    if sr != SAMPLE_RATE or data.shape[1] != 1:
+        raise InputError(f"{path}: expected mono {SAMPLE_RATE // 1000} kHz, got {data.shape[1]} channels at {sr} Hz")
+    return np.ascontiguousarray(data[:, 0])
 
 
 _UNKNOWN_SIZES = (0, 0xFFFFFFFF)  # a streaming writer's "size not known" (and RF64's placeholder)
@@ -76,13 +95,22 @@ def read_audio(path: str | os.PathLike[str], raw: bytes | None = None) -> tuple[
 
 def audio_info(path: str | os.PathLike[str]) -> tuple[int, int]:
     """(frames, sample rate) of a sound file without reading its samples."""
+    frames, sr, _ = audio_format(path)
+    return frames, sr
+
+
+def audio_format(path: str | os.PathLike[str], raw: bytes | None = None,
+                 where: str | None = None) -> tuple[int, int, int]:
+    """(frames, sample rate, channels) from a sound file's header (or from its bytes `raw`), without decoding its
+    samples; InputError starting with `where` (default: the path)."""
+    where = str(path) if where is None else where
     try:
-        info = sf.info(str(path))
+        info = sf.info(io.BytesIO(raw) if raw is not None else str(path))
     except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
+        raise InputError(f"{where}: file not found") from None
     except (RuntimeError, OSError) as exc:
-        raise InputError(f"{path}: cannot read audio: {exc}") from None
-    return int(info.frames), int(info.samplerate)
+        raise InputError(f"{where}: cannot read audio: {exc}") from None
+    return int(info.frames), int(info.samplerate), int(info.channels)
 
 
 def resample(audio: np.ndarray, sr_in: int, sr_out: int = SAMPLE_RATE) -> np.ndarray:

@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-import soundfile as sf
 from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -96,7 +95,9 @@ class StageClock:
 
 def wav_seconds(paths: Iterable[str | Path]) -> float:
     """Total duration of the given wav files (header reads only)."""
-    return float(sum(sf.info(str(p)).duration for p in paths))
+    from duplexeval.audio import audio_info  # lazy: the shared layer loads no sound-file library at import
+
+    return float(sum(frames / rate for frames, rate in map(audio_info, paths)))
 
 
 def text_table(headers: list[str], rows: list[list[str]], right: set[int] | None = None,

@@ -28,14 +28,13 @@ Speed, without changing a single segment:
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -364,21 +363,31 @@ def _threaded(fn: Callable[[Any], Any], items: Sequence[Any], jobs: int) -> list
         return list(pool.map(fn, items))
 
 
-def _read(path: Path | bytes) -> np.ndarray:
-    """A 16 kHz mono file (or the bytes of one): PCM16 as int16 samples (exact, half the memory), any other encoding
-    as float32."""
-    import soundfile as sf
+class AudioSource(Protocol):
+    """Audio the engine reads only when a worker gets to it, and drops after (`fdb.sample.SampleAudio`: a sample's
+    file, hash-checked when read)."""
 
-    with sf.SoundFile(io.BytesIO(path) if isinstance(path, bytes) else str(path)) as f:
-        data = f.read(dtype="int16" if f.subtype == "PCM_16" else "float32", always_2d=True)
-        sr = f.samplerate
-    if sr != 16000 or data.shape[1] != 1:
-        where = "<memory>" if isinstance(path, bytes) else path
-        raise ValueError(f"{where}: expected mono 16 kHz, got {data.shape[1]} channels at {sr} Hz")
-    return np.ascontiguousarray(data[:, 0])
+    def read_16k(self) -> np.ndarray:
+        """Mono 16 kHz samples as stored: int16 for PCM16, else float32 (`audio.read_audio_16k_stored`)."""
+        ...
 
 
-def _segment_group(group: Sequence[tuple[Path | bytes, int | None]]) -> list[Segments]:
+AudioIn = Path | bytes | AudioSource  # a file, a WAV file's bytes, or a source that reads itself
+
+
+def _read(item: AudioIn) -> np.ndarray:
+    """A 16 kHz mono input's samples through the one audio reader: PCM16 as int16 (exact, half the memory), any other
+    encoding as float32."""
+    from duplexeval.audio import read_audio_16k_stored  # lazy: importing the engine loads no sound-file library
+
+    if isinstance(item, bytes):
+        return read_audio_16k_stored("<memory>", item)
+    if isinstance(item, (str, os.PathLike)):
+        return read_audio_16k_stored(item)
+    return item.read_16k()
+
+
+def _segment_group(group: Sequence[tuple[AudioIn, int | None]]) -> list[Segments]:
     audios = [_read(p) for p, _ in group]
     return batch_segments(load_vad(), audios, [lim for _, lim in group], SCORER_SETTINGS)
 
@@ -438,8 +447,8 @@ def segment_audios(
     return out
 
 
-def probs_files(paths: Sequence[Path], jobs: int | None = None, batch: int = BATCH_FILES) -> list[np.ndarray]:
-    """Whole-file speech probabilities of each 16 kHz mono file (batched and threaded; equal to
+def probs_files(paths: Sequence[AudioIn], jobs: int | None = None, batch: int = BATCH_FILES) -> list[np.ndarray]:
+    """Whole-file speech probabilities of each 16 kHz mono file (`segment_files`' inputs; batched and threaded; equal to
     `SileroVad.probs` of each file). One scan serves any number of segmentation settings."""
 
     jobs = default_jobs() if jobs is None else max(1, jobs)
@@ -448,7 +457,7 @@ def probs_files(paths: Sequence[Path], jobs: int | None = None, batch: int = BAT
         return _threaded(lambda p: sequence_probs(model, _read(p)), list(paths), jobs)
     groups = [[paths[i] for i in r] for r in _even_groups(len(paths), jobs, batch)]
 
-    def run(group: list[Path]) -> list[np.ndarray]:
+    def run(group: list[AudioIn]) -> list[np.ndarray]:
         return [p.copy() for p in batch_probs(load_vad(), [_read(p) for p in group])]
 
     if jobs == 1 or len(groups) <= 1:
@@ -460,12 +469,13 @@ def probs_files(paths: Sequence[Path], jobs: int | None = None, batch: int = BAT
 
 
 def segment_files(
-    paths: Sequence[Path | bytes],
+    paths: Sequence[AudioIn],
     jobs: int | None = None,
     batch: int = BATCH_FILES,
     limits: Sequence[int | None] | None = None,
 ) -> list[Segments]:
-    """VAD segments (16 kHz sample indices, end exclusive) of each file (a path, or a WAV file's bytes), in order.
+    """VAD segments (16 kHz sample indices, end exclusive) of each file (a path, a WAV file's bytes or a source that
+    reads itself), in order; each is read when a thread gets to it (a batch's files together on the per-frame path).
 
     With `limits`, file k only gets its segments that start at or before sample `limits[k]`.
     """

@@ -74,7 +74,9 @@ class Case:
         return self.reasons - {INPUT_PACING_LATE}
 
     def records(self, **match: Any) -> list[dict[str, Any]]:
-        return [r for r in self.trace.wire.records if all(r.get(k) == v for k, v in match.items())]
+        """The trace's records as their JSON lines, those whose fields equal `match`."""
+        rows = [r.to_json() for r in self.trace.wire.records]
+        return [r for r in rows if all(r.get(k) == v for k, v in match.items())]
 
     def items(self) -> list[Any]:
         return received_items(self.trace.wire.records, self.trace.wire.pcm())
@@ -94,7 +96,7 @@ async def _run(case: Case, url: str) -> None:
         loop = asyncio.get_running_loop()
         loop.call_later(case.block_at_s, time.sleep, 0.3)
     case.trace = await run_session_async(system, pcm, SampleInfo("candor_turn_taking", case.name, case.T, pcm.shape[0]))
-    stall_s = float(case.trace.wire.settings["stall_s"])
+    stall_s = float(case.trace.wire.settings.stall_s)
     case.verdict = verdict(case.trace.wire.records, case.T, stall_s)
 
 

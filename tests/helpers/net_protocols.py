@@ -66,7 +66,7 @@ class Outcome:
     trace: SessionTrace
     verdict: Verdict
     playout: Playout
-    records: list[dict[str, Any]]
+    records: list[dict[str, Any]]  # the trace's records as their JSON lines
 
     @property
     def reasons(self) -> list[str]:
@@ -103,7 +103,7 @@ class Outcome:
         raise AssertionError(f"{self.scenario.name}: no output frame plays {at} s")
 
     def _items(self) -> list[Any]:
-        return received_items(self.records, self.trace.wire.pcm())
+        return received_items(self.trace.wire.records, self.trace.wire.pcm())
 
 
 def skip_if_starved(*outcomes: Outcome) -> None:
@@ -200,7 +200,7 @@ def _run_together(scenarios: list[Scenario], pcm: np.ndarray) -> dict[str, Outco
         records = tr.wire.records
         v = verdict(records, T, float(getattr(system, "stall_s", 10.0)))
         pl = playout(received_items(records, tr.wire.pcm()), pcm.shape[0], T)
-        out[sc.name] = Outcome(sc, tr, v, pl, records)
+        out[sc.name] = Outcome(sc, tr, v, pl, [r.to_json() for r in records])
     return out
 
 

@@ -44,8 +44,8 @@ def test_playout_fifo_from_receipt_time_with_silent_gaps() -> None:
     expected[260:310] = 2  # queued behind the first chunk, not at its own receipt time
     expected[400:410] = 3
     assert np.array_equal(pl.audio, expected)
-    assert pl.stats["first_playout_s"] == 0.01 and pl.stats["cropped_at_T_s"] == 0.0
-    assert pl.stats["playing_at_T"] is False
+    assert pl.stats.first_playout_s == 0.01 and pl.stats.cropped_at_T_s == 0.0
+    assert pl.stats.playing_at_T is False
 
 
 def test_playout_clear_queue_stops_playback_and_drops_queued_audio() -> None:
@@ -54,16 +54,16 @@ def test_playout_clear_queue_stops_playback_and_drops_queued_audio() -> None:
     expected[:320] = 1
     expected[500:510] = 3  # after the clear, new audio plays from its receipt time
     assert np.array_equal(pl.audio, expected)
-    assert pl.stats["dropped_by_clear_s"] == (2000 - 320) / SR
-    assert pl.stats["clear_queue_events"] == 1
+    assert pl.stats.dropped_by_clear_s == (2000 - 320) / SR
+    assert pl.stats.clear_queue_events == 1
 
 
 def test_playout_crops_at_T_and_excludes_audio_received_after_T() -> None:
     pl = playout([chunk(1, 300, 900 / SR), chunk(2, 10, 1001 / SR)], 1000)
     assert pl.audio.shape == (1000,) and np.all(pl.audio[900:] == 1)
-    assert pl.stats["cropped_at_T_s"] == 200 / SR
-    assert pl.stats["playing_at_T"] is True
-    assert pl.stats["received_after_T"] == 1
+    assert pl.stats.cropped_at_T_s == 200 / SR
+    assert pl.stats.playing_at_T is True
+    assert pl.stats.received_after_T == 1
 
 
 def test_playout_resamples_24k_chunks_to_16k() -> None:
@@ -75,12 +75,12 @@ def test_playout_resamples_24k_chunks_to_16k() -> None:
     assert (p.start, p.end) == (8000, 24000)
     assert np.sqrt(np.mean(pl.audio[8000:24000].astype(float) ** 2)) == pytest.approx(8000 / np.sqrt(2), rel=0.01)
     assert not np.any(pl.audio[24000:])
-    assert pl.stats["played_s"] == pytest.approx(1.0, abs=0.002)
+    assert pl.stats.played_s == pytest.approx(1.0, abs=0.002)
 
 
 def test_playout_of_nothing_is_exact_silence() -> None:
     pl = playout([], 12345)
-    assert pl.audio.shape == (12345,) and not np.any(pl.audio) and pl.stats["silent"] is True
+    assert pl.audio.shape == (12345,) and not np.any(pl.audio) and pl.stats.silent is True
 
 
 # ---------------------------------------------------------------- runner
@@ -248,7 +248,7 @@ def _run(spec: str, audio: np.ndarray):  # noqa: ANN202
 def test_silent_never_emits() -> None:
     audio, _ = _user("Hello, is anybody there?")
     trace, pl = _run("silent", audio)
-    assert trace.items == [] and pl.stats["silent"] is True
+    assert trace.items == [] and pl.stats.silent is True
 
 
 @pytest.mark.parametrize(("silence_ms", "think_ms"), [(500, 200), (800, 0), (300, 400)])
@@ -275,7 +275,7 @@ def test_turn_based_yields_barge_in_ms_after_the_user_talks_over_it() -> None:
     assert user_back <= detected <= user_back + 0.35
     stop = int(round(clears[0].received_at_s * SR))
     assert np.any(pl.audio[stop - 800 : stop]) and not np.any(pl.audio[stop : stop + 4000])
-    assert pl.stats["dropped_by_clear_s"] > 1.0
+    assert pl.stats.dropped_by_clear_s > 1.0
 
 
 def test_talk_over_starts_in_the_first_short_pause_and_never_yields() -> None:
@@ -286,7 +286,7 @@ def test_talk_over_starts_in_the_first_short_pause_and_never_yields() -> None:
     trace, pl = _run("talk-over:vad=energy", audio)
     assert not any(it.kind == CLEAR_QUEUE for it in trace.items)
     assert trace.items[0].received_at_s < E - 1.0  # an early start, inside the user's turn
-    assert pl.stats["dropped_by_clear_s"] == 0.0
+    assert pl.stats.dropped_by_clear_s == 0.0
 
 
 def test_backchannel_acknowledges_pauses_then_takes_the_turn() -> None:

@@ -8,16 +8,14 @@ are in docs/eot.md ("Span sets").
 from __future__ import annotations
 
 import base64
-import io
 import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import soundfile as sf
 
-from duplexeval.audio import resample
+from duplexeval.audio import read_audio_channels, resample
 from duplexeval.controller.labels.derive import USER, derive
 from duplexeval.controller.labels.sources import assignments, read_manifest
 from duplexeval.eot.spans import SpanSet, SpanTurn, make_turn
@@ -63,16 +61,12 @@ def _decode_audio(audio: Any, base: Path, where: str) -> np.ndarray:
                 data = base64.b64decode(data, validate=True)
             except ValueError:
                 raise InputError(f"{where}: audio.bytes is neither bytes nor base64") from None
-        try:
-            if data is not None:
-                arr2, rate = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
-            elif audio.get("path"):
-                path = base / str(audio["path"])
-                arr2, rate = sf.read(str(path), dtype="float32", always_2d=True)
-            else:
-                raise InputError(f"{where}: audio has neither array, bytes nor path")
-        except (RuntimeError, OSError) as exc:
-            raise InputError(f"{where}: cannot decode audio: {' '.join(str(exc).split())[:200]}") from None
+        if data is not None:
+            arr2, rate = read_audio_channels("<bytes>", bytes(data), where=where)
+        elif audio.get("path"):
+            arr2, rate = read_audio_channels(base / str(audio["path"]), where=where)
+        else:
+            raise InputError(f"{where}: audio has neither array, bytes nor path")
         if arr2.shape[1] != 1:
             raise InputError(f"{where}: audio has {arr2.shape[1]} channels; a turn is one mono user channel")
         arr = arr2[:, 0]

@@ -35,7 +35,7 @@ from duplexeval.jsontypes import JsonObject
 from duplexeval.plugins import call, json_value, returned
 from duplexeval.systems.base import SampleInfo, System
 from duplexeval.systems.net.trace import INPUT_PACING_LATE, SYSTEM_ERROR, WireTrace, load_trace, network_outcome
-from duplexeval.systems.playout import placements_json, playout
+from duplexeval.systems.playout import PlayoutStats, placements_json, playout
 from duplexeval.systems.registry import make_system, parse_system_spec
 from duplexeval.systems.runner import (
     DEFAULT_CALL_TIMEOUT_S,
@@ -166,14 +166,14 @@ class SessionSummary:
     source: str
     T: float
     clock: str
-    playout: JsonObject  # systems.playout's counts, as written
+    playout: PlayoutStats
     error: str | None
     reasons: list[str]
     network: JsonObject | None = None  # systems.net.trace.network_outcome's summary
 
     def to_json(self) -> JsonObject:
-        out: JsonObject = {"source": self.source, "T": self.T, "clock": self.clock, **self.playout, "error": self.error,
-                           "reasons": sorted(set(self.reasons))}
+        out: JsonObject = {"source": self.source, "T": self.T, "clock": self.clock, **self.playout.to_json(),
+                           "error": self.error, "reasons": sorted(set(self.reasons))}
         if self.network is not None:
             out["network"] = _network_summary(self.network)
         return out
@@ -191,7 +191,7 @@ class SessionDetails:
     input_samples_16k: int
     input: JsonObject  # systems.runner's input record (and the wire's send lateness), as written
     items: list[JsonObject]  # systems.playout.placements_json
-    playout: JsonObject
+    playout: PlayoutStats
     error: str | None
     error_at_s: float | None
     network: JsonObject | None = None
@@ -199,8 +199,8 @@ class SessionDetails:
     def to_json(self) -> JsonObject:
         out: JsonObject = {"source": self.source, "T": self.T, "n_samples": self.n_samples,
                            "input_sha256": self.input_sha256, "input_samples_16k": self.input_samples_16k,
-                           "input": self.input, "items": self.items, "playout": self.playout, "error": self.error,
-                           "error_at_s": self.error_at_s}
+                           "input": self.input, "items": self.items, "playout": self.playout.to_json(),
+                           "error": self.error, "error_at_s": self.error_at_s}
         if self.network is not None:
             out["network"] = self.network
         return out
@@ -221,13 +221,13 @@ class ExportSummary:
     further session's summary."""
 
     clock: str
-    playout: JsonObject
+    playout: PlayoutStats
     error: str | None
     network: JsonObject | None
     sessions: Mapping[str, SessionSummary]
 
     def to_json(self) -> JsonObject:
-        out: JsonObject = {"clock": self.clock, **self.playout, "error": self.error}
+        out: JsonObject = {"clock": self.clock, **self.playout.to_json(), "error": self.error}
         if self.network is not None:
             out["network"] = _network_summary(self.network)
         if self.sessions:
@@ -242,7 +242,7 @@ class ExportDetails:
 
     input: JsonObject
     items: list[JsonObject]
-    playout: JsonObject
+    playout: PlayoutStats
     error: str | None
     error_at_s: float | None
     network: JsonObject | None
@@ -254,7 +254,7 @@ class ExportDetails:
             "input": self.input,
             "playout_policy": self.playout_policy,
             "items": self.items,
-            "playout": self.playout,
+            "playout": self.playout.to_json(),
             "error": self.error,
             "error_at_s": self.error_at_s,
         }
@@ -304,10 +304,9 @@ def _session_outcome(trace: SessionTrace, sdir: Path, T: float,
         return trace.items, reasons, input_json, None, trace.error is None, {}
     files = wire.write(sdir, T, prefix)
     written = load_trace(sdir, prefix)
-    stall_s = float(wire.settings.get("stall_s", 10.0))
-    items, reasons, network, write_wav = network_outcome(written.records, written.pcm, T, stall_s, trace.error)
-    input_json["max_send_lateness_s"] = network["max_send_lateness_s"]
-    return items, reasons, input_json, network, write_wav, files
+    out = network_outcome(written.records, written.pcm, T, float(wire.settings.stall_s), trace.error)
+    input_json["max_send_lateness_s"] = out.summary.max_send_lateness_s
+    return out.items, out.reasons, input_json, out.summary.to_json(), out.write_wav, files
 
 
 def further_session(sdir: Path, session: Session, T: float, n: int, input_sha256: str, input_len: int,

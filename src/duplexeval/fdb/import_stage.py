@@ -20,6 +20,7 @@ import numpy as np
 
 from duplexeval import __version__
 from duplexeval.audio import (
+    audio_format,
     audio_info,
     fit_length,
     n_samples_for,
@@ -104,12 +105,10 @@ def to_mono(audio: np.ndarray, channel: int | str | None, where: str) -> np.ndar
 
 def _refuse_multichannel(samples: Sequence[SampleKey], sources: list[Path]) -> None:
     """Without --channel, refuse the run up front if any source has more than one channel (headers only)."""
-    import soundfile as sf
-
     for sample, src in zip(samples, sources):
         try:
-            n_ch = sf.info(str(src)).channels if src.is_file() else 1
-        except (RuntimeError, OSError):
+            n_ch = audio_format(src)[2] if src.is_file() else 1
+        except InputError:
             continue  # unreadable: the sample becomes ineligible (unreadable_output) below
         if n_ch > 1:
             to_mono(np.zeros((0, n_ch), np.float32), None, f"{src}: sample {sample.subset}/{sample.id}")

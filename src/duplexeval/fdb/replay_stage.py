@@ -69,9 +69,9 @@ def _replay_sample(sdir: Path, scratch: Path) -> tuple[SampleEntry, dict[str, by
         wire_m = load_trace(sdir, sess.prefix)
         stall_m = float((wire_m.head.get("settings") or {}).get("stall_s", 10.0))
         T_m, n_m = float(d["T"]), int(d["n_samples"])
-        items_m, reasons_m, network_m, write_m = network_outcome(wire_m.records, wire_m.pcm, T_m, stall_m,
-                                                                 d.get("error"))
-        input_m = dict(d["input"], max_send_lateness_s=network_m["max_send_lateness_s"])
+        out_m = network_outcome(wire_m.records, wire_m.pcm, T_m, stall_m, d.get("error"))
+        items_m, reasons_m, network_m, write_m = out_m.items, out_m.reasons, out_m.summary.to_json(), out_m.write_wav
+        input_m = dict(d["input"], max_send_lateness_s=out_m.summary.max_send_lateness_s)
         old_m = ((old.extra or {}).get("export") or {}).get("sessions", {}).get(name, {})
         wire_m_files = {sess.prefix + w: old.files[sess.prefix + w] for w in wire_names if sess.prefix + w in old.files}
         written = further_session(scratch, sess, T_m, n_m, str(d["input_sha256"]), int(d["input_samples_16k"]),
@@ -85,10 +85,11 @@ def _replay_sample(sdir: Path, scratch: Path) -> tuple[SampleEntry, dict[str, by
         files.update({w: old.files[w] for w in wire_names if w in old.files})
     wire = load_trace(sdir)
     stall_s = float((wire.head.get("settings") or {}).get("stall_s", 10.0))
-    items, net_reasons, network, write_wav = network_outcome(wire.records, wire.pcm, float(trace.head.T), stall_s,
-                                                             doc.get("error"))
+    outcome = network_outcome(wire.records, wire.pcm, float(trace.head.T), stall_s, doc.get("error"))
+    items, net_reasons, write_wav = outcome.items, outcome.reasons, outcome.write_wav
+    network = outcome.summary.to_json()
     base = [r for r in old.reasons if r not in NET_REASONS and r != SYSTEM_ERROR]
-    input_json = dict(doc["input"], max_send_lateness_s=network["max_send_lateness_s"])
+    input_json = dict(doc["input"], max_send_lateness_s=outcome.summary.max_send_lateness_s)
     clock = str(((old.extra or {}).get("export") or {}).get("clock", "wall"))
     entry = write_sample(trace.head, scratch, old, items, base + more_reasons + net_reasons, files, doc.get("error"),
                          doc.get("error_at_s"), input_json, clock, network, write_wav, more or None)

@@ -3,11 +3,14 @@
 An `OpenedSample` is what every stage after ASR works on: the manifest entry, the sample's asr.json record, its
 annotation (raw JSON and the task's typed record), its transcript (words and text), its output audio and any other
 file the manifest vouches for (`read`, `read_json`). Each file is read on first use and kept; a missing, changed or
-malformed one is one line `PATH: sample SUBSET/ID: problem`.
+malformed one is one line `PATH: sample SUBSET/ID: problem`. Audio that a later step reads (the VAD) is handed on as
+a `SampleAudio` instead: read when that step gets to it, checked against the hash recorded when the sample was
+opened, and not kept, so a whole tree's opened samples hold no audio.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +26,33 @@ if TYPE_CHECKING:  # types only: fdb.tree imports the task registry, which impor
     import numpy as np
 
     from duplexeval.fdb.tree import AsrSample, SampleEntry
+
+
+@dataclass(frozen=True)
+class SampleAudio:
+    """One audio file of an opened sample, not read yet. `read_16k` (called by a VAD worker when it gets to the
+    sample) reads the file, checks it against the hash recorded when the sample was opened (a file changed since is
+    one line) and decodes it through `duplexeval.audio`; nothing is kept. A path and a hash: cheap to hold for every
+    sample of a tree and to send to a worker process."""
+
+    path: Path
+    sha256: str | None  # None: the record has no hash for it (then only its presence is checked)
+    sample: str  # SUBSET/ID, for messages
+    recorded_in: str = MANIFEST_FILE
+
+    def read_bytes(self) -> bytes:
+        """The file's bytes, checked against `sha256`."""
+        return read_verified(self.path, self.sha256, self.sample, self.recorded_in)
+
+    def read_16k(self) -> np.ndarray:
+        """The samples as stored (int16 for PCM16, else float32; mono 16 kHz or an InputError naming the file)."""
+        from duplexeval.audio import read_audio_16k_stored  # lazy, as `OpenedSample.output_audio`
+
+        return read_audio_16k_stored(self.path, self.read_bytes())
+
+    def resolved(self) -> SampleAudio:
+        """The same source with an absolute path (for a worker that may run in another folder)."""
+        return replace(self, path=self.path.resolve())
 
 
 class OpenedSample:
@@ -126,6 +156,11 @@ class OpenedSample:
 
         return read_audio(self.dir / OUTPUT_WAV, self.read(OUTPUT_WAV))
 
+    def audio_source(self, name: str = OUTPUT_WAV) -> SampleAudio:
+        """An audio file of the sample for a step that reads it later (`SampleAudio`), checked then against the
+        hash manifest.json records for it."""
+        return SampleAudio(self.dir / name, self.entry.files.get(name), self.key)
+
     @property
     def text(self) -> str:
         """output.json's `text` (the official rules read it; it must be a string)."""
@@ -135,4 +170,4 @@ class OpenedSample:
         return text
 
 
-__all__ = ["OpenedSample"]
+__all__ = ["OpenedSample", "SampleAudio"]

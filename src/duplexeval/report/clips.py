@@ -81,7 +81,7 @@ def fix_ogg_serial(data: bytes, serial: int = OGG_SERIAL) -> bytes:
 
 def ogg_bytes(audio: npt.ArrayLike, sr: int = SAMPLE_RATE) -> bytes:
     """Mono audio (float in [-1, 1]) as Ogg Vorbis, the same bytes for the same audio."""
-    import soundfile as sf
+    import soundfile as sf  # encodes Ogg Vorbis (audio.py writes only WAV); reads no file
 
     a = np.clip(np.asarray(audio, dtype=np.float32).reshape(-1), -1.0, 1.0)
     buf = io.BytesIO()

@@ -7,8 +7,9 @@ same protocol as in-process systems, which run on a virtual clock (see runner.py
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.units import FRAME_S as FRAME_S
 from duplexeval.units import FRAME_SAMPLES as FRAME_SAMPLES
 from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE  # systems take 16 kHz input in 80 ms frames
@@ -55,7 +56,7 @@ class ControlEvent:
 
     kind: str
     emitted_at_s: float
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: JsonObject = field(default_factory=dict)
     received_at_s: float | None = None  # set by network adapters: stamped on arrival by their receive task
 
 
@@ -82,7 +83,7 @@ class System(Protocol):
 
     name: str
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         """Every parameter that affects the output, JSON-serializable."""
 
     def version(self) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 from duplexeval import __version__
 from duplexeval.audio import from_pcm16, to_pcm16
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import CLEAR_QUEUE, ControlEvent, OutputChunk, Received, SampleInfo
 from duplexeval.systems.listener import VAD_FRAME_S, FrameProbs, Onset, UserSpeech, energy_prob
 from duplexeval.tts import espeak_version, synthesize
@@ -182,7 +183,7 @@ class _Baseline:
     _session: ClassVar[type]
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # every subclass is a dataclass
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         return asdict(self)
 
     def version(self) -> str:

@@ -7,12 +7,12 @@ everything is cropped at T. What was dropped or cropped is recorded, never hidde
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from duplexeval.audio import from_pcm16, resample, to_pcm16
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import CLEAR_QUEUE
 from duplexeval.systems.runner import ReceivedItem
 from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
@@ -30,13 +30,38 @@ class Placement:
     audio: np.ndarray  # int16 at 16 kHz, already truncated by any clear
 
 
+@dataclass(frozen=True)
+class PlayoutStats:
+    """What happened on the way to the output samples (the manifest's per-sample summary and trace.json's
+    `playout`)."""
+
+    audio_chunks: int
+    control_events: int
+    clear_queue_events: int
+    received_audio_s: float
+    played_s: float
+    dropped_by_clear_s: float
+    cropped_at_T_s: float
+    received_after_T: int
+    first_playout_s: float | None
+    playing_at_T: bool
+    silent: bool
+
+    def to_json(self) -> JsonObject:
+        return {"audio_chunks": self.audio_chunks, "control_events": self.control_events,
+                "clear_queue_events": self.clear_queue_events, "received_audio_s": self.received_audio_s,
+                "played_s": self.played_s, "dropped_by_clear_s": self.dropped_by_clear_s,
+                "cropped_at_T_s": self.cropped_at_T_s, "received_after_T": self.received_after_T,
+                "first_playout_s": self.first_playout_s, "playing_at_T": self.playing_at_T, "silent": self.silent}
+
+
 @dataclass
 class Playout:
     """The output samples and what happened on the way."""
 
     audio: np.ndarray  # int16, exactly n samples
     placements: list[Placement]
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: PlayoutStats
 
 
 def _to_16k_int16(item: ReceivedItem) -> np.ndarray:
@@ -85,28 +110,28 @@ def playout(items: list[ReceivedItem], n_samples: int, T: float | None = None) -
         cropped += p.end - stop
     audio_items = [it for it in items if it.kind == "audio"]
     first = next((p.start for p in placements if p.end > p.start and p.start < n_samples), None)
-    stats = {
-        "audio_chunks": len(audio_items),
-        "control_events": len(items) - len(audio_items),
-        "clear_queue_events": clears,
-        "received_audio_s": round(sum(it.n_samples / it.sample_rate for it in audio_items), 6),
-        "played_s": round(sum(min(p.end, n_samples) - p.start for p in placements if p.start < n_samples) / SR, 6),
-        "dropped_by_clear_s": round(dropped / SR, 6),
-        "cropped_at_T_s": round(cropped / SR, 6),
-        "received_after_T": after_T,
-        "first_playout_s": None if first is None else round(first / SR, 6),
-        "playing_at_T": bool(queue_end > n_samples),
-        "silent": not bool(np.any(out)),
-    }
+    stats = PlayoutStats(
+        audio_chunks=len(audio_items),
+        control_events=len(items) - len(audio_items),
+        clear_queue_events=clears,
+        received_audio_s=round(sum(it.n_samples / it.sample_rate for it in audio_items), 6),
+        played_s=round(sum(min(p.end, n_samples) - p.start for p in placements if p.start < n_samples) / SR, 6),
+        dropped_by_clear_s=round(dropped / SR, 6),
+        cropped_at_T_s=round(cropped / SR, 6),
+        received_after_T=after_T,
+        first_playout_s=None if first is None else round(first / SR, 6),
+        playing_at_T=bool(queue_end > n_samples),
+        silent=not bool(np.any(out)),
+    )
     return Playout(out, placements, stats)
 
 
-def placements_json(items: list[ReceivedItem], pl: Playout) -> list[dict[str, Any]]:
+def placements_json(items: list[ReceivedItem], pl: Playout) -> list[JsonObject]:
     """Per received item: times, size, and where it played (for trace.json)."""
     where = {p.item: p for p in pl.placements}
     rows = []
     for idx, it in enumerate(items):
-        row: dict[str, Any] = {
+        row: JsonObject = {
             "kind": it.kind,
             "emitted_at_s": round(it.emitted_at_s, 6),
             "received_at_s": round(it.received_at_s, 6),

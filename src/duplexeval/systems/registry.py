@@ -104,14 +104,16 @@ def make_system(spec: str) -> System:
         if not hasattr(cls, attr):
             raise InputError(f"--system {spec!r}: {name} does not implement the System protocol (no {attr})")
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, object] = {}
+    groups: dict[str, dict[str, str]] = {}
     for key, value in raw.items():
         if "." in key:  # `field.name=value` collects into the dict field `field` (telephony's `param.NAME`)
             prefix, _, sub = key.partition(".")
             f = fields.get(prefix)
             if f is None or f.default_factory is not dict:
                 raise InputError(f"--system {spec!r}: {name} has no parameter group {prefix!r} (for {key}=...)")
-            kwargs.setdefault(prefix, {})[sub] = value
+            kwargs[prefix] = group = groups.setdefault(prefix, {})
+            group[sub] = value
             continue
         if key not in fields:
             known = ", ".join(fields) or "none"

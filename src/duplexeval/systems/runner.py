@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import (
     EVENT_KINDS,
     FRAME_SAMPLES,
@@ -50,7 +51,7 @@ class ReceivedItem:
     received_at_s: float
     sample_rate: int = 0
     pcm: np.ndarray | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: JsonObject = field(default_factory=dict)
 
     @property
     def n_samples(self) -> int:
@@ -71,7 +72,7 @@ class SessionTrace:
     sends: list[tuple[float, float, float]] = field(default_factory=list)  # wall clock: (slot, start, done)
     wire: Any = None  # a network session's WireTrace (systems.net.trace), when the session keeps one
 
-    def input_json(self) -> dict[str, Any]:
+    def input_json(self) -> JsonObject:
         return {
             "frames": self.n_frames,
             "frame_samples": FRAME_SAMPLES,

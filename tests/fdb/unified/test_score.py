@@ -224,7 +224,8 @@ def test_cli_json_and_errors(tmp_path, capsys, monkeypatch):
     root = _hand_tree(tmp_path / "tree")
     from duplexeval import vad_batched
 
-    monkeypatch.setattr(vad_batched, "segment_files", lambda paths, jobs=None, limits=None: SEGS(paths))
+    monkeypatch.setattr(vad_batched, "segment_files", lambda sources, jobs=None, limits=None:
+                        SEGS([s.path for s in sources]))
     code, out, _ = _cli(["fdb", "score", str(root), "--json", "-", "--no-write"], capsys)
     assert code in (0, None)
     u = json.loads(out)
@@ -270,7 +271,8 @@ def test_fdb_score_report_symbols_width_and_judge(tmp_path: Path, capsys: pytest
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from duplexeval import vad_batched
 
-    monkeypatch.setattr(vad_batched, "segment_files", lambda paths, jobs=None, limits=None: SEGS(paths))
+    monkeypatch.setattr(vad_batched, "segment_files", lambda sources, jobs=None, limits=None:
+                        SEGS([s.path for s in sources]))
     root = _hand_tree(tmp_path / "tree")
     rc, _out, err = run_cli(["fdb", "score", str(root), "-q"], capsys)
     assert rc == 0, err

@@ -94,7 +94,7 @@ def test_nearest_edge_is_exact_and_ignores_file_boundaries(tree):
     assert dist == abs((S_samples - 100) * 125 - inp.S_us * 2)
     assert nearest_edge(inp, [(0, inp.n_samples)]) == (None, None)
     # the headline segments the sweep uses are the whole-file Silero segments
-    audio = __import__("soundfile").read(str(inp.wav_path), dtype="float32")[0]
+    audio = __import__("soundfile").read(str(inp.audio.path), dtype="float32")[0]
     assert load_vad().segments(audio, SCORER_SETTINGS)
 
 
@@ -133,7 +133,7 @@ def test_sweep_rows_equal_whole_file_segmentation(tree):
     from duplexeval.vad import timestamps_from_probs
 
     inputs = [ls.input for ls in load_tree(tree).samples if ls.input is not None]
-    probs = vad_batched.probs_files([i.wav_path for i in inputs], jobs=1)
+    probs = vad_batched.probs_files([i.audio for i in inputs], jobs=1)
     for st in settings_grid():
         for inp, p in zip(inputs, probs):
             whole = intr.score_interruption(inp, timestamps_from_probs(p, inp.n_samples, st))

@@ -132,7 +132,7 @@ def test_the_api_key_never_reaches_a_file_or_a_log(tmp_path: Path, monkeypatch: 
         srv.config.faults = srv.config.faults.__class__(busy=srv.connections + 10)
         export(spec, ds, tmp_path / "tree2", progress=False, concurrency=2)
     export(spec.replace(str(th.server.port), "9"), ds, tmp_path / "tree3", progress=False)  # refused
-    assert [e["authorization"] for e in srv.events if e["event"] == "connect"][:2] == [True, True]
+    assert [e.authorization for e in srv.events if e.event == "connect"][:2] == [True, True]
     needles = [key, base64.b64encode(key.encode()).decode(), base64.b64encode(f"Bearer {key}".encode()).decode(),
                key.encode().hex()]
     for p in tmp_path.rglob("*"):

@@ -85,7 +85,7 @@ def test_fault_ends_as_documented(cases: dict[str, Case], name: str, proto: str,
     c = cases[name]
     assert c.reasons_without_pacing() == expected, (c.verdict, c.trace.error)
     assert c.verdict is not None and c.verdict.post_window_errors == post
-    recs = c.trace.wire.records
+    recs = c.records()
     if "connect_failed" in expected:
         attempts = c.records(dir="meta", event="connect_attempt")
         assert len(attempts) == CONNECT_RETRIES + 1 and all(a["result"] == "http_503" for a in attempts)
@@ -145,4 +145,4 @@ def test_slow_start_is_excluded_from_the_input_timeline(cases: dict[str, Case]) 
 def test_timeout_names_when_the_stall_began(cases: dict[str, Case]) -> None:
     c = cases["openai-stall-mid"]
     assert c.verdict is not None
-    assert REPLY_AT - 0.3 < c.verdict.detail["stalled_from_s"] < MID + 1.0
+    assert REPLY_AT - 0.3 < c.verdict.stalled_from_s < MID + 1.0

@@ -57,9 +57,9 @@ def runs() -> list[dict[str, Any]]:
 
 def test_every_flavor_is_eligible_without_violations(runs: list[dict[str, Any]]) -> None:
     for (flavor, client), run in zip(CASES, runs):
-        recs = run["trace"].wire.records
-        v = verdict(recs, T, 10.0)
-        assert not set(v.reasons) - {"input_pacing_late"}, (flavor, client, v.reasons, v.detail)
+        v = verdict(run["trace"].wire.records, T, 10.0)
+        recs = [r.to_json() for r in run["trace"].wire.records]
+        assert not set(v.reasons) - {"input_pacing_late"}, (flavor, client, v.reasons, v)
         assert not [r for r in recs if r.get("violation")], (flavor, client)
         (hs,) = [r for r in recs if r.get("event") == "handshake"]
         assert hs["bytes"] == (9 if flavor == "rust" else 1)
@@ -70,9 +70,9 @@ def test_every_flavor_is_eligible_without_violations(runs: list[dict[str, Any]])
         per = 1 if flavor == "rust" else 2  # the first message also carries the two header pages
         assert pages[0] == per + 2 and set(pages[1:]) == {per}, (flavor, client)
         if flavor == "rust":  # the metadata before the handshake: recorded and discarded
-            assert v.detail["discarded"] == {"metadata": 1}
+            assert v.discarded == {"metadata": 1}
         else:
-            assert "discarded" not in v.detail
+            assert not v.discarded and "discarded" not in v.to_json()
         if flavor == "personaplex":
             assert hs["handshake_s"] > 0.15  # the prompts (200 ms) ran before it, and that wait lies before slot 0
             assert all(r["t"] < 0 for r in recs if r.get("type") == "handshake")
@@ -81,7 +81,7 @@ def test_every_flavor_is_eligible_without_violations(runs: list[dict[str, Any]])
 def test_audio_is_received_where_the_server_sent_it(runs: list[dict[str, Any]]) -> None:
     for (flavor, client), run in zip(CASES, runs):
         wire = run["trace"].wire
-        got = [r for r in wire.records if r["dir"] == "recv" and r.get("type") == "audio"]
+        got = [r.to_json() for r in wire.records if r.dir == "recv" and r.type == "audio"]
         sent = [(t, m) for _, t, m in run["sends"] if isinstance(m, bytes) and m[:1] == b"\x01"]
         assert len(sent) == len(got) > 0, (flavor, client)
         lags = [r["t"] + wire.origin - t for r, (t, _) in zip(got, sent)]
@@ -120,10 +120,10 @@ def test_a_conversation_queued_behind_the_server_s_lock_waits_before_slot_0() ->
     for tr in traces:
         recs = tr.wire.records
         v = verdict(recs, T, 10.0)
-        assert not set(v.reasons) - {"input_pacing_late"}, (v.reasons, v.detail)
-        (hs,) = [r for r in recs if r.get("event") == "handshake"]
+        assert not set(v.reasons) - {"input_pacing_late"}, (v.reasons, v)
+        (hs,) = [r.to_json() for r in recs if r.event == "handshake"]
         assert hs["t"] < 0  # the wait is before slot 0: in no latency
         waits.append(hs["handshake_s"])
-        first = next(it for it in received_items(recs, tr.wire.pcm()) if it.pcm is not None)
+        first = next(it for it in received_items(tr.wire.records, tr.wire.pcm()) if it.pcm is not None)
         assert REPLY_AT - 0.1 < first.received_at_s < REPLY_AT + 0.3, first.received_at_s
     assert min(waits) < 0.5 and max(waits) > T - 0.5, waits  # one waited for the other's whole conversation

@@ -236,7 +236,7 @@ def test_native_protocol_details(native: dict[str, Outcome]) -> None:
     (why,) = rej.events("format_refused")
     assert why["what"] == ("format refused (unsupported PCM format or sample rate): output_rate=22050 asked, the "
                            "deployment serves 24000; leave output_rate unset to adopt the deployment's")
-    assert rej.verdict.detail["first_problem"]["what"] == why["what"]
+    assert rej.verdict.first_problem.what == why["what"]
     assert not [r for r in rej.records if r["dir"] == "send" and "slot_s" in r]  # no input was sent
     # A 24 kHz-in, 22.05 kHz-out, pad deployment: adopted, the input resampled exactly, the reply heard.
     in24 = native["input_24k"]

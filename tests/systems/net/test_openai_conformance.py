@@ -183,7 +183,7 @@ def test_completed_and_cancelled_responses_carry_the_whole_sequence(runs: dict[s
     for name in ("ga_no_interrupt", "beta_no_interrupt"):  # the client sent response.cancel itself
         assert "response.cancel" in [ev["type"] for ev in runs[name]["received"]], name
     assert "response.create" in [ev["type"] for ev in runs["ga_create"]["received"]]
-    assert [e for e in runs["ga_barge_in"]["events"] if e["event"] == "truncate"]  # what was played, truncated
+    assert [e for e in runs["ga_barge_in"]["events"] if e.event == "truncate"]  # what was played, truncated
 
 
 # What the API always returns, though the SDK's types make it optional (strict validation cannot see it missing).

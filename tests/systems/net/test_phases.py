@@ -91,7 +91,7 @@ def test_concurrent_sessions_get_distinct_phases_and_keep_their_schedule() -> No
     origins = [tr.wire.origin for tr in traces]
     assert min(_circular_gaps([o % P for o in origins])) >= P / (2 * n) - 1e-6
     for tr in traces:
-        sends = [r for r in tr.wire.records if r["dir"] == "send" and "slot_s" in r]
+        sends = [r.to_json() for r in tr.wire.records if r.dir == "send" and r.slot_s is not None]
         assert [r["seq"] for r in sends] == list(range(30))
         assert [r["slot_s"] for r in sends] == [round(i * P, 6) for i in range(30)]
         late = [r["t"] - r["slot_s"] for r in sends]  # t is seconds after this session's own origin

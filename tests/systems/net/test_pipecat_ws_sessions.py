@@ -79,7 +79,7 @@ def test_interruption_frame_cuts_playout_at_its_receipt(cases: dict[str, Case]) 
     stop = round(min(later) * 16000) if later else pl.audio.shape[0]
     # the reply to the second turn comes later
     assert np.any(pl.audio[cut - 320 : cut]) and not np.any(pl.audio[cut:stop])
-    assert pl.stats["dropped_by_clear_s"] > 0.2
+    assert pl.stats.dropped_by_clear_s > 0.2
     assert c.records(rtvi="bot-stopped-speaking")
 
 
@@ -88,7 +88,7 @@ def test_a_paced_bot_withdraws_the_rest_at_the_interruption(cases: dict[str, Cas
     assert c.reasons_without_pacing() == set()
     t = c.records(type="interruption")[0]["t"]
     pl = playout(c.items(), round(T * 16000))
-    assert 0.0 < pl.stats["dropped_by_clear_s"] < 0.2  # only the lead was queued
+    assert 0.0 < pl.stats.dropped_by_clear_s < 0.2  # only the lead was queued
     after = [r["t"] for r in c.records(dir="recv", type="audio") if r["t"] > t]
     assert not after or min(after) > t + 0.5  # nothing of the interrupted reply follows it
 
@@ -119,9 +119,9 @@ def test_every_fault_gets_its_reason(cases: dict[str, Case], name: str, reasons:
     if name == "no-rtvi":
         assert not c.records(type="client-ready") and c.records(dir="send", type="audio")
     if name == "malformed":
-        assert "not a pipecat Frame" in c.verdict.detail["first_problem"]["what"]
+        assert "not a pipecat Frame" in c.verdict.first_problem.what
     if name == "error":
-        assert "fault injection" in c.verdict.detail["first_problem"]["what"]
+        assert "fault injection" in c.verdict.first_problem.what
 
 
 def test_a_single_client_server_refuses_the_second_connection() -> None:
@@ -137,5 +137,5 @@ def test_a_single_client_server_refuses_the_second_connection() -> None:
         traces = asyncio.run(both())
     reasons = sorted(tuple(verdict(t.wire.records, 2.0, 3.0).reasons) for t in traces)
     assert reasons[0] in ((), ("input_pacing_late",))
-    closed = [r for t in traces for r in t.wire.records if r.get("event") == "closed" and r.get("by") == "server"]
+    closed = [r.to_json() for t in traces for r in t.wire.records if r.event == "closed" and r.get("by") == "server"]
     assert len(closed) == 1 and closed[0]["code"] == 1013

@@ -54,7 +54,7 @@ def _truncates(c: Case) -> list[dict]:
 
 def _final_played(c: Case, item_id: str) -> int:
     """16 kHz samples of `item_id` that the offline playout of the trace played."""
-    recs = c.trace.wire.records
+    recs = c.records()
     items = c.items()
     pl = playout(items, round(c.T * 16000), c.T)
     audio_recs = [r for r in recs if r["dir"] == "recv" and "audio" in r]
@@ -68,12 +68,12 @@ def _final_played(c: Case, item_id: str) -> int:
 def test_truncate_offsets_are_the_played_samples_not_the_wall_clock(sessions: dict[str, Case], name: str) -> None:
     c = sessions[name]
     assert c.reasons_without_pacing() == set(), c.verdict
-    session_truncates = c.trace.wire.records  # the client recorded what it sent
+    session_truncates = c.records()  # the client recorded what it sent
     sent = [r for r in session_truncates if r["dir"] == "send" and r["type"] == "conversation.item.truncate"]
     assert len(sent) == 1
-    got = [e for e in c.server.events if e["event"] == "truncate"]
+    got = [e for e in c.server.events if e.event == "truncate"]
     assert len(got) == 1
-    item_id, ms = got[0]["item_id"], got[0]["audio_end_ms"]
+    item_id, ms = got[0].item_id, got[0].audio_end_ms
     played = _final_played(c, item_id)
     assert ms == played_ms(played)  # exactly the milliseconds the playout played of that item
     assert not c.records(dir="recv", type="error")  # and the server accepted it (never more than it sent)
@@ -89,7 +89,7 @@ def test_truncate_offsets_are_the_played_samples_not_the_wall_clock(sessions: di
 def test_server_interrupts_by_itself_so_the_client_does_not_cancel(sessions: dict[str, Case]) -> None:
     c = sessions["truncate-24k"]
     assert not c.records(dir="send", type="response.cancel")
-    assert [e["reason"] for e in c.server.events if e["event"] == "cancelled"] == ["turn_detected"]
+    assert [e.reason for e in c.server.events if e.event == "cancelled"] == ["turn_detected"]
     assert any(r.get("status") == "cancelled" for r in c.records(dir="recv", type="response.done"))
     assert c.records(dir="recv", type="session.updated")[0]["granted_rates"] == [24000, 24000]
     assert {r["audio"][2] for r in c.records(dir="recv") if "audio" in r} == {24000}
@@ -99,7 +99,7 @@ def test_without_server_interrupt_the_client_cancels(sessions: dict[str, Case]) 
     c = sessions["no-interrupt"]
     assert c.reasons_without_pacing() == set(), c.verdict
     assert len(c.records(dir="send", type="response.cancel")) == 1
-    assert [e["reason"] for e in c.server.events if e["event"] == "cancelled"] == ["client_cancelled"]
+    assert [e.reason for e in c.server.events if e.event == "cancelled"] == ["client_cancelled"]
     assert c.records(dir="recv", type="session.updated")[0]["granted_rates"] == [24000, 24000]
 
 

@@ -38,7 +38,7 @@ def test_pool_caps_spreads_and_prefers_healthy_replicas() -> None:
         c = await asyncio.wait_for(waiter, 1.0)
         assert c.replica.index == a.replica.index and c.queued_s >= 0.04
         a.release()  # idempotent: the slot is not freed twice
-        assert [r["active"] for r in pool.state()] == [1, 1]
+        assert [r.active for r in pool.state()] == [1, 1]
         pool.outcome(b.replica, failed=True)  # b is suspect now
         b.release()
         c.release()
@@ -100,17 +100,17 @@ def test_sessions_spread_with_at_most_the_cap_on_each_replica() -> None:
     finally:
         for th in servers:
             th.stop()
-    assert [(s["peak"], s["sessions"], s["active"]) for s in state] == [(1, 2, 0), (1, 2, 0)]  # type: ignore[index]
+    assert [(s.peak, s.sessions, s.active) for s in state] == [(1, 2, 0), (1, 2, 0)]  # type: ignore[attr-defined]
     assert [th.server.connections for th in servers] == [2, 2]
     for tr in traces:
         recs = tr.wire.records  # type: ignore[attr-defined]
-        rep = [r for r in recs if r.get("event") == "replica"]
+        rep = [r.to_json() for r in recs if r.event == "replica"]
         assert len(rep) == 1 and rep[0]["of"] == 2 and rep[0]["attempt"] == 1
         assert rep[0]["url"] == servers[rep[0]["replica"]].url("/ws")
         v = verdict(recs, T, 10.0)
-        assert v.detail["replica"]["replica"] == rep[0]["replica"]
+        assert v.replica is not None and v.replica.replica == rep[0]["replica"]
         assert not set(v.reasons) - {"input_pacing_late"}
-    queued = sorted(r["queued_s"] for tr in traces for r in tr.wire.records if r.get("event") == "replica")  # type: ignore[attr-defined]
+    queued = sorted(r.get("queued_s") for tr in traces for r in tr.wire.records if r.event == "replica")  # type: ignore[attr-defined]
     assert queued[:2] == [pytest.approx(0, abs=0.05)] * 2 and queued[2] > 0.5  # the later two waited a session
 
 
@@ -122,7 +122,7 @@ def test_a_dead_replica_s_samples_run_on_the_others_then_it_is_avoided() -> None
         traces = _run(f"ws-pcm:url={dead},{servers[0].url('/ws')},max_sessions_per_url=1", 2)
     finally:
         servers[0].stop()
-    reps = [[r for r in tr.wire.records if r.get("event") in ("replica", "replica_retry")] for tr in traces]  # type: ignore[attr-defined]
+    reps = [[r.to_json() for r in tr.wire.records if r.event in ("replica", "replica_retry")] for tr in traces]  # type: ignore[attr-defined]
     for tr, rs in zip(traces, reps):
         assert not set(verdict(tr.wire.records, T, 10.0).reasons) - {"input_pacing_late"}  # type: ignore[attr-defined]
         assert rs[-1]["event"] == "replica" and rs[-1]["replica"] == 1
@@ -141,7 +141,7 @@ def test_a_replica_that_drops_its_session_and_replicas_that_all_fail() -> None:
     finally:
         for th in servers:
             th.stop()
-    retry = [r for r in tr.wire.records if r.get("event") == "replica_retry"]  # type: ignore[attr-defined]
+    retry = [r.to_json() for r in tr.wire.records if r.event == "replica_retry"]  # type: ignore[attr-defined]
     assert [(r["replica"], r["reasons"]) for r in retry] == [(0, [DISCONNECTED])]
     assert retry[0]["what"] == "closed by the server (code 1011)"
     assert DISCONNECTED not in verdict(tr.wire.records, T, 10.0).reasons  # type: ignore[attr-defined]
@@ -150,6 +150,6 @@ def test_a_replica_that_drops_its_session_and_replicas_that_all_fail() -> None:
     dead = [f"ws://127.0.0.1:{_free_port()}/ws" for _ in range(3)]
     (tr,) = _run(f"ws-pcm:url={','.join(dead)},replica_retries=1", 1)
     recs = tr.wire.records  # type: ignore[attr-defined]
-    assert [r["replica"] for r in recs if r.get("event") == "replica_retry"] == [0]  # bounded: 1 retry, not 2
-    assert [r["attempt"] for r in recs if r.get("event") == "replica"] == [2]
+    assert [r.get("replica") for r in recs if r.event == "replica_retry"] == [0]  # bounded: 1 retry, not 2
+    assert [r.get("attempt") for r in recs if r.event == "replica"] == [2]
     assert verdict(recs, T, 10.0).reasons == [CONNECT_FAILED]  # then recorded as failed

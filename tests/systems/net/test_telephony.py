@@ -91,7 +91,7 @@ def test_a_clean_call_in_every_dialect(cases: dict[str, Case], dialect: str) -> 
     assert [r["slot_s"] for r in media[:5]] == [0.0, 0.02, 0.04, 0.06, 0.08]
     assert 1.9 < _first_audio(c) < 3.0  # the reply is due at ~2.0 s (later only on a loaded machine)
     start = c.server.events[1]
-    assert start["event"] == "start" and start["dialect"] == dialect
+    assert start.event == "start" and start.dialect == dialect
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -109,10 +109,10 @@ def test_markers_are_answered_when_their_audio_has_played(cases: dict[str, Case]
         assert len(answers) == 1 and answers[0]["name"] == "reply-1"
         # sent when the audio has played: never before, and late only by the event loop's own lag
         assert queued_end - 0.001 <= answers[0]["t"] < queued_end + 0.25
-        played = [e for e in c.server.events if e["event"] == "marker_played"]
-        assert [e["name"] for e in played] == ["reply-1"]
+        played = [e for e in c.server.events if e.event == "marker_played"]
+        assert [e.name for e in played] == ["reply-1"]
     elif queued_end > T:  # still playing at T: the call ended first, no answer
-        assert answers == [] and end["playing_at_T"]
+        assert answers == [] and end.playing_at_T
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -131,7 +131,7 @@ def test_clear_stops_playout_at_its_receipt_and_settles_the_markers(cases: dict[
     later = [it.received_at_s for it in c.items() if it.kind == "audio" and it.received_at_s > t_clear]
     stop = round(min(later) * 16000) if later else audio.shape[0]
     assert not np.any(audio[cut:stop])  # nothing of the cleared audio plays
-    assert pl.stats["dropped_by_clear_s"] > 0.2
+    assert pl.stats.dropped_by_clear_s > 0.2
     answers = c.records(dir="send", type=d.marker_reply)
     if d.echo_on_clear:  # the pending marker is answered at the clear
         assert [(a["name"], a.get("cleared")) for a in answers] == [("reply-1", True)]
@@ -149,7 +149,7 @@ def test_a_paced_bot_withdraws_the_rest_of_its_reply_at_the_barge_in(cases: dict
     media = [r for r in c.records(dir="recv", type="media")]
     # paced at real time, 40 ms ahead: at the clear only the lead was queued, and nothing of reply-1 follows it
     pl = playout(c.items(), round(T * 16000))
-    assert 0.0 < pl.stats["dropped_by_clear_s"] < 0.2
+    assert 0.0 < pl.stats.dropped_by_clear_s < 0.2
     after = [r["t"] for r in media if r["t"] > t_clear]
     assert not after or min(after) > t_clear + 0.5  # the next audio is the reply to the second turn
     assert ([m["name"] for m in c.records(dir="recv", type="mark")] == ["reply-2"]
@@ -165,7 +165,7 @@ def test_other_codecs_and_rates(cases: dict[str, Case]) -> None:
         assert c.reasons_without_pacing() == set(), name
         start = c.records(dir="send", type="start")[0]
         assert (start["codec"], start["rate"]) == (codec, rate)
-        assert c.server.events[1]["codec"] == codec and c.server.events[1]["rate"] == rate
+        assert c.server.events[1].codec == codec and c.server.events[1].rate == rate
         assert all(it.sample_rate == rate for it in c.items() if it.kind == "audio")
         assert 1.9 < _first_audio(c) < 3.0
 
@@ -190,7 +190,7 @@ def test_other_codecs_and_rates(cases: dict[str, Case]) -> None:
 def test_every_fault_and_bad_input_gets_its_reason(faults: dict[str, Case], name: str, reasons: set[str]) -> None:
     c = faults[name]
     assert c.reasons_without_pacing() == reasons
-    what = (c.verdict.detail.get("first_problem") or {}).get("what") or ""
+    what = (c.verdict.first_problem.what if c.verdict.first_problem is not None else None) or ""
     expect = {"bad-base64": "media: bad base64", "wrong-codec-plivo": "wrong codec 'audio/x-l16'",
               "wrong-codec-exotel": "odd-length L16", "wrong-codec-twilio": "a binary frame",
               "malformed": "not JSON", "oversize": "size bound", "error": "fault injection"}.get(name)

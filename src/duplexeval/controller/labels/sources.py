@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import soundfile as sf
 
-from duplexeval.audio import read_audio_16k, resample
+from duplexeval.audio import read_audio_16k, read_audio_channels, resample
 from duplexeval.controller.format.data import Clip, validate_clip_id
 from duplexeval.controller.labels.derive import Activity, LabelRules, derive, to_clip
 from duplexeval.controller.runtime.runner import frame_level_db, run
@@ -49,10 +48,7 @@ class Conversation:
 
 def _read_channels(path: Path, where: str) -> tuple[np.ndarray, np.ndarray]:
     """A stereo file's two channels at 16 kHz (channel 0 user, channel 1 agent)."""
-    try:
-        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
-    except (RuntimeError, OSError) as exc:
-        raise InputError(f"{where}: cannot read {path}: {' '.join(str(exc).split())}") from None
+    data, sr = read_audio_channels(path, where=f"{where}: {path}")
     if data.shape[1] != 2:
         raise InputError(f"{where}: {path} has {data.shape[1]} channel(s); 'audio' must be stereo (user, agent)")
     return resample(data[:, 0].copy(), sr), resample(data[:, 1].copy(), sr)

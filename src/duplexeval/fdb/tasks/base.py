@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from duplexeval.fdb.sample import OpenedSample
+from duplexeval.fdb.sample import OpenedSample, SampleAudio
 from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas.fdb_names import INPUT_WAV, OUTPUT_JSON, OUTPUT_WAV, SubsetInfo
 from duplexeval.signature import Component
@@ -196,8 +196,9 @@ class UnifiedRules(Generic[InputT, RowT]):
         """The task's input of one opened sample, after the checks against T (InputError naming file and sample)."""
         raise NotImplementedError
 
-    def vad(self, inp: InputT) -> tuple[Path, int | None] | None:
-        """(audio file, last 16 kHz sample needed or None for all) when `score` needs its VAD segments; else None."""
+    def vad(self, inp: InputT) -> tuple[SampleAudio, int | None] | None:
+        """(audio source, last 16 kHz sample needed or None for all) when `score` needs its VAD segments, else None;
+        the source is the opened sample's (`OpenedSample.audio_source`), which the VAD reads when it gets to it."""
         return None
 
     def score(self, inp: InputT, segments: Sequence[tuple[int, int]] | None) -> RowT:

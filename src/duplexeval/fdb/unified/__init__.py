@@ -16,6 +16,7 @@ from typing import Any
 from duplexeval import vad_batched
 from duplexeval.artifacts import header
 from duplexeval.executors import ExecutorSpec
+from duplexeval.fdb.sample import SampleAudio
 from duplexeval.fdb.signatures import tree_inputs, unified_signature
 from duplexeval.fdb.tasks import UnifiedRules, get_task
 from duplexeval.fdb.tree import (
@@ -66,8 +67,9 @@ class UnifiedResult:
         return subset
 
 
-# What the VAD step is handed: (audio, last 16 kHz sample needed or None) per sample, in order; it returns segments.
-SegmentFn = Callable[[list[tuple[Path, int | None]]], list[Any]]
+# What the VAD step is handed: (audio source, last 16 kHz sample needed or None) per sample, in order; it returns
+# segments. The sources hold no audio: the engine reads each one (hash-checked) when a thread gets to it.
+SegmentFn = Callable[[list[tuple[SampleAudio, int | None]]], list[Any]]
 
 
 def vad_signature() -> JsonObject:
@@ -78,18 +80,18 @@ def vad_signature() -> JsonObject:
     return sig
 
 
-def _segments(files: list[tuple[Path, int | None]], segmenter: Segmenter | None, jobs: int | None,
+def _segments(files: list[tuple[SampleAudio, int | None]], segmenter: Segmenter | None, jobs: int | None,
               executor: ExecutorSpec | None = None) -> list[Segments]:
     """VAD segments of each (output.wav, last sample needed) (Silero unless a segmenter is injected), here or on
     `executor`."""
-    paths = [path for path, _ in files]
-    if segmenter is not None:
-        return segmenter(paths)
+    if segmenter is not None:  # a stand-in that reads no audio: it is given the files' paths
+        return segmenter([source.path for source, _ in files])
+    sources = [source for source, _ in files]
     # Only segments up to each limit enter any quantity, so each scan may stop once they are final.
     limits: list[int | None] = [limit for _, limit in files]
     if executor is not None and executor.kind != "local":
-        return vad_remote.segment_files(executor, paths, limits)
-    return vad_batched.segment_files(paths, jobs, limits=limits)
+        return vad_remote.segment_files(executor, sources, limits)
+    return vad_batched.segment_files(sources, jobs, limits=limits)
 
 
 @dataclass

@@ -7,14 +7,11 @@ microsecond (`to_us`), and VAD sample indices are compared in half-microsecond t
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import soundfile as sf
-
-from duplexeval.audio import wav_truncation
+from duplexeval.audio import audio_format, wav_truncation
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.sample import OpenedSample
 from duplexeval.fdb.tasks import Task, get_task
@@ -94,19 +91,16 @@ def check_wav(data: bytes, path: Path, entry: SampleEntry) -> int:
     short = wav_truncation(data)
     if short is not None:
         raise InputError(f"{where(path, entry)}: {short}")
-    try:
-        info = sf.info(io.BytesIO(data))
-    except (RuntimeError, OSError) as exc:
-        raise InputError(f"{where(path, entry)}: cannot read audio: {exc}") from None
+    frames, rate, channels = audio_format(path, data, where(path, entry))
     T = entry.T
     want = int(round(T * SAMPLE_RATE))
-    if info.samplerate != SAMPLE_RATE:
-        raise InputError(f"{where(path, entry)}: sample rate {info.samplerate} Hz, expected {SAMPLE_RATE} Hz")
-    if info.channels != 1:
-        raise InputError(f"{where(path, entry)}: {info.channels} channels, expected mono")
-    if info.frames != want:
+    if rate != SAMPLE_RATE:
+        raise InputError(f"{where(path, entry)}: sample rate {rate} Hz, expected {SAMPLE_RATE} Hz")
+    if channels != 1:
+        raise InputError(f"{where(path, entry)}: {channels} channels, expected mono")
+    if frames != want:
         raise InputError(
-            f"{where(path, entry)}: {info.frames} samples, expected exactly round(T*16000) = {want} (T={T!r} s)"
+            f"{where(path, entry)}: {frames} samples, expected exactly round(T*16000) = {want} (T={T!r} s)"
         )
     return want
 

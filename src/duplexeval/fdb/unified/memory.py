@@ -10,12 +10,13 @@ memory give the same numbers.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from duplexeval import vad_batched
 from duplexeval.errors import InputError
-from duplexeval.fdb.sample import OpenedSample
+from duplexeval.fdb.sample import OpenedSample, SampleAudio
 from duplexeval.fdb.tasks import get_task
 from duplexeval.fdb.tree import ASR_FILE, MANIFEST_FILE, AsrSample, SampleEntry
 from duplexeval.fdb.unified import INJECTED_VAD, UnifiedResult, rows_and_blocks, unified_json, vad_signature
@@ -25,6 +26,16 @@ from duplexeval.schemas.fdb_names import OUTPUT_JSON, OUTPUT_WAV
 MEMORY = Path("<memory>")  # the folder every in-memory sample's file names start with (messages only)
 CALLER_ASR = {"name": "caller", "source": "memory", "note": "words supplied by the caller"}
 NO_FILE = "in memory"  # the manifest and asr.json hashes of an in-memory run: there are no such files
+
+
+@dataclass(frozen=True)
+class MemoryAudio(SampleAudio):
+    """An in-memory sample's audio: the bytes it was given (no file, no hash)."""
+
+    data: bytes = b""
+
+    def read_bytes(self) -> bytes:
+        return self.data
 
 
 class MemorySample(OpenedSample):
@@ -46,6 +57,9 @@ class MemorySample(OpenedSample):
     def recorded(self, name: str) -> bytes:
         return self.read(name, None, ASR_FILE)
 
+    def audio_source(self, name: str = OUTPUT_WAV) -> SampleAudio:
+        return MemoryAudio(self.dir / name, None, self.key, data=self.read(name))
+
 
 def score_memory(samples: Sequence[MemorySample | SampleEntry], declared: Mapping[str, int] | None = None,
                  segments: Mapping[str, Sequence[tuple[int, int]]] | None = None,
@@ -64,20 +78,19 @@ def score_memory(samples: Sequence[MemorySample | SampleEntry], declared: Mappin
         task = get_task(entry.task)
         inp = task.unified.parse(s) if isinstance(s, MemorySample) and task.unified is not None else None
         loaded.append(LoadedSample(entry, inp))
-    by_path = {s.dir / OUTPUT_WAV: s for s in samples if isinstance(s, MemorySample)}
     needs: list[str] = []
 
-    def segment(files: list[tuple[Path, int | None]]) -> list[Any]:
-        owners = [by_path[path] for path, _ in files]
-        needs.extend(o.key for o in owners)
-        have = [o.key for o in owners if o.key in given]
-        if have and len(have) != len(owners):
-            missing = next(o.key for o in owners if o.key not in given)
+    def segment(files: list[tuple[SampleAudio, int | None]]) -> list[Any]:
+        keys = [source.sample for source, _ in files]
+        needs.extend(keys)
+        have = [k for k in keys if k in given]
+        if have and len(have) != len(keys):
+            missing = next(k for k in keys if k not in given)
             raise InputError(f"score_samples: sample {missing} needs VAD segments: give segments for every sample "
                              "that needs them, or for none (then Silero runs on each one's audio)")
         if have:
-            return [list(given[o.key]) for o in owners]
-        return vad_batched.segment_files([o.read(OUTPUT_WAV) for o in owners], jobs, limits=[lim for _, lim in files])
+            return [list(given[k]) for k in keys]
+        return vad_batched.segment_files([source for source, _ in files], jobs, limits=[lim for _, lim in files])
 
     made = rows_and_blocks(loaded, dict(declared or {}), segment)
     unused = sorted(set(given) - set(needs))

@@ -11,11 +11,10 @@ frame (never backdated into a frame already sent). Also here: the client-side si
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from duplexeval.audio import from_pcm16, resample, to_pcm16
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import (
     CLEAR_QUEUE,
     FRAME_SAMPLES,
@@ -97,5 +96,5 @@ class FullDuplexOutput:
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
         self.stream.add(OutputChunk(pcm16k, INPUT_SAMPLE_RATE, at_s))
 
-    def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
+    def on_clear(self, at_s: float, detail: JsonObject) -> None:
         self.stream.add(ControlEvent(CLEAR_QUEUE, at_s, detail))

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net.faults import parse_faults
 from duplexeval.systems.net.serve_cli import parse_options
@@ -73,7 +74,7 @@ class Loopback:
     in_process: bool = False  # serve from a thread of this process instead of a `duplexeval serve` child
     replicas: int = 1  # how many servers to start; the client gets all their addresses
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         return asdict(self)
 
     @property

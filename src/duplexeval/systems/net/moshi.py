@@ -26,12 +26,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from importlib.metadata import version as package_version
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net import moshi_wire as mw
 from duplexeval.systems.net.frame_stream import is_silent
 from duplexeval.systems.net.session import HandshakeAborted, NetSession, NetSystem
+from duplexeval.systems.net.trace import TraceRecord
 
 MAX_TEXT_CHARS = 200  # text and metadata kept per trace record
 FLAVORS = ("auto", *mw.FLAVORS)
@@ -83,33 +84,34 @@ class MoshiSession(NetSession):
     def encode_input(self, frame: bytes) -> tuple[str, str | bytes]:
         return "audio", self.codec.audio_message(frame)
 
-    def on_message(self, rec: dict[str, Any], data: str | bytes) -> None:
+    def on_message(self, rec: TraceRecord, data: str | bytes) -> None:
         if isinstance(data, (bytes, bytearray)) and data:
-            rec["type"] = mw.decode(bytes(data)).name
+            rec.kind = mw.decode(bytes(data)).name
         ev = self.codec.receive(data)
         if isinstance(ev, mw.Discarded):
-            rec["discarded"] = ev.what[:MAX_TEXT_CHARS]
+            rec.discarded = ev.what[:MAX_TEXT_CHARS]
         elif isinstance(ev, mw.Handshake):
             self.handshake_bytes = 1 + len(ev.payload)
             self.signal("handshake", rec)
         elif isinstance(ev, mw.AudioOut):
             try:
-                rec["pages"] = len(mw.ogg_pages(bytes(data)[1:] if isinstance(data, (bytes, bytearray)) else b""))
+                body = bytes(data)[1:] if isinstance(data, (bytes, bytearray)) else b""
+                rec.fields["pages"] = len(mw.ogg_pages(body))
             except mw.MoshiWireError:
-                rec["pages"] = None  # a page split across messages: the stream decoder joins them
+                rec.fields["pages"] = None  # a page split across messages: the stream decoder joins them
             if ev.pcm16 and is_silent(ev.pcm16):
-                rec["silent"] = len(ev.pcm16) // 2  # samples of silence: recorded, not queued (frame_stream)
+                rec.fields["silent"] = len(ev.pcm16) // 2  # samples of silence: recorded, not queued (frame_stream)
             elif ev.pcm16:
                 self.output_audio(rec, ev.pcm16, ev.sample_rate)
         elif isinstance(ev, mw.TextOut):
-            rec["text"] = ev.text[:MAX_TEXT_CHARS]
+            rec.fields["text"] = ev.text[:MAX_TEXT_CHARS]
         elif isinstance(ev, mw.ErrorOut):
             self.server_error(rec, ev.message)
         elif isinstance(ev, mw.MetadataOut):
-            rec["metadata"] = json.dumps(ev.metadata, sort_keys=True)[:MAX_TEXT_CHARS]
-            rec["discarded"] = "metadata"
+            rec.fields["metadata"] = json.dumps(ev.metadata, sort_keys=True)[:MAX_TEXT_CHARS]
+            rec.discarded = "metadata"
         elif isinstance(ev, mw.ControlOut):
-            rec["action"] = ev.action.name.lower()
+            rec.fields["action"] = ev.action.name.lower()
 
 
 @dataclass(frozen=True)

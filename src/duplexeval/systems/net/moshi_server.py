@@ -29,6 +29,7 @@ from urllib.parse import parse_qsl, urlsplit
 import numpy as np
 
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import FRAME_S
 from duplexeval.systems.net import moshi_wire as mw
 from duplexeval.systems.net.frame_stream import FullDuplexOutput
@@ -70,7 +71,7 @@ class MoshiServerSession(ServerSession):
         self.skipped = 0
 
     @classmethod
-    def check_options(cls, options: dict[str, Any]) -> None:
+    def check_options(cls, options: dict[str, str]) -> None:
         """`flavor` (kyutai | rust | personaplex) and `prompt_ms` (PersonaPlex's prompt time, whole ms)."""
         for key, value in options.items():
             if key not in OPTIONS:
@@ -99,7 +100,7 @@ class MoshiServerSession(ServerSession):
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
         self.output.on_audio(pcm16k, at_s)
 
-    def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
+    def on_clear(self, at_s: float, detail: JsonObject) -> None:
         self.output.on_clear(at_s, detail)
 
     # the fault layer's messages, in this protocol's shape

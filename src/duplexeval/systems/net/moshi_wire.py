@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 import sphn  # type: ignore[import-untyped]
 
 from duplexeval.audio import from_pcm16, to_pcm16
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import ProtocolViolation
 from duplexeval.systems.net.resample_stream import StreamResampler
 from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
@@ -91,7 +91,7 @@ class MoshiMessage:
         except UnicodeDecodeError as exc:
             raise MoshiWireError(f"{self.name} message is not UTF-8: {exc}") from None
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> JsonObject:
         """The payload of a METADATA message as a JSON object."""
         try:
             obj = json.loads(self.payload.decode("utf-8"))
@@ -121,7 +121,7 @@ def encode_error(message: str) -> bytes:
     return encode(Kind.ERROR, message.encode("utf-8"))
 
 
-def encode_metadata(obj: dict[str, Any]) -> bytes:
+def encode_metadata(obj: JsonObject) -> bytes:
     return encode(Kind.METADATA, json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("utf-8"))
 
 
@@ -340,7 +340,7 @@ class TextOut:
 
 @dataclass(frozen=True)
 class MetadataOut:
-    metadata: dict[str, Any]
+    metadata: JsonObject
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ drain number goes through `NativeLedger`; its verdict is the `accounting` record
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from duplexeval.systems.net.moshi_wire import float_to_pcm16
 from duplexeval.systems.net.native_ledger import NativeLedger
 from duplexeval.systems.net.resample_stream import StreamResampler
 from duplexeval.systems.net.session import HandshakeAborted, NetSession, NetSystem
+from duplexeval.systems.net.trace import TraceRecord
 from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 MAX_TEXT_CHARS = 200
@@ -58,7 +59,7 @@ class NativeSession(NetSession):
         self._out: StreamResampler | None = None
         self._sent_samples = 0
         self.fatal = False
-        self.refusal: dict[str, Any] | None = None  # the error record a pinned value was refused with
+        self.refusal: TraceRecord | None = None  # the error record a pinned value was refused with
 
     def _event_id(self) -> str:
         self._event += 1
@@ -84,7 +85,7 @@ class NativeSession(NetSession):
             self._signals.pop("session.updated", None)
             served = await self._update(nw.session_request())
             why = self._refused_line(served)
-            self.refusal["message"] = why
+            self.refusal.message = why
             self.wire.meta("format_refused", what=why)
             raise HandshakeAborted(why)
         if self.grant_problems:
@@ -131,8 +132,7 @@ class NativeSession(NetSession):
     async def close(self) -> None:
         alive = not self.dead and not (self.receiver is not None and self.receiver.closed.is_set())
         await super().close()
-        by_server = any(r["dir"] == "meta" and r.get("event") == "closed" and r.get("by") == "server"
-                        for r in self.wire.records)
+        by_server = any(r.event == "closed" and r.get("by") == "server" for r in self.wire.records)
         # The accounting is a verdict only for a session that lived through its drain wait: a session that
         # died before T already has its reason; one the server closed (or ended with a fatal error)
         # after T could not be checked.
@@ -140,19 +140,19 @@ class NativeSession(NetSession):
         self.wire.meta("accounting", checked=checked, **self.ledger.to_json())
 
     # ------------------------------------------------------------------ output
-    def on_message(self, rec: dict[str, Any], data: str | bytes) -> None:
+    def on_message(self, rec: TraceRecord, data: str | bytes) -> None:
         ev = nw.parse_server_event(data)
-        rec["type"] = ev.type  # type: ignore[attr-defined]
+        rec.kind = ev.type  # type: ignore[attr-defined]
         if isinstance(ev, nw.OutputAudioDelta):
             self._on_delta(rec, ev)
         elif isinstance(ev, nw.Accepted):
-            rec["seq"] = ev.seq
+            rec.fields["seq"] = ev.seq
             self.ledger.on_accepted(ev.seq, ev.accepted_end_ms)
         elif isinstance(ev, nw.UnitDone):
-            rec["unit_id"] = ev.unit_id
+            rec.fields["unit_id"] = ev.unit_id
             self.ledger.on_unit_done(nw.unit_index(ev.unit_id))
         elif isinstance(ev, nw.TextDelta):
-            rec["text"] = ev.delta[:MAX_TEXT_CHARS]
+            rec.fields["text"] = ev.delta[:MAX_TEXT_CHARS]
         elif isinstance(ev, nw.ErrorEvent):
             self._on_error(rec, ev)
         elif isinstance(ev, nw.SessionCreated):
@@ -162,33 +162,33 @@ class NativeSession(NetSession):
         elif isinstance(ev, nw.Ended):
             self.ledger.on_ended(ev.accepted_end_ms)
         elif isinstance(ev, nw.Drained):
-            rec["drained"] = [ev.consumed_ms, ev.discarded_ms, ev.padding_ms]
+            rec.fields["drained"] = [ev.consumed_ms, ev.discarded_ms, ev.padding_ms]
             self.ledger.on_drained(ev.consumed_ms, ev.discarded_ms, ev.padding_ms)
             self.signal("drained", rec)
             self.signal("stream", rec)
         elif isinstance(ev, nw.SessionClosed):
             self.signal("session.closed", rec)
         elif isinstance(ev, nw.ResponseDone):
-            rec["status"] = ev.response.status[:40]
+            rec.fields["status"] = ev.response.status[:40]
 
-    def _on_error(self, rec: dict[str, Any], ev: nw.ErrorEvent) -> None:
-        rec["code"] = ev.error.code
+    def _on_error(self, rec: TraceRecord, ev: nw.ErrorEvent) -> None:
+        rec.fields["code"] = ev.error.code
         if ev.error.param is not None:
-            rec["param"] = ev.error.param[:MAX_TEXT_CHARS]
+            rec.fields["param"] = ev.error.param[:MAX_TEXT_CHARS]
         self.server_error(rec, f"{ev.error.code or ev.error.type}: {ev.error.message}")
         if self.granted is None and not ev.sglang.fatal and self.refusal is None:  # the update was refused
             self.refusal = rec
-            rec["server_message"] = ev.error.message[:MAX_TEXT_CHARS]
+            rec.fields["server_message"] = ev.error.message[:MAX_TEXT_CHARS]
         if ev.sglang.fatal:  # a fatal error ends the session: nothing more is sent
-            rec["fatal"] = True
+            rec.fields["fatal"] = True
             self.fatal = self.dead = True
             self.signal("stream", rec)
 
-    def _on_granted(self, rec: dict[str, Any], granted: nw.Granted) -> None:
+    def _on_granted(self, rec: TraceRecord, granted: nw.Granted) -> None:
         self.granted = granted
-        rec["granted"] = {**nw.granted_values(granted), "first_unit_ms": granted.first_unit_ms}
+        rec.fields["granted"] = {**nw.granted_values(granted), "first_unit_ms": granted.first_unit_ms}
         if granted.rejections:
-            rec["rejections"] = [f"{r.field}: {r.reason}"[:MAX_TEXT_CHARS] for r in granted.rejections]
+            rec.fields["rejections"] = [f"{r.field}: {r.reason}"[:MAX_TEXT_CHARS] for r in granted.rejections]
         if self.refusal is None:  # (a grant after a refusal only says what the deployment serves)
             self.grant_problems = nw.check_grant(self.request, granted)
             self.ledger.unit_ms = granted.native_unit_ms
@@ -198,19 +198,19 @@ class NativeSession(NetSession):
         if self.grant_problems:
             raise nw.NativeWireError("grant does not match: " + "; ".join(self.grant_problems))
 
-    def _on_delta(self, rec: dict[str, Any], ev: nw.OutputAudioDelta) -> None:
+    def _on_delta(self, rec: TraceRecord, ev: nw.OutputAudioDelta) -> None:
         if self.granted is None or self._out is None or self.refusal is not None:
             raise nw.NativeWireError("output audio before session.updated")
         pcm = nw.decode_pcm16(ev.delta, "response.output_audio.delta")
         meta = ev.sglang
-        rec["unit_id"], rec["chunk_seq"] = meta.unit_id, meta.chunk_seq
+        rec.fields["unit_id"], rec.fields["chunk_seq"] = meta.unit_id, meta.chunk_seq
         rate = self.granted.output_audio_format.rate
         self.ledger.on_delta(nw.unit_index(meta.unit_id), meta.chunk_seq, len(pcm) / 2 * 1000.0 / rate)
         if rate != INPUT_SAMPLE_RATE:
-            rec["wire_rate"] = rate
+            rec.fields["wire_rate"] = rate
             pcm = float_to_pcm16(self._out.process(_pcm_f32(pcm)))
         if pcm and is_silent(pcm):
-            rec["silent"] = len(pcm) // 2  # samples of silence: recorded, not queued (see frame_stream)
+            rec.fields["silent"] = len(pcm) // 2  # samples of silence: recorded, not queued (see frame_stream)
         elif pcm:
             self.output_audio(rec, pcm, INPUT_SAMPLE_RATE)
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.net.native_wire import NativeWireError
 
 TOL_MS = 1e-3
@@ -123,7 +123,7 @@ class NativeLedger:
                                 f"{d['padding_ms']:g} ms")
         return problems
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "unit_ms": self.unit_ms,
             "appends": len(self.sent),

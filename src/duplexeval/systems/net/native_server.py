@@ -76,7 +76,8 @@ class Deployment:
     def duration_ms(self, samples: int) -> float:
         return samples * 1000 / self.input_rate
 
-    def granted(self, modalities: list[str]) -> dict[str, Any]:
+    def granted(self, modalities: list[str]) -> JsonObject:
+        """The `sglang.granted` object of a `session.updated` (wire JSON)."""
         return {
             "interaction": "native", "native_full_duplex": True, "proactive_output": False, "turn_control": [None],
             "client_commit": False, "input_modalities": ["audio"], "output_modalities": modalities,
@@ -159,7 +160,7 @@ class _Envelope(_Strict):
 class _Update(_Strict):
     type: Literal["session.update"]
     event_id: str
-    session: dict[str, Any]
+    session: JsonObject  # the patch as sent: merged into the session JSON, then validated as `_Session`
 
 
 class _AppendMeta(_Strict):
@@ -195,7 +196,8 @@ class Refusal(Exception):
         self.code, self.param = code, param
 
 
-def _merge(current: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+def _merge(current: JsonObject, patch: JsonObject) -> JsonObject:
+    """`patch` merged into `current` as session.update merges (objects key by key, anything else replaced)."""
     out: JsonObject = json.loads(json.dumps(current))
     for key, value in patch.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
@@ -225,8 +227,10 @@ class NativeConversation:
         self.dep = deployment or Deployment()
         self.session_id = session_id
         self.state = "CREATED"
-        self.config: dict[str, Any] = {}
-        self.granted: dict[str, Any] | None = None
+        # The session JSON as the client patched it (what session.updated echoes; each update is validated as
+        # `_Session` first) and the grant sent with it.
+        self.config: JsonObject = {}
+        self.granted: JsonObject | None = None
         self._n_events = 0
         self.next_seq = 0
         self.accepted_samples = 0
@@ -318,7 +322,7 @@ class NativeConversation:
             raise Refusal("invalid_state", "session is not OPEN")
 
     # ---- negotiation
-    def _update(self, patch: dict[str, Any], event_id: str) -> str:
+    def _update(self, patch: JsonObject, event_id: str) -> str:
         if self.state not in ("CREATED", "OPEN"):
             raise Refusal("invalid_state", "session is closing")
         merged = _merge(self.config, patch)
@@ -473,7 +477,7 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"nonfinite JSON number {name}")
 
 
-def _admission(config: dict[str, Any]) -> dict[str, Any]:
+def _admission(config: JsonObject) -> JsonObject:
     """The fields fixed once the session is open (all but the output modalities and turn detection)."""
     out: JsonObject = json.loads(json.dumps(config))
     out.pop("output_modalities", None)
@@ -502,7 +506,7 @@ class NativeServerSession(ServerSession):
         self.conv = NativeConversation(self._step, f"sess_{self.server.connections:032x}", self.deployment)
 
     @classmethod
-    def check_options(cls, options: dict[str, Any]) -> None:
+    def check_options(cls, options: dict[str, str]) -> None:
         """The deployment's capabilities: input_rate, output_rate (Hz), tail_policy, native_unit_ms."""
         deployment_of(options)
 
@@ -519,7 +523,7 @@ class NativeServerSession(ServerSession):
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
         self.output.on_audio(pcm16k, at_s)
 
-    def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
+    def on_clear(self, at_s: float, detail: JsonObject) -> None:
         self.output.on_clear(at_s, detail)
 
     def error_message(self, text: str) -> str | bytes:
@@ -550,7 +554,7 @@ class NativeServerSession(ServerSession):
                 self.deliver(at, msg)
 
 
-def deployment_of(options: dict[str, Any]) -> Deployment:
+def deployment_of(options: dict[str, str]) -> Deployment:
     """The deployment the options describe; InputError naming a bad one."""
     opts = {**DEFAULT_CAPABILITIES, **{k: str(v) for k, v in options.items()}}
     for key in options:

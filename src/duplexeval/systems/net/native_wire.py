@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import ProtocolViolation
 from duplexeval.systems.net.pcm import b64decode_pcm, b64encode
 
@@ -335,7 +336,7 @@ def unit_index(unit_id: str) -> int:
     return int(unit_id.removeprefix("unit_"))
 
 
-def _loads(text: str | bytes) -> dict[str, Any]:
+def _loads(text: str | bytes) -> JsonObject:
     if isinstance(text, bytes):
         raise NativeWireError("binary frame on a JSON-only protocol")
     try:
@@ -399,9 +400,13 @@ def session_request(input_rate: int = 0, output_rate: int = 0, tail_policy: str 
     return SessionConfiguration(audio=audio, sglang=ext)
 
 
-def pinned(request: SessionConfiguration) -> dict[str, Any]:
+# The format values a client can pin, by name (input_rate, output_rate, tail_policy, native_unit_ms).
+FormatValues = dict[str, int | str | None]
+
+
+def pinned(request: SessionConfiguration) -> FormatValues:
     """The values a request pins: {name: value} for input_rate, output_rate, tail_policy, native_unit_ms."""
-    out: dict[str, Any] = {}
+    out: FormatValues = {}
     if request.audio.input.format is not None:
         out["input_rate"] = request.audio.input.format.rate
     if request.audio.output is not None and request.audio.output.format is not None:
@@ -413,7 +418,7 @@ def pinned(request: SessionConfiguration) -> dict[str, Any]:
     return out
 
 
-def granted_values(granted: Granted) -> dict[str, Any]:
+def granted_values(granted: Granted) -> FormatValues:
     """The grant's values under the names `pinned` uses."""
     return {"input_rate": granted.input_audio_format.rate, "output_rate": granted.output_audio_format.rate,
             "tail_policy": granted.tail_policy, "native_unit_ms": granted.native_unit_ms}

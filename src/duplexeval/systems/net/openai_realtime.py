@@ -22,10 +22,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from duplexeval import redaction
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import ProtocolViolation, SampleInfo
 from duplexeval.systems.net.live import LivePlayout, played_ms
 from duplexeval.systems.net.pcm import StreamResampler, b64decode_pcm, b64encode, json_message
 from duplexeval.systems.net.session import HandshakeAborted, NetSession, NetSystem, with_query
+from duplexeval.systems.net.trace import TraceRecord
 from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 DIALECTS = ("ga", "beta")
@@ -38,10 +40,10 @@ AUDIO_DELTA = {"ga": "response.output_audio.delta", "beta": "response.audio.delt
 AUDIO_DONE = {"ga": "response.output_audio.done", "beta": "response.audio.done"}
 
 
-def _turn_detection(cfg: OpenAIRealtime) -> dict[str, Any] | None:
+def _turn_detection(cfg: OpenAIRealtime) -> JsonObject | None:
     if cfg.turn_detection == "none":
         return None
-    td: dict[str, Any] = {"type": cfg.turn_detection, "create_response": cfg.create_response,
+    td: JsonObject = {"type": cfg.turn_detection, "create_response": cfg.create_response,
                           "interrupt_response": cfg.interrupt_response}
     if cfg.turn_detection == "server_vad":
         td.update(threshold=cfg.threshold, prefix_padding_ms=cfg.prefix_padding_ms,
@@ -51,11 +53,11 @@ def _turn_detection(cfg: OpenAIRealtime) -> dict[str, Any] | None:
     return td
 
 
-def session_update(cfg: OpenAIRealtime) -> dict[str, Any]:
+def session_update(cfg: OpenAIRealtime) -> JsonObject:
     """The client's one `session.update`, in its dialect."""
     td = _turn_detection(cfg)
     if cfg.dialect == "beta":
-        sess: dict[str, Any] = {"modalities": ["audio", "text"], "voice": cfg.voice,
+        sess: JsonObject = {"modalities": ["audio", "text"], "voice": cfg.voice,
                                 "input_audio_format": "pcm16", "output_audio_format": "pcm16", "turn_detection": td}
     else:
         fmt = {"type": "audio/pcm", "rate": DEFAULT_RATE}
@@ -69,21 +71,21 @@ def session_update(cfg: OpenAIRealtime) -> dict[str, Any]:
     return {"type": "session.update", "session": sess}
 
 
-def append_event(pcm16: bytes) -> dict[str, Any]:
+def append_event(pcm16: bytes) -> JsonObject:
     """`input_audio_buffer.append` of 24 kHz PCM16."""
     return {"type": "input_audio_buffer.append", "audio": b64encode(pcm16)}
 
 
-def truncate_event(item_id: str, audio_end_ms: int) -> dict[str, Any]:
+def truncate_event(item_id: str, audio_end_ms: int) -> JsonObject:
     """`conversation.item.truncate` of an assistant item at the milliseconds played."""
     return {"type": "conversation.item.truncate", "item_id": item_id, "content_index": 0, "audio_end_ms": audio_end_ms}
 
 
-def cancel_event() -> dict[str, Any]:
+def cancel_event() -> JsonObject:
     return {"type": "response.cancel"}
 
 
-def create_event() -> dict[str, Any]:
+def create_event() -> JsonObject:
     return {"type": "response.create"}
 
 
@@ -107,6 +109,17 @@ def granted_rates(dialect: str, session: Any) -> tuple[int, int]:
     return DEFAULT_RATE, DEFAULT_RATE
 
 
+@dataclass(frozen=True)
+class Truncation:
+    """A `conversation.item.truncate` this client asked for: the item, the milliseconds and 16 kHz samples played of
+    it, and when (input-timeline seconds)."""
+
+    item_id: str
+    audio_end_ms: int
+    played_samples_16k: int
+    t: float
+
+
 class RealtimeSession(NetSession):
     """The client side of one conversation (see the module docstring)."""
 
@@ -120,7 +133,7 @@ class RealtimeSession(NetSession):
         self.active_response: str | None = None
         self.last_audio_item: str | None = None
         self.audio_done: set[str] = set()  # items whose audio the server finished sending
-        self.truncated: list[dict[str, Any]] = []  # what this client asked to truncate (item, ms, played samples)
+        self.truncated: list[Truncation] = []  # what this client asked to truncate
         self._tasks: list[asyncio.Task[Any]] = []
 
     # ---------------------------------------------------------- handshake
@@ -145,63 +158,63 @@ class RealtimeSession(NetSession):
                 await asyncio.wait_for(task, timeout=self.system.drain_s)
 
     # ---------------------------------------------------------- receive
-    def _spawn_send(self, kind: str, payload: dict[str, Any]) -> None:
+    def _spawn_send(self, kind: str, payload: JsonObject) -> None:
         self._tasks.append(asyncio.get_running_loop().create_task(self.send(kind, json.dumps(payload))))
 
-    def on_message(self, rec: dict[str, Any], data: str | bytes) -> None:
+    def on_message(self, rec: TraceRecord, data: str | bytes) -> None:
         msg = json_message(data, "type")
         kind = msg["type"]
-        rec["type"] = kind
+        rec.kind = kind
         for key in ("item_id", "response_id"):
             if isinstance(msg.get(key), str):
-                rec[key] = msg[key][:80]
+                rec.fields[key] = msg[key][:80]
         d = self.system.dialect
         other = "beta" if d == "ga" else "ga"
         if kind == "session.created":
             self.signal("session.created", rec)
         elif kind == "session.updated":
             self.in_rate, self.out_rate = granted_rates(d, msg.get("session"))
-            rec["granted_rates"] = [self.in_rate, self.out_rate]
+            rec.fields["granted_rates"] = [self.in_rate, self.out_rate]
             self.signal("session.updated", rec)
         elif kind == "error":
-            err: dict[str, Any] = msg["error"] if isinstance(msg.get("error"), dict) else {}
-            rec["code"] = str(err.get("code"))[:80] if err.get("code") is not None else None
+            err: JsonObject = msg["error"] if isinstance(msg.get("error"), dict) else {}
+            rec.fields["code"] = str(err.get("code"))[:80] if err.get("code") is not None else None
             self.server_error(rec, str(err.get("message", "")))
         elif kind == AUDIO_DELTA[d]:
             pcm = b64decode_pcm(msg.get("delta"), kind)
             item = str(msg.get("item_id", ""))
             self.output_audio(rec, pcm, self.out_rate)
-            self.live.add(item, pcm, self.out_rate, float(rec["t"]))
+            self.live.add(item, pcm, self.out_rate, float(rec.t))
             self.last_audio_item = item
         elif kind == AUDIO_DONE[d]:
             self.audio_done.add(str(msg.get("item_id", "")))
         elif kind == AUDIO_DELTA[other]:
             raise ProtocolViolation(f"{kind} is a {other} event; this client speaks dialect={d}")
         elif kind == "response.created":
-            resp: dict[str, Any] = msg["response"] if isinstance(msg.get("response"), dict) else {}
+            resp: JsonObject = msg["response"] if isinstance(msg.get("response"), dict) else {}
             rid = str(resp.get("id", ""))
             self.active_response = rid
             self.signal("response", rec)
             self.expect(f"response.done {rid}")
         elif kind == "response.done":
-            done: dict[str, Any] = msg["response"] if isinstance(msg.get("response"), dict) else {}
+            done: JsonObject = msg["response"] if isinstance(msg.get("response"), dict) else {}
             rid = str(done.get("id", ""))
-            rec["status"] = str(done.get("status"))[:40]
+            rec.fields["status"] = str(done.get("status"))[:40]
             self.signal(f"response.done {rid}", rec)
             if self.active_response == rid:
                 self.active_response = None
         elif kind == "input_audio_buffer.speech_started":
             self._barge_in(rec)
         elif kind == "input_audio_buffer.speech_stopped":
-            t = float(rec["t"])
+            t = float(rec.t)
             if self.system.turn_detection != "none" and not self.live.busy(t):
                 if not self.system.create_response:
                     self._spawn_send("response.create", create_event())
                 self.expect("response")
 
-    def _barge_in(self, rec: dict[str, Any]) -> None:
+    def _barge_in(self, rec: TraceRecord) -> None:
         """speech_started: stop playback now, truncate what was played, cancel if the server will not."""
-        t = float(rec["t"])
+        t = float(rec.t)
         self.signal("response", rec)  # the user spoke again: no response is owed for the last turn
         # the item being heard: its audio is still queued, or more of it is on the way (a playback underrun)
         last = self.last_audio_item
@@ -214,7 +227,7 @@ class RealtimeSession(NetSession):
             played = self.live.played_samples(playing, t)
             ms = played_ms(played)
             if ms > 0:
-                self.truncated.append({"item_id": playing, "audio_end_ms": ms, "played_samples_16k": played, "t": t})
+                self.truncated.append(Truncation(playing, ms, played, t))
                 self._spawn_send("conversation.item.truncate", truncate_event(playing, ms))
         self.live.clear(t)
         if self.active_response is not None and not self.system.interrupt_response:

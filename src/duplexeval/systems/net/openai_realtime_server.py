@@ -32,9 +32,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import ProtocolViolation
 from duplexeval.systems.net.pcm import StreamResampler, b64decode_pcm, b64encode
-from duplexeval.systems.net.server import ServerSession, check_option_values, resample_pcm16
+from duplexeval.systems.net.server import ServerEvent, ServerSession, check_option_values, resample_pcm16
 from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 DIALECTS = ("ga", "beta")
@@ -57,7 +58,7 @@ BETA_FIELDS = frozenset({"client_secret", "input_audio_format", "input_audio_noi
                          "model", "output_audio_format", "speed", "temperature", "tool_choice", "tools", "tracing",
                          "turn_detection", "voice"})
 SERVER_OPTIONS = {"dialect": "auto", "speed": "2.0", "delta_ms": "100"}  # the defaults
-DEFAULT_TD: dict[str, Any] = {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300,
+DEFAULT_TD: JsonObject = {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300,
                               "silence_duration_ms": 500, "idle_timeout_ms": None, "create_response": True,
                               "interrupt_response": True}
 SESSION_TTL_S = 1800
@@ -86,8 +87,8 @@ class _Session:
     model: str = "gpt-realtime"
     voice: str = "alloy"
     instructions: str = ""
-    td: dict[str, Any] | None = field(default_factory=lambda: dict(DEFAULT_TD))
-    extra: dict[str, Any] = field(default_factory=dict)  # other fields as the client set them
+    td: JsonObject | None = field(default_factory=lambda: dict(DEFAULT_TD))
+    extra: JsonObject = field(default_factory=dict)  # other fields as the client set them
 
 
 class RealtimeServerSession(ServerSession):
@@ -97,7 +98,7 @@ class RealtimeServerSession(ServerSession):
     default_path: ClassVar[str] = "/v1/realtime"
 
     @classmethod
-    def check_options(cls, options: dict[str, Any]) -> None:
+    def check_options(cls, options: dict[str, str]) -> None:
         """dialect (auto | ga | beta), speed and delta_ms (> 0); audio is PCM16 at 24 kHz, no rate option."""
         check_option_values(cls.protocol, options, {
             "dialect": lambda v: v in ("auto", *DIALECTS), "speed": lambda v: float(v) > 0,
@@ -129,10 +130,10 @@ class RealtimeServerSession(ServerSession):
         self.server_events = self.server.events
 
     @property
-    def td(self) -> dict[str, Any] | None:
+    def td(self) -> JsonObject | None:
         return self.sess.td
 
-    def _vad(self, td: dict[str, Any]) -> dict[str, Any]:
+    def _vad(self, td: JsonObject) -> JsonObject:
         """The turn detection as the dialect reports it (beta's has no `idle_timeout_ms`)."""
         return {k: v for k, v in td.items() if not (self.dialect == "beta" and k == "idle_timeout_ms")}
 
@@ -155,7 +156,7 @@ class RealtimeServerSession(ServerSession):
     def _format(self) -> Any:
         return {"type": "audio/pcm", "rate": RATE} if self.dialect == "ga" else "pcm16"
 
-    def _session_json(self) -> dict[str, Any]:
+    def _session_json(self) -> JsonObject:
         s = self.sess
         if self.dialect == "beta":
             return {"id": self.sid, "model": s.model, "modalities": ["audio", "text"], "instructions": s.instructions,
@@ -173,8 +174,8 @@ class RealtimeServerSession(ServerSession):
         out.update({k: v for k, v in s.extra.items() if k not in ("parallel_tool_calls",)})
         return out
 
-    def _response(self, rid: str, status: str, output: list[dict[str, Any]], reason: str | None = None,
-                  audio_ms: float = 0.0) -> dict[str, Any]:
+    def _response(self, rid: str, status: str, output: list[JsonObject], reason: str | None = None,
+                  audio_ms: float = 0.0) -> JsonObject:
         details = None if status == "in_progress" else {"type": status, "reason": reason}
         usage = None
         if status != "in_progress":
@@ -190,16 +191,16 @@ class RealtimeServerSession(ServerSession):
         return {**base, "output_modalities": ["audio"],
                 "audio": {"output": {"format": self._format(), "voice": self.sess.voice}}}
 
-    def _assistant_item(self, item: _Item, status: str, with_content: bool) -> dict[str, Any]:
+    def _assistant_item(self, item: _Item, status: str, with_content: bool) -> JsonObject:
         content = [{"type": "output_audio" if self.dialect == "ga" else "audio", "transcript": item.transcript}]
         return {"id": item.item_id, "object": "realtime.item", "type": "message", "status": status, "role": "assistant",
                 "content": content if with_content else []}
 
-    def _user_item(self, iid: str) -> dict[str, Any]:
+    def _user_item(self, iid: str) -> JsonObject:
         return {"id": iid, "object": "realtime.item", "type": "message", "status": "completed", "role": "user",
                 "content": [{"type": "input_audio", "transcript": None}]}
 
-    def _part(self, item: _Item) -> dict[str, Any]:
+    def _part(self, item: _Item) -> JsonObject:
         return {"type": "audio", "transcript": item.transcript}
 
     def _refuse(self, text: str, code: str, param: str | None = None, event_id: str | None = None) -> Any:
@@ -294,7 +295,7 @@ class RealtimeServerSession(ServerSession):
         self.sess.extra.update({k: v for k, v in sess.items() if k not in skip})
         await self.send_now(self._event("session.updated", session=self._session_json()))
 
-    def _check_audio(self, sess: dict[str, Any]) -> tuple[str, str] | None:
+    def _check_audio(self, sess: JsonObject) -> tuple[str, str] | None:
         """(message, param) when the session asks for audio other than PCM16 at 24 kHz."""
         if self.dialect == "beta":
             for key in ("input_audio_format", "output_audio_format"):
@@ -336,11 +337,10 @@ class RealtimeServerSession(ServerSession):
             out.append(self._event("conversation.item.done", item=item, previous_item_id=prev))
         return out
 
-    async def _truncate(self, msg: dict[str, Any], eid: str | None) -> None:
+    async def _truncate(self, msg: JsonObject, eid: str | None) -> None:
         item = self.items.get(str(msg.get("item_id")))
         ms = msg.get("audio_end_ms")
-        entry = {"event": "truncate", "item_id": msg.get("item_id"), "audio_end_ms": ms, "t": self.now_s()}
-        self.server_events.append(entry)
+        self.server_events.append(ServerEvent("truncate", self.now_s(), item_id=msg.get("item_id"), audio_end_ms=ms))
         if item is None:
             await self._refuse(f"item {msg.get('item_id')!r} does not exist", "item_not_found", "item_id", eid)
         elif not isinstance(ms, int) or isinstance(ms, bool) or ms < 0:
@@ -365,7 +365,7 @@ class RealtimeServerSession(ServerSession):
 
     async def _response_cancel(self, eid: str | None) -> None:
         now = self.now_s()
-        self.server_events.append({"event": "cancel", "t": now})
+        self.server_events.append(ServerEvent("cancel", now))
         if not self._cancellable(now):
             await self._refuse("Cancellation failed: no active response found", "response_cancel_not_active",
                                event_id=eid)
@@ -443,13 +443,13 @@ class RealtimeServerSession(ServerSession):
                                                                          audio_ms)))
         return out
 
-    def _rate_limits(self) -> list[dict[str, Any]]:
+    def _rate_limits(self) -> list[JsonObject]:
         return [{"name": "requests", "limit": 5000, "remaining": 4999, "reset_seconds": 0.012},
                 {"name": "tokens", "limit": 400000, "remaining": 399000, "reset_seconds": 0.15}]
 
     def _cancel(self, item: _Item, at_s: float, reason: str) -> None:
         self.cancel(item.response_id, at_s)
-        self.server_events.append({"event": "cancelled", "response_id": item.response_id, "t": at_s, "reason": reason})
+        self.server_events.append(ServerEvent("cancelled", at_s, response_id=item.response_id, reason=reason))
         if at_s >= item.start_s - 1e-9:  # it had started: its done events say what became of it
             sent_ms = min(item.audio_ms, (at_s - item.start_s) * 1000.0 * self.speed)
             for msg in self._finish(item, "cancelled", reason, sent_ms):
@@ -464,7 +464,7 @@ class RealtimeServerSession(ServerSession):
         self.deliver(at_s, self._event("input_audio_buffer.speech_started",
                                        audio_start_ms=int(max(0.0, start_s) * 1000), item_id=self.user_item))
 
-    def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
+    def on_clear(self, at_s: float, detail: JsonObject) -> None:
         """The served system yields to the user: speech_started, and a cancel when interrupt_response is on."""
         if self.td is None:
             return
@@ -474,14 +474,14 @@ class RealtimeServerSession(ServerSession):
             self._cancel(self.active, at_s, "turn_detected")
         self.playing_until = min(self.playing_until, at_s)
 
-    def on_user(self, kind: str, at_s: float, detail: dict[str, Any]) -> None:
+    def on_user(self, kind: str, at_s: float, audio_s: float) -> None:
         if self.td is None:
             return
         if kind == "started" and at_s >= self.playing_until:
-            self._speech_started(at_s, float(detail.get("audio_start_s", at_s)))
+            self._speech_started(at_s, float(audio_s))
         elif kind == "stopped" and self.user_open and self.user_item is not None:
             self.user_open = False
-            end_ms = int(float(detail.get("audio_end_s", at_s)) * 1000)
+            end_ms = int(float(audio_s) * 1000)
             self.deliver(at_s, self._event("input_audio_buffer.speech_stopped", audio_end_ms=end_ms,
                                            item_id=self.user_item))
             for msg in self._user_turn(self.user_item):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any
 
 import numpy as np
 
 from duplexeval.audio import from_pcm16, to_pcm16
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import ProtocolViolation
 from duplexeval.systems.net.resample_stream import StreamResampler as FirResampler
 
@@ -56,7 +56,7 @@ def b64decode_pcm(text: object, what: str) -> bytes:
     return data
 
 
-def json_message(data: str | bytes, key: str) -> dict[str, Any]:
+def json_message(data: str | bytes, key: str) -> JsonObject:
     """A JSON text message that must be an object with a string `key` (its event type); ProtocolViolation otherwise."""
     if isinstance(data, bytes):
         raise ProtocolViolation("a binary frame where this protocol sends JSON text")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from duplexeval.audio import audio_library_versions
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net.chunked import CHUNK_MS, ChunkedSession
 from duplexeval.systems.net.pipecat_ws_wire import (
@@ -35,6 +36,7 @@ from duplexeval.systems.net.pipecat_ws_wire import (
     rtvi_type,
 )
 from duplexeval.systems.net.session import HandshakeAborted, NetSession, NetSystem
+from duplexeval.systems.net.trace import TraceRecord
 
 RATES = (8000, 16000, 24000, 48000)
 _IDS = itertools.count(1)
@@ -48,7 +50,7 @@ class PipecatWsSession(ChunkedSession):
 
     async def handshake(self) -> None:
         if self.system.client_ready:
-            async def send_ready(msg: dict[str, Any]) -> None:
+            async def send_ready(msg: JsonObject) -> None:
                 await self.send("client-ready", message_frame(msg))
 
             await ready_handshake(self, send_ready, self.system.wait_ready, self.system.ready_timeout_s)
@@ -56,38 +58,38 @@ class PipecatWsSession(ChunkedSession):
     def encode_chunk(self, pcm16: bytes) -> tuple[str, str | bytes]:
         return "audio", audio_frame(pcm16, self.wire_rate)
 
-    def on_message(self, rec: dict[str, Any], data: str | bytes) -> None:
+    def on_message(self, rec: TraceRecord, data: str | bytes) -> None:
         frame = parse_frame(data)
-        rec["type"] = frame.kind
+        rec.kind = frame.kind
         if frame.kind == "audio":
             self.output_audio(rec, frame.pcm16, frame.rate)
         elif frame.kind == "interruption":
             self.clear_queue(rec, reason="InterruptionFrame")
         elif frame.kind in ("text", "transcription"):
-            rec["text"] = frame.text
+            rec.fields["text"] = frame.text
         elif frame.kind == "message":
             rtvi_message(self, rec, frame.message)
 
 
-def rtvi_message(session: NetSession, rec: dict[str, Any], obj: Any) -> None:
+def rtvi_message(session: NetSession, rec: TraceRecord, obj: Any) -> None:
     """Record an RTVI message (pipecat-ws and webrtc): its type; bot-ready pays the handshake; a fatal error is a server
     error."""
     kind = rtvi_type(obj)
     if kind is None:
-        rec["json"] = True
+        rec.fields["json"] = True
         return
-    rec["rtvi"] = kind
+    rec.fields["rtvi"] = kind
     if kind == "bot-ready":
         session.signal("bot-ready", rec)
     elif kind in TIMING_EVENTS:
-        rec["timing"] = True
+        rec.fields["timing"] = True
     elif kind in ("error", "error-response"):
         body = obj.get("data") if isinstance(obj.get("data"), dict) else {}
         text = str(body.get("message") or body.get("error") or "")
         if kind == "error" and body.get("fatal"):
             session.server_error(rec, text)
         else:
-            rec["message"] = text[:300]
+            rec.message = text[:300]
 
 
 async def ready_handshake(session: NetSession, send_ready: Any, wait: bool, timeout_s: float) -> None:

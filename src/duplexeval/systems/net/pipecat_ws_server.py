@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import ProtocolViolation
 from duplexeval.systems.net.pcm import StreamResampler
 from duplexeval.systems.net.pipecat_ws_wire import (
@@ -43,7 +44,7 @@ class PipecatWsServerSession(ServerSession):
     default_path: ClassVar[str] = "/ws"
 
     @classmethod
-    def check_options(cls, options: dict[str, Any]) -> None:
+    def check_options(cls, options: dict[str, str]) -> None:
         check_option_values(cls.protocol, options, {"out_chunk_ms": lambda v: 10 <= int(v) <= 1000,
                                                     "single_client": lambda v: v.lower() in ("true", "false"),
                                                     "bot_ready": lambda v: v.lower() in ("true", "false"),
@@ -99,13 +100,13 @@ class PipecatWsServerSession(ServerSession):
         if self.server.send_log is not None:
             self.server.send_log.append(time.monotonic())
 
-    def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
+    def on_clear(self, at_s: float, detail: JsonObject) -> None:
         if self.current is not None:  # what the bot had not sent yet of the reply it stops
             self.cancel(self.current, at_s)
         self.deliver(at_s, interruption_frame())
         self.deliver(at_s, message_frame(rtvi("bot-stopped-speaking")))
 
-    def on_user(self, kind: str, at_s: float, detail: dict[str, Any]) -> None:
+    def on_user(self, kind: str, at_s: float, audio_s: float) -> None:
         self.deliver(at_s, message_frame(rtvi(f"user-{kind}-speaking")))
 
     def error_message(self, text: str) -> str | bytes:

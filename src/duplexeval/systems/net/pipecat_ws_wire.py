@@ -24,6 +24,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError, Message
 
 from duplexeval import __version__
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import ProtocolViolation
 
 RTVI_LABEL = "rtvi-ai"
@@ -91,7 +92,7 @@ def audio_frame(pcm16: bytes, rate: int, channels: int = 1) -> bytes:
     return bytes(msg.SerializeToString())
 
 
-def message_frame(obj: dict[str, Any]) -> bytes:
+def message_frame(obj: JsonObject) -> bytes:
     msg = FrameMessage()
     msg.message.data = json.dumps(obj, separators=(",", ":"))
     return bytes(msg.SerializeToString())
@@ -109,14 +110,14 @@ def text_frame(text: str) -> bytes:
     return bytes(msg.SerializeToString())
 
 
-def rtvi(kind: str, msg_id: str = "", data: dict[str, Any] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"label": RTVI_LABEL, "type": kind, "id": msg_id}
+def rtvi(kind: str, msg_id: str = "", data: JsonObject | None = None) -> JsonObject:
+    out: JsonObject = {"label": RTVI_LABEL, "type": kind, "id": msg_id}
     if data is not None:
         out["data"] = data
     return out
 
 
-def client_ready(msg_id: str) -> dict[str, Any]:
+def client_ready(msg_id: str) -> JsonObject:
     return rtvi("client-ready", msg_id, {"version": RTVI_VERSION,
                                          "about": {"library": "duplexeval", "library_version": __version__}})
 

@@ -24,9 +24,9 @@ import time
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.net.trace import CONNECT_FAILED, DISCONNECTED
 
 # Session reasons that say the replica (not the sample) failed: the sample may be run on another replica.
@@ -42,6 +42,48 @@ def safe_url(url: str) -> str:
     """`url` without credentials or query (what a trace or a log may show of a replica)."""
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+
+
+@dataclass(frozen=True)
+class ReplicaRecord:
+    """The fields of a trace's `replica` record: which replica of how many, the attempt, the wait for a slot."""
+
+    replica: int
+    url: str  # safe_url: no credentials, no query
+    of: int
+    attempt: int
+    queued_s: float
+
+    def to_json(self) -> JsonObject:
+        return {"replica": self.replica, "url": self.url, "of": self.of, "attempt": self.attempt,
+                "queued_s": self.queued_s}
+
+
+@dataclass(frozen=True)
+class ReplicaRetry:
+    """The fields of a `replica_retry` record: an earlier attempt of the sample on a replica that failed."""
+
+    replica: int
+    url: str
+    attempt: int
+    reasons: list[str]
+    what: str | None  # how it ended (trace.how_it_ended)
+
+    def to_json(self) -> JsonObject:
+        return {"replica": self.replica, "url": self.url, "attempt": self.attempt, "reasons": self.reasons,
+                "what": self.what}
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    """A snapshot of one replica's counters (tests, progress)."""
+
+    replica: int
+    url: str
+    active: int
+    sessions: int
+    peak: int
+    failures: int
 
 
 class NoReplica(Exception):
@@ -77,10 +119,10 @@ class Lease:
     def url(self) -> str:
         return self.replica.url
 
-    def record(self, attempt: int) -> dict[str, Any]:
+    def record(self, attempt: int) -> ReplicaRecord:
         """The fields of the trace's `replica` record."""
-        return {"replica": self.replica.index, "url": safe_url(self.replica.url), "of": len(self.pool.replicas),
-                "attempt": attempt, "queued_s": round(self.queued_s, 6)}
+        return ReplicaRecord(self.replica.index, safe_url(self.replica.url), len(self.pool.replicas), attempt,
+                             round(self.queued_s, 6))
 
     def release(self) -> None:
         if not self._released:
@@ -159,11 +201,11 @@ class ReplicaPool:
         with self._lock:
             replica.failures = replica.failures + 1 if failed else 0
 
-    def state(self) -> list[dict[str, Any]]:
+    def state(self) -> list[ReplicaState]:
         """The counters of every replica (tests, progress)."""
         with self._lock:
-            return [{"replica": r.index, "url": safe_url(r.url), "active": r.active, "sessions": r.sessions,
-                     "peak": r.peak, "failures": r.failures} for r in self.replicas]
+            return [ReplicaState(r.index, safe_url(r.url), r.active, r.sessions, r.peak, r.failures)
+                    for r in self.replicas]
 
 
 def _wake(loop: asyncio.AbstractEventLoop, cond: asyncio.Condition) -> None:

@@ -7,6 +7,7 @@ The first line on stdout is `serving PROTOCOL (SYSTEM) on ws://127.0.0.1:PORT/..
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -144,12 +145,11 @@ def pipecat_command(
     """Serve the reference pipecat bot (pipecat's own transport, VAD, Smart Turn and turn handling; offline) on 127.0.0.1."""  # noqa: E501 - typer prints this line as the summary
     from duplexeval.systems.pipecat.stack import TRANSPORTS, BotConfig
 
-    kwargs: dict[str, Any] = {"transport": transport, "turn": turn, "stop_secs": stop_secs,
-                              "allow_interruptions": _bool("--allow-interruptions", allow_interruptions),
-                              "speech_timeout_s": speech_timeout, "think_ms": think_ms, "sample_rate": sample_rate}
+    cfg = BotConfig(transport=transport, turn=turn, stop_secs=stop_secs,
+                    allow_interruptions=_bool("--allow-interruptions", allow_interruptions),
+                    speech_timeout_s=speech_timeout, think_ms=think_ms, sample_rate=sample_rate)
     if reply is not None:
-        kwargs["reply"] = reply
-    cfg = BotConfig(**kwargs)
+        cfg = dataclasses.replace(cfg, reply=reply)
     try:
         if transport not in TRANSPORTS:
             raise ValueError(f"--transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")

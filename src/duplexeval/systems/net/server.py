@@ -7,7 +7,7 @@ Contract for a protocol server (see ws_pcm.py for the smallest one):
   `self.server.conversation_lock()`), optionally `refuse(path, config)` (an HTTP answer before the
   upgrade, e.g. 404 for an unknown path), implement `run()` (the protocol: first messages, then a loop
   over `self.ws`; hand input audio to `await self.driver.feed(pcm16k)`), and the output hooks the
-  driver calls: `on_audio(pcm16k, at_s)`, `on_clear(at_s, detail)`, `on_user(kind, at_s, detail)`
+  driver calls: `on_audio(pcm16k, at_s)`, `on_clear(at_s, detail)`, `on_user(kind, at_s, audio_s)`
   (`started` / `stopped` from the system's own listener, when it has one). Send with
   `self.deliver(at_s, message)` (delivered in order at wall time start + at_s, plus jitter) or
   `await self.send_now(message)`; both go through the fault layer. Provide `error_message(text)`,
@@ -40,6 +40,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.registry import import_object
 from duplexeval.systems.base import (
     CLEAR_QUEUE,
@@ -131,10 +132,10 @@ class SystemDriver:
         self._speaking = bool(speaking)
         if speaking:
             start = getattr(user, "_candidate", None)
-            self.sink.on_user("started", self.frames * FRAME_S, {"audio_start_s": start if start is not None else t})
+            self.sink.on_user("started", self.frames * FRAME_S, start if start is not None else t)
         else:
             end = getattr(user, "last_voice_end", None)
-            self.sink.on_user("stopped", self.frames * FRAME_S, {"audio_end_s": end if end is not None else t})
+            self.sink.on_user("stopped", self.frames * FRAME_S, end if end is not None else t)
 
     async def close(self) -> None:
         self.closed = True
@@ -145,6 +146,27 @@ class SystemDriver:
                 log.exception("system session close failed")
 
 
+@dataclass(frozen=True)
+class ServerEvent:
+    """One thing a loopback session did that tests and harnesses check (`server.events`); `event` says which, and
+    only that kind's fields are set."""
+
+    event: str  # connect | start | marker_played | offer | truncate | cancel | cancelled
+    t: float | None = None  # input time (truncate, cancel, cancelled)
+    authorization: bool | None = None  # connect: the upgrade request carried credentials (never their value)
+    dialect: str | None = None  # start (telephony): the call the carrier announced
+    codec: str | None = None
+    rate: int | None = None
+    params: list[str] | None = None  # start: the custom parameters' names
+    name: object = None  # marker_played: the marker's name as the carrier sent it
+    at_s: float | None = None  # marker_played: when
+    pc_id: str | None = None  # offer (webrtc)
+    item_id: object = None  # truncate: as the client sent it
+    audio_end_ms: object = None
+    response_id: str | None = None  # cancelled
+    reason: str | None = None
+
+
 @dataclass
 class ServeConfig:
     """What a loopback server serves and how it misbehaves."""
@@ -152,11 +174,11 @@ class ServeConfig:
     system: System
     faults: Faults = field(default_factory=Faults)
     max_size: int = DEFAULT_MAX_SIZE
-    options: dict[str, Any] = field(default_factory=dict)  # protocol-specific (e.g. speed, dialect)
+    options: dict[str, str] = field(default_factory=dict)  # protocol-specific `--option k=v` (e.g. speed, dialect)
     seed: int = 0
 
 
-def check_option_values(protocol: str, options: dict[str, Any], valid: dict[str, Callable[[str], bool]]) -> None:
+def check_option_values(protocol: str, options: dict[str, str], valid: dict[str, Callable[[str], bool]]) -> None:
     """Refuse an unknown `--option` key or a value its check rejects (a check may raise ValueError), one line each."""
     for key, value in options.items():
         check = valid.get(key)
@@ -204,11 +226,12 @@ class ServerSession:
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
         raise NotImplementedError
 
-    def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
+    def on_clear(self, at_s: float, detail: JsonObject) -> None:
         """Default: nothing (a protocol without a barge-in message simply stops sending)."""
 
-    def on_user(self, kind: str, at_s: float, detail: dict[str, Any]) -> None:
-        """Default: nothing."""
+    def on_user(self, kind: str, at_s: float, audio_s: float) -> None:
+        """The served system's listener heard the user start (`kind` "started", the speech from `audio_s`) or stop
+        ("stopped", the speech ended at `audio_s`). Default: nothing."""
 
     @classmethod
     def refuse(cls, path: str, config: ServeConfig) -> tuple[int, str] | None:
@@ -222,7 +245,7 @@ class ServerSession:
             transport.abort()
 
     @classmethod
-    def check_options(cls, options: dict[str, Any]) -> None:
+    def check_options(cls, options: dict[str, str]) -> None:
         """Refuse options this protocol does not know (InputError); the default knows none."""
         if options:
 
@@ -388,7 +411,7 @@ class LoopbackServer:
         self.connections = 0  # upgrade requests seen (for busy=N)
         self.active = 0
         self.max_active = 0  # the most conversations served at once (tests of replica caps read it)
-        self.events: list[dict[str, Any]] = []  # what sessions did that tests may check (truncates, cancels)
+        self.events: list[ServerEvent] = []  # what sessions did that tests may check (truncates, cancels)
         self.send_log: list[float] | None = None  # a list here: monotonic send time of every audio message (benchmarks)
         self._server: Server | None = None
         self._lock: asyncio.Lock | None = None
@@ -399,7 +422,7 @@ class LoopbackServer:
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         self.connections += 1
         # whether credentials came (never their value), for tests and harnesses
-        self.events.append({"event": "connect", "authorization": "Authorization" in request.headers})
+        self.events.append(ServerEvent("connect", authorization="Authorization" in request.headers))
         if self.connections <= self.config.faults.busy:
             return connection.respond(503, "busy (fault injection)\n")
         if self.session_cls.exclusive and self.active > 0:
@@ -587,7 +610,7 @@ def server_class(protocol: str) -> type[ServerSession]:
 
 
 def make_server(protocol: str, system: System | str, faults: Faults | None = None, port: int = 0,
-                options: dict[str, Any] | None = None, max_size: int = DEFAULT_MAX_SIZE) -> LoopbackServer:
+                options: dict[str, str] | None = None, max_size: int = DEFAULT_MAX_SIZE) -> LoopbackServer:
     """A LoopbackServer for `protocol` serving `system` (an object or a `--system` spec)."""
     if isinstance(system, str):
 

@@ -16,8 +16,9 @@ Contract for an adapter (see ws_pcm.py for the smallest one):
 - `NetSession` subclasses implement only the protocol:
   `handshake()` (after connect, before input; use `expect` / `wait_for` for replies the server owes),
   `encode_input(frame16k) -> (event type, wire message)` for one 80 ms packet,
-  `on_message(rec, data)` to decode one received message (set `rec["type"]`, call `output_audio`,
-  `clear_queue`, `server_error`, `signal`; raise `ProtocolViolation` for a broken message), and
+  `on_message(rec, data)` to decode one received message (a `TraceRecord`: set `rec.kind`, put the protocol's
+  fields in `rec.fields`, call `output_audio`, `clear_queue`, `server_error`, `signal`; raise `ProtocolViolation`
+  for a broken message), and
   optionally `finish_input()` (after T: end-of-input messages and a drain wait bounded by `drain_s`).
 - The base records everything in `self.wire` (a `WireTrace`), runs the receive task, owns the clock the
   runner paces with (`self.clock`: slot i is sent at start + i * 80 ms, absolute), marks the session dead
@@ -39,6 +40,7 @@ import websockets
 
 from duplexeval import __version__, redaction
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import (
     CLEAR_QUEUE,
     ControlEvent,
@@ -48,8 +50,8 @@ from duplexeval.systems.base import (
     SampleInfo,
 )
 from duplexeval.systems.net.phases import planner
-from duplexeval.systems.net.replicas import REPLICA_FAILURES, Lease, replica_pool, split_urls
-from duplexeval.systems.net.trace import WireTrace, how_it_ended, verdict
+from duplexeval.systems.net.replicas import REPLICA_FAILURES, Lease, ReplicaRetry, replica_pool, split_urls
+from duplexeval.systems.net.trace import TraceRecord, TraceSettings, WireTrace, how_it_ended, verdict
 from duplexeval.systems.net.transport import (
     DEFAULT_MAX_SIZE,
     ConnectFailed,
@@ -127,7 +129,7 @@ class NetSystem:
     max_sessions_per_url: int = 0  # sessions at once on one replica; 0 = the protocol's default
     replica_retries: int = 2  # a sample whose replica failed runs again on another one at most this often
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         return asdict(self)
 
     def version(self) -> str:
@@ -206,7 +208,7 @@ class NetSystem:
         system = self if lease.url == self.url else replace(self, url=lease.url)
         session = system.session_class(system, info)
         session.lease = lease
-        session.wire.meta("replica", **lease.record(attempt))
+        session.wire.meta("replica", **lease.record(attempt).to_json())
         try:
             await session.open()
         except BaseException:
@@ -219,9 +221,9 @@ class NetSystem:
         """Run one sample (`fdb export`): on one replica, again on another when that replica failed; each call into
         the session bounded by `call_timeout_s` (`--call-timeout`)."""
         pool = self.pool()
-        tried: list[dict[str, Any]] = []
+        tried: list[ReplicaRetry] = []
         while True:
-            lease = await pool.acquire(exclude=[t["replica"] for t in tried])
+            lease = await pool.acquire(exclude=[t.replica for t in tried])
             trace = await run_session_async(_OnReplica(self, lease, len(tried) + 1), pcm16, info,
                                             call_timeout_s=call_timeout_s)
             lease.release()  # normally released at shutdown already; a session that never opened is released here
@@ -230,14 +232,14 @@ class NetSystem:
             failed = [r for r in reasons if r in REPLICA_FAILURES]
             pool.outcome(lease.replica, bool(failed))
             if wire is not None and tried:
-                for k, rec in enumerate(tried):  # what the attempts before met, at the top of the kept trace
-                    wire.records.insert(k, {"dir": "meta", "t": wire.records[0]["t"] if wire.records else 0.0,
-                                            "event": "replica_retry", **rec})
+                for k, retry in enumerate(tried):  # what the attempts before met, at the top of the kept trace
+                    wire.records.insert(k, TraceRecord("meta", wire.records[0].t if wire.records else 0.0,
+                                                       "replica_retry", None, retry.to_json()))
             more = len(tried) < self.replica_retries and len(tried) + 1 < len(pool.replicas)
             if not failed or wire is None or not more:
                 return trace
-            tried.append({"replica": lease.replica.index, "url": lease.record(0)["url"], "attempt": len(tried) + 1,
-                          "reasons": failed, "what": how_it_ended(wire.records)})
+            tried.append(ReplicaRetry(lease.replica.index, lease.record(0).url, len(tried) + 1, failed,
+                                      how_it_ended(wire.records)))
             log.warning("replica %d failed a session (%s); running the sample again on another replica",
                         lease.replica.index, ", ".join(failed))
 
@@ -251,7 +253,7 @@ class _OnReplica:
         self.system, self.lease, self.attempt = system, lease, attempt
         self.name = system.name
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         return self.system.params()
 
     def version(self) -> str:
@@ -269,8 +271,8 @@ class NetSession:
         self.info = info
         redaction.register(*system.secrets())  # whatever process runs the session knows what to redact
         redaction.register_headers(system.headers())
-        settings = {"protocol": system.protocol, "stall_s": system.stall_s, "drain_s": system.drain_s,
-                    "session_extra_s": system.session_extra_s, "max_size": system.max_size}
+        settings = TraceSettings(system.protocol, system.stall_s, system.drain_s, system.session_extra_s,
+                                 system.max_size)
         self.wire = WireTrace(system.protocol, settings)
         self.clock = TraceClock(self.wire)
         self.ws: Any = None
@@ -293,7 +295,7 @@ class NetSession:
         """One 80 ms packet of 16 kHz PCM16 -> (event type for the trace, the wire message)."""
         raise NotImplementedError
 
-    def on_message(self, rec: dict[str, Any], data: str | bytes) -> None:
+    def on_message(self, rec: TraceRecord, data: str | bytes) -> None:
         """Decode one received message; `rec` is its trace record (already stamped)."""
         raise NotImplementedError
 
@@ -301,23 +303,23 @@ class NetSession:
         """After the last packet and the poll at T: end-of-input messages, bounded drain."""
 
     # ---------------------------------------------------------- helpers for adapters
-    def output_audio(self, rec: dict[str, Any], pcm16: bytes, rate: int) -> None:
+    def output_audio(self, rec: TraceRecord, pcm16: bytes, rate: int) -> None:
         """Received output audio at `rate` (PCM16 mono): into the trace's sidecar and the runner's outbox."""
         if len(pcm16) % 2:
-            raise ProtocolViolation(f"{rec.get('type')}: odd-length PCM16 ({len(pcm16)} bytes)")
+            raise ProtocolViolation(f"{rec.type}: odd-length PCM16 ({len(pcm16)} bytes)")
         self.wire.add_audio(rec, pcm16, rate)
-        t = float(rec["t"])
+        t = float(rec.t)
         self.outbox.append(OutputChunk(pcm16, rate, t, received_at_s=t))
 
-    def clear_queue(self, rec: dict[str, Any], **detail: Any) -> None:
+    def clear_queue(self, rec: TraceRecord, **detail: Any) -> None:
         """The client drops its queued audio at this message's receipt time."""
-        rec["control"] = CLEAR_QUEUE
-        t = float(rec["t"])
+        rec.control = CLEAR_QUEUE
+        t = float(rec.t)
         self.outbox.append(ControlEvent(CLEAR_QUEUE, t, dict(detail), received_at_s=t))
 
-    def server_error(self, rec: dict[str, Any], message: str) -> None:
-        rec["error"] = True
-        rec["message"] = redact(" ".join(str(message).split()), self.system.secrets())[:300]
+    def server_error(self, rec: TraceRecord, message: str) -> None:
+        rec.error = True
+        rec.message = redact(" ".join(str(message).split()), self.system.secrets())[:300]
         self._error.set()  # a handshake waiting for a reply gives up at once
 
     def expect(self, what: str) -> None:
@@ -328,9 +330,9 @@ class NetSession:
         self.wire.meta("owe", what=what)
         self._signals[what] = asyncio.Event()
 
-    def signal(self, what: str, rec: dict[str, Any] | None = None) -> None:
+    def signal(self, what: str, rec: TraceRecord | None = None) -> None:
         """The reply `what` arrived (paid at its receipt time)."""
-        t = self.wire.now() if rec is None else float(rec["t"])
+        t = self.wire.now() if rec is None else float(rec.t)
         if what in self._owed:
             self._owed.discard(what)
             self.wire.meta("paid", t, what=what)
@@ -350,7 +352,7 @@ class NetSession:
                 w.cancel()
         return ev.is_set()
 
-    async def send(self, kind: str, data: str | bytes, **fields: Any) -> dict[str, Any] | None:
+    async def send(self, kind: str, data: str | bytes, **fields: Any) -> TraceRecord | None:
         """Send one message (bounded by send_timeout_s) and record it with its start and completion times."""
         if self.dead or self.ws is None:
             return None
@@ -359,10 +361,10 @@ class NetSession:
         try:
             ok = await send_bounded(self.ws, data, self.system.transport().send_timeout_s)
         except Exception as exc:  # noqa: BLE001 - a closed socket ends the session; the receive task records it
-            rec["failed"] = describe(exc, self.system.secrets()) if not closed_error(exc) else "closed"
+            rec.failed = describe(exc, self.system.secrets()) if not closed_error(exc) else "closed"
             self.dead = True
             return rec
-        rec["t_done"] = self.wire.now()
+        rec.t_done = self.wire.now()
         if not ok:
             self.wire.meta("send_timeout", t0, type=kind)
             self.dead = True
@@ -417,7 +419,7 @@ class NetSession:
         try:
             self.on_message(rec, data)
         except ProtocolViolation as exc:
-            rec["violation"] = describe(exc, self.system.secrets()).split(": ", 1)[-1]
+            rec.violation = describe(exc, self.system.secrets()).split(": ", 1)[-1]
         if self.receiver is not None and self.receiver.closed.is_set():
             self.dead = True
 

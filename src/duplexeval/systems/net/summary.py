@@ -4,17 +4,17 @@ the messages that were discarded as their protocol says (read from the samples' 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from duplexeval.errors import InputError
 from duplexeval.fdb.sample_trace import read_trace
 from duplexeval.fdb.tree import SampleEntry
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.net.trace import SESSION_REASONS, how_it_ended, load_trace
 
 MAX_WHAT = 240
 
 
-def _network(entry: SampleEntry) -> dict[str, Any]:
+def _network(entry: SampleEntry) -> JsonObject:
     export = entry.extra.get("export") if isinstance(entry.extra, dict) else None
     net = export.get("network") if isinstance(export, dict) else None
     return net if isinstance(net, dict) else {}

@@ -30,7 +30,7 @@ import asyncio
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from duplexeval.audio import audio_library_versions
 from duplexeval.systems.base import ProtocolViolation, SampleInfo
@@ -48,6 +48,7 @@ from duplexeval.systems.net.telephony_wire import (
     default_codec,
     parse_bot,
 )
+from duplexeval.systems.net.trace import TraceRecord
 from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 MAX_PENDING_MARKS = 1000
@@ -78,11 +79,11 @@ class TelephonySession(ChunkedSession):
         first = self.msgs.first()
         kinds = ["connected", "start"] if len(first) == 2 else ["start"]
         for kind, msg in zip(kinds, first):
-            fields: dict[str, Any] = {}
             if kind == "start":
-                fields = {"stream": self.ids.stream, "call": self.ids.call, "codec": self.codec, "rate": self.rate,
-                          "params": sorted(self.system.param)}  # parameter names only, never values
-            await self.send(kind, msg, **fields)
+                await self.send(kind, msg, stream=self.ids.stream, call=self.ids.call, codec=self.codec, rate=self.rate,
+                                params=sorted(self.system.param))  # parameter names only, never values
+            else:
+                await self.send(kind, msg)
 
     async def open(self) -> None:
         await super().open()
@@ -110,11 +111,11 @@ class TelephonySession(ChunkedSession):
         await super().close()
 
     # ---------------------------------------------------------- bot -> carrier
-    def on_message(self, rec: dict[str, Any], data: str | bytes) -> None:
+    def on_message(self, rec: TraceRecord, data: str | bytes) -> None:
         self._replied = True
         ev = parse_bot(data, self.system.dialect, self.ids.stream, self.codec, self.rate)
-        rec["type"] = ev.event
-        t = float(rec["t"])
+        rec.kind = ev.event
+        t = float(rec.t)
         if ev.kind == "media":
             self.output_audio(rec, ev.pcm16, ev.rate)
             self.live.add(str(self._chunks), ev.pcm16, ev.rate, t)
@@ -126,16 +127,16 @@ class TelephonySession(ChunkedSession):
         elif ev.kind == "error":
             self.server_error(rec, ev.message)
         else:
-            rec["ignored"] = True
+            rec.fields["ignored"] = True
 
-    def _marker(self, rec: dict[str, Any], name: str, t: float) -> None:
+    def _marker(self, rec: TraceRecord, name: str, t: float) -> None:
         """Answer the marker when everything queued before it has played (at once when nothing is queued)."""
         self._marks = [m for m in self._marks if not m[2].done()]
         if len(self._marks) >= MAX_PENDING_MARKS:
             raise ProtocolViolation(f"{self.dialect.marker}: more than {MAX_PENDING_MARKS} markers pending")
         at = max(t, self.live.queue_end / INPUT_SAMPLE_RATE)
-        rec["name"] = name[:NAME_CHARS]
-        rec["plays_at_s"] = round(at, 6)
+        rec.fields["name"] = name[:NAME_CHARS]
+        rec.fields["plays_at_s"] = round(at, 6)
         task = asyncio.get_running_loop().create_task(self._answer(name, at, cleared=False))
         self._marks.append((name, at, task))
 
@@ -144,7 +145,7 @@ class TelephonySession(ChunkedSession):
         await self.send(self.dialect.marker_reply, self.msgs.marker_reply(name), name=name[:NAME_CHARS],
                         **({"cleared": True} if cleared else {}))
 
-    def _clear(self, rec: dict[str, Any], t: float) -> None:
+    def _clear(self, rec: TraceRecord, t: float) -> None:
         self.clear_queue(rec, reason=self.dialect.clear)
         self.live.clear(t)
         pending = [(n, at) for n, at, task in self._marks if not task.done() and at > t]
@@ -152,7 +153,7 @@ class TelephonySession(ChunkedSession):
             if not task.done():
                 task.cancel()
         self._marks = []
-        rec["pending_marks"] = len(pending)
+        rec.fields["pending_marks"] = len(pending)
         loop = asyncio.get_running_loop()
         if self.dialect.echo_on_clear:  # the cleared audio's markers are answered now, in order
             for name, _ in pending:

@@ -26,9 +26,10 @@ import json
 import time
 from typing import Any, ClassVar
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import ProtocolViolation
 from duplexeval.systems.net.pcm import StreamResampler
-from duplexeval.systems.net.server import ServerSession, check_option_values, resample_pcm16
+from duplexeval.systems.net.server import ServerEvent, ServerSession, check_option_values, resample_pcm16
 from duplexeval.systems.net.telephony_wire import (
     DIALECT,
     DIALECTS,
@@ -55,7 +56,7 @@ class TelephonyServerSession(ServerSession):
     default_path: ClassVar[str] = "/ws"
 
     @classmethod
-    def check_options(cls, options: dict[str, Any]) -> None:
+    def check_options(cls, options: dict[str, str]) -> None:
         check_option_values(cls.protocol, options, {
             "dialect": lambda v: v in ("auto", *DIALECTS), "out_chunk_ms": lambda v: 10 <= int(v) <= 1000,
             "marks": lambda v: v.lower() in ("true", "false"), "corrupt": lambda v: v in CORRUPT,
@@ -96,8 +97,8 @@ class TelephonyServerSession(ServerSession):
                 if self.want_dialect not in ("auto", self.call.dialect):
                     await self.ws.close(1008, f"this bot takes {self.want_dialect} calls, got {self.call.dialect}")
                     return
-                self.server.events.append({"event": "start", "dialect": self.call.dialect, "codec": self.call.codec,
-                                           "rate": self.call.rate, "params": sorted(self.call.params)})
+                self.server.events.append(ServerEvent("start", dialect=self.call.dialect, codec=self.call.codec,
+                                                      rate=self.call.rate, params=sorted(self.call.params)))
                 to16k = StreamResampler(self.call.rate, INPUT_SAMPLE_RATE)
                 continue
             if ev == "media":
@@ -112,7 +113,7 @@ class TelephonyServerSession(ServerSession):
                 await self.driver.feed(to16k(pcm))
             elif ev == DIALECT[self.call.dialect].marker_reply:
                 name = msg.get("name") if self.call.dialect == "plivo" else (msg.get("mark") or {}).get("name")
-                self.server.events.append({"event": "marker_played", "name": name, "at_s": round(self.now_s(), 6)})
+                self.server.events.append(ServerEvent("marker_played", name=name, at_s=round(self.now_s(), 6)))
             elif ev == "stop":
                 return
 
@@ -158,7 +159,7 @@ class TelephonyServerSession(ServerSession):
         if self.server.send_log is not None:
             self.server.send_log.append(time.monotonic())
 
-    def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
+    def on_clear(self, at_s: float, detail: JsonObject) -> None:
         if self.call is not None:
             if self.current is not None:  # what the bot had not sent yet of the reply it stops
                 self.cancel(self.current, at_s)

@@ -29,8 +29,8 @@ import binascii
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import ProtocolViolation
 from duplexeval.systems.net import g711
 from duplexeval.systems.net.pcm import json_message
@@ -45,7 +45,7 @@ class Dialect:
     """One carrier's names (see the module table)."""
 
     name: str
-    connected: dict[str, Any] | None  # the first message, None when the carrier sends none
+    connected: JsonObject | None  # the first message, None when the carrier sends none
     stream_key: str  # the stream id's key (top level of every message)
     seq_key: str
     seq_str: bool  # sequence numbers, chunks and timestamps as strings
@@ -179,10 +179,10 @@ class CarrierMessages:
         out = [json.dumps(self.d.connected)] if self.d.connected is not None else []
         return [*out, json.dumps(self.start())]
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> JsonObject:
         d, ids, p = self.d.name, self.ids, self.params
         if d == "twilio":
-            start: dict[str, Any] = {
+            start: JsonObject = {
                 "accountSid": ids.account, "streamSid": ids.stream, "callSid": ids.call, "tracks": ["inbound"],
                 "customParameters": p,
                 "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": self.rate, "channels": 1}}
@@ -206,13 +206,13 @@ class CarrierMessages:
     def media(self, pcm16: bytes) -> str:
         """One inbound chunk (PCM16 at the wire rate)."""
         self.chunks += 1
-        media: dict[str, Any] = {}
+        media: JsonObject = {}
         if self.d.track:
             media["track"] = "inbound"
         media["chunk"] = self._num(self.chunks)
         media["timestamp"] = str((self.chunks - 1) * self.chunk_ms)
         media["payload"] = base64.b64encode(encode_audio(pcm16, self.codec)).decode("ascii")
-        msg: dict[str, Any] = {"event": "media", self.d.seq_key: self._next(), self.d.stream_key: self.ids.stream,
+        msg: JsonObject = {"event": "media", self.d.seq_key: self._next(), self.d.stream_key: self.ids.stream,
                                "media": media}
         if self.d.name == "plivo":
             msg["extra_headers"] = "{}"
@@ -235,7 +235,7 @@ class CarrierMessages:
         if not self.d.sends_stop:
             return None
         if self.d.name == "twilio":
-            body: dict[str, Any] = {"accountSid": self.ids.account, "callSid": self.ids.call}
+            body: JsonObject = {"accountSid": self.ids.account, "callSid": self.ids.call}
         elif self.d.name == "telnyx":
             body = {"user_id": self.ids.account, "call_control_id": self.ids.call}
         else:
@@ -306,10 +306,10 @@ class CallStart:
     call: str
     codec: str
     rate: int
-    params: dict[str, Any]
+    params: JsonObject  # the carrier's custom parameters as sent
 
 
-def detect_dialect(msg: dict[str, Any]) -> str | None:
+def detect_dialect(msg: JsonObject) -> str | None:
     """pipecat's rules (`parse_telephony_websocket`): which carrier a `start`-bearing message is from."""
     start = msg.get("start")
     if not isinstance(start, dict):
@@ -325,7 +325,7 @@ def detect_dialect(msg: dict[str, Any]) -> str | None:
     return None
 
 
-def read_start(msg: dict[str, Any]) -> CallStart:
+def read_start(msg: JsonObject) -> CallStart:
     """The call a `start` message announces; ValueError when it is not one."""
     dialect = detect_dialect(msg)
     if dialect is None:
@@ -363,7 +363,7 @@ def bot_media(call: CallStart, pcm16: bytes) -> str:
         return json.dumps({"event": "playAudio", "media": {"contentType": PLIVO_CONTENT[call.codec],
                                                            "sampleRate": call.rate, "payload": payload},
                            "streamId": call.stream})
-    msg: dict[str, Any] = {"event": "media", "media": {"payload": payload}}
+    msg: JsonObject = {"event": "media", "media": {"payload": payload}}
     if call.dialect != "telnyx":
         msg[d.stream_key] = call.stream
     return json.dumps(msg)
@@ -372,7 +372,7 @@ def bot_media(call: CallStart, pcm16: bytes) -> str:
 def bot_marker(call: CallStart, name: str) -> str:
     if call.dialect == "plivo":
         return json.dumps({"event": "checkpoint", "streamId": call.stream, "name": name})
-    msg: dict[str, Any] = {"event": "mark", "mark": {"name": name}}
+    msg: JsonObject = {"event": "mark", "mark": {"name": name}}
     if call.dialect != "telnyx":
         msg[DIALECT[call.dialect].stream_key] = call.stream
     return json.dumps(msg)
@@ -380,13 +380,13 @@ def bot_marker(call: CallStart, name: str) -> str:
 
 def bot_clear(call: CallStart) -> str:
     d = DIALECT[call.dialect]
-    msg: dict[str, Any] = {"event": d.clear}
+    msg: JsonObject = {"event": d.clear}
     if call.dialect != "telnyx":
         msg[d.stream_key] = call.stream
     return json.dumps(msg)
 
 
-def parse_carrier(data: str | bytes) -> dict[str, Any]:
+def parse_carrier(data: str | bytes) -> JsonObject:
     """A carrier message as a bot reads it (ValueError when it is not a JSON object with an event)."""
     if isinstance(data, bytes):
         raise ValueError("a binary frame (carriers send JSON text)")

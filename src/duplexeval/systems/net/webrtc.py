@@ -56,6 +56,7 @@ import numpy as np
 
 from duplexeval import __version__
 from duplexeval.audio import audio_library_versions
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import ProtocolViolation, SampleInfo
 from duplexeval.systems.net.pcm import StreamResampler
 from duplexeval.systems.net.pipecat_ws import ready_handshake, rtvi_message
@@ -127,7 +128,7 @@ class WebRtcSession(NetSession):
         self._offset = float("inf")  # min over frames of receipt - media time (the playout clock's anchor)
 
     # ---------------------------------------------------------- connection
-    async def _post_offer(self, sdp: str) -> dict[str, Any]:
+    async def _post_offer(self, sdp: str) -> JsonObject:
         import aiohttp
 
         url = self.system.url
@@ -160,7 +161,7 @@ class WebRtcSession(NetSession):
             break
         raise SessionOpenFailed(f"connect_failed: {last}", self.wire)
 
-    def _answer(self, raw: bytes) -> dict[str, Any]:
+    def _answer(self, raw: bytes) -> JsonObject:
         try:
             ans = json.loads(raw)
         except json.JSONDecodeError:
@@ -232,7 +233,7 @@ class WebRtcSession(NetSession):
 
     async def handshake(self) -> None:
         if self.system.client_ready:
-            async def send_ready(msg: dict[str, Any]) -> None:
+            async def send_ready(msg: JsonObject) -> None:
                 await self.send("client-ready", json.dumps(msg))
 
             await ready_handshake(self, send_ready, self.system.wait_ready, self.system.ready_timeout_s)
@@ -280,15 +281,15 @@ class WebRtcSession(NetSession):
             t = self.wire.mono_to_t(mono)
             pcm48 = mono_pcm16(frame)
             rec = self.wire.recv(t, "audio", len(pcm48))
-            rec["rtp_ts"] = int(frame.pts) if frame.pts is not None else None
+            rec.fields["rtp_ts"] = int(frame.pts) if frame.pts is not None else None
             held = self.jb.held(int(frame.pts)) if frame.pts is not None else None
             if held is not None:  # the packet's arrival, the jitter buffer's hold, the decoder's time
                 arrived, released = held
-                rec["jb_s"] = round(released - arrived, 6)
-                rec["decode_s"] = round(mono - released, 6)
+                rec.fields["jb_s"] = round(released - arrived, 6)
+                rec.fields["decode_s"] = round(mono - released, 6)
                 self._held.append(released - arrived)
             if frame.sample_rate != OPUS_RATE:
-                rec["violation"] = f"audio at {frame.sample_rate} Hz, Opus decodes at {OPUS_RATE}"
+                rec.violation = f"audio at {frame.sample_rate} Hz, Opus decodes at {OPUS_RATE}"
                 continue
             pcm = self.to16k(pcm48)
             if not self._streaming:
@@ -298,10 +299,10 @@ class WebRtcSession(NetSession):
                 media_s = float(frame.pts) / OPUS_RATE
                 self._offset = min(self._offset, t - media_s)
             if int(np.abs(np.frombuffer(pcm, dtype="<i2")).max(initial=0)) <= SILENT_PEAK:
-                rec["silent"] = len(pcm) // 2
+                rec.fields["silent"] = len(pcm) // 2
             else:
                 if frame.pts is not None:
-                    rec["play_t"] = round(max(t, self._offset + media_s), 6)
+                    rec.play_t = round(max(t, self._offset + media_s), 6)
                 self.output_audio(rec, pcm, INPUT_SAMPLE_RATE)
 
     def _dc_message(self, data: str | bytes) -> None:
@@ -313,32 +314,27 @@ class WebRtcSession(NetSession):
             if isinstance(data, bytes):
                 raise ProtocolViolation("a binary data channel message (pipecat's are JSON text)")
             if data.startswith("ping"):
-                rec["type"] = "ping"
+                rec.kind = "ping"
                 return
             try:
                 obj = json.loads(data)
             except json.JSONDecodeError:
                 raise ProtocolViolation("a data channel message that is not JSON") from None
             if isinstance(obj, dict) and obj.get("type") == "signalling":
-                inner: dict[str, Any] = obj["message"] if isinstance(obj.get("message"), dict) else {}
-                rec["type"] = f"signalling.{str(inner.get('type'))[:40]}"
+                inner: JsonObject = obj["message"] if isinstance(obj.get("message"), dict) else {}
+                rec.kind = f"signalling.{str(inner.get('type'))[:40]}"
                 if inner.get("type") == "peerLeft" and isinstance(self.receiver, _Link):
                     self.receiver.lost("peerLeft")
                 return
             rtvi_message(self, rec, obj)
         except ProtocolViolation as exc:
-            rec["violation"] = str(exc)
+            rec.violation = str(exc)
 
     def _summarise(self) -> None:
-        from duplexeval.systems.net.webrtc_media import JB_CAPACITY, JB_PREFETCH
+        from duplexeval.systems.net.webrtc_media import JB_CAPACITY, JB_PREFETCH, HoldStats
 
-        held = np.asarray(self._held) if self._held else None
-        stats: dict[str, Any] = {"capacity": JB_CAPACITY, "prefetch": JB_PREFETCH, "ptime_ms": 20,
-                                 "frames": len(self._held)}
-        if held is not None:
-            stats.update(held_median_s=round(float(np.median(held)), 6),
-                         held_p90_s=round(float(np.quantile(held, 0.9)), 6), held_max_s=round(float(held.max()), 6))
-        self.wire.meta("jitter_buffer", **stats)
+        self.wire.meta("jitter_buffer", capacity=JB_CAPACITY, prefetch=JB_PREFETCH, ptime_ms=20,
+                       **HoldStats.of(self._held).to_json())
 
 
 @dataclass(frozen=True)

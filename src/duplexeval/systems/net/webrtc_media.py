@@ -21,6 +21,7 @@ import fractions
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,33 @@ from aiortc.mediastreams import MediaStreamTrack
 from aiortc.rtp import RtpPacket
 from av import AudioFrame
 
+from duplexeval.jsontypes import JsonObject
+
 PTIME_S = 0.020
+@dataclass(frozen=True)
+class HoldStats:
+    """How long a receive jitter buffer held its frames: count, median, p90 and max seconds (None: no frame)."""
+
+    frames: int
+    held_median_s: float | None = None
+    held_p90_s: float | None = None
+    held_max_s: float | None = None
+
+    @classmethod
+    def of(cls, held: list[float]) -> HoldStats:
+        if not held:
+            return cls(0)
+        arr = np.asarray(held)
+        return cls(int(arr.size), round(float(np.median(arr)), 6), round(float(np.quantile(arr, 0.9)), 6),
+                   round(float(arr.max()), 6))
+
+    def to_json(self) -> JsonObject:
+        if not self.frames:
+            return {"frames": 0}
+        return {"frames": self.frames, "held_median_s": self.held_median_s, "held_p90_s": self.held_p90_s,
+                "held_max_s": self.held_max_s}
+
+
 JB_CAPACITY = 16
 JB_PREFETCH = 4  # aiortc's audio jitter buffer (RTCRtpReceiver): a frame leaves when 4 more are in
 

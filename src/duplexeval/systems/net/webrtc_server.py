@@ -30,12 +30,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.net.input_clock import InputClock
 from duplexeval.systems.net.pcm import StreamResampler
-from duplexeval.systems.net.server import ServeConfig, SystemDriver, resample_pcm16
-from duplexeval.systems.net.webrtc_media import PTIME_S
+from duplexeval.systems.net.server import ServeConfig, ServerEvent, SystemDriver, resample_pcm16
+from duplexeval.systems.net.webrtc_media import PTIME_S, HoldStats
 from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 log = logging.getLogger("duplexeval.serve")
@@ -44,8 +43,8 @@ OFFER_PATH = "/api/offer"
 SCTP_MAX_MESSAGE = 65536
 
 
-def _rtvi(kind: str, msg_id: str = "", data: dict[str, Any] | None = None) -> str:
-    out: dict[str, Any] = {"label": "rtvi-ai", "type": kind, "id": msg_id}
+def _rtvi(kind: str, msg_id: str = "", data: JsonObject | None = None) -> str:
+    out: JsonObject = {"label": "rtvi-ai", "type": kind, "id": msg_id}
     if data is not None:
         out["data"] = data
     return json.dumps(out)
@@ -91,14 +90,14 @@ class WebRtcServerSession:
 
         self._at(at_s, play)
 
-    def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
+    def on_clear(self, at_s: float, detail: JsonObject) -> None:
         def clear() -> None:
             self.track.clear()
             self.send_dc(_rtvi("bot-stopped-speaking"))
 
         self._at(at_s, clear)
 
-    def on_user(self, kind: str, at_s: float, detail: dict[str, Any]) -> None:
+    def on_user(self, kind: str, at_s: float, audio_s: float) -> None:
         self._at(at_s, lambda: self.send_dc(_rtvi(f"user-{kind}-speaking")))
 
     def _sent(self, index: Any, mono: float) -> None:
@@ -245,7 +244,7 @@ class WebRtcLoopback:
         self.connections = 0
         self.sessions: set[WebRtcServerSession] = set()
         self.uplink_held: list[float] = []
-        self.events: list[dict[str, Any]] = []
+        self.events: list[ServerEvent] = []
         self.send_log: list[float] | None = None  # a list here: when each reply's first frame went to the encoder
         self._runner: Any = None
 
@@ -274,7 +273,7 @@ class WebRtcLoopback:
             await pc.close()
             await session.close()
             return web.Response(status=400, text=f"cannot answer the offer: {type(exc).__name__}\n")
-        self.events.append({"event": "offer", "pc_id": answer["pc_id"]})
+        self.events.append(ServerEvent("offer", pc_id=answer["pc_id"]))
         return web.json_response(answer)
 
     async def start(self) -> int:
@@ -301,9 +300,5 @@ class WebRtcLoopback:
         if self._runner is not None:
             await self._runner.cleanup()
 
-    def uplink_summary(self) -> dict[str, Any]:
-        held = np.asarray(self.uplink_held)
-        if held.size == 0:
-            return {"frames": 0}
-        return {"frames": int(held.size), "held_median_s": round(float(np.median(held)), 6),
-                "held_p90_s": round(float(np.quantile(held, 0.9)), 6), "held_max_s": round(float(held.max()), 6)}
+    def uplink_summary(self) -> HoldStats:
+        return HoldStats.of(self.uplink_held)

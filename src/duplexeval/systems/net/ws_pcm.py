@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 from urllib.parse import parse_qs, urlsplit
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net.pcm import StreamResampler, json_message
 from duplexeval.systems.net.server import ServerSession, resample_pcm16
 from duplexeval.systems.net.session import NetSession, NetSystem, with_query
+from duplexeval.systems.net.trace import TraceRecord
 from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
 
 RATES = (8000, 16000, 22050, 24000, 44100, 48000)
@@ -34,13 +36,13 @@ class WsPcmSession(NetSession):
     def encode_input(self, frame: bytes) -> tuple[str, str | bytes]:
         return "audio", self.resample(frame)
 
-    def on_message(self, rec: dict[str, Any], data: str | bytes) -> None:
+    def on_message(self, rec: TraceRecord, data: str | bytes) -> None:
         if isinstance(data, bytes):
-            rec["type"] = "audio"
+            rec.kind = "audio"
             self.output_audio(rec, data, self.system.rate)
             return
         msg = json_message(data, "type")
-        rec["type"] = msg["type"]
+        rec.kind = msg["type"]
         if msg["type"] == "clear":
             self.clear_queue(rec, reason="server clear")
         elif msg["type"] == "error":
@@ -103,7 +105,7 @@ class WsPcmServerSession(ServerSession):
         for off in range(0, len(pcm), step):
             self.deliver(at_s, pcm[off : off + step])
 
-    def on_clear(self, at_s: float, detail: dict[str, Any]) -> None:
+    def on_clear(self, at_s: float, detail: JsonObject) -> None:
         self.deliver(at_s, json.dumps({"type": "clear"}))
 
     def error_message(self, text: str) -> str | bytes:

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 from duplexeval.audio import audio_library_versions
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import CLEAR_QUEUE, ControlEvent, OutputChunk, Received, SampleInfo
 from duplexeval.systems.baselines import DEFAULT_REPLY
 from duplexeval.systems.pipecat.stack import TURNS, BotConfig
@@ -172,7 +173,7 @@ class PipecatInProcess:
                          allow_interruptions=self.allow_interruptions, speech_timeout_s=self.speech_timeout_s,
                          think_ms=self.think_ms, reply=self.reply, sample_rate=RATE)
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         return asdict(self)
 
     def version(self) -> str:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.baselines import DEFAULT_REPLY
 
 TRANSPORTS = ("telephony", "pipecat-ws", "webrtc")
@@ -71,5 +71,5 @@ class BotConfig:
         inter = "on" if self.allow_interruptions else "off"
         return f"{self.transport}, {stack}, interruptions {inter}, think {self.think_ms} ms, {self.pipeline_rate} Hz"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)

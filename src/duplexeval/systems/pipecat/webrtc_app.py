@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import BackgroundTasks, FastAPI
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.pipecat.pipeline import run_bot
 from duplexeval.systems.pipecat.stack import BotConfig
 
@@ -22,7 +23,7 @@ def webrtc_app(cfg: BotConfig, warm_size: int) -> FastAPI:
     app = FastAPI()
 
     @app.post("/api/offer", response_model=None)  # the answer as is, not validated against the return annotation
-    async def offer(request: dict[str, Any], background_tasks: BackgroundTasks) -> dict[str, str] | None:
+    async def offer(request: JsonObject, background_tasks: BackgroundTasks) -> dict[str, str] | None:
         async def on_connection(connection: Any) -> None:
             transport = SmallWebRTCTransport(webrtc_connection=connection,
                                              params=TransportParams(audio_in_enabled=True, audio_out_enabled=True))

@@ -4,7 +4,6 @@ evaluated (they mostly wait on the judge), and its result is taken here."""
 
 from __future__ import annotations
 
-import io
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -12,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import soundfile as sf
 
 from duplexeval import units
 from duplexeval import vad as vadmod
+from duplexeval.audio import read_audio_channels
 from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.sample import OpenedSample, SampleAudio
 from duplexeval.fdb.tasks.backchannel import rules as bc
 from duplexeval.fdb.tasks.backchannel.groundtruth import ICC_GT, ICC_GT_FILE, IccGroundTruth
 from duplexeval.fdb.tasks.base import JsonRecord, NotEvaluated, OfficialContext, OfficialOutcome, OfficialRules, Ready
@@ -25,7 +25,6 @@ from duplexeval.fdb.verified import parse_json, read_verified
 from duplexeval.jsonio import sha256_bytes
 from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas import validate
-from duplexeval.schemas.fdb_names import OUTPUT_WAV
 
 ICC_GT_MISSING = (
     "icc_backchannel needs the official human backchannel distribution icc_gt_distribution.json. It comes from the "
@@ -68,7 +67,7 @@ class BackchannelInfo:
 
 
 GroundTruth = tuple[dict[str, list[float]], IccGtSource]
-Loaded = list[tuple[np.ndarray, int]]  # (float32 audio, file rate) per output
+Loaded = list[tuple[int, int]]  # (samples, file rate) per output
 
 
 def load_icc_gt(icc_gt: str | Path | None, tree: Path, recorded: object) -> GroundTruth:
@@ -89,14 +88,12 @@ def load_icc_gt(icc_gt: str | Path | None, tree: Path, recorded: object) -> Grou
     return gt, IccGtSource(source, path.name, digest)
 
 
-def read_output_raw(path: Path, key: str, raw: bytes | None = None) -> tuple[np.ndarray, int]:
-    """output.wav samples as float32 at the file's own rate, as the official torchaudio load gives them.
-
-    `raw`: the file's bytes when the caller has read (and hash-checked) them already; else the file is read."""
-    try:
-        data, rate = sf.read(io.BytesIO(raw) if raw is not None else str(path), dtype="float32", always_2d=True)
-    except (RuntimeError, OSError) as exc:  # soundfile errors are RuntimeErrors
-        raise InputError(f"{path}: sample {key}: cannot read audio: {exc}") from None
+def read_output_raw(source: SampleAudio) -> tuple[np.ndarray, int]:
+    """output.wav samples as float32 at the file's own rate, as the official torchaudio load gives them: read and
+    hash-checked through the sample's audio source, decoded by the one audio reader, and mono as the official
+    VAD call needs."""
+    path, key = source.path, source.sample
+    data, rate = read_audio_channels(path, source.read_bytes(), where=f"{path}: sample {key}")
     if data.shape[1] != 1:
         raise InputError(f"{path}: sample {key}: output.wav has {data.shape[1]} channels; the official VAD "
                          "call needs mono")
@@ -105,27 +102,27 @@ def read_output_raw(path: Path, key: str, raw: bytes | None = None) -> tuple[np.
     return np.ascontiguousarray(data[:, 0]), int(rate)
 
 
-def _vad(tree: Path, entries: Sequence[SampleEntry]) -> tuple[Loaded, list[list[bc.Segment]]]:
-    """Hash-check and read each output.wav (in order: the first bad file is the one reported), then the VAD."""
-    loaded = [read_output_raw(e.dir(tree) / OUTPUT_WAV, e.key,
-                              read_verified(e.dir(tree) / OUTPUT_WAV, e.files.get(OUTPUT_WAV), e.key, "manifest.json"))
-              for e in entries]
-    return loaded, bc.vad_segments_s([audio for audio, _ in loaded])
+def _vad(sources: Sequence[SampleAudio]) -> tuple[Loaded, list[list[bc.Segment]]]:
+    """Read each output.wav (in order: the first bad file is the one reported), then the VAD; only each output's
+    length and rate are kept after it."""
+    audios = [read_output_raw(s) for s in sources]
+    segments = bc.vad_segments_s([audio for audio, _ in audios])
+    return [(audio.size, rate) for audio, rate in audios], segments
 
 
 class VadAhead:
     """The VAD of a subset's outputs in a background thread; `result` gives what `_vad` would (or raises its error)."""
 
-    def __init__(self, tree: Path, entries: Sequence[SampleEntry]) -> None:
-        self.keys = [e.key for e in entries]
+    def __init__(self, sources: Sequence[SampleAudio]) -> None:
+        self.keys = [s.sample for s in sources]
         self._out: tuple[Loaded, list[list[bc.Segment]]] | None = None
         self._error: Exception | None = None
-        self._thread = threading.Thread(target=self._run, args=(tree, list(entries)), daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(list(sources),), daemon=True)
         self._thread.start()
 
-    def _run(self, tree: Path, entries: list[SampleEntry]) -> None:
+    def _run(self, sources: list[SampleAudio]) -> None:
         try:
-            self._out = _vad(tree, entries)
+            self._out = _vad(sources)
         except Exception as exc:  # noqa: BLE001 - re-raised where the result is taken, as if computed there
             self._error = exc
 
@@ -160,13 +157,14 @@ class BackchannelOfficial(OfficialRules):
         if not any(e.eligible for e in entries):
             return Prepared(None, None)
         gt = load_icc_gt(ctx.options.get("icc_gt"), ctx.tree, ctx.manifest.extra.get(ICC_GT.manifest_key))
-        chosen = [e for e in entries if e.eligible and e.id.isdigit() and (r := ctx.asr.samples.get(e.key)) is not None
+        chosen = [OpenedSample(ctx.tree, e, r, None).audio_source() for e in entries
+                  if e.eligible and e.id.isdigit() and (r := ctx.asr.samples.get(e.key)) is not None
                   and r.status == "ok" and r.output_json is not None]
-        return Prepared(gt, VadAhead(ctx.tree, chosen) if chosen else None)
+        return Prepared(gt, VadAhead(chosen) if chosen else None)
 
     def evaluate(self, ctx: OfficialContext, ready: Ready) -> OfficialOutcome:
-        subset, tree = ctx.subset, ctx.tree
-        digit = [(s.entry, s.words) for s in ready if s.entry.id.isdigit()]
+        subset = ctx.subset
+        digit = [(s.entry, s.words, s.audio_source()) for s in ready if s.entry.id.isdigit()]
         for e in (s.entry for s in ready):
             if not e.id.isdigit():
                 ctx.rows.append(NotEvaluated(e.id, "id is not all digits: the official script skips it"))
@@ -180,15 +178,15 @@ class BackchannelOfficial(OfficialRules):
         info = BackchannelInfo(vadmod.vad_signature(vadmod.OFFICIAL_SETTINGS), gt_info)
         ctx.say(f"{subset}: VAD on {len(digit)} output(s), batched")
         ahead = prepared.ahead
-        if ahead is not None and ahead.keys == [e.key for e, _ in digit]:
+        if ahead is not None and ahead.keys == [e.key for e, _, _ in digit]:
             loaded, all_segments = ahead.result()
         else:
-            loaded, all_segments = _vad(tree, [e for e, _ in digit])
+            loaded, all_segments = _vad([source for _, _, source in digit])
         done: list[bc.BackchannelSample] = []
         rules = ctx.options.get("backchannel_rules", bc.RULES_2025_06)
-        for (e, words), (audio, rate), segments in zip(digit, loaded, all_segments):
+        for (e, words, _), (n_samples, rate), segments in zip(digit, loaded, all_segments):
             try:
-                done.append(bc.backchannel_sample(e.id, segments, words, len(audio), rate, gt.get(e.id), rules))
+                done.append(bc.backchannel_sample(e.id, segments, words, n_samples, rate, gt.get(e.id), rules))
             except KeyError:
                 raise InputError(
                     f"{gt_info.file}: has no distribution for sample {e.key} (keys are folder ids)") from None

@@ -13,7 +13,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 from rich.console import Console
@@ -251,7 +250,7 @@ def analyse(loaded: LoadedTree, jobs: int | None = None) -> Sensitivity:
         if not members:
             continue
         inputs = [(ls.entry.id, ls.input) for ls in members if isinstance(ls.input, InterruptionInput)]
-        probs = vad_batched.probs_files([Path(i.wav_path) for _, i in inputs], jobs) if inputs else []
+        probs = vad_batched.probs_files([i.audio for _, i in inputs], jobs) if inputs else []
         counts = base_counts([ls.entry for ls in members], loaded.manifest.declared.get(subset))
         t, e = sweep(subset, inputs, probs, counts)
         table += t

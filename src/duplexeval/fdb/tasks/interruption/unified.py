@@ -11,11 +11,11 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from duplexeval import stats
 from duplexeval.errors import InputError, RefusalError
+from duplexeval.fdb.sample import SampleAudio
 from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, UnifiedRules, time_units
 from duplexeval.fdb.tasks.interruption.annotation import NAME, interrupt_us
 from duplexeval.fdb.unified.aggregate import (
@@ -40,14 +40,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class InterruptionInput:
-    """An interruption sample: T, words (all at or after R), S and R in µs, and the checked output.wav."""
+    """An interruption sample: T, words (all at or after R), S and R in µs, and the checked output.wav (its source,
+    read again by the VAD)."""
 
     T_us: int
     words: tuple[Span, ...]
     S_us: int
     R_us: int
     n_samples: int
-    wav_path: Path
+    audio: SampleAudio
 
 
 TICKS_PER_US = 2
@@ -253,7 +254,7 @@ def parse_interruption(s: OpenedSample) -> InterruptionInput:
             "records; rerun asr"
         )
     n = check_wav(data, wav_path, entry)
-    return InterruptionInput(s.T_us, words, S_us, R_us, n, wav_path)
+    return InterruptionInput(s.T_us, words, S_us, R_us, n, s.audio_source())
 
 
 class InterruptionUnified(UnifiedRules[InterruptionInput, InterruptionRow]):
@@ -271,9 +272,9 @@ class InterruptionUnified(UnifiedRules[InterruptionInput, InterruptionRow]):
     def parse(self, sample: OpenedSample) -> InterruptionInput:
         return parse_interruption(sample)
 
-    def vad(self, inp: InterruptionInput) -> tuple[Path, int | None]:
+    def vad(self, inp: InterruptionInput) -> tuple[SampleAudio, int | None]:
         """Only segments starting at or before R enter any quantity, so each VAD scan may stop once they are final."""
-        return inp.wav_path, r_limit_sample(inp.R_us)
+        return inp.audio, r_limit_sample(inp.R_us)
 
     def score(self, inp: InterruptionInput, segments: Sequence[tuple[int, int]] | None) -> InterruptionRow:
         return score_interruption(inp, segments or ())

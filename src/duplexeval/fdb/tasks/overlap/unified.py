@@ -29,11 +29,11 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from duplexeval import stats
 from duplexeval.asr.base import Word
 from duplexeval.errors import InputError
+from duplexeval.fdb.sample import SampleAudio
 from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, UnifiedRules, time_units
 from duplexeval.fdb.tasks.overlap.annotation import CLEAN_OUTPUT_JSON, NAME, TAG_FILE
 from duplexeval.fdb.tasks.overlap.behavior import LABELS, TRANSCRIPTS, parse_reply, transcripts_sha256
@@ -277,7 +277,7 @@ class OverlapInput:
     T_us: int
     on_us: int
     off_us: int
-    output_wav: Path
+    audio: SampleAudio  # output.wav, read by the VAD
     words: tuple[Word, ...]
     clean_words: tuple[Word, ...]
     judge_tags: tuple[str, ...] | None
@@ -324,10 +324,10 @@ class OverlapUnified(UnifiedRules[OverlapInput, OverlapRow]):
         clean = tuple(sample.transcript(CLEAN_OUTPUT_JSON))
         tags, err = _judge_tags(sample)
         return OverlapInput(sample.entry.subset, sample.entry.id, sample.T_us, min(on_us, off_us), off_us,
-                            sample.dir / OUTPUT_WAV, words, clean, None if tags is None else tuple(tags), err)
+                            sample.audio_source(OUTPUT_WAV), words, clean, None if tags is None else tuple(tags), err)
 
-    def vad(self, inp: OverlapInput) -> tuple[Path, int | None] | None:
-        return inp.output_wav, None
+    def vad(self, inp: OverlapInput) -> tuple[SampleAudio, int | None] | None:
+        return inp.audio, None
 
     def score(self, inp: OverlapInput, segments: Sequence[tuple[int, int]] | None) -> OverlapRow:
         return score(inp.subset, inp.id, inp.T_us, inp.on_us, inp.off_us, segments or [], inp.words, inp.clean_words,
