@@ -28,6 +28,7 @@ FOLDER_OUTPUTS: dict[Command, dict[str, tuple[str, ...] | None]] = {
     ("fdb", "export"): {"out": None},
     ("fdb", "reference-export"): {"out": None},
     ("fdb", "import"): {"out": None},
+    # = duplexeval.eot.kinds.SWEEP_FILES (a test keeps them equal): importing it loads duplexeval.eot's API, ~150 ms
     ("eot", "sweep"): {"out": ("summary.json", "sweep.parquet", "pareto.png", "operating_points.png")},
     ("eot", "demo"): {"out": None},
     ("controller", "label"): {"out": None},
