@@ -230,9 +230,9 @@ def test_calibration_picks_lowest_latency_under_the_pause_ceiling():
                           [0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 0.95])
     # 0.5-0.7 cut into the pause; 0.75 and 0.8 both give 320 ms -> the higher (0.8) wins the tie
     assert pol.endpoint_threshold == 0.8
-    rows = {r["threshold"]: r for r in info["table"]}
-    assert rows[0.6]["pause_cutin"] == 1.0 and rows[0.9]["endpoint_median_latency_all_ms"] == 2960.0
-    assert rows[0.95]["endpoint_median_latency_all_ms"] is None  # never fires: median not reached
+    rows = {r.threshold: r for r in info.table}
+    assert rows[0.6].pause_cutin == 1.0 and rows[0.9].endpoint_median_latency_all_ms == 2960.0
+    assert rows[0.95].endpoint_median_latency_all_ms is None  # never fires: median not reached
     assert pol.yield_threshold == 0.93  # no target: unchanged
 
 

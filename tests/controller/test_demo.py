@@ -22,23 +22,22 @@ def test_labels_recover_the_script(index):
         words = c.user_words if who == "user" else c.agent_words
         return min(w[1] for w in words if w[1] >= start - 1e-6)
 
-    barge = [first_word("user", s["start_s"]) for s in c.script if s["kind"] == "barge_in"]
-    agent_bc = [first_word("agent", s["start_s"]) for s in c.script
-                if s["kind"] == "backchannel" and s["who"] == "agent"]
-    user_bc = [first_word("user", s["start_s"]) for s in c.script if s["kind"] == "backchannel" and s["who"] == "user"]
+    barge = [first_word("user", s.start_s) for s in c.script if s.kind == "barge_in"]
+    agent_bc = [first_word("agent", s.start_s) for s in c.script if s.kind == "backchannel" and s.who == "agent"]
+    user_bc = [first_word("user", s.start_s) for s in c.script if s.kind == "backchannel" and s.who == "user"]
     assert lab.yield_onsets == pytest.approx(barge)
     assert lab.backchannel_onsets == pytest.approx(agent_bc)
     assert ([v.start_s for v in lab.vocalizations if v.speaker == "user" and v.kind == "backchannel"]
             == pytest.approx(user_bc))
     # every agent reply follows a user turn end: one turn probe each
-    assert len(lab.turn_probes) == sum(1 for s in c.script if s["kind"] == "agent_turn")
-    assert len(lab.pause_probes) >= sum(1 for s in c.script if s["kind"] == "user_turn") - len(lab.turn_probes)
+    assert len(lab.turn_probes) == sum(1 for s in c.script if s.kind == "agent_turn")
+    assert len(lab.pause_probes) >= sum(1 for s in c.script if s.kind == "user_turn") - len(lab.turn_probes)
     assert 25.0 < c.duration_s < 60.0
 
 
 def test_conversations_vary_voice_and_rate():
     cs = [make_conversation(i, seed=0) for i in range(4)]
-    voices = {(s["voice"], s["rate"]) for c in cs for s in c.script}
+    voices = {(s.voice, s.rate) for c in cs for s in c.script}
     assert len({v for v, _ in voices}) >= 3 and len({r for _, r in voices}) >= 4
     again = make_conversation(1, seed=0)
     assert (again.user_audio == cs[1].user_audio).all() and again.script == cs[1].script

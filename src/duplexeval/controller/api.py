@@ -24,10 +24,12 @@ from duplexeval.jsontypes import JsonObject
 from duplexeval.results import artifact, frozen, metrics_of, read_artifact
 
 if TYPE_CHECKING:  # the stage types; importing them at the top would load numpy, onnxruntime and the controllers
+    from duplexeval.controller.calibration.thresholds import Chosen
     from duplexeval.controller.format.data import Clip, ControllerData
     from duplexeval.controller.format.policy import EvaluationPolicy
     from duplexeval.controller.format.protocol import Controller
     from duplexeval.controller.labels.derive import LabelRules
+    from duplexeval.controller.metrics.events import ClipEvidence
     from duplexeval.executors import ExecutorSpec
     from duplexeval.results import Metric
     from duplexeval.signature import Signature
@@ -58,12 +60,12 @@ class DataFolder:
 class ControllerReport:
     """Frame and event metrics under a frozen policy (`controller evaluate`'s report, or in memory): every number by
     gate name (``frame.state.macro_f1``, ``event.endpoint.fallback_on.early_cutin_rate``, ...) as a `stats` value,
-    the per-clip evidence rows, the paths written (none in memory)."""
+    the per-clip evidence (``to_json()``: an `evaluate --rows` line), the paths written (none in memory)."""
 
     signature: Signature | None
     metrics: Mapping[str, Metric]
     document: Mapping[str, Any]
-    rows: tuple[Mapping[str, Any], ...] = ()
+    rows: tuple[ClipEvidence, ...] = ()
     paths: tuple[Path, ...] = ()
 
 
@@ -73,7 +75,7 @@ class Calibration:
 
     paths: tuple[Path, ...]
     policy: EvaluationPolicy
-    chosen: Mapping[str, Mapping[str, Any]]
+    chosen: Mapping[str, Chosen]
     document: Mapping[str, Any]
 
 
@@ -183,7 +185,7 @@ def _check_out(out: Path, force: bool, info: Mapping[str, Any]) -> None:
                            "pass --force to replace it")
 
 
-def _source_info(conversations: str | Path | None, fdb: str | Path | None) -> dict[str, Any]:
+def _source_info(conversations: str | Path | None, fdb: str | Path | None) -> JsonObject:
     """What dataset.json records about where the clips came from (one of the two sources)."""
     if (conversations is None) == (fdb is None):
         raise InputError("give exactly one of --conversations MANIFEST or --fdb DATASET")
@@ -195,7 +197,7 @@ def _source_info(conversations: str | Path | None, fdb: str | Path | None) -> di
 
 
 def _clips(conversations: str | Path | None, fdb: str | Path | None, controller: Controller | None, rules: LabelRules,
-           remote: tuple[str, dict[str, Any], ExecutorSpec] | None = None) -> Iterator[Clip]:  # fmt: skip
+           remote: tuple[str, JsonObject, ExecutorSpec] | None = None) -> Iterator[Clip]:  # fmt: skip
     """Clips with labels (and the controller's scores). `remote` = (spec, options, ExecutorSpec): run on Ray."""
     from duplexeval.controller.labels.fdb_bridge import bridge_dataset
     from duplexeval.controller.labels.sources import conversation_clips, labelled_clips, needs_user_audio, read_manifest
@@ -249,14 +251,14 @@ def score_samples(clips: Iterable[Clip], *, policy: str | Path | EvaluationPolic
                   mode: str | None = None) -> ControllerReport:  # fmt: skip
     """Frame and event metrics of clips of your own (`format.data.Clip`: metadata, labels and the controller's
     scores) under a policy, in memory: what `evaluate` reports for a data folder, without its header."""
-    from duplexeval.controller.metrics.events import aggregate, evidence_row
+    from duplexeval.controller.metrics.events import aggregate
     from duplexeval.controller.metrics.report import run_clips
 
     pol = policy_of(policy, mode)
     evs, frames = run_clips(clips, pol)
     doc = {"evaluation_policy": pol.to_json(), "frame_metrics": frames, "event_metrics": aggregate(evs, pol)}
     mets = metrics_of({"frame": doc["frame_metrics"], "event": doc["event_metrics"]})
-    return ControllerReport(None, MappingProxyType(mets), frozen(doc), tuple(frozen(evidence_row(e)) for e in evs))
+    return ControllerReport(None, MappingProxyType(mets), frozen(doc), tuple(evs))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -316,10 +318,10 @@ def run(
     return _data_folder(Path(out))
 
 
-def _report(doc: Mapping[str, Any], path: str | Path, rows: Sequence[Mapping[str, Any]] = (),
+def _report(doc: Mapping[str, Any], path: str | Path, rows: Sequence[ClipEvidence] = (),
             paths: tuple[Path, ...] = ()) -> ControllerReport:  # fmt: skip
     rec = artifact(doc, path, {"frame": doc.get("frame_metrics"), "event": doc.get("event_metrics")})
-    return ControllerReport(rec.signature, rec.metrics, rec.document, tuple(frozen(r) for r in rows), paths)
+    return ControllerReport(rec.signature, rec.metrics, rec.document, tuple(rows), paths)
 
 
 def evaluate(
@@ -334,25 +336,23 @@ def evaluate(
     """`controller evaluate DATA`: frame metrics and replayed event metrics of a controller's outputs under a frozen
     policy (default: spec 002's offline operating point); writes the report / per-clip rows if asked (`label`: the
     report's name for the data, by default its path)."""
-    from duplexeval.controller.metrics.events import evidence_row
     from duplexeval.controller.metrics.report import evaluate as evaluate_report
     from duplexeval.jsonio import atomic_write_text, dumps_line, write_json
 
     pol = policy_of(policy, mode)
-    evs: list[Any] = []
+    evs: list[ClipEvidence] = []
     doc = evaluate_report(read_data(data), pol, data_label=label, evidence=evs)
-    rows = [evidence_row(e) for e in evs]
     written: list[Path] = []
     if json_out is not None:
         write_json(json_out, doc)
         written.append(Path(json_out))
     if rows_out is not None:
-        atomic_write_text(rows_out, "".join(dumps_line(r) for r in rows))
+        atomic_write_text(rows_out, "".join(dumps_line(e.to_json()) for e in evs))
         written.append(Path(rows_out))
-    return _report(doc, json_out or data, rows, tuple(written))
+    return _report(doc, json_out or data, evs, tuple(written))
 
 
-def _check_policy_out(out: Path, new: dict[str, Any], force: bool) -> None:
+def _check_policy_out(out: Path, new: JsonObject, force: bool) -> None:
     """A policy file there is replaced only when it is this calibration's (docs/cli.md section 4) or with `force`."""
     if force or not out.exists():
         return
@@ -413,16 +413,16 @@ def calibrate(
     thresholds = threshold_grid(DEFAULT_GRID) if grid is None else [float(g) for g in grid]
     pol, info = pick(d.iter_clips(), base, t, thresholds)
     prov = {"calibration": {"dev": str(dev), "dev_clips_sha256": sha256_file(d.root / "clips.jsonl"),
-                            "reference": ref_info, "targets": info["targets"], "chosen": info["chosen"],
-                            "mode": info["mode"]}}  # fmt: skip
+                            "reference": ref_info, "targets": info.targets.to_json(), "chosen": info.chosen_json(),
+                            "mode": info.mode}}  # fmt: skip
     _check_policy_out(Path(out), {"evaluation_policy": pol.to_json(), **prov}, force)
     save_policy(out, pol, prov)
-    doc = {**prov, "evaluation_policy": pol.to_json(), "table": info["table"]}
+    doc = {**prov, "evaluation_policy": pol.to_json(), "table": info.table_json()}
     written = [Path(out)]
     if json_out is not None:
         write_json(json_out, doc)
         written.append(Path(json_out))
-    return Calibration(tuple(written), pol, frozen(info["chosen"]), frozen(doc))
+    return Calibration(tuple(written), pol, MappingProxyType(dict(info.chosen)), frozen(doc))
 
 
 def _compare(doc: Mapping[str, Any], path: str | Path, paths: tuple[Path, ...] = ()) -> CompareResult:

@@ -75,7 +75,7 @@ def controller_calibrate(
                     json_out=None if json_to_stdout(json_out) else json_out, force=force)  # fmt: skip
     if not json_to_stdout(json_out):
         for head, c in res.chosen.items():
-            typer.echo(f"{head}: threshold {c['threshold']} ({c['rule']})")
+            typer.echo(f"{head}: threshold {c.threshold} ({c.rule})")
         typer.echo(f"policy written to {out}")
     else:
         emit_json(json_out, dict(res.document))

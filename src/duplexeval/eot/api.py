@@ -26,14 +26,16 @@ from duplexeval.eot.kinds import (
 )
 from duplexeval.eot.pairs import DEFAULT_LATENCY_BANDS_MS, DEFAULT_TOLERANCE_MS, EOTPair
 from duplexeval.errors import InputError
-from duplexeval.results import Artifact, artifact, frozen, metric, metrics_of, read_artifact
+from duplexeval.jsontypes import JsonObject
+from duplexeval.results import Artifact, artifact, metric, metrics_of, read_artifact
 
 if TYPE_CHECKING:  # the stage types; importing them at the top would load numpy, pyarrow and the detectors
     from duplexeval.eot.check_stage import SpanScores
     from duplexeval.eot.intervals import SelectionAware
     from duplexeval.eot.io import PairRow
     from duplexeval.eot.predictions import Predictions
-    from duplexeval.eot.spans import SpanSet
+    from duplexeval.eot.report import PairContribution
+    from duplexeval.eot.spans import SpanSet, SpanSetSummary
     from duplexeval.eot.sweep_engine import SweepConfig
     from duplexeval.executors import ExecutorSpec
     from duplexeval.results import Metric
@@ -59,7 +61,7 @@ class PairScore:
     signature: Signature
     metrics: Mapping[str, Metric]
     document: Mapping[str, Any]
-    rows: tuple[Mapping[str, Any], ...] = ()
+    rows: tuple[PairContribution, ...] = ()
     paths: tuple[Path, ...] = ()
 
 
@@ -75,7 +77,7 @@ class PredictResult:
     elapsed_s: float
     resumed_turns: int
     up_to_date: bool
-    spans: Mapping[str, Any]
+    spans: SpanSetSummary
 
 
 @dataclass(frozen=True)
@@ -151,14 +153,14 @@ def _check_bands(bands: Sequence[int], tolerance_ms: int) -> list[int]:
     return band_list
 
 
-def _pair_score(doc: Mapping[str, Any], latency: Latency, rows: Sequence[Mapping[str, Any]] = (),
+def _pair_score(doc: JsonObject, latency: Latency, rows: Sequence[PairContribution] = (),
                 paths: tuple[Path, ...] = (), path: str | Path = "<pairs>") -> PairScore:  # fmt: skip
     rec = artifact(doc, path, {k: doc[k] for k in ("score", "false_cutoff", "hang_at_ms", "latency_ms") if k in doc})
     assert rec.signature is not None
     hang = {int(b): metric(v) for b, v in (doc.get("hang_at_ms") or {}).items()}
     return PairScore(int(doc["score"]["n"]), int(doc.get("n_missed_commits") or 0), metric(doc.get("false_cutoff")),
                      MappingProxyType(hang), latency, rec.signature, rec.metrics, rec.document,
-                     tuple(frozen(r) for r in rows), paths)  # fmt: skip
+                     tuple(rows), paths)  # fmt: skip
 
 
 def _scored(
@@ -170,7 +172,7 @@ def _scored(
     *,
     source: str | None = None,
     inputs: Mapping[str, str] | None = None,
-) -> tuple[dict[str, Any], list[dict[str, Any]], Latency]:
+) -> tuple[JsonObject, list[PairContribution], Latency]:
     """Spec 003's report, the per-pair rows and the signed latencies of pairs from a file (`score`) or your own."""
     from duplexeval.eot.pairs import latency_s
     from duplexeval.eot.report import build_report, pair_rows
@@ -323,7 +325,7 @@ def score(
         write_json(json_out, doc)
         written.append(Path(json_out))
     if rows_out is not None:
-        atomic_write_text(rows_out, "".join(dumps_line(r) for r in prow))
+        atomic_write_text(rows_out, "".join(dumps_line(r.to_json()) for r in prow))
         written.append(Path(rows_out))
     return _pair_score(doc, latency, prow, tuple(written), pairs)
 
@@ -359,7 +361,7 @@ def predict(
     r = predict_stage.predict(ss, name, json_values(params), out, settings=settings, executor=spec, force=force,
                               progress=progress)  # fmt: skip
     return PredictResult(tuple(r.files), r.signature, r.n_turns, r.n_predictions, r.n_scored, r.elapsed_s,
-                         r.resumed_turns, r.up_to_date, frozen(span_set_summary(ss)))  # fmt: skip
+                         r.resumed_turns, r.up_to_date, span_set_summary(ss))  # fmt: skip
 
 
 def sweep(

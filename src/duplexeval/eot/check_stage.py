@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from duplexeval.eot.demo import demo_script
 from duplexeval.eot.predict_stage import PredictSettings, TurnTask, predict_turn_task
 from duplexeval.eot.sources import span_set_from_script
 from duplexeval.eot.spans import SpanSet
 from duplexeval.fdb.synth import parse_script
+from duplexeval.jsontypes import JsonObject
 
 SHOWN_AT_S = (0.2, 0.5, 1.0, 2.0)  # silence lengths the report shows a score at
 CHECK_TURNS = 2
@@ -51,7 +51,7 @@ def check_spans() -> SpanSet:
     return span_set_from_script(parse_script(script, "<eot check turns>"), "<eot check turns>")
 
 
-def check(detector: str, options: dict[str, Any], spans: SpanSet | None = None) -> list[SpanScores]:
+def check(detector: str, options: JsonObject, spans: SpanSet | None = None) -> list[SpanScores]:
     """The detector's scores on every span of the check turns."""
     ss = spans or check_spans()
     out = []

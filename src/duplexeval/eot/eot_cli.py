@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -44,11 +44,11 @@ def _parse_grid(text: str | None, flag: str, default: tuple[float, ...] | None) 
     return tuple(vals)
 
 
-def _grids(thresholds: str | None, action_delays: str | None, timeouts: str | None) -> dict[str, Any]:
-    """The three grid flags as the API's sequences (None keeps eot-bench's grid)."""
-    return {"thresholds": _parse_grid(thresholds, "--thresholds", None),
-            "action_delays": _parse_grid(action_delays, "--action-delays", None),
-            "timeouts": _parse_grid(timeouts, "--timeouts", None)}  # fmt: skip
+def _grids(thresholds: str | None, action_delays: str | None,
+           timeouts: str | None) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None, tuple[float, ...] | None]:
+    """The three grid flags (thresholds, action delays, timeouts) as the API's sequences (None keeps eot-bench's)."""
+    return (_parse_grid(thresholds, "--thresholds", None), _parse_grid(action_delays, "--action-delays", None),
+            _parse_grid(timeouts, "--timeouts", None))  # fmt: skip
 
 
 _PAIRS_HELP = ("CSV (header true_turn_end_s,detector_commit_s[,id][,conversation]) or JSONL file of pairs; "
@@ -126,8 +126,8 @@ def eot_predict(
     parse_spec(detector, "--detector")  # a malformed spec is refused before the spans are read
     ss = load_span_set(spans, source)
     info = span_set_summary(ss)
-    skipped = ", ".join(f"{k} {v}" for k, v in info["skipped"].items()) or "none"
-    typer.echo(f"spans: {info['n_turns']} turns, {info['n_hold_spans']} hold + {info['n_eot_spans']} eot spans "
+    skipped = ", ".join(f"{k} {v}" for k, v in info.skipped.items()) or "none"
+    typer.echo(f"spans: {info.n_turns} turns, {info.n_hold_spans} hold + {info.n_eot_spans} eot spans "
                f"(skipped: {skipped})")
     r = predict(ss, detector=detector, out=out, step=step, transcript_lag=transcript_lag, only_at=grid_at or (),
                 batch_size=batch_size, jobs=jobs, force=force, progress=False if quiet else progress,
@@ -183,8 +183,9 @@ def eot_sweep(
     from duplexeval.eot.api import sweep
     from duplexeval.eot.sweep_report import format_summary
 
-    res = sweep(predictions, out=out, score_mode=score_mode, score_point=score_point,
-                **_grids(thresholds, action_delays, timeouts), min_hold=min_hold, max_hold=max_hold,
+    grid_thr, grid_ad, grid_to = _grids(thresholds, action_delays, timeouts)
+    res = sweep(predictions, out=out, score_mode=score_mode, score_point=score_point, thresholds=grid_thr,
+                action_delays=grid_ad, timeouts=grid_to, min_hold=min_hold, max_hold=max_hold,
                 bootstrap=bootstrap, selection_aware=selection_aware, selection_max_turns=selection_max_turns,
                 bootstrap_max_turns=bootstrap_max_turns, plots=plots, force=force)  # fmt: skip
     for note in res.notes:

@@ -10,11 +10,11 @@ import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from duplexeval.eot.pairs import EOTPair
 from duplexeval.errors import InputError
 from duplexeval.jsonio import json_lines, read_text
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas import validate
 from duplexeval.schemas.eot import EOTPairRow
 
@@ -36,7 +36,7 @@ class PairRow:
         return math.isinf(self.pair.detector_commit_s)
 
 
-def _present(row: dict[str, Any], keys: tuple[str, ...], where: str, required: bool = True) -> str | None:
+def _present(row: JsonObject, keys: tuple[str, ...], where: str, required: bool = True) -> str | None:
     present = [k for k in keys if k in row]
     if not present:
         if required:
@@ -47,7 +47,7 @@ def _present(row: dict[str, Any], keys: tuple[str, ...], where: str, required: b
     return present[0]
 
 
-def _time(row: dict[str, Any], keys: tuple[str, ...], where: str, allow_missing: bool) -> float:
+def _time(row: JsonObject, keys: tuple[str, ...], where: str, allow_missing: bool) -> float:
     key = _present(row, keys, where)
     assert key is not None
     v = row[key]
@@ -66,7 +66,7 @@ def _time(row: dict[str, Any], keys: tuple[str, ...], where: str, allow_missing:
     return v  # range-checked by schemas.eot.EOTPairRow
 
 
-def _label(row: dict[str, Any], key: str | None, where: str, what: str) -> str | None:
+def _label(row: JsonObject, key: str | None, where: str, what: str) -> str | None:
     if key is None:
         return None
     v = row[key]
@@ -80,7 +80,7 @@ def _label(row: dict[str, Any], key: str | None, where: str, what: str) -> str |
     return s
 
 
-def pair_row(row: dict[str, Any], where: str) -> PairRow:
+def pair_row(row: JsonObject, where: str) -> PairRow:
     """One pair (with its optional ``id`` and ``conversation``) from a CSV/JSONL row; times and id are checked by
     ``schemas.eot.EOTPairRow`` (>= 0, within a day, no control characters), a missed commit is kept as +inf."""
     true_end = _time(row, TRUE_KEYS, where, False)
@@ -94,7 +94,7 @@ def pair_row(row: dict[str, Any], where: str) -> PairRow:
     return PairRow(pair, rec.id, conv)
 
 
-def pair_from_row(row: dict[str, Any], where: str) -> tuple[EOTPair, str | None]:
+def pair_from_row(row: JsonObject, where: str) -> tuple[EOTPair, str | None]:
     """One pair and its optional id (kept for callers of the first version)."""
     r = pair_row(row, where)
     return r.pair, r.id

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.artifacts import header
-from duplexeval.eot.detectors import KIND, build_detector, detector_info
+from duplexeval.eot.detectors import KIND, DetectorInfo, DetectorItem, DetectorPoint, build_detector, detector_info
 from duplexeval.eot.predictions import PREDICTIONS_KIND, Predictions, read_predictions, write_predictions
 from duplexeval.eot.spans import (
     GRID_STEP_S,
@@ -35,6 +35,7 @@ from duplexeval.eot.spans import (
 from duplexeval.errors import InputError, RefusalError, clip
 from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
 from duplexeval.jsonio import append_text, check_output_file, dumps_line, sha256_bytes
+from duplexeval.jsontypes import JsonObject
 from duplexeval.plugins import returned
 from duplexeval.progress import progress_bar
 from duplexeval.reruns import check_replace
@@ -65,8 +66,8 @@ class PredictSettings:
         if self.batch_size < 1:
             raise InputError(f"--batch-size must be at least 1, got {self.batch_size}")
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"inference_interval": self.step_s, "transcript_lag": self.transcript_lag_s}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"inference_interval": self.step_s, "transcript_lag": self.transcript_lag_s}
         if self.only_at:
             out["only_at"] = list(self.only_at)
         return out
@@ -106,7 +107,7 @@ def predict_turn_task(task: TurnTask) -> list[Row]:
     # with only_at, every grid time still gets a row (span durations come from the rows, as in eot-bench), but
     # only the listed silences are scored; the others are null ("no score at this time")
     ask = [k for k, p in enumerate(pts) if not st.only_at or any(abs(p.silence_dur - a) <= 1e-6 for a in st.only_at)]
-    meta: list[dict[str, Any]] = [
+    meta: list[DetectorPoint] = [
         {"language": turn.language, "timestamp": pts[k].timestamp, "silence_dur": pts[k].silence_dur,
          "span_index": pts[k].span_index, "messages": visible_messages(turn, pts[k].timestamp, st.transcript_lag_s)}
         for k in ask]  # fmt: skip
@@ -120,9 +121,11 @@ def predict_turn_task(task: TurnTask) -> list[Row]:
                             "a list of scores"))
     else:
         for g in range(0, len(meta), st.batch_size):
-            items = [dict(m, audio={"array": turn.audio[: end_sample(m["timestamp"])].copy(),
-                                    "sampling_rate": SAMPLE_RATE})
-                     for m in meta[g : g + st.batch_size]]  # fmt: skip
+            items: list[DetectorItem] = [
+                {"language": m["language"], "timestamp": m["timestamp"], "silence_dur": m["silence_dur"],
+                 "span_index": m["span_index"], "messages": m["messages"],
+                 "audio": {"array": turn.audio[: end_sample(m["timestamp"])].copy(), "sampling_rate": SAMPLE_RATE}}
+                for m in meta[g : g + st.batch_size]]  # fmt: skip
             got.extend(returned(KIND, name, "predict_batch", det.predict_batch(items), SCORES, "a list of scores"))
     if len(got) != len(meta):
         raise InputError(f"detector {task.detector!r} returned {len(got)} scores for {len(meta)} times in "
@@ -161,7 +164,7 @@ class PredictRun:
         return int((~np.isnan(self.predictions.p_eot)).sum())
 
 
-def predict_signature(spans: SpanSet, detector: str, info: Mapping[str, Any], settings: PredictSettings,
+def predict_signature(spans: SpanSet, detector: str, info: DetectorInfo, settings: PredictSettings,
                       options: Mapping[str, Any] | None = None) -> Signature:
     """Span-set hash, detector (version, model hash, settings; the options it was built with, stored in full) and the
     grid."""
@@ -169,8 +172,8 @@ def predict_signature(spans: SpanSet, detector: str, info: Mapping[str, Any], se
         PREDICT_DEFINITIONS,
         (
             Component("spans", spans.source, spans.sha256(), {}),
-            Component("det", f"{detector}:{info.get('value', '')}".rstrip(":"), info.get("hash"),
-                      dict(info.get("settings", {})), {"options": dict(options)} if options else {}),
+            Component("det", f"{detector}:{info.value}".rstrip(":"), info.hash, dict(info.settings),
+                      {"options": dict(options)} if options else {}),
             Component("grid", "", None, {"step": settings.step_s, "lag": settings.transcript_lag_s,
                                          **({"at": ",".join(f"{a:g}" for a in settings.only_at)} if settings.only_at
                                             else {})}),

@@ -19,6 +19,7 @@ import numpy as np
 
 from duplexeval.errors import InputError
 from duplexeval.jsonio import atomic_write_bytes, dumps_line, json_lines, read_text
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas.base import MAX_TIME_S
 
 COLUMNS = ("id", "language", "span_index", "timestamp", "silence_dur", "p_eot", "label")
@@ -90,7 +91,7 @@ class Predictions:
         p = _floats(cols["p_eot"], source, "p_eot", allow_null=True)
         return cls(ids, langs, span_index, timestamp, silence_dur, p, labels, source, meta)
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[JsonObject]:
         """Plain row dicts (p_eot None where there is no score)."""
         out = []
         for k in range(len(self)):

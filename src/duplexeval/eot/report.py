@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from duplexeval.eot.pairs import (
     latency_s,
     score,
 )
+from duplexeval.jsontypes import JsonObject
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import NO_DATA, NOT_REACHED, Quantile, Share
 
@@ -52,9 +54,9 @@ def report_signature(latency_bands_ms: Sequence[int], tolerance_ms: int, inputs:
     return Signature(DEFINITIONS, (comp,), dict(inputs or {})).with_bootstrap()
 
 
-def _share_json(count: int, n: int, interval: tuple[float, float] | None, method: str) -> dict[str, Any]:
+def _share_json(count: int, n: int, interval: tuple[float, float] | None, method: str) -> JsonObject:
     """The one share shape (``stats.Share.to_json``); a grouped bootstrap interval replaces the Wilson one."""
-    js: dict[str, Any] = Share(count, n).to_json()
+    js: JsonObject = dict(Share(count, n).to_json())
     if method != "wilson":
         js["interval"] = stats.json_interval(interval)
     js["interval_method"] = method
@@ -71,7 +73,7 @@ def build_report(
     source: str | None = None,
     inputs: Mapping[str, str] | None = None,
     intervals: bool = True,
-) -> dict[str, Any]:
+) -> JsonObject:
     """JSON-ready report. ``score`` is spec 003's dict; the rest adds evidence (empty sets give null).
 
     ``intervals=False`` leaves out the bootstrap interval of the median (the sweep has its own turn intervals).
@@ -126,7 +128,7 @@ def build_report(
     finite = lat_ms[np.isfinite(lat_ms)]
     spec_median = base["median_latency_ms"]
     sig = report_signature(latency_bands_ms, tolerance_ms, inputs)
-    out: dict[str, Any] = header(REPORT_KIND, SCHEMA_VERSION, sig, inputs or {})
+    out: JsonObject = header(REPORT_KIND, SCHEMA_VERSION, sig, inputs or {})
     out.update({
         "source": source,
         "settings": {"latency_bands_ms": list(latency_bands_ms), "tolerance_ms": tolerance_ms},
@@ -165,26 +167,46 @@ def build_report(
     return out
 
 
+@dataclass(frozen=True)
+class PairContribution:
+    """What one pair contributed (`eot score --rows`, one JSON line each): its times (s, to the microsecond; None for
+    a missed commit), its signed latency (ms; None when missed), false cutoff, hang at each band (ms, as text)."""
+
+    pair: int
+    id: str | None
+    conversation: str | None
+    grouped: bool  # the pairs carry conversations: the row names its own
+    true_turn_end_s: float | None
+    detector_commit_s: float | None
+    missed: bool
+    latency_ms: float | None
+    false_cutoff: bool
+    hang_at_ms: tuple[tuple[str, bool], ...]
+
+    def to_json(self) -> JsonObject:
+        row: JsonObject = {"pair": self.pair, "id": self.id}
+        if self.grouped:
+            row["conversation"] = self.conversation
+        row.update({"true_turn_end_s": self.true_turn_end_s, "detector_commit_s": self.detector_commit_s,
+                    "missed": self.missed, "latency_ms": self.latency_ms, "false_cutoff": self.false_cutoff,
+                    "hang_at_ms": dict(self.hang_at_ms)})  # fmt: skip
+        return row
+
+
 def pair_rows(
     pairs: Sequence[EOTPair], ids: Sequence[str | None], conversations: Sequence[str | None] | None,
     latency_bands_ms: Sequence[int], tolerance_ms: int,
-) -> list[dict[str, Any]]:
+) -> list[PairContribution]:
     """One row per pair: what it contributed (latency, false cutoff, hang at each band, missed)."""
     out = []
     for k, p in enumerate(pairs):
         lat = latency_s(p)
-        row: dict[str, Any] = {"pair": k + 1, "id": ids[k] if k < len(ids) else None}
-        if conversations is not None:
-            row["conversation"] = conversations[k]
-        row.update({
-            "true_turn_end_s": _s(p.true_turn_end_s),
-            "detector_commit_s": _s(p.detector_commit_s),
-            "missed": math.isinf(lat),
-            "latency_ms": _ms(lat * 1000.0),
-            "false_cutoff": bool(lat < -tolerance_ms / 1000.0),
-            "hang_at_ms": {str(b): bool(lat > b / 1000.0) for b in latency_bands_ms},
-        })  # fmt: skip
-        out.append(row)
+        out.append(PairContribution(
+            k + 1, ids[k] if k < len(ids) else None, conversations[k] if conversations is not None else None,
+            conversations is not None, _s(p.true_turn_end_s), _s(p.detector_commit_s), math.isinf(lat),
+            _ms(lat * 1000.0), bool(lat < -tolerance_ms / 1000.0),
+            tuple((str(b), bool(lat > b / 1000.0)) for b in latency_bands_ms),
+        ))  # fmt: skip
     return out
 
 
@@ -196,7 +218,7 @@ def _fmt_share(sh: Mapping[str, Any]) -> str:
     return f"{sh['value'] * 100:6.2f}%{ci}  ({sh['count']}/{sh['n']})"
 
 
-def format_report(rep: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] | None = None) -> str:
+def format_report(rep: Mapping[str, Any], rows: Sequence[PairContribution] | None = None) -> str:
     """The printed report: one line per rate, one median (the quantile rule's), quantiles, per-pair rows if given."""
     s = rep["score"]
     g = rep["grouping"]
@@ -221,11 +243,11 @@ def format_report(rep: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] | No
     lines.append("  latency quantiles " + "  ".join(parts) + " ms")
     if rows:
         lines.append("  pairs:")
-        w = max(len(str(r.get("id") or r["pair"])) for r in rows)
+        w = max(len(str(r.id or r.pair)) for r in rows)
         for r in rows:
-            name = str(r.get("id") or r["pair"])
-            latxt = NOT_REACHED if r["missed"] else f"{r['latency_ms']:+.1f} ms"
-            flags = ("false cutoff" if r["false_cutoff"] else "") + (" missed" if r["missed"] else "")
+            name = str(r.id or r.pair)
+            latxt = NOT_REACHED if r.missed else f"{r.latency_ms:+.1f} ms"
+            flags = ("false cutoff" if r.false_cutoff else "") + (" missed" if r.missed else "")
             lines.append(f"    {name:<{w}}  {latxt:>12}  {flags.strip()}")
     lines.append(f"  {NOT_REACHED} = not reached (a missed commit is a latency that never happened), "
                  f"{NO_DATA} = no data")

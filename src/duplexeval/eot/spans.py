@@ -12,11 +12,11 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.units import SAMPLE_RATE, TimedWord
 
 MIN_SPAN_S = 0.1  # eot-bench's min_silence_span
@@ -173,9 +173,26 @@ def grid_points(turn: SpanTurn, step: float = GRID_STEP_S) -> list[GridPoint]:
     return out
 
 
-def span_set_summary(ss: SpanSet) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SpanSetSummary:
+    """Counts for reports: turns, spans by label, skipped by reason (sorted), and the span set's hash."""
+
+    name: str
+    source: str
+    n_turns: int
+    n_hold_spans: int
+    n_eot_spans: int
+    skipped: dict[str, int]
+    sha256: str
+
+    def to_json(self) -> JsonObject:
+        return {"name": self.name, "source": self.source, "n_turns": self.n_turns, "n_hold_spans": self.n_hold_spans,
+                "n_eot_spans": self.n_eot_spans, "skipped": dict(self.skipped), "sha256": self.sha256}  # fmt: skip
+
+
+def span_set_summary(ss: SpanSet) -> SpanSetSummary:
     """Counts for reports: turns, spans by label, skipped by reason."""
     n_hold = sum(1 for t in ss.turns for s in t.spans if s.label == "hold")
     n_eot = sum(1 for t in ss.turns for s in t.spans if s.label == "eot")
-    return {"name": ss.name, "source": ss.source, "n_turns": len(ss.turns), "n_hold_spans": n_hold,
-            "n_eot_spans": n_eot, "skipped": dict(sorted(ss.skipped.items())), "sha256": ss.sha256()}  # fmt: skip
+    return SpanSetSummary(ss.name, ss.source, len(ss.turns), n_hold, n_eot, dict(sorted(ss.skipped.items())),
+                          ss.sha256())

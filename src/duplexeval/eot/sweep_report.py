@@ -45,6 +45,7 @@ from duplexeval.eot.sweep_engine import (
     vad_point,
 )
 from duplexeval.jsonio import atomic_write_bytes
+from duplexeval.jsontypes import JsonObject
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
@@ -75,10 +76,10 @@ def compute(preds: Predictions, cfg: SweepConfig) -> SweepResult:
 
 
 def _point_json(p: Selected | None, cfg: SweepConfig, budget: float | None = None,
-                latency_budget: float | None = None) -> dict[str, Any] | None:
+                latency_budget: float | None = None) -> JsonObject | None:
     if p is None:
         return None
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     if budget is not None:
         out["cutoff_budget"] = budget
     if latency_budget is not None:
@@ -89,7 +90,7 @@ def _point_json(p: Selected | None, cfg: SweepConfig, budget: float | None = Non
     return out
 
 
-def _vad_json(p: Selected | None) -> dict[str, Any] | None:
+def _vad_json(p: Selected | None) -> JsonObject | None:
     if p is None:
         return None
     return {"delay": p.action_delay, "cutoff_rate": p.cutoff_rate, "mean_latency": p.mean_latency}
@@ -146,11 +147,11 @@ def build_summary(
     selection_aware: bool = True,
     selection_max_turns: int = iv.SELECTION_MAX_TURNS,
     bootstrap_max_turns: int = iv.BOOTSTRAP_MAX_TURNS,
-) -> dict[str, Any]:
+) -> JsonObject:
     """summary.json: header, eot-bench's keys, then our additions."""
     cfg, sw, spans = res.cfg, res.sweep, res.spans
     sig = sweep_signature(res, preds, preds_sha, bootstrap)
-    out: dict[str, Any] = header(SWEEP_KIND, SCHEMA_VERSION, sig, {"predictions": preds_sha})
+    out: JsonObject = header(SWEEP_KIND, SCHEMA_VERSION, sig, {"predictions": preds_sha})
     out.update(classification(spans))
     out["operating_points"] = {budget_key(b): _point_json(res.points[budget_key(b)], cfg, budget=b)
                                for b in CUTOFF_BUDGETS}
@@ -186,8 +187,8 @@ def build_summary(
     return out
 
 
-def _intervals(res: SweepResult, selection: bool, max_turns: int) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def _intervals(res: SweepResult, selection: bool, max_turns: int) -> JsonObject:
+    out: JsonObject = {
         "unit": "turn",
         "method": "percentile bootstrap over whole turns: 2000 resamples, default_rng(0), ranks 50 and 1950; "
         "cutoff rate and mean latency as pooled ratios of per-turn sums",
@@ -207,16 +208,16 @@ def _intervals(res: SweepResult, selection: bool, max_turns: int) -> dict[str, A
             out[name] = None
             continue
         tc = iv.turn_counts(res.spans, res.cfg, p)
-        entry: dict[str, Any] = {"fixed_policy": {"label": "policy held fixed", **iv.fixed_policy_intervals(tc, idx)},
+        entry: JsonObject = {"fixed_policy": {"label": "policy held fixed", **iv.fixed_policy_intervals(tc, idx)},
                                  "span_wilson_cutoff_rate": iv.wilson_cutoff(tc)}  # fmt: skip
         entry["selection_aware"] = sel[name].to_json() if name in sel else {"label": reason}
         out[name] = entry
     return out
 
 
-def _spec003(res: SweepResult) -> dict[str, Any]:
+def _spec003(res: SweepResult) -> JsonObject:
     """Spec 003's score of each operating point's commits (per turn: true end, first commit)."""
-    out: dict[str, Any] = {"rule": "per turn with an eot span: (true end, first commit of the policy in the turn); "
+    out: JsonObject = {"rule": "per turn with an eot span: (true end, first commit of the policy in the turn); "
                                    "a commit inside a hold span is a false cutoff before the true end"}  # fmt: skip
     for name, p in res.points.items():
         if p is None:

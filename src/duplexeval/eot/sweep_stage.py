@@ -24,6 +24,7 @@ from duplexeval.eot.sweep_report import (
 )
 from duplexeval.errors import RefusalError
 from duplexeval.jsonio import check_output_dir, sha256_file, write_json
+from duplexeval.jsontypes import JsonObject
 from duplexeval.reruns import NOT_OURS, check_replace, read_header
 
 
@@ -42,7 +43,7 @@ def sweep(
     selection_aware: bool = True, selection_max_turns: int = 2000, bootstrap_max_turns: int = 20000, plots: bool = True,
     echo: Callable[[str], Any] | None = typer.echo,
     title: str = "",
-) -> dict[str, Any]:  # fmt: skip
+) -> JsonObject:  # fmt: skip
     """Read, sweep, summarise, write ``out/{summary.json, sweep.parquet, pareto.png, operating_points.png}``, print
     (``echo`` None: print nothing, not even the warning, which the summary's ``notes`` hold)."""
 

@@ -15,8 +15,8 @@ if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.jsontypes import JsonObject
 
 # `--judge openai:k=v,...`: the parameters and their defaults (the official run's model, seed and endpoint).
-JUDGE_DEFAULTS: dict[str, Any] = {"model": "gpt-4-turbo", "base_url": "https://api.openai.com/v1",
-                                  "api_key_env": "OPENAI_API_KEY", "seed": 0, "timeout_s": 60.0}
+JUDGE_DEFAULTS: dict[str, str | int | float] = {"model": "gpt-4-turbo", "base_url": "https://api.openai.com/v1",
+                                                "api_key_env": "OPENAI_API_KEY", "seed": 0, "timeout_s": 60.0}
 
 
 def judge_settings(spec: str) -> tuple[str, dict[str, Any]]:

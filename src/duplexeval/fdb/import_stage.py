@@ -14,6 +14,7 @@ from the dataset, as export does.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -114,36 +115,87 @@ def _refuse_multichannel(samples: Sequence[SampleKey], sources: list[Path]) -> N
             to_mono(np.zeros((0, n_ch), np.float32), None, f"{src}: sample {sample.subset}/{sample.id}")
 
 
-def _adopt(src: Path, sdir: Path, name: str, n: int, channel: int | str | None,
-           where: str) -> tuple[dict[str, str], list[str], JsonObject]:
-    """One output made elsewhere, resampled to 16 kHz and fitted to n samples (within one frame), as `sdir/name`;
-    returns (files, reasons, info)."""
-    files: dict[str, str] = {}
-    reasons: list[str] = []
-    info: JsonObject = {"source_sha256": None, "source_sample_rate": None, "source_samples": None,
-                            "length_fix_samples": None}
+@dataclass
+class Adopted:
+    """One output adopted from elsewhere: the files written, the ineligibility reasons, and what the manifest entry
+    records of its source (hash, rate, length, the length fixed, why it could not be read, which channel)."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    source_sha256: str | None = None
+    source_sample_rate: int | None = None
+    source_samples: int | None = None
+    length_fix_samples: int | None = None
+    error: str | None = None  # the source could not be read
+    channels: int | None = None  # a multi-channel source, and the channel taken
+    channel: int | str | None = None
+
+    def source_json(self) -> JsonObject:
+        """The source's keys after the hash: rate, length and the length fixed."""
+        return {"source_sample_rate": self.source_sample_rate, "source_samples": self.source_samples,
+                "length_fix_samples": self.length_fix_samples}
+
+    def notes_json(self) -> JsonObject:
+        """The keys only some sources have: the read error, or the channels and the one taken."""
+        out: JsonObject = {}
+        if self.error is not None:
+            out["error"] = self.error
+        if self.channels is not None:
+            out.update({"channels": self.channels, "channel": self.channel})
+        return out
+
+    def to_json(self) -> JsonObject:
+        return {"source_sha256": self.source_sha256, **self.source_json(), **self.notes_json()}
+
+
+@dataclass
+class ImportInfo:
+    """The `import` block of a sample's manifest entry: its output.wav's source (hash of what keyed the sample),
+    whether an output.json was adopted (and its hash), each further output's record, the further transcripts."""
+
+    output: Adopted
+    source_sha256: str | None
+    output_json_sha256: str | None = None
+    sessions: dict[str, tuple[float, Adopted]] = field(default_factory=dict)  # output name -> (T, adopted)
+    transcripts: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"source_sha256": self.source_sha256, **self.output.source_json(),
+                           "output_json": self.output_json_sha256 is not None, **self.output.notes_json()}
+        if self.output_json_sha256 is not None:
+            out["output_json_sha256"] = self.output_json_sha256
+        if self.sessions:
+            out["sessions"] = {name: {"T": T, **a.to_json(), "reasons": sorted(set(a.reasons))}
+                               for name, (T, a) in self.sessions.items()}
+        if self.transcripts:
+            out["transcripts"] = dict(self.transcripts)
+        return out
+
+
+def _adopt(src: Path, sdir: Path, name: str, n: int, channel: int | str | None, where: str) -> Adopted:
+    """One output made elsewhere, resampled to 16 kHz and fitted to n samples (within one frame), as `sdir/name`."""
     if not src.is_file():
-        return files, [REASON_MISSING_OUTPUT], info
-    info["source_sha256"] = sha256_file(src)
+        return Adopted(reasons=[REASON_MISSING_OUTPUT])
+    got = Adopted(source_sha256=sha256_file(src))
     try:
         channels, sr = read_audio_channels(src)
     except InputError as exc:
-        info["error"] = f"cannot read {name}: {str(exc).rsplit(':', 1)[-1].strip()}"
-        return files, [REASON_BAD_OUTPUT], info
+        got.error = f"cannot read {name}: {str(exc).rsplit(':', 1)[-1].strip()}"
+        got.reasons.append(REASON_BAD_OUTPUT)
+        return got
     audio = to_mono(channels, channel, where)
     if channels.shape[1] > 1:
-        info["channels"] = int(channels.shape[1])
-        info["channel"] = channel
+        got.channels, got.channel = int(channels.shape[1]), channel
     a16 = resample(audio, sr, SAMPLE_RATE)
-    info["source_sample_rate"] = sr
-    info["source_samples"] = int(audio.shape[0])
+    got.source_sample_rate = sr
+    got.source_samples = int(audio.shape[0])
     diff = int(a16.shape[0]) - n
-    info["length_fix_samples"] = -diff
+    got.length_fix_samples = -diff
     if abs(diff) > LENGTH_TOLERANCE_SAMPLES:
-        reasons.append(REASON_LENGTH)
+        got.reasons.append(REASON_LENGTH)
     else:
-        files[name] = write_wav_pcm16(sdir / name, to_pcm16(fit_length(a16, n)), SAMPLE_RATE)
-    return files, reasons, info
+        got.files[name] = write_wav_pcm16(sdir / name, to_pcm16(fit_length(a16, n)), SAMPLE_RATE)
+    return got
 
 
 def _further_transcripts(subset: str) -> list[str]:
@@ -166,34 +218,28 @@ def _import_one(sample: SampleLike, src: Path, out: Path, run_sha: str, src_sha:
     files.update(copied)
     reasons += missing
     where = f"{src}: sample {sample.subset}/{sample.id}"
-    got, why, info = _adopt(src, sdir, OUTPUT_WAV, n, channel, where)
-    reasons += why
-    head = {k: info.pop(k) for k in ("source_sha256", "source_sample_rate", "source_samples", "length_fix_samples")}
-    info = {**head, "source_sha256": src_sha if src.is_file() else None, "output_json": False, **info}
-    if got:
-        files = {**got, **files}
+    adopted = _adopt(src, sdir, OUTPUT_WAV, n, channel, where)
+    reasons += adopted.reasons
+    info = ImportInfo(adopted, src_sha if src.is_file() else None)
+    if adopted.files:
+        files = {**adopted.files, **files}
         oj = src.parent / OUTPUT_JSON
         if oj.is_file() and not ignore_output_json:
             data = oj.read_bytes()
             atomic_write_bytes(sdir / OUTPUT_JSON, data)
-            info["output_json"] = True
-            info["output_json_sha256"] = sha256_bytes(data)
-    sessions: dict[str, JsonObject] = {}
+            info.output_json_sha256 = sha256_bytes(data)
     for sess in layout.sessions()[1:]:  # the task's further outputs, beside output.wav
         n_m = n_samples_for(_length(source_path(sample, sess.source)))
-        m_files, m_why, m_info = _adopt(src.parent / sess.output, sdir, sess.output, n_m, channel,
-                                        f"{src.parent / sess.output}: sample {sample.subset}/{sample.id}")
-        files.update(m_files)
-        reasons += m_why
-        sessions[sess.output] = {"T": n_m / SAMPLE_RATE, **m_info, "reasons": sorted(set(m_why))}
-    if sessions:
-        info["sessions"] = sessions
-        if not ignore_output_json:
-            found = {j: atomic_write_bytes(sdir / j, (src.parent / j).read_bytes())
-                     for j in _further_transcripts(sample.subset) if (src.parent / j).is_file()}
-            if found:
-                info["transcripts"] = found
-    entry = SampleEntry(sample.subset, sample.id, T, not reasons, sorted(set(reasons)), files, {"import": info})
+        more = _adopt(src.parent / sess.output, sdir, sess.output, n_m, channel,
+                      f"{src.parent / sess.output}: sample {sample.subset}/{sample.id}")
+        files.update(more.files)
+        reasons += more.reasons
+        info.sessions[sess.output] = (n_m / SAMPLE_RATE, more)
+    if info.sessions and not ignore_output_json:
+        info.transcripts = {j: atomic_write_bytes(sdir / j, (src.parent / j).read_bytes())
+                            for j in _further_transcripts(sample.subset) if (src.parent / j).is_file()}
+    entry = SampleEntry(sample.subset, sample.id, T, not reasons, sorted(set(reasons)), files,
+                        {"import": info.to_json()})
     write_trace(sdir, Trace(IMPORT_TRACE_KIND, TraceHead(run_sha, sample.subset, sample.id, T, n, key, ann_sha), entry))
     return entry
 

@@ -19,11 +19,12 @@ import numpy as np
 
 from duplexeval.controller.format.data import ControllerData, load_data
 from duplexeval.controller.format.policy import EvaluationPolicy
-from duplexeval.controller.labels.sources import read_manifest
-from duplexeval.controller.metrics.events import evidence_row
+from duplexeval.controller.labels.sources import Conversation, read_manifest
+from duplexeval.controller.metrics.events import ClipEvidence, EndpointEvidence
 from duplexeval.controller.metrics.report import run_clips
 from duplexeval.errors import DuplexEvalError
 from duplexeval.jsonio import sha256_file
+from duplexeval.jsontypes import JsonObject
 from duplexeval.report import other_pages
 from duplexeval.report.clips import ogg_bytes, peaks_b64
 from duplexeval.report.explorer import Item, PageData, Track, Verdict, explorer_html
@@ -37,12 +38,12 @@ AGENT_COLOR = "#6b7280"
 
 @dataclass
 class Controller:
-    """One evaluate report, its data folder (when found and current) and the per-clip evidence rows."""
+    """One evaluate report, its data folder (when found and current) and the per-clip evidence by clip id."""
 
     path: Path
-    report: dict[str, Any]
+    report: JsonObject
     data: ControllerData | None
-    rows: dict[str, dict[str, Any]]
+    rows: dict[str, ClipEvidence]
     note: str
 
     @property
@@ -56,7 +57,7 @@ class Controller:
         return self.path.stem
 
 
-def find_data(report_path: Path, report: dict[str, Any]) -> tuple[ControllerData | None, str]:
+def find_data(report_path: Path, report: JsonObject) -> tuple[ControllerData | None, str]:
     """The data folder the report was made from: beside the report, else from here; its clips.jsonl must match."""
     d = report.get("data") or {}
     rel = d.get("path")
@@ -73,13 +74,13 @@ def find_data(report_path: Path, report: dict[str, Any]) -> tuple[ControllerData
     return None, f"{report_path.name}: its data folder {rel} is not beside it or here"
 
 
-def load_controller(path: Path, report: dict[str, Any]) -> Controller:
+def load_controller(path: Path, report: JsonObject) -> Controller:
     data, note = find_data(path, report)
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, ClipEvidence] = {}
     if data is not None:
         policy = EvaluationPolicy.from_json(report.get("evaluation_policy"), f"{path}: evaluation_policy")
         evs, _ = run_clips(data.iter_clips(), policy)
-        rows = {e.clip_id: evidence_row(e) for e in evs}
+        rows = {e.clip_id: e for e in evs}
     return Controller(path, report, data, rows, note)
 
 
@@ -145,7 +146,7 @@ def _diff(m: Any, unit: str) -> Estimate | None:
     return Estimate(d, None if not ci else float(ci[0]), None if not ci else float(ci[1]), txt)
 
 
-def _compare_for(comps: Sequence[dict[str, Any]], a: Controller, b: Controller) -> dict[str, Any] | None:
+def _compare_for(comps: Sequence[JsonObject], a: Controller, b: Controller) -> JsonObject | None:
     """The compare file whose A and B are these two reports' data folders (matched by folder name)."""
     def folder(c: Controller) -> str:
         return Path(str((c.report.get("data") or {}).get("path") or "")).name
@@ -158,7 +159,7 @@ def _compare_for(comps: Sequence[dict[str, Any]], a: Controller, b: Controller) 
     return None
 
 
-def forest_rows(ctls: Sequence[Controller], comps: Sequence[dict[str, Any]], baseline: int) -> list[ForestRow]:
+def forest_rows(ctls: Sequence[Controller], comps: Sequence[JsonObject], baseline: int) -> list[ForestRow]:
     values = [_metrics(c) for c in ctls]
     paired = [_compare_for(comps, ctls[baseline], c) if k != baseline else None for k, c in enumerate(ctls)]
     rows = []
@@ -174,7 +175,7 @@ def forest_rows(ctls: Sequence[Controller], comps: Sequence[dict[str, Any]], bas
     return rows
 
 
-def compare_only_rows(cmp: dict[str, Any]) -> list[ForestRow]:
+def compare_only_rows(cmp: JsonObject) -> list[ForestRow]:
     """A compare file on its own: A and B per metric (points) and B - A with the grouped paired interval."""
     metrics = ((cmp.get("event_metrics") or {}).get("metrics")) or {}
     rows = []
@@ -189,16 +190,22 @@ def compare_only_rows(cmp: dict[str, Any]) -> list[ForestRow]:
     return rows
 
 
-def _why(row: dict[str, Any], mode: str) -> tuple[str, str, str]:
-    """(outcome, class, why) of one clip under one controller, from its evidence row."""
-    ep = row.get(mode) or {}
-    turns, pauses = ep.get("turns") or [], ep.get("pauses") or []
-    early = sum(1 for t in turns if t.get("early_firings"))
-    none = sum(1 for t in turns if t.get("final") is None)
-    cuts = sum(1 for p in pauses if p.get("false_cut"))
-    lats = sorted(float(t["latency_ms"]) for t in turns if t.get("latency_ms") is not None)
+def _endpoint(ev: ClipEvidence, mode: str) -> EndpointEvidence:
+    """The clip's turn and pause outcomes under `mode` (none when it has no endpoint probes)."""
+    found = ev.endpoint.get(mode) if ev.has_endpoint else None
+    return EndpointEvidence() if found is None else found
+
+
+def _why(ev: ClipEvidence, mode: str) -> tuple[str, str, str]:
+    """(outcome, class, why) of one clip under one controller, from its evidence."""
+    ep = _endpoint(ev, mode)
+    n_turns, n_pauses = len(ep.turn_source), len(ep.pause_false_cut)
+    early = sum(1 for k in ep.turn_early_firings if k)
+    none = sum(1 for s in ep.turn_source if s is None)
+    cuts = sum(1 for fc in ep.pause_false_cut if fc)
+    lats = sorted(lt / 1000.0 for lt in ep.turn_latency_us if lt is not None)
     med = f"; median endpoint latency {lats[(len(lats) - 1) // 2]:.0f} ms" if lats else ""
-    parts = [f"early cut-in on {early} of {len(turns)} turns", f"false endpoint in {cuts} of {len(pauses)} pauses"]
+    parts = [f"early cut-in on {early} of {n_turns} turns", f"false endpoint in {cuts} of {n_pauses} pauses"]
     if none:
         parts.append(f"no endpoint on {none}")
     bad = early or cuts or none
@@ -249,9 +256,9 @@ def clip_items(ctls: Sequence[Controller], labels: Sequence[str], colors: Sequen
                 continue
             frames = c.data.load_frames(cm)
             thr = float((c.report.get("evaluation_policy") or {}).get("endpoint_threshold") or 0.5)
-            commits = tuple(t.turn_end_s + float(tr["latency_ms"]) / 1000
-                            for t, tr in zip(meta.turn_probes, (row.get(c.mode) or {}).get("turns") or [])
-                            if tr.get("latency_ms") is not None)
+            commits = tuple(t.turn_end_s + (lt / 1000.0) / 1000
+                            for t, lt in zip(meta.turn_probes, _endpoint(row, c.mode).turn_latency_us)
+                            if lt is not None)
             curve = None if frames.endpoint is None else _curve_b64(frames.endpoint)
             tracks.append(Track(k, labels[k], colors[k % len(colors)], None, curve=curve, level=thr, ticks=commits,
                                 note="endpoint probability" if curve else "no endpoint head"))
@@ -265,7 +272,7 @@ def clip_items(ctls: Sequence[Controller], labels: Sequence[str], colors: Sequen
     return [i for _, i in items]
 
 
-def _conversations(data: ControllerData) -> dict[str, Any]:
+def _conversations(data: ControllerData) -> dict[str, Conversation]:
     """The conversations the data folder was made from (dataset.json `conversations`), by id; none when not found."""
     rel = data.info.get("conversations")
     if not isinstance(rel, str):
@@ -279,7 +286,7 @@ def _conversations(data: ControllerData) -> dict[str, Any]:
     return {}
 
 
-def controller_body(ctls: Sequence[Controller], comps: Sequence[tuple[Path, dict[str, Any]]], labels: Sequence[str],
+def controller_body(ctls: Sequence[Controller], comps: Sequence[tuple[Path, JsonObject]], labels: Sequence[str],
                     colors: Sequence[str], baseline: int, data: PageData, audio: str) -> str:
     """The controller section: forest, numbers, compare tables, clip cards."""
     parts = []

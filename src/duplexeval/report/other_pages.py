@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.report.page import esc, signature_line, table
 
 
@@ -29,12 +30,12 @@ def _text(x: Any) -> str:
     return str(x)
 
 
-def _sig(rep: dict[str, Any]) -> str:
+def _sig(rep: JsonObject) -> str:
     sig = rep.get("signature")
     return signature_line(sig["compact"]) if isinstance(sig, dict) and "compact" in sig else ""
 
 
-def controller_body(label: str, rep: dict[str, Any]) -> str:
+def controller_body(label: str, rep: JsonObject) -> str:
     """A controller evaluate report: data, frame metrics, event metrics and the policy, as tables."""
     parts = [f"<h2>{esc(label)}</h2>", _sig(rep)]
     for key, title in (("data", "Data"), ("frame_metrics", "Frame metrics"), ("event_metrics", "Event metrics"),
@@ -44,7 +45,7 @@ def controller_body(label: str, rep: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def controller_compare_body(label: str, rep: dict[str, Any]) -> str:
+def controller_compare_body(label: str, rep: JsonObject) -> str:
     """A controller compare file: B - A per metric with the grouped paired-bootstrap interval."""
     em = rep.get("event_metrics") or {}
     rows = []
@@ -59,9 +60,9 @@ def controller_compare_body(label: str, rep: dict[str, Any]) -> str:
             + table(["metric", "A", "B", "B - A", "95% interval", "resamples skipped"], rows))
 
 
-def eot_body(label: str, rep: dict[str, Any]) -> str:
+def eot_body(label: str, rep: JsonObject) -> str:
     """An end-of-turn report: spec 003's score, the shares with their intervals, the latency quantiles."""
-    def share(sh: dict[str, Any]) -> list[str]:  # the stats.Share shape: value, count, n, interval
+    def share(sh: JsonObject) -> list[str]:  # the stats.Share shape: value, count, n, interval
         ci = sh.get("interval")
         return [_text(sh.get("value")), "—" if ci is None or None in ci else f"[{ci[0]:.4f}, {ci[1]:.4f}]",
                 f"{sh.get('count')}/{sh.get('n')}"]

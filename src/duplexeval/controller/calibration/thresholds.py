@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -16,6 +15,7 @@ from duplexeval.controller.format.data import Clip
 from duplexeval.controller.format.policy import EvaluationPolicy
 from duplexeval.controller.metrics.events import ClipEvidence, aggregate, clip_events
 from duplexeval.errors import RefusalError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.stats import quantile_rule
 
 DEFAULT_GRID: tuple[float, ...] = tuple(round(0.05 + 0.01 * k, 2) for k in range(95))  # 0.05 .. 0.99
@@ -38,7 +38,7 @@ class Targets:
         }
 
 
-def targets_from_report(events: dict[str, Any], mode: str) -> Targets:
+def targets_from_report(events: JsonObject, mode: str) -> Targets:
     """Targets equal to a reference system's development event metrics (its pause cut-in share, false yields and
     acknowledgments per hour)."""
     ep = events.get("endpoint", {}).get(mode, {})
@@ -49,7 +49,66 @@ def targets_from_report(events: dict[str, Any], mode: str) -> Targets:
     return Targets(pause, y, b)
 
 
-def endpoint_latency_key(ev_section: dict[str, Any], evs: Sequence[ClipEvidence], mode: str) -> float:
+@dataclass(frozen=True)
+class GridRow:
+    """One grid threshold's development numbers (a head's numbers only when the data has that head)."""
+
+    threshold: float
+    has_endpoint: bool = False
+    endpoint_median_latency_all_ms: float | None = None
+    pause_cutin: float | None = None
+    early_cutin: float | None = None
+    no_endpoint: float | None = None
+    has_yield: bool = False
+    yield_detection: float | None = None
+    yield_false_per_hour: float | None = None
+    has_backchannel: bool = False
+    backchannel_recall: float | None = None
+    backchannel_ack_per_hour: float | None = None
+
+    def to_json(self) -> JsonObject:
+        row: JsonObject = {"threshold": self.threshold}
+        if self.has_endpoint:
+            row.update({"endpoint_median_latency_all_ms": self.endpoint_median_latency_all_ms,
+                        "pause_cutin": self.pause_cutin, "early_cutin": self.early_cutin,
+                        "no_endpoint": self.no_endpoint})  # fmt: skip
+        if self.has_yield:
+            row.update({"yield_detection": self.yield_detection, "yield_false_per_hour": self.yield_false_per_hour})
+        if self.has_backchannel:
+            row.update({"backchannel_recall": self.backchannel_recall,
+                        "backchannel_ack_per_hour": self.backchannel_ack_per_hour})  # fmt: skip
+        return row
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """A head's calibrated threshold and the rule that picked it."""
+
+    threshold: float
+    rule: str
+
+    def to_json(self) -> JsonObject:
+        return {"threshold": self.threshold, "rule": self.rule}
+
+
+@dataclass(frozen=True)
+class CalibrationTable:
+    """What `calibrate` decided and from what: the targets, the grid, each head's choice, every grid row, the mode."""
+
+    targets: Targets
+    grid: list[float]
+    chosen: dict[str, Chosen]
+    table: list[GridRow]
+    mode: str
+
+    def chosen_json(self) -> JsonObject:
+        return {head: c.to_json() for head, c in self.chosen.items()}
+
+    def table_json(self) -> list[JsonObject]:
+        return [r.to_json() for r in self.table]
+
+
+def endpoint_latency_key(evs: Sequence[ClipEvidence], mode: str) -> float:
     """Replay latency for selection: quantile-rule median over *all* turn probes, a missing endpoint counting as
     +inf, so a threshold cannot win by rarely firing. +inf when the median is not reached."""
     lat = [(math.inf if x is None else x / 1000.0) for e in evs for x in e.endpoint[mode].turn_latency_us]
@@ -70,48 +129,48 @@ def sweep(clips: Iterable[Clip], base: EvaluationPolicy,
 
 
 def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets,
-              grid: Sequence[float] = DEFAULT_GRID) -> tuple[EvaluationPolicy, dict[str, Any]]:
+              grid: Sequence[float] = DEFAULT_GRID) -> tuple[EvaluationPolicy, CalibrationTable]:
     """Pick thresholds by the rules above; returns the frozen policy and a table of every grid point."""
     grid = sorted({float(t) for t in grid})
     if not grid:
         raise RefusalError("calibrate: empty threshold grid")
     mode = base.endpoint_mode
-    table = []
+    table: list[GridRow] = []
     for t, evs in sweep(clips, base, grid):
         pol = base.with_(endpoint_threshold=t, yield_threshold=t, backchannel_threshold=t)
         agg = aggregate(evs, pol)
-        row: dict[str, Any] = {"threshold": t}
+        ep: dict[str, float | None] = {}
         if "endpoint" in agg:
             e = agg["endpoint"][mode]
-            row["endpoint_median_latency_all_ms"] = _f(endpoint_latency_key(agg, evs, mode))
-            row["pause_cutin"] = e["pause_false_endpoints"]["value"]
-            row["early_cutin"] = e["early_cutin"]["value"]
-            row["no_endpoint"] = e["no_endpoint"]["value"]
-        if "yield" in agg:
-            row["yield_detection"] = agg["yield"]["detection"]["value"]
-            row["yield_false_per_hour"] = agg["yield"]["false_events"]["per_hour"]
-        if "backchannel" in agg:
-            row["backchannel_recall"] = agg["backchannel"]["recall"]["value"]
-            row["backchannel_ack_per_hour"] = agg["backchannel"]["acknowledgment_rate"]["per_hour"]
-        table.append(row)
-    chosen: dict[str, Any] = {}
-    changes: dict[str, Any] = {}
+            ep = {"endpoint_median_latency_all_ms": _f(endpoint_latency_key(evs, mode)),
+                  "pause_cutin": e["pause_false_endpoints"]["value"], "early_cutin": e["early_cutin"]["value"],
+                  "no_endpoint": e["no_endpoint"]["value"]}  # fmt: skip
+        y = agg.get("yield")
+        bc = agg.get("backchannel")
+        table.append(GridRow(
+            t, "endpoint" in agg, **ep,
+            has_yield=y is not None, yield_detection=y["detection"]["value"] if y else None,
+            yield_false_per_hour=y["false_events"]["per_hour"] if y else None,
+            has_backchannel=bc is not None, backchannel_recall=bc["recall"]["value"] if bc else None,
+            backchannel_ack_per_hour=bc["acknowledgment_rate"]["per_hour"] if bc else None,
+        ))  # fmt: skip
+    chosen: dict[str, Chosen] = {}
+    changes: dict[str, float] = {}
     if targets.pause_cutin_ceiling is not None:
-        ok = [r for r in table
-              if r.get("pause_cutin") is not None and r["pause_cutin"] <= targets.pause_cutin_ceiling + 1e-12]
+        ceiling = targets.pause_cutin_ceiling
+        ok = [r for r in table if r.pause_cutin is not None and r.pause_cutin <= ceiling + 1e-12]
         if not ok:
             raise RefusalError("calibrate: no grid threshold keeps the pause cut-in share <= "
                                f"{targets.pause_cutin_ceiling} (or the data has no pause probes)")
 
-        def latency_then_higher_threshold(r: dict[str, Any]) -> tuple[float, float]:
-            lat = r["endpoint_median_latency_all_ms"]
-            return (math.inf if lat is None else lat, -r["threshold"])
+        def latency_then_higher_threshold(r: GridRow) -> tuple[float, float]:
+            lat = r.endpoint_median_latency_all_ms
+            return (math.inf if lat is None else lat, -r.threshold)
 
         best = min(ok, key=latency_then_higher_threshold)
-        changes["endpoint_threshold"] = best["threshold"]
-        chosen["endpoint"] = {"threshold": best["threshold"],
-                              "rule": "lowest median replay latency (no endpoint = +inf) with pause cut-in share <= "
-                                      "ceiling; ties: higher threshold"}
+        changes["endpoint_threshold"] = best.threshold
+        chosen["endpoint"] = Chosen(best.threshold, "lowest median replay latency (no endpoint = +inf) with pause "
+                                                    "cut-in share <= ceiling; ties: higher threshold")
     for task, key, target, what, rule in (
         ("yield", "yield_false_per_hour", targets.yield_false_per_hour, "yield false events", "false events per hour"),
         ("backchannel", "backchannel_ack_per_hour", targets.backchannel_ack_per_hour, "acknowledgments",
@@ -123,14 +182,14 @@ def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets,
         if found is None:
             raise RefusalError(f"calibrate: no grid threshold keeps {what} <= {target}/h (or no {task} data)")
         changes[f"{task}_threshold"] = found
-        chosen[task] = {"threshold": found, "rule": f"lowest threshold with {rule} <= target"}
+        chosen[task] = Chosen(found, f"lowest threshold with {rule} <= target")
     policy = base.with_(**changes, notes=(base.notes + " " if base.notes else "") + "calibrated on development data")
-    return policy, {"targets": targets.to_json(), "grid": grid, "chosen": chosen, "table": table, "mode": mode}
+    return policy, CalibrationTable(targets, grid, chosen, table, mode)
 
 
-def lowest_threshold_within(table: Sequence[dict[str, Any]], key: str, target: float) -> float | None:
-    """The lowest grid threshold whose rate `key` is at most `target` (rows without the rate skipped)."""
-    ok = [r["threshold"] for r in table if r.get(key) is not None and r[key] <= target + 1e-9]
+def lowest_threshold_within(table: Sequence[GridRow], key: str, target: float) -> float | None:
+    """The lowest grid threshold whose rate `key` (a `GridRow` field) is at most `target` (rows without it skipped)."""
+    ok = [r.threshold for r in table if getattr(r, key) is not None and getattr(r, key) <= target + 1e-9]
     return min(ok) if ok else None
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -39,6 +39,7 @@ from duplexeval.jsonio import (
     read_json,
     read_text,
 )
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas import check_number, validate
 from duplexeval.schemas.base import MAX_TIME_S
 from duplexeval.schemas.controller import ClipLine, is_clip_id
@@ -188,7 +189,7 @@ class ClipMeta:
     floor_s: float = 0.0
     events_start_s: float = 0.0
     events_end_s: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
     @property
     def duration_s(self) -> float:
@@ -205,7 +206,7 @@ class ClipMeta:
         """Reference-time identity: ``source`` or, when absent, the clip id."""
         return self.source if self.source is not None else self.id
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The clips.jsonl object (stable key order)."""
         return {
             "id": self.id,
@@ -246,7 +247,7 @@ class ControllerData:
 
     root: Path
     clips: list[ClipMeta]
-    info: dict[str, Any]
+    info: JsonObject
 
     def load_frames(self, meta: ClipMeta) -> ClipFrames:
         """Read and validate frames/<id>.npz for one clip."""
@@ -403,7 +404,7 @@ def clip_meta_from_json(obj: Any, where: str) -> ClipMeta:
     )
 
 
-def validate_frames(arrays: dict[str, Any], n_frames: int, where: str) -> ClipFrames:
+def validate_frames(arrays: Mapping[str, np.ndarray | None], n_frames: int, where: str) -> ClipFrames:
     """Check names, shapes, dtypes and values of a clip's arrays; return ClipFrames."""
     unknown = sorted(set(arrays) - set(FRAME_ARRAYS))
     if unknown:
@@ -510,7 +511,7 @@ def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     return buf.getvalue()
 
 
-def write_data(path: str | Path, clips: Sequence[Clip] | Iterator[Clip], info: dict[str, Any] | None = None) -> Path:
+def write_data(path: str | Path, clips: Sequence[Clip] | Iterator[Clip], info: JsonObject | None = None) -> Path:
     """Write a data folder (dataset.json, clips.jsonl, frames/*.npz), validating each clip; returns the folder."""
     root = Path(path)
     make_output_dir(root / "frames", "output folder")

@@ -11,6 +11,7 @@ from typing import Any
 
 from duplexeval.errors import InputError
 from duplexeval.jsonio import read_json, write_json
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas import validate
 from duplexeval.schemas.controller import PolicyFields
 
@@ -47,7 +48,7 @@ class EvaluationPolicy:
         """A copy with some fields changed (validated)."""
         return replace(self, **changes)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The ``evaluation_policy`` object (field order fixed)."""
         return {"kind": POLICY_KIND, "schema_version": 1, **asdict(self)}
 
@@ -70,9 +71,9 @@ def load_policy(path: str | Path) -> EvaluationPolicy:
     return EvaluationPolicy.from_json(read_json(path), str(path))
 
 
-def save_policy(path: str | Path, policy: EvaluationPolicy, extra: dict[str, Any] | None = None) -> str:
+def save_policy(path: str | Path, policy: EvaluationPolicy, extra: JsonObject | None = None) -> str:
     """Write the policy (plus optional provenance under ``calibration``); returns the file's SHA-256."""
-    obj: dict[str, Any] = {"evaluation_policy": policy.to_json()}
+    obj: JsonObject = {"evaluation_policy": policy.to_json()}
     if extra:
         obj.update(extra)
     return write_json(path, obj)

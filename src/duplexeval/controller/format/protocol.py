@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
+
+# What one step returns: any of the four heads (the runner checks each; extra keys are ignored). "yield" is a
+# Python keyword, hence the functional form.
+StepOutput = TypedDict(
+    "StepOutput",
+    {"state_probs": "np.ndarray | Sequence[float]", "endpoint": float, "yield": float, "backchannel": float},
+    total=False,
+)
 
 
 @runtime_checkable

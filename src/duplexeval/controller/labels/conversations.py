@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import soundfile as sf  # writes stereo WAVs (audio.py writes mono PCM16 only); reads no file
@@ -20,6 +19,7 @@ import soundfile as sf  # writes stereo WAVs (audio.py writes mono PCM16 only); 
 from duplexeval.audio import to_pcm16
 from duplexeval.controller.labels.derive import Activity
 from duplexeval.jsonio import atomic_write_bytes, atomic_write_text, dumps_line
+from duplexeval.jsontypes import JsonObject
 from duplexeval.tts import espeak_version, synthesize
 from duplexeval.units import SAMPLE_RATE as SR
 
@@ -47,6 +47,24 @@ AGENT_LINES = (
 BACKCHANNELS = ("yeah", "mhm", "right", "okay", "uh huh", "I see")
 
 
+@dataclass(frozen=True)
+class ScriptLine:
+    """One placed utterance (kept in the manifest as ``extra_script``): channel, kind, text, start, voice, rate and
+    where it was cut (None: spoken whole)."""
+
+    who: str
+    kind: str
+    text: str
+    start_s: float
+    voice: str
+    rate: int
+    cut_s: float | None
+
+    def to_json(self) -> JsonObject:
+        return {"who": self.who, "kind": self.kind, "text": self.text, "start_s": self.start_s, "voice": self.voice,
+                "rate": self.rate, "cut_s": self.cut_s}  # fmt: skip
+
+
 @dataclass
 class SynthConversation:
     """A made conversation: both channels' audio and words, and the script that made it (for the record)."""
@@ -56,7 +74,7 @@ class SynthConversation:
     agent_audio: np.ndarray
     user_words: list[tuple[str, float, float]]
     agent_words: list[tuple[str, float, float]]
-    script: list[dict[str, Any]] = field(default_factory=list)
+    script: list[ScriptLine] = field(default_factory=list)
 
     @property
     def duration_s(self) -> float:
@@ -70,7 +88,7 @@ class _Timeline:
     def __init__(self) -> None:
         self.chunks: dict[str, list[tuple[int, np.ndarray]]] = {"user": [], "agent": []}
         self.words: dict[str, list[tuple[str, float, float]]] = {"user": [], "agent": []}
-        self.script: list[dict[str, Any]] = []
+        self.script: list[ScriptLine] = []
 
     def place(self, who: str, text: str, start_s: float, voice: str, rate: int, kind: str,
               cut_s: float | None = None) -> tuple[float, float]:
@@ -87,8 +105,8 @@ class _Timeline:
             words = [(t, a, min(b, round(cut_s, 6))) for t, a, b in words if a < cut_s]
         self.chunks[who].append((int(round(start_s * SR)), audio))
         self.words[who].extend(words)
-        self.script.append({"who": who, "kind": kind, "text": text, "start_s": round(start_s, 6), "voice": voice,
-                            "rate": rate, "cut_s": None if cut_s is None else round(cut_s, 6)})  # fmt: skip
+        self.script.append(ScriptLine(who, kind, text, round(start_s, 6), voice, rate,
+                                      None if cut_s is None else round(cut_s, 6)))  # fmt: skip
         return words[0][1], words[-1][2]
 
     def render(self, tail_s: float) -> tuple[np.ndarray, np.ndarray]:
@@ -164,7 +182,7 @@ def write_conversations(out: str | Path, n: int, seed: int = 0, exchanges: int =
             "id": c.id, "audio": f"{c.id}.wav", "duration_s": c.duration_s,
             "user": {"words": [list(w) for w in c.user_words]},
             "agent": {"words": [list(w) for w in c.agent_words]},
-            "extra_script": c.script, "espeak": ver,
+            "extra_script": [line.to_json() for line in c.script], "espeak": ver,
         }))  # fmt: skip
     path = out / "manifest.jsonl"
     atomic_write_text(path, "".join(lines))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from duplexeval.controller.format.data import (
     frames_in_window,
 )
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas.base import MAX_TIME_S, number_problem
 from duplexeval.units import FRAME_US, to_us
 
@@ -401,7 +401,7 @@ def to_clip(
     source: str | None = None,
     level_db: np.ndarray | None = None,
     events_end_s: float | None = None,
-    extra: dict[str, Any] | None = None,
+    extra: JsonObject | None = None,
 ) -> Clip:
     """The labels as a data.Clip (truth, masks, labels, events; no controller scores yet)."""
     yo, bo = (labels.yield_onsets, labels.backchannel_onsets)

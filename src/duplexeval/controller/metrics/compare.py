@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -27,6 +26,7 @@ from duplexeval.controller.metrics.frame_metrics import macro_f1_from_confusion
 from duplexeval.controller.metrics.report import run_clips, signature
 from duplexeval.errors import InputError
 from duplexeval.jsonio import sha256_file
+from duplexeval.jsontypes import JsonObject
 from duplexeval.paired import from_resamples
 from duplexeval.progress import text_table
 from duplexeval.stats import NO_DATA, bootstrap_indices
@@ -173,7 +173,7 @@ def _nn(x: float) -> float | None:
 
 def paired_bootstrap(
     evs_a: Sequence[ClipEvidence], evs_b: Sequence[ClipEvidence], policy_a: EvaluationPolicy, policy_b: EvaluationPolicy
-) -> dict[str, Any]:
+) -> JsonObject:
     """Point values of A and B, their difference B - A, and its grouped paired-bootstrap 95% interval."""
     if [e.clip_id for e in evs_a] != [e.clip_id for e in evs_b] or [e.group for e in evs_a] != [e.group for e in evs_b]:
         raise ValueError("compare: A and B must cover the same clips and groups in the same order")
@@ -218,7 +218,7 @@ def paired_bootstrap(
 
 
 def compare(a: str | Path, b: str | Path, da: ControllerData, db: ControllerData,
-            pa: EvaluationPolicy, pb: EvaluationPolicy) -> dict[str, Any]:
+            pa: EvaluationPolicy, pb: EvaluationPolicy) -> JsonObject:
     """The compare file (header first) of two data folders on the same clips: what `controller compare --json` and
     `controller demo` write; `a` and `b` are the labels recorded for the two sides (their paths)."""
     ja = [{k: v for k, v in c.to_json().items() if k != "extra"} for c in da.clips]
@@ -246,7 +246,7 @@ def compare(a: str | Path, b: str | Path, da: ControllerData, db: ControllerData
     }
 
 
-def format_comparison(metrics: dict[str, Any]) -> str:
+def format_comparison(metrics: JsonObject) -> str:
     """The B - A table (metric, A, B, B - A, 95% interval), each side with what its value is made of (count/n,
     events in hours, n latencies); `-` = no data on that side. Shares and AUCs to 3 decimals, rates per hour to 2,
     milliseconds to 1, as every family's tables."""
@@ -259,7 +259,7 @@ def format_comparison(metrics: dict[str, Any]) -> str:
             return NO_DATA
         return f"{v + 0.0:+.{d}f}" if signed else f"{v:.{d}f}"
 
-    def made(m: dict[str, Any] | None) -> str:
+    def made(m: JsonObject | None) -> str:
         if not m:
             return ""
         if "count" in m:

@@ -10,7 +10,7 @@ import bisect
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from duplexeval.controller.metrics.replay import (
     yield_firings,
 )
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.stats import Quantile, Share
 from duplexeval.units import to_us
 
@@ -75,6 +76,10 @@ class ClipEvidence:
     has_backchannel: bool = False
     state_confusion: list[list[int]] | None = None  # this clip's 4x4 state confusion (set by report.run_clips)
     labels_sha256: str = ""  # digest of the clip's truth, masks and frame labels (compare checks A and B agree)
+
+    def to_json(self) -> JsonObject:
+        """The per-clip evidence row (`evaluate --rows`): what each probe and onset contributed, in ms."""
+        return evidence_row(self)
 
 
 def match_onsets(onsets_us: Sequence[int], firings_us: Sequence[int], window_us: tuple[int, int]) -> list[int]:
@@ -226,12 +231,12 @@ def clip_events(
     return ev
 
 
-def evidence_row(ev: ClipEvidence) -> dict[str, Any]:
+def evidence_row(ev: ClipEvidence) -> JsonObject:
     """One per-clip evidence row (for ``--rows``): what each probe and onset contributed, in ms."""
     def ms(x: float | None) -> float | None:
         return None if x is None else x / 1000.0
 
-    row: dict[str, Any] = {"clip": ev.clip_id, "group": ev.group, "source": ev.source, "reference_s": ev.floor_us / 1e6}
+    row: JsonObject = {"clip": ev.clip_id, "group": ev.group, "source": ev.source, "reference_s": ev.floor_us / 1e6}
     if ev.has_endpoint:
         for mode in MODES:
             e = ev.endpoint[mode]
@@ -297,7 +302,7 @@ def latency_summary(values_us: Sequence[int]) -> LatencySummary:
     }
 
 
-def endpoint_summary(evs: Sequence[ClipEvidence], mode: str, policy: EvaluationPolicy) -> dict[str, Any]:
+def endpoint_summary(evs: Sequence[ClipEvidence], mode: str, policy: EvaluationPolicy) -> JsonObject:
     """Turn-probe and pause-probe endpoint metrics under one mode."""
     early, src, lat, obs, pf, pre = [], [], [], [], [], []
     for ev in evs:
@@ -337,7 +342,7 @@ def endpoint_summary(evs: Sequence[ClipEvidence], mode: str, policy: EvaluationP
 
 
 def _onset_section(window_us: tuple[int, int], matched: str,
-                   clips: Iterable[tuple[int, Sequence[int], int]]) -> tuple[dict[str, Any], int, int]:
+                   clips: Iterable[tuple[int, Sequence[int], int]]) -> tuple[JsonObject, int, int]:
     """An onset head's section (yield, backchannel) from per-clip (onsets, matched latencies, firings): the matching
     window, the share of onsets matched by a firing (named ``matched``), the latencies and the firings; also
     (matched onsets, firings) for the head's rate."""
@@ -356,9 +361,9 @@ def _onset_section(window_us: tuple[int, int], matched: str,
     return sec, len(lat), n_fire
 
 
-def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> dict[str, Any]:
+def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> JsonObject:
     """The event-metric section of the report (every metric with its counts and denominators)."""
-    out: dict[str, Any] = {"clips": len(evs), "groups": len({e.group for e in evs})}
+    out: JsonObject = {"clips": len(evs), "groups": len({e.group for e in evs})}
     if any(e.has_endpoint for e in evs):
         out["endpoint"] = {"primary_mode": policy.endpoint_mode}
         for mode in MODES:
@@ -387,7 +392,7 @@ def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> dict[str
     return out
 
 
-def evaluate_events(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[ClipEvidence], dict[str, Any]]:
+def evaluate_events(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[ClipEvidence], JsonObject]:
     """Replay every clip (an iterable of Clip) and aggregate; returns the per-clip evidence too."""
     seen: set[str] = set()
     evs = [clip_events(c, policy, seen) for c in clips]

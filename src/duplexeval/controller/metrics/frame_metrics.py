@@ -4,11 +4,11 @@ BACKCHANNEL), and ROC-AUC / average precision per head over its valid mask, with
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
 from duplexeval.controller.format.data import HEADS, NO_LABEL, STATES, ClipFrames
+from duplexeval.jsontypes import JsonObject
 
 
 class FrameAccumulator:
@@ -57,11 +57,11 @@ class FrameAccumulator:
             self.head_labels[h].append(np.asarray(lab, dtype=bool)[valid])
         return cm_rows
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> JsonObject:
         """The frame-metric report section."""
         from sklearn.metrics import average_precision_score, roc_auc_score
 
-        out: dict[str, Any] = {}
+        out: JsonObject = {}
         if self.has_states:
             cm = self.confusion
             scored = int(cm.sum())
@@ -91,7 +91,7 @@ class FrameAccumulator:
             s = np.concatenate(self.head_scores[h])
             y = np.concatenate(self.head_labels[h])
             pos = int(y.sum())
-            row: dict[str, Any] = {
+            row: JsonObject = {
                 "frames": self.head_frames[h],
                 "masked": self.head_masked[h],
                 "scored": int(y.size),
@@ -125,7 +125,7 @@ def macro_f1_from_confusion(cm: np.ndarray) -> np.ndarray:
     return np.where(total > 0, f1.mean(axis=-1), np.nan)
 
 
-def frame_metrics(frames: Iterable[ClipFrames]) -> dict[str, Any]:
+def frame_metrics(frames: Iterable[ClipFrames]) -> JsonObject:
     """Frame metrics over clips."""
     acc = FrameAccumulator()
     for fr in frames:

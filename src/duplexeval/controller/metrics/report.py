@@ -13,6 +13,7 @@ from duplexeval.controller.kinds import REPORT_SCHEMA as REPORT_SCHEMA_VERSION
 from duplexeval.controller.metrics.events import ClipEvidence, aggregate, clip_events
 from duplexeval.controller.metrics.frame_metrics import FrameAccumulator
 from duplexeval.jsonio import dumps, sha256_bytes, sha256_file
+from duplexeval.jsontypes import JsonObject
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
@@ -33,7 +34,7 @@ def signature(
     return sig.with_bootstrap() if bootstrap else sig
 
 
-def run_clips(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[ClipEvidence], dict[str, Any]]:
+def run_clips(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[ClipEvidence], JsonObject]:
     """Replay and frame-score every clip in one pass (one clip's arrays in memory at a time)."""
     acc = FrameAccumulator()
     seen: set[str] = set()
@@ -49,7 +50,7 @@ def run_clips(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[Cli
 def evaluate(
     data: ControllerData, policy: EvaluationPolicy, *, data_label: str | None = None,
     evidence: list[ClipEvidence] | None = None
-) -> dict[str, Any]:
+) -> JsonObject:
     """The full JSON report for a loaded data folder under a policy (per-clip evidence appended to ``evidence``)."""
     evs, frames = run_clips(data.iter_clips(), policy)
     if evidence is not None:
@@ -71,7 +72,7 @@ def evaluate(
     }
 
 
-def _pct(sh: dict[str, Any] | None) -> str:
+def _pct(sh: JsonObject | None) -> str:
     if not sh or sh.get("value") is None:
         return NO_DATA if not sh else f"{NO_DATA} (0/{sh.get('n', 0)})"
     return f"{sh['value'] * 100:.1f}% ({sh['count']}/{sh['n']})"

@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from duplexeval.controller.format.data import STATES
+from duplexeval.controller.format.protocol import StepOutput
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.units import FRAME_S
 from duplexeval.vad import StreamingVad, VadSettings, load_vad, model_path, vad_signature
 
@@ -55,7 +57,7 @@ class SilenceTracker:
     silent_frames: int = 0
     voiced_frames: int = 0
 
-    def update(self, voiced: bool, agent_playing: bool) -> dict[str, Any]:
+    def update(self, voiced: bool, agent_playing: bool) -> StepOutput:
         """One frame: returns the step output (see module docstring)."""
         if voiced:
             self.heard, self.silent_frames, self.voiced_frames = True, 0, self.voiced_frames + 1
@@ -92,7 +94,7 @@ class SilenceTimeoutController:
         _check(self.barge_in_s, "barge_in_s")
         self.reset()
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         """Settings, recorded with the scores."""
         return {"baseline": "silence", "timeout_s": self.timeout_s, "gate_db": self.gate_db,
                 "barge_in_s": self.barge_in_s}
@@ -100,7 +102,7 @@ class SilenceTimeoutController:
     def reset(self) -> None:
         self._t = SilenceTracker(self.timeout_s, self.barge_in_s)
 
-    def step(self, user: np.ndarray, agent: np.ndarray, prev_state: int) -> dict[str, Any]:
+    def step(self, user: np.ndarray, agent: np.ndarray, prev_state: int) -> StepOutput:
         return self._t.update(_level_db(user) > self.gate_db, _level_db(agent) > self.gate_db)
 
     def weight_bytes(self) -> int:
@@ -132,7 +134,7 @@ class SileroController:
         self._vad = StreamingVad(load_vad())
         self.reset()
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         """Settings and the VAD model identity, recorded with the scores."""
         sig = vad_signature(VadSettings(threshold=self.threshold, neg_threshold=self.neg_threshold))
         sig.pop("settings", None)  # segment settings do not apply: this baseline reads frame probabilities only
@@ -145,7 +147,7 @@ class SileroController:
         self._voiced = False
         self.last_prob = 0.0
 
-    def step(self, user: np.ndarray, agent: np.ndarray, prev_state: int) -> dict[str, Any]:
+    def step(self, user: np.ndarray, agent: np.ndarray, prev_state: int) -> StepOutput:
         probs = self._vad.feed(user)
         if probs.size:
             self.last_prob = float(probs.max())

@@ -20,6 +20,7 @@ from duplexeval.controller.format.data import STATES
 from duplexeval.controller.kinds import BENCH_KIND
 from duplexeval.controller.runtime.registry import controller_config
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.plugins import call_bounded, call_timeout_s, unwrap
 from duplexeval.stats import NO_DATA, Quantile
 from duplexeval.units import FRAME_SAMPLES
@@ -74,7 +75,7 @@ def _peak_rss_bytes() -> int | None:
     return int(r) if sys.platform == "darwin" else int(r) * 1024
 
 
-def bench(ctl: Any, prefill: int = 64, updates: int = 200, repeats: int = 3, seed: int = 0) -> dict[str, Any]:
+def bench(ctl: Any, prefill: int = 64, updates: int = 200, repeats: int = 3, seed: int = 0) -> JsonObject:
     """Run the protocol on a controller object; returns the JSON report (times in milliseconds)."""
     if prefill < 0 or updates < 1 or repeats < 1:
         raise InputError(f"bench: need prefill >= 0, updates >= 1, repeats >= 1 (got {prefill}, {updates}, {repeats})")
@@ -154,7 +155,7 @@ def bench(ctl: Any, prefill: int = 64, updates: int = 200, repeats: int = 3, see
     }
 
 
-def format_bench(rep: dict[str, Any]) -> str:
+def format_bench(rep: JsonObject) -> str:
     """A few lines for the terminal."""
     w = rep["wall_time_per_update_ms"]
 

@@ -8,12 +8,12 @@ state, zeros at reset (dynamic dimensions taken as 1), fed back from the output 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from duplexeval.errors import InputError
 from duplexeval.jsonio import sha256_file
+from duplexeval.jsontypes import JsonObject
 
 _FIXED = ("user", "agent", "prev_state")
 _HEADS = ("state_probs", "endpoint", "yield", "backchannel")
@@ -63,7 +63,7 @@ class OnnxController:
     def reset(self) -> None:
         self._state = {n: np.zeros(shape, dtype=dt) for n, (shape, dt) in self._state_spec.items()}
 
-    def step(self, user: np.ndarray, agent: np.ndarray, prev_state: int) -> dict[str, Any]:
+    def step(self, user: np.ndarray, agent: np.ndarray, prev_state: int) -> dict[str, float | np.ndarray]:
         feed = {
             "user": np.asarray(user, dtype=np.float32).reshape(1, -1),
             "agent": np.asarray(agent, dtype=np.float32).reshape(1, -1),
@@ -71,7 +71,7 @@ class OnnxController:
         }
         feed.update(self._state)
         res = self._sess.run(self._fetch, feed)
-        out: dict[str, Any] = {}
+        out: dict[str, float | np.ndarray] = {}
         for h, v in zip(self._heads, res):
             out[h] = np.asarray(v).reshape(-1) if h == "state_probs" else float(np.asarray(v).reshape(-1)[0])
         for n, v in zip(self._state_names, res[len(self._heads) :]):
@@ -85,5 +85,5 @@ class OnnxController:
     def state_bytes(self) -> int:
         return int(sum(a.nbytes for a in self._state.values()))
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         return {"onnx": self.path.name, "sha256": sha256_file(self.path)}

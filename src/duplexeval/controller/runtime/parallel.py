@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from duplexeval.controller.format.data import Clip
 from duplexeval.controller.runtime.runner import Controller, RunResult, load_controller, run
 from duplexeval.errors import InputError
 from duplexeval.executors import ExecutorSpec, ItemFailure, StatefulWork, make_executor
+from duplexeval.jsontypes import JsonObject
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class RunJob:
     name: str
 
 
-def _load(arg: tuple[str, dict[str, Any]]) -> Controller:
+def _load(arg: tuple[str, JsonObject]) -> Controller:
     spec, options = arg
     return load_controller(spec, options)
 
@@ -39,7 +39,7 @@ def _run(controller: Controller, job: RunJob) -> RunResult:
     return run(controller, job.user, job.agent, job.n_frames, job.truth_state, name=job.name)
 
 
-def run_clips(pairs: Iterable[tuple[Clip, RunJob]], controller: str, options: dict[str, Any],
+def run_clips(pairs: Iterable[tuple[Clip, RunJob]], controller: str, options: JsonObject,
               executor: ExecutorSpec) -> Iterator[Clip]:
     """Each clip with its controller scores, in the order given; a failed run is an InputError naming the clip."""
     items = list(pairs)

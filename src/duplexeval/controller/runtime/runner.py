@@ -53,12 +53,31 @@ def split_frames(audio: np.ndarray, n_frames: int | None = None) -> np.ndarray:
     return out.reshape(n, FRAME_SAMPLES)
 
 
-def _output(out: Any, where: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class StepScores:
+    """One step's output, checked: the state probabilities (4 floats) and each head's score (None: not given)."""
+
+    state_probs: np.ndarray | None = None
+    endpoint: float | None = None
+    yield_: float | None = None
+    backchannel: float | None = None
+
+    def get(self, key: str) -> np.ndarray | float | None:
+        """A head by its output key (``yield`` is ``yield_``)."""
+        if key == "state_probs":
+            return self.state_probs
+        if key == "endpoint":
+            return self.endpoint
+        return self.yield_ if key == "yield" else self.backchannel
+
+
+def _output(out: Any, where: str) -> StepScores:
     """Validate one step's output; a controller's mistake is an InputError naming the frame."""
     if not isinstance(out, Mapping):
         raise InputError(f"{where}: step() must return a mapping with {', '.join(OUTPUT_KEYS)}, got "
                          f"{type(out).__name__}")
-    res: dict[str, Any] = {}
+    probs: np.ndarray | None = None
+    heads: dict[str, float] = {}
     for key in OUTPUT_KEYS:
         if key not in out or out[key] is None:
             continue
@@ -66,7 +85,7 @@ def _output(out: Any, where: str) -> dict[str, Any]:
             p = np.asarray(out[key], dtype=np.float64).reshape(-1)
             if p.shape != (len(STATES),) or not np.isfinite(p).all():
                 raise InputError(f"{where}: state_probs must be {len(STATES)} finite numbers, got {out[key]!r}")
-            res[key] = p
+            probs = p
         else:
             try:
                 v = float(out[key])
@@ -74,8 +93,8 @@ def _output(out: Any, where: str) -> dict[str, Any]:
                 raise InputError(f"{where}: {key} must be a number, got {out[key]!r}") from None
             if not math.isfinite(v):
                 raise InputError(f"{where}: {key} is not finite ({v})")
-            res[key] = v
-    return res
+            heads[key] = v
+    return StepScores(probs, heads.get("endpoint"), heads.get("yield"), heads.get("backchannel"))
 
 
 @dataclass
@@ -96,16 +115,17 @@ class RunResult:
         return frames
 
 
-def _collect(rows: list[dict[str, Any]], key: str, n: int, where: str) -> np.ndarray | None:
-    have = [key in r for r in rows]
+def _collect(rows: list[StepScores], key: str, n: int, where: str) -> np.ndarray | None:
+    have = [r.get(key) is not None for r in rows]
     if not any(have):
         return None
     if not all(have):
         i = have.index(False)
         raise InputError(f"{where}: frame {i}: step() gave no {key} (it gave one on other frames)")
     if key == "state_probs":
-        return np.stack([r[key] for r in rows]).astype(np.float32) if n else np.zeros((0, len(STATES)), np.float32)
-    return np.asarray([r[key] for r in rows], dtype=np.float32)
+        probs = [r.state_probs for r in rows if r.state_probs is not None]  # every row has them (checked above)
+        return np.stack(probs).astype(np.float32) if n else np.zeros((0, len(STATES)), np.float32)
+    return np.asarray([r.get(key) for r in rows], dtype=np.float32)
 
 
 def run(
@@ -121,7 +141,7 @@ def run(
     agent channel) only the listen pass runs, so there are no state or yield scores."""
     u = split_frames(user, n_frames)
     silent = np.zeros(FRAME_SAMPLES, dtype=np.float32)
-    rows_state: list[dict[str, Any]] = []
+    rows_state: list[StepScores] = []
     if truth_state is not None:
         if len(truth_state) != n_frames:
             raise InputError(f"{name}: truth_state has {len(truth_state)} frames, audio has {n_frames}")

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # types only: the stages import this module
 
     from duplexeval.fdb.official.judge_config import JudgeConfig
     from duplexeval.fdb.official.metric import Metric
+    from duplexeval.fdb.protocols import SampleKey
     from duplexeval.fdb.synth.parse import SampleSpec
     from duplexeval.fdb.synth.render import SampleTiming, Timeline, Utterance
     from duplexeval.fdb.tree import AsrRecord, Manifest, SampleEntry
@@ -155,7 +156,7 @@ class DatasetRules:
     # Folders under a dataset root that may hold the task's subset folders (a published archive's own top folder).
     folders: tuple[str, ...] = ()
 
-    def dataset_files(self, root: Path, samples: Sequence[Any]) -> dict[str, Path]:
+    def dataset_files(self, root: Path, samples: Sequence[SampleKey]) -> dict[str, Path]:
         """The task's files beside the samples that this dataset has, checked against its samples ({name: path})."""
         return {}
 

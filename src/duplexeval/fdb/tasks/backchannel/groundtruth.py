@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict, RootModel, model_validator
 
@@ -15,6 +15,10 @@ from duplexeval.fdb.tasks.base import DatasetFile, DatasetRules
 from duplexeval.jsonio import parse_json_text, read_text
 from duplexeval.schemas import validate
 from duplexeval.schemas.base import fail, finite
+
+if TYPE_CHECKING:
+    from duplexeval.fdb.protocols import SampleKey
+    from duplexeval.schemas.fdb_names import SubsetInfo
 
 NAME = "backchannel"
 ICC_GT_FILE = "icc_gt_distribution.json"
@@ -70,7 +74,7 @@ class BackchannelChecks(DatasetRules):
             raise InputError(f"{where}: backchannel sample ids must be digit strings (the official evaluator "
                              "skips others)")
 
-    def dataset_files(self, root: Path, samples: Sequence[Any]) -> dict[str, Path]:
+    def dataset_files(self, root: Path, samples: Sequence[SampleKey]) -> dict[str, Path]:
         """icc_gt_distribution.json at the root, or in the subset's folder, checked against the samples."""
         subsets = {s.name for s in _subsets()}
         found = [root / ICC_GT_FILE, *(root / s / ICC_GT_FILE for s in sorted(subsets))]
@@ -86,7 +90,7 @@ class BackchannelChecks(DatasetRules):
         return {ICC_GT_FILE: gt_path}
 
 
-def _subsets() -> Sequence[Any]:
+def _subsets() -> Sequence[SubsetInfo]:
     from duplexeval.schemas.fdb_names import SUBSETS
 
     return SUBSETS.of_task(NAME)
