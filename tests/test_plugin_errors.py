@@ -358,7 +358,7 @@ def test_a_dialogue_plugin_failing_is_one_line_or_that_case_s_recorded_error(man
         run_stage.run(cases, "r3_managers:SettingsRaise", {}, Clock(), tmp_path / "b")  # type: ignore[arg-type]
     res = run_stage.run(cases, "r3_managers:ExitsInEvent", {}, Clock(), tmp_path / "c")  # type: ignore[arg-type]
     assert res.failures == len(res.rows) == 6
-    errors = {r["error"] for r in res.rows}
+    errors = {r.error for r in res.rows}
     assert errors == {"dialogue system 'r3_managers:ExitsInEvent': on_event called sys.exit(3)"}
 
 

@@ -15,6 +15,7 @@ from duplexeval.dialogue.judges import ExpectedJudge
 from duplexeval.dialogue.load import load_cases
 from duplexeval.dialogue.simulator import Clock
 from duplexeval.dialogue.synth_stage import caseset_text
+from duplexeval.errors import InputError
 from duplexeval.executors import ExecutorSpec
 from tests.helpers import SRC as SRC_DIR
 
@@ -116,6 +117,48 @@ def test_artifacts_start_with_header_and_signature(demo):
     assert first[-1]["what"] == "playback_done"
     assert {d["what"] for d in first} == {"user_chunk", "user_end", "wait", "timer", "action", "say", "playback_done"}
     assert [d["t_s"] for d in first] == sorted(d["t_s"] for d in first)
+
+
+def test_rows_and_judgements_read_back_to_the_same_lines(demo):
+    from duplexeval.dialogue.judges import Judgement
+    from duplexeval.dialogue.rows import ErrorRow, MiURow, UiMRow, row_from_json
+    from duplexeval.jsonio import dumps_line
+
+    out, _, _ = demo
+    for name in ("half-duplex", "eager", "keyword"):
+        lines = (out / name / "cases.jsonl").read_text().splitlines(keepends=True)[1:]
+        rows = [row_from_json(json.loads(ln), f"line {k}") for k, ln in enumerate(lines)]
+        assert {type(r) for r in rows} == {MiURow, UiMRow}
+        assert [dumps_line(r.to_json()) for r in rows] == lines
+        judged = (out / name / "judgements.jsonl").read_text().splitlines(keepends=True)[1:]
+        assert [dumps_line(Judgement.from_json(json.loads(ln), "x").to_json()) for ln in judged] == judged
+    failed = {"id": "m1", "family": "MiU", "outcome": "error", "error": "boom", "kind": "", "expected": None}
+    assert row_from_json(failed, "x") == ErrorRow("m1", "MiU", "boom", kind="")
+    assert row_from_json(failed, "x").to_json() == failed
+    with pytest.raises(InputError, match=r"^f: line 3: 'heard_chunks' must be an integer, got '2'$"):
+        row_from_json({**json.loads(lines[0]), "heard_chunks": "2"}, "f: line 3")
+
+
+def test_a_judge_whose_identity_is_not_a_judge_identity_is_one_line(demo, tmp_path):
+    import shutil
+
+    from duplexeval.plugins import PluginError
+
+    out, _, _ = demo
+    shutil.copytree(out / "eager", tmp_path / "run")
+
+    class Old:
+        label = "old"
+
+        def identity(self):
+            return {"mode": "old"}
+
+        def judge(self, row):
+            return None
+
+    with pytest.raises(PluginError, match=r"^judge 'old': identity returned dict \{'mode': 'old'\}, expected a "
+                                          r"JudgeIdentity$"):
+        score_stage.score(tmp_path / "run", Old())
 
 
 def test_same_inputs_same_bytes(demo, tmp_path):
@@ -242,15 +285,16 @@ def test_paired_comparison_matches_the_metrics(demo, incli, tmp_path):
 
     out, reps, text = demo
     cmp = compare_runs(out / "half-duplex", out / "eager")
-    d = cmp["MiU"]["difference"]
-    assert d["n_pairs"] == 400 and d["a"] == reps["half-duplex"]["MiU"]["precision"]["value"]
-    assert d["diff"] == pytest.approx(reps["eager"]["MiU"]["precision"]["value"] - 1.0)
-    lo, hi = d["interval"]
-    assert lo < d["diff"] < hi < 0
-    m = cmp["MiU"]["mcnemar"]
-    assert m["b_only"] == 0 and m["a_only"] == 400 - reps["eager"]["MiU"]["PIR_mid"]["count"]
-    u = compare_runs(out / "half-duplex", out / "keyword")["UiM"]["difference"]
-    assert u["diff"] == pytest.approx(0.89 - 0.75)  # all four reasons have 100 cases: pooled = PRRavg here
+    d = cmp.MiU.difference
+    assert d.n_pairs == 400 and d.a == reps["half-duplex"]["MiU"]["precision"]["value"]
+    assert d.diff == pytest.approx(reps["eager"]["MiU"]["precision"]["value"] - 1.0)
+    assert d.interval is not None and d.diff is not None
+    lo, hi = d.interval
+    assert lo < d.diff < hi < 0
+    m = cmp.MiU.mcnemar
+    assert m.b_only == 0 and m.a_only == 400 - reps["eager"]["MiU"]["PIR_mid"]["count"]
+    u = compare_runs(out / "half-duplex", out / "keyword").UiM.difference
+    assert u.diff == pytest.approx(0.89 - 0.75)  # all four reasons have 100 cases: pooled = PRRavg here
     assert "paired on the same cases" in text and "McNemar" in text
     p = incli("compare", str(out / "half-duplex"), str(out / "keyword"), "--json", str(tmp_path / "c.json"))
     assert p.returncode == 0, p.stderr

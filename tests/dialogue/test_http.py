@@ -273,11 +273,11 @@ def test_chat_manager_drives_the_simulator_and_caches(tmp_path, key_env):
         assert n > 0 and srv.requests[0]["messages"][0]["content"].startswith("You are the dialogue manager")
         res2 = run_stage.run(cases, "openai-chat", params, Clock(), tmp_path / "run2")
         assert len(srv.requests) == n  # rerun from the cache
-    rows = {r["id"]: r for r in res.rows}
-    assert rows["west"]["outcome"] == "mid" and rows["west"]["heard_chunks"] == 2 and "east" in rows["west"]["reply"]
-    assert rows["plain"]["outcome"] == "end" and rows["plain"]["fted_s"] == pytest.approx(0.3)
-    assert rows["deny"]["outcome"] == "yielded" and rows["deny"]["reply"] == "Okay, noted."
-    assert rows["gibberish"]["outcome"] == "continued"
+    rows = {r.id: r for r in res.rows}
+    assert rows["west"].outcome == "mid" and rows["west"].heard_chunks == 2 and "east" in rows["west"].reply
+    assert rows["plain"].outcome == "end" and rows["plain"].fted_s == pytest.approx(0.3)
+    assert rows["deny"].outcome == "yielded" and rows["deny"].reply == "Okay, noted."
+    assert rows["gibberish"].outcome == "continued"
     assert res.rows == res2.rows
     assert (tmp_path / "run" / "decisions.jsonl").read_bytes() == (tmp_path / "run2" / "decisions.jsonl").read_bytes()
     assert "system:openai-chat@" in res.signature.compact() and "model" in res.signature.components[1].settings
@@ -293,9 +293,9 @@ def test_chat_manager_protocol_errors_are_counted(tmp_path, key_env):
         params = {"model": "dm-1", "base_url": srv.url, "api_key_env": KEY_ENV, "cache_dir": str(tmp_path / "c"),
                   "max_attempts": "2"}
         res = run_stage.run(cases, "openai-chat", params, Clock(), tmp_path / "run")
-    rows = {r["id"]: r for r in res.rows}
-    assert rows["west"]["outcome"] == "miss" and rows["west"]["system_errors"] == 3  # two boundaries + end of speech
-    assert rows["gibberish"]["outcome"] == "continued" and rows["gibberish"]["system_errors"] >= 1
+    rows = {r.id: r for r in res.rows}
+    assert rows["west"].outcome == "miss" and rows["west"].system_errors == 3  # two boundaries + end of speech
+    assert rows["gibberish"].outcome == "continued" and rows["gibberish"].system_errors >= 1
 
 
 def test_cli_score_with_the_openai_judge(tmp_path, small_cases):

@@ -29,7 +29,7 @@ def five():
 
 
 def test_miu_shares_pir_prr_precision_recall():
-    m = miu_metrics(five())
+    m = miu_metrics(five()).to_json()
     c = m["counts"]
     assert (c["n"], c["mid"], c["end"], c["miss"], c["errors"]) == (5, 2, 2, 1, 0)
     assert m["ir_mid"]["value"] == 0.4 and m["ir_end"]["value"] == 0.4 and m["MIR"]["value"] == 0.2
@@ -46,7 +46,7 @@ def test_miu_shares_pir_prr_precision_recall():
 
 
 def test_fted_median_p90_mean_with_a_non_response():
-    f = miu_metrics(five())["FTED_s"]
+    f = miu_metrics(five()).to_json()["FTED_s"]
     # over the 3 non-mid cases: 0.5, 0.7, never (+inf); median = 2nd smallest, p90 = 3rd = not reached
     assert f["n"] == 3 and f["responded"] == 2 and f["excluded_mid"] == 2
     assert f["median"] == 0.7 and f["median_reached"] is True
@@ -58,13 +58,13 @@ def test_fted_median_p90_mean_with_a_non_response():
 
 def test_fted_quantile_rule_ranks():
     items = [MiUItem("end", fted_us=v * 100_000) for v in range(1, 11)]  # 0.1 .. 1.0 s
-    f = miu_metrics(items)["FTED_s"]
+    f = miu_metrics(items).to_json()["FTED_s"]
     assert f["median"] == pytest.approx(0.5) and f["p90"] == pytest.approx(0.9)  # ceil(5), ceil(9): no interpolation
     assert f["mean"] == pytest.approx(0.55)
 
 
 def test_no_mid_interruptions_pir_is_null_not_zero():
-    m = miu_metrics([MiUItem("end", fted_us=800_000)] * 4)
+    m = miu_metrics([MiUItem("end", fted_us=800_000)] * 4).to_json()
     assert m["PIR_mid"]["value"] is None and m["PIR_mid"]["n"] == 0 and m["PIR_mid"]["interval"] is None
     assert m["PRR_mid"]["value"] is None
     assert m["precision"]["value"] == 1.0 and m["precision"]["interval"] == [1.0, 1.0]  # = ir_end
@@ -75,7 +75,7 @@ def test_no_mid_interruptions_pir_is_null_not_zero():
 
 def test_judge_errors_are_unknown_not_dropped():
     items = [MiUItem("mid", 1, 1), MiUItem("mid", None, None), MiUItem("end", fted_us=1), MiUItem("error")]
-    m = miu_metrics(items)
+    m = miu_metrics(items).to_json()
     assert m["counts"]["selected"] == 4 and m["counts"]["errors"] == 1 and m["counts"]["n"] == 3
     assert m["ir_mid"]["value"] == pytest.approx(2 / 3)
     assert m["ir_mid"]["selected_bounds"] == pytest.approx([2 / 4, 3 / 4])  # the run error could be anything
@@ -86,7 +86,7 @@ def test_judge_errors_are_unknown_not_dropped():
 
 
 def test_all_mid_unjudged_precision_is_null():
-    m = miu_metrics([MiUItem("mid"), MiUItem("end", fted_us=1)])
+    m = miu_metrics([MiUItem("mid"), MiUItem("end", fted_us=1)]).to_json()
     assert m["precision"]["value"] is None and m["precision"]["interval"] is None
 
 
@@ -113,7 +113,7 @@ def test_uim_prr_per_reason_and_unweighted_average():
         + [UiMItem("affirmation", "continued", 0)]
         + [UiMItem("shift", "yielded", 1)] * 2
     )
-    u = uim_metrics(items)
+    u = uim_metrics(items).to_json()
     assert [u[f"PRR_{r}"]["value"] for r in ("noise", "denial", "affirmation", "shift")] == [0.5, 1.0, 0.0, 1.0]
     assert u["PRRavg"]["value"] == pytest.approx((0.5 + 1 + 0 + 1) / 4)  # unweighted, not 4/6
     lo, hi = u["PRRavg"]["interval"]
@@ -122,14 +122,14 @@ def test_uim_prr_per_reason_and_unweighted_average():
 
 
 def test_uim_missing_reason_makes_prravg_null():
-    u = uim_metrics([UiMItem("noise", "continued", 1)])
+    u = uim_metrics([UiMItem("noise", "continued", 1)]).to_json()
     assert u["PRR_denial"]["value"] is None and u["PRRavg"]["value"] is None and u["PRRavg"]["interval"] is None
 
 
 def test_uim_judge_errors_in_bounds():
     items = ([UiMItem(r, "yielded", 1) for r in ("noise", "denial", "affirmation", "shift")]
              + [UiMItem("shift", "yielded", None)])
-    u = uim_metrics(items)
+    u = uim_metrics(items).to_json()
     assert u["PRR_shift"]["n"] == 1 and u["PRR_shift"]["selected_bounds"] == [0.5, 1.0]
     assert u["PRRavg"]["value"] == 1.0
 
@@ -137,7 +137,7 @@ def test_uim_judge_errors_in_bounds():
 def test_no_nan_or_inf_in_json():
     import json
 
-    m = miu_metrics(five())
+    m = miu_metrics(five()).to_json()
     text = json.dumps(m, allow_nan=False)  # raises on NaN/inf
     assert "Infinity" not in text and not any(isinstance(v, float) and math.isnan(v) for v in m["FTED_s"].values()
                                               if isinstance(v, float))

@@ -77,7 +77,7 @@ def test_token_timing_first_token_overhead_then_per_token():
     assert rep.said == [(1_800_000, "a"), (1_860_000, "b"), (1_920_000, "c")]
     assert m.seen[-1].kind == "playback_done" and m.seen[-1].t_us == 1_980_000
     row = miu_row(miu_case(), rep)
-    assert row["outcome"] == "end" and row["fted_s"] == pytest.approx(0.3) and row["reply"] == "a b c"
+    assert row.outcome == "end" and row.fted_s == pytest.approx(0.3) and row.reply == "a b c"
 
 
 def test_outcome_priority_mid_over_end_over_miss():
@@ -88,12 +88,12 @@ def test_outcome_priority_mid_over_end_over_miss():
     rep = simulate(miu_case(), m, Clock())
     assert rep.takes == [1_280_000, 1_500_000] and rep.yields == [1_500_000]
     row = miu_row(miu_case(), rep)
-    assert row["outcome"] == "mid" and row["heard_chunks"] == 2 and row["fted_s"] is None
-    assert row["reply"] == ""  # "hey" would start at 1.58 s, after the yield at 1.5 s: never heard
+    assert row.outcome == "mid" and row.heard_chunks == 2 and row.fted_s is None
+    assert row.reply == ""  # "hey" would start at 1.58 s, after the yield at 1.5 s: never heard
     assert rep.said == [(1_800_000, "so")]
-    assert (miu_row(miu_case(), simulate(miu_case(), Scripted({("user_end", -1): [S_SPEAK, "x"]}), Clock()))["outcome"]
+    assert (miu_row(miu_case(), simulate(miu_case(), Scripted({("user_end", -1): [S_SPEAK, "x"]}), Clock())).outcome
             == "end")
-    assert miu_row(miu_case(), simulate(miu_case(), Scripted({}), Clock()))["outcome"] == "miss"
+    assert miu_row(miu_case(), simulate(miu_case(), Scripted({}), Clock())).outcome == "miss"
 
 
 def test_text_while_listening_takes_the_turn_implicitly():
@@ -105,11 +105,11 @@ def test_text_while_listening_takes_the_turn_implicitly():
 
 def test_horizon_cuts_the_case():
     rep = simulate(miu_case(), HalfDuplex(delay_ms=2000), Clock(horizon_ms=1000))
-    assert rep.takes == [] and miu_row(miu_case(), rep)["outcome"] == "miss"
+    assert rep.takes == [] and miu_row(miu_case(), rep).outcome == "miss"
     # taken inside the horizon, first token after it: end, but no FTED (never heard)
     rep = simulate(miu_case(), HalfDuplex(delay_ms=900), Clock(horizon_ms=1000, first_token_ms=300))
     row = miu_row(miu_case(), rep)
-    assert row["outcome"] == "end" and row["first_token_s"] is None and row["fted_s"] is None
+    assert row.outcome == "end" and row.first_token_s is None and row.fted_s is None
 
 
 def test_uim_yield_stops_the_machine_and_drops_unstarted_tokens():
@@ -120,7 +120,7 @@ def test_uim_yield_stops_the_machine_and_drops_unstarted_tokens():
     machine = [s for s in rep.steps if s[1] == "machine"]
     assert [s[2] for s in machine] == ["your flight", "leaves at"]  # "nine today" starts at 1.28: never heard
     row = uim_row(case, rep, Clock())
-    assert row["outcome"] == "yielded" and row["reply"] == "ok ten" and row["yield_s"] == 1.28
+    assert row.outcome == "yielded" and row.reply == "ok ten" and row.yield_s == 1.28
     assert ExpectedJudge().judge(row).score == 1
 
 
@@ -129,7 +129,7 @@ def test_uim_new_text_replaces_the_scripted_remainder_and_keeps_speaking():
     rep = simulate(case, Scripted({("user_chunk", 0): ["Great"]}), Clock())
     assert rep.yields == [] and rep.machine_stop_us == 1_280_000 and rep.said == [(1_580_000, "Great")]
     row = uim_row(case, rep, Clock())
-    assert row["outcome"] == "continued" and ExpectedJudge().judge(row).score == 1
+    assert row.outcome == "continued" and ExpectedJudge().judge(row).score == 1
 
 
 def test_wait_action_and_bad_actions():
@@ -161,11 +161,11 @@ def test_half_duplex_known_answers(builtin, delay_ms, first_ms):
         rep = simulate(case, m, clock)
         if isinstance(case, MiUCase):
             row = miu_row(case, rep)
-            assert row["outcome"] == "end"
-            assert row["fted_s"] == pytest.approx((delay_ms + first_ms) / 1000, abs=1e-9)
+            assert row.outcome == "end"
+            assert row.fted_s == pytest.approx((delay_ms + first_ms) / 1000, abs=1e-9)
         else:
             row = uim_row(case, rep, clock)
-            assert row["outcome"] == "yielded"  # always yields when interrupted
+            assert row.outcome == "yielded"  # always yields when interrupted
             assert rep.yields[0] == min(s[0] for s in rep.steps if s[1] == "user_chunk")  # at the first chunk
 
 
@@ -175,13 +175,13 @@ def test_eager_always_cuts_in_mid_utterance(builtin):
         rep = simulate(case, m, Clock())
         if isinstance(case, MiUCase):
             row = miu_row(case, rep)
-            assert row["outcome"] == "mid"
-            assert row["heard_chunks"] == case.boundaries[0] + 1  # at the first clause boundary
+            assert row.outcome == "mid"
+            assert row.heard_chunks == case.boundaries[0] + 1  # at the first clause boundary
 
 
 def test_eager_single_clause_case_is_end():
     case = miu_case(chunks=[ch("hello there", 0.0, 0.64)], boundaries=[0], cut=None, cues=())
-    assert miu_row(case, simulate(case, make_manager("eager"), Clock()))["outcome"] == "end"
+    assert miu_row(case, simulate(case, make_manager("eager"), Clock())).outcome == "end"
 
 
 def test_keyword_cuts_in_on_an_error_cue_only():
@@ -190,16 +190,16 @@ def test_keyword_cuts_in_on_an_error_cue_only():
                    boundaries=[1, 2])
     plain = miu_case(chunks=[ch("cats often", 0, 0.64), ch("fly south", 0.64, 1.28), ch("right", 1.28, 1.92)],
                      boundaries=[1, 2])
-    assert miu_row(cue, simulate(cue, k, Clock()))["outcome"] == "mid"
-    assert miu_row(plain, simulate(plain, k, Clock()))["outcome"] == "end"
+    assert miu_row(cue, simulate(cue, k, Clock())).outcome == "mid"
+    assert miu_row(plain, simulate(plain, k, Clock())).outcome == "end"
     # UiM: yields on a denial cue, continues on noise
-    assert uim_row(uim_case(), simulate(uim_case(), k, Clock()), Clock())["outcome"] == "yielded"
+    assert uim_row(uim_case(), simulate(uim_case(), k, Clock()), Clock()).outcome == "yielded"
     noise = uim_case("noise", "continue", ())
     noise = (
         noise.model_copy(
             update={"interruption": Interruption(reason="noise", chunks=[ch("the dog barks", 0.64, 1.28)])}))
     row = uim_row(noise, simulate(noise, k, Clock()), Clock())
-    assert row["outcome"] == "continued" and ExpectedJudge().judge(row).score == 1
+    assert row.outcome == "continued" and ExpectedJudge().judge(row).score == 1
 
 
 def test_unknown_system_and_bad_params():
@@ -264,12 +264,12 @@ def test_half_duplex_fted_is_delay_plus_overheads_on_any_clock(clock, delay, idx
         row = miu_row(case, rep)
         take = eos + delay * 1000
         if take > rep.horizon_us:
-            assert row["outcome"] == "miss"
+            assert row.outcome == "miss"
         else:
-            assert row["outcome"] == "end" and row["take_s"] == pytest.approx(take / 1e6)
+            assert row.outcome == "end" and row.take_s == pytest.approx(take / 1e6)
             first = take + clock.first_token_ms * 1000
             expected = None if first > rep.horizon_us else (first - rep.speech_end_us) / 1e6
-            assert row["fted_s"] == (None if expected is None else pytest.approx(expected))
+            assert row.fted_s == (None if expected is None else pytest.approx(expected))
     # heard tokens never overlap and are in time order
     starts = [t for t, _ in rep.said]
     assert all(b - a >= clock.per_token_ms * 1000 for a, b in pairwise(starts))
@@ -282,7 +282,7 @@ def test_replay_is_deterministic_and_outcomes_partition(clock, name, seed):
     a = [decision_lines(simulate(c, make_manager(name), clock)) for c in cases]
     b = [decision_lines(simulate(c, make_manager(name), clock)) for c in cases]
     assert a == b
-    outcomes = [miu_row(c, simulate(c, make_manager(name), clock))["outcome"] for c in cases if isinstance(c, MiUCase)]
+    outcomes = [miu_row(c, simulate(c, make_manager(name), clock)).outcome for c in cases if isinstance(c, MiUCase)]
     assert all(o in ("mid", "end", "miss") for o in outcomes) and len(outcomes) == 6
 
 
@@ -318,7 +318,7 @@ def test_a_token_due_the_instant_listen_arrives_is_dropped():
     assert rep.takes == [500_000] and rep.yields == [800_000]
     assert rep.said == []  # "ones" was due at 0.80 s, the yield's instant
     row = miu_row(miu_case(), rep)
-    assert row["first_token_s"] is None and row["reply"] == ""
+    assert row.first_token_s is None and row.reply == ""
 
 
 def test_a_zero_length_first_take_is_judged_on_what_it_said():
@@ -328,8 +328,8 @@ def test_a_zero_length_first_take_is_judged_on_what_it_said():
     rep = simulate(miu_case(), m, Clock(asr_chunk_ms=0, first_token_ms=300, per_token_ms=60))
     assert rep.takes == [1_000_000, 1_500_000] and rep.yields == [1_000_000]
     row = miu_row(miu_case(), rep)
-    assert (row["outcome"], row["take_s"], row["reply"]) == ("mid", 1.0, "")
-    assert row["transcript"][-1] == ["assistant", ""]
+    assert (row.outcome, row.take_s, row.reply) == ("mid", 1.0, "")
+    assert row.transcript[-1] == ("assistant", "")
 
 
 class _Failing:
@@ -348,10 +348,12 @@ class _HalfErrors:
     def __init__(self) -> None:
         self.calls = 0
 
-    def identity(self) -> dict:
-        return {"mode": "half"}
+    def identity(self):
+        from duplexeval.dialogue.judges import JudgeIdentity
 
-    def judge(self, row: dict):
+        return JudgeIdentity("half")
+
+    def judge(self, row):
         from duplexeval.dialogue.judges import Verdict, needs_judging
 
         if not needs_judging(row):
@@ -359,7 +361,7 @@ class _HalfErrors:
         self.calls += 1
         if self.calls % 2:
             return Verdict(error="judge_error: unparsable")
-        return Verdict(timing=1, content=1) if row["family"] == "MiU" else Verdict(score=1)
+        return Verdict(timing=1, content=1) if row.family == "MiU" else Verdict(score=1)
 
 
 def _cases_file(tmp_path, cases):

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -26,6 +27,8 @@ from duplexeval.systems.net.trace import (
 )
 from duplexeval.systems.registry import make_system
 from duplexeval.systems.runner import run_session_async
+
+R = TypeVar("R")
 
 SR = 16000
 T = 4.0
@@ -102,29 +105,32 @@ async def _run(case: Case, url: str) -> None:
 
 def run_cases(cases: list[Case]) -> list[Case]:
     """Start a server per case, run every session at once on one event loop, stop the servers."""
-    threads: list[ServerThread | None] = []
-    urls = []
     for c in cases:
-        if c.no_server:
-            threads.append(None)
-            urls.append(f"ws://127.0.0.1:9{PATHS[c.protocol]}")  # port 9 (discard): nothing listens
-            continue
-        srv = make_server(c.protocol, c.served, parse_faults(c.faults), options=c.options)
-        th = ServerThread(srv).start()
-        c.server = srv
-        threads.append(th)
-        urls.append(th.url(PATHS[c.protocol]))
-
-    async def main() -> None:
-        await asyncio.gather(*(_run(c, u) for c, u in zip(cases, urls)))
-
-    try:
-        asyncio.run(main())
-    finally:
-        for th in threads:
-            if th is not None:
-                th.stop()
+        if not c.no_server:
+            c.server = make_server(c.protocol, c.served, parse_faults(c.faults), options=c.options)
+    with serving([c.server for c in cases]) as threads:
+        # a case with no server gets port 9 (discard): nothing listens
+        urls = [f"ws://127.0.0.1:9{PATHS[c.protocol]}" if th is None else th.url(PATHS[c.protocol])
+                for c, th in zip(cases, threads)]
+        gather(_run(c, u) for c, u in zip(cases, urls))
     return cases
+
+
+@contextmanager
+def serving(servers: Sequence[Any]) -> Iterator[list[ServerThread | None]]:
+    """Each server (a LoopbackServer, a WebRtcLoopback; None for a case without one) in a thread of its own, in
+    order; on the way out every one that started is stopped, also when a later one fails to start or a session
+    raises."""
+    with ExitStack() as stack:
+        yield [None if s is None else stack.enter_context(ServerThread(s)) for s in servers]
+
+
+def gather(sessions: Iterable[Awaitable[R]]) -> list[R]:
+    """Run the awaitables at once on one new event loop; their results in order."""
+    async def main() -> list[R]:
+        return list(await asyncio.gather(*sessions))
+
+    return asyncio.run(main())
 
 
 @dataclass(frozen=True)

@@ -23,15 +23,16 @@ from duplexeval.errors import InputError, RefusalError
 from duplexeval.results import artifact, frozen, metrics_of, read_artifact
 
 if TYPE_CHECKING:  # the stage types; importing them at the top would load numpy, pydantic and the simulator
-    from duplexeval.dialogue.judges import Judge
+    from duplexeval.dialogue.judges import Judge, Judgement, JudgeSettings
     from duplexeval.dialogue.load import CaseSet
     from duplexeval.dialogue.metrics import MiUItem, UiMItem
+    from duplexeval.dialogue.rows import CaseRow
     from duplexeval.results import Metric
     from duplexeval.signature import Signature
     from duplexeval.stats import Share
 
 
-# `judge="openai:k=v,..."`: each parameter, the keyword of `make_judge` it sets and how its text is read.
+# `judge="openai:k=v,..."`: each parameter, the field of `JudgeSettings` it sets and how its text is read.
 JUDGE_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "model": ("model", str), "base_url": ("base_url", str), "api_key_env": ("api_key_env", str),
     "cache_dir": ("cache_dir", Path), "attempts": ("max_attempts", int), "timeout_s": ("timeout_s", float),
@@ -53,13 +54,14 @@ class SynthResult:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """A run (`run`'s result, or `read_run` of its folder): the paths, signature, header, one row per case, and the
-    share of each family's cases the system did not fail (`Share`, by family: MiU, UiM)."""
+    """A run (`run`'s result, or `read_run` of its folder): the paths, signature, header (as read), one typed row per
+    case (`MiURow`, `UiMRow`, or `ErrorRow` where the system failed), and the share of each family's cases the system
+    did not fail (`Share`, by family: MiU, UiM)."""
 
     paths: tuple[Path, ...]
     signature: Signature
     head: Mapping[str, Any]
-    rows: tuple[Mapping[str, Any], ...]
+    rows: tuple[CaseRow, ...]
     failures: int
     eligible: Mapping[str, Share]
 
@@ -84,12 +86,13 @@ class DialogueScore:
 
 @dataclass(frozen=True)
 class Judgements:
-    """A run's judgements.jsonl: the header's signature and judge, and each case's verdict (None: not judged)."""
+    """A run's judgements.jsonl: the header's signature and judge record (as read), and each case's `Judgement` (its
+    verdict None: not judged)."""
 
     path: Path
     signature: Signature | None
     judge: Mapping[str, Any]
-    rows: tuple[Mapping[str, Any], ...]
+    rows: tuple[Judgement, ...]
 
 
 @dataclass(frozen=True)
@@ -115,28 +118,31 @@ def score_samples(miu: Iterable[MiUItem] = (), uim: Iterable[UiMItem] = ()) -> D
     mi, ui = list(miu), list(uim)
     if not mi and not ui:
         raise InputError("score_samples: give at least one MiU or UiM item")
-    doc = {"MiU": miu_metrics(mi) if mi else None, "UiM": uim_metrics(ui) if ui else None}
+    doc = {"MiU": miu_metrics(mi).to_json() if mi else None, "UiM": uim_metrics(ui).to_json() if ui else None}
     return DialogueScore(None, MappingProxyType(metrics_of(doc)), frozen(doc))
 
 
-def judge_settings(spec: str) -> tuple[str, dict[str, Any]]:
-    """A judge spec's name and the `make_judge` keywords it sets (the others keep their defaults)."""
+def judge_settings(spec: str) -> tuple[str, JudgeSettings]:
+    """A judge spec's name and its settings (those it does not set keep their defaults)."""
+    from dataclasses import replace
+
+    from duplexeval.dialogue.judges import JudgeSettings
     from duplexeval.specs import known_params, parse_spec, typed_params
 
     name, raw = parse_spec(spec, "--judge")
     known_params("--judge", spec, raw, JUDGE_PARAMS if name == "openai" else ())
     typed = typed_params("--judge", spec, raw, {k: kind for k, (_kw, kind) in JUDGE_PARAMS.items()})
-    return name, {JUDGE_PARAMS[k][0]: v for k, v in typed.items()}
+    return name, replace(JudgeSettings(), **{JUDGE_PARAMS[k][0]: v for k, v in typed.items()})
 
 
-def _eligible(rows: Sequence[Mapping[str, Any]]) -> dict[str, Share]:
+def _eligible(rows: Sequence[CaseRow]) -> dict[str, Share]:
     from duplexeval.dialogue.metrics import ERROR
     from duplexeval.stats import Share
 
     counts: dict[str, tuple[int, int]] = {}
     for row in rows:
-        ok, n = counts.get(row["family"], (0, 0))
-        counts[row["family"]] = (ok + (row.get("outcome") != ERROR), n + 1)
+        ok, n = counts.get(row.family, (0, 0))
+        counts[row.family] = (ok + (row.outcome != ERROR), n + 1)
     return {fam: Share(ok, n) for fam, (ok, n) in counts.items()}
 
 
@@ -211,11 +217,10 @@ def score(run: str | Path, *, judge: str | Judge = "expected", force: bool = Fal
     """`dialogue score RUN`: judge a run (`expected`, offline, from the cases' labels; `openai:model=M,base_url=URL,
     ...`; or a `Judge`), compute spec 004's metrics and write judgements.jsonl and dialogue.json."""
     from duplexeval.dialogue import score_stage
-    from duplexeval.dialogue.judges import make_judge
 
     if isinstance(judge, str):
         name, settings = judge_settings(judge)
-        j = make_judge(name, Path(run), **settings)
+        j = settings.make(name, Path(run))
     else:
         j = judge
     if not force:
@@ -279,12 +284,13 @@ def read_run(path: str | Path) -> RunRecord:
     failures = int(head.get("failures") or 0)
     paths = (p, p.parent / DECISIONS_FILE)
     eligible = MappingProxyType(_eligible(rows))
-    return RunRecord(paths, sig, frozen(head), tuple(frozen(r) for r in rows), failures, eligible)
+    return RunRecord(paths, sig, frozen(head), tuple(rows), failures, eligible)
 
 
 def read_judgements(path: str | Path) -> Judgements:
     """A scored run's judgements.jsonl (or its folder): the header (kind and schema checked) and each verdict."""
     from duplexeval.artifacts import check_kind
+    from duplexeval.dialogue.judges import Judgement
     from duplexeval.dialogue.score_stage import JUDGEMENTS_FILE
     from duplexeval.jsonio import json_lines, read_text
 
@@ -293,11 +299,7 @@ def read_judgements(path: str | Path) -> Judgements:
     if not items:
         raise InputError(f"{p}: empty; score the run first")
     head = check_kind(items[0][1], JUDGEMENTS_KIND, p, SCHEMA)
-    rows = []
-    for lineno, obj in items[1:]:
-        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or obj.get("family") not in ("MiU", "UiM"):
-            raise InputError(f"{p}: line {lineno}: not a judgement row (needs id, family, outcome, verdict)")
-        rows.append(frozen(obj))
+    rows = [Judgement.from_json(obj, f"{p}: line {lineno}") for lineno, obj in items[1:]]
     return Judgements(p, artifact(head, p).signature, frozen(head.get("judge") or {}), tuple(rows))
 
 

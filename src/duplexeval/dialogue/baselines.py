@@ -35,6 +35,7 @@ from duplexeval.dialogue.protocol import (
     Wait,
 )
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.plugins import guard, json_value, returned
 from duplexeval.registry import Registry
 
@@ -61,7 +62,7 @@ class _Base:
         self.clause = []
         self.done = False
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> JsonObject:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
 
     def _hear(self, ev: Event) -> None:
@@ -223,7 +224,7 @@ def make_manager(name: str, params: dict[str, str] | None = None) -> Any:
     params = dict(params or {})
     if dataclasses.is_dataclass(factory) and isinstance(factory, type):
         fields = {f.name: f for f in dataclasses.fields(factory) if f.init}
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, object] = {}
         for key, raw in params.items():
             if key not in fields:
                 raise InputError(f"--system {name}: no parameter {key!r} (known: {', '.join(fields) or 'none'})")
@@ -232,15 +233,16 @@ def make_manager(name: str, params: dict[str, str] | None = None) -> Any:
                 f.default_factory() if f.default_factory is not dataclasses.MISSING else ""
             )
             kwargs[key] = _coerce(name, key, raw, default)
-        params = kwargs
-    manager = SYSTEMS.build(name, **params)
+        manager = SYSTEMS.build(name, **kwargs)
+    else:
+        manager = SYSTEMS.build(name, **params)
     if not (callable(getattr(manager, "reset", None)) and callable(getattr(manager, "on_event", None))):
         raise InputError(f"system {name!r}: needs reset(view) and on_event(event) methods "
                          "(duplexeval.dialogue.protocol)")
     return guard(manager, KIND, name)
 
 
-def manager_settings(manager: Any, name: str) -> dict[str, Any]:
+def manager_settings(manager: Any, name: str) -> JsonObject:
     """A manager's settings for the signature (its `settings()` if it has one: a dict of plain JSON values)."""
     manager = guard(manager, KIND, name)
     fn = getattr(manager, "settings", None)

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from duplexeval.chat_http import sanitize_url
 from duplexeval.dialogue.http import (
@@ -38,6 +37,7 @@ from duplexeval.dialogue.protocol import (
 )
 from duplexeval.errors import InputError
 from duplexeval.jsonio import sha256_bytes
+from duplexeval.jsontypes import JsonObject
 
 CHAT_LOG = "chat-log.jsonl"
 MAX_REPLY_TOKENS = 200
@@ -110,7 +110,7 @@ class ChatManager:
             self.backoff_s, SYSTEM_FLAGS,
         )
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> JsonObject:
         """What determines the decisions (never the key)."""
         return {"model": self.model, "base_url": sanitize_url(self.base_url), "max_attempts": self.max_attempts,
                 "max_tokens": self.max_tokens, "prompt_sha256": _prompt_sha()}

@@ -9,47 +9,75 @@ out of the pairs and counted.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from duplexeval.artifacts import check_kind, header
-from duplexeval.dialogue.kinds import COMPARE_KIND, JUDGEMENTS_KIND, SCHEMA
+from duplexeval.dialogue.judges import Judgement, Verdict
+from duplexeval.dialogue.kinds import COMPARE_KIND, JUDGEMENTS_KIND, REPORT_KIND, SCHEMA
 from duplexeval.dialogue.metrics import END, MID, MISS
 from duplexeval.dialogue.score_stage import JUDGEMENTS_FILE
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.jsonio import json_lines, read_json, read_text, sha256_file
-from duplexeval.paired import mcnemar_exact, paired_mean_difference
+from duplexeval.jsontypes import JsonObject
+from duplexeval.paired import McNemar, PairedDifference, mcnemar_exact, paired_mean_difference
 
 
-def _component(head: dict[str, Any], name: str) -> tuple[str, str | None]:
+def _component(head: JsonObject, name: str) -> tuple[str, str | None]:
     for c in head.get("signature", {}).get("components", []):
         if c.get("name") == name:
             return c.get("value", ""), c.get("hash")
     return "", None
 
 
-def proper_by_case(run_dir: Path) -> tuple[dict[str, Any], dict[str, tuple[str, int | None]]]:
-    """The header and id -> (family, proper 0/1 or None) of a scored run's judgements.jsonl."""
+def proper_by_case(run_dir: Path) -> tuple[JsonObject, dict[str, tuple[str, int | None]]]:
+    """The header (as parsed) and id -> (family, proper 0/1 or None) of a scored run's judgements.jsonl."""
     path = Path(run_dir) / JUDGEMENTS_FILE
     items = json_lines(read_text(path), path)
     if not items:
         raise InputError(f"{path}: empty; score the run first")
     head = check_kind(items[0][1], JUDGEMENTS_KIND, path, SCHEMA)
     out: dict[str, tuple[str, int | None]] = {}
-    for _, row in items[1:]:
-        v = row.get("verdict") or {}
-        if row["family"] == "MiU":
-            o = row["outcome"]
-            value = 1 if o == END else 0 if o == MISS else v.get("timing") if o == MID else None
+    for lineno, obj in items[1:]:
+        j = Judgement.from_json(obj, f"{path}: line {lineno}")
+        v = j.verdict or Verdict()
+        if j.family == "MiU":
+            o = j.outcome
+            value = 1 if o == END else 0 if o == MISS else v.timing if o == MID else None
         else:
-            value = v.get("score") if row["outcome"] != "error" else None
-        out[row["id"]] = (row["family"], value)
+            value = v.score if j.outcome != "error" else None
+        out[j.id] = (j.family, value)
     return head, out
 
 
+@dataclass(frozen=True)
+class FamilyComparison:
+    """B - A of one family's per-case 0/1 (MiU proper, UiM appropriate) over the cases judged in both runs."""
+
+    what: str
+    difference: PairedDifference
+    mcnemar: McNemar
+    cases_in_both: int
+    unjudged_left_out: int
+
+    def to_json(self) -> JsonObject:
+        return {"what": self.what, "difference": self.difference.to_json(), "mcnemar": self.mcnemar.to_json(),
+                "cases_in_both": self.cases_in_both, "unjudged_left_out": self.unjudged_left_out}
 
 
-def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Comparison:
+    """Both families' comparisons; `to_json()` is their part of the compare document."""
+
+    MiU: FamilyComparison
+    UiM: FamilyComparison
+
+    def to_json(self) -> JsonObject:
+        return {"MiU": self.MiU.to_json(), "UiM": self.UiM.to_json()}
+
+
+def compare_runs(run_a: Path, run_b: Path) -> Comparison:
     """B - A of the MiU proper share and the UiM appropriate share, with paired bootstrap and McNemar."""
     (ha, a), (hb, b) = proper_by_case(run_a), proper_by_case(run_b)
     for name, what in (("cases", "case sets"), ("judge", "judges")):
@@ -57,20 +85,20 @@ def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
             raise RefusalError(f"{run_a} and {run_b} were made with different {what} "
                                f"({_component(ha, name)[0]} vs {_component(hb, name)[0]}); a paired comparison "
                                "needs the same")
-    out: dict[str, Any] = {}
+    out: list[FamilyComparison] = []
     for family, label in (("MiU", "proper (precision)"), ("UiM", "appropriate reply")):
         ids = sorted(i for i in a if i in b and a[i][0] == family)
-        pairs = [(a[i][1], b[i][1]) for i in ids if a[i][1] is not None and b[i][1] is not None]
-        xa = [float(p[0]) for p in pairs]  # type: ignore[arg-type]
-        xb = [float(p[1]) for p in pairs]  # type: ignore[arg-type]
-        out[family] = {
-            "what": label,
-            "difference": paired_mean_difference(xa, xb).to_json(),
-            "mcnemar": mcnemar_exact([x == 1 for x in xa], [x == 1 for x in xb]).to_json(),
-            "cases_in_both": len(ids),
-            "unjudged_left_out": len(ids) - len(pairs),
-        }
-    return out
+        xa: list[float] = []
+        xb: list[float] = []
+        for i in ids:
+            va, vb = a[i][1], b[i][1]
+            if va is not None and vb is not None:
+                xa.append(float(va))
+                xb.append(float(vb))
+        out.append(FamilyComparison(label, paired_mean_difference(xa, xb),
+                                    mcnemar_exact([x == 1 for x in xa], [x == 1 for x in xb]), len(ids),
+                                    len(ids) - len(xa)))
+    return Comparison(*out)
 
 
 def format_comparison(label_a: str, label_b: str, cmp: Mapping[str, Any]) -> list[str]:
@@ -91,13 +119,14 @@ def format_comparison(label_a: str, label_b: str, cmp: Mapping[str, Any]) -> lis
     return lines
 
 
-def compare(run_a: Path, run_b: Path) -> dict[str, Any]:
-    """The comparison with the header and both runs' signatures (a number is only comparable with its signature)."""
+def compare(run_a: Path, run_b: Path) -> JsonObject:
+    """The compare document (what `dialogue compare --json` writes): the header, both runs' signatures (a number is
+    only comparable with its signature) and the comparison."""
     sigs = {}
     for key, run in (("a", run_a), ("b", run_b)):
-        rep = check_kind(read_json(Path(run) / "dialogue.json"), "duplexeval.dialogue.report",
+        rep = check_kind(read_json(Path(run) / "dialogue.json"), REPORT_KIND,
                          Path(run) / "dialogue.json", SCHEMA)
         sigs[key] = rep["signature"]["compact"]
     inputs = {f"{k}_judgements": sha256_file(Path(r) / JUDGEMENTS_FILE) for k, r in (("a", run_a), ("b", run_b))}
     return {**header(COMPARE_KIND, SCHEMA, None, inputs), "a": str(run_a), "b": str(run_b), "signatures": sigs,
-            **compare_runs(run_a, run_b)}
+            **compare_runs(run_a, run_b).to_json()}

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 from urllib.parse import urlsplit
 
 from duplexeval.chat_http import (
@@ -28,6 +28,7 @@ from duplexeval.chat_http import (
 )
 from duplexeval.errors import InputError
 from duplexeval.jsonio import append_text, atomic_write_text, dumps_line, sha256_bytes
+from duplexeval.jsontypes import JsonObject
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 30.0
@@ -120,11 +121,11 @@ class CachedChat:
         self._key = api_key(self.api_key_env, self.what)
         self.client = ChatClient(self.base_url, self._key, self.timeout_s)
 
-    def identity(self) -> dict[str, Any]:
-        """What determines the replies (never the key)."""
+    def identity(self) -> dict[str, str | int]:
+        """What determines the replies (never the key), in the order judgements.jsonl's `judge` record lists them."""
         return {"model": self.model, "base_url": sanitize_url(self.base_url), "max_attempts": self.max_attempts}
 
-    def _log(self, record: dict[str, Any]) -> None:
+    def _log(self, record: JsonObject) -> None:
         append_text(self.log_path, redact_all(dumps_line(record), self._key), private=True)
 
     def _cache_file(self, sha: str) -> Path:
@@ -138,8 +139,9 @@ class CachedChat:
         content = obj.get("content") if isinstance(obj, dict) and obj.get("request_sha256") == sha else None
         return content if isinstance(content, str) else None
 
-    def ask(self, payload: dict[str, Any], accept: Callable[[str], T | None], tag: dict[str, Any]) -> Answer[T]:
-        """Send `payload` (the model is added) up to `max_attempts` times until `accept` parses a reply."""
+    def ask(self, payload: JsonObject, accept: Callable[[str], T | None], tag: Mapping[str, str]) -> Answer[T]:
+        """Send `payload` (the request body; the model is added) up to `max_attempts` times until `accept` parses a
+        reply; `tag` (which case, what for) leads every log line."""
         body = {"model": self.model, **payload}
         size = len(json.dumps(body, ensure_ascii=False).encode("utf-8"))
         if size > MAX_REQUEST_BYTES:

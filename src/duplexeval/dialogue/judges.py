@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from types import MappingProxyType
+from typing import Literal, Protocol, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -22,12 +24,24 @@ from duplexeval.dialogue.http import (
     CachedChat,
     default_cache_dir,
 )
-from duplexeval.dialogue.metrics import MID
+from duplexeval.dialogue.metrics import ERROR, MID
+from duplexeval.dialogue.rows import CaseRow, ErrorRow, Family, MiURow
 from duplexeval.errors import InputError
 from duplexeval.jsonio import sha256_bytes
+from duplexeval.jsontypes import JsonObject
 
 JUDGE_LOG = "judge-log.jsonl"
 _WORD = re.compile(r"[a-z0-9']+")
+
+
+JsonScalar: TypeAlias = str | int | float | bool | None
+
+
+def _score(js: JsonObject, key: str, where: str) -> int | None:
+    v = js.get(key)
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+        raise InputError(f"{where}: verdict '{key}' must be an integer (0 or 1) or null, got {v!r}")
+    return v
 
 
 @dataclass(frozen=True)
@@ -40,34 +54,86 @@ class Verdict:
     error: str | None = None
     analysis: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"timing": self.timing, "content": self.content, "score": self.score, "judge_error": self.error,
                 "analysis": self.analysis}
 
+    @classmethod
+    def from_json(cls, js: object, where: str) -> Verdict:
+        """A verdict of judgements.jsonl read back (`where` names the file and line)."""
+        if not isinstance(js, dict):
+            raise InputError(f"{where}: 'verdict' must be an object or null")
+        error, analysis = js.get("judge_error"), js.get("analysis", "")
+        if (error is not None and not isinstance(error, str)) or not isinstance(analysis, str):
+            raise InputError(f"{where}: verdict 'judge_error' and 'analysis' must be strings")
+        return cls(_score(js, "timing", where), _score(js, "content", where), _score(js, "score", where), error,
+                   analysis)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One line of judgements.jsonl: the case, its outcome and the judge's verdict (None: not judged)."""
+
+    id: str
+    family: Family
+    outcome: str
+    verdict: Verdict | None
+
+    def to_json(self) -> JsonObject:
+        return {"id": self.id, "family": self.family, "outcome": self.outcome,
+                "verdict": self.verdict.to_json() if self.verdict else None}
+
+    @classmethod
+    def from_json(cls, js: object, where: str) -> Judgement:
+        """A parsed line read back; one line naming `where` when it is not a judgement."""
+        if not isinstance(js, dict) or not isinstance(js.get("id"), str) or js.get("family") not in ("MiU", "UiM") \
+                or not isinstance(js.get("outcome"), str):
+            raise InputError(f"{where}: not a judgement row (needs id, family, outcome, verdict)")
+        v = js.get("verdict")
+        return cls(js["id"], js["family"], js["outcome"], None if v is None else Verdict.from_json(v, where))
+
+
+@dataclass(frozen=True)
+class JudgeIdentity:
+    """What determines a judge's verdicts (never a key): its mode, its settings in order, and the SHA-256 of its
+    fixed prompts when it has any (the judge's hash in the signature). `to_json()` is the `judge` record of
+    judgements.jsonl's header and of dialogue.json."""
+
+    mode: str
+    settings: Mapping[str, JsonScalar] = field(default_factory=lambda: MappingProxyType({}))
+    prompt_sha256: str | None = None
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"mode": self.mode, **self.settings}
+        if self.prompt_sha256 is not None:
+            out["prompt_sha256"] = self.prompt_sha256
+        return out
+
 
 class Judge(Protocol):
-    """What `score` needs of a judge: a label for its numbers, its identity for the signature, a verdict per row."""
+    """What `score` needs of a judge: a label for its numbers, its identity for the signature, a verdict per row
+    (None: the row needs no judging, see `needs_judging`)."""
 
     @property
     def label(self) -> str: ...
 
-    def identity(self) -> dict[str, Any]: ...
+    def identity(self) -> JudgeIdentity: ...
 
-    def judge(self, row: dict[str, Any]) -> Verdict | None: ...
+    def judge(self, row: CaseRow) -> Verdict | None: ...
 
 
-def needs_judging(row: dict[str, Any]) -> bool:
+def needs_judging(row: CaseRow) -> bool:
     """Mid-utterance MiU interruptions and every UiM case with an outcome."""
-    if row.get("outcome") == "error":
+    if isinstance(row, ErrorRow) or row.outcome == ERROR:
         return False
-    return row["family"] == "UiM" or row.get("outcome") == MID
+    return row.family == "UiM" or row.outcome == MID
 
 
 def _norm(text: str) -> str:
     return " " + " ".join(_WORD.findall(text.lower())) + " "
 
 
-def mentions(reply: str, cues: list[str]) -> bool:
+def mentions(reply: str, cues: Sequence[str]) -> bool:
     """True if the reply names any cue as whole words (case-insensitive); no cues: any non-empty reply."""
     r = _norm(reply)
     if not cues:
@@ -83,27 +149,26 @@ class ExpectedJudge:
 
     label = "expected"
 
-    def identity(self) -> dict[str, Any]:
-        return {"mode": "expected"}
+    def identity(self) -> JudgeIdentity:
+        return JudgeIdentity("expected")
 
-    def judge(self, row: dict[str, Any]) -> Verdict | None:
-        if not needs_judging(row):
+    def judge(self, row: CaseRow) -> Verdict | None:
+        if isinstance(row, ErrorRow) or not needs_judging(row):
             return None
-        exp = row.get("expected")
-        if not exp:
+        if row.expected is None:
             return Verdict(error="case has no expected labels (use --judge openai)")
-        if row["family"] == "MiU":
-            chunk = row.get("cut_in_chunk")
-            timing = int(chunk is not None and row["heard_chunks"] >= chunk + 1)
-            return Verdict(timing=timing, content=int(mentions(row["reply"], exp["reply_cues"])))
-        behaviour = exp["behaviour"]
-        yielded = row["outcome"] == "yielded"
+        if isinstance(row, MiURow):
+            chunk = row.cut_in_chunk
+            timing = int(chunk is not None and row.heard_chunks >= chunk + 1)
+            return Verdict(timing=timing, content=int(mentions(row.reply, row.expected.reply_cues)))
+        behaviour, cues = row.expected.behaviour, row.expected.reply_cues
+        yielded = row.outcome == "yielded"
         if behaviour == "continue":
             ok = not yielded
         elif behaviour == "yield":
-            ok = yielded and mentions(row["reply"], exp["reply_cues"])
+            ok = yielded and mentions(row.reply, cues)
         else:
-            ok = mentions(row["reply"], exp["reply_cues"])
+            ok = mentions(row.reply, cues)
         return Verdict(score=int(ok))
 
 
@@ -142,7 +207,7 @@ class _UiMReply(BaseModel):
     score: Literal[0, 1]
 
 
-def _schema(model: type[BaseModel], name: str) -> dict[str, Any]:
+def _schema(model: type[BaseModel], name: str) -> JsonObject:
     return {"type": "json_schema", "json_schema": {"name": name, "schema": model.model_json_schema(), "strict": True}}
 
 
@@ -157,7 +222,7 @@ def parse_json_reply(content: str, model: type[BaseModel]) -> BaseModel | None:
         return None
 
 
-def transcript_text(transcript: list[list[str]]) -> str:
+def transcript_text(transcript: Sequence[Sequence[str]]) -> str:
     """'USER: ...' / 'ASSISTANT: ...' lines, empty turns kept visible."""
     return "\n".join(f"{role.upper()}: {text}" for role, text in transcript)
 
@@ -185,23 +250,23 @@ class OpenAIJudge:
     def label(self) -> str:
         return f"openai:{self.chat.model}"
 
-    def identity(self) -> dict[str, Any]:
-        return {"mode": "openai", **self.chat.identity(), "prompt_sha256": prompt_sha256()}
+    def identity(self) -> JudgeIdentity:
+        return JudgeIdentity("openai", MappingProxyType(self.chat.identity()), prompt_sha256())
 
-    def judge(self, row: dict[str, Any]) -> Verdict | None:
-        if not needs_judging(row):
+    def judge(self, row: CaseRow) -> Verdict | None:
+        if isinstance(row, ErrorRow) or not needs_judging(row):
             return None
-        miu = row["family"] == "MiU"
+        miu = row.family == "MiU"
         model: type[BaseModel] = _MiUReply if miu else _UiMReply
         payload = {
             "messages": [
                 {"role": "system", "content": MIU_PROMPT if miu else UIM_PROMPT},
-                {"role": "user", "content": transcript_text(row["transcript"])},
+                {"role": "user", "content": transcript_text(row.transcript)},
             ],
             "temperature": 0,
             "response_format": _schema(model, "miu_verdict" if miu else "uim_verdict"),
         }
-        ans = self.chat.ask(payload, lambda c: parse_json_reply(c, model), {"case": row["id"], "use": "judge"})
+        ans = self.chat.ask(payload, lambda c: parse_json_reply(c, model), {"case": row.id, "use": "judge"})
         if ans.parsed is None:
             return Verdict(error=f"judge_error: {ans.error} after {ans.attempts} attempt(s)")
         p = ans.parsed
@@ -212,6 +277,25 @@ class OpenAIJudge:
 
 
 JUDGES = ("expected", "openai")
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """What a `--judge` spec sets (`openai:model=M,base_url=URL,...`); the rest keep these defaults."""
+
+    model: str = ""
+    base_url: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    cache_dir: Path | None = None
+    max_attempts: int = DEFAULT_ATTEMPTS
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    backoff_s: float = DEFAULT_BACKOFF_S
+
+    def make(self, name: str, out_dir: Path) -> Judge:
+        """The judge `name` with these settings (`make_judge`)."""
+        return make_judge(name, out_dir, model=self.model, base_url=self.base_url, api_key_env=self.api_key_env,
+                          cache_dir=self.cache_dir, timeout_s=self.timeout_s, max_attempts=self.max_attempts,
+                          backoff_s=self.backoff_s)
 
 
 def make_judge(name: str, out_dir: Path, *, model: str = "", base_url: str = "", api_key_env: str = "OPENAI_API_KEY",

@@ -27,6 +27,7 @@ from duplexeval.dialogue.cases import (
 )
 from duplexeval.errors import InputError
 from duplexeval.jsonio import json_lines, read_text, sha256_bytes
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas.base import describe, validate
 
 CASESET_KIND = "duplexeval.dialogue.caseset"
@@ -215,6 +216,6 @@ def _load_tapes(path: Path, text: str, data: bytes) -> CaseSet:
     return _finish(cases, wheres, path, data, "tape")
 
 
-def case_to_json(case: MiUCase | UiMCase) -> dict[str, Any]:
+def case_to_json(case: MiUCase | UiMCase) -> JsonObject:
     """A case as the JSON object our JSONL holds (keys in model order, defaults kept)."""
     return case.model_dump(mode="json")

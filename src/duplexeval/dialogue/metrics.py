@@ -17,13 +17,14 @@ Directions and timings are never mixed.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
 
 import numpy as np
 
 from duplexeval.dialogue.cases import REASONS
+from duplexeval.jsontypes import JsonObject
 from duplexeval.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -91,7 +92,100 @@ def precision_interval(outcomes: Sequence[str], timing: Sequence[int | None]) ->
     return percentile_interval(stat)
 
 
-def miu_metrics(items: Sequence[MiUItem]) -> dict[str, Any]:
+PRECISION_DEFINITION = "PIR_mid * ir_mid + ir_end (the paper's, not the standard formula)"
+RECALL_DEFINITION = "1 - MIR (the paper's, not the standard formula)"
+PRRAVG_DEFINITION = "unweighted mean of PRR_noise, PRR_denial, PRR_affirmation, PRR_shift"
+
+
+def _judged(js: dict[str, object], judge: str | None) -> dict[str, object]:
+    """A judged number's JSON, naming its judge when there is one (every judged number of dialogue.json does)."""
+    if judge is not None:
+        js["judge"] = judge
+    return js
+
+
+@dataclass(frozen=True)
+class MiUCounts:
+    """How many MiU cases were selected, failed (errors), had an outcome (n), and of which outcome; how many of the
+    mid-utterance ones the judge labelled for timing and for content."""
+
+    selected: int
+    errors: int
+    n: int
+    mid: int
+    end: int
+    miss: int
+    mid_judged_timing: int
+    mid_judged_content: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"selected": self.selected, "errors": self.errors, "n": self.n, "mid": self.mid, "end": self.end,
+                "miss": self.miss, "mid_judged_timing": self.mid_judged_timing,
+                "mid_judged_content": self.mid_judged_content}
+
+
+@dataclass(frozen=True)
+class Recall:
+    """The paper's recall, 1 - MIR: the share of cases where the system took the turn at all (the `Share` of them,
+    its value computed as 1 - miss / n)."""
+
+    share: Share
+    value: float | None
+
+    def to_json(self) -> dict[str, object]:
+        js = self.share.to_json()
+        js["value"] = self.value
+        js["definition"] = RECALL_DEFINITION
+        return js
+
+
+@dataclass(frozen=True)
+class Fted:
+    """First-token delay after the end of user speech (seconds): the `Latency` of the cases the machine did not cut
+    in mid-utterance (no response: +inf), the mean of those it responded to, and how many were left out as mid."""
+
+    latency: Latency
+    mean: float | None
+    responded: int
+    excluded_mid: int
+
+    def to_json(self) -> dict[str, object]:
+        return {**self.latency.to_json(), "mean": self.mean, "responded": self.responded,
+                "excluded_mid": self.excluded_mid}
+
+
+@dataclass(frozen=True)
+class MiUMetrics:
+    """Every MiU number with its counts and intervals; `to_json(judge)` is dialogue.json's MiU block (the judged
+    numbers, PIR_mid, PRR_mid and precision, naming the judge)."""
+
+    counts: MiUCounts
+    outcomes_by_kind: Mapping[str, Mapping[str, int]]  # kind -> outcome -> cases, kinds sorted
+    ir_mid: Share
+    ir_end: Share
+    MIR: Share
+    PIR_mid: Share
+    PRR_mid: Share
+    precision: Estimate
+    recall: Recall
+    FTED_s: Fted
+
+    def to_json(self, judge: str | None = None) -> JsonObject:
+        return {
+            "counts": self.counts.to_json(),
+            "outcomes_by_kind": {k: dict(v) for k, v in self.outcomes_by_kind.items()},
+            "ir_mid": self.ir_mid.to_json(),
+            "ir_end": self.ir_end.to_json(),
+            "MIR": self.MIR.to_json(),
+            "PIR_mid": _judged(self.PIR_mid.to_json(), judge),
+            "PRR_mid": _judged(self.PRR_mid.to_json(), judge),
+            "precision": _judged(self.precision.to_json(), judge),
+            "recall": self.recall.to_json(),
+            "FTED_s": self.FTED_s.to_json(),
+        }
+
+
+def miu_metrics(items: Sequence[MiUItem]) -> MiUMetrics:
     """Every MiU number with its counts and intervals."""
     selected = len(items)
     valid = [it for it in items if it.outcome != ERROR]
@@ -114,36 +208,27 @@ def miu_metrics(items: Sequence[MiUItem]) -> dict[str, Any]:
         precision = None  # mid-utterance cut-ins, none judged
     else:
         precision = pir.value * (mid / n) + end / n
-    recall = _share(mid + end, n, errors, selected).to_json()
-    recall["value"] = None if n == 0 else 1.0 - miss / n
+    recall = Recall(_share(mid + end, n, errors, selected), None if n == 0 else 1.0 - miss / n)
     fted = [it.fted_us if it.fted_us is not None else math.inf for it in valid if it.outcome != MID]
     finite = [v for v in fted if math.isfinite(v)]
-    lat = Latency.of(fted, scale=1e6).to_json()
-    lat["mean"] = (sum(finite) / len(finite) / 1e6) if finite else None
-    lat["responded"] = len(finite)
-    lat["excluded_mid"] = mid
+    lat = Fted(Latency.of(fted, scale=1e6), (sum(finite) / len(finite) / 1e6) if finite else None, len(finite), mid)
     by_kind: dict[str, dict[str, int]] = {}
     for it in items:
         if it.kind:
             d = by_kind.setdefault(it.kind, {MID: 0, END: 0, MISS: 0, ERROR: 0})
             d[it.outcome] = d.get(it.outcome, 0) + 1
-    return {
-        "counts": {"selected": selected, "errors": errors, "n": n, "mid": mid, "end": end, "miss": miss,
-                   "mid_judged_timing": len(t_judged), "mid_judged_content": len(c_judged)},
-        "outcomes_by_kind": {k: by_kind[k] for k in sorted(by_kind)},
-        "ir_mid": ir_mid.to_json(),
-        "ir_end": ir_end.to_json(),
-        "MIR": mir.to_json(),
-        "PIR_mid": pir.to_json(),
-        "PRR_mid": prr.to_json(),
-        "precision": Estimate(
+    return MiUMetrics(
+        MiUCounts(selected, errors, n, mid, end, miss, len(t_judged), len(c_judged)),
+        MappingProxyType({k: MappingProxyType(by_kind[k]) for k in sorted(by_kind)}),
+        ir_mid, ir_end, mir, pir, prr,
+        Estimate(
             precision,
             precision_interval([it.outcome for it in valid], [it.timing for it in valid]) if precision is not None
             else None,
-            {"n": n, "definition": "PIR_mid * ir_mid + ir_end (the paper's, not the standard formula)"}).to_json(),
-        "recall": {**recall, "definition": "1 - MIR (the paper's, not the standard formula)"},
-        "FTED_s": lat,
-    }
+            {"n": n, "definition": PRECISION_DEFINITION}),
+        recall,
+        lat,
+    )
 
 
 def prr_avg_interval(by_reason: dict[str, list[UiMItem]]) -> tuple[float, float] | None:
@@ -164,29 +249,54 @@ def prr_avg_interval(by_reason: dict[str, list[UiMItem]]) -> tuple[float, float]
     return percentile_interval(np.mean(np.vstack(per), axis=0))
 
 
-def uim_metrics(items: Sequence[UiMItem]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ReasonCounts:
+    """The UiM cases of one interruption reason: selected, failed (errors), judged, and how many yielded or
+    continued."""
+
+    selected: int
+    errors: int
+    judged: int
+    yielded: int
+    continued: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"selected": self.selected, "errors": self.errors, "judged": self.judged, "yielded": self.yielded,
+                "continued": self.continued}
+
+
+@dataclass(frozen=True)
+class UiMMetrics:
+    """PRR per interruption reason (`Share`, Wilson, in `REASONS` order), PRRavg (stratified bootstrap) and the
+    counts per reason; `to_json(judge)` is dialogue.json's UiM block (every PRR naming the judge)."""
+
+    prr: Mapping[str, Share]  # reason -> PRR_<reason>
+    PRRavg: Estimate
+    counts: Mapping[str, ReasonCounts]
+
+    def to_json(self, judge: str | None = None) -> JsonObject:
+        out: JsonObject = {f"PRR_{reason}": _judged(sh.to_json(), judge) for reason, sh in self.prr.items()}
+        out["PRRavg"] = _judged(self.PRRavg.to_json(), judge)
+        out["counts"] = {reason: c.to_json() for reason, c in self.counts.items()}
+        return out
+
+
+def uim_metrics(items: Sequence[UiMItem]) -> UiMMetrics:
     """PRR per reason (Wilson), PRRavg (stratified bootstrap) and the yield counts per reason."""
     by_reason: dict[str, list[UiMItem]] = {r: [] for r in REASONS}
     for it in items:
         by_reason.setdefault(it.reason, []).append(it)
-    out: dict[str, Any] = {}
-    values: list[float | None] = []
-    counts: dict[str, Any] = {}
+    prr: dict[str, Share] = {}
+    counts: dict[str, ReasonCounts] = {}
     for reason in REASONS:
         its = by_reason[reason]
         errors = sum(1 for it in its if it.outcome == ERROR)
         scores = [it.score for it in its if it.outcome != ERROR and it.score is not None]
-        sh = _share(sum(scores), len(scores), len(its) - len(scores), len(its))
-        out[f"PRR_{reason}"] = sh.to_json()
-        values.append(sh.value)
-        counts[reason] = {
-            "selected": len(its), "errors": errors, "judged": len(scores),
-            "yielded": sum(1 for it in its if it.outcome == YIELDED),
-            "continued": sum(1 for it in its if it.outcome == CONTINUED),
-        }
+        prr[reason] = _share(sum(scores), len(scores), len(its) - len(scores), len(its))
+        counts[reason] = ReasonCounts(len(its), errors, len(scores), sum(1 for it in its if it.outcome == YIELDED),
+                                      sum(1 for it in its if it.outcome == CONTINUED))
+    values = [sh.value for sh in prr.values()]
     avg = None if any(v is None for v in values) else sum(v for v in values if v is not None) / len(values)
-    out["PRRavg"] = Estimate(
-        avg, prr_avg_interval(by_reason) if avg is not None else None,
-        {"definition": "unweighted mean of PRR_noise, PRR_denial, PRR_affirmation, PRR_shift"}).to_json()
-    out["counts"] = counts
-    return out
+    avg_est = Estimate(avg, prr_avg_interval(by_reason) if avg is not None else None,
+                       {"definition": PRRAVG_DEFINITION})
+    return UiMMetrics(MappingProxyType(prr), avg_est, MappingProxyType(counts))

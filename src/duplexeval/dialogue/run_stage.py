@@ -7,7 +7,7 @@ the same for any number of jobs.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from duplexeval.dialogue.baselines import KIND, make_manager, manager_settings
 from duplexeval.dialogue.cases import MiUCase, UiMCase
 from duplexeval.dialogue.kinds import CASES_KIND, DECISIONS_KIND, SCHEMA
 from duplexeval.dialogue.load import CaseSet
-from duplexeval.dialogue.rows import decision_text, error_row, miu_row, uim_row
+from duplexeval.dialogue.rows import CaseRow, decision_text, error_row, miu_row, uim_row
 from duplexeval.dialogue.simulator import Clock, simulate
 from duplexeval.errors import RefusalError
 from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
@@ -27,6 +27,7 @@ from duplexeval.jsonio import (
     make_output_dir,
     sha256_bytes,
 )
+from duplexeval.jsontypes import JsonObject
 from duplexeval.plugins import returned
 from duplexeval.signature import Component, Signature
 
@@ -43,14 +44,14 @@ def clock_component(clock: Clock) -> Component:
     })
 
 
-def system_component(name: str, settings: dict[str, Any]) -> Component:
+def system_component(name: str, settings: JsonObject) -> Component:
     """The system's name and the hash of all its settings; scalar settings are printed too."""
     blob = json.dumps(settings, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")
     scalars = {k: v for k, v in settings.items() if isinstance(v, (int, float, str, bool)) and len(str(v)) <= 24}
     return Component("system", name, hash=sha256_bytes(blob), settings=scalars)
 
 
-def run_signature(cases: CaseSet, system: str, settings: dict[str, Any], clock: Clock) -> Signature:
+def run_signature(cases: CaseSet, system: str, settings: JsonObject, clock: Clock) -> Signature:
     """What a run's numbers depend on: the case set (hash), the system and its settings, the clock."""
     comps = (
         Component("cases", f"{cases.shape}:{cases.n_miu}miu+{cases.n_uim}uim", hash=cases.sha256),
@@ -82,14 +83,14 @@ def _manager(system: str, params: tuple[tuple[str, str], ...], out_dir: str) -> 
     return _MANAGERS[key]
 
 
-def replay_case(job: _Job) -> tuple[dict[str, Any], str]:
+def replay_case(job: _Job) -> tuple[CaseRow, str]:
     """One case: its row and its decision-log text (a picklable top-level function for the executor)."""
     manager = _manager(job.system, job.params, job.out_dir)
     rep = simulate(job.case, manager, job.clock)
-    row = miu_row(job.case, rep) if isinstance(job.case, MiUCase) else uim_row(job.case, rep, job.clock)
+    row: CaseRow = miu_row(job.case, rep) if isinstance(job.case, MiUCase) else uim_row(job.case, rep, job.clock)
     errs = getattr(manager, "case_errors", None)
     if callable(errs):
-        row["system_errors"] = returned(KIND, job.system, "case_errors", errs(), int, "a count (int)")
+        row = replace(row, system_errors=returned(KIND, job.system, "case_errors", errs(), int, "a count (int)"))
     return row, decision_text(rep)
 
 
@@ -98,7 +99,7 @@ class RunResult:
     """The rows written, in case order, the run's signature and how many cases failed."""
 
     out_dir: Path
-    rows: list[dict[str, Any]]
+    rows: list[CaseRow]
     signature: Signature
     failures: int
 
@@ -141,7 +142,7 @@ def run(cases: CaseSet, system: str, params: dict[str, str], clock: Clock, out_d
             (out_dir / name).unlink(missing_ok=True)
     make_output_dir(out_dir, "run folder")
     jobs = [_Job(system, ptuple, clock, str(out_dir), c) for c in cases.cases]
-    rows: list[dict[str, Any]] = []
+    rows: list[CaseRow] = []
     lines: list[str] = []
     failures = 0
     ex = make_executor(executor or ExecutorSpec())
@@ -162,5 +163,5 @@ def run(cases: CaseSet, system: str, params: dict[str, str], clock: Clock, out_d
     dec_head = {**header(DECISIONS_KIND, SCHEMA, sig, {"cases": cases.sha256}), **body}
     atomic_write_text(out_dir / DECISIONS_FILE, dumps_line(dec_head) + "".join(lines))
     case_head = {**header(CASES_KIND, SCHEMA, sig, {"cases": cases.sha256}), **body, "failures": failures}
-    atomic_write_text(out_dir / CASES_FILE, dumps_line(case_head) + "".join(dumps_line(r) for r in rows))
+    atomic_write_text(out_dir / CASES_FILE, dumps_line(case_head) + "".join(dumps_line(r.to_json()) for r in rows))
     return RunResult(out_dir, rows, sig, failures)

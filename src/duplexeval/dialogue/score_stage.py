@@ -10,9 +10,11 @@ from typing import Any
 from rich.table import Table
 
 from duplexeval.artifacts import check_kind, header
-from duplexeval.dialogue.judges import Judge, Verdict
+from duplexeval.dialogue.cases import MiUExpected
+from duplexeval.dialogue.judges import Judge, JudgeIdentity, Judgement, Verdict
 from duplexeval.dialogue.kinds import CASES_KIND, JUDGEMENTS_KIND, REPORT_KIND, SCHEMA
-from duplexeval.dialogue.metrics import NOTE, MiUItem, UiMItem, miu_metrics, uim_metrics
+from duplexeval.dialogue.metrics import ERROR, NOTE, MiUItem, UiMItem, miu_metrics, uim_metrics
+from duplexeval.dialogue.rows import CaseRow, MiURow, UiMRow, row_from_json
 from duplexeval.dialogue.run_stage import CASES_FILE
 from duplexeval.errors import InputError
 from duplexeval.jsonio import (
@@ -23,6 +25,8 @@ from duplexeval.jsonio import (
     sha256_bytes,
     write_json,
 )
+from duplexeval.jsontypes import JsonObject
+from duplexeval.plugins import returned
 from duplexeval.progress import table_console
 from duplexeval.signature import Component, Signature
 from duplexeval.stats import NO_DATA, NOT_REACHED
@@ -42,81 +46,78 @@ PAPER_SECONDARY = {
 }
 
 
-def read_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
-    """The header, the rows and the SHA-256 of a run's cases.jsonl."""
+def read_run(run_dir: Path) -> tuple[JsonObject, list[CaseRow], str]:
+    """The header (as parsed, kind and schema checked), the rows and the SHA-256 of a run's cases.jsonl."""
     path = Path(run_dir) / CASES_FILE
     text = read_text(path)
     items = json_lines(text, path)
     if not items:
         raise InputError(f"{path}: empty; expected a header line and one row per case")
     head = check_kind(items[0][1], CASES_KIND, path, SCHEMA)
-    rows = []
-    for lineno, obj in items[1:]:
-        if (not isinstance(obj, dict) or obj.get("family") not in ("MiU", "UiM") or not isinstance(obj.get("id"), str)
-            or "outcome" not in obj):
-            raise InputError(f"{path}: line {lineno}: not a dialogue case row (needs id, family, outcome)")
-        rows.append(obj)
+    rows = [row_from_json(obj, f"{path}: line {lineno}") for lineno, obj in items[1:]]
     if len(rows) != head.get("n_cases"):
         raise InputError(f"{path}: header says {head.get('n_cases')} cases, found {len(rows)} rows (an interrupted "
                          "run? rerun it)")
     return head, rows, sha256_bytes(text.encode("utf-8"))
 
 
-def _fted_us(row: dict[str, Any]) -> int | None:
-    v = row.get("fted_s")
-    return None if v is None else round(v * 1_000_000)
+def _fted_us(row: MiURow) -> int | None:
+    return None if row.fted_s is None else round(row.fted_s * 1_000_000)
 
 
-def items_from(rows: list[dict[str, Any]], verdicts: list[Verdict | None]) -> tuple[list[MiUItem], list[UiMItem]]:
+def _kind(expected: object) -> str:
+    return expected.kind if isinstance(expected, MiUExpected) else ""
+
+
+def items_from(rows: Sequence[CaseRow], verdicts: Sequence[Verdict | None]) -> tuple[list[MiUItem], list[UiMItem]]:
     """The metric inputs: one item per row, in row order."""
     miu: list[MiUItem] = []
     uim: list[UiMItem] = []
     for row, v in zip(rows, verdicts):
-        if row["family"] == "MiU":
-            kind = row.get("kind") or (row.get("expected") or {}).get("kind") or ""  # an older error row: expected's
-            miu.append(MiUItem(row["outcome"], v.timing if v else None, v.content if v else None, _fted_us(row), kind))
+        if isinstance(row, MiURow):
+            miu.append(MiUItem(row.outcome, v.timing if v else None, v.content if v else None, _fted_us(row),
+                               row.kind or _kind(row.expected)))
+        elif isinstance(row, UiMRow):
+            uim.append(UiMItem(row.reason, row.outcome, v.score if v else None))
+        elif row.family == "MiU":  # a failed case, under its kind (an older error row has none: its labels')
+            miu.append(MiUItem(ERROR, kind=row.kind or _kind(row.expected)))
         else:
-            uim.append(UiMItem(row.get("reason", ""), row["outcome"], v.score if v else None))
+            uim.append(UiMItem(row.reason or "", ERROR))
     return miu, uim
 
 
-def score(run_dir: Path, judge: Judge) -> dict[str, Any]:
-    """Judge, compute and write; returns the report."""
+def score(run_dir: Path, judge: Judge) -> JsonObject:
+    """Judge, compute and write; returns the report (dialogue.json's document, as written)."""
     run_dir = Path(run_dir)
     head, rows, rows_sha = read_run(run_dir)
     verdicts = [judge.judge(r) for r in rows]
     run_sig = Signature.from_json(head["signature"])
-    ident = judge.identity()
-    jcomp = Component("judge", judge.label, hash=ident.get("prompt_sha256"), settings={})
+    ident: JudgeIdentity = returned("judge", judge.label, "identity", judge.identity(), JudgeIdentity,
+                                    "a JudgeIdentity")
+    jcomp = Component("judge", judge.label, hash=ident.prompt_sha256, settings={})
     sig = Signature(run_sig.definitions, (*run_sig.components, jcomp), {**run_sig.inputs, "run_cases": rows_sha},
                     run_sig.version).with_bootstrap()
     inputs = {"cases": head["inputs"]["cases"], "run_cases": rows_sha}
-    jlines = [dumps_line({**header(JUDGEMENTS_KIND, SCHEMA, sig, inputs), "judge": ident})]
+    jlines = [dumps_line({**header(JUDGEMENTS_KIND, SCHEMA, sig, inputs), "judge": ident.to_json()})]
     errors = 0
     for r, v in zip(rows, verdicts):
         if v is not None and v.error:
             errors += 1
-        jlines.append(
-            dumps_line(
-                {"id": r["id"], "family": r["family"], "outcome": r["outcome"], "verdict": v.to_json() if v else None}))
+        jlines.append(dumps_line(Judgement(r.id, r.family, r.outcome, v).to_json()))
     miu, uim = items_from(rows, verdicts)
-    miu_js = miu_metrics(miu) if miu else None
-    uim_js = uim_metrics(uim) if uim else None
-    for block, keys in ((miu_js, JUDGED_MIU), (uim_js, JUDGED_UIM)):
-        for k in keys if block else ():
-            block[k]["judge"] = judge.label  # type: ignore[index]  # every judged number names its judge
     report = {
         **header(REPORT_KIND, SCHEMA, sig, inputs),
         "system": head.get("system"),
         # judged: cases the judge labelled (a judge_error is not judged), as MiU.counts and UiM.counts count them
-        "judge": {**ident, "label": judge.label, "judged": sum(1 for v in verdicts if v is not None and not v.error),
-                  "judge_errors": errors},
+        "judge": {**ident.to_json(), "label": judge.label,
+                  "judged": sum(1 for v in verdicts if v is not None and not v.error), "judge_errors": errors},
         "clock": head.get("clock"),
         "run": {"cases": len(rows), "failures": head.get("failures", 0),
-                "system_errors": sum(int(r.get("system_errors") or 0) for r in rows)},
+                "system_errors": sum(r.system_errors for r in rows)},
         "note": NOTE,
-        "MiU": miu_js,
-        "UiM": uim_js,
+        # every judged number names its judge
+        "MiU": miu_metrics(miu).to_json(judge.label) if miu else None,
+        "UiM": uim_metrics(uim).to_json(judge.label) if uim else None,
         "paper_secondary": PAPER_SECONDARY,
     }
     atomic_write_text(run_dir / JUDGEMENTS_FILE, "".join(jlines))

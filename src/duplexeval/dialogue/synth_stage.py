@@ -30,6 +30,7 @@ from duplexeval.dialogue.cases import (
 from duplexeval.dialogue.load import CASESET_KIND, CASESET_SCHEMA, case_to_json
 from duplexeval.errors import InputError
 from duplexeval.jsonio import dumps_line
+from duplexeval.jsontypes import JsonObject
 from duplexeval.progress import progress_bar
 from duplexeval.reruns import check_replace, read_header
 
@@ -277,7 +278,7 @@ def generate(seed: int = 0, n_miu: int = DEFAULT_MIU, n_uim: int = DEFAULT_UIM_P
     return cases
 
 
-def caseset_header(seed: int, n_miu: int, n_uim: int) -> dict[str, Any]:
+def caseset_header(seed: int, n_miu: int, n_uim: int) -> JsonObject:
     """The header line of a generated case file: what made it (ours, not the paper's data)."""
     return {
         **header(CASESET_KIND, CASESET_SCHEMA),
@@ -300,7 +301,7 @@ def caseset_text(seed: int = 0, n_miu: int = DEFAULT_MIU, n_uim: int = DEFAULT_U
     return "".join(lines)
 
 
-def caseset_identity(head: Mapping[str, Any]) -> dict[str, Any]:
+def caseset_identity(head: Mapping[str, Any]) -> JsonObject:
     """A case set's header in the shape `duplexeval.reruns` compares: the generator and its settings."""
     if not head:
         return {}

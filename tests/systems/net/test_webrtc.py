@@ -4,7 +4,6 @@ bot's barge-in, and every fault with its reason. All sessions at once; T = 4 s, 
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,13 +12,13 @@ import pytest
 
 from duplexeval.systems.base import SampleInfo
 from duplexeval.systems.net.faults import parse_faults
-from duplexeval.systems.net.server import ServeConfig, ServerThread
+from duplexeval.systems.net.server import ServeConfig
 from duplexeval.systems.net.trace import INPUT_PACING_LATE, received_items, verdict
 from duplexeval.systems.net.transport import CONNECT_RETRIES
 from duplexeval.systems.playout import playout
 from duplexeval.systems.registry import make_system
 from duplexeval.systems.runner import run_session_async
-from tests.helpers.net import user_turn
+from tests.helpers.net import gather, serving, user_turn
 
 pytest.importorskip("aiortc")
 from duplexeval.systems.net.webrtc_server import WebRtcLoopback  # noqa: E402
@@ -46,17 +45,9 @@ class RtcCase:
 
 
 def _run(cases: list[RtcCase]) -> dict[str, RtcCase]:
-    threads = []
-    urls = []
     for c in cases:
-        if c.no_server:
-            threads.append(None)
-            urls.append("http://127.0.0.1:9/api/offer")
-            continue
-        c.server = WebRtcLoopback(ServeConfig(make_system(SERVED), parse_faults(c.faults)))
-        th = ServerThread(c.server).start()
-        threads.append(th)
-        urls.append(th.url("/api/offer"))
+        if not c.no_server:
+            c.server = WebRtcLoopback(ServeConfig(make_system(SERVED), parse_faults(c.faults)))
 
     async def one(c: RtcCase, url: str) -> None:
         system = make_system(f"webrtc:url={url},{CLIENT}" + (f",{c.client}" if c.client else ""))
@@ -64,15 +55,9 @@ def _run(cases: list[RtcCase]) -> dict[str, RtcCase]:
         c.trace = await run_session_async(system, pcm, SampleInfo("candor_turn_taking", c.name, T, pcm.shape[0]))
         c.reasons = set(verdict(c.trace.wire.records, T, 1.5).reasons) - {INPUT_PACING_LATE}
 
-    async def main() -> None:
-        await asyncio.gather(*(one(c, u) for c, u in zip(cases, urls)))
-
-    try:
-        asyncio.run(main())
-    finally:
-        for th in threads:
-            if th is not None:
-                th.stop()
+    with serving([c.server for c in cases]) as threads:
+        urls = ["http://127.0.0.1:9/api/offer" if th is None else th.url("/api/offer") for th in threads]
+        gather(one(c, u) for c, u in zip(cases, urls))
     return {c.name: c for c in cases}
 
 
