@@ -177,6 +177,12 @@ def test_eot_sweep_may_write_beside_its_predictions_but_not_over_them(tmp_path: 
         check_outputs([Output("--out", run, True, writes)], [Input("PREDICTIONS", run / "sweep.parquet")])
 
 
+def test_eot_sweep_s_declared_files_are_the_ones_it_writes() -> None:
+    from duplexeval.eot.kinds import SWEEP_FILES
+
+    assert cli_paths.FOLDER_OUTPUTS[("eot", "sweep")]["out"] == SWEEP_FILES
+
+
 def test_the_write_guard_refuses_an_input_the_declaration_missed(tmp_path: Path) -> None:
     from duplexeval import overwrite
     from duplexeval.errors import InputError

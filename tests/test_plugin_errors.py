@@ -507,7 +507,7 @@ def test_a_synchronous_method_that_never_returns_is_bounded_per_call(hanging: st
     for cls in ("Manager", "Swallows"):  # each case is that case's recorded error; the run goes on
         res = run_stage.run(cases, f"r3_hanging:{cls}", {}, Clock(), tmp_path / cls)  # type: ignore[arg-type]
         assert res.failures == len(res.rows) == 6
-        assert {r["error"] for r in res.rows} == {
+        assert {r.error for r in res.rows} == {
             f"dialogue system 'r3_hanging:{cls}': on_event did not return within 0.1 s (DUPLEXEVAL_CALL_TIMEOUT)"}
     assert time.monotonic() - t0 < 60  # 14 bounded calls of 0.1 s, not an hour
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from duplexeval import __version__
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.signature import Signature
 
 
@@ -20,9 +21,9 @@ def header(
     schema_version: int,
     signature: Signature | None = None,
     inputs: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The leading keys of an artifact; merge the body after it (``{**header(...), **body}``) to keep them first."""
-    out: dict[str, Any] = {"kind": kind, "schema_version": schema_version, "duplexeval": __version__}
+    out: JsonObject = {"kind": kind, "schema_version": schema_version, "duplexeval": __version__}
     if signature is not None:
         out["signature"] = signature.to_json()
     if inputs is not None:
@@ -30,7 +31,7 @@ def header(
     return out
 
 
-def check_kind(obj: Any, kind: str, path: str | Path, max_schema: int | None = None) -> dict[str, Any]:
+def check_kind(obj: Any, kind: str, path: str | Path, max_schema: int | None = None) -> JsonObject:
     """Return `obj` if it is an artifact of `kind` (and a schema version we read); else one-line InputError."""
     if not isinstance(obj, dict):
         raise InputError(f"{path}: not a duplexeval artifact (expected a JSON object of kind {kind!r})")

@@ -16,10 +16,11 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from http.client import HTTPMessage
-from typing import IO, Any, Protocol
+from typing import IO, Protocol
 
 from duplexeval import redaction
 from duplexeval.errors import InputError, RefusalError
+from duplexeval.jsontypes import JsonObject
 
 DEFAULT_TIMEOUT_S = 60.0
 MAX_RESPONSE_BYTES = 1 << 20  # a chat reply is a few KB; refuse anything over 1 MiB
@@ -106,7 +107,7 @@ class ChatClient:
                 raise ValueError(f"reply larger than {self.max_bytes} bytes")
             chunks.append(block)
 
-    def complete(self, payload: dict[str, Any]) -> Exchange:
+    def complete(self, payload: JsonObject) -> Exchange:
         """Send one chat-completions request; the reply's first choice text, or an error description."""
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}

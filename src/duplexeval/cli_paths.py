@@ -11,7 +11,7 @@ tests/test_overwrite_cli.py tries every output of every command against every in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ FOLDER_OUTPUTS: dict[Command, dict[str, tuple[str, ...] | None]] = {
     ("fdb", "export"): {"out": None},
     ("fdb", "reference-export"): {"out": None},
     ("fdb", "import"): {"out": None},
+    # = duplexeval.eot.kinds.SWEEP_FILES (a test keeps them equal): importing it loads duplexeval.eot's API, ~150 ms
     ("eot", "sweep"): {"out": ("summary.json", "sweep.parquet", "pareto.png", "operating_points.png")},
     ("eot", "demo"): {"out": None},
     ("controller", "label"): {"out": None},
@@ -77,14 +78,14 @@ def option_label(param: Any) -> str:
     return flags[0] if flags else (param.name or "").upper()
 
 
-def _paths(value: Any) -> list[Path]:
+def _paths(value: object) -> list[Path]:
     if value is None or isinstance(value, bool):
         return []
     values = value if isinstance(value, (list, tuple)) else [value]
     return [Path(str(v)) for v in values if str(v) not in ("", "-")]
 
 
-def roles(command: Command, params: list[Any], values: dict[str, Any], is_path: Callable[[Any], bool]
+def roles(command: Command, params: list[Any], values: Mapping[str, object], is_path: Callable[[Any], bool]
           ) -> tuple[list[Output], list[Input]]:
     """The outputs and inputs of one invocation of `command` (its click parameters and parsed values)."""
     folders = FOLDER_OUTPUTS.get(command, {})

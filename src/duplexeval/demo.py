@@ -21,6 +21,7 @@ from typing import Any
 from rich.table import Table
 
 from duplexeval import children, stats
+from duplexeval.asr.registry import DEFAULT_BACKEND
 from duplexeval.errors import DuplexEvalError, InputError, RefusalError
 from duplexeval.fdb.asr_stage import asr as asr_run
 from duplexeval.fdb.export_stage import export
@@ -225,10 +226,7 @@ def run_demo(
         def asr(tree: Path) -> str:
             if _asr_is_current(tree):
                 return "reused"
-            kwargs: dict[str, Any] = {"progress": progress, "force": True}
-            if asr_backend is not None:
-                kwargs["backend"] = asr_backend
-            asr_run(tree, **kwargs)
+            asr_run(tree, DEFAULT_BACKEND if asr_backend is None else asr_backend, progress=progress, force=True)
             return "done"
 
         def official(tree: Path) -> str:
@@ -285,7 +283,7 @@ def _num(x: float | None, digits: int = 2) -> str:
     return NO_DATA if x is None else f"{x:.{digits}f}"
 
 
-def format_metric(m: dict[str, Any] | None) -> str:
+def format_metric(m: JsonObject | None) -> str:
     """One table cell: a share `value [lo, hi] (count/n)`, a latency `median [lo, hi] (n)`, or a ratio."""
     if not isinstance(m, dict):
         return NO_DATA
@@ -316,7 +314,7 @@ def _num_r(x: Any) -> str:
     return NOT_REACHED if x is None else _num(x)
 
 
-def _load(tree: Path, name: str) -> dict[str, Any] | None:
+def _load(tree: Path, name: str) -> JsonObject | None:
     """A stage's result file, only if it was made from the tree's current manifest.json and asr.json."""
     p = tree / name
     if not p.is_file() or not (tree / MANIFEST_FILE).is_file() or not (tree / ASR_FILE).is_file():

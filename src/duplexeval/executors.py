@@ -117,7 +117,15 @@ def _failure(index: int, exc: BaseException) -> ItemFailure:
 
 # -- local pool workers: die with the parent, hold the per-worker state ---------------------------------
 PARENT_POLL_S = 0.1
-_STATE: dict[str, Any] = {}
+
+
+class _WorkerState:
+    """What `init(arg)` made in this pool worker process (a stateful pool's workers hold one each)."""
+
+    value: Any = None
+
+
+_STATE = _WorkerState()
 
 
 def _watch_parent(parent_pid: int) -> None:
@@ -191,12 +199,12 @@ def _init_plain(parent_pid: int, secrets: tuple[str, ...] = ()) -> None:
 
 def _init_stateful(parent_pid: int, init: Callable[[Any], Any], arg: Any, secrets: tuple[str, ...] = ()) -> None:
     _init_plain(parent_pid, secrets)
-    _STATE["state"] = init(arg)
+    _STATE.value = init(arg)
     pin_numeric_threads(again=True)  # the model's own thread pools exist now
 
 
 def _call_stateful(fn: Callable[[Any, Any], Any], item: Any) -> Any:
-    return fn(_STATE["state"], item)
+    return fn(_STATE.value, item)
 
 
 class LocalExecutor:

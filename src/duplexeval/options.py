@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject
+from duplexeval.specs import json_values
 
 
-def key_values(items: list[str] | None, flag: str) -> dict[str, Any]:
+def key_values(items: list[str] | None, flag: str) -> JsonObject:
     """key=value pairs; values parsed as JSON when they are (numbers, true/false, null), else kept as strings."""
-    out: dict[str, Any] = {}
+    raw: dict[str, str] = {}
     for item in items or []:
         k, sep, v = item.partition("=")
         if not sep or not k:
             raise InputError(f"{flag}: expected key=value, got {item!r}")
-        try:
-            out[k] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k] = v
-    return out
+        raw[k] = v
+    return json_values(raw)

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.errors import RefusalError
+from duplexeval.jsontypes import JsonObject
 from duplexeval.signature import short_hash
 
 NOT_OURS = "something duplexeval did not write"
 
 
-def read_header(path: str | Path) -> dict[str, Any] | None:
+def read_header(path: str | Path) -> JsonObject | None:
     """The header of a JSON or JSONL result at `path` (its first object), {} when it has none, None when absent."""
     p = Path(path)
     if not p.is_file():

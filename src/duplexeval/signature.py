@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from duplexeval import __version__
+from duplexeval.jsontypes import JsonObject
 from duplexeval.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 HASH_CHARS = 8  # hash prefix in the compact line
@@ -40,8 +41,8 @@ class Component:
             out += ":" + ",".join(f"{k}{_fmt(v)}" for k, v in self.settings.items())
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        js: dict[str, Any] = {"name": self.name, "value": self.value, "hash": self.hash}
+    def to_json(self) -> JsonObject:
+        js: JsonObject = {"name": self.name, "value": self.value, "hash": self.hash}
         js["settings"] = {k: self.settings[k] for k in self.settings}
         if self.detail:
             js["detail"] = {k: self.detail[k] for k in self.detail}
@@ -72,7 +73,7 @@ class Signature:
         parts.append(f"v:{self.version}")
         return "|".join(parts)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "definitions": self.definitions,
             "duplexeval": self.version,

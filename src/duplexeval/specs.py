@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from duplexeval.errors import InputError
+from duplexeval.jsontypes import JsonObject, Kwargs
 
 # `group.name` fills a dict-valued parameter (telephony's param.NAME)
 _KEY = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)?"
@@ -56,10 +57,10 @@ def parse_spec(spec: str, flag: str, builtin: Callable[[str], bool] | None = Non
     return name, params
 
 
-def json_values(params: Mapping[str, str]) -> dict[str, Any]:
+def json_values(params: Mapping[str, str]) -> JsonObject:
     """Raw values read as JSON when they parse (numbers, true/false, null), else kept as text: how plugins
     without declared field types (detectors, controllers) receive their parameters."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, raw in params.items():
         try:
             out[key] = json.loads(raw)
@@ -84,9 +85,9 @@ def known_params(flag: str, spec: str, params: Mapping[str, str], known: Iterabl
 
 
 def typed_params(flag: str, spec: str, params: Mapping[str, str],
-                 kinds: Mapping[str, Callable[[str], Any]]) -> dict[str, Any]:
+                 kinds: Mapping[str, Callable[[str], Any]]) -> Kwargs:
     """Each raw value read by its key's type (`int`, `float`, `str`, `Path`...): one line naming the key otherwise."""
-    out: dict[str, Any] = {}
+    out: Kwargs = {}
     for key, value in params.items():
         kind = kinds[key]
         try:

@@ -22,6 +22,7 @@ import numpy as np
 from duplexeval.audio import from_pcm16
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.jsonio import sha256_bytes
+from duplexeval.jsontypes import JsonObject
 from duplexeval.units import SAMPLE_RATE
 
 WINDOW_SAMPLES = 512  # one probability per 32 ms frame at 16 kHz
@@ -75,7 +76,7 @@ class VadSettings:
             return max(self.threshold - 0.15, 0.01)
         return self.neg_threshold
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """JSON-safe dict; `max_speech_s` null means no limit; `neg_threshold` as used."""
         return {
             "threshold": self.threshold,
@@ -123,8 +124,8 @@ def timestamps_from_probs(probs: Sequence[float] | np.ndarray, n_samples: int,
     min_silence_at_max = sr * settings.min_silence_at_max_speech_ms / 1000
     use_longest = settings.use_max_poss_sil_at_max_speech
 
-    speeches: list[dict[str, Any]] = []
-    current: dict[str, Any] = {}
+    speeches: list[dict[str, int]] = []  # Silero's own {"start", "end"} in samples
+    current: dict[str, int] = {}
     triggered = False
     temp_end = 0  # start of the silence being tolerated (0 = none, as in Silero)
     prev_end = next_start = 0
@@ -512,7 +513,7 @@ def load_vad() -> SileroVad:
         return vad
 
 
-def vad_signature(settings: VadSettings) -> dict[str, Any]:
+def vad_signature(settings: VadSettings) -> JsonObject:
     """What made a segmentation: model package, version, file hash, runtime and settings (for result files)."""
     import onnxruntime as ort
 

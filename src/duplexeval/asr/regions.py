@@ -7,10 +7,10 @@ Only these regions are transcribed, so silence and noise give no words (Whisper 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 
+from duplexeval.jsontypes import JsonObject
 from duplexeval.units import SAMPLE_RATE
 from duplexeval.vad import VadSettings, load_vad, vad_signature
 
@@ -26,7 +26,7 @@ class RegionSettings:
     merge_gap_s: float = 0.5
     pad_s: float = 0.2
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
 
@@ -54,7 +54,7 @@ def merge_regions(segments: list[tuple[int, int]], n_samples: int, merge_gap_s: 
     return [(s, e) for s, e in out if e > s]
 
 
-def _vad_settings(rs: RegionSettings) -> Any:
+def _vad_settings(rs: RegionSettings) -> VadSettings:
     return VadSettings(
         threshold=rs.threshold,
         min_speech_ms=rs.min_speech_ms,
@@ -73,6 +73,6 @@ def speech_regions(audio16k: np.ndarray, rs: RegionSettings) -> list[tuple[int, 
     return merge_regions(vad_segments(audio16k, rs), int(audio16k.shape[0]), rs.merge_gap_s, rs.pad_s)
 
 
-def regions_signature(rs: RegionSettings) -> dict[str, Any]:
+def regions_signature(rs: RegionSettings) -> JsonObject:
     """VAD package/model/settings plus the merge/pad rule, for the backend signature."""
     return {"vad": vad_signature(_vad_settings(rs)), "merge_gap_s": rs.merge_gap_s, "pad_s": rs.pad_s}

@@ -74,7 +74,7 @@ def make_backend(name: str, model: str | os.PathLike[str] | None = None, device:
     if model is not None and accepts is not None and "model" not in accepts:
         hint = " (its model is in the wheel)" if name == "pocketsphinx" else ""
         raise InputError(f"--backend {name}: model= is not used by the {name} backend{hint}")
-    offered: dict[str, Any] = {"model": model, "device": device, "threads": threads}
+    offered: dict[str, str | os.PathLike[str] | int | None] = {"model": model, "device": device, "threads": threads}
     kwargs = {k: v for k, v in offered.items() if accepts is None or k in accepts}
     if name in BACKENDS:
         return factory(**kwargs)

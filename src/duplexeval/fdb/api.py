@@ -19,18 +19,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duplexeval.fdb.official.judge_config import JudgeConfig
+from duplexeval.jsontypes import JsonObject
 
 if TYPE_CHECKING:  # pragma: no cover - types only: these modules load numpy, pydantic and the stages
     import numpy as np
 
     from duplexeval.asr.base import Backend
     from duplexeval.executors import ExecutorSpec
-    from duplexeval.fdb.compare_stage import PairedMetric
+    from duplexeval.fdb.compare_stage import PairedMetric, Pairing, TreeContext
     from duplexeval.fdb.official.metric import Metric
     from duplexeval.fdb.sample_trace import Trace
     from duplexeval.fdb.selection import DatasetArg
     from duplexeval.fdb.tree import AsrRecord, Manifest
     from duplexeval.fdb.unified import UnifiedResult
+    from duplexeval.fdb.unified.aggregate import Counts, UnifiedMetric
+    from duplexeval.fdb.unified.rows import SampleRow
     from duplexeval.signature import Signature
     from duplexeval.stats import Share
     from duplexeval.systems.base import System
@@ -107,7 +110,7 @@ class EvaluateResult:
     subsets: Mapping[str, OfficialSubset]
     raw: Mapping[str, Any] = field(repr=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """summary.json as written."""
         return dict(self.raw)
 
@@ -115,19 +118,20 @@ class EvaluateResult:
 @dataclass(frozen=True)
 class UnifiedSubset:
     """One subset scored by the unified rules: task, counts, coverage (eligible / selected) and each metric as its
-    typed `stats` value (`kinds` names every metric's kind, as `UnifiedRules.metric_kinds` declares it)."""
+    typed `stats` value (`kinds` names every metric's kind, as `UnifiedRules.metric_kinds` declares it): the block
+    the task's aggregate made, whose JSON is unified.json's."""
 
     task: str
-    counts: Mapping[str, Any]
+    counts: Counts
     coverage: float | None
-    metrics: Mapping[str, Any]
+    metrics: Mapping[str, UnifiedMetric]
     kinds: Mapping[str, type]
 
 
 @dataclass(frozen=True)
 class UnifiedSample:
-    """One row of unified-samples.jsonl: the sample, its eligibility, the task's fields (`fields`, as written) and,
-    when scored in this process, the task's own row record (`row`; None from a file or for a sample not scored)."""
+    """One row of unified-samples.jsonl: the sample, its eligibility, the task's fields (`fields`, as written) and
+    the task's own row record (`row`, `UnifiedRules.score`'s; None for a sample not scored)."""
 
     subset: str
     sample_id: str
@@ -155,7 +159,7 @@ class ScoreResult:
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
     raw_rows: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """unified.json as written (or as it would be)."""
         return dict(self.raw)
 
@@ -188,7 +192,7 @@ class UnifiedFile:
     samples: tuple[UnifiedSample, ...]
     raw: Mapping[str, Any] = field(repr=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """unified.json as read."""
         return dict(self.raw)
 
@@ -196,12 +200,13 @@ class UnifiedFile:
 @dataclass(frozen=True)
 class PairedSubset:
     """One subset of a comparison: its task, how the samples paired (`pairing`, `pairs_over`), each tree's context
-    (coverage, counts, selected bounds) and each metric's paired difference B - A."""
+    (`context["a"]`, `["b"]`: coverage, counts, selected bounds; None without a block) and each metric's paired
+    difference B - A."""
 
     task: str
-    pairing: Mapping[str, Any]
+    pairing: Pairing
     pairs_over: str
-    context: Mapping[str, Any]
+    context: Mapping[str, TreeContext | None]
     metrics: Mapping[str, PairedMetric]
 
 
@@ -226,7 +231,7 @@ class CompareResult:
     comparisons: tuple[Comparison, ...]
     raw: Mapping[str, Any] = field(repr=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """compare.json as written (or as it would be)."""
         return dict(self.raw)
 
@@ -247,7 +252,7 @@ class ComparisonFile:
     metrics: tuple[Mapping[str, Any], ...]
     raw: Mapping[str, Any] = field(repr=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """compare.json as read."""
         return dict(self.raw)
 
@@ -412,20 +417,20 @@ def _score_result(res: UnifiedResult, unified: Path | None, samples_file: Path |
 
     u = res.to_json()
     subsets = {}
-    for name, block in u["subsets"].items():
-        task = get_task(block["task"])
+    for name, block in res.blocks.items():
+        task = get_task(block.task)
         kinds = dict(task.unified.metric_kinds) if task.unified is not None else {}
-        subsets[name] = UnifiedSubset(block["task"], block["counts"], block.get("coverage"),
-                                      res.metrics.get(name, {}), kinds)
-    samples = tuple(_sample_row(r, row) for r, row in zip(res.rows, res.task_rows))
+        subsets[name] = UnifiedSubset(block.task, block.counts, block.coverage, dict(block.metrics), kinds)
+    samples = tuple(_sample_row(r) for r in res.rows)
     return ScoreResult(res.tree, unified, samples_file, Signature.from_json(u["signature"]), u["definitions"], subsets,
-                       samples, raw=u, raw_rows=tuple(res.rows))
+                       samples, raw=u, raw_rows=tuple(r.to_json() for r in res.rows))
 
 
-def _sample_row(r: Mapping[str, Any], row: Any = None) -> UnifiedSample:
-    head = ("subset", "sample_id", "task", "eligible", "reasons")
-    return UnifiedSample(r["subset"], r["sample_id"], r["task"], bool(r["eligible"]), tuple(r["reasons"]),
-                         {k: v for k, v in r.items() if k not in head}, row)
+def _sample_row(r: SampleRow[Any]) -> UnifiedSample:
+    from duplexeval.fdb.unified.rows import HEAD
+
+    return UnifiedSample(r.subset, r.sample_id, r.task, r.eligible, r.reasons,
+                         {k: v for k, v in r.to_json().items() if k not in HEAD}, r.row)
 
 
 def score(
@@ -474,9 +479,9 @@ def compare(
         check_out(path, raw, force)
         write_json(path, raw)  # an OS error is already one InputError line naming the file
     comparisons = tuple(
-        Comparison(c["a"], c["b"], {name: PairedSubset(b["task"], b["pairing"], b["pairs_over"], b["context"],
-                                                       dict(b["metrics"]))
-                                    for name, b in c["subsets"].items()})
+        Comparison(c.a, c.b, {name: PairedSubset(b.task, b.pairing, b.pairs_over, {"a": b.context_a, "b": b.context_b},
+                                                 dict(b.metrics))
+                              for name, b in c.subsets.items()})
         for c in made.comparisons)
     return CompareResult(path, made.signature, tuple(t.root for t in made.trees), tuple(made.notes), comparisons, raw)
 

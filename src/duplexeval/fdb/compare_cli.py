@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -24,13 +24,17 @@ from duplexeval.exits import (
 )
 from duplexeval.fdb.compare_text import metric_cells, pairing_line
 from duplexeval.jsonio import write_json
+from duplexeval.jsontypes import JsonObject
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
 
 
-def render(compare: dict[str, Any], console: Console | None = None) -> None:
-    """Print each comparison (every tree against the first) as one rich table per subset, then the signature."""
+def render(compare: JsonObject, console: Console | None = None) -> None:
+    """Print each comparison (every tree against the first) as one rich table per subset, then the signature.
+
+    It reads the compare.json document as written, so what is printed and what is in the file cannot disagree.
+    """
     if console is None:
         console = Console()
         if not console.is_terminal:  # a log or a pipe: do not squeeze the tables into 80 columns
@@ -92,7 +96,7 @@ def compare_command(
     finish("compare", status)
 
 
-def compare_status(result: dict[str, Any], gates: list[Gate], min_eligible: float | None) -> Status:
+def compare_status(result: JsonObject, gates: list[Gate], min_eligible: float | None) -> Status:
     """Every comparison's pairs per subset against --min-eligible, and its differences against the gates."""
     trees = result["trees"]
     parts: list[Status] = []

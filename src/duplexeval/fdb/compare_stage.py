@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from duplexeval import paired, stats
 from duplexeval.artifacts import header
@@ -21,15 +20,15 @@ from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.results import ScoredTree, load_scored
 from duplexeval.fdb.signatures import compare_signature
 from duplexeval.fdb.tasks import MetricSpec, get_task, task_of
+from duplexeval.fdb.tasks.base import RowT
 from duplexeval.fdb.tree import SUBSETS
+from duplexeval.jsontypes import JsonObject
 from duplexeval.reruns import check_replace, read_header
-from duplexeval.signature import Signature
+from duplexeval.signature import Component, Signature
 
 COMPARE_KIND = "duplexeval.fdb.compare"
 COMPARE_SCHEMA_VERSION = 1
 COMPARE_FILE = "compare.json"
-
-Row = dict[str, Any]
 
 
 def _scaled(d: paired.PairedDifference, per_second: int) -> paired.PairedDifference:
@@ -56,8 +55,8 @@ class PairedMetric:
     a_reached: bool | None = None
     b_reached: bool | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, **self.difference.to_json()}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"kind": self.kind, **self.difference.to_json()}
         if self.kind == "share":
             out["count_a"], out["count_b"] = self.count_a, self.count_b
             out["mcnemar"] = None if self.mcnemar is None else self.mcnemar.to_json()
@@ -66,8 +65,8 @@ class PairedMetric:
         return out
 
 
-def compare_metric(spec: MetricSpec, rows_a: Sequence[Row], rows_b: Sequence[Row]) -> PairedMetric:
-    """One metric over aligned pairs of rows: A, B, B - A with its interval, pairs, and McNemar for a share."""
+def compare_metric(spec: MetricSpec[RowT], rows_a: Sequence[RowT], rows_b: Sequence[RowT]) -> PairedMetric:
+    """One metric over aligned pairs of task rows: A, B, B - A with its interval, pairs, and McNemar for a share."""
     va = [spec.value(r) for r in rows_a]
     vb = [spec.value(r) for r in rows_b]
     if spec.kind == "share":
@@ -84,64 +83,148 @@ def compare_metric(spec: MetricSpec, rows_a: Sequence[Row], rows_b: Sequence[Row
                         b_reached=None if not vb else d.b is not None)
 
 
-def _context(block: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What pairing cannot fix, per tree: coverage, exercised_rate and every share's selected bounds."""
-    if block is None:
-        return None
-    metrics = block.get("metrics") or {}
-    out: dict[str, Any] = {"coverage": block.get("coverage"), "counts": block.get("counts")}
-    task = get_task(block["task"])
-    gate = task.paired.gate if task.paired is not None else None
-    if gate is not None and gate.name in metrics:
-        out[gate.name] = metrics[gate.name]
-    kinds = task.unified.metric_kinds if task.unified is not None else {}
-    out["selected_bounds"] = {k: m["selected_bounds"] for k, m in metrics.items() if _is_share(kinds.get(k))}
-    return out
+@dataclass(frozen=True)
+class TreeContext:
+    """What pairing cannot fix, per tree, as its unified.json block says: coverage, counts, the gate metric (e.g.
+    `exercised_rate`) and every share's selected bounds (JSON values of the file, carried into compare.json)."""
+
+    coverage: float | None
+    counts: JsonObject | None
+    gate: tuple[str, JsonObject] | None
+    selected_bounds: JsonObject
+
+    @classmethod
+    def of(cls, block: JsonObject) -> TreeContext:
+        """The context of one tree's subset block (as unified.json holds it)."""
+        metrics = block.get("metrics") or {}
+        task = get_task(block["task"])
+        gate = task.paired.gate if task.paired is not None else None
+        kinds = task.unified.metric_kinds if task.unified is not None else {}
+        return cls(block.get("coverage"), block.get("counts"),
+                   (gate.name, metrics[gate.name]) if gate is not None and gate.name in metrics else None,
+                   {k: m["selected_bounds"] for k, m in metrics.items() if _is_share(kinds.get(k))})
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"coverage": self.coverage, "counts": self.counts}
+        if self.gate is not None:
+            out[self.gate[0]] = self.gate[1]
+        out["selected_bounds"] = self.selected_bounds
+        return out
+
+
+@dataclass(frozen=True)
+class Exercised:
+    """For a task with a gate: the samples eligible in both, by which trees pass the gate."""
+
+    both: int
+    only_a: int
+    only_b: int
+    neither: int
+
+    def to_json(self) -> JsonObject:
+        return {"both": self.both, "only_a": self.only_a, "only_b": self.only_b, "neither": self.neither}
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """How one subset's samples paired: selected and eligible in each tree and in both, the gate's breakdown
+    (`exercised`, None without a gate) and the pairs the metrics are over."""
+
+    selected_a: int
+    selected_b: int
+    selected_both: int
+    eligible_a: int
+    eligible_b: int
+    eligible_both: int
+    paired: int
+    exercised: Exercised | None = None
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {
+            "selected_a": self.selected_a, "selected_b": self.selected_b, "selected_both": self.selected_both,
+            "eligible_a": self.eligible_a, "eligible_b": self.eligible_b, "eligible_both": self.eligible_both,
+        }  # fmt: skip
+        if self.exercised is not None:
+            out["exercised"] = self.exercised.to_json()
+        out["paired"] = self.paired
+        return out
+
+
+@dataclass(frozen=True)
+class SubsetComparison:
+    """One subset of a comparison: its task, the pairing, in words what the pairs are over, each tree's context (None:
+    the tree has no block of the subset) and each metric's paired difference."""
+
+    task: str
+    pairing: Pairing
+    pairs_over: str
+    context_a: TreeContext | None
+    context_b: TreeContext | None
+    metrics: dict[str, PairedMetric]
+
+    def to_json(self) -> JsonObject:
+        return {
+            "task": self.task,
+            "pairing": self.pairing.to_json(),
+            "pairs_over": self.pairs_over,
+            "context": {"a": None if self.context_a is None else self.context_a.to_json(),
+                        "b": None if self.context_b is None else self.context_b.to_json()},
+            "metrics": {k: m.to_json() for k, m in self.metrics.items()},
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Tree `b` against tree `a` (indexes into the trees compared), per subset."""
+
+    a: int
+    b: int
+    subsets: dict[str, SubsetComparison]
+
+    def to_json(self) -> JsonObject:
+        return {"a": self.a, "b": self.b, "subsets": {name: c.to_json() for name, c in self.subsets.items()}}
 
 
 def _is_share(kind: type | None) -> bool:
     return kind is not None and issubclass(kind, stats.Share)
 
 
-def compare_subset(subset: str, a: ScoredTree, b: ScoredTree) -> dict[str, Any]:
+def _context(tree: ScoredTree, subset: str) -> TreeContext | None:
+    block = tree.unified["subsets"].get(subset)
+    return None if block is None else TreeContext.of(block)
+
+
+def compare_subset(subset: str, a: ScoredTree, b: ScoredTree) -> SubsetComparison:
     """The comparison block of one scored subset: pairs over eligible in both, or passing the task's gate in both."""
     task = task_of(subset)
     assert task.paired is not None  # only subsets of compared tasks are compared
     gate = task.paired.gate
-    ra, rb = a.rows.get(subset, {}), b.rows.get(subset, {})
-    common = [i for i in ra if i in rb]
-    both = [i for i in common if ra[i]["eligible"] and rb[i]["eligible"]]
-    pairing: dict[str, Any] = {
-        "selected_a": len(ra), "selected_b": len(rb), "selected_both": len(common),
-        "eligible_a": sum(1 for r in ra.values() if r["eligible"]),
-        "eligible_b": sum(1 for r in rb.values() if r["eligible"]),
-        "eligible_both": len(both),
-    }  # fmt: skip
+    sa, sb = a.rows.get(subset, {}), b.rows.get(subset, {})
+    common = [i for i in sa if i in sb]
+    # the task rows of the samples scored in both (eligible in both)
+    ra = {i: sa[i].row for i in common if sa[i].row is not None}
+    rb = {i: sb[i].row for i in common if sb[i].row is not None}
+    both = [i for i in common if sa[i].eligible and sb[i].eligible]
+    missing = next((i for i in both if i not in ra or i not in rb), None)
+    if missing is not None:
+        raise InputError(f"compare: sample {subset}/{missing}: eligible but not scored in "
+                         f"{a.root if missing not in ra else b.root}; rerun `duplexeval fdb score`")
     metrics: dict[str, PairedMetric] = {}
     paired_ids = both
+    exercised = None
     if gate is not None:
         ex_a = {i for i in both if gate.value(ra[i])}
         ex_b = {i for i in both if gate.value(rb[i])}
         paired_ids = [i for i in both if i in ex_a and i in ex_b]
-        pairing["exercised"] = {
-            "both": len(paired_ids),
-            "only_a": len(ex_a - ex_b),
-            "only_b": len(ex_b - ex_a),
-            "neither": len(both) - len(ex_a | ex_b),
-        }
+        exercised = Exercised(len(paired_ids), len(ex_a - ex_b), len(ex_b - ex_a), len(both) - len(ex_a | ex_b))
         metrics[gate.name] = compare_metric(gate, [ra[i] for i in both], [rb[i] for i in both])
-    pairing["paired"] = len(paired_ids)
+    pairing = Pairing(len(sa), len(sb), len(common), sum(1 for r in sa.values() if r.eligible),
+                      sum(1 for r in sb.values() if r.eligible), len(both), len(paired_ids), exercised)
     for spec in task.paired.metrics:
         ids = paired_ids if spec.within is None else [i for i in paired_ids
                                                       if spec.within(ra[i]) and spec.within(rb[i])]
         metrics[spec.name] = compare_metric(spec, [ra[i] for i in ids], [rb[i] for i in ids])
-    return {
-        "task": task.name,
-        "pairing": pairing,
-        "pairs_over": task.paired.over,
-        "context": {"a": _context(a.unified["subsets"].get(subset)), "b": _context(b.unified["subsets"].get(subset))},
-        "metrics": metrics,
-    }
+    return SubsetComparison(task.name, pairing, task.paired.over, _context(a, subset), _context(b, subset), metrics)
 
 
 def _dataset_difference(a: ScoredTree, b: ScoredTree) -> str | None:
@@ -163,7 +246,7 @@ def _dataset_difference(a: ScoredTree, b: ScoredTree) -> str | None:
     return None
 
 
-def _component(sig: Signature, name: str) -> Any:
+def _component(sig: Signature, name: str) -> Component | None:
     return next((c for c in sig.components if c.name == name), None)
 
 
@@ -196,15 +279,15 @@ def check_comparable(a: ScoredTree, b: ScoredTree, allow_different_asr: bool = F
 
 @dataclass
 class CompareFile:
-    """compare.json as an object; `to_json()` is the file (header first). Each subset block's `metrics` holds the
-    typed `PairedMetric` values, written as their JSON."""
+    """compare.json as an object; `to_json()` is the file (header first); each comparison's subsets hold the typed
+    `PairedMetric` values, written as their JSON."""
 
     trees: list[ScoredTree]
-    comparisons: list[dict[str, Any]]
+    comparisons: list[Comparison]
     signature: Signature
     notes: list[str]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         inputs = {}
         for k, t in enumerate(self.trees):
             inputs[f"{k}:unified.json"] = t.unified_sha256
@@ -219,15 +302,8 @@ class CompareFile:
                 for k, t in enumerate(self.trees)
             ],
             "notes": self.notes,
-            "comparisons": [comparison_json(c) for c in self.comparisons],
+            "comparisons": [c.to_json() for c in self.comparisons],
         }
-
-
-def comparison_json(comparison: dict[str, Any]) -> dict[str, Any]:
-    """One comparison (`a`, `b`, `subsets`) as compare.json holds it: each metric's JSON in place of its value."""
-    subsets = {name: {**block, "metrics": {k: m.to_json() for k, m in block["metrics"].items()}}
-               for name, block in comparison["subsets"].items()}
-    return {**comparison, "subsets": subsets}
 
 
 def compare(trees: Sequence[str | Path | ScoredTree], allow_different_asr: bool = False) -> CompareFile:
@@ -246,12 +322,12 @@ def compare(trees: Sequence[str | Path | ScoredTree], allow_different_asr: bool 
             for s in SUBSETS
             if task_of(s).paired is not None and (s in base.rows or s in other.rows)
         }
-        comparisons.append({"a": 0, "b": k, "subsets": subsets})
+        comparisons.append(Comparison(0, k, subsets))
     inputs = {f"{k}:unified.json": t.unified_sha256 for k, t in enumerate(loaded)}
     return CompareFile(loaded, comparisons, compare_signature(base.signature, inputs), notes)
 
 
-def check_out(out: Path, result: dict[str, Any], force: bool) -> None:
+def check_out(out: Path, result: JsonObject, force: bool) -> None:
     """Before compare.json is written to `out`: the rule for every result (`reruns.check_replace`), with the trees
     named when they are what differs."""
     old = read_header(out)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from duplexeval.jsontypes import JsonObject
+
 
 def _num(x: Any, digits: int = 3, signed: bool = False) -> str:
     if x is None:
@@ -18,7 +20,7 @@ def _iv(iv: Any) -> str:
     return "[" + ", ".join("n/r" if v is None else f"{v:+.3f}" for v in iv) + "]"
 
 
-def metric_cells(m: dict[str, Any]) -> tuple[str, str, str, str, str, str]:
+def metric_cells(m: JsonObject) -> tuple[str, str, str, str, str, str]:
     """(A, B, B - A, interval, pairs, McNemar) cells of one compared metric; a not-reached median is `n/r`."""
     if m["kind"] == "median":
         a = "—" if m["a_reached"] is None else _num(m["a"]) if m["a_reached"] else "n/r"
@@ -31,7 +33,7 @@ def metric_cells(m: dict[str, Any]) -> tuple[str, str, str, str, str, str]:
     return a, b, diff, _iv(m["interval"]) if m["diff"] is not None else "—", str(m["n_pairs"]), mcn
 
 
-def pairing_line(block: dict[str, Any]) -> str:
+def pairing_line(block: JsonObject) -> str:
     """Coverage, pairing counts and (interruption) the exercised-in-both breakdown of one subset."""
     p, ctx = block["pairing"], block["context"]
     cov = "/".join(_num((c or {}).get("coverage")) for c in (ctx["a"], ctx["b"]))

@@ -12,6 +12,7 @@ from duplexeval.specs import known_params, parse_spec, typed_params
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
+    from duplexeval.fdb.official.judge_config import JudgeConfig
     from duplexeval.jsontypes import JsonObject
 
 # `--judge openai:k=v,...`: the parameters and their defaults (the official run's model, seed and endpoint).
@@ -19,12 +20,17 @@ JUDGE_DEFAULTS: dict[str, str | int | float] = {"model": "gpt-4-turbo", "base_ur
                                                 "api_key_env": "OPENAI_API_KEY", "seed": 0, "timeout_s": 60.0}
 
 
-def judge_settings(spec: str) -> tuple[str, dict[str, Any]]:
-    """The judge's name and its settings from `--judge NAME[:k=v,...]` (every default filled in)."""
+def judge_settings(spec: str, reference_source: str | None = None) -> tuple[str, JudgeConfig | None]:
+    """The judge's name and how it runs from `--judge NAME[:k=v,...]` (every default filled in; None: `none`)."""
+    from duplexeval.fdb.official.judge_config import JudgeConfig
+
     name, raw = parse_spec(spec, "--judge")
     known_params("--judge", spec, raw, JUDGE_DEFAULTS if name == "openai" else ())
-    return name, {**JUDGE_DEFAULTS,
-                  **typed_params("--judge", spec, raw, {k: type(v) for k, v in JUDGE_DEFAULTS.items()})}
+    j = {**JUDGE_DEFAULTS, **typed_params("--judge", spec, raw, {k: type(v) for k, v in JUDGE_DEFAULTS.items()})}
+    if name == "none":
+        return name, None
+    return name, JudgeConfig(model=str(j["model"]), base_url=str(j["base_url"]), api_key_env=str(j["api_key_env"]),
+                             seed=int(j["seed"]), timeout_s=float(j["timeout_s"]), reference_source=reference_source)
 
 
 def evaluate_command(
@@ -68,15 +74,11 @@ def evaluate_command(
 ) -> None:
     """Reproduce the official Full-Duplex-Bench v1.0 evaluator rules and write TREE/summary.json."""
     from duplexeval.fdb.api import evaluate
-    from duplexeval.fdb.official.judge_config import JudgeConfig
     from duplexeval.fdb.tree import tree_audio_s
     from duplexeval.progress import StageClock
 
     clock = StageClock("evaluate")
-    judge_name, j = judge_settings(judge)
-    config = None if judge_name == "none" else JudgeConfig(
-        model=j["model"], base_url=j["base_url"], api_key_env=j["api_key_env"], seed=j["seed"],
-        timeout_s=j["timeout_s"], reference_source=str(reference_source) if reference_source else None)
+    _, config = judge_settings(judge, str(reference_source) if reference_source else None)
     result = evaluate(
         tree,
         subsets=list(subset) if subset else None,

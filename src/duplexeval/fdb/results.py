@@ -24,24 +24,26 @@ from duplexeval.fdb.tree import (
     load_manifest,
 )
 from duplexeval.fdb.unified import UNIFIED_KIND, UNIFIED_SCHEMA_VERSION
+from duplexeval.fdb.unified.rows import SampleRow
 from duplexeval.fdb.verified import read_json_hashed
 from duplexeval.jsonio import json_lines, read_text, sha256_bytes
+from duplexeval.jsontypes import JsonObject
 from duplexeval.signature import Signature
 
 
 @dataclass
 class ScoredTree:
-    """A tree with current unified results; `rows[subset][sample_id]` is its unified-samples.jsonl row."""
+    """A tree with current unified results; `rows[subset][sample_id]` is its unified-samples.jsonl row, typed."""
 
     root: Path
     manifest: Manifest
     manifest_sha256: str
     asr: AsrRecord
     asr_sha256: str
-    unified: dict[str, Any]
+    unified: JsonObject
     unified_sha256: str
     rows_sha256: str
-    rows: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    rows: dict[str, dict[str, SampleRow[Any]]] = field(default_factory=dict)
 
     @property
     def signature(self) -> Signature:
@@ -55,27 +57,28 @@ class ScoredTree:
         return next((e for e in self.manifest.samples if e.subset == subset and e.id == sample_id), None)
 
 
-def read_unified_json(path: Path) -> tuple[dict[str, Any], str]:
+def read_unified_json(path: Path) -> tuple[JsonObject, str]:
     """unified.json (kind and schema_version checked) and the SHA-256 of its bytes."""
     raw, digest = read_json_hashed(path)
     return check_kind(raw, UNIFIED_KIND, path, UNIFIED_SCHEMA_VERSION), digest
 
 
-def check_unified_body(unified: dict[str, Any], path: Path) -> None:
+def check_unified_body(unified: JsonObject, path: Path) -> None:
     """unified.json has its `signature` and `subsets` objects."""
     if not isinstance(unified.get("signature"), dict) or not isinstance(unified.get("subsets"), dict):
         raise InputError(f"{path}: has no 'signature' or 'subsets' object")
 
 
-def read_unified_rows(path: Path) -> tuple[dict[str, dict[str, dict[str, Any]]], str]:
-    """unified-samples.jsonl as `rows[subset][sample_id]`, and the SHA-256 of its text."""
+def read_unified_rows(path: Path) -> tuple[dict[str, dict[str, SampleRow[Any]]], str]:
+    """unified-samples.jsonl as `rows[subset][sample_id]` (each line parsed once into its typed record), and the
+    SHA-256 of its text."""
     text = read_text(path)
-    rows: dict[str, dict[str, dict[str, Any]]] = {}
-    for lineno, row in json_lines(text, path):
-        if (not isinstance(row, dict) or not isinstance(row.get("subset"), str)
-            or not isinstance(row.get("sample_id"), str)):
+    rows: dict[str, dict[str, SampleRow[Any]]] = {}
+    for lineno, js in json_lines(text, path):
+        if not isinstance(js, dict):
             raise InputError(f"{path}: line {lineno}: expected an object with 'subset' and 'sample_id'")
-        rows.setdefault(row["subset"], {})[row["sample_id"]] = row
+        row = SampleRow.from_json(js, path, lineno)
+        rows.setdefault(row.subset, {})[row.sample_id] = row
     return rows, sha256_bytes(text.encode("utf-8"))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -21,6 +21,7 @@ from duplexeval.exits import (
     min_eligible_option,
     parse_gates,
 )
+from duplexeval.jsontypes import JsonObject
 
 if TYPE_CHECKING:  # the command groups; duplexeval.cli imports this module
     from duplexeval.cli import CliApps
@@ -77,12 +78,12 @@ def score_command(
 
 
 
-def unified_values(u: dict[str, Any]) -> dict[str, float | None]:
+def unified_values(u: JsonObject) -> dict[str, float | None]:
     """The numbers a gate may name in unified.json: SUBSET.METRIC (and SUBSET.METRIC.p90 for latencies)."""
     return metric_values({name: sub.get("metrics", {}) for name, sub in u["subsets"].items()})
 
 
-def unified_counts(u: dict[str, Any]) -> dict[str, tuple[int, int]]:
+def unified_counts(u: JsonObject) -> dict[str, tuple[int, int]]:
     """(eligible, selected) per subset of unified.json, for --min-eligible."""
     return {name: (sub["counts"]["eligible"], sub["counts"]["selected"]) for name, sub in u["subsets"].items()}
 

@@ -35,6 +35,7 @@ from duplexeval.fdb.tasks import task_of
 from duplexeval.fdb.tree import MANIFEST_FILE, OUTPUT_WAV
 from duplexeval.fdb.tree_writer import dataset_mismatch
 from duplexeval.jsonio import atomic_write_text, read_json
+from duplexeval.jsontypes import JsonObject
 from duplexeval.report import other_pages
 from duplexeval.report.clips import OGG_MIME
 from duplexeval.report.controller_page import controller_body, load_controller
@@ -138,7 +139,7 @@ def render_html(paths: Sequence[str | Path], jobs: int = 1, options: ReportOptio
     return document(title, "".join(bodies), "Files: " + esc(", ".join(str(p) for p in given)), nav, data.html())
 
 
-def _controller_family(files: Sequence[tuple[Path, str, dict[str, Any]]], labels: Sequence[str], opts: ReportOptions,
+def _controller_family(files: Sequence[tuple[Path, str, JsonObject]], labels: Sequence[str], opts: ReportOptions,
                        data: PageData) -> str:
     reports = [(i, p, o) for i, (p, k, o) in enumerate(files) if k == CONTROLLER_REPORT]
     comps = [(p, o) for p, k, o in files if k == CONTROLLER_COMPARE]
@@ -159,7 +160,7 @@ def _controller_family(files: Sequence[tuple[Path, str, dict[str, Any]]], labels
     return (f'<div class="chips" style="margin:10px 0 0">{chips}</div>' if chips else "") + body
 
 
-def _dialogue_family(chosen: Sequence[tuple[int, Path, dict[str, Any]]], labels: Sequence[str], baseline: str | None,
+def _dialogue_family(chosen: Sequence[tuple[int, Path, JsonObject]], labels: Sequence[str], baseline: str | None,
                      data: PageData) -> str:
     runs = [load_run(p.parent, o) for _, p, o in chosen]
     names = [labels[i] for i, _, _ in chosen] if labels else [r.system for r in runs]
@@ -174,7 +175,7 @@ def _dialogue_family(chosen: Sequence[tuple[int, Path, dict[str, Any]]], labels:
     return f'<div class="chips" style="margin:10px 0 0">{chips}</div>' + body
 
 
-def _eot_family(chosen: Sequence[tuple[int, Path, dict[str, Any]]], files: Sequence[tuple[Path, str, dict[str, Any]]],
+def _eot_family(chosen: Sequence[tuple[int, Path, JsonObject]], files: Sequence[tuple[Path, str, JsonObject]],
                 labels: Sequence[str], baseline: str | None) -> str:
     """The EOT section: with two or more sweeps, their frontiers on one figure and a forest of the operating points
     first; then each sweep, each comparison (its own two frontiers and differences) and each spec 003 report."""
@@ -190,7 +191,7 @@ def _eot_family(chosen: Sequence[tuple[int, Path, dict[str, Any]]], files: Seque
         base = pick_baseline(names, aliases, baseline)
     parts = []
     if len(sweeps) >= 2:
-        diffs: list[dict[str, Any] | None] = [None] * len(sweeps)
+        diffs: list[JsonObject | None] = [None] * len(sweeps)
         for _, _, c in compares:
             if str(c.get("a")) == names[base] and str(c.get("b")) in names:
                 diffs[names.index(str(c["b"]))] = c.get("budgets")
@@ -209,7 +210,7 @@ def _eot_family(chosen: Sequence[tuple[int, Path, dict[str, Any]]], files: Seque
     return "".join(parts)
 
 
-def _detector_label(summary: dict[str, Any], path: Path) -> str:
+def _detector_label(summary: JsonObject, path: Path) -> str:
     """A sweep's detector, from its signature (`det:silero:...` -> silero), else its folder's name."""
     sig = summary.get("signature")
     comps = (sig.get("components") or []) if isinstance(sig, dict) else []

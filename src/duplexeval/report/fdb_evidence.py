@@ -16,6 +16,7 @@ from duplexeval.errors import InputError
 from duplexeval.executors import ExecutorSpec, ItemFailure, make_executor
 from duplexeval.fdb.results import ScoredTree
 from duplexeval.fdb.tree import SampleEntry
+from duplexeval.fdb.unified.rows import SampleRow
 from duplexeval.report.clips import ogg_bytes, peaks_b64
 from duplexeval.report.timeline import load_view, open_sample
 
@@ -30,7 +31,7 @@ class OutputJob:
 
     tree: str
     entry: SampleEntry
-    row: dict[str, Any] | None
+    row: SampleRow[Any] | None
     inline: bool
     transcript_sha256: str | None = None  # asr.json's hash of output.json
 

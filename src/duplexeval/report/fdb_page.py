@@ -14,6 +14,7 @@ from duplexeval.fdb.results import ScoredTree
 from duplexeval.fdb.tasks import get_task, task_of
 from duplexeval.fdb.tree import SUBSETS
 from duplexeval.fdb.unified.report import load_reference, metric_rows
+from duplexeval.jsontypes import JsonObject
 from duplexeval.report.explorer import Item, explorer_html
 from duplexeval.report.forest import HIGHER, LOWER, NEITHER, Estimate, ForestRow, forest_html
 from duplexeval.report.page import esc, link, signature_line, table
@@ -37,7 +38,7 @@ def _num(x: Any, d: int = 3) -> str:
     return "—" if x is None else f"{x:.{d}f}"
 
 
-def _value(m: dict[str, Any] | None) -> Estimate | None:
+def _value(m: JsonObject | None) -> Estimate | None:
     """A unified metric (share or latency) as a forest point; a latency's open upper end is not reached."""
     if not isinstance(m, dict):
         return None
@@ -56,7 +57,7 @@ def _value(m: dict[str, Any] | None) -> Estimate | None:
     return Estimate(float(m["value"]), lo, hi, f"{m['value'] * 100:.0f}% [{_num(lo, 2)}, {_num(hi, 2)}]{count}")
 
 
-def _diff(m: dict[str, Any] | None, unit: str) -> Estimate | None:
+def _diff(m: JsonObject | None, unit: str) -> Estimate | None:
     """A compared metric's B - A with its paired interval (null endpoints: not reached)."""
     if not isinstance(m, dict):
         return None
@@ -72,7 +73,7 @@ def _diff(m: dict[str, Any] | None, unit: str) -> Estimate | None:
     return Estimate(float(m["diff"]), lo, hi, txt, hi_open=lo is not None and hi is None)
 
 
-def forest_rows(trees: Sequence[ScoredTree], comp: dict[str, Any] | None, baseline: int) -> list[ForestRow]:
+def forest_rows(trees: Sequence[ScoredTree], comp: JsonObject | None, baseline: int) -> list[ForestRow]:
     """Every headline metric some tree has, with each tree's value and its paired difference from the baseline."""
     by_b = {c["b"]: c for c in (comp or {}).get("comparisons", [])}
     rows = []
@@ -205,7 +206,7 @@ def _figures(trees: Sequence[ScoredTree], lineup: Lineup, subset: str, task: str
                    for f in get_task(task).render.figures(series, lineup.colors))
 
 
-def comparison_html(comp: dict[str, Any], labels: Sequence[str] | None = None) -> str:
+def comparison_html(comp: JsonObject, labels: Sequence[str] | None = None) -> str:
     """A compare.json object (made here from the trees, or read from `fdb compare --out`) as tables."""
     names = [str(t["label"]) for t in comp["trees"]] if labels is None else list(labels)
     base = names[comp["comparisons"][0]["a"]] if comp["comparisons"] else names[0]
@@ -222,7 +223,7 @@ def comparison_html(comp: dict[str, Any], labels: Sequence[str] | None = None) -
     return "".join(out)
 
 
-def compare_file_body(label: str, comp: dict[str, Any]) -> str:
+def compare_file_body(label: str, comp: JsonObject) -> str:
     """An `fdb compare --out` file on its own: the forest plot of its differences, then its tables."""
     trees = comp["trees"]
     names = [str(t["label"]) for t in trees]
@@ -260,7 +261,7 @@ def fdb_body(trees: Sequence[ScoredTree], lineup: Lineup, items: Sequence[Item],
     labels = lineup.labels
     baseline = lineup.baseline if lineup.baseline is not None else 0
     subsets = [s for s in SUBSETS if any(t.manifest.by_subset(s) for t in trees)]
-    comp: dict[str, Any] | None = None
+    comp: JsonObject | None = None
     why_not = ""
     if len(trees) > 1:
         order = [baseline, *(k for k in range(len(trees)) if k != baseline)]

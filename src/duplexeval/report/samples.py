@@ -11,6 +11,7 @@ from typing import Any
 from duplexeval.fdb.results import ScoredTree
 from duplexeval.fdb.tasks import get_task
 from duplexeval.fdb.tree import SampleEntry, subset_order
+from duplexeval.fdb.unified.rows import SampleRow
 from duplexeval.report.explorer import Item, Track, Verdict
 from duplexeval.report.fdb_evidence import FdbEvidence
 
@@ -23,29 +24,29 @@ def anchor(k: int, subset: str, sample_id: str) -> str:
     return f"s{k}-{subset}-{sample_id}"
 
 
-def severity(task: str, row: dict[str, Any] | None) -> tuple[int, float]:
+def severity(task: str, row: SampleRow[Any] | None) -> tuple[int, float]:
     """Sort key, worst first: each task ranks its eligible samples (`RenderRules.severity`); the rest come last."""
-    if row is None or not row.get("eligible"):
+    if row is None or not row.eligible or row.row is None:
         return (9, 0.0)
-    return get_task(task).render.severity(row)
+    return get_task(task).render.severity(row.row)
 
 
-def why(task: str, row: dict[str, Any] | None) -> str:
+def why(task: str, row: SampleRow[Any] | None) -> str:
     """One phrase saying what a sample shows (`RenderRules.why` for an eligible, scored one)."""
     if row is None:
         return "counted only"
-    if not row.get("eligible"):
-        return "ineligible: " + ", ".join(row.get("reasons") or [])
-    return get_task(task).render.why(row)
+    if not row.eligible or row.row is None:
+        return "ineligible: " + ", ".join(row.reasons)
+    return get_task(task).render.why(row.row)
 
 
-def outcome_of(task: str, entry: SampleEntry, row: dict[str, Any] | None) -> str:
+def outcome_of(task: str, entry: SampleEntry, row: SampleRow[Any] | None) -> str:
     """The filter value: the task's outcome of the row (`RenderRules.outcome_key`), ineligible, or counted_only."""
-    if not entry.eligible or (row is not None and not row.get("eligible")):
+    if not entry.eligible or (row is not None and not row.eligible):
         return "ineligible"
-    if not get_task(task).scored or row is None:
+    if not get_task(task).scored or row is None or row.row is None:
         return "counted_only"
-    return get_task(task).render.outcome_key(row)
+    return get_task(task).render.outcome_key(row.row)
 
 
 def verdict_class(task: str, outcome: str) -> str:
@@ -152,7 +153,7 @@ def fdb_items(trees: Sequence[ScoredTree], lineup: Lineup, ev: FdbEvidence,
             said.append((lineup.labels[k] + " said", " ".join(w for w, _, _ in got.words)))
             names.append(lineup.labels[k])
             fields = {"T": e.T, "eligible": e.eligible, "ineligible because": ", ".join(e.reasons) or None}
-            fields.update({f: v for f, v in (row or {}).items() if f not in HIDDEN_FIELDS})
+            fields.update({f: v for f, v in (row.to_json() if row else {}).items() if f not in HIDDEN_FIELDS})
             cols.append(fields)
         order: list[str] = []
         for c in cols:

@@ -18,6 +18,7 @@ from duplexeval.fdb.sample import OpenedSample
 from duplexeval.fdb.tasks import Band, Mark, get_task
 from duplexeval.fdb.transcript import parse_output_json
 from duplexeval.fdb.tree import ASR_FILE, OUTPUT_JSON, AsrSample, SampleEntry
+from duplexeval.fdb.unified.rows import SampleRow
 from duplexeval.report import svg
 
 ENVELOPE_BINS = 180
@@ -32,7 +33,7 @@ class SampleView:
     T: float
     eligible: bool
     reasons: list[str]
-    row: dict[str, Any] | None
+    row: SampleRow[Any] | None
     envelope: np.ndarray | None = None  # (bins, 2): min and max per bin
     words: list[tuple[str, float, float | None]] = field(default_factory=list)
     marks: list[Mark] = field(default_factory=list)  # the task's time marks (E, S, R ...)
@@ -45,9 +46,9 @@ class SampleView:
     def outcome(self) -> str:
         if not self.eligible:
             return "ineligible (" + ", ".join(self.reasons) + ")"
-        if self.row is None:
+        if self.row is None or self.row.row is None:
             return f"counted only ({self.task})"
-        return get_task(self.task).render.outcome(self.row)
+        return get_task(self.task).render.outcome(self.row.row)
 
 
 def envelope(audio: np.ndarray, bins: int = ENVELOPE_BINS) -> np.ndarray:
@@ -70,7 +71,7 @@ def open_sample(tree: Path, entry: SampleEntry, transcript_sha256: str | None = 
     return OpenedSample(tree, entry, asr, get_task(entry.task).annotation)
 
 
-def load_view(sample: OpenedSample, row: dict[str, Any] | None) -> SampleView:
+def load_view(sample: OpenedSample, row: SampleRow[Any] | None) -> SampleView:
     """Read one sample's files for drawing. A file the manifest lists (output.wav, the annotation) or asr.json vouches
     for (output.json) must be there with its hash (one line naming it, else); files an ineligible capture never
     wrote are simply not drawn."""
@@ -85,8 +86,8 @@ def load_view(sample: OpenedSample, row: dict[str, Any] | None) -> SampleView:
         view.words = [(w.text.strip(), float(w.start), None if w.end is None else float(w.end)) for w in words]
     if sample.annotation is not None:
         view.marks, view.spans = get_task(entry.task).render.marks(sample.annotation)
-    if row is not None and row.get("vad_segments"):
-        view.vad = [(float(a), float(b)) for a, b in row["vad_segments"]]
+    if row is not None and row.row is not None:
+        view.vad = get_task(entry.task).render.vad_segments(row.row)
     return view
 
 

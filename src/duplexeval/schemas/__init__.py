@@ -12,12 +12,12 @@ from duplexeval.schemas.base import (
     check_number,
     fail,
     has_control,
+    in_range,
     is_safe_id,
     load,
-    number,
     parse_json,
     validate,
 )
 
-__all__ = ["MAX_TIME_S", "OpenRecord", "Record", "check_number", "fail", "has_control", "is_safe_id", "load",
-           "number", "parse_json", "validate"]
+__all__ = ["MAX_TIME_S", "OpenRecord", "Record", "check_number", "fail", "has_control", "in_range", "is_safe_id",
+           "load", "parse_json", "validate"]

@@ -24,7 +24,7 @@ from pydantic import (
     PlainValidator,
     ValidationError,
 )
-from pydantic_core import PydanticCustomError
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from duplexeval.errors import InputError
 from duplexeval.jsonio import parse_json_text, read_text
@@ -93,8 +93,9 @@ def check_number(v: Any, where: str, name: str, lo: float = -MAX_TIME_S, hi: flo
     return v
 
 
-def _checked(lo: float, hi: float, *, lo_open: bool = False, integer: bool = False) -> PlainValidator:
-    """The validator of a number field: `number_problem`, the value kept as written."""
+def in_range(lo: float, hi: float, *, lo_open: bool = False, integer: bool = False) -> PlainValidator:
+    """The validator of a JSON number field (``Annotated[float, in_range(0, 1)]``): `number_problem`; the value is
+    kept as written (an int stays an int, so messages quote it)."""
 
     def check(v: Any) -> Any:
         bad = number_problem(v, lo, hi, lo_open=lo_open, integer=integer)
@@ -105,15 +106,10 @@ def _checked(lo: float, hi: float, *, lo_open: bool = False, integer: bool = Fal
     return PlainValidator(check)
 
 
-def number(lo: float, hi: float, *, lo_open: bool = False, integer: bool = False) -> Any:
-    """A JSON number field checked by `number_problem`; kept as written (an int stays an int, so messages quote it)."""
-    return Annotated[int if integer else float, _checked(lo, hi, lo_open=lo_open, integer=integer)]
-
-
-Time = Annotated[float, _checked(-MAX_TIME_S, MAX_TIME_S)]
+Time = Annotated[float, in_range(-MAX_TIME_S, MAX_TIME_S)]
 """A finite time in seconds within +-MAX_TIME_S (sign checked by the rule that uses it)."""
-NonNegTime = Annotated[float, _checked(0.0, MAX_TIME_S)]
-PositiveTime = Annotated[float, _checked(0.0, MAX_TIME_S, lo_open=True)]
+NonNegTime = Annotated[float, in_range(0.0, MAX_TIME_S)]
+PositiveTime = Annotated[float, in_range(0.0, MAX_TIME_S, lo_open=True)]
 Sha256 = Annotated[str, AfterValidator(_sha256)]
 Text = Annotated[str, AfterValidator(_no_control)]
 
@@ -164,7 +160,7 @@ def field_path(loc: Sequence[Any]) -> str:
     return out
 
 
-def _problem(err: dict[str, Any]) -> str:
+def _problem(err: ErrorDetails) -> str:
     kind = err["type"]
     if kind == _FAIL:
         return str(err["msg"])
@@ -180,7 +176,7 @@ def _problem(err: dict[str, Any]) -> str:
 
 def describe(exc: ValidationError, model: type[BaseModel], raw: Any) -> str:
     """The first error of `exc` as `[sample <key>: ]'<field>' <problem>` (custom messages shown as written)."""
-    err: dict[str, Any] = dict(exc.errors(include_url=False)[0])
+    err = exc.errors(include_url=False)[0]
     loc = tuple(err["loc"])
     sample_of = getattr(model, "sample_of", None)
     sample = sample_of(raw, loc) if sample_of is not None else None

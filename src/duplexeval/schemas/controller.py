@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, ClassVar, Literal, TypeGuard
+from typing import Annotated, Any, ClassVar, Literal, TypeGuard
 
 from pydantic import Field, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
-from duplexeval.schemas.base import MAX_TIME_S, NonNegTime, Record, fail, number
+from duplexeval.jsontypes import JsonObject
+from duplexeval.schemas.base import MAX_TIME_S, NonNegTime, Record, fail, in_range
 from duplexeval.units import FRAME_S
 
 MAX_FRAMES = int(MAX_TIME_S / FRAME_S)  # one day of 80 ms frames
@@ -35,7 +37,7 @@ class ClipLine(Record):
 
     quote_fields: ClassVar[bool] = False
     id: str
-    n_frames: number(0, MAX_FRAMES, integer=True)  # type: ignore[valid-type]
+    n_frames: Annotated[int, in_range(0, MAX_FRAMES, integer=True)]
     group: str | None = None
     source: str | None = None
     listen_s: NonNegTime = 0.0
@@ -47,7 +49,7 @@ class ClipLine(Record):
     yield_onsets: Times | None = None
     backchannel_onsets: Times | None = None
     user_pauses: list[Times] | None = None
-    extra: dict[str, Any] = Field(default_factory=dict)
+    extra: JsonObject = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -66,7 +68,7 @@ class ClipLine(Record):
         lambda raw, loc: f"clip {raw['id']}" if isinstance(raw, dict) and loc else None)
 
     @classmethod
-    def explain(cls, raw: Any, loc: tuple[Any, ...], err: dict[str, Any]) -> str | None:
+    def explain(cls, raw: Any, loc: tuple[Any, ...], err: ErrorDetails) -> str | None:
         if loc[:1] == ("n_frames",):
             return (f"n_frames must be a non-negative integer (at most {MAX_FRAMES}, one day), "
                     f"got {raw.get('n_frames')!r}")
@@ -81,17 +83,17 @@ class PolicyFields(Record):
     """An evaluation policy's settings (kind/schema_version removed); every key optional, defaults in policy.py."""
 
     quote_fields: ClassVar[bool] = False
-    endpoint_threshold: number(-math.inf, math.inf) = 0.91  # type: ignore[valid-type]
-    yield_threshold: number(-math.inf, math.inf) = 0.93  # type: ignore[valid-type]
-    backchannel_threshold: number(-math.inf, math.inf) = 0.80  # type: ignore[valid-type]
-    debounce_frames: number(1, 10**9, integer=True) = 2  # type: ignore[valid-type]
-    warmup_frames: number(0, 10**9, integer=True) = 6  # type: ignore[valid-type]
-    vad_gate_db: number(-math.inf, math.inf) | None = -50.0  # type: ignore[valid-type]
-    min_voiced_ms: number(0, 10**9, integer=True) = 350  # type: ignore[valid-type]
-    fallback_silence_ms: number(1, 10**9, integer=True) = 1200  # type: ignore[valid-type]
+    endpoint_threshold: Annotated[float, in_range(-math.inf, math.inf)] = 0.91
+    yield_threshold: Annotated[float, in_range(-math.inf, math.inf)] = 0.93
+    backchannel_threshold: Annotated[float, in_range(-math.inf, math.inf)] = 0.80
+    debounce_frames: Annotated[int, in_range(1, 10**9, integer=True)] = 2
+    warmup_frames: Annotated[int, in_range(0, 10**9, integer=True)] = 6
+    vad_gate_db: Annotated[float, in_range(-math.inf, math.inf)] | None = -50.0
+    min_voiced_ms: Annotated[int, in_range(0, 10**9, integer=True)] = 350
+    fallback_silence_ms: Annotated[int, in_range(1, 10**9, integer=True)] = 1200
     endpoint_mode: Literal["head_only", "fallback_on"] = "fallback_on"
-    backchannel_cooldown_frames: number(0, 10**9, integer=True) = 15  # type: ignore[valid-type]
-    miss_deadline_ms: number(0, 10**9, integer=True) = 1200  # type: ignore[valid-type]
+    backchannel_cooldown_frames: Annotated[int, in_range(0, 10**9, integer=True)] = 15
+    miss_deadline_ms: Annotated[int, in_range(0, 10**9, integer=True)] = 1200
     notes: str = ""
 
     @field_validator("endpoint_mode", mode="before")

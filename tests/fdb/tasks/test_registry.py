@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -56,7 +55,7 @@ def test_each_builtin_record_is_complete(name):
     assert {h.metric for h in task.headline} <= set(kinds)
     assert all(h.better in (tasks.LOWER, tasks.HIGHER, tasks.NEITHER) for h in task.headline)
     # every metric the aggregate writes has a declared kind, and renders by it (a wrong kind misses keys)
-    block = task.unified.aggregate([], aggregate.base_counts([], None))
+    block = task.unified.aggregate([], aggregate.base_counts([], None)).to_json()
     assert block["task"] == name
     assert list(block["metrics"]) == list(kinds)
     for metric, kind in kinds.items():
@@ -102,13 +101,12 @@ class ToyUnified(tasks.UnifiedRules[int, ToyRow]):
     def score(self, inp: int, segments: Sequence[tuple[int, int]] | None) -> ToyRow:
         return ToyRow(bool(inp))
 
-    def aggregate(self, rows: Sequence[ToyRow], counts: dict[str, Any]) -> dict[str, Any]:
-        n, sel, unk = counts["eligible"], counts["selected"], counts["ineligible"]
-        metrics = {
+    def aggregate(self, rows: Sequence[ToyRow], counts: aggregate.Counts) -> aggregate.Block:
+        n, sel, unk = counts.eligible, counts.selected, counts.ineligible
+        return aggregate.Block("toy_task", counts, {
             "spoke_rate": aggregate.share(sum(r.spoke for r in rows), n, unk, sel),
             "spoke_latency_s": aggregate.latency([1_000_000 if r.spoke else float("inf") for r in rows], 1_000_000),
-        }
-        return {"task": "toy_task", "counts": counts, "coverage": None, "metrics": aggregate.metrics_json(metrics)}
+        })
 
 
 TOY = tasks.Task(
@@ -134,7 +132,7 @@ def test_a_toy_task_registered_in_a_test_flows_through_aggregate_and_render(toy_
         for i in range(4)
     ]
     rows = [TOY.unified.score(v, None) for v in (1, 0, 1)]
-    block = aggregate.task_block("toy_task", entries, rows, 5)
+    block = aggregate.task_block("toy_task", entries, rows, 5).to_json()
     assert block["task"] == "toy_task"
     assert block["counts"]["selected"] == 4 and block["counts"]["eligible"] == 3 and block["counts"]["declared"] == 5
     share = block["metrics"]["spoke_rate"]

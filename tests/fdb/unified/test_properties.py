@@ -29,11 +29,9 @@ turn_row = st.one_of(
 )
 
 
-def _counts(eligible: int, ineligible: int) -> dict:
-    return {
-        "selected": eligible + ineligible, "eligible": eligible, "ineligible": ineligible,
-        "ineligible_reasons": {"x": ineligible} if ineligible else {}, "declared": eligible + ineligible,
-    }
+def _counts(eligible: int, ineligible: int) -> aggregate.Counts:
+    return aggregate.Counts(eligible + ineligible, eligible, ineligible, {"x": ineligible} if ineligible else {},
+                            eligible + ineligible)
 
 
 def _shares(block):
@@ -43,7 +41,7 @@ def _shares(block):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(turn_row, min_size=1, max_size=40), st.integers(0, 5))
 def test_turn_quantiles_and_rates_are_one_curve(rows, ineligible):
-    b = tt.turn_block(rows, _counts(len(rows), ineligible))
+    b = tt.turn_block(rows, _counts(len(rows), ineligible)).to_json()
     m = b["metrics"]
     lat = m["response_latency_s"]
     for q, key in ((Fraction(1, 2), "median"), (Fraction(9, 10), "p90")):
@@ -94,7 +92,7 @@ def interruption_row(draw):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(interruption_row(), min_size=1, max_size=30), st.integers(0, 4))
 def test_interruption_curve_bounds_and_intervals(rows, ineligible):
-    b = intr.interruption_block(rows, _counts(len(rows), ineligible))
+    b = intr.interruption_block(rows, _counts(len(rows), ineligible)).to_json()
     m = b["metrics"]
     lat = m["response_latency_s"]
     for k in aggregate.RESPONSE_KS:
@@ -127,7 +125,7 @@ def test_pause_flags_are_consistent(inputs, ineligible):
         assert not r.carry_in or r.pre_pause_speech
         assert r.any_speech == (r.pre_pause_speech or r.pause_intrusion)
         assert 0 <= r.covered_us <= r.pause_us and r.pauses_intruded <= r.n_pauses
-    _check_shares_and_intervals(pause.pause_block(rows, _counts(len(rows), ineligible)))
+    _check_shares_and_intervals(pause.pause_block(rows, _counts(len(rows), ineligible)).to_json())
 
 
 probs_seq = st.lists(st.sampled_from([0.02, 0.34, 0.36, 0.49, 0.5, 0.51, 0.97]), min_size=1, max_size=160)

@@ -78,9 +78,10 @@ def test_sweep_shows_the_gap_sample_flip_and_flags_it(tree):
     assert rows["gap"].headline_outcome == "not_exercised" and len(rows["gap"].outcomes) >= 2
     assert not rows["inside"].near_edge and rows["inside"].headline_outcome != "not_exercised"
     assert not rows["silent"].near_edge
-    assert sens.body["near_edge"] == 1
-    assert sens.body["kind"] == "duplexeval.fdb.unified-sensitivity"
-    assert sens.body["signature"]["compact"].startswith(
+    body = sens.to_json()
+    assert sens.near_edge == body["near_edge"] == 1
+    assert body["kind"] == "duplexeval.fdb.unified-sensitivity"
+    assert body["signature"]["compact"].startswith(
         "fdb-v1.0-unified-4-sensitivity-1|asr:hand|vad:silero-6.2.3@1a153a22:t0.3-0.7,s50-500,p0,edge200|v:"
     )
 

@@ -73,7 +73,7 @@ def test_interruption_outcomes_from_real_speech(tmp_path, story, reply, vad_path
         ],
     )
     res = score(root, jobs=1)
-    rows = {r["sample_id"]: r for r in res.rows}
+    rows = {r.sample_id: r.to_json() for r in res.rows}
     assert rows["r1"]["outcome"] == "response"
     assert rows["r1"]["latency_s"] == pytest.approx(11.0 + reply.words[0].start_s - R, abs=1e-6)
     # The speech covering S ends at the last voiced sample we kept (at most 9.0 s), give or take

@@ -13,7 +13,7 @@ import numpy as np
 
 from duplexeval.controller.format.data import Clip
 from duplexeval.controller.format.policy import EvaluationPolicy
-from duplexeval.controller.metrics.events import ClipEvidence, aggregate, clip_events
+from duplexeval.controller.metrics.events import ClipEvidence, EventMetrics, clip_events, event_metrics
 from duplexeval.errors import RefusalError
 from duplexeval.jsontypes import JsonObject
 from duplexeval.stats import quantile_rule
@@ -38,14 +38,13 @@ class Targets:
         }
 
 
-def targets_from_report(events: JsonObject, mode: str) -> Targets:
+def targets_from_report(events: EventMetrics, mode: str) -> Targets:
     """Targets equal to a reference system's development event metrics (its pause cut-in share, false yields and
     acknowledgments per hour)."""
-    ep = events.get("endpoint", {}).get(mode, {})
-    pause = ep.get("pause_false_endpoints", {}).get("value") if ep else None
-    y = events.get("yield", {}).get("false_events", {}).get("per_hour") if "yield" in events else None
-    b = (events.get("backchannel", {}).get("acknowledgment_rate", {}).get("per_hour") if "backchannel" in events
-         else None)
+    ep = events.endpoint.modes.get(mode) if events.endpoint is not None else None
+    pause = ep.pause_false_endpoints.value if ep is not None else None
+    y = events.yield_.rate_count.per_hour if events.yield_ is not None else None
+    b = events.backchannel.rate_count.per_hour if events.backchannel is not None else None
     return Targets(pause, y, b)
 
 
@@ -138,21 +137,15 @@ def calibrate(clips: Iterable[Clip], base: EvaluationPolicy, targets: Targets,
     table: list[GridRow] = []
     for t, evs in sweep(clips, base, grid):
         pol = base.with_(endpoint_threshold=t, yield_threshold=t, backchannel_threshold=t)
-        agg = aggregate(evs, pol)
-        ep: dict[str, float | None] = {}
-        if "endpoint" in agg:
-            e = agg["endpoint"][mode]
-            ep = {"endpoint_median_latency_all_ms": _f(endpoint_latency_key(evs, mode)),
-                  "pause_cutin": e["pause_false_endpoints"]["value"], "early_cutin": e["early_cutin"]["value"],
-                  "no_endpoint": e["no_endpoint"]["value"]}  # fmt: skip
-        y = agg.get("yield")
-        bc = agg.get("backchannel")
+        agg = event_metrics(evs, pol)
+        e = agg.endpoint.modes[mode] if agg.endpoint is not None else None
+        y, bc = agg.yield_, agg.backchannel
         table.append(GridRow(
-            t, "endpoint" in agg, **ep,
-            has_yield=y is not None, yield_detection=y["detection"]["value"] if y else None,
-            yield_false_per_hour=y["false_events"]["per_hour"] if y else None,
-            has_backchannel=bc is not None, backchannel_recall=bc["recall"]["value"] if bc else None,
-            backchannel_ack_per_hour=bc["acknowledgment_rate"]["per_hour"] if bc else None,
+            t, e is not None, _f(endpoint_latency_key(evs, mode)) if e is not None else None,
+            e.pause_false_endpoints.value if e else None, e.early_cutin.value if e else None,
+            e.no_endpoint.value if e else None,
+            y is not None, y.matched_share.value if y else None, y.rate_count.per_hour if y else None,
+            bc is not None, bc.matched_share.value if bc else None, bc.rate_count.per_hour if bc else None,
         ))  # fmt: skip
     chosen: dict[str, Chosen] = {}
     changes: dict[str, float] = {}

@@ -302,7 +302,65 @@ def latency_summary(values_us: Sequence[int]) -> LatencySummary:
     }
 
 
-def endpoint_summary(evs: Sequence[ClipEvidence], mode: str, policy: EvaluationPolicy) -> JsonObject:
+@dataclass(frozen=True)
+class PerHourCount:
+    """A count over a reference duration (us): its rate per hour, None when the duration is 0."""
+
+    count: int
+    den_us: int
+
+    @property
+    def per_hour(self) -> float | None:
+        return per_hour(self.count, self.den_us)["per_hour"]
+
+    def to_json(self) -> PerHour:
+        return per_hour(self.count, self.den_us)
+
+
+@dataclass(frozen=True)
+class EndpointSummary:
+    """Turn-probe and pause-probe endpoint metrics under one mode (counts, shares, latencies in us)."""
+
+    turn_probes: int
+    latency_us: tuple[int, ...]
+    early_cutin: Share
+    early_cutin_firings: int
+    no_endpoint: Share
+    head: Share
+    fallback: Share
+    deadline_ms: float
+    eligible: int
+    miss_within_deadline: Share
+    pause_probes: int
+    pause_false_endpoints: Share
+    pause_false_per_hour: PerHourCount
+    pause_pre_pause_firings: int
+
+    def to_json(self) -> JsonObject:
+        ref_us = self.pause_false_per_hour.den_us
+        return {
+            "turn_probes": self.turn_probes,
+            "latency": latency_summary(self.latency_us),
+            "early_cutin": self.early_cutin.to_json(),
+            "early_cutin_firings": self.early_cutin_firings,
+            "no_endpoint": self.no_endpoint.to_json(),
+            "head": self.head.to_json(),
+            "fallback": self.fallback.to_json(),
+            "miss_within_deadline": {
+                "deadline_ms": self.deadline_ms,
+                "eligible": self.eligible,
+                "censored": self.turn_probes - self.eligible,
+                **self.miss_within_deadline.to_json(),
+            },
+            "pause_probes": self.pause_probes,
+            "pause_false_endpoints": {**self.pause_false_endpoints.to_json(),
+                                      **{"per_hour": self.pause_false_per_hour.per_hour,
+                                         "reference_hours": ref_us / HOUR_US}},
+            "pause_pre_pause_firings": self.pause_pre_pause_firings,
+        }
+
+
+def endpoint_summary(evs: Sequence[ClipEvidence], mode: str, policy: EvaluationPolicy) -> EndpointSummary:
     """Turn-probe and pause-probe endpoint metrics under one mode."""
     early, src, lat, obs, pf, pre = [], [], [], [], [], []
     for ev in evs:
@@ -319,81 +377,135 @@ def endpoint_summary(evs: Sequence[ClipEvidence], mode: str, policy: EvaluationP
     n_elig = sum(eligible)
     miss = sum(1 for el, lt in zip(eligible, lat) if el and (lt is None or lt > deadline))
     ref_us = sum(ev.floor_us for ev in evs)
-    return {
-        "turn_probes": n,
-        "latency": latency_summary([x for x in lat if x is not None]),
-        "early_cutin": share(sum(early), n),
-        "early_cutin_firings": sum(sum(ev.endpoint[mode].turn_early_firings) for ev in evs),
-        "no_endpoint": share(sum(1 for s in src if s is None), n),
-        "head": share(sum(1 for s in src if s == HEAD), n),
-        "fallback": share(sum(1 for s in src if s == "fallback"), n),
-        "miss_within_deadline": {
-            "deadline_ms": policy.miss_deadline_ms,
-            "eligible": n_elig,
-            "censored": n - n_elig,
-            **share(miss, n_elig),
-        },
-        "pause_probes": len(pf),
-        "pause_false_endpoints": {**share(sum(pf), len(pf)),
-                                  **{"per_hour": per_hour(sum(pf), ref_us)["per_hour"],
-                                     "reference_hours": ref_us / HOUR_US}},
-        "pause_pre_pause_firings": sum(pre),
-    }
+    return EndpointSummary(
+        n, tuple(x for x in lat if x is not None), Share(sum(early), n),
+        sum(sum(ev.endpoint[mode].turn_early_firings) for ev in evs), Share(sum(1 for s in src if s is None), n),
+        Share(sum(1 for s in src if s == HEAD), n), Share(sum(1 for s in src if s == "fallback"), n),
+        policy.miss_deadline_ms, n_elig, Share(miss, n_elig), len(pf), Share(sum(pf), len(pf)),
+        PerHourCount(sum(pf), ref_us), sum(pre),
+    )  # fmt: skip
 
 
-def _onset_section(window_us: tuple[int, int], matched: str,
-                   clips: Iterable[tuple[int, Sequence[int], int]]) -> tuple[JsonObject, int, int]:
-    """An onset head's section (yield, backchannel) from per-clip (onsets, matched latencies, firings): the matching
-    window, the share of onsets matched by a firing (named ``matched``), the latencies and the firings; also
-    (matched onsets, firings) for the head's rate."""
+@dataclass(frozen=True)
+class EndpointSection:
+    """The endpoint head under both modes; `primary_mode` is the policy's (the one calibrate and compare use)."""
+
+    primary_mode: str
+    modes: dict[str, EndpointSummary]
+
+    def to_json(self) -> JsonObject:
+        return {"primary_mode": self.primary_mode, **{m: e.to_json() for m, e in self.modes.items()}}
+
+
+@dataclass(frozen=True)
+class DenseScan:
+    """Firings inside every user pause of the primary mode, per hour of reference time, and filler floor-takings."""
+
+    mode: str
+    user_pauses: int
+    false_endpoints: PerHourCount
+    filler_pauses: int
+    filler_floor_takings: PerHourCount
+
+    def to_json(self) -> JsonObject:
+        return {"mode": self.mode, "user_pauses": self.user_pauses, "false_endpoints": self.false_endpoints.to_json(),
+                "filler_pauses": self.filler_pauses, "filler_floor_takings": self.filler_floor_takings.to_json(),
+                "filler_run_max_ms": FILLER_RUN_MAX_US // 1000}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class OnsetSection:
+    """An onset head (yield, backchannel): its matching window, the share of onsets a firing matched (named
+    `matched`: detection or recall), the matched latencies (us), the firings and the head's rate (named `rate`)."""
+
+    window_us: tuple[int, int]
+    matched: str
+    matched_share: Share
+    latency_us: tuple[int, ...]
+    firings: int
+    rate: str
+    rate_count: PerHourCount
+
+    def to_json(self) -> JsonObject:
+        return {"window_ms": [self.window_us[0] // 1000, self.window_us[1] // 1000],
+                self.matched: self.matched_share.to_json(), "latency": latency_summary(self.latency_us),
+                "firings": self.firings, self.rate: self.rate_count.to_json()}  # fmt: skip
+
+
+def _onset_section(window_us: tuple[int, int], matched: str, rate: str,
+                   clips: Iterable[tuple[int, Sequence[int], int]],
+                   rate_of: Callable[[int, int], tuple[int, int]]) -> OnsetSection:  # fmt: skip
+    """An onset head's section from per-clip (onsets, matched latencies, firings); `rate_of(matched onsets, firings)`
+    gives the (count, reference us) of the head's rate."""
     n_on, n_fire = 0, 0
     lat: list[int] = []
     for onsets, latencies_us, firings in clips:
         n_on += onsets
         lat += latencies_us
         n_fire += firings
-    sec = {
-        "window_ms": [window_us[0] // 1000, window_us[1] // 1000],
-        matched: share(len(lat), n_on),
-        "latency": latency_summary(lat),
-        "firings": n_fire,
-    }
-    return sec, len(lat), n_fire
+    count, den_us = rate_of(len(lat), n_fire)
+    return OnsetSection(window_us, matched, Share(len(lat), n_on), tuple(lat), n_fire, rate,
+                        PerHourCount(count, den_us))
+
+
+@dataclass(frozen=True)
+class EventMetrics:
+    """The event-metric section of a report: every metric with its counts and denominators (None: no clip has
+    that head)."""
+
+    clips: int
+    groups: int
+    endpoint: EndpointSection | None
+    dense_scan: DenseScan | None
+    yield_: OnsetSection | None
+    backchannel: OnsetSection | None
+    onsets_outside_event_region: int
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"clips": self.clips, "groups": self.groups}
+        if self.endpoint is not None:
+            out["endpoint"] = self.endpoint.to_json()
+        if self.dense_scan is not None:
+            out["dense_scan"] = self.dense_scan.to_json()
+        if self.yield_ is not None:
+            out["yield"] = self.yield_.to_json()
+        if self.backchannel is not None:
+            out["backchannel"] = self.backchannel.to_json()
+        out["onsets_outside_event_region"] = self.onsets_outside_event_region
+        return out
+
+
+def event_metrics(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> EventMetrics:
+    """The event metrics of clips' evidence under a policy, typed (`aggregate` is their JSON)."""
+    endpoint = dense = yld = bc = None
+    if any(e.has_endpoint for e in evs):
+        endpoint = EndpointSection(policy.endpoint_mode, {mode: endpoint_summary(evs, mode, policy) for mode in MODES})
+        floor = sum(e.floor_us for e in evs)
+        fillers = PerHourCount(sum(e.filler_floor_takings for e in evs), floor)
+        dense = DenseScan(policy.endpoint_mode, sum(e.dense_pauses for e in evs),
+                          PerHourCount(sum(e.dense_firings_in_pauses for e in evs), floor),
+                          sum(e.filler_pauses for e in evs), fillers)
+    if any(e.has_yield for e in evs):
+        region = sum(e.yield_region_us for e in evs)
+        yld = _onset_section(YIELD_WINDOW_US, "detection", "false_events",
+                             ((e.yield_onsets, e.yield_latency_us, e.yield_firings) for e in evs),
+                             lambda hits, fired: (fired - hits, region))
+    if any(e.has_backchannel for e in evs):
+        listen = sum(e.listen_us for e in evs)
+        bc = _onset_section(BACKCHANNEL_WINDOW_US, "recall", "acknowledgment_rate",
+                            ((e.backchannel_onsets, e.backchannel_latency_us, e.backchannel_firings) for e in evs),
+                            lambda _hits, fired: (fired, listen))
+    return EventMetrics(len(evs), len({e.group for e in evs}), endpoint, dense, yld, bc,
+                        sum(e.onsets_outside_region for e in evs))
 
 
 def aggregate(evs: Sequence[ClipEvidence], policy: EvaluationPolicy) -> JsonObject:
-    """The event-metric section of the report (every metric with its counts and denominators)."""
-    out: JsonObject = {"clips": len(evs), "groups": len({e.group for e in evs})}
-    if any(e.has_endpoint for e in evs):
-        out["endpoint"] = {"primary_mode": policy.endpoint_mode}
-        for mode in MODES:
-            out["endpoint"][mode] = endpoint_summary(evs, mode, policy)
-        floor = sum(e.floor_us for e in evs)
-        dense_n = sum(e.dense_firings_in_pauses for e in evs)
-        fill_n = sum(e.filler_floor_takings for e in evs)
-        out["dense_scan"] = {
-            "mode": policy.endpoint_mode,
-            "user_pauses": sum(e.dense_pauses for e in evs),
-            "false_endpoints": per_hour(dense_n, floor),
-            "filler_pauses": sum(e.filler_pauses for e in evs),
-            "filler_floor_takings": per_hour(fill_n, floor),
-            "filler_run_max_ms": FILLER_RUN_MAX_US // 1000,
-        }
-    if any(e.has_yield for e in evs):
-        sec, hits, fired = _onset_section(YIELD_WINDOW_US, "detection",
-                                          ((e.yield_onsets, e.yield_latency_us, e.yield_firings) for e in evs))
-        out["yield"] = {**sec, "false_events": per_hour(fired - hits, sum(e.yield_region_us for e in evs))}
-    if any(e.has_backchannel for e in evs):
-        sec, _hits, fired = _onset_section(BACKCHANNEL_WINDOW_US, "recall",
-                                           ((e.backchannel_onsets, e.backchannel_latency_us, e.backchannel_firings)
-                                            for e in evs))
-        out["backchannel"] = {**sec, "acknowledgment_rate": per_hour(fired, sum(e.listen_us for e in evs))}
-    out["onsets_outside_event_region"] = sum(e.onsets_outside_region for e in evs)
-    return out
+    """The event-metric section of the report as JSON (every metric with its counts and denominators)."""
+    return event_metrics(evs, policy).to_json()
 
 
-def evaluate_events(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[ClipEvidence], JsonObject]:
+def evaluate_events(clips: Iterable[Clip], policy: EvaluationPolicy) -> tuple[list[ClipEvidence], EventMetrics]:
     """Replay every clip (an iterable of Clip) and aggregate; returns the per-clip evidence too."""
     seen: set[str] = set()
     evs = [clip_events(c, policy, seen) for c in clips]
-    return evs, aggregate(evs, policy)
+    return evs, event_metrics(evs, policy)

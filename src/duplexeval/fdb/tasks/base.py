@@ -34,6 +34,7 @@ from duplexeval.signature import Component
 
 if TYPE_CHECKING:  # types only: the stages import this module
     import numpy as np
+    from rich.console import Console
 
     from duplexeval.fdb.official.judge_config import JudgeConfig
     from duplexeval.fdb.official.metric import Metric
@@ -41,6 +42,9 @@ if TYPE_CHECKING:  # types only: the stages import this module
     from duplexeval.fdb.synth.parse import SampleSpec
     from duplexeval.fdb.synth.render import SampleTiming, Timeline, Utterance
     from duplexeval.fdb.tree import AsrRecord, Manifest, SampleEntry
+    from duplexeval.fdb.unified.aggregate import Block, Counts
+    from duplexeval.fdb.unified.load import LoadedTree
+    from duplexeval.fdb.unified.rows import SampleRow
 
 InputT = TypeVar("InputT")
 RowT = TypeVar("RowT")
@@ -171,6 +175,14 @@ class AsrRules:
         return 0.0
 
 
+class Analysis(Protocol):
+    """A task's sensitivity analysis: `to_json()` is unified-sensitivity.json, `render` prints it."""
+
+    def to_json(self) -> JsonObject: ...
+
+    def render(self, console: Console | None = None) -> None: ...
+
+
 class UnifiedRules(Generic[InputT, RowT]):
     """The unified rules of a scored task: parse, the VAD it needs, the per-sample row and the subset block.
 
@@ -194,12 +206,17 @@ class UnifiedRules(Generic[InputT, RowT]):
         """The per-sample row (with `to_json()`, the unified-samples.jsonl fields); `segments` from `vad`."""
         raise NotImplementedError
 
-    def aggregate(self, rows: Sequence[RowT], counts: dict[str, Any]) -> dict[str, Any]:
-        """The unified.json block of one subset from its eligible rows and base counts; its `metrics` made with
-        `unified.aggregate.metrics_json`, which keeps the typed values for the Python API (`ScoreResult`)."""
+    def row_from_json(self, js: JsonObject) -> RowT:
+        """The row back from its unified-samples.jsonl line (the inverse of its `to_json()`; the line's sample fields
+        are ignored): what `fdb compare` and the report read."""
         raise NotImplementedError
 
-    def sensitivity(self, loaded: Any, jobs: int | None) -> Any:
+    def aggregate(self, rows: Sequence[RowT], counts: Counts) -> Block:
+        """The block of one subset from its eligible rows and base counts (`unified.aggregate.Block`: its typed
+        metrics are what the Python API's `ScoreResult` hands out, its `to_json()` is unified.json's block)."""
+        raise NotImplementedError
+
+    def sensitivity(self, loaded: LoadedTree, jobs: int | None) -> Analysis | None:
         """An optional analysis of how the metrics depend on the scorer's settings (`fdb score --sensitivity`);
         None when the task has none."""
         return None
@@ -306,30 +323,31 @@ class OfficialRules:
 
 
 @dataclass(frozen=True)
-class MetricSpec:
-    """How one unified metric is compared: a 0/1 share, a pooled ratio or a median (in integer time units)."""
+class MetricSpec(Generic[RowT]):
+    """How one unified metric is compared, from the task's typed rows: a 0/1 share, a pooled ratio or a median (in
+    integer time units)."""
 
     name: str
     kind: str  # "share" | "ratio" | "median"
-    value: Callable[[dict[str, Any]], Any]  # share: bool; ratio: (num, den); median: int or +inf
+    value: Callable[[RowT], Any]  # share: bool; ratio: (num, den); median: whole time units or +inf
     per_second: int = 1
     # Pair only the samples for which this holds in both trees (a latency that exists only after an event);
     # None: every pair of the spec's samples.
-    within: Callable[[dict[str, Any]], bool] | None = None
+    within: Callable[[RowT], bool] | None = None
 
 
-def time_units(seconds: float | None, per_second: int) -> float:
-    """A row's time in seconds as a whole number of 1/per_second units for pairing; None (never) is +inf."""
-    return math.inf if seconds is None else float(round(seconds * per_second))
+def time_units(units: int | None) -> float:
+    """A row's time (a whole number of its units: µs, ticks) for pairing; None (never) is +inf."""
+    return math.inf if units is None else float(units)
 
 
 @dataclass(frozen=True)
-class PairedSpec:
+class PairedSpec(Generic[RowT]):
     """What `fdb compare` pairs: `metrics` over the samples eligible in both trees, or (with a `gate`, a share)
     over those passing the gate in both, the gate itself over eligible in both; `over` says which in words."""
 
-    metrics: tuple[MetricSpec, ...]
-    gate: MetricSpec | None = None
+    metrics: tuple[MetricSpec[RowT], ...]
+    gate: MetricSpec[RowT] | None = None
     over: str = "samples eligible in both"
 
 
@@ -360,8 +378,9 @@ class Figure:
     caption: str | None = None
 
 
-class RenderRules:
-    """How the report shows the task's eligible, scored samples (the shared wrapper handles the rest).
+class RenderRules(Generic[RowT]):
+    """How the report shows the task's eligible, scored samples, from their typed rows (`UnifiedRules.score`'s; the
+    shared wrapper handles the rest).
 
     `vad_lane`: the timeline always has a VAD lane; `bad` / `neutral`: the outcome keys (`outcome_key`) the report
     marks as bad (what the metrics count against) or neutral (not scored), the rest being ok; `counted_note`: what
@@ -373,21 +392,25 @@ class RenderRules:
     neutral: frozenset[str] = frozenset()
     counted_note: str = "no reference either"
 
-    def why(self, row: dict[str, Any]) -> str:
+    def why(self, row: RowT) -> str:
         """One phrase saying what the sample shows."""
-        return str(row.get("outcome", ""))
+        return str(getattr(row, "outcome", ""))
 
-    def severity(self, row: dict[str, Any]) -> tuple[int, float]:
+    def severity(self, row: RowT) -> tuple[int, float]:
         """Sort key, worst first (rank 0-2: a listed worst case)."""
         return (8, 0.0)
 
-    def outcome(self, row: dict[str, Any]) -> str:
+    def outcome(self, row: RowT) -> str:
         """The outcome words of the sample's heading."""
-        return str(row["outcome"])
+        return str(getattr(row, "outcome"))  # noqa: B009 - a row without one is a task that must override this
 
-    def outcome_key(self, row: dict[str, Any]) -> str:
+    def outcome_key(self, row: RowT) -> str:
         """The outcome as a filter value (an identifier)."""
-        return str(row.get("outcome", "unknown"))
+        return str(getattr(row, "outcome", "unknown"))
+
+    def vad_segments(self, row: RowT) -> list[tuple[float, float]]:
+        """The VAD segments (seconds) the row keeps, drawn on the sample's timeline; none by default."""
+        return []
 
     def marks(self, record: Any) -> tuple[list[Mark], list[Band]]:
         """Timeline marks and bands from the typed annotation."""
@@ -398,8 +421,9 @@ class RenderRules:
         an answer from; None when the task has no such moment."""
         return None
 
-    def figures(self, series: Sequence[tuple[str, Sequence[dict[str, Any]]]], colors: Sequence[str]) -> list[Figure]:
-        """Summary figures of one subset from each tree's (label, rows), tree k drawn in colors[k]."""
+    def figures(self, series: Sequence[tuple[str, Sequence[SampleRow[Any]]]], colors: Sequence[str]) -> list[Figure]:
+        """Summary figures of one subset from each tree's (label, rows: every selected sample, `row` None when not
+        scored), tree k drawn in colors[k]."""
         return []
 
 
@@ -460,8 +484,8 @@ class Task:
     dataset: DatasetRules = field(default_factory=DatasetRules)
     asr: AsrRules = field(default_factory=AsrRules)
     unified: UnifiedRules[Any, Any] | None = None
-    paired: PairedSpec | None = None
-    render: RenderRules = field(default_factory=RenderRules)
+    paired: PairedSpec[Any] | None = None
+    render: RenderRules[Any] = field(default_factory=RenderRules)
     synth: SynthRecipe | None = None
     headline: tuple[Headline, ...] = ()  # the metrics shown first (report forest plot, demo table)
 
@@ -491,7 +515,8 @@ class Task:
 
 
 __all__ = [
-    "ASR", "DATASET", "EVALUATE", "EXPORT", "HIGHER", "LOWER", "NEITHER", "STAGES", "AsrRules", "Band", "DatasetFile",
+    "ASR", "DATASET", "EVALUATE", "EXPORT", "HIGHER", "LOWER", "NEITHER", "STAGES", "Analysis", "AsrRules", "Band",
+    "DatasetFile",
     "DatasetRules", "Figure", "Headline", "Mark",
     "MetricSpec", "OfficialContext", "OfficialOutcome", "OfficialRules", "OpenedSample", "PairedSpec", "Ready",
     "RenderRules", "SampleFile", "SampleLayout", "Session", "SubsetInfo", "SynthRecipe", "Task", "UnifiedRules",

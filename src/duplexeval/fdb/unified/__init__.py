@@ -25,9 +25,11 @@ from duplexeval.fdb.tree import (
     UNIFIED_SAMPLES_FILE,
 )
 from duplexeval.fdb.unified import vad_remote
-from duplexeval.fdb.unified.aggregate import MetricsJson, subset_block
+from duplexeval.fdb.unified.aggregate import Block, subset_block
 from duplexeval.fdb.unified.load import LoadedSample, load_tree
+from duplexeval.fdb.unified.rows import SampleRow
 from duplexeval.jsonio import atomic_write_text, dumps_line, write_json
+from duplexeval.jsontypes import JsonObject
 from duplexeval.vad import SCORER_SETTINGS
 from duplexeval.vad import vad_signature as vad_signature_of
 from duplexeval.vad_batched import Segmenter, Segments
@@ -37,33 +39,31 @@ UNIFIED_KIND = "duplexeval.fdb.unified"
 UNIFIED_SCHEMA_VERSION = 2  # 2: the artifact header (kind, schema_version, duplexeval, signature, inputs)
 
 __all__ = ["DEFINITIONS", "UNIFIED_KIND", "UNIFIED_SCHEMA_VERSION", "Scored", "UnifiedResult", "rows_and_blocks",
-           "score", "typed_metrics", "unified_json", "vad_signature"]
+           "score", "unified_json", "vad_signature"]
 
 
 @dataclass
 class UnifiedResult:
-    """The scorer's output: `to_json()` is unified.json, `rows` the lines of unified-samples.jsonl.
-
-    `metrics[subset][name]` is each metric as its typed `stats` value (what unified.json's `metrics` holds the JSON
-    of; a plugin task whose aggregate wrote JSON has none there), `task_rows` each row's task record (`UnifiedRules.
-    score`'s row; None for a sample not scored), in the order of `rows`.
+    """The scorer's output: `to_json()` is unified.json, `blocks` its subset blocks as typed records (their metrics
+    the `stats` values unified.json holds the JSON of), `rows` the lines of unified-samples.jsonl (each with its task's
+    row record, `UnifiedRules.score`'s; None for a sample not scored).
     """
 
     tree: Path | None
-    unified: dict[str, Any]
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
-    task_rows: list[Any] = field(default_factory=list)
+    unified: JsonObject
+    blocks: dict[str, Block] = field(default_factory=dict)
+    rows: list[SampleRow[Any]] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return self.unified
 
     def samples_jsonl(self) -> str:
         """unified-samples.jsonl text: one compact JSON object per selected sample of the scored subsets."""
-        return "".join(dumps_line(r) for r in self.rows)
+        return "".join(dumps_line(r.to_json()) for r in self.rows)
 
-    def subset(self, name: str) -> dict[str, Any]:
-        subset: dict[str, Any] = self.unified["subsets"][name]
+    def subset(self, name: str) -> JsonObject:
+        """A subset's block as unified.json holds it."""
+        subset: JsonObject = self.unified["subsets"][name]
         return subset
 
 
@@ -72,7 +72,7 @@ class UnifiedResult:
 SegmentFn = Callable[[list[tuple[SampleAudio, int | None]]], list[Any]]
 
 
-def vad_signature() -> dict[str, Any]:
+def vad_signature() -> JsonObject:
     """The VAD package, version, model hash and the scorer settings, for the top of unified.json."""
     sig = vad_signature_of(SCORER_SETTINGS)
     if vad_batched.early_stop_ok(SCORER_SETTINGS):
@@ -96,19 +96,10 @@ def _segments(files: list[tuple[SampleAudio, int | None]], segmenter: Segmenter 
 
 @dataclass
 class Scored:
-    """What `rows_and_blocks` makes: unified.json's subset blocks (JSON), the typed metrics, the rows and task rows."""
+    """What `rows_and_blocks` makes: the subset blocks (typed; unified.json's are their JSON) and the rows."""
 
-    blocks: dict[str, Any]
-    metrics: dict[str, dict[str, Any]]
-    rows: list[dict[str, Any]]
-    task_rows: list[Any]
-
-
-def typed_metrics(block: dict[str, Any]) -> dict[str, Any]:
-    """The typed `stats` values of a task block's metrics (`aggregate.metrics_json` keeps them); {} for a block
-    whose metrics were written as plain JSON (a plugin task that builds its own)."""
-    metrics = block.get("metrics")
-    return dict(metrics.typed) if isinstance(metrics, MetricsJson) else {}
+    blocks: dict[str, Block]
+    rows: list[SampleRow[Any]]
 
 
 def rows_and_blocks(samples: list[LoadedSample], declared: Mapping[str, int], segment: SegmentFn) -> Scored:
@@ -123,10 +114,8 @@ def rows_and_blocks(samples: list[LoadedSample], declared: Mapping[str, int], se
         raise ValueError(f"segmenter returned {len(segs)} segment lists for {len(vad)} outputs")
     seg_of = {id(ls): s for (ls, _), s in zip(vad, segs)}
 
-    blocks: dict[str, Any] = {}
-    typed: dict[str, dict[str, Any]] = {}
-    rows: list[dict[str, Any]] = []
-    task_rows: list[Any] = []
+    blocks: dict[str, Block] = {}
+    rows: list[SampleRow[Any]] = []
     for subset in SUBSETS:
         members = [ls for ls in samples if ls.entry.subset == subset]
         if not members:
@@ -141,29 +130,16 @@ def rows_and_blocks(samples: list[LoadedSample], declared: Mapping[str, int], se
             if ls.input is not None:
                 row = rules.score(ls.input, seg_of.get(id(ls)))
                 scored.append(row)
-            out = {
-                "subset": subset,
-                "sample_id": ls.entry.id,
-                "task": name,
-                "eligible": ls.entry.eligible,
-                "reasons": list(ls.entry.reasons),
-            }
-            if row is not None:
-                out.update(row.to_json())
-            rows.append(out)
-            task_rows.append(row)
-        blocks[subset] = block = subset_block(subset, [ls.entry for ls in members], scored, declared.get(subset))
-        metrics = typed_metrics(block)
-        if metrics:
-            typed[subset] = metrics
-    return Scored(blocks, typed, rows, task_rows)
+            rows.append(SampleRow(subset, ls.entry.id, name, ls.entry.eligible, tuple(ls.entry.reasons), row))
+        blocks[subset] = subset_block(subset, [ls.entry for ls in members], scored, declared.get(subset))
+    return Scored(blocks, rows)
 
 
 INJECTED_VAD = {"package": "injected", "note": "segments supplied by the caller"}
 
 
 def unified_json(made: Scored, samples: list[LoadedSample], backend: Mapping[str, Any], vad: Mapping[str, Any],
-                 manifest_sha256: str, asr_sha256: str) -> dict[str, Any]:
+                 manifest_sha256: str, asr_sha256: str) -> JsonObject:
     """The unified.json object: the header, the rule sets applied, the input hashes, the VAD and the subset blocks."""
     scored = {get_task(ls.entry.task) for ls in samples}
     names = sorted({t.unified.definitions for t in scored if t.unified is not None}) or [DEFINITIONS]
@@ -175,7 +151,7 @@ def unified_json(made: Scored, samples: list[LoadedSample], backend: Mapping[str
         "manifest_sha256": manifest_sha256,
         "asr_sha256": asr_sha256,
         "vad": dict(vad),
-        "subsets": made.blocks,
+        "subsets": {name: block.to_json() for name, block in made.blocks.items()},
     }
 
 
@@ -200,7 +176,7 @@ def score(
     else:
         vad = getattr(segmenter, "signature", INJECTED_VAD)
     unified = unified_json(made, loaded.samples, loaded.asr.backend, vad, loaded.manifest_sha256, loaded.asr_sha256)
-    result = UnifiedResult(loaded.root, unified, made.rows, made.metrics, made.task_rows)
+    result = UnifiedResult(loaded.root, unified, made.blocks, made.rows)
     if write:
         for name in (UNIFIED_FILE, UNIFIED_SAMPLES_FILE):
             path = loaded.root / name

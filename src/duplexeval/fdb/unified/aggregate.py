@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from duplexeval import stats
 from duplexeval.fdb.tasks import MetricSpec, get_task
 from duplexeval.fdb.tasks.base import time_units
 from duplexeval.fdb.tree import SUBSETS, SampleEntry
+from duplexeval.jsontypes import JsonObject
 from duplexeval.units import US_PER_S
 
 RESPONSE_KS = (1, 2, 5)
@@ -39,45 +41,96 @@ def latency(values: Sequence[float], per_second: int) -> stats.Latency:
     return stats.Latency.of(values, per_second)
 
 
-class MetricsJson(dict[str, Any]):
-    """The unified.json `metrics` object (a plain dict of each value's JSON, so it is written as one) that keeps the
-    typed `stats` values it was made from in `typed`: the Python API hands those out, the files get the JSON."""
-
-    typed: dict[str, Any]
-
-
-def metrics_json(metrics: dict[str, Any]) -> MetricsJson:
-    """The unified.json `metrics` object: each typed value's one JSON shape, in order (the values kept in `.typed`)."""
-    out = MetricsJson((name, value.to_json()) for name, value in metrics.items())
-    out.typed = dict(metrics)
-    return out
+# A unified metric: a share of samples, a pooled ratio (counts or seconds) or a latency distribution.
+UnifiedMetric: TypeAlias = stats.Share | stats.PooledRatio | stats.Latency
+# A task's own count beside the base counts: a number, or numbers by name (overlap's not_scored reasons).
+TaskCount: TypeAlias = int | Mapping[str, int]
 
 
-def base_counts(entries: Sequence[SampleEntry], declared: int | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Counts:
+    """A subset block's `counts`: selected / eligible / ineligible (with reason counts; a sample may have several
+    reasons) / declared, then the task's own counts (`extra`, in the order the block writes them)."""
+
+    selected: int
+    eligible: int
+    ineligible: int
+    ineligible_reasons: Mapping[str, int]
+    declared: int | None
+    extra: Mapping[str, TaskCount] = field(default_factory=dict)
+
+    @property
+    def coverage(self) -> float | None:
+        """eligible / selected (None without a selected sample)."""
+        return self.eligible / self.selected if self.selected else None
+
+    def count(self, name: str) -> int:
+        """One of the task's own counts that is a number (`count("exercised")`)."""
+        v = self.extra[name]
+        if not isinstance(v, int):
+            raise TypeError(f"count {name!r} is counts by name, not a number")
+        return v
+
+    def adding(self, **more: TaskCount) -> Counts:
+        """These counts with the task's counts `more` after the ones already there."""
+        return replace(self, extra={**self.extra, **more})
+
+    def to_json(self) -> JsonObject:
+        return {
+            "selected": self.selected,
+            "eligible": self.eligible,
+            "ineligible": self.ineligible,
+            "ineligible_reasons": dict(self.ineligible_reasons),
+            "declared": self.declared,
+            **{k: v if isinstance(v, int) else dict(v) for k, v in self.extra.items()},
+        }
+
+
+@dataclass(frozen=True)
+class Block:
+    """A task's unified.json block of one subset: its counts, coverage and typed metrics (`metrics`, the `stats`
+    values the Python API hands out); `to_json()` is the block as written, each metric as its value's JSON.
+
+    `min_observable_s` (with `observable`, for a task whose samples have an observable window after the reference)
+    is written between coverage and metrics; a task with further keys subclasses this and extends `to_json`.
+    """
+
+    task: str
+    counts: Counts
+    metrics: Mapping[str, UnifiedMetric] = field(default_factory=dict)
+    observable: bool = False
+    min_observable_s: float | None = None
+
+    @property
+    def coverage(self) -> float | None:
+        return self.counts.coverage
+
+    def metrics_json(self) -> JsonObject:
+        """The block's `metrics` object: each typed value's one JSON shape, in order."""
+        return {name: value.to_json() for name, value in self.metrics.items()}
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"task": self.task, "counts": self.counts.to_json(), "coverage": self.coverage}
+        if self.observable:
+            out["min_observable_s"] = self.min_observable_s
+        out["metrics"] = self.metrics_json()
+        return out
+
+
+def base_counts(entries: Sequence[SampleEntry], declared: int | None) -> Counts:
     """selected / eligible / ineligible (with reason counts; a sample may have several reasons) / declared."""
     reasons: Counter[str] = Counter()
     for e in entries:
         if not e.eligible:
             reasons.update(set(e.reasons))
     eligible = sum(1 for e in entries if e.eligible)
-    return {
-        "selected": len(entries),
-        "eligible": eligible,
-        "ineligible": len(entries) - eligible,
-        "ineligible_reasons": {k: reasons[k] for k in sorted(reasons)},
-        "declared": declared,
-    }
-
-
-def coverage(counts: dict[str, Any]) -> float | None:
-    """eligible / selected (None without a selected sample)."""
-    return counts["eligible"] / counts["selected"] if counts["selected"] else None
+    return Counts(len(entries), eligible, len(entries) - eligible, {k: reasons[k] for k in sorted(reasons)}, declared)
 
 
 def response_metrics(latencies_us: Sequence[int | None], no_response: int, n: int, unk: int,
-                     sel: int) -> dict[str, Any]:
+                     sel: int) -> dict[str, UnifiedMetric]:
     """The RESPONSE_KINDS metrics: response within k s, no response, and the latency (+inf without a response)."""
-    out: dict[str, Any] = {}
+    out: dict[str, UnifiedMetric] = {}
     for k in RESPONSE_KS:
         c = sum(1 for v in latencies_us if v is not None and v <= k * US_PER_S)
         out[f"response_rate_{k}s"] = share(c, n, unk, sel)
@@ -86,33 +139,44 @@ def response_metrics(latencies_us: Sequence[int | None], no_response: int, n: in
     return out
 
 
-def response_specs(response: str, no_response: str) -> tuple[MetricSpec, ...]:
-    """What `fdb compare` pairs of the RESPONSE_KINDS metrics, for rows whose `outcome` is `response` (with
-    `latency_s`) or `no_response`."""
+class Responding(Protocol):
+    """A row with a response: its outcome and, for a response, the latency in µs."""
 
-    def within(k: int) -> Callable[[dict[str, Any]], bool]:
-        return lambda r: (r["outcome"] == response and r["latency_s"] is not None
-                          and time_units(r["latency_s"], US_PER_S) <= k * US_PER_S)
+    @property
+    def outcome(self) -> str: ...
+
+    @property
+    def latency_us(self) -> int | None: ...
+
+
+R = TypeVar("R", bound=Responding)
+
+
+def response_specs(response: str, no_response: str) -> tuple[MetricSpec[R], ...]:
+    """What `fdb compare` pairs of the RESPONSE_KINDS metrics, for rows whose `outcome` is `response` (with
+    `latency_us`) or `no_response`."""
+
+    def within(k: int) -> Callable[[R], bool]:
+        return lambda r: r.outcome == response and r.latency_us is not None and r.latency_us <= k * US_PER_S
 
     return (
-        *(MetricSpec(f"response_rate_{k}s", "share", within(k)) for k in RESPONSE_KS),
-        MetricSpec("no_response_rate", "share", lambda r: r["outcome"] == no_response),
-        MetricSpec("response_latency_s", "median", lambda r: time_units(r["latency_s"], US_PER_S), US_PER_S),
+        *(MetricSpec[R](f"response_rate_{k}s", "share", within(k)) for k in RESPONSE_KS),
+        MetricSpec[R]("no_response_rate", "share", lambda r: r.outcome == no_response),
+        MetricSpec[R]("response_latency_s", "median", lambda r: time_units(r.latency_us), US_PER_S),
     )
 
 
-def counted_block(task: str, counts: dict[str, Any]) -> dict[str, Any]:
+def counted_block(task: str, counts: Counts) -> Block:
     """The block of a task that is counted but not scored: its counts and coverage, no metric."""
-    return {"task": task, "counts": counts, "coverage": coverage(counts), "metrics": {}}
+    return Block(task, counts)
 
 
-def subset_block(subset: str, entries: Sequence[SampleEntry], rows: Sequence[Any],
-                 declared: int | None) -> dict[str, Any]:
+def subset_block(subset: str, entries: Sequence[SampleEntry], rows: Sequence[Any], declared: int | None) -> Block:
     """The unified.json block of one subset from its selected entries and the rows of its eligible samples."""
     return task_block(SUBSETS[subset].task, entries, rows, declared)
 
 
-def task_block(task: str, entries: Sequence[SampleEntry], rows: Sequence[Any], declared: int | None) -> dict[str, Any]:
+def task_block(task: str, entries: Sequence[SampleEntry], rows: Sequence[Any], declared: int | None) -> Block:
     """The block of `task`'s aggregate over the base counts of `entries` (the task looked up by name)."""
     t = get_task(task)
     counts = base_counts(entries, declared)

@@ -98,8 +98,7 @@ def score_memory(samples: Sequence[MemorySample | SampleEntry], declared: Mappin
         raise InputError(f"score_samples: segments given for sample {unused[0]}, whose task does not use VAD "
                          "(or which is not eligible)")
     vad = INJECTED_VAD if given else vad_signature()
-    return UnifiedResult(None, unified_json(made, loaded, CALLER_ASR, vad, NO_FILE, NO_FILE), made.rows,
-                         made.metrics, made.task_rows)
+    return UnifiedResult(None, unified_json(made, loaded, CALLER_ASR, vad, NO_FILE, NO_FILE), made.blocks, made.rows)
 
 
 __all__ = ["CALLER_ASR", "MEMORY", "NO_FILE", "MemorySample", "score_memory"]

@@ -15,6 +15,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:  # the scorer imports this module
     from duplexeval.fdb.unified import UnifiedResult
+    from duplexeval.fdb.unified.aggregate import Block
 
 from duplexeval import stats
 from duplexeval.artifacts import check_kind
@@ -24,6 +25,7 @@ from duplexeval.fdb.official.summary import SUMMARY_KIND, SUMMARY_SCHEMA_VERSION
 from duplexeval.fdb.tasks import get_task
 from duplexeval.fdb.tree import SUMMARY_FILE
 from duplexeval.jsonio import read_json
+from duplexeval.jsontypes import JsonObject
 from duplexeval.stats import NO_DATA, NOT_REACHED
 
 
@@ -31,7 +33,7 @@ from duplexeval.stats import NO_DATA, NOT_REACHED
 class Reference:
     """The reference column: the summary's subsets when usable, else a one-line reason it is left out."""
 
-    subsets: dict[str, Any] | None
+    subsets: JsonObject | None  # summary.json's `subsets` object
     message: str | None
 
 
@@ -93,14 +95,15 @@ Row = tuple[str, str, str, str, str]
 TypedValue = stats.Share | stats.PooledRatio | stats.Latency
 
 
-def metric_rows(name: str, m: TypedValue | dict[str, Any], kind: type | None = None) -> list[Row]:
+def metric_rows(name: str, m: TypedValue | JsonObject, kind: type | None = None) -> list[Row]:
     """Table rows (metric, value, interval, count, selected bounds) for a share, pooled ratio or latency.
 
-    `m` is a typed value, or its JSON with `kind` the typed value's class (a task's `metric_kinds`).
+    `m` is a typed value, or its JSON (as a file holds it) with `kind` the typed value's class (a task's
+    `metric_kinds`).
     """
-    js: dict[str, Any]
+    js: JsonObject
     if isinstance(m, (stats.Share, stats.PooledRatio, stats.Latency)):
-        kind, js = type(m), cast(dict[str, Any], m.to_json())
+        kind, js = type(m), cast(JsonObject, m.to_json())
     else:
         js = m
     if kind is None:
@@ -120,40 +123,39 @@ def metric_rows(name: str, m: TypedValue | dict[str, Any], kind: type | None = N
     raise ValueError(f"metric {name!r}: no table rows for kind {kind.__name__}")
 
 
-def block_rows(block: dict[str, Any]) -> list[Row]:
-    """Every metric's rows of a unified.json subset block, each by the kind its task declares."""
+def block_rows(block: JsonObject) -> list[Row]:
+    """Every metric's rows of a subset block as unified.json holds it, each by the kind its task declares."""
     rules = get_task(block["task"]).unified
     kinds = rules.metric_kinds if rules is not None else {}
     return [row for name, m in block["metrics"].items() for row in metric_rows(name, m, kinds.get(name))]
 
 
-def _counts_line(block: dict[str, Any]) -> str:
-    c = block["counts"]
-    cov = block.get("coverage")
+def _counts_line(block: Block) -> str:
+    c = block.counts
+    cov = block.coverage
     parts = [
-        f"selected {c['selected']} of {c['declared'] if c['declared'] is not None else '?'} declared",
-        f"eligible {c['eligible']}" + (f" (coverage {cov:.3f})" if cov is not None else ""),
-        f"ineligible {c['ineligible']}",
+        f"selected {c.selected} of {c.declared if c.declared is not None else '?'} declared",
+        f"eligible {c.eligible}" + (f" (coverage {cov:.3f})" if cov is not None else ""),
+        f"ineligible {c.ineligible}",
     ]
-    if c["ineligible_reasons"]:
-        parts.append("reasons: " + ", ".join(f"{k} {v}" for k, v in c["ineligible_reasons"].items()))
-    skip = {"selected", "eligible", "ineligible", "ineligible_reasons", "declared"}
-    extra = [f"{k} {v}" for k, v in c.items() if k not in skip]
+    if c.ineligible_reasons:
+        parts.append("reasons: " + ", ".join(f"{k} {v}" for k, v in c.ineligible_reasons.items()))
+    extra = [f"{k} {v if isinstance(v, int) else dict(v)}" for k, v in c.extra.items()]
     if extra:
         parts.append(", ".join(extra))
-    if block.get("min_observable_s") is not None:
-        parts.append(f"min_observable_s {block['min_observable_s']:.3f}")
+    if block.min_observable_s is not None:
+        parts.append(f"min_observable_s {block.min_observable_s:.3f}")
     return "; ".join(parts)
 
 
-def _reference_title(ref: dict[str, Any]) -> str:
+def _reference_title(ref: JsonObject) -> str:
     title = f"  reference column: official rules (summary.json), {ref.get('n_evaluated', '?')} evaluated"
     if "judge" in ref:
         title += f"; judge: {(ref.get('judge') or {}).get('label', 'not judged')}"
     return title
 
 
-def _reference_table(ref: dict[str, Any]) -> Any:
+def _reference_table(ref: JsonObject) -> Table:
     t = Table(show_edge=False, pad_edge=False)
     t.add_column("official metric", overflow="fold")
     for col in ("value", "std", "n"):
@@ -171,19 +173,19 @@ def render(result: UnifiedResult, reference: Reference, console: Console | None 
     console = console or Console()
     u = result.to_json()
     console.print(f"[bold]Unified FDB metrics[/bold] ({u['definitions']}), tree {result.tree}")
-    for subset, block in u["subsets"].items():
+    for subset, block in result.blocks.items():
         console.print()
-        console.print(f"[bold]{subset}[/bold] ({block['task']}): {_counts_line(block)}")
-        if block["metrics"]:
+        console.print(f"[bold]{subset}[/bold] ({block.task}): {_counts_line(block)}")
+        if block.metrics:
             t = Table(show_edge=False, pad_edge=False)
             t.add_column("metric", overflow="fold")
             for col in ("value", "95% interval", "count", "selected bounds"):
                 t.add_column(col, no_wrap=True)
-            for row in block_rows(block):
+            for row in block_rows(u["subsets"][subset]):  # the numbers as written (intervals computed once)
                 t.add_row(*row)
             console.print(t)
         else:
-            console.print(f"  counted only: no unified metric ({get_task(block['task']).render.counted_note})")
+            console.print(f"  counted only: no unified metric ({get_task(block.task).render.counted_note})")
         if reference.subsets is not None and isinstance(reference.subsets.get(subset), dict):
             ref = reference.subsets[subset]
             console.print(_reference_title(ref))

@@ -7,19 +7,19 @@ metrics is the one built in); this module finds the task that offers one and run
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
 from duplexeval.errors import InputError
 from duplexeval.fdb.tasks import all_tasks
+from duplexeval.fdb.tasks.base import Analysis
 from duplexeval.fdb.unified.load import LoadedTree, load_tree
 from duplexeval.jsonio import write_json
 
 SENSITIVITY_FILE = "unified-sensitivity.json"
 
 
-def analyse(loaded: LoadedTree, jobs: int | None = None) -> Any:
+def analyse(loaded: LoadedTree, jobs: int | None = None) -> Analysis:
     """The sensitivity analysis of the tree (an object with `to_json()` and `render(console)`)."""
     found = [(t.name, r) for t in all_tasks() if t.unified is not None
              and (r := t.unified.sensitivity(loaded, jobs)) is not None]
@@ -32,7 +32,7 @@ def analyse(loaded: LoadedTree, jobs: int | None = None) -> Any:
     return found[0][1]
 
 
-def analyse_tree(tree: str | Path, write: bool = True, jobs: int | None = None) -> Any:
+def analyse_tree(tree: str | Path, write: bool = True, jobs: int | None = None) -> Analysis:
     """`analyse` of a tree (`fdb score --sensitivity`), written to TREE/unified-sensitivity.json when `write`."""
     sens = analyse(load_tree(tree), jobs or None)
     if write:
@@ -40,6 +40,6 @@ def analyse_tree(tree: str | Path, write: bool = True, jobs: int | None = None) 
     return sens
 
 
-def render(sens: Any, console: Console | None = None) -> None:
+def render(sens: Analysis, console: Console | None = None) -> None:
     """Print the analysis."""
     sens.render(console)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from duplexeval.audio import from_pcm16, resample, to_pcm16
-from duplexeval.jsontypes import JsonObject
 from duplexeval.systems.base import (
     CLEAR_QUEUE,
     FRAME_SAMPLES,
@@ -96,5 +95,5 @@ class FullDuplexOutput:
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
         self.stream.add(OutputChunk(pcm16k, INPUT_SAMPLE_RATE, at_s))
 
-    def on_clear(self, at_s: float, detail: JsonObject) -> None:
-        self.stream.add(ControlEvent(CLEAR_QUEUE, at_s, detail))
+    def on_clear(self, at_s: float, event: ControlEvent) -> None:
+        self.stream.add(ControlEvent(CLEAR_QUEUE, at_s, dict(event.detail)))

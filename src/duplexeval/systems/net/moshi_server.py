@@ -29,8 +29,7 @@ from urllib.parse import parse_qsl, urlsplit
 import numpy as np
 
 from duplexeval.errors import InputError
-from duplexeval.jsontypes import JsonObject
-from duplexeval.systems.base import FRAME_S
+from duplexeval.systems.base import FRAME_S, ControlEvent
 from duplexeval.systems.net import moshi_wire as mw
 from duplexeval.systems.net.frame_stream import FullDuplexOutput
 from duplexeval.systems.net.resample_stream import StreamResampler
@@ -100,8 +99,8 @@ class MoshiServerSession(ServerSession):
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
         self.output.on_audio(pcm16k, at_s)
 
-    def on_clear(self, at_s: float, detail: JsonObject) -> None:
-        self.output.on_clear(at_s, detail)
+    def on_clear(self, at_s: float, event: ControlEvent) -> None:
+        self.output.on_clear(at_s, event)
 
     # the fault layer's messages, in this protocol's shape
     def error_message(self, text: str) -> str | bytes:

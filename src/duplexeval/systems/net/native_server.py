@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from duplexeval.audio import from_pcm16
 from duplexeval.errors import InputError
 from duplexeval.jsontypes import JsonObject
-from duplexeval.systems.base import ProtocolViolation
+from duplexeval.systems.base import ControlEvent, ProtocolViolation
 from duplexeval.systems.net import native_wire as nw
 from duplexeval.systems.net.frame_stream import FullDuplexOutput
 from duplexeval.systems.net.moshi_wire import float_to_pcm16
@@ -523,8 +523,8 @@ class NativeServerSession(ServerSession):
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
         self.output.on_audio(pcm16k, at_s)
 
-    def on_clear(self, at_s: float, detail: JsonObject) -> None:
-        self.output.on_clear(at_s, detail)
+    def on_clear(self, at_s: float, event: ControlEvent) -> None:
+        self.output.on_clear(at_s, event)
 
     def error_message(self, text: str) -> str | bytes:
         return self.conv.error("server_error", text, True)

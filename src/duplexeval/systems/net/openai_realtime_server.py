@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from duplexeval.jsontypes import JsonObject
-from duplexeval.systems.base import ProtocolViolation
+from duplexeval.systems.base import ControlEvent, ProtocolViolation
 from duplexeval.systems.net.pcm import StreamResampler, b64decode_pcm, b64encode
 from duplexeval.systems.net.server import ServerEvent, ServerSession, check_option_values, resample_pcm16
 from duplexeval.units import SAMPLE_RATE as INPUT_SAMPLE_RATE
@@ -464,11 +464,11 @@ class RealtimeServerSession(ServerSession):
         self.deliver(at_s, self._event("input_audio_buffer.speech_started",
                                        audio_start_ms=int(max(0.0, start_s) * 1000), item_id=self.user_item))
 
-    def on_clear(self, at_s: float, detail: JsonObject) -> None:
+    def on_clear(self, at_s: float, event: ControlEvent) -> None:
         """The served system yields to the user: speech_started, and a cancel when interrupt_response is on."""
         if self.td is None:
             return
-        self._speech_started(at_s, float(detail.get("user_onset_s", at_s)))
+        self._speech_started(at_s, float(event.detail.get("user_onset_s", at_s)))
         if self.td.get("interrupt_response", True) and self._cancellable(at_s):
             assert self.active is not None
             self._cancel(self.active, at_s, "turn_detected")

@@ -20,8 +20,7 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
-from duplexeval.jsontypes import JsonObject
-from duplexeval.systems.base import ProtocolViolation
+from duplexeval.systems.base import ControlEvent, ProtocolViolation
 from duplexeval.systems.net.pcm import StreamResampler
 from duplexeval.systems.net.pipecat_ws_wire import (
     audio_frame,
@@ -100,7 +99,7 @@ class PipecatWsServerSession(ServerSession):
         if self.server.send_log is not None:
             self.server.send_log.append(time.monotonic())
 
-    def on_clear(self, at_s: float, detail: JsonObject) -> None:
+    def on_clear(self, at_s: float, event: ControlEvent) -> None:
         if self.current is not None:  # what the bot had not sent yet of the reply it stops
             self.cancel(self.current, at_s)
         self.deliver(at_s, interruption_frame())

@@ -7,8 +7,8 @@ Contract for a protocol server (see ws_pcm.py for the smallest one):
   `self.server.conversation_lock()`), optionally `refuse(path, config)` (an HTTP answer before the
   upgrade, e.g. 404 for an unknown path), implement `run()` (the protocol: first messages, then a loop
   over `self.ws`; hand input audio to `await self.driver.feed(pcm16k)`), and the output hooks the
-  driver calls: `on_audio(pcm16k, at_s)`, `on_clear(at_s, detail)`, `on_user(kind, at_s, audio_s)`
-  (`started` / `stopped` from the system's own listener, when it has one). Send with
+  driver calls: `on_audio(pcm16k, at_s)`, `on_clear(at_s, event)` (the served system's ControlEvent),
+  `on_user(kind, at_s, audio_s)` (`started` / `stopped` from the system's own listener, when it has one). Send with
   `self.deliver(at_s, message)` (delivered in order at wall time start + at_s, plus jitter) or
   `await self.send_now(message)`; both go through the fault layer. Provide `error_message(text)`,
   `malformed_message()` and `oversize_message(nbytes)` in the protocol's own shape.
@@ -40,7 +40,6 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from duplexeval.errors import InputError
-from duplexeval.jsontypes import JsonObject
 from duplexeval.registry import import_object
 from duplexeval.systems.base import (
     CLEAR_QUEUE,
@@ -121,7 +120,7 @@ class SystemDriver:
                     pcm = resample_pcm16(bytes(obj.pcm16), obj.sample_rate, INPUT_SAMPLE_RATE)
                     self.sink.on_audio(pcm, float(obj.emitted_at_s))
                 elif isinstance(obj, ControlEvent) and obj.kind == CLEAR_QUEUE:
-                    self.sink.on_clear(float(obj.emitted_at_s), dict(obj.detail))
+                    self.sink.on_clear(float(obj.emitted_at_s), obj)
 
     def _listener(self, t: float) -> None:
         """User speech start/stop from the system's own listener (baselines expose `user`)."""
@@ -226,7 +225,7 @@ class ServerSession:
     def on_audio(self, pcm16k: bytes, at_s: float) -> None:
         raise NotImplementedError
 
-    def on_clear(self, at_s: float, detail: JsonObject) -> None:
+    def on_clear(self, at_s: float, event: ControlEvent) -> None:
         """Default: nothing (a protocol without a barge-in message simply stops sending)."""
 
     def on_user(self, kind: str, at_s: float, audio_s: float) -> None:

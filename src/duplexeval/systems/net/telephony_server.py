@@ -26,8 +26,7 @@ import json
 import time
 from typing import Any, ClassVar
 
-from duplexeval.jsontypes import JsonObject
-from duplexeval.systems.base import ProtocolViolation
+from duplexeval.systems.base import ControlEvent, ProtocolViolation
 from duplexeval.systems.net.pcm import StreamResampler
 from duplexeval.systems.net.server import ServerEvent, ServerSession, check_option_values, resample_pcm16
 from duplexeval.systems.net.telephony_wire import (
@@ -159,7 +158,7 @@ class TelephonyServerSession(ServerSession):
         if self.server.send_log is not None:
             self.server.send_log.append(time.monotonic())
 
-    def on_clear(self, at_s: float, detail: JsonObject) -> None:
+    def on_clear(self, at_s: float, event: ControlEvent) -> None:
         if self.call is not None:
             if self.current is not None:  # what the bot had not sent yet of the reply it stops
                 self.cancel(self.current, at_s)

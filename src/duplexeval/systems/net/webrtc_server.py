@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from duplexeval.jsontypes import JsonObject
+from duplexeval.systems.base import ControlEvent
 from duplexeval.systems.net.input_clock import InputClock
 from duplexeval.systems.net.pcm import StreamResampler
 from duplexeval.systems.net.server import ServeConfig, ServerEvent, SystemDriver, resample_pcm16
@@ -90,7 +91,7 @@ class WebRtcServerSession:
 
         self._at(at_s, play)
 
-    def on_clear(self, at_s: float, detail: JsonObject) -> None:
+    def on_clear(self, at_s: float, event: ControlEvent) -> None:
         def clear() -> None:
             self.track.clear()
             self.send_dc(_rtvi("bot-stopped-speaking"))

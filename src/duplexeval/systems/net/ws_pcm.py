@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 from urllib.parse import parse_qs, urlsplit
 
-from duplexeval.jsontypes import JsonObject
-from duplexeval.systems.base import SampleInfo
+from duplexeval.systems.base import ControlEvent, SampleInfo
 from duplexeval.systems.net.pcm import StreamResampler, json_message
 from duplexeval.systems.net.server import ServerSession, resample_pcm16
 from duplexeval.systems.net.session import NetSession, NetSystem, with_query
@@ -105,7 +104,7 @@ class WsPcmServerSession(ServerSession):
         for off in range(0, len(pcm), step):
             self.deliver(at_s, pcm[off : off + step])
 
-    def on_clear(self, at_s: float, detail: JsonObject) -> None:
+    def on_clear(self, at_s: float, event: ControlEvent) -> None:
         self.deliver(at_s, json.dumps({"type": "clear"}))
 
     def error_message(self, text: str) -> str | bytes:

@@ -64,6 +64,36 @@ def test_segment_audios_equals_per_file_segments_in_samples(audios, settings, va
     assert segment_audios(audios, settings, jobs=2, batch=3) == want
 
 
+def test_outputs_read_one_at_a_time_give_the_same_segments(audios, vad_path):
+    """`vad_segments_s_read`: each output read when a thread gets to it, the same segments as all read first; with
+    one thread on the sequence model no output read before is still held when the next is read."""
+    import gc
+    import weakref
+
+    from duplexeval.fdb.tasks.backchannel.rules import vad_segments_s_read
+
+    want = vad_segments_s(audios, jobs=1)
+    held: list[weakref.ref[np.ndarray]] = []
+    most = 0
+
+    def reader(k: int):
+        def read() -> np.ndarray:
+            nonlocal most
+            gc.collect()
+            most = max(most, sum(r() is not None for r in held))
+            a = audios[k].copy()
+            held.append(weakref.ref(a))
+            return a
+        return read
+
+    sizes = [a.size for a in audios]
+    assert vad_segments_s_read([reader(k) for k in range(len(audios))], sizes, jobs=1) == want
+    assert len(held) == len(audios)
+    if vad_path == "sequence":
+        assert most == 0
+    assert vad_segments_s_read([reader(k) for k in range(len(audios))], sizes, jobs=2) == want
+
+
 def test_leading_digital_silence_is_skipped_exactly(audios, vad_path):
     """Files that start with exact zeros join the batch late with the shared zero trajectory; probabilities
     and segments stay bit-identical to the frame-by-frame path. -0.0 is not silence."""

@@ -208,3 +208,27 @@ def test_resample_and_jsd_are_bit_identical_to_scipy():
         pred = bc.predicted_distribution(segs, duration)
         ref = interp1d(x_gt, gt + 1e-3, kind="linear", fill_value="extrapolate")(np.linspace(0, 1, len(pred)))
         assert bc.jsd(segs, duration, (gt + 1e-3).tolist()) == float(jensenshannon(pred, ref)), k
+
+
+# ---- reading the outputs for the official VAD ------------------------------------------------------
+
+
+def test_official_vad_reads_each_output_through_its_source_first_bad_one_reported(tmp_path):
+    from duplexeval.audio import write_wav_pcm16
+    from duplexeval.fdb.sample import SampleAudio
+    from duplexeval.fdb.tasks.backchannel.official import _vad
+    from duplexeval.fdb.verified import VerifyError
+
+    rng = np.random.default_rng(5)
+    sources = []
+    for k, seconds in enumerate((2.0, 3.0, 4.0)):  # the last is the longest: the VAD takes it first
+        path = tmp_path / f"{k}" / "output.wav"
+        path.parent.mkdir()
+        sha = write_wav_pcm16(path, (rng.standard_normal(int(seconds * 16000)) * 0.05).astype(np.float32))
+        sources.append(SampleAudio(path, sha, f"icc_backchannel/{k}"))
+    loaded, segments = _vad(sources)
+    assert loaded == [(32000, 16000), (48000, 16000), (64000, 16000)] and len(segments) == 3
+    for k in (1, 2):  # changed after the sample was opened
+        write_wav_pcm16(sources[k].path, np.zeros(16000, dtype=np.float32))
+    with pytest.raises(VerifyError, match=r"1/output.wav: sample icc_backchannel/1: file differs from manifest.json"):
+        _vad(sources)

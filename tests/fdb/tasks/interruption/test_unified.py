@@ -7,6 +7,7 @@ import pytest
 from duplexeval.fdb.tasks.interruption import unified as intr
 from duplexeval.fdb.tasks.interruption.unified import InterruptionInput
 from duplexeval.fdb.transcript import to_us
+from duplexeval.fdb.unified.aggregate import Counts
 from duplexeval.units import Span
 
 
@@ -88,8 +89,8 @@ def test_interruption_block_denominators_and_bounds_by_hand():
         ([(100000, 150000)], [13.0]),  # not exercised
     ]
     rows = [intr.score_interruption(_intr(S, R, w), s) for s, w in segs_by_row]
-    counts = {"selected": 7, "eligible": 5, "ineligible": 2, "ineligible_reasons": {"x": 2}, "declared": 200}
-    b = intr.interruption_block(rows, counts)
+    counts = Counts(7, 5, 2, {"x": 2}, 200)
+    b = intr.interruption_block(rows, counts).to_json()
     m, c = b["metrics"], b["counts"]
     assert ((c["exercised"], c["not_exercised"], c["speaking_at_end"], c["response"], c["no_response"])
             == (4, 1, 2, 1, 1))
@@ -113,8 +114,8 @@ def test_interruption_block_denominators_and_bounds_by_hand():
 
 def test_silent_everywhere_gives_unmeasured_bounds():
     rows = [intr.score_interruption(_intr(S, R), []) for _ in range(3)]
-    counts = {"selected": 3, "eligible": 3, "ineligible": 0, "ineligible_reasons": {}, "declared": 3}
-    m = intr.interruption_block(rows, counts)["metrics"]
+    counts = Counts(3, 3, 0, {}, 3)
+    m = intr.interruption_block(rows, counts).to_json()["metrics"]
     assert m["exercised_rate"]["value"] == 0.0 and m["exercised_rate"]["interval"][0] == 0.0
     for name in ("speaking_at_end_rate", "response_rate_2s", "no_response_rate", "restart_rate"):
         assert m[name]["value"] is None and m[name]["interval"] is None
@@ -131,7 +132,7 @@ def test_zero_length_interruption_and_a_word_exactly_at_S_equals_R():
     assert row.speech_at_onset and not row.speech_at_end
     assert row.outcome == intr.RESPONSE and row.latency_us == 0 and row.restarts == 0
     assert row.speech_in_interruption_ticks == 0
-    counts = {"selected": 1, "eligible": 1, "ineligible": 0, "ineligible_reasons": {}, "declared": 1}
-    m = intr.interruption_block([row], counts)["metrics"]
+    counts = Counts(1, 1, 0, {}, 1)
+    m = intr.interruption_block([row], counts).to_json()["metrics"]
     assert m["speech_s_per_interruption_s"]["value"] is None  # no interruption time at all
     assert m["speech_s_per_interruption_s"]["interval"] is None

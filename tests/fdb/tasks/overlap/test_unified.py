@@ -6,6 +6,7 @@ import pytest
 
 from duplexeval.asr.base import Word
 from duplexeval.fdb.tasks.overlap import unified as u
+from duplexeval.fdb.unified.aggregate import Counts
 
 SR = 16000
 T = 10_000_000  # 10 s in µs
@@ -70,9 +71,10 @@ def test_aggregate_counts_every_selected_sample_and_the_judge():
     rows = [row([seg(1.0, 4.3)], judge_tags=["C_UNKNOWN"]),
             row([seg(1.0, 4.3), seg(6.0, 7.0)], words(("restaurants", 6.0)), judge_tags=["C_RESPOND"]),
             row([seg(1.0, 9.8)], judge_error="no JSON object")]
-    agg = u.aggregate(rows, selected=4, not_scored={"no output.json": 1})
+    agg = u.aggregate(rows, Counts(4, 3, 1, {"no output.json": 1}, None), not_scored={"no output.json": 1}).to_json()
     m = agg["metrics"]
-    assert agg["counts"] == {"selected": 4, "scored": 3, "not_scored": {"no output.json": 1}, "judge_failed": 1}
+    assert agg["counts"] == {"selected": 4, "eligible": 3, "ineligible": 1, "ineligible_reasons": {"no output.json": 1},
+                             "declared": None, "scored": 3, "not_scored": {"no output.json": 1}, "judge_failed": 1}
     assert m["silent_rate"]["count"] == 1 and m["silent_rate"]["n"] == 3
     assert m["silent_rate"]["selected_bounds"] == [0.25, 0.5]
     assert m["judge_C_UNKNOWN_rate"]["n"] == 2 and m["judge_C_UNKNOWN_rate"]["count"] == 1

@@ -39,8 +39,8 @@ def test_turn_block_by_hand():
         tt.score_turn(_turn(2.0, [5.0])),  # 3 s
         tt.score_turn(_turn(2.0, [])),  # no response
     ]
-    counts = aggregate.base_counts([], None) | {"selected": 6, "eligible": 5, "ineligible": 1}
-    b = tt.turn_block(rows, counts)
+    counts = aggregate.Counts(selected=6, eligible=5, ineligible=1, ineligible_reasons={}, declared=None)
+    b = tt.turn_block(rows, counts).to_json()
     m = b["metrics"]
     assert b["counts"]["early_start"] == 1 and b["counts"]["response"] == 3 and b["counts"]["no_response"] == 1
     assert (m["response_rate_1s"]["count"], m["response_rate_2s"]["count"], m["response_rate_5s"]["count"]) == (2, 2, 3)

@@ -9,7 +9,7 @@ from duplexeval.fdb.tasks.base import RenderRules, Task, one_output_layout
 from duplexeval.schemas.fdb_names import SUBSETS
 
 
-class BackchannelRender(RenderRules):
+class BackchannelRender(RenderRules[None]):
     """No unified rows: every sample is counted only."""
 
     counted_note = "the official frequency and JSD are the reference"

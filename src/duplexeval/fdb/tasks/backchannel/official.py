@@ -5,7 +5,7 @@ evaluated (they mostly wait on the judge), and its result is taken here."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ import numpy as np
 
 from duplexeval import units
 from duplexeval import vad as vadmod
-from duplexeval.audio import read_audio_channels
+from duplexeval.audio import audio_format, read_audio_channels
 from duplexeval.errors import InputError, RefusalError
 from duplexeval.fdb.sample import OpenedSample, SampleAudio
 from duplexeval.fdb.tasks.backchannel import rules as bc
@@ -103,11 +103,40 @@ def read_output_raw(source: SampleAudio) -> tuple[np.ndarray, int]:
 
 
 def _vad(sources: Sequence[SampleAudio]) -> tuple[Loaded, list[list[bc.Segment]]]:
-    """Read each output.wav (in order: the first bad file is the one reported), then the VAD; only each output's
-    length and rate are kept after it."""
-    audios = [read_output_raw(s) for s in sources]
-    segments = bc.vad_segments_s([audio for audio, _ in audios])
-    return [(audio.size, rate) for audio, rate in audios], segments
+    """The VAD of each output.wav, each read when a VAD thread gets to it and dropped after (only its length and
+    rate are kept); a file that cannot be read is reported as if all were read first: the first in sample order."""
+    loaded: Loaded = [(0, 0)] * len(sources)
+    failed: dict[int, InputError] = {}
+
+    def reader(k: int) -> Callable[[], np.ndarray]:
+        def read() -> np.ndarray:
+            try:
+                audio, rate = read_output_raw(sources[k])
+            except InputError as exc:  # raised below, once the other threads are done
+                failed[k] = exc
+                return np.zeros(0, dtype=np.float32)
+            loaded[k] = (audio.size, rate)
+            return audio
+
+        return read
+
+    try:
+        segments = bc.vad_segments_s_read([reader(k) for k in range(len(sources))], [_frames(s) for s in sources])
+    except ValueError:
+        if failed:
+            raise failed[min(failed)] from None
+        raise
+    if failed:
+        raise failed[min(failed)]
+    return loaded, segments
+
+
+def _frames(source: SampleAudio) -> int:
+    """The file's length from its header, only to order the VAD's work (the read itself is hash-checked)."""
+    try:
+        return audio_format(source.path)[0]
+    except InputError:
+        return 0  # its read reports it
 
 
 class VadAhead:

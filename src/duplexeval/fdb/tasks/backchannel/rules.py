@@ -7,8 +7,9 @@ class). Both stop at the first segment longer than 3 s. Pure functions over VAD 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -118,12 +119,40 @@ def vad_segments_s(audios: Sequence[np.ndarray], jobs: int | None = None) -> lis
     equal `SileroVad.segments_s(audio, OFFICIAL_SETTINGS, official_rounding=True)` one file at a time (tested).
     """
 
-    clips = [np.ascontiguousarray(np.asarray(a), dtype=np.float32) for a in audios]
-    for c in clips:
-        if c.ndim != 1 or not np.isfinite(c).all():
-            raise ValueError("VAD input must be finite mono 1-D audio")
+    clips = [_clip(a) for a in audios]
     segs = segment_audios(clips, vadmod.OFFICIAL_SETTINGS, jobs=jobs)
     return [vadmod.seconds_from_samples(sg, a.size, official_rounding=True) for sg, a in zip(segs, clips)]
+
+
+def _clip(audio: np.ndarray) -> np.ndarray:
+    clip = np.ascontiguousarray(np.asarray(audio), dtype=np.float32)
+    if clip.ndim != 1 or not np.isfinite(clip).all():
+        raise ValueError("VAD input must be finite mono 1-D audio")
+    return clip
+
+
+def vad_segments_s_read(readers: Sequence[Callable[[], np.ndarray]], sizes: Sequence[int],
+                        jobs: int | None = None) -> list[list[Segment]]:
+    """`vad_segments_s` of outputs read only when a VAD thread gets to each (`readers[k]()`; `sizes[k]`, its
+    samples, orders the work) and dropped after it, so a subset's outputs are never all in memory. A signal that
+    is not finite mono audio is the same ValueError, raised once every output was segmented."""
+    n = [0] * len(readers)
+    bad: list[int] = []
+
+    def read(k: int) -> np.ndarray:
+        try:
+            clip = _clip(readers[k]())
+        except ValueError:
+            bad.append(k)
+            return np.zeros(0, dtype=np.float32)
+        n[k] = clip.size
+        return clip
+
+    segs = segment_audios([partial(read, k) for k in range(len(readers))], vadmod.OFFICIAL_SETTINGS, jobs=jobs,
+                          sizes=sizes)
+    if bad:
+        raise ValueError("VAD input must be finite mono 1-D audio")
+    return [vadmod.seconds_from_samples(sg, size, official_rounding=True) for sg, size in zip(segs, n)]
 
 
 def frequency(n_backchannels: int, duration_s: float) -> float:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 from rich.console import Console
@@ -25,11 +24,12 @@ from duplexeval.fdb.tasks.interruption import unified as intr
 from duplexeval.fdb.tasks.interruption.annotation import NAME
 from duplexeval.fdb.tasks.interruption.unified import InterruptionInput, interruption_block
 from duplexeval.fdb.unified import DEFINITIONS, vad_signature
-from duplexeval.fdb.unified.aggregate import base_counts
+from duplexeval.fdb.unified.aggregate import Counts, base_counts
 from duplexeval.fdb.unified.load import LoadedTree
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas.fdb_names import SUBSETS
 from duplexeval.signature import Component, Signature
-from duplexeval.stats import NOT_REACHED
+from duplexeval.stats import NOT_REACHED, Latency, Share
 from duplexeval.vad import SCORER_SETTINGS, VadSettings, timestamps_from_probs
 from duplexeval.vad_batched import CHECK_EVERY, WINDOW, settled
 
@@ -60,7 +60,7 @@ class SettingRow:
     restart_rate: float | None
     restart_count: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "subset": self.subset,
             "threshold": self.threshold,
@@ -92,7 +92,7 @@ class EdgeRow:
     headline_outcome: str
     outcomes: dict[str, int]  # outcome -> number of settings giving it
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "subset": self.subset,
             "sample_id": self.sample_id,
@@ -105,7 +105,7 @@ class EdgeRow:
         }
 
 
-def settings_grid() -> list[Any]:
+def settings_grid() -> list[VadSettings]:
     """The VadSettings of the sweep (scorer settings with the threshold and minimum silence varied)."""
     return [replace(SCORER_SETTINGS, threshold=t, min_silence_ms=m) for t in THRESHOLDS for m in MIN_SILENCES_MS]
 
@@ -135,26 +135,28 @@ def segments_up_to_r(probs: np.ndarray, inp: InterruptionInput, settings: VadSet
     return [(int(s), int(e)) for s, e in timestamps_from_probs(probs, inp.n_samples, settings) if s <= limit]
 
 
-def _setting_row(subset: str, settings: Any, headline: bool, rows: list[intr.InterruptionRow],
-                 counts: dict[str, Any]) -> SettingRow:
+def _setting_row(subset: str, settings: VadSettings, headline: bool, rows: list[intr.InterruptionRow],
+                 counts: Counts) -> SettingRow:
     block = interruption_block(rows, counts)
-    c, m = block["counts"], block["metrics"]
+    c, m = block.counts, block.metrics
     rr, stop, rs = m["response_rate_2s"], m["stop_latency_s"], m["restart_rate"]
+    assert isinstance(rr, Share) and isinstance(stop, Latency) and isinstance(rs, Share)  # the task's metric kinds
+    median = stop.quantile(0.5)
     return SettingRow(
         subset=subset,
         threshold=settings.threshold,
         min_silence_ms=int(settings.min_silence_ms),
         headline=headline,
-        eligible=c["eligible"],
-        exercised=c["exercised"],
-        not_exercised=c[intr.NOT_EXERCISED],
-        speaking_at_end=c[intr.SPEAKING_AT_END],
-        response_rate_2s=rr["value"],
-        response_2s_count=rr["count"],
-        stop_latency_median_s=stop["median"],
-        stop_latency_median_reached=stop["median_reached"],
-        restart_rate=rs["value"],
-        restart_count=rs["count"],
+        eligible=c.eligible,
+        exercised=c.count("exercised"),
+        not_exercised=c.count(intr.NOT_EXERCISED),
+        speaking_at_end=c.count(intr.SPEAKING_AT_END),
+        response_rate_2s=rr.value,
+        response_2s_count=rr.count,
+        stop_latency_median_s=None if median.value is None else median.value / stop.scale,
+        stop_latency_median_reached=median.reached if stop.n else None,
+        restart_rate=rs.value,
+        restart_count=rs.count,
     )
 
 
@@ -162,7 +164,7 @@ def sweep(
     subset: str,
     inputs: Sequence[tuple[str, InterruptionInput]],
     probs: Sequence[np.ndarray],
-    counts: dict[str, Any],
+    counts: Counts,
 ) -> tuple[list[SettingRow], list[EdgeRow]]:
     """Pure: the per-setting table and the per-sample edge rows of one interruption subset.
 
@@ -205,16 +207,33 @@ def sweep(
     return table, edges
 
 
-@dataclass
+@dataclass(frozen=True)
 class Sensitivity:
-    """The sensitivity analysis of a tree: the table, the per-sample rows and what made them."""
+    """The sensitivity analysis of a tree: the table, the per-sample rows and what made them (the VAD's signature
+    JSON and the analysis's `Signature`); `to_json()` is unified-sensitivity.json."""
 
     table: list[SettingRow]
     edges: list[EdgeRow]
-    body: dict[str, Any]
+    vad: JsonObject
+    signature: Signature
 
-    def to_json(self) -> dict[str, Any]:
-        return self.body
+    @property
+    def near_edge(self) -> int:
+        """Samples whose S lies within EDGE_MS of a headline segment edge."""
+        return sum(1 for r in self.edges if r.near_edge)
+
+    def to_json(self) -> JsonObject:
+        sig = self.signature
+        return {
+            **artifacts.header(KIND, SCHEMA_VERSION, signature=sig, inputs=sig.inputs),
+            "vad": self.vad,
+            "grid": {"thresholds": list(THRESHOLDS), "min_silence_ms": list(MIN_SILENCES_MS), "edge_ms": EDGE_MS,
+                     "fixed": "min speech 250 ms, no padding, neg_threshold = threshold - 0.15, whole-file scans"},
+            "headline": "threshold 0.5, min silence 100 ms (spec 000); unified.json keeps it",
+            "settings": [r.to_json() for r in self.table],
+            "samples": [r.to_json() for r in self.edges],
+            "near_edge": self.near_edge,
+        }
 
     def render(self, console: Console | None = None) -> None:
         render(self, console)
@@ -238,21 +257,10 @@ def analyse(loaded: LoadedTree, jobs: int | None = None) -> Sensitivity:
         edges += e
     vad = vad_signature()
     vad.pop("scan", None)
-    sig = signature(loaded, vad)
-    body = {
-        **artifacts.header(KIND, SCHEMA_VERSION, signature=sig, inputs=sig.inputs),
-        "vad": vad,
-        "grid": {"thresholds": list(THRESHOLDS), "min_silence_ms": list(MIN_SILENCES_MS), "edge_ms": EDGE_MS,
-                 "fixed": "min speech 250 ms, no padding, neg_threshold = threshold - 0.15, whole-file scans"},
-        "headline": "threshold 0.5, min silence 100 ms (spec 000); unified.json keeps it",
-        "settings": [r.to_json() for r in table],
-        "samples": [r.to_json() for r in edges],
-        "near_edge": sum(1 for r in edges if r.near_edge),
-    }
-    return Sensitivity(table, edges, body)
+    return Sensitivity(table, edges, vad, signature(loaded, vad))
 
 
-def signature(loaded: LoadedTree, vad: dict[str, Any]) -> Signature:
+def signature(loaded: LoadedTree, vad: JsonObject) -> Signature:
     """Definitions, the ASR that made the transcripts, the VAD model and the swept grid, and the input hashes."""
     grid = {"t": f"{THRESHOLDS[0]}-{THRESHOLDS[-1]}", "s": f"{MIN_SILENCES_MS[0]}-{MIN_SILENCES_MS[-1]}", "p": 0,
             "edge": EDGE_MS}
@@ -309,4 +317,4 @@ def render(sens: Sensitivity, console: Console | None = None) -> None:
         f"Shares: not_exercised over eligible, the rest over exercised. {NOT_REACHED} = the median sample "
         "never stopped."
     )
-    console.print(sens.body["signature"]["compact"], markup=False, highlight=False)
+    console.print(sens.signature.compact(), markup=False, highlight=False)

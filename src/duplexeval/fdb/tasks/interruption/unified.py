@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from duplexeval import stats
 from duplexeval.errors import InputError, RefusalError
@@ -20,16 +20,22 @@ from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, Unif
 from duplexeval.fdb.tasks.interruption.annotation import NAME, interrupt_us
 from duplexeval.fdb.unified.aggregate import (
     RESPONSE_KINDS,
-    coverage,
+    Block,
+    Counts,
+    UnifiedMetric,
     latency,
-    metrics_json,
     response_metrics,
     response_specs,
     share,
 )
 from duplexeval.fdb.unified.load import check_wav, fmt_s, sample_words
+from duplexeval.jsontypes import JsonObject
 from duplexeval.schemas.fdb_names import ASR_FILE, OUTPUT_WAV
-from duplexeval.units import Span
+from duplexeval.units import Span, to_us
+
+if TYPE_CHECKING:
+    from duplexeval.fdb.tasks.interruption.sensitivity import Sensitivity
+    from duplexeval.fdb.unified.load import LoadedTree
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,20 @@ class InterruptionRow:
     def exercised(self) -> bool:
         return self.outcome != NOT_EXERCISED
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def stop_s(self) -> float | None:
+        return None if self.stop_ticks is None else self.stop_ticks / TICKS_PER_S
+
+    @property
+    def latency_s(self) -> float | None:
+        return None if self.latency_us is None else self.latency_us / 1e6
+
+    @property
+    def interruption_ticks(self) -> int:
+        """[S, R]'s length in ticks."""
+        return (self.R_us - self.S_us) * TICKS_PER_US
+
+    def to_json(self) -> JsonObject:
         return {
             "outcome": self.outcome,
             "S": self.S_us / 1e6,
@@ -91,16 +110,37 @@ class InterruptionRow:
             "speech_at_onset": self.speech_at_onset,
             "speech_at_end": self.speech_at_end,
             "speech_before_onset": self.speech_before_onset,
-            "stop_s": None if self.stop_ticks is None else self.stop_ticks / TICKS_PER_S,
+            "stop_s": self.stop_s,
             "speech_in_interruption_s": self.speech_in_interruption_ticks / TICKS_PER_S,
             "interruption_s": (self.R_us - self.S_us) / 1e6,
             "restarts": self.restarts,
             "first_word_s": None if self.first_word_us is None else self.first_word_us / 1e6,
-            "latency_s": None if self.latency_us is None else self.latency_us / 1e6,
+            "latency_s": self.latency_s,
             "observable_s": (self.T_us - self.R_us) / 1e6,
             "n_words": self.n_words,
             "vad_segments": [[s / 16000, e / 16000] for s, e in self.segments],
         }
+
+    @classmethod
+    def from_json(cls, js: JsonObject) -> InterruptionRow:
+        """The row back from its unified-samples.jsonl fields (the inverse of `to_json`)."""
+        stop, first, lat = js["stop_s"], js["first_word_s"], js["latency_s"]
+        return cls(
+            outcome=str(js["outcome"]),
+            S_us=to_us(js["S"]),
+            R_us=to_us(js["R"]),
+            T_us=to_us(js["T"]),
+            speech_at_onset=bool(js["speech_at_onset"]),
+            speech_at_end=bool(js["speech_at_end"]),
+            speech_before_onset=bool(js["speech_before_onset"]),
+            stop_ticks=None if stop is None else round(float(stop) * TICKS_PER_S),
+            speech_in_interruption_ticks=round(float(js["speech_in_interruption_s"]) * TICKS_PER_S),
+            restarts=int(js["restarts"]),
+            first_word_us=None if first is None else to_us(first),
+            latency_us=None if lat is None else to_us(lat),
+            n_words=int(js["n_words"]),
+            segments=tuple((round(float(a) * 16000), round(float(b) * 16000)) for a, b in js["vad_segments"]),
+        )
 
 
 def r_limit_sample(R_us: int) -> int:
@@ -164,19 +204,18 @@ def score_interruption(inp: InterruptionInput, segments: Sequence[tuple[int, int
     )
 
 
-def interruption_block(rows: Sequence[InterruptionRow], counts: dict[str, Any]) -> dict[str, Any]:
+def interruption_block(rows: Sequence[InterruptionRow], counts: Counts) -> Block:
     """Interruption metrics: exercised_rate over eligible, everything else over exercised samples.
 
     Unknown outcomes in the selected bounds: the ineligible, plus not_exercised for all but exercised_rate.
     """
-    n_elig, sel, inel = counts["eligible"], counts["selected"], counts["ineligible"]
+    n_elig, sel, inel = counts.eligible, counts.selected, counts.ineligible
     oc = Counter(r.outcome for r in rows)
     ex = [r for r in rows if r.exercised]
     n_ex = len(ex)
     unk = inel + oc[NOT_EXERCISED]
-    counts = dict(counts, exercised=n_ex, **{o: oc[o] for o in INTERRUPTION_OUTCOMES})
     lat = [r.latency_us for r in ex]
-    metrics: dict[str, Any] = {
+    metrics: dict[str, UnifiedMetric] = {
         "exercised_rate": share(n_ex, n_elig, inel, sel),
         "speaking_at_end_rate": share(oc[SPEAKING_AT_END], n_ex, unk, sel),
     }
@@ -190,13 +229,8 @@ def interruption_block(rows: Sequence[InterruptionRow], counts: dict[str, Any]) 
         TICKS_PER_S,
     )
     metrics["restart_rate"] = share(sum(1 for r in ex if r.restarts > 0), n_ex, unk, sel)
-    return {
-        "task": NAME,
-        "counts": counts,
-        "coverage": coverage(counts),
-        "min_observable_s": min(((r.T_us - r.R_us) / 1e6 for r in rows), default=None),
-        "metrics": metrics_json(metrics),
-    }
+    return Block(NAME, counts.adding(exercised=n_ex, **{o: oc[o] for o in INTERRUPTION_OUTCOMES}), metrics,
+                 observable=True, min_observable_s=min(((r.T_us - r.R_us) / 1e6 for r in rows), default=None))
 
 
 def parse_interruption(s: OpenedSample) -> InterruptionInput:
@@ -245,28 +279,28 @@ class InterruptionUnified(UnifiedRules[InterruptionInput, InterruptionRow]):
     def score(self, inp: InterruptionInput, segments: Sequence[tuple[int, int]] | None) -> InterruptionRow:
         return score_interruption(inp, segments or ())
 
-    def aggregate(self, rows: Sequence[InterruptionRow], counts: dict[str, Any]) -> dict[str, Any]:
+    def row_from_json(self, js: JsonObject) -> InterruptionRow:
+        return InterruptionRow.from_json(js)
+
+    def aggregate(self, rows: Sequence[InterruptionRow], counts: Counts) -> Block:
         return interruption_block(rows, counts)
 
-    def sensitivity(self, loaded: Any, jobs: int | None) -> Any:
+    def sensitivity(self, loaded: LoadedTree, jobs: int | None) -> Sensitivity:
         from duplexeval.fdb.tasks.interruption.sensitivity import analyse
 
         return analyse(loaded, jobs)
 
 
-def _ticks(x: float | None) -> float:
-    return time_units(x, TICKS_PER_S)
-
-
-EXERCISED = MetricSpec("exercised_rate", "share", lambda r: r["outcome"] != NOT_EXERCISED)
-PAIRED = PairedSpec(
+EXERCISED = MetricSpec[InterruptionRow]("exercised_rate", "share", lambda r: r.exercised)
+RESPONSE_SPECS: tuple[MetricSpec[InterruptionRow], ...] = response_specs(RESPONSE, NO_RESPONSE)
+PAIRED = PairedSpec[InterruptionRow](
     (  # over samples exercised in both (exercised_rate, the gate, over eligible in both)
-        MetricSpec("speaking_at_end_rate", "share", lambda r: r["outcome"] == SPEAKING_AT_END),
-        *response_specs(RESPONSE, NO_RESPONSE),
-        MetricSpec("stop_latency_s", "median", lambda r: _ticks(r["stop_s"]), TICKS_PER_S),
+        MetricSpec("speaking_at_end_rate", "share", lambda r: r.outcome == SPEAKING_AT_END),
+        *RESPONSE_SPECS,
+        MetricSpec("stop_latency_s", "median", lambda r: time_units(r.stop_ticks), TICKS_PER_S),
         MetricSpec("speech_s_per_interruption_s", "ratio",
-                   lambda r: (_ticks(r["speech_in_interruption_s"]), _ticks(r["interruption_s"]))),
-        MetricSpec("restart_rate", "share", lambda r: r["restarts"] > 0),
+                   lambda r: (time_units(r.speech_in_interruption_ticks), time_units(r.interruption_ticks))),
+        MetricSpec("restart_rate", "share", lambda r: r.restarts > 0),
     ),
     gate=EXERCISED,
     over="samples exercised in both (exercised_rate: eligible in both)",

@@ -29,7 +29,6 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from duplexeval import stats
 from duplexeval.asr.base import Word
@@ -39,9 +38,10 @@ from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, Unif
 from duplexeval.fdb.tasks.overlap.annotation import CLEAN_OUTPUT_JSON, NAME, TAG_FILE
 from duplexeval.fdb.tasks.overlap.behavior import LABELS, TRANSCRIPTS, parse_reply, transcripts_sha256
 from duplexeval.fdb.tasks.overlap.scenarios import SCENARIOS
-from duplexeval.fdb.unified.aggregate import coverage, metrics_json
+from duplexeval.fdb.unified.aggregate import Block, Counts, UnifiedMetric
 from duplexeval.fdb.verified import parse_json
 from duplexeval.jsonio import read_json
+from duplexeval.jsontypes import JsonObject
 from duplexeval.paired import mcnemar_exact, paired_quantile_difference
 from duplexeval.schemas.fdb_names import OUTPUT_WAV
 from duplexeval.units import US_PER_S, to_us
@@ -104,18 +104,36 @@ class OverlapRow:
     def judge_label(self) -> str | None:
         return self.judge_tags[0] if self.judge_tags else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "subset": self.subset, "id": self.id, "T": self.T_us / 1e6,
             "overlap": [self.on_us / 1e6, self.off_us / 1e6],
             "speaking_at_onset": self.speaking_at_onset, "speaking_at_end": self.speaking_at_end,
-            "stop_latency_s": None if self.stop_us is None else self.stop_us / 1e6, "stop_reached": self.stop_reached,
+            "stop_latency_s": self.stop_latency_s, "stop_reached": self.stop_reached,
             "response_latency_s": None if self.response_us is None else self.response_us / 1e6,
             "response_reached": self.response_reached, "post_overlap_words": self.post_words,
             "resume_overlap": self.resume_overlap, "behaviour": self.behaviour,
             "behaviour_as_label": AS_JUDGE_LABEL[self.behaviour], "expected": self.expected, "good": self.good,
             "judge_tags": None if self.judge_tags is None else list(self.judge_tags), "judge_error": self.judge_error,
         }
+
+    @property
+    def stop_latency_s(self) -> float | None:
+        return None if self.stop_us is None else self.stop_us / 1e6
+
+    @classmethod
+    def from_json(cls, js: JsonObject) -> OverlapRow:
+        """The row back from its unified-samples.jsonl fields (the inverse of `to_json`)."""
+        on, off = js["overlap"]
+        stop, response, tags = js["stop_latency_s"], js["response_latency_s"], js["judge_tags"]
+        overlap = js["resume_overlap"]
+        return cls(str(js["subset"]), str(js["id"]), to_us(js["T"]), to_us(on), to_us(off),
+                   bool(js["speaking_at_onset"]), bool(js["speaking_at_end"]),
+                   None if stop is None else to_us(stop), bool(js["stop_reached"]),
+                   None if response is None else to_us(response), bool(js["response_reached"]),
+                   int(js["post_overlap_words"]), None if overlap is None else float(overlap), str(js["behaviour"]),
+                   None if tags is None else tuple(str(t) for t in tags),
+                   None if js["judge_error"] is None else str(js["judge_error"]))
 
 
 def _ticks_to_us(t: int) -> int:
@@ -178,12 +196,30 @@ def _latency(vals: Sequence[int | None], reached: Sequence[bool]) -> stats.Laten
     return stats.Latency.of([float(v) if r and v is not None else float("inf") for v, r in zip(vals, reached)], 1e6)
 
 
-def aggregate(rows: Sequence[OverlapRow], selected: int, not_scored: Mapping[str, int]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class OverlapBlock(Block):
+    """A v1.5 subset's block: besides the metrics, our class against the judge's label (`confusion`, None without a
+    judge) before them and each metric's kind (`kinds`) after them."""
+
+    confusion: Mapping[str, Mapping[str, int]] | None = None
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"task": self.task, "counts": self.counts.to_json(), "coverage": self.coverage}
+        if self.confusion is not None:
+            out["confusion"] = {c: dict(by) for c, by in self.confusion.items()}
+        out["metrics"] = self.metrics_json()
+        out["kinds"] = {k: type(v).__name__ for k, v in self.metrics.items()}
+        return out
+
+
+def aggregate(rows: Sequence[OverlapRow], counts: Counts, not_scored: Mapping[str, int] | None = None) -> OverlapBlock:
     """A subset's block: counts, Wilson shares with bounds over every selected sample, latencies, agreement."""
     n = len(rows)
+    selected = counts.selected
     unknown = selected - n  # selected but not scored (ineligible, no transcript): the bounds' worst cases
-    out: dict[str, Any] = {"counts": {"selected": selected, "scored": n, "not_scored": dict(not_scored)}}
-    m: dict[str, Any] = {}
+    counts = counts.adding(scored=n, not_scored=dict(not_scored or {}))
+    confusion = None
+    m: dict[str, UnifiedMetric] = {}
     m["speaking_at_onset_rate"] = stats.Share(sum(r.speaking_at_onset for r in rows), n, unknown, selected)
     ex = [r for r in rows if r.speaking_at_onset]
     m["stop_latency_s"] = _latency([r.stop_us for r in ex], [r.stop_reached for r in ex])
@@ -201,18 +237,16 @@ def aggregate(rows: Sequence[OverlapRow], selected: int, not_scored: Mapping[str
                                                  failed + unknown, selected)
         m["agreement_rate"] = stats.Share(sum(AS_JUDGE_LABEL[r.behaviour] == r.judge_label for r in judged),
                                           len(judged), selected - len(judged), selected)
-        out["confusion"] = {c: dict(Counter(r.judge_label for r in judged if r.behaviour == c)) for c in CLASSES}
-        out["counts"]["judge_failed"] = failed
-    out["metrics"] = metrics_json(m)
-    out["kinds"] = {k: type(v).__name__ for k, v in m.items()}
-    return out
+        confusion = {c: dict(Counter(str(r.judge_label) for r in judged if r.behaviour == c)) for c in CLASSES}
+        counts = counts.adding(judge_failed=failed)
+    return OverlapBlock(NAME, counts, m, confusion=confusion)
 
 
-def compare(a: Sequence[OverlapRow], b: Sequence[OverlapRow]) -> dict[str, Any]:
+def compare(a: Sequence[OverlapRow], b: Sequence[OverlapRow]) -> JsonObject:
     """Two systems on one scenario, paired by sample id (scored in both): McNemar on `good`, latency differences."""
     by_b = {r.id: r for r in b}
     pairs = [(r, by_b[r.id]) for r in a if r.id in by_b]
-    out: dict[str, Any] = {"pairs": len(pairs), "only_a": len(a) - len(pairs), "only_b": len(b) - len(pairs)}
+    out: JsonObject = {"pairs": len(pairs), "only_a": len(a) - len(pairs), "only_b": len(b) - len(pairs)}
     out["good_rate"] = {"a": stats.Share(sum(x.good for x, _ in pairs), len(pairs)).to_json(),
                         "b": stats.Share(sum(y.good for _, y in pairs), len(pairs)).to_json(),
                         "mcnemar": mcnemar_exact([x.good for x, _ in pairs], [y.good for _, y in pairs]).to_json()}
@@ -299,26 +333,27 @@ class OverlapUnified(UnifiedRules[OverlapInput, OverlapRow]):
         return score(inp.subset, inp.id, inp.T_us, inp.on_us, inp.off_us, segments or [], inp.words, inp.clean_words,
                      STOP_SILENCE_MS, inp.judge_tags, inp.judge_error)
 
-    def aggregate(self, rows: Sequence[OverlapRow], counts: dict[str, Any]) -> dict[str, Any]:
-        block = aggregate(rows, counts["selected"], {})
-        return {"task": NAME, "counts": {**counts, **{k: v for k, v in block["counts"].items() if k not in counts}},
-                "coverage": coverage(counts), **{k: v for k, v in block.items() if k != "counts"}}
+    def row_from_json(self, js: JsonObject) -> OverlapRow:
+        return OverlapRow.from_json(js)
+
+    def aggregate(self, rows: Sequence[OverlapRow], counts: Counts) -> OverlapBlock:
+        return aggregate(rows, counts)
 
 
-def _stop_units(r: dict[str, Any]) -> float:
-    return time_units(r["stop_latency_s"] if r["stop_reached"] else None, US_PER_S)
+def _stop_units(r: OverlapRow) -> float:
+    return time_units(r.stop_us if r.stop_reached else None)
 
 
-def _response_units(r: dict[str, Any]) -> float:
-    return time_units(r["response_latency_s"] if r["response_reached"] else None, US_PER_S)
+def _response_units(r: OverlapRow) -> float:
+    return time_units(r.response_us if r.response_reached else None)
 
 
-PAIRED = PairedSpec((
-    MetricSpec("good_rate", "share", lambda r: bool(r["good"])),
-    MetricSpec("responded_rate", "share", lambda r: r["behaviour"] == RESPONDED),
-    MetricSpec("continued_rate", "share", lambda r: r["behaviour"] == CONTINUED),
-    MetricSpec("silent_rate", "share", lambda r: r["behaviour"] == SILENT),
-    MetricSpec("speaking_at_onset_rate", "share", lambda r: bool(r["speaking_at_onset"])),
-    MetricSpec("stop_latency_s", "median", _stop_units, US_PER_S, lambda r: bool(r["speaking_at_onset"])),
-    MetricSpec("response_latency_s", "median", _response_units, US_PER_S, lambda r: not r["speaking_at_end"]),
+PAIRED = PairedSpec[OverlapRow]((
+    MetricSpec("good_rate", "share", lambda r: r.good),
+    MetricSpec("responded_rate", "share", lambda r: r.behaviour == RESPONDED),
+    MetricSpec("continued_rate", "share", lambda r: r.behaviour == CONTINUED),
+    MetricSpec("silent_rate", "share", lambda r: r.behaviour == SILENT),
+    MetricSpec("speaking_at_onset_rate", "share", lambda r: r.speaking_at_onset),
+    MetricSpec("stop_latency_s", "median", _stop_units, US_PER_S, lambda r: r.speaking_at_onset),
+    MetricSpec("response_latency_s", "median", _response_units, US_PER_S, lambda r: not r.speaking_at_end),
 ))

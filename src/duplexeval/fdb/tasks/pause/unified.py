@@ -8,18 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from duplexeval import stats
 from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, UnifiedRules, time_units
 from duplexeval.fdb.tasks.pause.annotation import NAME, pauses_us
-from duplexeval.fdb.unified.aggregate import (
-    coverage,
-    metrics_json,
-    share,
-)
+from duplexeval.fdb.unified.aggregate import Block, Counts, UnifiedMetric, share
 from duplexeval.fdb.unified.load import sample_words
-from duplexeval.units import US_PER_S, Span
+from duplexeval.jsontypes import JsonObject
+from duplexeval.units import US_PER_S, Span, to_us
 
 
 @dataclass(frozen=True)
@@ -49,7 +45,7 @@ class PauseRow:
     pauses: tuple[tuple[int, int], ...]
     n_words: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The spec's per-sample fields for unified-samples.jsonl (times in seconds)."""
         return {
             "pause_intrusion": self.pause_intrusion,
@@ -63,9 +59,38 @@ class PauseRow:
             "pauses": [[a / 1e6, b / 1e6] for a, b in self.pauses],
             "n_pauses": self.n_pauses,
             "pauses_intruded": self.pauses_intruded,
-            "pause_s": self.pause_us / 1e6,
-            "intrusion_s": self.covered_us / 1e6,
+            "pause_s": self.pause_s,
+            "intrusion_s": self.intrusion_s,
         }
+
+    @classmethod
+    def from_json(cls, js: JsonObject) -> PauseRow:
+        """The row back from its unified-samples.jsonl fields (the inverse of `to_json`)."""
+        return cls(
+            pause_intrusion=bool(js["pause_intrusion"]),
+            inside_pause_onset=bool(js["inside_pause_onset"]),
+            pre_pause_speech=bool(js["pre_pause_speech"]),
+            carry_in=bool(js["carry_in"]),
+            any_speech=bool(js["any_speech"]),
+            intrusion_words=int(js["intrusion_words"]),
+            n_pauses=int(js["n_pauses"]),
+            pauses_intruded=int(js["pauses_intruded"]),
+            pause_us=to_us(js["pause_s"]),
+            covered_us=to_us(js["intrusion_s"]),
+            first_pause_us=to_us(js["first_pause_s"]),
+            pauses=tuple((to_us(a), to_us(b)) for a, b in js["pauses"]),
+            n_words=int(js["n_words"]),
+        )
+
+    @property
+    def pause_s(self) -> float:
+        """The annotated pause time in seconds."""
+        return self.pause_us / 1e6
+
+    @property
+    def intrusion_s(self) -> float:
+        """The pause time covered by model words, in seconds."""
+        return self.covered_us / 1e6
 
 
 def union_length_inside(spans: list[tuple[int, int]], windows: tuple[tuple[int, int], ...]) -> int:
@@ -125,15 +150,14 @@ def score_pause(inp: PauseInput) -> PauseRow:
     )
 
 
-def pause_block(rows: Sequence[PauseRow], counts: dict[str, Any]) -> dict[str, Any]:
+def pause_block(rows: Sequence[PauseRow], counts: Counts) -> Block:
     """Pause-handling metrics over eligible samples; pooled ratios over their pauses and pause seconds."""
-    n, sel, unk = counts["eligible"], counts["selected"], counts["ineligible"]
-    counts = dict(counts, pauses=sum(r.n_pauses for r in rows))
+    n, sel, unk = counts.eligible, counts.selected, counts.ineligible
 
     def flag(name: str) -> stats.Share:
         return share(sum(1 for r in rows if getattr(r, name)), n, unk, sel)
 
-    metrics = {
+    metrics: dict[str, UnifiedMetric] = {
         "pause_intrusion_rate": flag("pause_intrusion"),
         "pause_intrusion_per_pause": stats.pooled_count([r.pauses_intruded for r in rows], [r.n_pauses for r in rows]),
         "intrusion_s_per_pause_s": stats.pooled_seconds([r.covered_us for r in rows], [r.pause_us for r in rows],
@@ -143,7 +167,7 @@ def pause_block(rows: Sequence[PauseRow], counts: dict[str, Any]) -> dict[str, A
         "carry_in_rate": flag("carry_in"),
         "any_speech_rate": flag("any_speech"),
     }
-    return {"task": NAME, "counts": counts, "coverage": coverage(counts), "metrics": metrics_json(metrics)}
+    return Block(NAME, counts.adding(pauses=sum(r.n_pauses for r in rows)), metrics)
 
 
 class PauseUnified(UnifiedRules[PauseInput, PauseRow]):
@@ -166,17 +190,19 @@ class PauseUnified(UnifiedRules[PauseInput, PauseRow]):
     def score(self, inp: PauseInput, segments: Sequence[tuple[int, int]] | None) -> PauseRow:
         return score_pause(inp)
 
-    def aggregate(self, rows: Sequence[PauseRow], counts: dict[str, Any]) -> dict[str, Any]:
+    def row_from_json(self, js: JsonObject) -> PauseRow:
+        return PauseRow.from_json(js)
+
+    def aggregate(self, rows: Sequence[PauseRow], counts: Counts) -> Block:
         return pause_block(rows, counts)
 
 
-PAIRED = PairedSpec((
-    MetricSpec("pause_intrusion_rate", "share", lambda r: r["pause_intrusion"]),
-    MetricSpec("pause_intrusion_per_pause", "ratio", lambda r: (r["pauses_intruded"], r["n_pauses"])),
-    MetricSpec("intrusion_s_per_pause_s", "ratio",
-               lambda r: (time_units(r["intrusion_s"], US_PER_S), time_units(r["pause_s"], US_PER_S))),
-    MetricSpec("inside_pause_onset_rate", "share", lambda r: r["inside_pause_onset"]),
-    MetricSpec("pre_pause_speech_rate", "share", lambda r: r["pre_pause_speech"]),
-    MetricSpec("carry_in_rate", "share", lambda r: r["carry_in"]),
-    MetricSpec("any_speech_rate", "share", lambda r: r["any_speech"]),
+PAIRED = PairedSpec[PauseRow]((
+    MetricSpec("pause_intrusion_rate", "share", lambda r: r.pause_intrusion),
+    MetricSpec("pause_intrusion_per_pause", "ratio", lambda r: (r.pauses_intruded, r.n_pauses)),
+    MetricSpec("intrusion_s_per_pause_s", "ratio", lambda r: (time_units(r.covered_us), time_units(r.pause_us))),
+    MetricSpec("inside_pause_onset_rate", "share", lambda r: r.inside_pause_onset),
+    MetricSpec("pre_pause_speech_rate", "share", lambda r: r.pre_pause_speech),
+    MetricSpec("carry_in_rate", "share", lambda r: r.carry_in),
+    MetricSpec("any_speech_rate", "share", lambda r: r.any_speech),
 ))

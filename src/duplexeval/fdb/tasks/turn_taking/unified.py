@@ -9,21 +9,22 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from duplexeval import stats
 from duplexeval.fdb.tasks.base import MetricSpec, OpenedSample, PairedSpec, UnifiedRules
 from duplexeval.fdb.tasks.turn_taking.annotation import NAME, turn_end_us
 from duplexeval.fdb.unified.aggregate import (
     RESPONSE_KINDS,
-    coverage,
-    metrics_json,
+    Block,
+    Counts,
+    UnifiedMetric,
     response_metrics,
     response_specs,
     share,
 )
 from duplexeval.fdb.unified.load import sample_words
-from duplexeval.units import Span
+from duplexeval.jsontypes import JsonObject
+from duplexeval.units import Span, to_us
 
 
 @dataclass(frozen=True)
@@ -52,16 +53,38 @@ class TurnRow:
     latency_us: int | None
     n_words: int
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def E(self) -> float:
+        return self.E_us / 1e6
+
+    @property
+    def first_word_s(self) -> float | None:
+        return None if self.first_word_us is None else self.first_word_us / 1e6
+
+    @property
+    def latency_s(self) -> float | None:
+        return None if self.latency_us is None else self.latency_us / 1e6
+
+    def to_json(self) -> JsonObject:
         return {
             "outcome": self.outcome,
-            "E": self.E_us / 1e6,
+            "E": self.E,
             "T": self.T_us / 1e6,
-            "first_word_s": None if self.first_word_us is None else self.first_word_us / 1e6,
-            "latency_s": None if self.latency_us is None else self.latency_us / 1e6,
+            "first_word_s": self.first_word_s,
+            "latency_s": self.latency_s,
             "observable_s": (self.T_us - self.E_us) / 1e6,
             "n_words": self.n_words,
         }
+
+    @classmethod
+    def from_json(cls, js: JsonObject) -> TurnRow:
+        """The row back from its unified-samples.jsonl fields (the inverse of `to_json`)."""
+        return cls(str(js["outcome"]), to_us(js["E"]), to_us(js["T"]), _us(js["first_word_s"]), _us(js["latency_s"]),
+                   int(js["n_words"]))
+
+
+def _us(seconds: float | None) -> int | None:
+    return None if seconds is None else to_us(seconds)
 
 
 def score_turn(inp: TurnInput) -> TurnRow:
@@ -74,21 +97,15 @@ def score_turn(inp: TurnInput) -> TurnRow:
     return TurnRow(RESPONSE, inp.E_us, inp.T_us, first, first - inp.E_us, len(inp.words))
 
 
-def turn_block(rows: Sequence[TurnRow], counts: dict[str, Any]) -> dict[str, Any]:
+def turn_block(rows: Sequence[TurnRow], counts: Counts) -> Block:
     """Turn-taking metrics over eligible samples; a sample without a response has latency +inf."""
-    n, sel, unk = counts["eligible"], counts["selected"], counts["ineligible"]
+    n, sel, unk = counts.eligible, counts.selected, counts.ineligible
     oc = Counter(r.outcome for r in rows)
-    counts = dict(counts, **{o: oc[o] for o in TURN_OUTCOMES})
     lat = [r.latency_us for r in rows]
-    metrics: dict[str, Any] = {"early_start_rate": share(oc[EARLY_START], n, unk, sel)}
+    metrics: dict[str, UnifiedMetric] = {"early_start_rate": share(oc[EARLY_START], n, unk, sel)}
     metrics.update(response_metrics(lat, oc[NO_RESPONSE], n, unk, sel))
-    return {
-        "task": NAME,
-        "counts": counts,
-        "coverage": coverage(counts),
-        "min_observable_s": min(((r.T_us - r.E_us) / 1e6 for r in rows), default=None),
-        "metrics": metrics_json(metrics),
-    }
+    return Block(NAME, counts.adding(**{o: oc[o] for o in TURN_OUTCOMES}), metrics, observable=True,
+                 min_observable_s=min(((r.T_us - r.E_us) / 1e6 for r in rows), default=None))
 
 
 class TurnUnified(UnifiedRules[TurnInput, TurnRow]):
@@ -103,11 +120,15 @@ class TurnUnified(UnifiedRules[TurnInput, TurnRow]):
     def score(self, inp: TurnInput, segments: Sequence[tuple[int, int]] | None) -> TurnRow:
         return score_turn(inp)
 
-    def aggregate(self, rows: Sequence[TurnRow], counts: dict[str, Any]) -> dict[str, Any]:
+    def row_from_json(self, js: JsonObject) -> TurnRow:
+        return TurnRow.from_json(js)
+
+    def aggregate(self, rows: Sequence[TurnRow], counts: Counts) -> Block:
         return turn_block(rows, counts)
 
 
-PAIRED = PairedSpec((
-    MetricSpec("early_start_rate", "share", lambda r: r["outcome"] == EARLY_START),
-    *response_specs(RESPONSE, NO_RESPONSE),
+RESPONSE_SPECS: tuple[MetricSpec[TurnRow], ...] = response_specs(RESPONSE, NO_RESPONSE)
+PAIRED = PairedSpec[TurnRow]((
+    MetricSpec("early_start_rate", "share", lambda r: r.outcome == EARLY_START),
+    *RESPONSE_SPECS,
 ))
